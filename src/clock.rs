@@ -1,0 +1,137 @@
+//! Time: the [`Timestamp`] type (epoch milliseconds) and the [`Clock`] port.
+//!
+//! Library code never reads the system time or starts a tokio timer of its own: it asks a
+//! `Clock`. On AWS that is [`SystemClock`]; the simulation and the tests drive a [`ManualClock`],
+//! whose `sleep` advances virtual time at once, so the same seed gives the same run.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// A point in time as epoch milliseconds (the unit of every time attribute but the TTL).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Timestamp(i64);
+
+impl Timestamp {
+    pub const fn from_millis(ms: i64) -> Self {
+        Self(ms)
+    }
+
+    pub const fn as_millis(self) -> i64 {
+        self.0
+    }
+
+    /// Epoch seconds, rounded up: what DynamoDB's TTL attribute wants.
+    pub fn as_epoch_seconds_ceil(self) -> i64 {
+        self.0.div_euclid(1000) + i64::from(self.0.rem_euclid(1000) != 0)
+    }
+
+    pub fn plus(self, d: Duration) -> Self {
+        Self(self.0.saturating_add(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)))
+    }
+
+    pub fn minus(self, d: Duration) -> Self {
+        Self(self.0.saturating_sub(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)))
+    }
+
+    /// `self - earlier`, or zero when `earlier` is not earlier.
+    pub fn since(self, earlier: Timestamp) -> Duration {
+        Duration::from_millis(u64::try_from(self.0.saturating_sub(earlier.0)).unwrap_or(0))
+    }
+}
+
+impl std::fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}ms", self.0)
+    }
+}
+
+/// Whole seconds, rounded up: SQS delays and visibility timeouts are whole seconds, and a
+/// delay rounded down could land before a provider's Retry-After.
+pub fn ceil_secs(d: Duration) -> u64 {
+    d.as_secs() + u64::from(d.subsec_nanos() > 0)
+}
+
+/// The time port (DESIGN §3, §9).
+pub trait Clock: Send + Sync {
+    fn now(&self) -> Timestamp;
+    /// Wait for `d`. The manual clock advances virtual time instead of waiting.
+    fn sleep(&self, d: Duration) -> impl Future<Output = ()> + Send;
+}
+
+impl<C: Clock> Clock for Arc<C> {
+    fn now(&self) -> Timestamp {
+        (**self).now()
+    }
+    fn sleep(&self, d: Duration) -> impl Future<Output = ()> + Send {
+        (**self).sleep(d)
+    }
+}
+
+/// Wall-clock time, for the Lambda functions.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Timestamp {
+        let ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+            .unwrap_or(0);
+        Timestamp(ms)
+    }
+    fn sleep(&self, d: Duration) -> impl Future<Output = ()> + Send {
+        tokio::time::sleep(d)
+    }
+}
+
+/// Virtual time: starts where it is told and moves only when advanced or slept on.
+#[derive(Clone, Debug, Default)]
+pub struct ManualClock(Arc<AtomicI64>);
+
+impl ManualClock {
+    pub fn at(start: Timestamp) -> Self {
+        Self(Arc::new(AtomicI64::new(start.0)))
+    }
+    pub fn advance(&self, d: Duration) {
+        let ms = i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+        self.0.fetch_add(ms, Ordering::SeqCst);
+    }
+    pub fn set(&self, t: Timestamp) {
+        self.0.store(t.0, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Timestamp {
+        Timestamp(self.0.load(Ordering::SeqCst))
+    }
+    fn sleep(&self, d: Duration) -> impl Future<Output = ()> + Send {
+        self.advance(d);
+        std::future::ready(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ttl_seconds_round_up() {
+        assert_eq!(Timestamp::from_millis(1_000).as_epoch_seconds_ceil(), 1);
+        assert_eq!(Timestamp::from_millis(1_001).as_epoch_seconds_ceil(), 2);
+        assert_eq!(ceil_secs(Duration::from_millis(1_001)), 2);
+        assert_eq!(ceil_secs(Duration::from_secs(3)), 3);
+    }
+
+    #[tokio::test]
+    async fn manual_clock_sleep_advances_virtual_time() {
+        let clock = ManualClock::at(Timestamp::from_millis(10));
+        clock.sleep(Duration::from_secs(2)).await;
+        assert_eq!(clock.now(), Timestamp::from_millis(2_010));
+    }
+}

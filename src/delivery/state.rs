@@ -1,0 +1,471 @@
+//! The delivery state machine (DESIGN §4) as a type.
+//!
+//! [`DeliveryRecord`] is the ledger item. Its fields are private and the only way to make a new
+//! one is [`apply`]: the current record (or `None`, the implicit `scheduled` state), a
+//! [`Change`] and a [`Ctx`] in; the next record or a [`Refused`] out. Every transition the
+//! design does not list is refused. The ledger adapters persist the result with one
+//! conditional write on `seq` (and the expected status), so every transition is atomic.
+
+use std::collections::BTreeMap;
+
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::clock::Timestamp;
+use crate::domain::{DeadReason, DeliveryKey};
+use crate::policy::{OutcomeClass, RetryPolicy};
+
+/// Transitions kept on the item; each write adds one and drops the oldest beyond this.
+pub const HISTORY_BOUND: u64 = 16;
+/// Longest classified error kept on the item.
+pub const MAX_ERROR_LEN: usize = 200;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// No ledger item yet (never stored as such).
+    Scheduled,
+    /// Put back by redrive.
+    Ready,
+    Sending,
+    Deferred,
+    Delivered,
+    Expired,
+    Cancelled,
+    Dead,
+}
+
+impl Status {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Status::Scheduled => "scheduled",
+            Status::Ready => "ready",
+            Status::Sending => "sending",
+            Status::Deferred => "deferred",
+            Status::Delivered => "delivered",
+            Status::Expired => "expired",
+            Status::Cancelled => "cancelled",
+            Status::Dead => "dead",
+        }
+    }
+
+    /// `delivered`, `expired` and `cancelled` never change again.
+    pub const fn is_terminal(self) -> bool {
+        matches!(self, Status::Delivered | Status::Expired | Status::Cancelled)
+    }
+}
+
+/// A claim's proof of ownership; outcome writes are fenced by it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct LeaseToken(String);
+
+impl LeaseToken {
+    pub fn generate(rng: &mut impl Rng) -> Self {
+        Self(format!("{:016x}{:016x}", rng.next_u64(), rng.next_u64()))
+    }
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Who redrove a delivery, kept in its history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RedriveAudit {
+    pub batch_id: String,
+    pub operator: String,
+    pub note: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryEntry {
+    pub at: Timestamp,
+    pub from: Status,
+    pub to: Status,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redrive: Option<RedriveAudit>,
+}
+
+/// The ledger item (deliveries table, key `delivery_key`). Attribute names are the field names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeliveryRecord {
+    delivery_key: DeliveryKey,
+    status: Status,
+    /// Transition number: bumped by every write, the optimistic-concurrency check.
+    seq: u64,
+    attempt_count: u32,
+    throttle_count: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    lease_token: Option<LeaseToken>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    lease_expires_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    next_eligible_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    last_outcome_class: Option<OutcomeClass>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    last_error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    dead_reason: Option<DeadReason>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    provider_receipt: Option<String>,
+    payload_version: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    policy: Option<RetryPolicy>,
+    first_seen_at: Timestamp,
+    updated_at: Timestamp,
+    /// Keyed by transition number (as text: DynamoDB map keys are strings).
+    history: BTreeMap<String, HistoryEntry>,
+    /// DynamoDB TTL, epoch seconds.
+    expires_at: i64,
+}
+
+impl DeliveryRecord {
+    pub fn key(&self) -> &DeliveryKey {
+        &self.delivery_key
+    }
+    pub fn status(&self) -> Status {
+        self.status
+    }
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+    pub fn attempt_count(&self) -> u32 {
+        self.attempt_count
+    }
+    pub fn throttle_count(&self) -> u32 {
+        self.throttle_count
+    }
+    pub fn lease_token(&self) -> Option<&LeaseToken> {
+        self.lease_token.as_ref()
+    }
+    pub fn lease_expires_at(&self) -> Option<Timestamp> {
+        self.lease_expires_at
+    }
+    pub fn next_eligible_at(&self) -> Option<Timestamp> {
+        self.next_eligible_at
+    }
+    pub fn last_outcome_class(&self) -> Option<OutcomeClass> {
+        self.last_outcome_class
+    }
+    pub fn last_error(&self) -> Option<&str> {
+        self.last_error.as_deref()
+    }
+    pub fn dead_reason(&self) -> Option<DeadReason> {
+        self.dead_reason
+    }
+    pub fn provider_receipt(&self) -> Option<&str> {
+        self.provider_receipt.as_deref()
+    }
+    pub fn payload_version(&self) -> u64 {
+        self.payload_version
+    }
+    pub fn policy(&self) -> Option<&RetryPolicy> {
+        self.policy.as_ref()
+    }
+    pub fn first_seen_at(&self) -> Timestamp {
+        self.first_seen_at
+    }
+    pub fn updated_at(&self) -> Timestamp {
+        self.updated_at
+    }
+    pub fn expires_at(&self) -> i64 {
+        self.expires_at
+    }
+    /// Transitions, oldest first.
+    pub fn history(&self) -> Vec<(u64, &HistoryEntry)> {
+        let mut h: Vec<(u64, &HistoryEntry)> = self
+            .history
+            .iter()
+            .filter_map(|(k, v)| k.parse().ok().map(|n| (n, v)))
+            .collect();
+        h.sort_by_key(|(n, _)| *n);
+        h
+    }
+}
+
+/// What a write wants to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// scheduled, ready, deferred (eligible) → sending.
+    Claim {
+        token: LeaseToken,
+        lease_expires_at: Timestamp,
+        payload_version: u64,
+        policy: RetryPolicy,
+    },
+    /// sending (lease expired, named token) → sending: only on the ambiguous rule.
+    Takeover {
+        stale_token: LeaseToken,
+        token: LeaseToken,
+        lease_expires_at: Timestamp,
+    },
+    /// sending → delivered (fenced). Counts the attempt.
+    Deliver {
+        token: LeaseToken,
+        receipt: Option<String>,
+    },
+    /// sending → deferred (fenced).
+    Defer {
+        token: LeaseToken,
+        next_eligible_at: Timestamp,
+        class: OutcomeClass,
+        spends_attempt: bool,
+        error: Option<String>,
+    },
+    /// sending (fenced) or deferred → dead; scheduled → dead for an unknown reminder only.
+    Die {
+        token: Option<LeaseToken>,
+        reason: DeadReason,
+        spends_attempt: bool,
+        error: Option<String>,
+    },
+    /// scheduled, ready, deferred → expired.
+    Expire,
+    /// scheduled, ready, deferred → cancelled.
+    Cancel,
+    /// dead → ready, fresh budgets, audit entry.
+    Redrive { audit: RedriveAudit },
+}
+
+impl Change {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Change::Claim { .. } => "claim",
+            Change::Takeover { .. } => "takeover",
+            Change::Deliver { .. } => "deliver",
+            Change::Defer { .. } => "defer",
+            Change::Die { .. } => "die",
+            Change::Expire => "expire",
+            Change::Cancel => "cancel",
+            Change::Redrive { .. } => "redrive",
+        }
+    }
+}
+
+/// When and for how long the write happens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ctx {
+    pub key: DeliveryKey,
+    pub now: Timestamp,
+    /// TTL (epoch seconds) written with this transition.
+    pub expires_at: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Why {
+    /// The design lists no such transition from this state.
+    NotAllowed,
+    /// The write is fenced and the lease is someone else's.
+    WrongLease,
+    /// A deferred delivery is not eligible before this time.
+    NotYetEligible(Timestamp),
+    /// A takeover needs the lease to have run out.
+    LeaseLive(Timestamp),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{change} refused from {from:?}: {why:?}")]
+pub struct Refused {
+    pub change: &'static str,
+    pub from: Status,
+    pub why: Why,
+}
+
+/// The one way to change a delivery's state.
+pub fn apply(
+    current: Option<&DeliveryRecord>,
+    change: Change,
+    ctx: &Ctx,
+) -> Result<DeliveryRecord, Refused> {
+    let from = current.map_or(Status::Scheduled, |r| r.status);
+    let refuse = |why| Refused {
+        change: change.name(),
+        from,
+        why,
+    };
+    let fenced = |token: &LeaseToken| match current {
+        Some(r) if r.status == Status::Sending && r.lease_token.as_ref() == Some(token) => Ok(()),
+        Some(r) if r.status == Status::Sending => Err(refuse(Why::WrongLease)),
+        _ => Err(refuse(Why::NotAllowed)),
+    };
+    let mut next = current.cloned().unwrap_or_else(|| DeliveryRecord::fresh(ctx));
+    let mut detail = None;
+    let mut redrive = None;
+    let to = match &change {
+        Change::Claim {
+            token,
+            lease_expires_at,
+            payload_version,
+            policy,
+        } => {
+            match from {
+                Status::Scheduled | Status::Ready => {}
+                Status::Deferred => {
+                    if let Some(at) = next.next_eligible_at.filter(|at| *at > ctx.now) {
+                        return Err(refuse(Why::NotYetEligible(at)));
+                    }
+                }
+                _ => return Err(refuse(Why::NotAllowed)),
+            }
+            next.lease_token = Some(token.clone());
+            next.lease_expires_at = Some(*lease_expires_at);
+            next.next_eligible_at = None;
+            next.payload_version = *payload_version;
+            // The policy is snapshotted at the first claim and kept thereafter.
+            next.policy.get_or_insert_with(|| policy.clone());
+            Status::Sending
+        }
+        Change::Takeover {
+            stale_token,
+            token,
+            lease_expires_at,
+        } => {
+            fenced(stale_token)?;
+            if let Some(until) = next.lease_expires_at.filter(|until| *until > ctx.now) {
+                return Err(refuse(Why::LeaseLive(until)));
+            }
+            next.lease_token = Some(token.clone());
+            next.lease_expires_at = Some(*lease_expires_at);
+            detail = Some("lease expired: ambiguous takeover".to_owned());
+            Status::Sending
+        }
+        Change::Deliver { token, receipt } => {
+            fenced(token)?;
+            next.attempt_count += 1;
+            next.provider_receipt = receipt.clone();
+            next.last_outcome_class = Some(OutcomeClass::Delivered);
+            next.clear_lease();
+            Status::Delivered
+        }
+        Change::Defer {
+            token,
+            next_eligible_at,
+            class,
+            spends_attempt,
+            error,
+        } => {
+            fenced(token)?;
+            next.attempt_count += u32::from(*spends_attempt);
+            next.throttle_count += u32::from(*class == OutcomeClass::Throttled);
+            next.next_eligible_at = Some(*next_eligible_at);
+            next.last_outcome_class = Some(*class);
+            next.set_error(error.as_deref());
+            next.clear_lease();
+            detail = Some(format!("{class:?}").to_lowercase());
+            Status::Deferred
+        }
+        Change::Die {
+            token,
+            reason,
+            spends_attempt,
+            error,
+        } => {
+            match (from, token) {
+                (Status::Sending, Some(t)) => fenced(t)?,
+                (Status::Deferred, None) => {}
+                (Status::Scheduled, None) if *reason == DeadReason::UnknownReminder => {}
+                _ => return Err(refuse(Why::NotAllowed)),
+            }
+            next.attempt_count += u32::from(*spends_attempt);
+            next.dead_reason = Some(*reason);
+            next.set_error(error.as_deref());
+            next.clear_lease();
+            next.next_eligible_at = None;
+            detail = Some(reason.as_str().to_owned());
+            Status::Dead
+        }
+        Change::Expire | Change::Cancel => {
+            if !matches!(from, Status::Scheduled | Status::Ready | Status::Deferred) {
+                return Err(refuse(Why::NotAllowed));
+            }
+            next.next_eligible_at = None;
+            if change == Change::Expire {
+                next.last_outcome_class = Some(OutcomeClass::Stale);
+                Status::Expired
+            } else {
+                next.last_outcome_class = Some(OutcomeClass::Cancelled);
+                Status::Cancelled
+            }
+        }
+        Change::Redrive { audit } => {
+            if from != Status::Dead {
+                return Err(refuse(Why::NotAllowed));
+            }
+            next.attempt_count = 0;
+            next.throttle_count = 0;
+            next.dead_reason = None;
+            next.next_eligible_at = None;
+            redrive = Some(audit.clone());
+            Status::Ready
+        }
+    };
+    next.status = to;
+    next.seq += 1;
+    next.updated_at = ctx.now;
+    next.expires_at = next.expires_at.max(ctx.expires_at);
+    next.push_history(HistoryEntry {
+        at: ctx.now,
+        from,
+        to,
+        detail,
+        redrive,
+    });
+    Ok(next)
+}
+
+impl DeliveryRecord {
+    fn fresh(ctx: &Ctx) -> Self {
+        Self {
+            delivery_key: ctx.key.clone(),
+            status: Status::Scheduled,
+            seq: 0,
+            attempt_count: 0,
+            throttle_count: 0,
+            lease_token: None,
+            lease_expires_at: None,
+            next_eligible_at: None,
+            last_outcome_class: None,
+            last_error: None,
+            dead_reason: None,
+            provider_receipt: None,
+            payload_version: 0,
+            policy: None,
+            first_seen_at: ctx.now,
+            updated_at: ctx.now,
+            history: BTreeMap::new(),
+            expires_at: ctx.expires_at,
+        }
+    }
+
+    fn clear_lease(&mut self) {
+        self.lease_token = None;
+        self.lease_expires_at = None;
+    }
+
+    fn set_error(&mut self, error: Option<&str>) {
+        if let Some(e) = error {
+            let mut e = e.to_owned();
+            if e.len() > MAX_ERROR_LEN {
+                let mut cut = MAX_ERROR_LEN;
+                while !e.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                e.truncate(cut);
+            }
+            self.last_error = Some(e);
+        }
+    }
+
+    fn push_history(&mut self, entry: HistoryEntry) {
+        self.history.insert(self.seq.to_string(), entry);
+        if self.seq > HISTORY_BOUND {
+            self.history.remove(&(self.seq - HISTORY_BOUND).to_string());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,345 @@
+use std::time::Duration;
+
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+
+use super::*;
+use crate::domain::{Channel, ReminderId, SubscriberId};
+
+const T0: Timestamp = Timestamp::from_millis(1_000_000);
+
+fn ctx_at(now: Timestamp) -> Ctx {
+    Ctx {
+        key: DeliveryKey::derive(
+            &ReminderId::parse("r").unwrap(),
+            &SubscriberId::parse("s").unwrap(),
+            Channel::Sms,
+        ),
+        now,
+        expires_at: 5_000,
+    }
+}
+
+fn tok(n: u64) -> LeaseToken {
+    LeaseToken::generate(&mut StdRng::seed_from_u64(n))
+}
+
+fn claim(token: LeaseToken) -> Change {
+    Change::Claim {
+        token,
+        lease_expires_at: T0.plus(Duration::from_secs(60)),
+        payload_version: 1,
+        policy: RetryPolicy::default(),
+    }
+}
+
+fn step(r: Option<&DeliveryRecord>, c: Change) -> DeliveryRecord {
+    apply(r, c, &ctx_at(T0)).expect("transition allowed")
+}
+
+/// A record in each stored state, with lease token `tok(1)` where it has one.
+fn in_state(s: Status) -> Option<DeliveryRecord> {
+    let sending = step(None, claim(tok(1)));
+    let r = match s {
+        Status::Scheduled => return None,
+        Status::Sending => sending,
+        Status::Deferred => step(
+            Some(&sending),
+            Change::Defer {
+                token: tok(1),
+                next_eligible_at: T0,
+                class: OutcomeClass::Transient,
+                spends_attempt: true,
+                error: Some("http_503".into()),
+            },
+        ),
+        Status::Delivered => step(
+            Some(&sending),
+            Change::Deliver {
+                token: tok(1),
+                receipt: Some("m-1".into()),
+            },
+        ),
+        Status::Expired => step(None, Change::Expire),
+        Status::Cancelled => step(None, Change::Cancel),
+        Status::Dead => step(
+            Some(&sending),
+            Change::Die {
+                token: Some(tok(1)),
+                reason: DeadReason::Rejected,
+                spends_attempt: true,
+                error: None,
+            },
+        ),
+        Status::Ready => step(
+            in_state(Status::Dead).as_ref(),
+            Change::Redrive {
+                audit: RedriveAudit {
+                    batch_id: "b".into(),
+                    operator: "op".into(),
+                    note: "n".into(),
+                },
+            },
+        ),
+    };
+    assert_eq!(r.status(), s);
+    Some(r)
+}
+
+const ALL: [Status; 8] = [
+    Status::Scheduled,
+    Status::Ready,
+    Status::Sending,
+    Status::Deferred,
+    Status::Delivered,
+    Status::Expired,
+    Status::Cancelled,
+    Status::Dead,
+];
+
+/// Each kind of change with the arguments a legitimate caller would pass (the lease holder's
+/// token where one is needed), and the states the design allows it from.
+fn table() -> Vec<(Change, Vec<Status>, Status)> {
+    use Status::*;
+    vec![
+        (claim(tok(2)), vec![Scheduled, Ready, Deferred], Sending),
+        (
+            Change::Deliver {
+                token: tok(1),
+                receipt: None,
+            },
+            vec![Sending],
+            Delivered,
+        ),
+        (
+            Change::Defer {
+                token: tok(1),
+                next_eligible_at: T0,
+                class: OutcomeClass::Throttled,
+                spends_attempt: false,
+                error: None,
+            },
+            vec![Sending],
+            Deferred,
+        ),
+        (
+            Change::Die {
+                token: Some(tok(1)),
+                reason: DeadReason::Rejected,
+                spends_attempt: true,
+                error: None,
+            },
+            vec![Sending],
+            Dead,
+        ),
+        (
+            Change::Die {
+                token: None,
+                reason: DeadReason::ThrottleExhausted,
+                spends_attempt: false,
+                error: None,
+            },
+            vec![Deferred],
+            Dead,
+        ),
+        (
+            Change::Die {
+                token: None,
+                reason: DeadReason::UnknownReminder,
+                spends_attempt: false,
+                error: None,
+            },
+            vec![Scheduled, Deferred],
+            Dead,
+        ),
+        (Change::Expire, vec![Scheduled, Ready, Deferred], Expired),
+        (Change::Cancel, vec![Scheduled, Ready, Deferred], Cancelled),
+        (
+            Change::Redrive {
+                audit: RedriveAudit {
+                    batch_id: "b2".into(),
+                    operator: "op".into(),
+                    note: "".into(),
+                },
+            },
+            vec![Dead],
+            Ready,
+        ),
+    ]
+}
+
+#[test]
+fn every_listed_transition_is_allowed_and_every_other_refused() {
+    for (change, allowed_from, to) in table() {
+        for from in ALL {
+            let current = in_state(from);
+            let result = apply(current.as_ref(), change.clone(), &ctx_at(T0));
+            if allowed_from.contains(&from) {
+                let next = result.unwrap_or_else(|e| panic!("{} from {from:?}: {e}", change.name()));
+                assert_eq!(next.status(), to, "{} from {from:?}", change.name());
+                assert_eq!(next.seq(), current.as_ref().map_or(0, |r| r.seq()) + 1);
+                let (_, last) = *next.history().last().unwrap();
+                assert_eq!((last.from, last.to), (from, to));
+            } else {
+                let refused = result.expect_err(&format!("{} from {from:?}", change.name()));
+                assert_eq!(refused.from, from);
+            }
+        }
+    }
+}
+
+#[test]
+fn terminal_states_never_change() {
+    for s in [Status::Delivered, Status::Expired, Status::Cancelled] {
+        assert!(s.is_terminal());
+        let r = in_state(s);
+        for (change, _, _) in table() {
+            assert!(apply(r.as_ref(), change, &ctx_at(T0)).is_err(), "{s:?}");
+        }
+    }
+}
+
+#[test]
+fn outcome_writes_are_fenced_by_the_lease_token() {
+    let sending = in_state(Status::Sending).unwrap();
+    let stale = apply(
+        Some(&sending),
+        Change::Deliver {
+            token: tok(9),
+            receipt: None,
+        },
+        &ctx_at(T0),
+    );
+    assert_eq!(stale.unwrap_err().why, Why::WrongLease);
+}
+
+#[test]
+fn deferred_is_claimable_only_once_eligible() {
+    let sending = in_state(Status::Sending).unwrap();
+    let later = T0.plus(Duration::from_secs(30));
+    let deferred = step(
+        Some(&sending),
+        Change::Defer {
+            token: tok(1),
+            next_eligible_at: later,
+            class: OutcomeClass::Transient,
+            spends_attempt: true,
+            error: None,
+        },
+    );
+    let early = apply(Some(&deferred), claim(tok(2)), &ctx_at(T0));
+    assert_eq!(early.unwrap_err().why, Why::NotYetEligible(later));
+    let on_time = apply(Some(&deferred), claim(tok(2)), &ctx_at(later)).unwrap();
+    assert_eq!(on_time.status(), Status::Sending);
+    assert_eq!(on_time.attempt_count(), 1);
+}
+
+#[test]
+fn takeover_only_after_the_lease_expired_and_only_of_the_named_lease() {
+    let sending = in_state(Status::Sending).unwrap();
+    let lease_end = sending.lease_expires_at().unwrap();
+    let takeover = |stale, now| {
+        apply(
+            Some(&sending),
+            Change::Takeover {
+                stale_token: stale,
+                token: tok(3),
+                lease_expires_at: now,
+            },
+            &ctx_at(now),
+        )
+    };
+    assert_eq!(
+        takeover(tok(1), T0).unwrap_err().why,
+        Why::LeaseLive(lease_end)
+    );
+    assert_eq!(
+        takeover(tok(7), lease_end).unwrap_err().why,
+        Why::WrongLease
+    );
+    let taken = takeover(tok(1), lease_end).unwrap();
+    assert_eq!(taken.lease_token(), Some(&tok(3)));
+    // The old worker can no longer write its outcome.
+    let old = apply(
+        Some(&taken),
+        Change::Deliver {
+            token: tok(1),
+            receipt: None,
+        },
+        &ctx_at(lease_end),
+    );
+    assert_eq!(old.unwrap_err().why, Why::WrongLease);
+}
+
+#[test]
+fn counters_policy_snapshot_and_redrive_budget() {
+    let sending = in_state(Status::Sending).unwrap();
+    let throttled = step(
+        Some(&sending),
+        Change::Defer {
+            token: tok(1),
+            next_eligible_at: T0,
+            class: OutcomeClass::Throttled,
+            spends_attempt: false,
+            error: None,
+        },
+    );
+    assert_eq!((throttled.attempt_count(), throttled.throttle_count()), (0, 1));
+    let mut other_policy = RetryPolicy::default();
+    other_policy.version = "v2".into();
+    let reclaimed = step(
+        Some(&throttled),
+        Change::Claim {
+            token: tok(2),
+            lease_expires_at: T0,
+            payload_version: 2,
+            policy: other_policy,
+        },
+    );
+    assert_eq!(reclaimed.policy().unwrap().version, "v1-default");
+    assert_eq!(reclaimed.payload_version(), 2);
+    let dead = in_state(Status::Dead).unwrap();
+    assert_eq!(dead.attempt_count(), 1);
+    assert_eq!(dead.dead_reason(), Some(DeadReason::Rejected));
+    let ready = in_state(Status::Ready).unwrap();
+    assert_eq!((ready.attempt_count(), ready.dead_reason()), (0, None));
+    let audit = ready.history().last().unwrap().1.redrive.clone().unwrap();
+    assert_eq!(audit.batch_id, "b");
+}
+
+#[test]
+fn history_is_bounded_and_keeps_the_newest() {
+    let mut r = in_state(Status::Sending).unwrap();
+    for i in 0..40 {
+        let deferred = step(
+            Some(&r),
+            Change::Defer {
+                token: tok(i + 1),
+                next_eligible_at: T0,
+                class: OutcomeClass::Throttled,
+                spends_attempt: false,
+                error: None,
+            },
+        );
+        r = step(Some(&deferred), claim(tok(i + 2)));
+    }
+    let h = r.history();
+    assert_eq!(h.len() as u64, HISTORY_BOUND);
+    assert_eq!(h.last().unwrap().0, r.seq());
+    assert_eq!(h.first().unwrap().0, r.seq() - HISTORY_BOUND + 1);
+}
+
+#[test]
+fn errors_are_truncated_on_a_char_boundary() {
+    let sending = in_state(Status::Sending).unwrap();
+    let dead = step(
+        Some(&sending),
+        Change::Die {
+            token: Some(tok(1)),
+            reason: DeadReason::Rejected,
+            spends_attempt: true,
+            error: Some("é".repeat(300)),
+        },
+    );
+    assert!(dead.last_error().unwrap().len() <= MAX_ERROR_LEN);
+}

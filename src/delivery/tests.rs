@@ -1,0 +1,184 @@
+use std::sync::Arc;
+use std::time::Duration;
+
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+
+use super::*;
+use crate::domain::{Channel, DeliveryKey, ReminderId, SubscriberId};
+use crate::ports::{FaultPoint, Faults, MemoryLedger};
+
+const T0: Timestamp = Timestamp::from_millis(5_000_000);
+
+fn ctx(now: Timestamp) -> Ctx {
+    Ctx {
+        key: DeliveryKey::derive(
+            &ReminderId::parse("r").unwrap(),
+            &SubscriberId::parse("s").unwrap(),
+            Channel::Email,
+        ),
+        now,
+        expires_at: 9_999,
+    }
+}
+
+fn req(seed: u64) -> ClaimRequest {
+    ClaimRequest {
+        token: LeaseToken::generate(&mut StdRng::seed_from_u64(seed)),
+        lease_expires_at: T0.plus(Duration::from_secs(30)),
+        payload_version: 1,
+        policy: RetryPolicy::default(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_claims_have_exactly_one_winner() {
+    for round in 0..20u64 {
+        let ledger = Arc::new(MemoryLedger::default());
+        let mut tasks = Vec::new();
+        for worker in 0..16u64 {
+            let ledger = ledger.clone();
+            tasks.push(tokio::spawn(async move {
+                claim(&*ledger, req(round * 100 + worker), &ctx(T0)).await
+            }));
+        }
+        let mut acquired = 0;
+        for t in tasks {
+            match t.await.unwrap().unwrap() {
+                Claim::Acquired(_) => acquired += 1,
+                Claim::HeldByOther { .. } => {}
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        assert_eq!(acquired, 1, "round {round}");
+    }
+}
+
+#[tokio::test]
+async fn a_claim_whose_response_was_lost_is_still_ours() {
+    let faults = Faults::default();
+    let ledger = MemoryLedger::with_faults(faults.clone());
+    faults.fail(crate::ports::ledger::OP_PUT, FaultPoint::After, 1);
+    assert!(claim(&ledger, req(1), &ctx(T0)).await.is_err());
+    // The retry of the same request finds its own lease: acquired, not "held by another".
+    assert!(matches!(
+        claim(&ledger, req(1), &ctx(T0)).await.unwrap(),
+        Claim::Acquired(_)
+    ));
+    assert!(matches!(
+        claim(&ledger, req(2), &ctx(T0)).await.unwrap(),
+        Claim::HeldByOther { .. }
+    ));
+}
+
+#[tokio::test]
+async fn claim_classifies_every_existing_state() {
+    let ledger = MemoryLedger::default();
+    let Claim::Acquired(rec) = claim(&ledger, req(1), &ctx(T0)).await.unwrap() else {
+        panic!()
+    };
+    let later = T0.plus(Duration::from_secs(60));
+    assert!(matches!(
+        claim(&ledger, req(2), &ctx(later)).await.unwrap(),
+        Claim::LeaseExpired(_)
+    ));
+    let deferred = transition(
+        &ledger,
+        Some(rec),
+        Change::Defer {
+            token: req(1).token,
+            next_eligible_at: later,
+            class: crate::policy::OutcomeClass::Transient,
+            spends_attempt: true,
+            error: None,
+        },
+        &ctx(T0),
+    )
+    .await
+    .unwrap();
+    let Written::Applied(deferred) = deferred else {
+        panic!()
+    };
+    assert_eq!(
+        claim(&ledger, req(3), &ctx(T0)).await.unwrap(),
+        Claim::NotYetEligible { at: later }
+    );
+    // Two writes: the first (expecting no item) conflicts and returns the item.
+    let Claim::Acquired(again) = claim(&ledger, req(3), &ctx(later)).await.unwrap() else {
+        panic!()
+    };
+    assert_eq!(again.seq(), deferred.seq() + 1);
+    let delivered = transition(
+        &ledger,
+        Some(again),
+        Change::Deliver {
+            token: req(3).token,
+            receipt: Some("id-1".into()),
+        },
+        &ctx(later),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(delivered, Written::Applied(_)));
+    assert!(matches!(
+        claim(&ledger, req(4), &ctx(later)).await.unwrap(),
+        Claim::AlreadyDelivered(_)
+    ));
+    assert_eq!(
+        cancel(&ledger, &ctx(later)).await.unwrap(),
+        Cancelled::AlreadyDelivered
+    );
+}
+
+#[tokio::test]
+async fn cancel_wins_or_loses_against_a_claim_never_both() {
+    let ledger = MemoryLedger::default();
+    assert_eq!(cancel(&ledger, &ctx(T0)).await.unwrap(), Cancelled::Cancelled);
+    assert!(matches!(
+        claim(&ledger, req(1), &ctx(T0)).await.unwrap(),
+        Claim::Finished(_)
+    ));
+    let other = MemoryLedger::default();
+    claim(&other, req(1), &ctx(T0)).await.unwrap();
+    assert_eq!(
+        cancel(&other, &ctx(T0)).await.unwrap(),
+        Cancelled::AlreadyInFlight
+    );
+}
+
+#[tokio::test]
+async fn a_stale_worker_cannot_overwrite_after_a_takeover() {
+    let ledger = MemoryLedger::default();
+    let Claim::Acquired(first) = claim(&ledger, req(1), &ctx(T0)).await.unwrap() else {
+        panic!()
+    };
+    let later = T0.plus(Duration::from_secs(60));
+    let Claim::LeaseExpired(seen) = claim(&ledger, req(2), &ctx(later)).await.unwrap() else {
+        panic!()
+    };
+    let taken = transition(
+        &ledger,
+        Some(seen),
+        Change::Takeover {
+            stale_token: req(1).token,
+            token: req(2).token,
+            lease_expires_at: later.plus(Duration::from_secs(30)),
+        },
+        &ctx(later),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(taken, Written::Applied(_)));
+    let stale = transition(
+        &ledger,
+        Some(first),
+        Change::Deliver {
+            token: req(1).token,
+            receipt: None,
+        },
+        &ctx(later),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(stale, Written::Refused { .. }));
+}

@@ -1,0 +1,16 @@
+//! The vocabulary: identities, recipients, delivery keys, reminders, queue messages and dead
+//! reasons. Everything here is parsed at the edge and pure: no I/O, no AWS types.
+
+pub mod ids;
+pub mod key;
+pub mod message;
+pub mod reason;
+pub mod recipient;
+pub mod reminder;
+
+pub use ids::{Channel, IdError, ReminderId, SubscriberId};
+pub use key::{DeliveryKey, KeyError};
+pub use message::{DecodeError, DeliveryMessage, RedriveMarker};
+pub use reason::DeadReason;
+pub use recipient::{Recipient, RecipientError};
+pub use reminder::{due_shard, Content, NewReminder, Reminder, ReminderError, ReminderStatus};

@@ -1,0 +1,95 @@
+//! Why a delivery died: one enum, fixed wire strings (DESIGN §5), shared by the consumer,
+//! redrive, metrics and the CLI. The wire strings are an interface: never rename one.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeadReason {
+    /// The message could not be decoded, had an unknown version or a mismatched key.
+    Schema,
+    /// The reminder the message names does not exist.
+    UnknownReminder,
+    /// The provider refused it for good (invalid recipient, unverified sender, …).
+    Rejected,
+    AttemptsExhausted,
+    ThrottleExhausted,
+    /// The provider may or may not have sent it, and cannot deduplicate: reconcile by hand.
+    Ambiguous,
+    /// Reached the DLQ through the queue's redrive policy (a crash loop), with no reason.
+    ReceiveCountExceeded,
+}
+
+impl DeadReason {
+    pub const ALL: [DeadReason; 7] = [
+        DeadReason::Schema,
+        DeadReason::UnknownReminder,
+        DeadReason::Rejected,
+        DeadReason::AttemptsExhausted,
+        DeadReason::ThrottleExhausted,
+        DeadReason::Ambiguous,
+        DeadReason::ReceiveCountExceeded,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            DeadReason::Schema => "schema",
+            DeadReason::UnknownReminder => "unknown_reminder",
+            DeadReason::Rejected => "rejected",
+            DeadReason::AttemptsExhausted => "attempts_exhausted",
+            DeadReason::ThrottleExhausted => "throttle_exhausted",
+            DeadReason::Ambiguous => "ambiguous",
+            DeadReason::ReceiveCountExceeded => "receive_count_exceeded",
+        }
+    }
+}
+
+impl fmt::Display for DeadReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown dead reason {0:?}")]
+pub struct UnknownReason(pub String);
+
+impl FromStr for DeadReason {
+    type Err = UnknownReason;
+    fn from_str(s: &str) -> Result<Self, UnknownReason> {
+        DeadReason::ALL
+            .into_iter()
+            .find(|r| r.as_str() == s)
+            .ok_or_else(|| UnknownReason(s.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_strings_are_fixed() {
+        let wire: Vec<&str> = DeadReason::ALL.iter().map(|r| r.as_str()).collect();
+        assert_eq!(
+            wire,
+            [
+                "schema",
+                "unknown_reminder",
+                "rejected",
+                "attempts_exhausted",
+                "throttle_exhausted",
+                "ambiguous",
+                "receive_count_exceeded"
+            ]
+        );
+        for r in DeadReason::ALL {
+            assert_eq!(r.as_str().parse::<DeadReason>(), Ok(r));
+            assert_eq!(serde_json::to_string(&r).unwrap(), format!("\"{r}\""));
+        }
+        assert!("bogus".parse::<DeadReason>().is_err());
+    }
+}

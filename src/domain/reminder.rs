@@ -1,0 +1,229 @@
+//! A reminder (DESIGN §1): who, when, until when it is worth sending, what, and where to.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::ids::{Channel, ReminderId, SubscriberId};
+use super::recipient::Recipient;
+use crate::clock::Timestamp;
+
+pub const MAX_SUBJECT_LEN: usize = 998;
+pub const MAX_BODY_LEN: usize = 64 * 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReminderStatus {
+    Scheduled,
+    Enqueued,
+    Cancelled,
+    Expired,
+}
+
+impl ReminderStatus {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ReminderStatus::Scheduled => "scheduled",
+            ReminderStatus::Enqueued => "enqueued",
+            ReminderStatus::Cancelled => "cancelled",
+            ReminderStatus::Expired => "expired",
+        }
+    }
+}
+
+/// What is sent: literal text, or a provider template and its data (JSON object as text).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Content {
+    Text {
+        subject: String,
+        body: String,
+    },
+    Template {
+        template_id: String,
+        template_data: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReminderError {
+    #[error("fresh_until must be after due_at")]
+    FreshBeforeDue,
+    #[error("a reminder needs at least one recipient")]
+    NoRecipients,
+    #[error("content too large (subject ≤ {MAX_SUBJECT_LEN}, body ≤ {MAX_BODY_LEN} bytes)")]
+    ContentTooLarge,
+    #[error("template_data is not a JSON object")]
+    BadTemplateData,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reminder {
+    pub reminder_id: ReminderId,
+    pub subscriber_id: SubscriberId,
+    pub due_at: Timestamp,
+    pub fresh_until: Timestamp,
+    pub content: Content,
+    /// One recipient per channel the reminder goes to.
+    pub recipients: BTreeMap<Channel, Recipient>,
+    /// Bumped on every edit; the consumer sends the current version.
+    pub payload_version: u64,
+    pub status: ReminderStatus,
+    /// DynamoDB TTL, epoch seconds: `fresh_until` + retention.
+    pub expires_at: i64,
+}
+
+/// What an application supplies to create a reminder.
+#[derive(Debug, Clone)]
+pub struct NewReminder {
+    pub reminder_id: ReminderId,
+    pub subscriber_id: SubscriberId,
+    pub due_at: Timestamp,
+    /// `None`: `due_at` + the policy's freshness window.
+    pub fresh_until: Option<Timestamp>,
+    pub content: Content,
+    pub recipients: Vec<Recipient>,
+}
+
+impl Reminder {
+    /// Validate and build a reminder at payload version 1, status `scheduled`.
+    pub fn new(
+        new: NewReminder,
+        default_freshness: Duration,
+        retention: Duration,
+    ) -> Result<Self, ReminderError> {
+        let fresh_until = new
+            .fresh_until
+            .unwrap_or_else(|| new.due_at.plus(default_freshness));
+        if fresh_until <= new.due_at {
+            return Err(ReminderError::FreshBeforeDue);
+        }
+        if new.recipients.is_empty() {
+            return Err(ReminderError::NoRecipients);
+        }
+        check_content(&new.content)?;
+        let recipients = new
+            .recipients
+            .into_iter()
+            .map(|r| (r.channel(), r))
+            .collect();
+        Ok(Self {
+            reminder_id: new.reminder_id,
+            subscriber_id: new.subscriber_id,
+            due_at: new.due_at,
+            fresh_until,
+            content: new.content,
+            recipients,
+            payload_version: 1,
+            status: ReminderStatus::Scheduled,
+            expires_at: fresh_until.plus(retention).as_epoch_seconds_ceil(),
+        })
+    }
+
+    pub fn channels(&self) -> impl Iterator<Item = Channel> + '_ {
+        self.recipients.keys().copied()
+    }
+
+    pub fn is_stale_at(&self, now: Timestamp) -> bool {
+        now > self.fresh_until
+    }
+}
+
+fn check_content(content: &Content) -> Result<(), ReminderError> {
+    match content {
+        Content::Text { subject, body } => {
+            if subject.len() > MAX_SUBJECT_LEN || body.len() > MAX_BODY_LEN {
+                return Err(ReminderError::ContentTooLarge);
+            }
+        }
+        Content::Template { template_data, .. } => {
+            if template_data.len() > MAX_BODY_LEN {
+                return Err(ReminderError::ContentTooLarge);
+            }
+            let parsed: Result<serde_json::Map<String, serde_json::Value>, _> =
+                serde_json::from_str(template_data);
+            if parsed.is_err() {
+                return Err(ReminderError::BadTemplateData);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The due-index shard of a reminder: the first 8 bytes of SHA-256(reminder_id), big-endian,
+/// modulo the shard count. Fixed forever for a given shard count (documented in the README).
+pub fn due_shard(reminder_id: &ReminderId, shards: u32) -> u32 {
+    let digest = Sha256::digest(reminder_id.as_str().as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    (u64::from_be_bytes(first) % u64::from(shards.max(1))) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn new_reminder() -> NewReminder {
+        NewReminder {
+            reminder_id: ReminderId::parse("r1").unwrap(),
+            subscriber_id: SubscriberId::parse("s1").unwrap(),
+            due_at: Timestamp::from_millis(1_000_000),
+            fresh_until: None,
+            content: Content::Text {
+                subject: "Pickup".into(),
+                body: "at 5pm".into(),
+            },
+            recipients: vec![Recipient::parse(Channel::Sms, "+14155550123").unwrap()],
+        }
+    }
+
+    #[test]
+    fn defaults_freshness_and_ttl() {
+        let r = Reminder::new(
+            new_reminder(),
+            Duration::from_secs(600),
+            Duration::from_secs(86_400),
+        )
+        .unwrap();
+        assert_eq!(r.fresh_until, Timestamp::from_millis(1_600_000));
+        assert_eq!(r.expires_at, 1_600 + 86_400);
+        assert_eq!(r.payload_version, 1);
+        assert_eq!(r.channels().collect::<Vec<_>>(), vec![Channel::Sms]);
+    }
+
+    #[test]
+    fn refuses_inconsistent_reminders() {
+        let mut n = new_reminder();
+        n.fresh_until = Some(n.due_at);
+        assert_eq!(
+            Reminder::new(n, Duration::ZERO, Duration::ZERO),
+            Err(ReminderError::FreshBeforeDue)
+        );
+        let mut n = new_reminder();
+        n.recipients.clear();
+        assert_eq!(
+            Reminder::new(n, Duration::from_secs(1), Duration::ZERO),
+            Err(ReminderError::NoRecipients)
+        );
+        let mut n = new_reminder();
+        n.content = Content::Template {
+            template_id: "t".into(),
+            template_data: "[1]".into(),
+        };
+        assert_eq!(
+            Reminder::new(n, Duration::from_secs(1), Duration::ZERO),
+            Err(ReminderError::BadTemplateData)
+        );
+    }
+
+    #[test]
+    fn shard_hash_is_stable_and_in_range() {
+        let id = ReminderId::parse("r1").unwrap();
+        let first = due_shard(&id, 8);
+        assert!(first < 8);
+        assert_eq!(due_shard(&id, 8), first);
+        assert_eq!(due_shard(&id, 1), 0);
+    }
+}

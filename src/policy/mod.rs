@@ -1,0 +1,298 @@
+//! What happens after a provider answers (DESIGN §5): the outcome classes, the versioned
+//! retry policy, and the pure decision [`decide`] — policy, ledger counts, outcome, now and a
+//! random source in; the next action and its delay out, clamped to what SQS can hold.
+
+pub mod retry_after;
+
+use std::time::Duration;
+
+use rand::{Rng, RngExt};
+use serde::{Deserialize, Serialize};
+
+use crate::clock::{ceil_secs, Timestamp};
+use crate::domain::DeadReason;
+
+pub use retry_after::parse_retry_after;
+
+/// SQS caps a message's visibility at 12 h from its receive; keep a margin for the
+/// processing time already spent (a Lambda runs at most 15 minutes).
+pub const MAX_VISIBILITY_SECS: u64 = 12 * 3600 - 15 * 60;
+/// SQS caps DelaySeconds at 15 minutes.
+pub const MAX_DELAY_SECS: u64 = 15 * 60;
+
+/// A provider's answer, already classified by the provider adapter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Delivered { receipt: Option<String> },
+    /// 429 and friends: never spends an attempt. `retry_after` is absolute.
+    Throttled { retry_after: Option<Timestamp> },
+    /// Failed before the request was written (or 408/5xx): safe to retry.
+    Transient { error: String },
+    /// The provider will never accept this delivery.
+    Permanent { error: String },
+    /// The request may have been acted on (timeout or reset after writing it).
+    Ambiguous { error: String },
+}
+
+impl Outcome {
+    pub fn class(&self) -> OutcomeClass {
+        match self {
+            Outcome::Delivered { .. } => OutcomeClass::Delivered,
+            Outcome::Throttled { .. } => OutcomeClass::Throttled,
+            Outcome::Transient { .. } => OutcomeClass::Transient,
+            Outcome::Permanent { .. } => OutcomeClass::Permanent,
+            Outcome::Ambiguous { .. } => OutcomeClass::Ambiguous,
+        }
+    }
+}
+
+/// The design's outcome classes, as recorded on the ledger and in logs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutcomeClass {
+    Delivered,
+    Throttled,
+    Transient,
+    Permanent,
+    Ambiguous,
+    Stale,
+    Cancelled,
+}
+
+/// How retries after transient failures are spaced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Backoff {
+    /// Full jitter: uniform in `[1 s, min(cap, base × 2^(n−1))]` after the n-th failure.
+    Exponential { base_secs: u64, cap_secs: u64 },
+    /// `schedule_secs[k]` is the wait before attempt k+1 (the first entry, usually 0, is the
+    /// first attempt's); past its end the last entry repeats.
+    Schedule { schedule_secs: Vec<u64> },
+}
+
+/// What to do when a send may have happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AmbiguousRule {
+    /// Retry with the same key when the provider honours idempotency keys, else dead.
+    RetryIfIdempotent,
+    /// Always dead as `ambiguous`, for reconciliation by hand.
+    Dead,
+}
+
+/// The retry policy: configuration with a version label, snapshotted on the ledger item at
+/// first claim so an in-flight delivery keeps the policy it started with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RetryPolicy {
+    pub version: String,
+    /// Provider attempts that count against the budget, the first included.
+    pub max_attempts: u32,
+    pub backoff: Backoff,
+    /// `fresh_until` = `due_at` + this, when a reminder does not say.
+    pub freshness_default_secs: u64,
+    pub max_throttle_deferrals: u32,
+    /// Backoff after a throttle without Retry-After (full jitter, same shape as above).
+    pub throttle_base_secs: u64,
+    pub throttle_cap_secs: u64,
+    pub ambiguous: AmbiguousRule,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            version: "v1-default".into(),
+            max_attempts: 5,
+            backoff: Backoff::Exponential {
+                base_secs: 30,
+                cap_secs: 3600,
+            },
+            freshness_default_secs: 3600,
+            max_throttle_deferrals: 50,
+            throttle_base_secs: 5,
+            throttle_cap_secs: 300,
+            ambiguous: AmbiguousRule::RetryIfIdempotent,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyError {
+    #[error("policy: version label is empty")]
+    NoVersion,
+    #[error("policy: max_attempts must be at least 1")]
+    NoAttempts,
+    #[error("policy: backoff base must be ≥ 1 s and ≤ cap")]
+    BadBackoff,
+    #[error("policy: schedule is empty")]
+    EmptySchedule,
+    #[error("policy: freshness_default_secs must be positive")]
+    NoFreshness,
+}
+
+impl RetryPolicy {
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        if self.version.trim().is_empty() {
+            return Err(PolicyError::NoVersion);
+        }
+        if self.max_attempts == 0 {
+            return Err(PolicyError::NoAttempts);
+        }
+        match &self.backoff {
+            Backoff::Exponential {
+                base_secs,
+                cap_secs,
+            } if *base_secs == 0 || base_secs > cap_secs => return Err(PolicyError::BadBackoff),
+            Backoff::Schedule { schedule_secs } if schedule_secs.is_empty() => {
+                return Err(PolicyError::EmptySchedule)
+            }
+            _ => {}
+        }
+        if self.throttle_base_secs == 0 || self.throttle_base_secs > self.throttle_cap_secs {
+            return Err(PolicyError::BadBackoff);
+        }
+        if self.freshness_default_secs == 0 {
+            return Err(PolicyError::NoFreshness);
+        }
+        Ok(())
+    }
+
+    pub fn freshness_default(&self) -> Duration {
+        Duration::from_secs(self.freshness_default_secs)
+    }
+}
+
+/// The ledger's counts before this outcome.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Spent {
+    pub attempts: u32,
+    pub throttles: u32,
+}
+
+/// How a wait is held: on the message's visibility, or by a delayed fresh copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    Visibility { secs: u32 },
+    /// Longer than visibility allows: send a copy with DelaySeconds and `not_before`, ack this.
+    Reenqueue { delay_secs: u32, not_before: Timestamp },
+}
+
+/// What the consumer does next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Next {
+    Delivered,
+    Retry {
+        at: Timestamp,
+        wait: Wait,
+        spends_attempt: bool,
+        class: OutcomeClass,
+    },
+    Dead(DeadReason),
+    /// The next chance would land after `fresh_until`: give up as stale.
+    Expire,
+}
+
+/// The decision. Pure: same inputs and rng state, same answer.
+pub fn decide(
+    policy: &RetryPolicy,
+    spent: Spent,
+    outcome: &Outcome,
+    provider_idempotent: bool,
+    fresh_until: Timestamp,
+    now: Timestamp,
+    rng: &mut impl Rng,
+) -> Next {
+    let (delay, spends_attempt) = match outcome {
+        Outcome::Delivered { .. } => return Next::Delivered,
+        Outcome::Permanent { .. } => return Next::Dead(DeadReason::Rejected),
+        Outcome::Ambiguous { .. }
+            if !(provider_idempotent && policy.ambiguous == AmbiguousRule::RetryIfIdempotent) =>
+        {
+            return Next::Dead(DeadReason::Ambiguous)
+        }
+        Outcome::Transient { .. } | Outcome::Ambiguous { .. } => {
+            let attempts = spent.attempts.saturating_add(1);
+            if attempts >= policy.max_attempts {
+                return Next::Dead(DeadReason::AttemptsExhausted);
+            }
+            (retry_delay(policy, attempts, rng), true)
+        }
+        Outcome::Throttled { retry_after } => {
+            let throttles = spent.throttles.saturating_add(1);
+            if throttles > policy.max_throttle_deferrals {
+                return Next::Dead(DeadReason::ThrottleExhausted);
+            }
+            (throttle_delay(policy, throttles, *retry_after, now, rng), false)
+        }
+    };
+    let at = now.plus(delay);
+    if at > fresh_until {
+        return Next::Expire;
+    }
+    Next::Retry {
+        at,
+        wait: wait_until(now, at),
+        spends_attempt,
+        class: outcome.class(),
+    }
+}
+
+/// Hold a message until `at` (rounded up to whole seconds, at least one).
+pub fn wait_until(now: Timestamp, at: Timestamp) -> Wait {
+    let secs = ceil_secs(at.since(now)).max(1);
+    if secs <= MAX_VISIBILITY_SECS {
+        Wait::Visibility { secs: secs as u32 }
+    } else {
+        Wait::Reenqueue {
+            delay_secs: MAX_DELAY_SECS as u32,
+            not_before: at,
+        }
+    }
+}
+
+/// Wait before the next attempt after `failures` failed attempts.
+fn retry_delay(policy: &RetryPolicy, failures: u32, rng: &mut impl Rng) -> Duration {
+    match &policy.backoff {
+        Backoff::Exponential {
+            base_secs,
+            cap_secs,
+        } => full_jitter(*base_secs, *cap_secs, failures, rng),
+        Backoff::Schedule { schedule_secs } => {
+            let i = (failures as usize).min(schedule_secs.len().saturating_sub(1));
+            Duration::from_secs(schedule_secs.get(i).copied().unwrap_or(0))
+        }
+    }
+}
+
+fn throttle_delay(
+    policy: &RetryPolicy,
+    throttles: u32,
+    retry_after: Option<Timestamp>,
+    now: Timestamp,
+    rng: &mut impl Rng,
+) -> Duration {
+    match retry_after {
+        // Never earlier than the provider asked; a little jitter after it so a reopening is
+        // not a stampede.
+        Some(at) => {
+            let wait = at.since(now);
+            let spread = (wait.as_millis() as u64 / 10).min(5_000);
+            wait + Duration::from_millis(rng.random_range(0..=spread))
+        }
+        None => full_jitter(
+            policy.throttle_base_secs,
+            policy.throttle_cap_secs,
+            throttles,
+            rng,
+        ),
+    }
+}
+
+/// Uniform in `[1 s, min(cap, base × 2^(n−1))]`, in whole seconds.
+fn full_jitter(base: u64, cap: u64, n: u32, rng: &mut impl Rng) -> Duration {
+    let exp = n.saturating_sub(1).min(32);
+    let ceiling = base.saturating_mul(1u64 << exp).min(cap).max(1);
+    Duration::from_secs(rng.random_range(1..=ceiling))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,81 @@
+//! Fault injection for the in-memory ports: "fail the next N calls of `op`, before or after
+//! the effect". Operation names are the `OP_*` constants of each port module.
+
+use std::sync::{Arc, Mutex};
+
+use super::PortError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultPoint {
+    /// The call fails and nothing happened.
+    Before,
+    /// The effect happened, then the caller sees an error (a lost response).
+    After,
+}
+
+#[derive(Debug)]
+struct Rule {
+    op: &'static str,
+    point: FaultPoint,
+    remaining: u32,
+}
+
+/// Shared between a test and the ports it wraps; cloning shares the rules.
+#[derive(Debug, Clone, Default)]
+pub struct Faults(Arc<Mutex<Vec<Rule>>>);
+
+impl Faults {
+    /// Make the next `times` calls of `op` fail at `point`.
+    pub fn fail(&self, op: &'static str, point: FaultPoint, times: u32) {
+        self.lock().push(Rule {
+            op,
+            point,
+            remaining: times,
+        });
+    }
+
+    pub fn clear(&self) {
+        self.lock().clear();
+    }
+
+    /// Called by the ports at both points of every operation.
+    pub(crate) fn check(&self, op: &'static str, point: FaultPoint) -> Result<(), PortError> {
+        let mut rules = self.lock();
+        let hit = rules
+            .iter_mut()
+            .find(|r| r.op == op && r.point == point && r.remaining > 0);
+        match hit {
+            Some(rule) => {
+                rule.remaining -= 1;
+                Err(PortError::Injected { op, point })
+            }
+            None => Ok(()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Rule>> {
+        // A panic elsewhere cannot leave the rule list half-written: recover it.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Lock a port's state, surviving a poisoned mutex (a test that panicked mid-call).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fails_the_named_op_the_given_number_of_times() {
+        let f = Faults::default();
+        f.fail("x", FaultPoint::After, 2);
+        assert!(f.check("x", FaultPoint::Before).is_ok());
+        assert!(f.check("y", FaultPoint::After).is_ok());
+        assert!(f.check("x", FaultPoint::After).is_err());
+        assert!(f.check("x", FaultPoint::After).is_err());
+        assert!(f.check("x", FaultPoint::After).is_ok());
+    }
+}
