@@ -4,3 +4,13 @@
 //!
 //! Endpoints come only from the standard AWS configuration chain (`AWS_ENDPOINT_URL`,
 //! profiles, …): the same binary runs on AWS, LocalStack and moto.
+
+pub mod bootstrap;
+pub mod config;
+pub mod dynamo;
+pub(crate) mod error;
+pub mod sqs;
+
+pub use bootstrap::sdk_config;
+pub use config::{ConfigError, Settings};
+pub use sqs::{ChannelUrls, SqsDeadLetters, SqsQueues};

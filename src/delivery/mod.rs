@@ -47,6 +47,7 @@ pub async fn transition<L: Ledger>(
         match ledger.put_if(&next, Expected::of(seen.as_ref())).await? {
             Cas::Applied => return Ok(Written::Applied(next)),
             Cas::Conflict(current) => {
+                let current = current.map(|boxed| *boxed);
                 // The SDK retried a write whose first response was lost: the item already is
                 // what we wrote, or carries our own fresh lease. That write was ours.
                 if let Some(cur) = current.as_ref().filter(|cur| is_ours(cur, &next, &change)) {
@@ -103,7 +104,11 @@ pub struct ClaimRequest {
 }
 
 /// Claim a delivery in one conditional write (two when it already has an item).
-pub async fn claim<L: Ledger>(ledger: &L, req: ClaimRequest, ctx: &Ctx) -> Result<Claim, PortError> {
+pub async fn claim<L: Ledger>(
+    ledger: &L,
+    req: ClaimRequest,
+    ctx: &Ctx,
+) -> Result<Claim, PortError> {
     let change = Change::Claim {
         token: req.token,
         lease_expires_at: req.lease_expires_at,

@@ -51,7 +51,10 @@ impl Status {
 
     /// `delivered`, `expired` and `cancelled` never change again.
     pub const fn is_terminal(self) -> bool {
-        matches!(self, Status::Delivered | Status::Expired | Status::Cancelled)
+        matches!(
+            self,
+            Status::Delivered | Status::Expired | Status::Cancelled
+        )
     }
 }
 
@@ -291,7 +294,9 @@ pub fn apply(
         Some(r) if r.status == Status::Sending => Err(refuse(Why::WrongLease)),
         _ => Err(refuse(Why::NotAllowed)),
     };
-    let mut next = current.cloned().unwrap_or_else(|| DeliveryRecord::fresh(ctx));
+    let mut next = current
+        .cloned()
+        .unwrap_or_else(|| DeliveryRecord::fresh(ctx));
     let mut detail = None;
     let mut redrive = None;
     let to = match &change {

@@ -133,7 +133,10 @@ async fn claim_classifies_every_existing_state() {
 #[tokio::test]
 async fn cancel_wins_or_loses_against_a_claim_never_both() {
     let ledger = MemoryLedger::default();
-    assert_eq!(cancel(&ledger, &ctx(T0)).await.unwrap(), Cancelled::Cancelled);
+    assert_eq!(
+        cancel(&ledger, &ctx(T0)).await.unwrap(),
+        Cancelled::Cancelled
+    );
     assert!(matches!(
         claim(&ledger, req(1), &ctx(T0)).await.unwrap(),
         Claim::Finished(_)

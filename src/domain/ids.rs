@@ -134,7 +134,9 @@ mod tests {
         assert!(ReminderId::parse("r-1.a_b:c").is_ok());
         assert_eq!(
             ReminderId::parse(""),
-            Err(IdError::Empty { kind: "reminder_id" })
+            Err(IdError::Empty {
+                kind: "reminder_id"
+            })
         );
         assert!(matches!(
             SubscriberId::parse("alice@example.com"),

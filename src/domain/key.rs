@@ -56,7 +56,8 @@ impl DeliveryKey {
         let s = s.into();
         let ok = !s.is_empty()
             && s.len() <= MAX_KEY_LEN
-            && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
         ok.then_some(Self(s)).ok_or(KeyError::Malformed)
     }
 

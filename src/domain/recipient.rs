@@ -86,8 +86,13 @@ fn validate_email(s: &str) -> Result<(), RecipientError> {
         return Err(BadEmail("local part empty or longer than 64"));
     }
     let atext = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+/=?^_`{|}~-".contains(c);
-    if local.split('.').any(|atom| atom.is_empty() || !atom.chars().all(atext)) {
-        return Err(BadEmail("local part has a forbidden character or misplaced dot"));
+    if local
+        .split('.')
+        .any(|atom| atom.is_empty() || !atom.chars().all(atext))
+    {
+        return Err(BadEmail(
+            "local part has a forbidden character or misplaced dot",
+        ));
     }
     let labels: Vec<&str> = domain.split('.').collect();
     if labels.len() < 2 || domain.len() > 253 {
@@ -107,9 +112,8 @@ fn validate_email(s: &str) -> Result<(), RecipientError> {
 }
 
 fn validate_push_token(s: &str) -> Result<(), RecipientError> {
-    let ok = !s.is_empty()
-        && s.len() <= MAX_PUSH_TOKEN_LEN
-        && s.bytes().all(|b| b.is_ascii_graphic());
+    let ok =
+        !s.is_empty() && s.len() <= MAX_PUSH_TOKEN_LEN && s.bytes().all(|b| b.is_ascii_graphic());
     ok.then_some(()).ok_or(RecipientError::BadPushToken)
 }
 

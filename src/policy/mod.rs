@@ -23,15 +23,25 @@ pub const MAX_DELAY_SECS: u64 = 15 * 60;
 /// A provider's answer, already classified by the provider adapter.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    Delivered { receipt: Option<String> },
+    Delivered {
+        receipt: Option<String>,
+    },
     /// 429 and friends: never spends an attempt. `retry_after` is absolute.
-    Throttled { retry_after: Option<Timestamp> },
+    Throttled {
+        retry_after: Option<Timestamp>,
+    },
     /// Failed before the request was written (or 408/5xx): safe to retry.
-    Transient { error: String },
+    Transient {
+        error: String,
+    },
     /// The provider will never accept this delivery.
-    Permanent { error: String },
+    Permanent {
+        error: String,
+    },
     /// The request may have been acted on (timeout or reset after writing it).
-    Ambiguous { error: String },
+    Ambiguous {
+        error: String,
+    },
 }
 
 impl Outcome {
@@ -171,9 +181,14 @@ pub struct Spent {
 /// How a wait is held: on the message's visibility, or by a delayed fresh copy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wait {
-    Visibility { secs: u32 },
+    Visibility {
+        secs: u32,
+    },
     /// Longer than visibility allows: send a copy with DelaySeconds and `not_before`, ack this.
-    Reenqueue { delay_secs: u32, not_before: Timestamp },
+    Reenqueue {
+        delay_secs: u32,
+        not_before: Timestamp,
+    },
 }
 
 /// What the consumer does next.
@@ -221,7 +236,10 @@ pub fn decide(
             if throttles > policy.max_throttle_deferrals {
                 return Next::Dead(DeadReason::ThrottleExhausted);
             }
-            (throttle_delay(policy, throttles, *retry_after, now, rng), false)
+            (
+                throttle_delay(policy, throttles, *retry_after, now, rng),
+                false,
+            )
         }
     };
     let at = now.plus(delay);

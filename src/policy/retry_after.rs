@@ -40,7 +40,10 @@ mod tests {
     #[test]
     fn delta_seconds() {
         let now = Timestamp::from_millis(1_000);
-        assert_eq!(parse_retry_after("120", now), Some(Timestamp::from_millis(121_000)));
+        assert_eq!(
+            parse_retry_after("120", now),
+            Some(Timestamp::from_millis(121_000))
+        );
         assert_eq!(parse_retry_after(" 0 ", now), Some(now));
         assert_eq!(
             parse_retry_after("99999999999999999999999", now),
@@ -66,7 +69,15 @@ mod tests {
     #[test]
     fn malformed_or_negative_values_are_ignored() {
         let now = Timestamp::from_millis(1_000);
-        for bad in ["", "-5", "1.5", "soon", "Sun, 99 Nov 1994 08:49:37 GMT", "12s", "\u{0}"] {
+        for bad in [
+            "",
+            "-5",
+            "1.5",
+            "soon",
+            "Sun, 99 Nov 1994 08:49:37 GMT",
+            "12s",
+            "\u{0}",
+        ] {
             assert_eq!(parse_retry_after(bad, now), None, "{bad:?}");
         }
     }

@@ -121,7 +121,10 @@ fn exponential_delay_respects_the_cap() {
             panic!("{next:?}")
         };
         let secs = at.since(NOW).as_secs();
-        assert!((1..=20).contains(&secs), "after 2 failures: ≤ base×2, got {secs}");
+        assert!(
+            (1..=20).contains(&secs),
+            "after 2 failures: ≤ base×2, got {secs}"
+        );
         assert!(matches!(wait, Wait::Visibility { secs } if secs <= 20));
     }
     let mut seen_max = 0;
@@ -142,7 +145,10 @@ fn exponential_delay_respects_the_cap() {
         }
     }
     assert!(seen_max <= 60, "cap is 60 s, saw {seen_max}");
-    assert!(seen_max > 20, "jitter reaches towards the cap, saw {seen_max}");
+    assert!(
+        seen_max > 20,
+        "jitter reaches towards the cap, saw {seen_max}"
+    );
 }
 
 #[test]
@@ -197,7 +203,7 @@ fn long_waits_become_a_reenqueue_past_the_12h_clamp() {
         wait_until(NOW, NOW.plus(Duration::from_secs(MAX_VISIBILITY_SECS + 1))),
         Wait::Reenqueue { .. }
     ));
-    assert!(MAX_VISIBILITY_SECS < 12 * 3600);
+    const { assert!(MAX_VISIBILITY_SECS < 12 * 3600) };
 }
 
 #[test]
@@ -258,7 +264,10 @@ fn throttle_with_retry_after_in_the_past_or_malformed_still_waits() {
             panic!()
         };
         assert!(at >= NOW, "{header}");
-        assert!(matches!(wait, Wait::Visibility { secs } if secs >= 1), "{header}");
+        assert!(
+            matches!(wait, Wait::Visibility { secs } if secs >= 1),
+            "{header}"
+        );
     }
 }
 
@@ -319,15 +328,39 @@ fn ambiguous_retries_only_with_an_idempotent_provider() {
     assert_eq!(not_idem, Next::Dead(DeadReason::Ambiguous));
     let mut strict = p.clone();
     strict.ambiguous = AmbiguousRule::Dead;
-    let strict_next = decide(&strict, Spent::default(), &amb, true, far(), NOW, &mut rng());
+    let strict_next = decide(
+        &strict,
+        Spent::default(),
+        &amb,
+        true,
+        far(),
+        NOW,
+        &mut rng(),
+    );
     assert_eq!(strict_next, Next::Dead(DeadReason::Ambiguous));
 }
 
 #[test]
 fn same_seed_same_decision() {
     let p = policy();
-    let a = decide(&p, Spent::default(), &transient(), true, far(), NOW, &mut rng());
-    let b = decide(&p, Spent::default(), &transient(), true, far(), NOW, &mut rng());
+    let a = decide(
+        &p,
+        Spent::default(),
+        &transient(),
+        true,
+        far(),
+        NOW,
+        &mut rng(),
+    );
+    let b = decide(
+        &p,
+        Spent::default(),
+        &transient(),
+        true,
+        far(),
+        NOW,
+        &mut rng(),
+    );
     assert_eq!(a, b);
 }
 

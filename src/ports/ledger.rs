@@ -47,7 +47,7 @@ impl Expected {
 pub enum Cas {
     Applied,
     /// The item changed since the caller saw it; here is what it is now.
-    Conflict(Option<DeliveryRecord>),
+    Conflict(Option<Box<DeliveryRecord>>),
 }
 
 pub trait Ledger: Send + Sync {
@@ -102,7 +102,7 @@ impl Ledger for MemoryLedger {
                 items.insert(record.key().clone(), record.clone());
                 Cas::Applied
             } else {
-                Cas::Conflict(current.cloned())
+                Cas::Conflict(current.cloned().map(Box::new))
             }
         };
         self.faults.check(OP_PUT, FaultPoint::After)?;

@@ -19,7 +19,9 @@ pub use queue::{
     DeadLetterMessage, DeadLetters, DeliveryQueue, MemoryQueue, OutgoingMessage, ReceivedMessage,
     SendFailure,
 };
-pub use reminders::{DueCursor, DuePage, DueReminder, Inserted, Marked, MemoryReminderStore, ReminderStore};
+pub use reminders::{
+    DueCursor, DuePage, DueReminder, Inserted, Marked, MemoryReminderStore, ReminderStore,
+};
 
 /// What went wrong in a port call that did not answer the question asked. A failed condition is
 /// never a `PortError`: it is a domain answer ([`Cas::Conflict`], [`Marked::Changed`], …).
@@ -42,7 +44,9 @@ impl PortError {
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,
-            PortError::Throttled { .. } | PortError::Unavailable { .. } | PortError::Injected { .. }
+            PortError::Throttled { .. }
+                | PortError::Unavailable { .. }
+                | PortError::Injected { .. }
         )
     }
 

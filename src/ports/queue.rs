@@ -210,7 +210,10 @@ impl<C: Clock> MemoryQueue<C> {
                     "ApproximateReceiveCount".to_owned(),
                     m.receive_count.to_string(),
                 );
-                system.insert("SentTimestamp".to_owned(), m.sent_at.as_millis().to_string());
+                system.insert(
+                    "SentTimestamp".to_owned(),
+                    m.sent_at.as_millis().to_string(),
+                );
                 ReceivedMessage {
                     message_id: m.id.clone(),
                     receipt_handle: receipt,
@@ -246,7 +249,11 @@ impl<C: Clock> MemoryQueue<C> {
         }
     }
 
-    fn guarded<T>(&self, op: &'static str, f: impl FnOnce() -> Result<T, PortError>) -> Result<T, PortError> {
+    fn guarded<T>(
+        &self,
+        op: &'static str,
+        f: impl FnOnce() -> Result<T, PortError>,
+    ) -> Result<T, PortError> {
         self.faults.check(op, FaultPoint::Before)?;
         let out = f()?;
         self.faults.check(op, FaultPoint::After)?;
@@ -268,8 +275,15 @@ impl<C: Clock> DeliveryQueue for MemoryQueue<C> {
         })
     }
 
-    async fn change_visibility(&self, channel: Channel, receipt: &str, secs: u32) -> Result<(), PortError> {
-        self.guarded(OP_VISIBILITY, || self.set_visibility(channel, receipt, secs))
+    async fn change_visibility(
+        &self,
+        channel: Channel,
+        receipt: &str,
+        secs: u32,
+    ) -> Result<(), PortError> {
+        self.guarded(OP_VISIBILITY, || {
+            self.set_visibility(channel, receipt, secs)
+        })
     }
 
     async fn delete(&self, channel: Channel, receipt: &str) -> Result<(), PortError> {
@@ -279,20 +293,35 @@ impl<C: Clock> DeliveryQueue for MemoryQueue<C> {
         })
     }
 
-    async fn receive(&self, channel: Channel, max: u32, visibility: u32) -> Result<Vec<ReceivedMessage>, PortError> {
+    async fn receive(
+        &self,
+        channel: Channel,
+        max: u32,
+        visibility: u32,
+    ) -> Result<Vec<ReceivedMessage>, PortError> {
         self.guarded(OP_RECEIVE, || Ok(self.take(channel, max, visibility)))
     }
 }
 
 impl<C: Clock> DeadLetters for MemoryQueue<C> {
-    async fn dead_letter(&self, channel: Channel, body: &str, letter: &DeadLetter) -> Result<(), PortError> {
+    async fn dead_letter(
+        &self,
+        channel: Channel,
+        body: &str,
+        letter: &DeadLetter,
+    ) -> Result<(), PortError> {
         self.guarded(OP_DEAD_LETTER, || {
             self.push(channel, body, letter.to_attributes(), 0);
             Ok(())
         })
     }
 
-    async fn receive_dead(&self, channel: Channel, max: u32, visibility: u32) -> Result<Vec<DeadLetterMessage>, PortError> {
+    async fn receive_dead(
+        &self,
+        channel: Channel,
+        max: u32,
+        visibility: u32,
+    ) -> Result<Vec<DeadLetterMessage>, PortError> {
         self.guarded(OP_RECEIVE, || {
             Ok(self
                 .take(channel, max, visibility)

@@ -130,7 +130,11 @@ impl MemoryReminderStore {
         }
     }
 
-    fn guarded<T>(&self, op: &'static str, f: impl FnOnce(&mut BTreeMap<ReminderId, Reminder>) -> T) -> Result<T, PortError> {
+    fn guarded<T>(
+        &self,
+        op: &'static str,
+        f: impl FnOnce(&mut BTreeMap<ReminderId, Reminder>) -> T,
+    ) -> Result<T, PortError> {
         self.faults.check(op, FaultPoint::Before)?;
         let out = f(&mut lock(&self.items));
         self.faults.check(op, FaultPoint::After)?;
@@ -146,7 +150,8 @@ pub fn mark_allowed(current: &Reminder, payload_version: u64, to: ReminderStatus
             ReminderStatus::Scheduled | ReminderStatus::Enqueued
         ),
         ReminderStatus::Enqueued | ReminderStatus::Expired => {
-            current.status == ReminderStatus::Scheduled && current.payload_version == payload_version
+            current.status == ReminderStatus::Scheduled
+                && current.payload_version == payload_version
         }
         ReminderStatus::Scheduled => false,
     }
@@ -214,7 +219,12 @@ impl ReminderStore for MemoryReminderStore {
         })
     }
 
-    async fn mark(&self, id: &ReminderId, payload_version: u64, to: ReminderStatus) -> Result<Marked, PortError> {
+    async fn mark(
+        &self,
+        id: &ReminderId,
+        payload_version: u64,
+        to: ReminderStatus,
+    ) -> Result<Marked, PortError> {
         self.guarded(OP_MARK, |items| match items.get_mut(id) {
             None => Marked::Missing,
             Some(cur) if !mark_allowed(cur, payload_version, to) => Marked::Changed,

@@ -175,7 +175,8 @@ fn every_listed_transition_is_allowed_and_every_other_refused() {
             let current = in_state(from);
             let result = apply(current.as_ref(), change.clone(), &ctx_at(T0));
             if allowed_from.contains(&from) {
-                let next = result.unwrap_or_else(|e| panic!("{} from {from:?}: {e}", change.name()));
+                let next =
+                    result.unwrap_or_else(|e| panic!("{} from {from:?}: {e}", change.name()));
                 assert_eq!(next.status(), to, "{} from {from:?}", change.name());
                 assert_eq!(next.seq(), current.as_ref().map_or(0, |r| r.seq()) + 1);
                 let (_, last) = *next.history().last().unwrap();
@@ -284,9 +285,14 @@ fn counters_policy_snapshot_and_redrive_budget() {
             error: None,
         },
     );
-    assert_eq!((throttled.attempt_count(), throttled.throttle_count()), (0, 1));
-    let mut other_policy = RetryPolicy::default();
-    other_policy.version = "v2".into();
+    assert_eq!(
+        (throttled.attempt_count(), throttled.throttle_count()),
+        (0, 1)
+    );
+    let other_policy = RetryPolicy {
+        version: "v2".into(),
+        ..RetryPolicy::default()
+    };
     let reclaimed = step(
         Some(&throttled),
         Change::Claim {

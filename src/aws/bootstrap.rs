@@ -1,0 +1,195 @@
+//! Create the system's tables and queues with the attributes the template declares: for
+//! emulators (moto, LocalStack), tests and `remindctl local up`. Never used on AWS, where
+//! `template.yaml` owns the resources.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
+};
+use aws_sdk_sqs::types::QueueAttributeName;
+
+use super::dynamo::DUE_INDEX;
+use super::sqs::ChannelUrls;
+use crate::domain::Channel;
+
+/// Attributes the due index projects besides its keys: all the scheduler reads.
+pub const DUE_INDEX_PROJECTION: [&str; 5] = [
+    "subscriber_id",
+    "fresh_until",
+    "payload_version",
+    "channels",
+    "status",
+];
+
+/// The TTL attribute of both tables (epoch seconds).
+pub const TTL_ATTR: &str = "expires_at";
+
+pub type BootstrapError = Box<dyn std::error::Error + Send + Sync>;
+
+fn key(name: &str, kind: KeyType) -> Result<KeySchemaElement, BootstrapError> {
+    Ok(KeySchemaElement::builder()
+        .attribute_name(name)
+        .key_type(kind)
+        .build()?)
+}
+
+fn attr(name: &str, kind: ScalarAttributeType) -> Result<AttributeDefinition, BootstrapError> {
+    Ok(AttributeDefinition::builder()
+        .attribute_name(name)
+        .attribute_type(kind)
+        .build()?)
+}
+
+async fn enable_ttl(client: &aws_sdk_dynamodb::Client, table: &str) -> Result<(), BootstrapError> {
+    client
+        .update_time_to_live()
+        .table_name(table)
+        .time_to_live_specification(
+            TimeToLiveSpecification::builder()
+                .enabled(true)
+                .attribute_name(TTL_ATTR)
+                .build()?,
+        )
+        .send()
+        .await?;
+    Ok(())
+}
+
+/// The reminders table with its sparse due-time index.
+pub async fn create_reminders_table(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+) -> Result<(), BootstrapError> {
+    let index = GlobalSecondaryIndex::builder()
+        .index_name(DUE_INDEX)
+        .key_schema(key("due_shard", KeyType::Hash)?)
+        .key_schema(key("due_at", KeyType::Range)?)
+        .projection(
+            Projection::builder()
+                .projection_type(ProjectionType::Include)
+                .set_non_key_attributes(Some(
+                    DUE_INDEX_PROJECTION.iter().map(|s| s.to_string()).collect(),
+                ))
+                .build(),
+        )
+        .build()?;
+    client
+        .create_table()
+        .table_name(table)
+        .billing_mode(BillingMode::PayPerRequest)
+        .key_schema(key("reminder_id", KeyType::Hash)?)
+        .attribute_definitions(attr("reminder_id", ScalarAttributeType::S)?)
+        .attribute_definitions(attr("due_shard", ScalarAttributeType::N)?)
+        .attribute_definitions(attr("due_at", ScalarAttributeType::N)?)
+        .global_secondary_indexes(index)
+        .send()
+        .await?;
+    enable_ttl(client, table).await
+}
+
+/// The deliveries table: the ledger and the provider gate items.
+pub async fn create_deliveries_table(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+) -> Result<(), BootstrapError> {
+    client
+        .create_table()
+        .table_name(table)
+        .billing_mode(BillingMode::PayPerRequest)
+        .key_schema(key("delivery_key", KeyType::Hash)?)
+        .attribute_definitions(attr("delivery_key", ScalarAttributeType::S)?)
+        .send()
+        .await?;
+    enable_ttl(client, table).await
+}
+
+/// Queue settings shared by the template and the bootstrap.
+#[derive(Debug, Clone, Copy)]
+pub struct QueueSpec {
+    pub visibility_timeout_secs: u32,
+    pub max_receive_count: u32,
+    pub retention_secs: u32,
+    pub dlq_retention_secs: u32,
+}
+
+impl Default for QueueSpec {
+    fn default() -> Self {
+        Self {
+            visibility_timeout_secs: 180,
+            max_receive_count: 100,
+            retention_secs: 4 * 24 * 3600,
+            dlq_retention_secs: 14 * 24 * 3600,
+        }
+    }
+}
+
+/// `{prefix}-{channel}` queues, each with its `{prefix}-{channel}-dlq` and a redrive policy.
+/// Returns (queue URLs, DLQ URLs).
+pub async fn create_channel_queues(
+    client: &aws_sdk_sqs::Client,
+    prefix: &str,
+    spec: QueueSpec,
+) -> Result<(ChannelUrls, ChannelUrls), BootstrapError> {
+    let mut queues = HashMap::new();
+    let mut dlqs = HashMap::new();
+    for channel in Channel::ALL {
+        let dlq_url = client
+            .create_queue()
+            .queue_name(format!("{prefix}-{channel}-dlq"))
+            .attributes(
+                QueueAttributeName::MessageRetentionPeriod,
+                spec.dlq_retention_secs.to_string(),
+            )
+            .send()
+            .await?
+            .queue_url
+            .ok_or("create_queue returned no URL")?;
+        let dlq_arn = client
+            .get_queue_attributes()
+            .queue_url(&dlq_url)
+            .attribute_names(QueueAttributeName::QueueArn)
+            .send()
+            .await?
+            .attributes
+            .and_then(|mut a| a.remove(&QueueAttributeName::QueueArn))
+            .ok_or("get_queue_attributes returned no QueueArn")?;
+        let redrive = serde_json::json!({
+            "deadLetterTargetArn": dlq_arn,
+            "maxReceiveCount": spec.max_receive_count,
+        });
+        let url = client
+            .create_queue()
+            .queue_name(format!("{prefix}-{channel}"))
+            .attributes(
+                QueueAttributeName::VisibilityTimeout,
+                spec.visibility_timeout_secs.to_string(),
+            )
+            .attributes(
+                QueueAttributeName::MessageRetentionPeriod,
+                spec.retention_secs.to_string(),
+            )
+            .attributes(QueueAttributeName::RedrivePolicy, redrive.to_string())
+            .send()
+            .await?
+            .queue_url
+            .ok_or("create_queue returned no URL")?;
+        queues.insert(channel, url);
+        dlqs.insert(channel, dlq_url);
+    }
+    let urls = |mut m: HashMap<Channel, String>| ChannelUrls {
+        push: m.remove(&Channel::Push).unwrap_or_default(),
+        email: m.remove(&Channel::Email).unwrap_or_default(),
+        sms: m.remove(&Channel::Sms).unwrap_or_default(),
+    };
+    Ok((urls(queues), urls(dlqs)))
+}
+
+/// Load the shared SDK configuration: region, credentials and endpoint from the standard
+/// chain (`AWS_ENDPOINT_URL` selects an emulator).
+pub async fn sdk_config() -> aws_config::SdkConfig {
+    aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .load()
+        .await
+}

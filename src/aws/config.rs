@@ -1,0 +1,128 @@
+//! Typed configuration, read once at cold start. A missing or malformed variable fails fast
+//! with its name. Endpoints are not configuration here: they come from the standard AWS chain.
+
+use super::sqs::ChannelUrls;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("environment variable {0} is not set")]
+    Missing(&'static str),
+    #[error("environment variable {var} is invalid: {problem}")]
+    Invalid { var: &'static str, problem: String },
+}
+
+pub const REMINDERS_TABLE: &str = "REMINDERS_TABLE";
+pub const DELIVERIES_TABLE: &str = "DELIVERIES_TABLE";
+pub const DUE_SHARDS: &str = "DUE_SHARDS";
+pub const QUEUE_URL_VARS: [&str; 3] = ["PUSH_QUEUE_URL", "EMAIL_QUEUE_URL", "SMS_QUEUE_URL"];
+pub const DLQ_URL_VARS: [&str; 3] = ["PUSH_DLQ_URL", "EMAIL_DLQ_URL", "SMS_DLQ_URL"];
+
+/// Default number of due-index shards.
+pub const DEFAULT_DUE_SHARDS: u32 = 8;
+/// More shards than this only adds queries per scheduler run.
+pub const MAX_DUE_SHARDS: u32 = 64;
+
+/// Where the system's resources are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    pub reminders_table: String,
+    pub deliveries_table: String,
+    pub due_shards: u32,
+    pub queue_urls: ChannelUrls,
+    pub dlq_urls: ChannelUrls,
+}
+
+impl Settings {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|var| std::env::var(var).ok())
+    }
+
+    /// Read from any lookup (the environment, or a map in tests).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let required = |var: &'static str| {
+            get(var)
+                .filter(|v| !v.trim().is_empty())
+                .ok_or(ConfigError::Missing(var))
+        };
+        let urls = |vars: [&'static str; 3]| -> Result<ChannelUrls, ConfigError> {
+            Ok(ChannelUrls {
+                push: required(vars[0])?,
+                email: required(vars[1])?,
+                sms: required(vars[2])?,
+            })
+        };
+        let due_shards = match get(DUE_SHARDS) {
+            None => DEFAULT_DUE_SHARDS,
+            Some(raw) => parse_shards(&raw)?,
+        };
+        Ok(Self {
+            reminders_table: required(REMINDERS_TABLE)?,
+            deliveries_table: required(DELIVERIES_TABLE)?,
+            due_shards,
+            queue_urls: urls(QUEUE_URL_VARS)?,
+            dlq_urls: urls(DLQ_URL_VARS)?,
+        })
+    }
+}
+
+fn parse_shards(raw: &str) -> Result<u32, ConfigError> {
+    let invalid = |problem: String| ConfigError::Invalid {
+        var: DUE_SHARDS,
+        problem,
+    };
+    let n: u32 = raw
+        .trim()
+        .parse()
+        .map_err(|_| invalid(format!("{raw:?} is not a whole number")))?;
+    if !(1..=MAX_DUE_SHARDS).contains(&n) {
+        return Err(invalid(format!("{n} is outside 1..={MAX_DUE_SHARDS}")));
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn env() -> HashMap<&'static str, String> {
+        let mut m = HashMap::new();
+        m.insert(REMINDERS_TABLE, "reminders".to_owned());
+        m.insert(DELIVERIES_TABLE, "deliveries".to_owned());
+        for v in QUEUE_URL_VARS.into_iter().chain(DLQ_URL_VARS) {
+            m.insert(v, format!("http://q/{v}"));
+        }
+        m
+    }
+
+    fn load(m: &HashMap<&'static str, String>) -> Result<Settings, ConfigError> {
+        Settings::from_lookup(|k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn reads_everything_with_defaults() {
+        let s = load(&env()).unwrap();
+        assert_eq!(s.due_shards, DEFAULT_DUE_SHARDS);
+        assert_eq!(s.dlq_urls.sms, "http://q/SMS_DLQ_URL");
+    }
+
+    #[test]
+    fn names_the_missing_or_invalid_variable() {
+        let mut m = env();
+        m.remove("EMAIL_DLQ_URL");
+        assert_eq!(load(&m), Err(ConfigError::Missing("EMAIL_DLQ_URL")));
+        let mut m = env();
+        m.insert(DUE_SHARDS, "0".into());
+        let err = load(&m).unwrap_err();
+        assert!(err.to_string().contains("DUE_SHARDS"), "{err}");
+        m.insert(DUE_SHARDS, "lots".into());
+        assert!(matches!(
+            load(&m),
+            Err(ConfigError::Invalid {
+                var: DUE_SHARDS,
+                ..
+            })
+        ));
+    }
+}

@@ -1,0 +1,43 @@
+//! DynamoDB adapters: the reminders table ([`reminders`]), the deliveries ledger ([`ledger`])
+//! and the provider gate items that share its table ([`gate`]).
+//!
+//! Items are (de)serialized with `serde_dynamo` from the domain types, so the attribute names
+//! are the field names documented in the README. Times are epoch milliseconds (N), except the
+//! TTL attribute `expires_at`, in epoch seconds.
+
+pub mod gate;
+pub mod ledger;
+pub mod reminders;
+
+pub use gate::DynamoGate;
+pub use ledger::DynamoLedger;
+pub use reminders::DynamoReminderStore;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+
+/// The error kind of any DynamoDB data-plane operation's typed error.
+macro_rules! dynamo_kind {
+    ($ty:ident) => {
+        |e: &$ty| match e {
+            $ty::ProvisionedThroughputExceededException(_)
+            | $ty::RequestLimitExceeded(_)
+            | $ty::ThrottlingException(_) => $crate::aws::error::Kind::Throttled,
+            $ty::ResourceNotFoundException(_) | $ty::InvalidEndpointException(_) => {
+                $crate::aws::error::Kind::Refused
+            }
+            _ => $crate::aws::error::Kind::Unavailable,
+        }
+    };
+}
+pub(crate) use dynamo_kind;
+
+/// Name of the sparse due-time index on the reminders table.
+pub const DUE_INDEX: &str = "due-index";
+
+pub(crate) fn s(v: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(v.into())
+}
+
+pub(crate) fn n(v: impl ToString) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}

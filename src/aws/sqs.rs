@@ -1,0 +1,287 @@
+//! SQS adapters: [`SqsQueues`] (one delivery queue per channel) and [`SqsDeadLetters`] (one DLQ
+//! per channel). Receives ask for every system and message attribute, so the consumer sees
+//! `ApproximateReceiveCount` and the DLQ reader sees `reason` and `evidence`.
+
+use aws_sdk_sqs::operation::change_message_visibility::ChangeMessageVisibilityError;
+use aws_sdk_sqs::operation::delete_message::DeleteMessageError;
+use aws_sdk_sqs::operation::receive_message::ReceiveMessageError;
+use aws_sdk_sqs::operation::send_message::SendMessageError;
+use aws_sdk_sqs::operation::send_message_batch::SendMessageBatchError;
+use aws_sdk_sqs::types::{
+    MessageAttributeValue, MessageSystemAttributeName, SendMessageBatchRequestEntry,
+};
+use aws_sdk_sqs::Client;
+
+use crate::aws::error::{corrupt, port_error};
+use crate::deadletter::DeadLetter;
+use crate::domain::Channel;
+use crate::ports::queue::{OP_DEAD_LETTER, OP_DELETE, OP_RECEIVE, OP_SEND, OP_VISIBILITY};
+use crate::ports::{
+    DeadLetterMessage, DeadLetters, DeliveryQueue, OutgoingMessage, PortError, ReceivedMessage,
+    SendFailure,
+};
+
+/// The error kind of any SQS operation's typed error.
+macro_rules! sqs_kind {
+    ($ty:ident) => {
+        |e: &$ty| match e {
+            $ty::RequestThrottled(_) => crate::aws::error::Kind::Throttled,
+            $ty::QueueDoesNotExist(_) | $ty::InvalidAddress(_) | $ty::InvalidSecurity(_) => {
+                crate::aws::error::Kind::Refused
+            }
+            _ => crate::aws::error::Kind::Unavailable,
+        }
+    };
+}
+
+/// One URL per channel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelUrls {
+    pub push: String,
+    pub email: String,
+    pub sms: String,
+}
+
+impl ChannelUrls {
+    pub fn get(&self, channel: Channel) -> &str {
+        match channel {
+            Channel::Push => &self.push,
+            Channel::Email => &self.email,
+            Channel::Sms => &self.sms,
+        }
+    }
+}
+
+/// The channel queues. `wait_secs` is the receive long-poll (0 for short polls).
+#[derive(Debug, Clone)]
+pub struct SqsQueues {
+    client: Client,
+    urls: ChannelUrls,
+    wait_secs: i32,
+}
+
+impl SqsQueues {
+    pub fn new(client: Client, urls: ChannelUrls) -> Self {
+        Self {
+            client,
+            urls,
+            wait_secs: 0,
+        }
+    }
+
+    pub fn with_long_poll(mut self, wait_secs: i32) -> Self {
+        self.wait_secs = wait_secs.clamp(0, 20);
+        self
+    }
+}
+
+/// The channel DLQs.
+#[derive(Debug, Clone)]
+pub struct SqsDeadLetters {
+    inner: SqsQueues,
+}
+
+impl SqsDeadLetters {
+    pub fn new(client: Client, urls: ChannelUrls) -> Self {
+        Self {
+            inner: SqsQueues::new(client, urls),
+        }
+    }
+}
+
+fn string_attr(value: &str) -> Result<MessageAttributeValue, PortError> {
+    MessageAttributeValue::builder()
+        .data_type("String")
+        .string_value(value)
+        .build()
+        .map_err(|e| corrupt(OP_DEAD_LETTER, e))
+}
+
+impl SqsQueues {
+    async fn receive_from(
+        &self,
+        url: &str,
+        max: u32,
+        visibility: u32,
+    ) -> Result<Vec<ReceivedMessage>, PortError> {
+        let out = self
+            .client
+            .receive_message()
+            .queue_url(url)
+            .max_number_of_messages(max.clamp(1, 10) as i32)
+            .visibility_timeout(i32::try_from(visibility).unwrap_or(i32::MAX))
+            .wait_time_seconds(self.wait_secs)
+            .message_system_attribute_names(MessageSystemAttributeName::All)
+            .message_attribute_names("All")
+            .send()
+            .await
+            .map_err(|e| port_error(OP_RECEIVE, e, sqs_kind!(ReceiveMessageError)))?;
+        Ok(out.messages().iter().map(to_received).collect())
+    }
+
+    async fn set_visibility(&self, url: &str, receipt: &str, secs: u32) -> Result<(), PortError> {
+        self.client
+            .change_message_visibility()
+            .queue_url(url)
+            .receipt_handle(receipt)
+            .visibility_timeout(i32::try_from(secs).unwrap_or(i32::MAX))
+            .send()
+            .await
+            .map_err(|e| port_error(OP_VISIBILITY, e, sqs_kind!(ChangeMessageVisibilityError)))?;
+        Ok(())
+    }
+
+    async fn delete_from(&self, url: &str, receipt: &str) -> Result<(), PortError> {
+        self.client
+            .delete_message()
+            .queue_url(url)
+            .receipt_handle(receipt)
+            .send()
+            .await
+            .map_err(|e| port_error(OP_DELETE, e, sqs_kind!(DeleteMessageError)))?;
+        Ok(())
+    }
+}
+
+fn to_received(m: &aws_sdk_sqs::types::Message) -> ReceivedMessage {
+    let attributes = m
+        .message_attributes()
+        .map(|attrs| {
+            attrs
+                .iter()
+                .filter_map(|(k, v)| v.string_value().map(|s| (k.clone(), s.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default();
+    let system = m
+        .attributes()
+        .map(|attrs| {
+            attrs
+                .iter()
+                .map(|(k, v)| (k.as_str().to_owned(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    ReceivedMessage {
+        message_id: m.message_id().unwrap_or_default().to_owned(),
+        receipt_handle: m.receipt_handle().unwrap_or_default().to_owned(),
+        body: m.body().unwrap_or_default().to_owned(),
+        attributes,
+        system,
+    }
+}
+
+impl DeliveryQueue for SqsQueues {
+    async fn send_batch(
+        &self,
+        channel: Channel,
+        messages: &[OutgoingMessage],
+    ) -> Result<Vec<SendFailure>, PortError> {
+        let mut entries = Vec::with_capacity(messages.len());
+        for m in messages {
+            let entry = SendMessageBatchRequestEntry::builder()
+                .id(&m.entry_id)
+                .message_body(&m.body)
+                .delay_seconds(m.delay_secs.min(900) as i32)
+                .build()
+                .map_err(|e| corrupt(OP_SEND, e))?;
+            entries.push(entry);
+        }
+        let out = self
+            .client
+            .send_message_batch()
+            .queue_url(self.urls.get(channel))
+            .set_entries(Some(entries))
+            .send()
+            .await
+            .map_err(|e| port_error(OP_SEND, e, sqs_kind!(SendMessageBatchError)))?;
+        Ok(out
+            .failed()
+            .iter()
+            .map(|f| SendFailure {
+                entry_id: f.id().to_owned(),
+                sender_fault: f.sender_fault(),
+                code: f.code().to_owned(),
+            })
+            .collect())
+    }
+
+    async fn change_visibility(
+        &self,
+        channel: Channel,
+        receipt: &str,
+        secs: u32,
+    ) -> Result<(), PortError> {
+        self.set_visibility(self.urls.get(channel), receipt, secs)
+            .await
+    }
+
+    async fn delete(&self, channel: Channel, receipt: &str) -> Result<(), PortError> {
+        self.delete_from(self.urls.get(channel), receipt).await
+    }
+
+    async fn receive(
+        &self,
+        channel: Channel,
+        max: u32,
+        visibility: u32,
+    ) -> Result<Vec<ReceivedMessage>, PortError> {
+        self.receive_from(self.urls.get(channel), max, visibility)
+            .await
+    }
+}
+
+impl DeadLetters for SqsDeadLetters {
+    async fn dead_letter(
+        &self,
+        channel: Channel,
+        body: &str,
+        letter: &DeadLetter,
+    ) -> Result<(), PortError> {
+        let mut attrs = std::collections::HashMap::new();
+        for (k, v) in letter.to_attributes() {
+            attrs.insert(k, string_attr(&v)?);
+        }
+        self.inner
+            .client
+            .send_message()
+            .queue_url(self.inner.urls.get(channel))
+            .message_body(body)
+            .set_message_attributes(Some(attrs))
+            .send()
+            .await
+            .map_err(|e| port_error(OP_DEAD_LETTER, e, sqs_kind!(SendMessageError)))?;
+        Ok(())
+    }
+
+    async fn receive_dead(
+        &self,
+        channel: Channel,
+        max: u32,
+        visibility: u32,
+    ) -> Result<Vec<DeadLetterMessage>, PortError> {
+        let received = self
+            .inner
+            .receive_from(self.inner.urls.get(channel), max, visibility)
+            .await?;
+        Ok(received
+            .into_iter()
+            .map(|message| DeadLetterMessage {
+                letter: DeadLetter::from_attributes(&message.attributes),
+                message,
+            })
+            .collect())
+    }
+
+    async fn delete_dead(&self, channel: Channel, receipt: &str) -> Result<(), PortError> {
+        self.inner
+            .delete_from(self.inner.urls.get(channel), receipt)
+            .await
+    }
+
+    async fn release_dead(&self, channel: Channel, receipt: &str) -> Result<(), PortError> {
+        self.inner
+            .set_visibility(self.inner.urls.get(channel), receipt, 0)
+            .await
+    }
+}
