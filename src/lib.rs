@@ -16,6 +16,7 @@
 //! | [`deadletter`] | the DLQ evidence format |
 //! | [`ports`] | the port traits, each with its in-memory implementation and fault injection |
 //! | [`aws`] | the DynamoDB and SQS adapters, typed configuration, resource bootstrap |
+//! | [`telemetry`] | JSON log setup for the binaries |
 //!
 //! Pure code (`domain`, `policy`, `delivery::state`) takes time and randomness as parameters.
 //! The ports are generic traits (`async fn` returning `Send` futures), so the same pipeline runs
@@ -28,3 +29,4 @@ pub mod delivery;
 pub mod domain;
 pub mod policy;
 pub mod ports;
+pub mod telemetry;

@@ -1,1 +1,90 @@
-fn main() {}
+//! `remindctl`: the operator and developer CLI. For now it derives delivery keys (so
+//! applications and operators can find a delivery in the ledger or a DLQ) and checks the
+//! configuration the functions read; the embedded demo and the operator commands come next.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use reminders::aws::Settings;
+use reminders::domain::{Channel, DeliveryKey, ReminderId, SubscriberId};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "remindctl",
+    version,
+    about = "Reminder delivery on AWS: operator CLI"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print the delivery key of (reminder, subscriber, channel).
+    ///
+    /// Example: remindctl key --reminder order-42 --subscriber user-7 --channel sms
+    Key {
+        #[arg(long)]
+        reminder: String,
+        #[arg(long)]
+        subscriber: String,
+        /// push, email or sms
+        #[arg(long)]
+        channel: String,
+    },
+    /// Check the environment the functions read (tables, queue URLs, shards).
+    ///
+    /// Example: REMINDERS_TABLE=… DELIVERIES_TABLE=… remindctl config
+    Config,
+}
+
+fn run(cli: Cli) -> Result<(), String> {
+    match cli.command {
+        Command::Key {
+            reminder,
+            subscriber,
+            channel,
+        } => {
+            let reminder = ReminderId::parse(reminder).map_err(|e| e.to_string())?;
+            let subscriber = SubscriberId::parse(subscriber).map_err(|e| e.to_string())?;
+            let channel: Channel = channel.parse().map_err(|e| format!("{e}"))?;
+            println!("{}", DeliveryKey::derive(&reminder, &subscriber, channel));
+        }
+        Command::Config => {
+            let s = Settings::from_env().map_err(|e| e.to_string())?;
+            println!("reminders table:  {}", s.reminders_table);
+            println!("deliveries table: {}", s.deliveries_table);
+            println!("due shards:       {}", s.due_shards);
+            for c in Channel::ALL {
+                println!("{c:<6} queue: {}", s.queue_urls.get(c));
+                println!("{c:<6} dlq:   {}", s.dlq_urls.get(c));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // --help and --version
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            eprintln!("remindctl: {}", first.trim_start_matches("error: "));
+            return ExitCode::from(2);
+        }
+    };
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("remindctl: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

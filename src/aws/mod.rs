@@ -14,3 +14,32 @@ pub mod sqs;
 pub use bootstrap::sdk_config;
 pub use config::{ConfigError, Settings};
 pub use sqs::{ChannelUrls, SqsDeadLetters, SqsQueues};
+
+/// The AWS adapters a function needs, built once per cold start from one SDK configuration.
+/// Building touches no network: credentials resolve lazily on the first call.
+#[derive(Debug, Clone)]
+pub struct Adapters {
+    pub reminders: dynamo::DynamoReminderStore,
+    pub ledger: dynamo::DynamoLedger,
+    pub gate: dynamo::DynamoGate,
+    pub queues: SqsQueues,
+    pub dead_letters: SqsDeadLetters,
+}
+
+impl Adapters {
+    pub fn new(sdk: &aws_config::SdkConfig, settings: &Settings) -> Self {
+        let dynamo = aws_sdk_dynamodb::Client::new(sdk);
+        let sqs = aws_sdk_sqs::Client::new(sdk);
+        Self {
+            reminders: dynamo::DynamoReminderStore::new(
+                dynamo.clone(),
+                &settings.reminders_table,
+                settings.due_shards,
+            ),
+            ledger: dynamo::DynamoLedger::new(dynamo.clone(), &settings.deliveries_table),
+            gate: dynamo::DynamoGate::new(dynamo, &settings.deliveries_table),
+            queues: SqsQueues::new(sqs.clone(), settings.queue_urls.clone()),
+            dead_letters: SqsDeadLetters::new(sqs, settings.dlq_urls.clone()),
+        }
+    }
+}

@@ -49,7 +49,9 @@ pub async fn transition<L: Ledger>(
             Cas::Conflict(current) => {
                 let current = current.map(|boxed| *boxed);
                 // The SDK retried a write whose first response was lost: the item already is
-                // what we wrote, or carries our own fresh lease. That write was ours.
+                // what we wrote, or carries our own fresh lease. That write was ours. (An
+                // identical write repeated at the same instant is indistinguishable from it,
+                // and equally done.)
                 if let Some(cur) = current.as_ref().filter(|cur| is_ours(cur, &next, &change)) {
                     return Ok(Written::Applied(cur.clone()));
                 }

@@ -38,6 +38,17 @@ pub struct DeliveryKey(String);
 
 impl DeliveryKey {
     /// Derive the key of a delivery (version 1, above).
+    ///
+    /// ```
+    /// use reminders::domain::{Channel, DeliveryKey, ReminderId, SubscriberId};
+    ///
+    /// let key = DeliveryKey::derive(
+    ///     &ReminderId::parse("r-1").unwrap(),
+    ///     &SubscriberId::parse("s-1").unwrap(),
+    ///     Channel::Email,
+    /// );
+    /// assert_eq!(key.as_str(), "d1_dK19NehLAozS56lr4H9D3O_rdBhO9JeoF5TXe0cCuT0");
+    /// ```
     pub fn derive(reminder: &ReminderId, subscriber: &SubscriberId, channel: Channel) -> Self {
         let mut h = Sha256::new();
         h.update(DOMAIN_V1);

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Run every check the project has, on a machine with only the Rust toolchain, Python 3.11 and
+# pip: install the pinned emulator and linters into .venv (once), start moto server on a free
+# 127.0.0.1 port, then rustfmt, clippy, all tests and cfn-lint. The emulator is stopped on
+# every exit path.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+VENV="$ROOT/.venv"
+PY_REQS=(
+  'moto[server,sqs,dynamodb,events,scheduler,ses,sns]==5.2.5'
+  'cfn-lint==1.58.0'
+)
+STAMP="$VENV/.installed-$(printf '%s\n' "${PY_REQS[@]}" | cksum | cut -d' ' -f1)"
+
+step() { printf '\n==> %s\n' "$*"; }
+
+if [[ ! -f "$STAMP" ]]; then
+  step "installing the emulator and linters into .venv"
+  python3 -m venv "$VENV"
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${PY_REQS[@]}"
+  touch "$STAMP"
+fi
+
+PORT="$("$VENV/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+LOG="$(mktemp -t moto.XXXXXX.log)"
+step "starting moto server on 127.0.0.1:$PORT (log: $LOG)"
+"$VENV/bin/moto_server" -H 127.0.0.1 -p "$PORT" >"$LOG" 2>&1 &
+MOTO_PID=$!
+cleanup() {
+  kill "$MOTO_PID" 2>/dev/null || true
+  wait "$MOTO_PID" 2>/dev/null || true
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+"$VENV/bin/python" - "$PORT" <<'PY'
+import sys, time, urllib.request
+url = f"http://127.0.0.1:{sys.argv[1]}/moto-api/"
+for _ in range(300):
+    try:
+        urllib.request.urlopen(url, timeout=1)
+        sys.exit(0)
+    except Exception:
+        time.sleep(0.1)
+sys.exit("moto server did not answer within 30 s")
+PY
+
+export AWS_ENDPOINT_URL="http://127.0.0.1:$PORT"
+export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1
+unset AWS_PROFILE AWS_SESSION_TOKEN
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy --all-targets -- -D warnings"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "tests (emulator at $AWS_ENDPOINT_URL)"
+if cargo nextest --version >/dev/null 2>&1; then
+  # nextest does not run doctests: run them first, so nextest's summary closes the log.
+  cargo test --workspace --locked --doc
+  cargo nextest run --workspace --locked --no-fail-fast
+else
+  cargo test --workspace --locked --no-fail-fast
+fi
+
+step "cfn-lint template.yaml"
+"$VENV/bin/cfn-lint" template.yaml
+
+step "all checks passed"

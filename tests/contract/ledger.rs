@@ -1,0 +1,212 @@
+//! Ledger contract: compare-and-set semantics, exact round trips, and the claim / outcome /
+//! cancel operations on top (sequential: moto's conditions are not atomic across concurrent
+//! requests, so concurrent claims are proven on the in-memory ledger, in the library tests).
+
+use std::time::Duration;
+
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use reminders::aws::dynamo::DynamoLedger;
+use reminders::clock::Timestamp;
+use reminders::delivery::state::{apply, Change, Ctx, LeaseToken, Status};
+use reminders::delivery::{cancel, claim, transition, Cancelled, Claim, ClaimRequest, Written};
+use reminders::domain::{Channel, DeliveryKey, ReminderId, SubscriberId};
+use reminders::policy::{OutcomeClass, RetryPolicy};
+use reminders::ports::{Cas, Expected, Ledger, MemoryLedger};
+
+use crate::common;
+
+const T0: Timestamp = Timestamp::from_millis(1_800_000_000_000);
+
+fn ctx(reminder: &str, now: Timestamp) -> Ctx {
+    Ctx {
+        key: DeliveryKey::derive(
+            &ReminderId::parse(reminder).unwrap(),
+            &SubscriberId::parse("sub-1").unwrap(),
+            Channel::Sms,
+        ),
+        now,
+        expires_at: 1_900_000_000,
+    }
+}
+
+fn token(seed: u64) -> LeaseToken {
+    LeaseToken::generate(&mut StdRng::seed_from_u64(seed))
+}
+
+fn claim_req(seed: u64, lease_until: Timestamp) -> ClaimRequest {
+    ClaimRequest {
+        token: token(seed),
+        lease_expires_at: lease_until,
+        payload_version: 2,
+        policy: RetryPolicy::default(),
+    }
+}
+
+async fn compare_and_set<L: Ledger>(ledger: &L) {
+    let c = ctx("cas", T0);
+    assert_eq!(ledger.get(&c.key).await.unwrap(), None);
+    let first = apply(None, Change::Cancel, &c).unwrap();
+    assert_eq!(
+        ledger.put_if(&first, Expected::Absent).await.unwrap(),
+        Cas::Applied
+    );
+    assert_eq!(ledger.get(&c.key).await.unwrap().as_ref(), Some(&first));
+    // Expecting absence now conflicts and returns the item, exactly.
+    assert_eq!(
+        ledger.put_if(&first, Expected::Absent).await.unwrap(),
+        Cas::Conflict(Some(Box::new(first.clone())))
+    );
+    let wrong_seq = Expected::Version {
+        seq: first.seq() + 1,
+        status: first.status(),
+    };
+    assert!(matches!(
+        ledger.put_if(&first, wrong_seq).await.unwrap(),
+        Cas::Conflict(Some(_))
+    ));
+    let wrong_status = Expected::Version {
+        seq: first.seq(),
+        status: Status::Ready,
+    };
+    assert!(matches!(
+        ledger.put_if(&first, wrong_status).await.unwrap(),
+        Cas::Conflict(Some(_))
+    ));
+    assert_eq!(
+        ledger
+            .put_if(&first, Expected::of(Some(&first)))
+            .await
+            .unwrap(),
+        Cas::Applied
+    );
+}
+
+async fn claim_outcome_cycle<L: Ledger>(ledger: &L) {
+    let lease = T0.plus(Duration::from_secs(30));
+    let c = ctx("cycle", T0);
+    let Claim::Acquired(sending) = claim(ledger, claim_req(1, lease), &c).await.unwrap() else {
+        panic!("first claim must acquire")
+    };
+    assert_eq!(sending.status(), Status::Sending);
+    assert_eq!(ledger.get(&c.key).await.unwrap().as_ref(), Some(&sending));
+    // Another worker, same moment: held, with the lease end.
+    assert_eq!(
+        claim(ledger, claim_req(2, lease), &c).await.unwrap(),
+        Claim::HeldByOther { until: lease }
+    );
+    let later = T0.plus(Duration::from_secs(10));
+    let deferred = transition(
+        ledger,
+        Some(sending.clone()),
+        Change::Defer {
+            token: token(1),
+            next_eligible_at: later,
+            class: OutcomeClass::Throttled,
+            spends_attempt: false,
+            error: Some("http_429".into()),
+        },
+        &ctx("cycle", T0),
+    )
+    .await
+    .unwrap();
+    let Written::Applied(deferred) = deferred else {
+        panic!("lease holder's outcome must apply")
+    };
+    assert_eq!(deferred.throttle_count(), 1);
+    // The stale view of the first worker is refused: fenced by the lease token.
+    let stale = transition(
+        ledger,
+        Some(sending),
+        Change::Deliver {
+            token: token(9),
+            receipt: None,
+        },
+        &c,
+    )
+    .await
+    .unwrap();
+    assert!(matches!(stale, Written::Refused { .. }));
+    assert_eq!(
+        claim(ledger, claim_req(3, lease), &c).await.unwrap(),
+        Claim::NotYetEligible { at: later }
+    );
+    let c_later = ctx("cycle", later);
+    let Claim::Acquired(again) = claim(ledger, claim_req(4, lease), &c_later).await.unwrap() else {
+        panic!("eligible deferred delivery must be claimable")
+    };
+    let done = transition(
+        ledger,
+        Some(again),
+        Change::Deliver {
+            token: token(4),
+            receipt: Some("provider-id-1".into()),
+        },
+        &c_later,
+    )
+    .await
+    .unwrap();
+    let Written::Applied(delivered) = done else {
+        panic!("deliver must apply")
+    };
+    assert_eq!(delivered.provider_receipt(), Some("provider-id-1"));
+    assert_eq!(ledger.get(&c.key).await.unwrap().as_ref(), Some(&delivered));
+    // A duplicate message: suppressed, and a cancel now answers "already delivered".
+    assert!(matches!(
+        claim(ledger, claim_req(5, lease), &c_later).await.unwrap(),
+        Claim::AlreadyDelivered(_)
+    ));
+    assert_eq!(
+        cancel(ledger, &c_later).await.unwrap(),
+        Cancelled::AlreadyDelivered
+    );
+    let history: Vec<(Status, Status)> = delivered
+        .history()
+        .iter()
+        .map(|(_, h)| (h.from, h.to))
+        .collect();
+    assert_eq!(
+        history,
+        [
+            (Status::Scheduled, Status::Sending),
+            (Status::Sending, Status::Deferred),
+            (Status::Deferred, Status::Sending),
+            (Status::Sending, Status::Delivered)
+        ]
+    );
+}
+
+async fn cancel_before_claim<L: Ledger>(ledger: &L) {
+    let c = ctx("cancelled", T0);
+    assert_eq!(cancel(ledger, &c).await.unwrap(), Cancelled::Cancelled);
+    assert!(matches!(
+        claim(ledger, claim_req(1, T0), &c).await.unwrap(),
+        Claim::Finished(_)
+    ));
+    // A second, later cancel finds it final (an identical retry at the same instant is
+    // indistinguishable from our own lost response, and answers `Cancelled`).
+    assert_eq!(
+        cancel(ledger, &ctx("cancelled", T0.plus(Duration::from_secs(1))))
+            .await
+            .unwrap(),
+        Cancelled::AlreadyFinal(Status::Cancelled)
+    );
+}
+
+async fn suite<L: Ledger>(ledger: &L) {
+    compare_and_set(ledger).await;
+    claim_outcome_cycle(ledger).await;
+    cancel_before_claim(ledger).await;
+}
+
+#[tokio::test]
+async fn memory_ledger_meets_the_contract() {
+    suite(&MemoryLedger::default()).await;
+}
+
+#[tokio::test]
+async fn dynamodb_ledger_meets_the_contract() {
+    let client = common::dynamo().await;
+    let table = common::deliveries_table(&client).await;
+    suite(&DynamoLedger::new(client, table)).await;
+}

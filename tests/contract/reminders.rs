@@ -1,0 +1,173 @@
+//! ReminderStore contract: create/edit, the sparse sharded due index (oldest first, paged,
+//! bounded by time), and the conditional marks that take a reminder out of it.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use reminders::aws::dynamo::DynamoReminderStore;
+use reminders::clock::Timestamp;
+use reminders::domain::{
+    Channel, Content, NewReminder, Recipient, Reminder, ReminderId, ReminderStatus, SubscriberId,
+};
+use reminders::ports::{DueCursor, Inserted, Marked, MemoryReminderStore, ReminderStore};
+
+use crate::common;
+
+const SHARDS: u32 = 4;
+const T0: Timestamp = Timestamp::from_millis(1_800_000_000_000);
+
+fn reminder(id: &str, due_offset_secs: u64) -> Reminder {
+    Reminder::new(
+        NewReminder {
+            reminder_id: ReminderId::parse(id).unwrap(),
+            subscriber_id: SubscriberId::parse("sub-1").unwrap(),
+            due_at: T0.plus(Duration::from_secs(due_offset_secs)),
+            fresh_until: None,
+            content: Content::Text {
+                subject: "Pickup".into(),
+                body: "Your order is ready".into(),
+            },
+            recipients: vec![
+                Recipient::parse(Channel::Email, "a@example.com").unwrap(),
+                Recipient::parse(Channel::Sms, "+14155550123").unwrap(),
+            ],
+        },
+        Duration::from_secs(600),
+        Duration::from_secs(86_400),
+    )
+    .unwrap()
+}
+
+/// Every due id of one shard, page by page, checking order within the shard.
+async fn drain_shard<S: ReminderStore>(store: &S, shard: u32, until: Timestamp) -> Vec<String> {
+    let mut ids = Vec::new();
+    let mut cursor: Option<DueCursor> = None;
+    let mut last_due = Timestamp::from_millis(0);
+    for _ in 0..100 {
+        let page = store
+            .query_due(shard, until, 2, cursor.as_ref())
+            .await
+            .unwrap();
+        assert!(page.items.len() <= 2);
+        for item in &page.items {
+            assert!(item.due_at >= last_due, "oldest first within a shard");
+            assert!(item.due_at <= until);
+            assert_eq!(item.channels, vec![Channel::Email, Channel::Sms]);
+            last_due = item.due_at;
+            ids.push(item.reminder_id.to_string());
+        }
+        match page.next {
+            Some(next) => cursor = Some(next),
+            None => return ids,
+        }
+    }
+    panic!("pagination did not end")
+}
+
+async fn all_due<S: ReminderStore>(store: &S, until: Timestamp) -> BTreeSet<String> {
+    let mut all = BTreeSet::new();
+    for shard in 0..store.shards() {
+        for id in drain_shard(store, shard, until).await {
+            assert!(all.insert(id), "each reminder appears in one shard only");
+        }
+    }
+    all
+}
+
+async fn suite<S: ReminderStore>(store: &S) {
+    assert_eq!(store.shards(), SHARDS);
+    let first = reminder("r-00", 0);
+    assert_eq!(store.insert(&first).await.unwrap(), Inserted::Created);
+    assert_eq!(store.insert(&first).await.unwrap(), Inserted::AlreadyExists);
+    assert_eq!(
+        store.get(&first.reminder_id).await.unwrap().as_ref(),
+        Some(&first)
+    );
+    assert_eq!(
+        store
+            .get(&ReminderId::parse("nope").unwrap())
+            .await
+            .unwrap(),
+        None
+    );
+    for i in 1..12 {
+        store
+            .insert(&reminder(&format!("r-{i:02}"), i * 10))
+            .await
+            .unwrap();
+    }
+    let until = T0.plus(Duration::from_secs(75));
+    let expected: BTreeSet<String> = (0..=7).map(|i| format!("r-{i:02}")).collect();
+    assert_eq!(all_due(store, until).await, expected);
+
+    // Marks are conditional on the version and take the reminder out of the index.
+    let r1 = ReminderId::parse("r-01").unwrap();
+    assert_eq!(
+        store.mark(&r1, 2, ReminderStatus::Enqueued).await.unwrap(),
+        Marked::Changed
+    );
+    assert_eq!(
+        store.mark(&r1, 1, ReminderStatus::Enqueued).await.unwrap(),
+        Marked::Marked
+    );
+    assert_eq!(
+        store.mark(&r1, 1, ReminderStatus::Enqueued).await.unwrap(),
+        Marked::Changed
+    );
+    assert_eq!(
+        store
+            .mark(
+                &ReminderId::parse("nope").unwrap(),
+                1,
+                ReminderStatus::Enqueued
+            )
+            .await
+            .unwrap(),
+        Marked::Missing
+    );
+    let r2 = ReminderId::parse("r-02").unwrap();
+    assert_eq!(
+        store.mark(&r2, 1, ReminderStatus::Expired).await.unwrap(),
+        Marked::Marked
+    );
+    // Cancel works from enqueued, too.
+    assert_eq!(
+        store.mark(&r1, 0, ReminderStatus::Cancelled).await.unwrap(),
+        Marked::Marked
+    );
+    assert_eq!(
+        store.get(&r1).await.unwrap().unwrap().status,
+        ReminderStatus::Cancelled
+    );
+
+    // An edit: conditional on the version it replaces; moving due_at moves it in the index.
+    let mut edited = reminder("r-03", 500);
+    edited.payload_version = 2;
+    assert_eq!(store.replace(&edited, 5).await.unwrap(), Marked::Changed);
+    assert_eq!(store.replace(&edited, 1).await.unwrap(), Marked::Marked);
+    assert_eq!(
+        store.replace(&reminder("ghost", 0), 1).await.unwrap(),
+        Marked::Missing
+    );
+    let mut expected = expected;
+    for gone in ["r-01", "r-02", "r-03"] {
+        expected.remove(gone);
+    }
+    assert_eq!(all_due(store, until).await, expected);
+    assert_eq!(
+        store.get(&edited.reminder_id).await.unwrap().as_ref(),
+        Some(&edited)
+    );
+}
+
+#[tokio::test]
+async fn memory_store_meets_the_contract() {
+    suite(&MemoryReminderStore::new(SHARDS)).await;
+}
+
+#[tokio::test]
+async fn dynamodb_store_meets_the_contract() {
+    let client = common::dynamo().await;
+    let table = common::reminders_table(&client).await;
+    suite(&DynamoReminderStore::new(client, table, SHARDS)).await;
+}
