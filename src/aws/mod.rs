@@ -43,3 +43,14 @@ impl Adapters {
         }
     }
 }
+
+/// Everything a function does once per cold start: JSON logs, typed configuration (failing
+/// with the variable's name), one SDK configuration, the adapters. No network is touched.
+pub async fn cold_start(function: &'static str) -> Result<(Settings, Adapters), ConfigError> {
+    crate::telemetry::init();
+    let settings = Settings::from_env()?;
+    let sdk = sdk_config().await;
+    let adapters = Adapters::new(&sdk, &settings);
+    tracing::info!(function, due_shards = settings.due_shards, "cold start");
+    Ok((settings, adapters))
+}

@@ -5,19 +5,11 @@
 //! to the handler. Endpoints come from the standard AWS chain only (`AWS_ENDPOINT_URL`).
 
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
-use reminders::aws::{Adapters, Settings};
+use reminders::aws::Adapters;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
-    reminders::telemetry::init();
-    let settings = Settings::from_env()?;
-    let sdk = reminders::aws::sdk_config().await;
-    let adapters = Adapters::new(&sdk, &settings);
-    tracing::info!(
-        function = "redrive",
-        due_shards = settings.due_shards,
-        "cold start"
-    );
+    let (_settings, adapters) = reminders::aws::cold_start("redrive").await?;
     run(service_fn(|event: LambdaEvent<serde_json::Value>| {
         handle(&adapters, event)
     }))
