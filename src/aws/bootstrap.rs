@@ -178,10 +178,8 @@ pub async fn create_channel_queues(
         queues.insert(channel, url);
         dlqs.insert(channel, dlq_url);
     }
-    let urls = |mut m: HashMap<Channel, String>| ChannelUrls {
-        push: m.remove(&Channel::Push).unwrap_or_default(),
-        email: m.remove(&Channel::Email).unwrap_or_default(),
-        sms: m.remove(&Channel::Sms).unwrap_or_default(),
+    let urls = |mut m: HashMap<Channel, String>| {
+        ChannelUrls::from_fn(|c| m.remove(&c).unwrap_or_default())
     };
     Ok((urls(queues), urls(dlqs)))
 }

@@ -14,43 +14,30 @@ use aws_sdk_sqs::Client;
 
 use crate::aws::error::{corrupt, port_error};
 use crate::deadletter::DeadLetter;
-use crate::domain::Channel;
+use crate::domain::{Channel, PerChannel};
 use crate::ports::queue::{OP_DEAD_LETTER, OP_DELETE, OP_RECEIVE, OP_SEND, OP_VISIBILITY};
 use crate::ports::{
     DeadLetterMessage, DeadLetters, DeliveryQueue, OutgoingMessage, PortError, ReceivedMessage,
     SendFailure,
 };
 
-/// The error kind of any SQS operation's typed error.
+/// The error kind of an SQS operation's typed error; the listed extra variants are refusals
+/// too (a request that can never succeed as sent).
 macro_rules! sqs_kind {
-    ($ty:ident) => {
+    ($ty:ident $(, $refused:ident)*) => {
         |e: &$ty| match e {
             $ty::RequestThrottled(_) => crate::aws::error::Kind::Throttled,
             $ty::QueueDoesNotExist(_) | $ty::InvalidAddress(_) | $ty::InvalidSecurity(_) => {
                 crate::aws::error::Kind::Refused
             }
+            $($ty::$refused(_) => crate::aws::error::Kind::Refused,)*
             _ => crate::aws::error::Kind::Unavailable,
         }
     };
 }
 
-/// One URL per channel.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChannelUrls {
-    pub push: String,
-    pub email: String,
-    pub sms: String,
-}
-
-impl ChannelUrls {
-    pub fn get(&self, channel: Channel) -> &str {
-        match channel {
-            Channel::Push => &self.push,
-            Channel::Email => &self.email,
-            Channel::Sms => &self.sms,
-        }
-    }
-}
+/// One queue URL per channel.
+pub type ChannelUrls = PerChannel<String>;
 
 /// The channel queues. `wait_secs` is the receive long-poll (0 for short polls).
 #[derive(Debug, Clone)]
@@ -116,7 +103,7 @@ impl SqsQueues {
             .send()
             .await
             .map_err(|e| port_error(OP_RECEIVE, e, sqs_kind!(ReceiveMessageError)))?;
-        Ok(out.messages().iter().map(to_received).collect())
+        Ok(out.messages().iter().filter_map(to_received).collect())
     }
 
     async fn set_visibility(&self, url: &str, receipt: &str, secs: u32) -> Result<(), PortError> {
@@ -127,7 +114,17 @@ impl SqsQueues {
             .visibility_timeout(i32::try_from(secs).unwrap_or(i32::MAX))
             .send()
             .await
-            .map_err(|e| port_error(OP_VISIBILITY, e, sqs_kind!(ChangeMessageVisibilityError)))?;
+            .map_err(|e| {
+                port_error(
+                    OP_VISIBILITY,
+                    e,
+                    sqs_kind!(
+                        ChangeMessageVisibilityError,
+                        ReceiptHandleIsInvalid,
+                        MessageNotInflight
+                    ),
+                )
+            })?;
         Ok(())
     }
 
@@ -138,12 +135,25 @@ impl SqsQueues {
             .receipt_handle(receipt)
             .send()
             .await
-            .map_err(|e| port_error(OP_DELETE, e, sqs_kind!(DeleteMessageError)))?;
+            .map_err(|e| {
+                port_error(
+                    OP_DELETE,
+                    e,
+                    sqs_kind!(DeleteMessageError, ReceiptHandleIsInvalid),
+                )
+            })?;
         Ok(())
     }
 }
 
-fn to_received(m: &aws_sdk_sqs::types::Message) -> ReceivedMessage {
+/// `None` for a message without an id, receipt handle or body, which SQS never sends: it is
+/// logged and left to its visibility timeout rather than processed as empty.
+fn to_received(m: &aws_sdk_sqs::types::Message) -> Option<ReceivedMessage> {
+    let (Some(id), Some(receipt), Some(body)) = (m.message_id(), m.receipt_handle(), m.body())
+    else {
+        tracing::error!(message_id = ?m.message_id(), "received message lacks id, receipt or body");
+        return None;
+    };
     let attributes = m
         .message_attributes()
         .map(|attrs| {
@@ -162,13 +172,13 @@ fn to_received(m: &aws_sdk_sqs::types::Message) -> ReceivedMessage {
                 .collect()
         })
         .unwrap_or_default();
-    ReceivedMessage {
-        message_id: m.message_id().unwrap_or_default().to_owned(),
-        receipt_handle: m.receipt_handle().unwrap_or_default().to_owned(),
-        body: m.body().unwrap_or_default().to_owned(),
+    Some(ReceivedMessage {
+        message_id: id.to_owned(),
+        receipt_handle: receipt.to_owned(),
+        body: body.to_owned(),
         attributes,
         system,
-    }
+    })
 }
 
 impl DeliveryQueue for SqsQueues {
@@ -194,7 +204,20 @@ impl DeliveryQueue for SqsQueues {
             .set_entries(Some(entries))
             .send()
             .await
-            .map_err(|e| port_error(OP_SEND, e, sqs_kind!(SendMessageBatchError)))?;
+            .map_err(|e| {
+                port_error(
+                    OP_SEND,
+                    e,
+                    sqs_kind!(
+                        SendMessageBatchError,
+                        BatchEntryIdsNotDistinct,
+                        BatchRequestTooLong,
+                        EmptyBatchRequest,
+                        InvalidBatchEntryId,
+                        TooManyEntriesInBatchRequest
+                    ),
+                )
+            })?;
         Ok(out
             .failed()
             .iter()

@@ -55,6 +55,22 @@ pub async fn transition<L: Ledger>(
                 if let Some(cur) = current.as_ref().filter(|cur| is_ours(cur, &next, &change)) {
                     return Ok(Written::Applied(cur.clone()));
                 }
+                // A claim, cancel, expiry or redrive states an intent that holds whatever the
+                // item now is; an outcome or a takeover was decided on what was seen, so it is
+                // not re-applied to a newer item.
+                if !matches!(
+                    change,
+                    Change::Claim { .. } | Change::Cancel | Change::Expire | Change::Redrive { .. }
+                ) {
+                    return Ok(Written::Refused {
+                        refused: Refused {
+                            change: change.name(),
+                            from: current.as_ref().map_or(Status::Scheduled, |c| c.status()),
+                            why: state::Why::Stale,
+                        },
+                        current,
+                    });
+                }
                 seen = current;
             }
         }

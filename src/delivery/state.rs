@@ -199,7 +199,8 @@ pub enum Change {
         payload_version: u64,
         policy: RetryPolicy,
     },
-    /// sending (lease expired, named token) → sending: only on the ambiguous rule.
+    /// sending (lease expired, named token) → sending: only on the ambiguous rule. The lost
+    /// attempt counts against the budget.
     Takeover {
         stale_token: LeaseToken,
         token: LeaseToken,
@@ -210,15 +211,16 @@ pub enum Change {
         token: LeaseToken,
         receipt: Option<String>,
     },
-    /// sending → deferred (fenced).
+    /// sending → deferred (fenced), after a throttle (no attempt spent) or a transient or
+    /// ambiguous failure (one attempt spent).
     Defer {
         token: LeaseToken,
         next_eligible_at: Timestamp,
         class: OutcomeClass,
-        spends_attempt: bool,
         error: Option<String>,
     },
-    /// sending (fenced) or deferred → dead; scheduled → dead for an unknown reminder only.
+    /// sending (fenced) or deferred → dead for a provider or budget reason; scheduled → dead
+    /// for an unknown reminder only.
     Die {
         token: Option<LeaseToken>,
         reason: DeadReason,
@@ -267,6 +269,8 @@ pub enum Why {
     NotYetEligible(Timestamp),
     /// A takeover needs the lease to have run out.
     LeaseLive(Timestamp),
+    /// The item changed since the decision was made; decide again from the current item.
+    Stale,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -334,6 +338,7 @@ pub fn apply(
             }
             next.lease_token = Some(token.clone());
             next.lease_expires_at = Some(*lease_expires_at);
+            next.attempt_count += 1;
             detail = Some("lease expired: ambiguous takeover".to_owned());
             Status::Sending
         }
@@ -349,12 +354,14 @@ pub fn apply(
             token,
             next_eligible_at,
             class,
-            spends_attempt,
             error,
         } => {
             fenced(token)?;
-            next.attempt_count += u32::from(*spends_attempt);
-            next.throttle_count += u32::from(*class == OutcomeClass::Throttled);
+            match class {
+                OutcomeClass::Throttled => next.throttle_count += 1,
+                OutcomeClass::Transient | OutcomeClass::Ambiguous => next.attempt_count += 1,
+                _ => return Err(refuse(Why::NotAllowed)),
+            }
             next.next_eligible_at = Some(*next_eligible_at);
             next.last_outcome_class = Some(*class);
             next.set_error(error.as_deref());
@@ -368,9 +375,16 @@ pub fn apply(
             spends_attempt,
             error,
         } => {
+            let budget_or_provider = matches!(
+                reason,
+                DeadReason::Rejected
+                    | DeadReason::AttemptsExhausted
+                    | DeadReason::ThrottleExhausted
+                    | DeadReason::Ambiguous
+            );
             match (from, token) {
-                (Status::Sending, Some(t)) => fenced(t)?,
-                (Status::Deferred, None) => {}
+                (Status::Sending, Some(t)) if budget_or_provider => fenced(t)?,
+                (Status::Deferred, None) if budget_or_provider => {}
                 (Status::Scheduled, None) if *reason == DeadReason::UnknownReminder => {}
                 _ => return Err(refuse(Why::NotAllowed)),
             }

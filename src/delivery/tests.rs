@@ -89,7 +89,6 @@ async fn claim_classifies_every_existing_state() {
             token: req(1).token,
             next_eligible_at: later,
             class: crate::policy::OutcomeClass::Transient,
-            spends_attempt: true,
             error: None,
         },
         &ctx(T0),

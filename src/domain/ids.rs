@@ -125,6 +125,40 @@ impl FromStr for Channel {
     }
 }
 
+/// One value per channel: queue URLs, providers, counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PerChannel<T> {
+    pub push: T,
+    pub email: T,
+    pub sms: T,
+}
+
+impl<T> PerChannel<T> {
+    pub fn from_fn(mut f: impl FnMut(Channel) -> T) -> Self {
+        Self {
+            push: f(Channel::Push),
+            email: f(Channel::Email),
+            sms: f(Channel::Sms),
+        }
+    }
+
+    pub fn get(&self, channel: Channel) -> &T {
+        match channel {
+            Channel::Push => &self.push,
+            Channel::Email => &self.email,
+            Channel::Sms => &self.sms,
+        }
+    }
+
+    pub fn get_mut(&mut self, channel: Channel) -> &mut T {
+        match channel {
+            Channel::Push => &mut self.push,
+            Channel::Email => &mut self.email,
+            Channel::Sms => &mut self.sms,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,7 +8,7 @@ pub mod reason;
 pub mod recipient;
 pub mod reminder;
 
-pub use ids::{Channel, IdError, ReminderId, SubscriberId};
+pub use ids::{Channel, IdError, PerChannel, ReminderId, SubscriberId};
 pub use key::{DeliveryKey, KeyError};
 pub use message::{DecodeError, DeliveryMessage, RedriveMarker};
 pub use reason::DeadReason;

@@ -5,7 +5,6 @@
 
 use std::fmt;
 
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::ids::Channel;
@@ -25,7 +24,7 @@ pub enum RecipientError {
 
 /// Where one channel's message goes. Validated on construction; the value is only readable
 /// through [`Recipient::expose`], which the providers call.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Recipient {
     channel: Channel,
     value: String,

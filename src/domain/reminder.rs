@@ -57,9 +57,11 @@ pub enum ReminderError {
     ContentTooLarge,
     #[error("template_data is not a JSON object")]
     BadTemplateData,
+    #[error("two recipients for channel {0}")]
+    DuplicateChannel(Channel),
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reminder {
     pub reminder_id: ReminderId,
     pub subscriber_id: SubscriberId,
@@ -104,11 +106,13 @@ impl Reminder {
             return Err(ReminderError::NoRecipients);
         }
         check_content(&new.content)?;
-        let recipients = new
-            .recipients
-            .into_iter()
-            .map(|r| (r.channel(), r))
-            .collect();
+        let mut recipients = BTreeMap::new();
+        for r in new.recipients {
+            let channel = r.channel();
+            if recipients.insert(channel, r).is_some() {
+                return Err(ReminderError::DuplicateChannel(channel));
+            }
+        }
         Ok(Self {
             reminder_id: new.reminder_id,
             subscriber_id: new.subscriber_id,
@@ -206,6 +210,13 @@ mod tests {
         assert_eq!(
             Reminder::new(n, Duration::from_secs(1), Duration::ZERO),
             Err(ReminderError::NoRecipients)
+        );
+        let mut n = new_reminder();
+        n.recipients
+            .push(Recipient::parse(Channel::Sms, "+14155550199").unwrap());
+        assert_eq!(
+            Reminder::new(n, Duration::from_secs(1), Duration::ZERO),
+            Err(ReminderError::DuplicateChannel(Channel::Sms))
         );
         let mut n = new_reminder();
         n.content = Content::Template {

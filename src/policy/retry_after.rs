@@ -5,8 +5,9 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use crate::clock::Timestamp;
 
-/// Longest wait taken from a header; anything longer is stale by then anyway.
-const MAX_RETRY_AFTER: Duration = Duration::from_secs(7 * 24 * 3600);
+/// Longest wait representable here (~136 years): a header is honoured to the second, and any
+/// real delivery is stale long before this.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(u32::MAX as u64);
 
 /// The earliest time the provider allows another call, or `None` when the header is absent,
 /// malformed or negative. A date in the past means "now".

@@ -51,6 +51,22 @@ pub trait Gate: Send + Sync {
     ) -> impl Future<Output = Result<(), PortError>> + Send;
 }
 
+impl<T: Gate> Gate for std::sync::Arc<T> {
+    fn throttled_until(
+        &self,
+        p: &GatePartition,
+    ) -> impl Future<Output = Result<Option<Timestamp>, PortError>> + Send {
+        (**self).throttled_until(p)
+    }
+    fn throttle(
+        &self,
+        p: &GatePartition,
+        until: Timestamp,
+    ) -> impl Future<Output = Result<(), PortError>> + Send {
+        (**self).throttle(p, until)
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct MemoryGate {
     until: Mutex<BTreeMap<GatePartition, Timestamp>>,

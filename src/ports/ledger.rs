@@ -65,6 +65,22 @@ pub trait Ledger: Send + Sync {
     ) -> impl Future<Output = Result<Cas, PortError>> + Send;
 }
 
+impl<T: Ledger> Ledger for std::sync::Arc<T> {
+    fn get(
+        &self,
+        key: &DeliveryKey,
+    ) -> impl Future<Output = Result<Option<DeliveryRecord>, PortError>> + Send {
+        (**self).get(key)
+    }
+    fn put_if(
+        &self,
+        record: &DeliveryRecord,
+        expected: Expected,
+    ) -> impl Future<Output = Result<Cas, PortError>> + Send {
+        (**self).put_if(record, expected)
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct MemoryLedger {
     items: Mutex<BTreeMap<DeliveryKey, DeliveryRecord>>,

@@ -14,7 +14,7 @@ pub mod reminders;
 pub use faults::{FaultPoint, Faults};
 pub use gate::{Gate, GatePartition, MemoryGate};
 pub use ledger::{Cas, Expected, Ledger, MemoryLedger};
-pub use provider::{MemoryProvider, Provider, SendRequest};
+pub use provider::{Answer, Provider, ScriptedProvider, SendRequest};
 pub use queue::{
     DeadLetterMessage, DeadLetters, DeliveryQueue, MemoryQueue, OutgoingMessage, ReceivedMessage,
     SendFailure,

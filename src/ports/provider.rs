@@ -1,15 +1,18 @@
 //! The `Provider` port: send one delivery with its idempotency key, get a classified
 //! [`Outcome`] back. Real providers (SES, SNS, HTTP) classify their own errors; the
-//! [`MemoryProvider`] here answers from a script and counts calls per key.
+//! [`ScriptedProvider`] here answers from a script, for tests and the simulation, and counts
+//! what a real provider would have done with each idempotency key.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::sync::Mutex;
+use std::time::Duration;
 
 use super::faults::lock;
 use super::gate::GatePartition;
+use crate::clock::Clock;
 use crate::domain::{Content, DeliveryKey, Recipient};
-use crate::policy::Outcome;
+use crate::policy::{parse_retry_after, Outcome};
 
 /// Everything a provider needs for one send. The key doubles as the idempotency key.
 #[derive(Debug, Clone)]
@@ -30,53 +33,177 @@ pub trait Provider: Send + Sync {
     fn send(&self, request: &SendRequest) -> impl Future<Output = Outcome> + Send;
 }
 
-/// A provider that answers from a script (then `Delivered`), and counts calls per key.
-#[derive(Debug, Default)]
-pub struct MemoryProvider {
-    script: Mutex<VecDeque<Outcome>>,
-    calls: Mutex<BTreeMap<DeliveryKey, u32>>,
-    idempotent: bool,
+impl<T: Provider> Provider for std::sync::Arc<T> {
+    fn honours_idempotency_key(&self) -> bool {
+        (**self).honours_idempotency_key()
+    }
+    fn partition(&self, request: &SendRequest) -> GatePartition {
+        (**self).partition(request)
+    }
+    fn send(&self, request: &SendRequest) -> impl Future<Output = Outcome> + Send {
+        (**self).send(request)
+    }
 }
 
-impl MemoryProvider {
-    pub fn new(idempotent: bool) -> Self {
+/// One scripted answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// Accepted, with this receipt (or a generated one).
+    Deliver {
+        receipt: Option<String>,
+    },
+    /// 429 with `Retry-After: <secs>`.
+    ThrottleSecs(u64),
+    /// 429 with `Retry-After: <HTTP-date>`, `secs` from now.
+    ThrottleHttpDate(u64),
+    /// 429 without Retry-After.
+    Throttle,
+    Transient,
+    Permanent,
+    /// The provider accepted it, but the caller sees a timeout after the request was written.
+    AcceptedThenLost,
+    /// Accepted after `Duration` (on the provider's clock: virtual in the simulation).
+    SlowDeliver(Duration),
+}
+
+#[derive(Debug, Default)]
+struct Tally {
+    calls: u32,
+    /// Sends the recipient would have seen: with an idempotent provider, repeated accepted
+    /// calls with one key count once.
+    accepted: u32,
+}
+
+/// A provider that answers from a script — per key first, then a shared queue, then
+/// `Deliver` — and counts calls and accepted sends per idempotency key.
+#[derive(Debug)]
+pub struct ScriptedProvider<C> {
+    clock: C,
+    idempotent: bool,
+    partition: String,
+    shared: Mutex<VecDeque<Answer>>,
+    per_key: Mutex<BTreeMap<DeliveryKey, VecDeque<Answer>>>,
+    tally: Mutex<BTreeMap<DeliveryKey, Tally>>,
+}
+
+impl<C: Clock> ScriptedProvider<C> {
+    pub fn new(clock: C, idempotent: bool) -> Self {
         Self {
+            clock,
             idempotent,
-            ..Self::default()
+            partition: "scripted".into(),
+            shared: Mutex::default(),
+            per_key: Mutex::default(),
+            tally: Mutex::default(),
         }
     }
 
-    /// Queue answers for the next calls, in order.
-    pub fn script(&self, outcomes: impl IntoIterator<Item = Outcome>) {
-        lock(&self.script).extend(outcomes);
+    /// Answers for the next calls, any key, in order.
+    pub fn script(&self, answers: impl IntoIterator<Item = Answer>) {
+        lock(&self.shared).extend(answers);
+    }
+
+    /// Answers for the next calls with this key, before the shared script.
+    pub fn script_for(&self, key: &DeliveryKey, answers: impl IntoIterator<Item = Answer>) {
+        lock(&self.per_key)
+            .entry(key.clone())
+            .or_default()
+            .extend(answers);
     }
 
     pub fn calls_for(&self, key: &DeliveryKey) -> u32 {
-        lock(&self.calls).get(key).copied().unwrap_or(0)
+        lock(&self.tally).get(key).map_or(0, |t| t.calls)
+    }
+
+    /// What the recipient saw for this key.
+    pub fn sends_for(&self, key: &DeliveryKey) -> u32 {
+        lock(&self.tally).get(key).map_or(0, |t| t.accepted)
     }
 
     pub fn total_calls(&self) -> u32 {
-        lock(&self.calls).values().sum()
+        lock(&self.tally).values().map(|t| t.calls).sum()
+    }
+
+    /// Keys the recipient saw more than once.
+    pub fn duplicates(&self) -> Vec<DeliveryKey> {
+        lock(&self.tally)
+            .iter()
+            .filter(|(_, t)| t.accepted > 1)
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    fn next_answer(&self, key: &DeliveryKey) -> Answer {
+        if let Some(a) = lock(&self.per_key)
+            .get_mut(key)
+            .and_then(VecDeque::pop_front)
+        {
+            return a;
+        }
+        lock(&self.shared)
+            .pop_front()
+            .unwrap_or(Answer::Deliver { receipt: None })
+    }
+
+    fn accept(&self, key: &DeliveryKey) {
+        let mut tally = lock(&self.tally);
+        let t = tally.entry(key.clone()).or_default();
+        if !(self.idempotent && t.accepted > 0) {
+            t.accepted += 1;
+        }
     }
 }
 
-impl Provider for MemoryProvider {
+impl<C: Clock> Provider for ScriptedProvider<C> {
     fn honours_idempotency_key(&self) -> bool {
         self.idempotent
     }
 
     fn partition(&self, request: &SendRequest) -> GatePartition {
-        GatePartition::new(request.recipient.channel(), "memory")
+        GatePartition::new(request.recipient.channel(), self.partition.clone())
     }
 
     async fn send(&self, request: &SendRequest) -> Outcome {
-        *lock(&self.calls)
-            .entry(request.delivery_key.clone())
-            .or_default() += 1;
-        lock(&self.script)
-            .pop_front()
-            .unwrap_or(Outcome::Delivered {
-                receipt: Some(format!("mem-{}", request.delivery_key)),
-            })
+        let key = &request.delivery_key;
+        lock(&self.tally).entry(key.clone()).or_default().calls += 1;
+        let now = self.clock.now();
+        let delivered = |receipt: Option<String>| Outcome::Delivered {
+            receipt: receipt.or_else(|| Some(format!("scripted-{key}"))),
+        };
+        match self.next_answer(key) {
+            Answer::Deliver { receipt } => {
+                self.accept(key);
+                delivered(receipt)
+            }
+            Answer::SlowDeliver(d) => {
+                self.clock.sleep(d).await;
+                self.accept(key);
+                delivered(None)
+            }
+            Answer::AcceptedThenLost => {
+                self.accept(key);
+                Outcome::Ambiguous {
+                    error: "timeout_after_write".into(),
+                }
+            }
+            Answer::ThrottleSecs(s) => Outcome::Throttled {
+                retry_after: parse_retry_after(&s.to_string(), now),
+            },
+            Answer::ThrottleHttpDate(s) => {
+                let at = std::time::UNIX_EPOCH
+                    + Duration::from_millis(now.as_millis().max(0) as u64)
+                    + Duration::from_secs(s + 1);
+                Outcome::Throttled {
+                    retry_after: parse_retry_after(&httpdate::fmt_http_date(at), now),
+                }
+            }
+            Answer::Throttle => Outcome::Throttled { retry_after: None },
+            Answer::Transient => Outcome::Transient {
+                error: "http_503".into(),
+            },
+            Answer::Permanent => Outcome::Permanent {
+                error: "invalid_recipient".into(),
+            },
+        }
     }
 }

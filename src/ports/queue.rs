@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::faults::{lock, FaultPoint, Faults};
@@ -96,6 +96,72 @@ pub trait DeliveryQueue: Send + Sync {
     ) -> impl Future<Output = Result<Vec<ReceivedMessage>, PortError>> + Send;
 }
 
+impl<T: DeliveryQueue> DeliveryQueue for std::sync::Arc<T> {
+    fn send_batch(
+        &self,
+        channel: Channel,
+        messages: &[OutgoingMessage],
+    ) -> impl Future<Output = Result<Vec<SendFailure>, PortError>> + Send {
+        (**self).send_batch(channel, messages)
+    }
+    fn change_visibility(
+        &self,
+        channel: Channel,
+        receipt_handle: &str,
+        secs: u32,
+    ) -> impl Future<Output = Result<(), PortError>> + Send {
+        (**self).change_visibility(channel, receipt_handle, secs)
+    }
+    fn delete(
+        &self,
+        channel: Channel,
+        receipt_handle: &str,
+    ) -> impl Future<Output = Result<(), PortError>> + Send {
+        (**self).delete(channel, receipt_handle)
+    }
+    fn receive(
+        &self,
+        channel: Channel,
+        max: u32,
+        visibility_secs: u32,
+    ) -> impl Future<Output = Result<Vec<ReceivedMessage>, PortError>> + Send {
+        (**self).receive(channel, max, visibility_secs)
+    }
+}
+
+impl<T: DeadLetters> DeadLetters for std::sync::Arc<T> {
+    fn dead_letter(
+        &self,
+        channel: Channel,
+        body: &str,
+        letter: &DeadLetter,
+    ) -> impl Future<Output = Result<(), PortError>> + Send {
+        (**self).dead_letter(channel, body, letter)
+    }
+    fn receive_dead(
+        &self,
+        channel: Channel,
+        max: u32,
+        visibility_secs: u32,
+    ) -> impl Future<Output = Result<Vec<DeadLetterMessage>, PortError>> + Send {
+        (**self).receive_dead(channel, max, visibility_secs)
+    }
+    fn delete_dead(
+        &self,
+        channel: Channel,
+        receipt_handle: &str,
+    ) -> impl Future<Output = Result<(), PortError>> + Send {
+        (**self).delete_dead(channel, receipt_handle)
+    }
+    fn release_dead(
+        &self,
+        channel: Channel,
+        receipt_handle: &str,
+    ) -> impl Future<Output = Result<(), PortError>> + Send {
+        (**self).release_dead(channel, receipt_handle)
+    }
+}
+
 pub trait DeadLetters: Send + Sync {
     /// Send a copy of `body` to the channel's DLQ with the letter's attributes only.
     fn dead_letter(
@@ -145,6 +211,8 @@ pub struct MemoryQueue<C> {
     queues: Mutex<BTreeMap<Channel, Vec<Stored>>>,
     next_id: Mutex<u64>,
     faults: Faults,
+    /// The queue's redrive policy: past this many receives, a message moves to the DLQ.
+    redrive: Option<(u32, Arc<MemoryQueue<C>>)>,
 }
 
 impl<C: Clock> MemoryQueue<C> {
@@ -158,7 +226,14 @@ impl<C: Clock> MemoryQueue<C> {
             queues: Mutex::default(),
             next_id: Mutex::new(0),
             faults,
+            redrive: None,
         }
+    }
+
+    /// Give the queues a redrive policy (`maxReceiveCount`) into `dlq`, as SQS does.
+    pub fn with_redrive(mut self, max_receive_count: u32, dlq: Arc<MemoryQueue<C>>) -> Self {
+        self.redrive = Some((max_receive_count.max(1), dlq));
+        self
     }
 
     /// Messages in the channel's queue, visible or not.
@@ -197,6 +272,16 @@ impl<C: Clock> MemoryQueue<C> {
         let Some(q) = queues.get_mut(&channel) else {
             return Vec::new();
         };
+        if let Some((max_receives, dlq)) = &self.redrive {
+            let (dead, alive): (Vec<Stored>, Vec<Stored>) = std::mem::take(q)
+                .into_iter()
+                .partition(|m| m.visible_at <= now && m.receive_count >= *max_receives);
+            *q = alive;
+            for m in dead {
+                // Moved by the redrive policy: body and attributes as they were.
+                dlq.push(channel, &m.body, m.attributes, 0);
+            }
+        }
         q.iter_mut()
             .filter(|m| m.visible_at <= now)
             .take(max as usize)
@@ -261,6 +346,25 @@ impl<C: Clock> MemoryQueue<C> {
     }
 }
 
+/// SQS's batch rules: 1 to 10 entries with distinct ids.
+fn check_batch(messages: &[OutgoingMessage]) -> Result<(), PortError> {
+    let refused = |message: &str| {
+        Err(PortError::Refused {
+            op: OP_SEND,
+            message: message.into(),
+        })
+    };
+    if messages.is_empty() || messages.len() > MAX_BATCH {
+        return refused("a batch holds 1 to 10 entries");
+    }
+    let ids: std::collections::BTreeSet<&str> =
+        messages.iter().map(|m| m.entry_id.as_str()).collect();
+    if ids.len() != messages.len() {
+        return refused("batch entry ids are not distinct");
+    }
+    Ok(())
+}
+
 impl<C: Clock> DeliveryQueue for MemoryQueue<C> {
     async fn send_batch(
         &self,
@@ -268,6 +372,7 @@ impl<C: Clock> DeliveryQueue for MemoryQueue<C> {
         messages: &[OutgoingMessage],
     ) -> Result<Vec<SendFailure>, PortError> {
         self.guarded(OP_SEND, || {
+            check_batch(messages)?;
             for m in messages {
                 self.push(channel, &m.body, BTreeMap::new(), m.delay_secs.min(900));
             }

@@ -79,7 +79,9 @@ pub trait ReminderStore: Send + Sync {
     /// Create; never overwrites.
     fn insert(&self, r: &Reminder) -> impl Future<Output = Result<Inserted, PortError>> + Send;
 
-    /// Replace a reminder whose stored `payload_version` is `expected_version` (an edit).
+    /// Replace a reminder whose stored `payload_version` is `expected_version` and whose status
+    /// is still `r.status` (an edit). Only `scheduled` and `enqueued` reminders can be edited;
+    /// an enqueued one stays out of the due index.
     fn replace(
         &self,
         r: &Reminder,
@@ -108,6 +110,45 @@ pub trait ReminderStore: Send + Sync {
         payload_version: u64,
         to: ReminderStatus,
     ) -> impl Future<Output = Result<Marked, PortError>> + Send;
+}
+
+impl<T: ReminderStore> ReminderStore for std::sync::Arc<T> {
+    fn shards(&self) -> u32 {
+        (**self).shards()
+    }
+    fn insert(&self, r: &Reminder) -> impl Future<Output = Result<Inserted, PortError>> + Send {
+        (**self).insert(r)
+    }
+    fn replace(
+        &self,
+        r: &Reminder,
+        expected_version: u64,
+    ) -> impl Future<Output = Result<Marked, PortError>> + Send {
+        (**self).replace(r, expected_version)
+    }
+    fn get(
+        &self,
+        id: &ReminderId,
+    ) -> impl Future<Output = Result<Option<Reminder>, PortError>> + Send {
+        (**self).get(id)
+    }
+    fn query_due(
+        &self,
+        shard: u32,
+        until: Timestamp,
+        limit: u32,
+        after: Option<&DueCursor>,
+    ) -> impl Future<Output = Result<DuePage, PortError>> + Send {
+        (**self).query_due(shard, until, limit, after)
+    }
+    fn mark(
+        &self,
+        id: &ReminderId,
+        payload_version: u64,
+        to: ReminderStatus,
+    ) -> impl Future<Output = Result<Marked, PortError>> + Send {
+        (**self).mark(id, payload_version, to)
+    }
 }
 
 #[derive(Debug, Default)]
@@ -140,6 +181,11 @@ impl MemoryReminderStore {
         self.faults.check(op, FaultPoint::After)?;
         Ok(out)
     }
+}
+
+/// Only reminders not yet final can be edited.
+pub fn editable(status: ReminderStatus) -> bool {
+    matches!(status, ReminderStatus::Scheduled | ReminderStatus::Enqueued)
 }
 
 /// The mark transition, shared rule for every adapter.
@@ -175,7 +221,13 @@ impl ReminderStore for MemoryReminderStore {
     async fn replace(&self, r: &Reminder, expected_version: u64) -> Result<Marked, PortError> {
         self.guarded(OP_REPLACE, |items| match items.get(&r.reminder_id) {
             None => Marked::Missing,
-            Some(cur) if cur.payload_version != expected_version => Marked::Changed,
+            Some(cur)
+                if cur.payload_version != expected_version
+                    || cur.status != r.status
+                    || !editable(r.status) =>
+            {
+                Marked::Changed
+            }
             Some(_) => {
                 items.insert(r.reminder_id.clone(), r.clone());
                 Marked::Marked

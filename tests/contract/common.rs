@@ -1,7 +1,6 @@
 //! Emulator plumbing shared by the suites: SDK configuration from the standard chain, unique
 //! resource names, and bounded polling.
 
-use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
@@ -77,22 +76,4 @@ pub async fn channel_queues(
     create_channel_queues(client, &unique("q"), spec)
         .await
         .expect("create queues")
-}
-
-/// Poll `f` until it returns `Some`, at most `bound` (real time) or `rounds` tries.
-pub async fn poll<T, F, Fut>(bound: Duration, mut f: F) -> Option<T>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + bound;
-    loop {
-        if let Some(v) = f().await {
-            return Some(v);
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return None;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }

@@ -103,7 +103,6 @@ async fn claim_outcome_cycle<L: Ledger>(ledger: &L) {
             token: token(1),
             next_eligible_at: later,
             class: OutcomeClass::Throttled,
-            spends_attempt: false,
             error: Some("http_429".into()),
         },
         &ctx("cycle", T0),
@@ -114,19 +113,23 @@ async fn claim_outcome_cycle<L: Ledger>(ledger: &L) {
         panic!("lease holder's outcome must apply")
     };
     assert_eq!(deferred.throttle_count(), 1);
-    // The stale view of the first worker is refused: fenced by the lease token.
+    // The first worker, still holding its old view (sending, its own lease), tries another
+    // outcome: the conditional write on the transition number refuses it.
     let stale = transition(
         ledger,
-        Some(sending),
+        Some(sending.clone()),
         Change::Deliver {
-            token: token(9),
+            token: token(1),
             receipt: None,
         },
         &c,
     )
     .await
     .unwrap();
-    assert!(matches!(stale, Written::Refused { .. }));
+    match stale {
+        Written::Refused { current, .. } => assert_eq!(current.as_ref(), Some(&deferred)),
+        other => panic!("stale outcome must be refused, got {other:?}"),
+    }
     assert_eq!(
         claim(ledger, claim_req(3, lease), &c).await.unwrap(),
         Claim::NotYetEligible { at: later }

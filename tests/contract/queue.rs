@@ -13,7 +13,7 @@ use reminders::ports::{
     DeadLetterMessage, DeadLetters, DeliveryQueue, MemoryQueue, OutgoingMessage, ReceivedMessage,
 };
 
-use crate::common::{self, poll};
+use crate::common;
 
 const BOUND: Duration = Duration::from_secs(8);
 
@@ -69,7 +69,7 @@ async fn queue_suite<Q: DeliveryQueue>(q: &Q) {
         .await
         .unwrap();
     assert!(failures.is_empty());
-    let got = receive_n(q, ch, 3, 30).await;
+    let got = receive_n(q, ch, 3, 2).await;
     let mut bodies: Vec<&str> = got.iter().map(|m| m.body.as_str()).collect();
     bodies.sort();
     assert_eq!(bodies, ["body-a", "body-b", "body-c"]);
@@ -87,11 +87,25 @@ async fn queue_suite<Q: DeliveryQueue>(q: &Q) {
     assert_eq!(again[0].body, "body-a");
     assert_eq!(again[0].receive_count(), 2);
 
-    // Deleted messages never come back.
+    // Deleted messages never come back, though b and c were received with a 2 s visibility.
     q.delete(ch, &again[0].receipt_handle).await.unwrap();
     for m in got.iter().filter(|m| m.body != "body-a") {
         q.delete(ch, &m.receipt_handle).await.unwrap();
     }
+    let deadline = std::time::Instant::now() + Duration::from_secs(4);
+    while std::time::Instant::now() < deadline {
+        let back = q.receive(ch, 10, 30).await.unwrap();
+        assert!(back.is_empty(), "deleted message came back: {back:?}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+
+    // Batches follow SQS's rules: at most 10 entries, distinct ids; refusals are final.
+    let eleven: Vec<OutgoingMessage> = (0..11).map(|i| out(&format!("e{i}"), "x", 0)).collect();
+    let err = q.send_batch(ch, &eleven).await.unwrap_err();
+    assert!(!err.is_retryable(), "{err}");
+    let twins = [out("same", "x", 0), out("same", "y", 0)];
+    let err = q.send_batch(ch, &twins).await.unwrap_err();
+    assert!(!err.is_retryable(), "{err}");
 
     // DelaySeconds hides a message until it is due.
     let sent_at = std::time::Instant::now();
@@ -152,30 +166,43 @@ async fn sqs_queues_meet_the_contract() {
 
 /// A message that crash-loops past maxReceiveCount reaches the DLQ through the queue's own
 /// redrive policy, without a reason: it reads as `receive_count_exceeded`.
+async fn redrive_policy_suite<Q: DeliveryQueue, D: DeadLetters>(q: &Q, d: &D) {
+    q.send_batch(Channel::Push, &[out("x", "crash-loop", 0)])
+        .await
+        .unwrap();
+    let first = receive_n(q, Channel::Push, 1, 0).await;
+    assert_eq!(first.len(), 1);
+    let deadline = std::time::Instant::now() + BOUND;
+    let mut dead = Vec::new();
+    while dead.is_empty() && std::time::Instant::now() < deadline {
+        // A receive past maxReceiveCount moves the message to the DLQ.
+        q.receive(Channel::Push, 10, 0).await.unwrap();
+        dead = d.receive_dead(Channel::Push, 10, 30).await.unwrap();
+    }
+    assert_eq!(dead.len(), 1, "message reaches the DLQ");
+    assert_eq!(dead[0].message.body, "crash-loop");
+    assert_eq!(dead[0].letter.reason, DeadReason::ReceiveCountExceeded);
+    assert_eq!(dead[0].letter.evidence, None);
+}
+
 #[tokio::test]
-async fn policy_redriven_messages_read_as_receive_count_exceeded() {
+async fn memory_redrive_policy_matches_sqs() {
+    let dlq = std::sync::Arc::new(MemoryQueue::new(SystemClock));
+    let q = MemoryQueue::new(SystemClock).with_redrive(1, dlq.clone());
+    redrive_policy_suite(&q, &dlq).await;
+}
+
+#[tokio::test]
+async fn sqs_redrive_policy_reads_as_receive_count_exceeded() {
     let client = common::sqs().await;
     let spec = QueueSpec {
         max_receive_count: 1,
         ..QueueSpec::default()
     };
     let (queues, dlqs) = common::channel_queues(&client, spec).await;
-    let q = SqsQueues::new(client.clone(), queues);
-    let d = SqsDeadLetters::new(client, dlqs);
-    q.send_batch(Channel::Push, &[out("x", "crash-loop", 0)])
-        .await
-        .unwrap();
-    let first = receive_n(&q, Channel::Push, 1, 0).await;
-    assert_eq!(first.len(), 1);
-    let dead = poll(BOUND, || async {
-        // A receive past maxReceiveCount moves the message to the DLQ.
-        q.receive(Channel::Push, 10, 0).await.unwrap();
-        let got = d.receive_dead(Channel::Push, 10, 30).await.unwrap();
-        got.into_iter().next()
-    })
-    .await
-    .expect("message reaches the DLQ");
-    assert_eq!(dead.message.body, "crash-loop");
-    assert_eq!(dead.letter.reason, DeadReason::ReceiveCountExceeded);
-    assert_eq!(dead.letter.evidence, None);
+    redrive_policy_suite(
+        &SqsQueues::new(client.clone(), queues),
+        &SqsDeadLetters::new(client, dlqs),
+    )
+    .await;
 }

@@ -149,8 +149,24 @@ async fn suite<S: ReminderStore>(store: &S) {
         store.replace(&reminder("ghost", 0), 1).await.unwrap(),
         Marked::Missing
     );
+    // An edit names the status it keeps: a cancelled reminder cannot be edited back into the
+    // index, and an enqueued one stays out of it.
+    let mut revived = reminder("r-01", 5);
+    revived.payload_version = 2;
+    assert_eq!(store.replace(&revived, 1).await.unwrap(), Marked::Changed);
+    revived.status = ReminderStatus::Cancelled;
+    assert_eq!(store.replace(&revived, 1).await.unwrap(), Marked::Changed);
+    let r4 = ReminderId::parse("r-04").unwrap();
+    assert_eq!(
+        store.mark(&r4, 1, ReminderStatus::Enqueued).await.unwrap(),
+        Marked::Marked
+    );
+    let mut late_edit = reminder("r-04", 40);
+    late_edit.payload_version = 2;
+    late_edit.status = ReminderStatus::Enqueued;
+    assert_eq!(store.replace(&late_edit, 1).await.unwrap(), Marked::Marked);
     let mut expected = expected;
-    for gone in ["r-01", "r-02", "r-03"] {
+    for gone in ["r-01", "r-02", "r-03", "r-04"] {
         expected.remove(gone);
     }
     assert_eq!(all_due(store, until).await, expected);

@@ -20,7 +20,7 @@ use crate::clock::Timestamp;
 use crate::domain::{
     due_shard, Channel, Content, Recipient, Reminder, ReminderId, ReminderStatus, SubscriberId,
 };
-use crate::ports::reminders::{OP_GET, OP_INSERT, OP_MARK, OP_QUERY, OP_REPLACE};
+use crate::ports::reminders::{editable, OP_GET, OP_INSERT, OP_MARK, OP_QUERY, OP_REPLACE};
 use crate::ports::{DueCursor, DuePage, DueReminder, Inserted, Marked, PortError, ReminderStore};
 
 /// The item as stored; applications in other languages write the same shape (README).
@@ -133,6 +133,9 @@ impl DynamoReminderStore {
         for (k, v) in values {
             put = put.expression_attribute_values(*k, v.clone());
         }
+        if condition.contains("#status") {
+            put = put.expression_attribute_names("#status", "status");
+        }
         match put.send().await {
             Ok(_) => Ok(Ok(())),
             Err(SdkError::ServiceError(e))
@@ -163,8 +166,14 @@ impl ReminderStore for DynamoReminderStore {
     }
 
     async fn replace(&self, r: &Reminder, expected_version: u64) -> Result<Marked, PortError> {
-        let cond = "payload_version = :expected";
-        let values = [(":expected", n(expected_version))];
+        if !editable(r.status) {
+            return Ok(Marked::Changed);
+        }
+        let cond = "payload_version = :expected AND #status = :status";
+        let values = [
+            (":expected", n(expected_version)),
+            (":status", s(r.status.as_str())),
+        ];
         Ok(
             match self.put_conditional(OP_REPLACE, r, cond, &values).await? {
                 Ok(()) => Marked::Marked,

@@ -7,6 +7,8 @@ use super::*;
 use crate::domain::{Channel, ReminderId, SubscriberId};
 
 const T0: Timestamp = Timestamp::from_millis(1_000_000);
+/// After every lease of these tests ran out.
+const LATER: Timestamp = Timestamp::from_millis(1_000_000 + 120_000);
 
 fn ctx_at(now: Timestamp) -> Ctx {
     Ctx {
@@ -34,7 +36,11 @@ fn claim(token: LeaseToken) -> Change {
 }
 
 fn step(r: Option<&DeliveryRecord>, c: Change) -> DeliveryRecord {
-    apply(r, c, &ctx_at(T0)).expect("transition allowed")
+    step_at(r, c, T0)
+}
+
+fn step_at(r: Option<&DeliveryRecord>, c: Change, now: Timestamp) -> DeliveryRecord {
+    apply(r, c, &ctx_at(now)).expect("transition allowed")
 }
 
 /// A record in each stored state, with lease token `tok(1)` where it has one.
@@ -49,7 +55,6 @@ fn in_state(s: Status) -> Option<DeliveryRecord> {
                 token: tok(1),
                 next_eligible_at: T0,
                 class: OutcomeClass::Transient,
-                spends_attempt: true,
                 error: Some("http_503".into()),
             },
         ),
@@ -102,6 +107,15 @@ const ALL: [Status; 8] = [
 fn table() -> Vec<(Change, Vec<Status>, Status)> {
     use Status::*;
     vec![
+        (
+            Change::Takeover {
+                stale_token: tok(1),
+                token: tok(5),
+                lease_expires_at: LATER,
+            },
+            vec![Sending],
+            Sending,
+        ),
         (claim(tok(2)), vec![Scheduled, Ready, Deferred], Sending),
         (
             Change::Deliver {
@@ -116,7 +130,6 @@ fn table() -> Vec<(Change, Vec<Status>, Status)> {
                 token: tok(1),
                 next_eligible_at: T0,
                 class: OutcomeClass::Throttled,
-                spends_attempt: false,
                 error: None,
             },
             vec![Sending],
@@ -149,7 +162,7 @@ fn table() -> Vec<(Change, Vec<Status>, Status)> {
                 spends_attempt: false,
                 error: None,
             },
-            vec![Scheduled, Deferred],
+            vec![Scheduled],
             Dead,
         ),
         (Change::Expire, vec![Scheduled, Ready, Deferred], Expired),
@@ -173,7 +186,7 @@ fn every_listed_transition_is_allowed_and_every_other_refused() {
     for (change, allowed_from, to) in table() {
         for from in ALL {
             let current = in_state(from);
-            let result = apply(current.as_ref(), change.clone(), &ctx_at(T0));
+            let result = apply(current.as_ref(), change.clone(), &ctx_at(LATER));
             if allowed_from.contains(&from) {
                 let next =
                     result.unwrap_or_else(|e| panic!("{} from {from:?}: {e}", change.name()));
@@ -184,6 +197,12 @@ fn every_listed_transition_is_allowed_and_every_other_refused() {
             } else {
                 let refused = result.expect_err(&format!("{} from {from:?}", change.name()));
                 assert_eq!(refused.from, from);
+                assert_eq!(
+                    refused.why,
+                    Why::NotAllowed,
+                    "{} from {from:?}",
+                    change.name()
+                );
             }
         }
     }
@@ -195,7 +214,7 @@ fn terminal_states_never_change() {
         assert!(s.is_terminal());
         let r = in_state(s);
         for (change, _, _) in table() {
-            assert!(apply(r.as_ref(), change, &ctx_at(T0)).is_err(), "{s:?}");
+            assert!(apply(r.as_ref(), change, &ctx_at(LATER)).is_err(), "{s:?}");
         }
     }
 }
@@ -224,7 +243,6 @@ fn deferred_is_claimable_only_once_eligible() {
             token: tok(1),
             next_eligible_at: later,
             class: OutcomeClass::Transient,
-            spends_attempt: true,
             error: None,
         },
     );
@@ -281,7 +299,6 @@ fn counters_policy_snapshot_and_redrive_budget() {
             token: tok(1),
             next_eligible_at: T0,
             class: OutcomeClass::Throttled,
-            spends_attempt: false,
             error: None,
         },
     );
@@ -323,7 +340,6 @@ fn history_is_bounded_and_keeps_the_newest() {
                 token: tok(i + 1),
                 next_eligible_at: T0,
                 class: OutcomeClass::Throttled,
-                spends_attempt: false,
                 error: None,
             },
         );
@@ -333,6 +349,56 @@ fn history_is_bounded_and_keeps_the_newest() {
     assert_eq!(h.len() as u64, HISTORY_BOUND);
     assert_eq!(h.last().unwrap().0, r.seq());
     assert_eq!(h.first().unwrap().0, r.seq() - HISTORY_BOUND + 1);
+}
+
+#[test]
+fn dead_reasons_and_defer_classes_are_the_listed_ones() {
+    let sending = in_state(Status::Sending).unwrap();
+    let die = |reason| Change::Die {
+        token: Some(tok(1)),
+        reason,
+        spends_attempt: false,
+        error: None,
+    };
+    for reason in [
+        DeadReason::Schema,
+        DeadReason::UnknownReminder,
+        DeadReason::ReceiveCountExceeded,
+    ] {
+        let refused = apply(Some(&sending), die(reason), &ctx_at(T0)).unwrap_err();
+        assert_eq!(refused.why, Why::NotAllowed, "{reason}");
+    }
+    for class in [
+        OutcomeClass::Delivered,
+        OutcomeClass::Permanent,
+        OutcomeClass::Stale,
+    ] {
+        let defer = Change::Defer {
+            token: tok(1),
+            next_eligible_at: T0,
+            class,
+            error: None,
+        };
+        assert!(
+            apply(Some(&sending), defer, &ctx_at(T0)).is_err(),
+            "{class:?}"
+        );
+    }
+}
+
+#[test]
+fn a_takeover_spends_the_lost_attempt() {
+    let sending = in_state(Status::Sending).unwrap();
+    let taken = step_at(
+        Some(&sending),
+        Change::Takeover {
+            stale_token: tok(1),
+            token: tok(2),
+            lease_expires_at: LATER,
+        },
+        LATER,
+    );
+    assert_eq!(taken.attempt_count(), sending.attempt_count() + 1);
 }
 
 #[test]
