@@ -16,6 +16,7 @@
 //! | [`deadletter`] | the DLQ evidence format |
 //! | [`ports`] | the port traits, each with its in-memory implementation and fault injection |
 //! | [`aws`] | the DynamoDB and SQS adapters, typed configuration, resource bootstrap |
+//! | [`consumer`] | the consumer pipeline: SQS batch in, partial batch response out |
 //! | [`telemetry`] | JSON log setup for the binaries |
 //!
 //! Pure code (`domain`, `policy`, `delivery::state`) takes time and randomness as parameters.
@@ -24,6 +25,7 @@
 
 pub mod aws;
 pub mod clock;
+pub mod consumer;
 pub mod deadletter;
 pub mod delivery;
 pub mod domain;

@@ -17,6 +17,8 @@ pub enum FaultPoint {
 struct Rule {
     op: &'static str,
     point: FaultPoint,
+    /// Calls that pass before the rule starts failing.
+    skip: u32,
     remaining: u32,
 }
 
@@ -27,9 +29,15 @@ pub struct Faults(Arc<Mutex<Vec<Rule>>>);
 impl Faults {
     /// Make the next `times` calls of `op` fail at `point`.
     pub fn fail(&self, op: &'static str, point: FaultPoint, times: u32) {
+        self.fail_after(op, point, 0, times);
+    }
+
+    /// Let `skip` calls of `op` pass, then fail the next `times`.
+    pub fn fail_after(&self, op: &'static str, point: FaultPoint, skip: u32, times: u32) {
         self.lock().push(Rule {
             op,
             point,
+            skip,
             remaining: times,
         });
     }
@@ -45,6 +53,10 @@ impl Faults {
             .iter_mut()
             .find(|r| r.op == op && r.point == point && r.remaining > 0);
         match hit {
+            Some(rule) if rule.skip > 0 => {
+                rule.skip -= 1;
+                Ok(())
+            }
             Some(rule) => {
                 rule.remaining -= 1;
                 Err(PortError::Injected { op, point })
@@ -59,6 +71,41 @@ impl Faults {
     }
 }
 
+/// Any ledger, with faults injected around its calls: the same fault plan for the in-memory
+/// ledger and the DynamoDB adapter (where it plays a lost response or an outage).
+#[derive(Debug, Clone)]
+pub struct Faulty<T> {
+    pub inner: T,
+    pub faults: Faults,
+}
+
+impl<T: super::Ledger> super::Ledger for Faulty<T> {
+    async fn get(
+        &self,
+        key: &crate::domain::DeliveryKey,
+    ) -> Result<Option<crate::delivery::state::DeliveryRecord>, PortError> {
+        self.faults
+            .check(super::ledger::OP_GET, FaultPoint::Before)?;
+        let out = self.inner.get(key).await?;
+        self.faults
+            .check(super::ledger::OP_GET, FaultPoint::After)?;
+        Ok(out)
+    }
+
+    async fn put_if(
+        &self,
+        record: &crate::delivery::state::DeliveryRecord,
+        expected: super::Expected,
+    ) -> Result<super::Cas, PortError> {
+        self.faults
+            .check(super::ledger::OP_PUT, FaultPoint::Before)?;
+        let out = self.inner.put_if(record, expected).await?;
+        self.faults
+            .check(super::ledger::OP_PUT, FaultPoint::After)?;
+        Ok(out)
+    }
+}
+
 /// Lock a port's state, surviving a poisoned mutex (a test that panicked mid-call).
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -67,6 +114,15 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn can_let_calls_pass_first() {
+        let f = Faults::default();
+        f.fail_after("x", FaultPoint::Before, 1, 1);
+        assert!(f.check("x", FaultPoint::Before).is_ok());
+        assert!(f.check("x", FaultPoint::Before).is_err());
+        assert!(f.check("x", FaultPoint::Before).is_ok());
+    }
 
     #[test]
     fn fails_the_named_op_the_given_number_of_times() {

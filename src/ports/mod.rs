@@ -11,7 +11,7 @@ pub mod provider;
 pub mod queue;
 pub mod reminders;
 
-pub use faults::{FaultPoint, Faults};
+pub use faults::{FaultPoint, Faults, Faulty};
 pub use gate::{Gate, GatePartition, MemoryGate};
 pub use ledger::{Cas, Expected, Ledger, MemoryLedger};
 pub use provider::{Answer, Provider, ScriptedProvider, SendRequest};
@@ -58,5 +58,78 @@ impl PortError {
             | PortError::Corrupt { op, .. }
             | PortError::Injected { op, .. } => op,
         }
+    }
+}
+
+/// All the ports one process uses, as one value: the consumer, scheduler and redrive are
+/// generic over this, so the same code runs on AWS adapters and on in-memory ports.
+pub trait Ports: Send + Sync {
+    type Clock: crate::clock::Clock;
+    type Reminders: ReminderStore;
+    type Ledger: Ledger;
+    type Gate: Gate;
+    type Queue: DeliveryQueue;
+    type DeadLetters: DeadLetters;
+    type Provider: Provider;
+
+    fn clock(&self) -> &Self::Clock;
+    fn reminders(&self) -> &Self::Reminders;
+    fn ledger(&self) -> &Self::Ledger;
+    fn gate(&self) -> &Self::Gate;
+    fn queue(&self) -> &Self::Queue;
+    fn dead_letters(&self) -> &Self::DeadLetters;
+    fn provider(&self, channel: crate::domain::Channel) -> &Self::Provider;
+}
+
+/// The plain bundle of ports. Fields may be `Arc`s, so a test keeps a handle to inspect them.
+#[derive(Debug, Clone)]
+pub struct PortSet<C, R, L, G, Q, D, P> {
+    pub clock: C,
+    pub reminders: R,
+    pub ledger: L,
+    pub gate: G,
+    pub queue: Q,
+    pub dead_letters: D,
+    pub providers: crate::domain::PerChannel<P>,
+}
+
+impl<C, R, L, G, Q, D, P> Ports for PortSet<C, R, L, G, Q, D, P>
+where
+    C: crate::clock::Clock,
+    R: ReminderStore,
+    L: Ledger,
+    G: Gate,
+    Q: DeliveryQueue,
+    D: DeadLetters,
+    P: Provider,
+{
+    type Clock = C;
+    type Reminders = R;
+    type Ledger = L;
+    type Gate = G;
+    type Queue = Q;
+    type DeadLetters = D;
+    type Provider = P;
+
+    fn clock(&self) -> &C {
+        &self.clock
+    }
+    fn reminders(&self) -> &R {
+        &self.reminders
+    }
+    fn ledger(&self) -> &L {
+        &self.ledger
+    }
+    fn gate(&self) -> &G {
+        &self.gate
+    }
+    fn queue(&self) -> &Q {
+        &self.queue
+    }
+    fn dead_letters(&self) -> &D {
+        &self.dead_letters
+    }
+    fn provider(&self, channel: crate::domain::Channel) -> &P {
+        self.providers.get(channel)
     }
 }

@@ -64,11 +64,15 @@ pub enum Answer {
     AcceptedThenLost,
     /// Accepted after `Duration` (on the provider's clock: virtual in the simulation).
     SlowDeliver(Duration),
+    /// The provider code panics (a bug in an adapter): must fail one record only.
+    Panic,
 }
 
 #[derive(Debug, Default)]
 struct Tally {
     calls: u32,
+    /// The payload version of each call.
+    versions: Vec<u64>,
     /// Sends the recipient would have seen: with an idempotent provider, repeated accepted
     /// calls with one key count once.
     accepted: u32,
@@ -120,6 +124,13 @@ impl<C: Clock> ScriptedProvider<C> {
         lock(&self.tally).get(key).map_or(0, |t| t.accepted)
     }
 
+    /// The payload version sent by each call with this key, in order.
+    pub fn versions_for(&self, key: &DeliveryKey) -> Vec<u64> {
+        lock(&self.tally)
+            .get(key)
+            .map_or_else(Vec::new, |t| t.versions.clone())
+    }
+
     pub fn total_calls(&self) -> u32 {
         lock(&self.tally).values().map(|t| t.calls).sum()
     }
@@ -165,7 +176,12 @@ impl<C: Clock> Provider for ScriptedProvider<C> {
 
     async fn send(&self, request: &SendRequest) -> Outcome {
         let key = &request.delivery_key;
-        lock(&self.tally).entry(key.clone()).or_default().calls += 1;
+        {
+            let mut tally = lock(&self.tally);
+            let t = tally.entry(key.clone()).or_default();
+            t.calls += 1;
+            t.versions.push(request.payload_version);
+        }
         let now = self.clock.now();
         let delivered = |receipt: Option<String>| Outcome::Delivered {
             receipt: receipt.or_else(|| Some(format!("scripted-{key}"))),
@@ -204,6 +220,7 @@ impl<C: Clock> Provider for ScriptedProvider<C> {
             Answer::Permanent => Outcome::Permanent {
                 error: "invalid_recipient".into(),
             },
+            Answer::Panic => panic!("scripted provider panic"),
         }
     }
 }

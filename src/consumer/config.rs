@@ -1,0 +1,235 @@
+//! The consumer's configuration: the retry policy and the timing rules around it, read once at
+//! cold start and checked against DESIGN §5 (a configuration that breaks them is refused).
+
+use std::time::Duration;
+
+use crate::aws::ConfigError;
+use crate::policy::{AmbiguousRule, Backoff, RetryPolicy};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsumerConfig {
+    pub policy: RetryPolicy,
+    /// How long a claim owns a delivery; must outlast the provider call.
+    pub lease: Duration,
+    /// The providers' own request timeout.
+    pub provider_timeout: Duration,
+    /// The queue's maxReceiveCount (its redrive policy), the crash-loop safety net.
+    pub max_receive_count: u32,
+    /// Re-enqueue a fresh copy once a message has this few receives left.
+    pub reenqueue_margin: u32,
+    /// No record starts this close to the invocation deadline.
+    pub deadline_margin: Duration,
+    pub initial_concurrency: usize,
+    pub max_concurrency: usize,
+    /// How long a warm container trusts its copy of a provider gate.
+    pub gate_cache: Duration,
+    /// Ledger items live this long past `fresh_until` (longer than the DLQ retention, so an
+    /// old redriven message still finds its record).
+    pub retention: Duration,
+    /// Print EMF metric lines (off in tests and the simulation).
+    pub emit_metrics: bool,
+}
+
+impl Default for ConsumerConfig {
+    fn default() -> Self {
+        Self {
+            policy: RetryPolicy::default(),
+            lease: Duration::from_secs(60),
+            provider_timeout: Duration::from_secs(10),
+            max_receive_count: 100,
+            reenqueue_margin: 5,
+            deadline_margin: Duration::from_secs(12),
+            initial_concurrency: 4,
+            max_concurrency: 10,
+            gate_cache: Duration::from_secs(1),
+            retention: Duration::from_secs(15 * 24 * 3600),
+            emit_metrics: true,
+        }
+    }
+}
+
+fn invalid(var: &'static str, problem: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        var,
+        problem: problem.into(),
+    }
+}
+
+impl ConsumerConfig {
+    /// The cold-start checks of DESIGN §5.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.policy
+            .validate()
+            .map_err(|e| invalid("POLICY_*", e.to_string()))?;
+        if self.lease <= self.provider_timeout {
+            return Err(invalid(
+                "LEASE_SECS",
+                "the lease must be longer than PROVIDER_TIMEOUT_SECS",
+            ));
+        }
+        if self.max_receive_count <= self.reenqueue_margin + 1 {
+            return Err(invalid(
+                "MAX_RECEIVE_COUNT",
+                "leaves no room for the re-enqueue rule (must exceed REENQUEUE_MARGIN + 1)",
+            ));
+        }
+        if self.deadline_margin <= self.provider_timeout {
+            return Err(invalid(
+                "DEADLINE_MARGIN_SECS",
+                "must exceed PROVIDER_TIMEOUT_SECS, or a started record can outlive the invocation",
+            ));
+        }
+        if self.initial_concurrency == 0 || self.max_concurrency < self.initial_concurrency {
+            return Err(invalid(
+                "MAX_CONCURRENCY",
+                "must be ≥ 1 and ≥ the initial value",
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let d = Self::default();
+        let num = |var: &'static str, default: u64| -> Result<u64, ConfigError> {
+            match get(var) {
+                None => Ok(default),
+                Some(v) => v
+                    .trim()
+                    .parse()
+                    .map_err(|_| invalid(var, format!("{v:?} is not a whole number"))),
+            }
+        };
+        let secs = |var, default: Duration| num(var, default.as_secs()).map(Duration::from_secs);
+        let policy = RetryPolicy {
+            version: get("POLICY_VERSION").unwrap_or(d.policy.version.clone()),
+            max_attempts: num("MAX_ATTEMPTS", d.policy.max_attempts.into())? as u32,
+            backoff: match get("BACKOFF") {
+                None => d.policy.backoff.clone(),
+                Some(v) => parse_backoff(&v)?,
+            },
+            freshness_default_secs: num("FRESHNESS_SECS", d.policy.freshness_default_secs)?,
+            max_throttle_deferrals: num(
+                "MAX_THROTTLE_DEFERRALS",
+                d.policy.max_throttle_deferrals.into(),
+            )? as u32,
+            throttle_base_secs: num("THROTTLE_BASE_SECS", d.policy.throttle_base_secs)?,
+            throttle_cap_secs: num("THROTTLE_CAP_SECS", d.policy.throttle_cap_secs)?,
+            ambiguous: match get("AMBIGUOUS").as_deref() {
+                None | Some("retry") => AmbiguousRule::RetryIfIdempotent,
+                Some("dead") => AmbiguousRule::Dead,
+                Some(other) => {
+                    return Err(invalid(
+                        "AMBIGUOUS",
+                        format!("{other:?}: use retry or dead"),
+                    ))
+                }
+            },
+        };
+        let cfg = Self {
+            policy,
+            lease: secs("LEASE_SECS", d.lease)?,
+            provider_timeout: secs("PROVIDER_TIMEOUT_SECS", d.provider_timeout)?,
+            max_receive_count: num("MAX_RECEIVE_COUNT", d.max_receive_count.into())? as u32,
+            reenqueue_margin: num("REENQUEUE_MARGIN", d.reenqueue_margin.into())? as u32,
+            deadline_margin: secs("DEADLINE_MARGIN_SECS", d.deadline_margin)?,
+            initial_concurrency: d.initial_concurrency,
+            max_concurrency: num("MAX_CONCURRENCY", d.max_concurrency as u64)? as usize,
+            gate_cache: d.gate_cache,
+            retention: secs("RETENTION_SECS", d.retention)?,
+            emit_metrics: true,
+        };
+        let cfg = Self {
+            initial_concurrency: cfg.initial_concurrency.min(cfg.max_concurrency).max(1),
+            ..cfg
+        };
+        cfg.validate()?;
+        Ok(cfg)
+    }
+}
+
+/// `exponential:<base>:<cap>` or `schedule:<s0>,<s1>,…` (seconds).
+fn parse_backoff(v: &str) -> Result<Backoff, ConfigError> {
+    let bad = || {
+        invalid(
+            "BACKOFF",
+            format!("{v:?}: use exponential:<base>:<cap> or schedule:<s>,<s>,…"),
+        )
+    };
+    let nums = |s: &str, sep: char| -> Result<Vec<u64>, ConfigError> {
+        s.split(sep)
+            .map(|n| n.trim().parse().map_err(|_| bad()))
+            .collect()
+    };
+    match v.split_once(':') {
+        Some(("exponential", rest)) => match nums(rest, ':')?.as_slice() {
+            [base, cap] => Ok(Backoff::Exponential {
+                base_secs: *base,
+                cap_secs: *cap,
+            }),
+            _ => Err(bad()),
+        },
+        Some(("schedule", rest)) => Ok(Backoff::Schedule {
+            schedule_secs: nums(rest, ',')?,
+        }),
+        _ => Err(bad()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn load(pairs: &[(&str, &str)]) -> Result<ConsumerConfig, ConfigError> {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        ConsumerConfig::from_lookup(|k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_are_valid() {
+        assert_eq!(load(&[]), Ok(ConsumerConfig::default()));
+    }
+
+    #[test]
+    fn parses_the_policy() {
+        let c = load(&[
+            ("BACKOFF", "schedule:0,900,3600"),
+            ("MAX_ATTEMPTS", "4"),
+            ("AMBIGUOUS", "dead"),
+        ])
+        .unwrap();
+        assert_eq!(
+            c.policy.backoff,
+            Backoff::Schedule {
+                schedule_secs: vec![0, 900, 3600]
+            }
+        );
+        assert_eq!(c.policy.max_attempts, 4);
+        assert_eq!(c.policy.ambiguous, AmbiguousRule::Dead);
+        let e = load(&[("BACKOFF", "exponential:30")]).unwrap_err();
+        assert!(e.to_string().contains("BACKOFF"), "{e}");
+    }
+
+    #[test]
+    fn refuses_configurations_that_break_the_rules() {
+        let lease = load(&[("LEASE_SECS", "10"), ("PROVIDER_TIMEOUT_SECS", "10")]).unwrap_err();
+        assert!(lease.to_string().contains("LEASE_SECS"), "{lease}");
+        let receives = load(&[("MAX_RECEIVE_COUNT", "6")]).unwrap_err();
+        assert!(
+            receives.to_string().contains("MAX_RECEIVE_COUNT"),
+            "{receives}"
+        );
+        let attempts = load(&[("MAX_ATTEMPTS", "0")]).unwrap_err();
+        assert!(attempts.to_string().contains("POLICY"), "{attempts}");
+        let nan = load(&[("LEASE_SECS", "soon")]).unwrap_err();
+        assert!(nan.to_string().contains("LEASE_SECS"), "{nan}");
+    }
+}

@@ -1,0 +1,145 @@
+//! What a batch did, as counters, and as CloudWatch Embedded Metric Format lines (DESIGN §8):
+//! metrics from log lines, no extra API call. With partial batch responses a failing record
+//! does not fail the invocation, so these — not the function's Errors metric — feed alarms.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Map, Value};
+
+use crate::clock::Timestamp;
+use crate::domain::{Channel, DeadReason};
+
+pub const NAMESPACE: &str = "Reminders";
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Metrics {
+    pub delivered: u32,
+    /// Deferred by the local provider gate, without calling the provider.
+    pub deferred_gate: u32,
+    /// Deferred after the provider throttled.
+    pub deferred_provider: u32,
+    /// Retried after a transient or ambiguous failure.
+    pub retried: u32,
+    /// Waits handed to a fresh copy (too long for visibility, or near maxReceiveCount).
+    pub reenqueued: u32,
+    pub dead: BTreeMap<DeadReason, u32>,
+    pub expired: u32,
+    pub cancelled: u32,
+    pub duplicates_suppressed: u32,
+    /// DynamoDB or SQS failed: the record is retried through its queue.
+    pub infra_errors: u32,
+    pub panics: u32,
+    /// Not started before the invocation deadline: made visible again.
+    pub released: u32,
+    /// delivered_at − due_at, per delivery.
+    pub lateness_ms: Vec<i64>,
+    /// Provider attempts of each delivered delivery.
+    pub attempts: Vec<u32>,
+}
+
+impl Metrics {
+    pub fn dead(&mut self, reason: DeadReason) {
+        *self.dead.entry(reason).or_default() += 1;
+    }
+
+    pub fn dead_total(&self) -> u32 {
+        self.dead.values().sum()
+    }
+
+    pub fn merge(&mut self, other: Metrics) {
+        self.delivered += other.delivered;
+        self.deferred_gate += other.deferred_gate;
+        self.deferred_provider += other.deferred_provider;
+        self.retried += other.retried;
+        self.reenqueued += other.reenqueued;
+        for (reason, n) in other.dead {
+            *self.dead.entry(reason).or_default() += n;
+        }
+        self.expired += other.expired;
+        self.cancelled += other.cancelled;
+        self.duplicates_suppressed += other.duplicates_suppressed;
+        self.infra_errors += other.infra_errors;
+        self.panics += other.panics;
+        self.released += other.released;
+        self.lateness_ms.extend(other.lateness_ms);
+        self.attempts.extend(other.attempts);
+    }
+
+    /// One EMF line for one channel's batch.
+    pub fn emf(&self, channel: Channel, at: Timestamp) -> String {
+        let mut values = Map::new();
+        let mut defs = Vec::new();
+        let mut count = |name: String, v: u32| {
+            defs.push(json!({"Name": name, "Unit": "Count"}));
+            values.insert(name, json!(v));
+        };
+        count("delivered".into(), self.delivered);
+        count("deferred_gate".into(), self.deferred_gate);
+        count("deferred_provider".into(), self.deferred_provider);
+        count("retried".into(), self.retried);
+        count("reenqueued".into(), self.reenqueued);
+        count("expired".into(), self.expired);
+        count("cancelled".into(), self.cancelled);
+        count("duplicates_suppressed".into(), self.duplicates_suppressed);
+        count("infra_errors".into(), self.infra_errors + self.panics);
+        count("released".into(), self.released);
+        for reason in DeadReason::ALL {
+            count(
+                format!("dead_{reason}"),
+                self.dead.get(&reason).copied().unwrap_or(0),
+            );
+        }
+        if !self.lateness_ms.is_empty() {
+            defs.push(json!({"Name": "lateness_ms", "Unit": "Milliseconds"}));
+            values.insert("lateness_ms".into(), json!(self.lateness_ms));
+        }
+        if !self.attempts.is_empty() {
+            defs.push(json!({"Name": "attempts", "Unit": "Count"}));
+            values.insert("attempts".into(), json!(self.attempts));
+        }
+        values.insert("channel".into(), json!(channel.as_str()));
+        values.insert(
+            "_aws".into(),
+            json!({
+                "Timestamp": at.as_millis(),
+                "CloudWatchMetrics": [{
+                    "Namespace": NAMESPACE,
+                    "Dimensions": [["channel"]],
+                    "Metrics": defs,
+                }],
+            }),
+        );
+        Value::Object(values).to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn emf_line_declares_every_value_it_carries() {
+        let mut m = Metrics {
+            delivered: 2,
+            lateness_ms: vec![10, 20],
+            ..Metrics::default()
+        };
+        m.dead(DeadReason::Rejected);
+        let line: Value =
+            serde_json::from_str(&m.emf(Channel::Sms, Timestamp::from_millis(5))).unwrap();
+        assert_eq!(line["delivered"], 2);
+        assert_eq!(line["dead_rejected"], 1);
+        assert_eq!(line["channel"], "sms");
+        assert_eq!(line["lateness_ms"], json!([10, 20]));
+        let declared: Vec<&str> = line["_aws"]["CloudWatchMetrics"][0]["Metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["Name"].as_str().unwrap())
+            .collect();
+        for name in &declared {
+            assert!(line.get(name).is_some(), "{name} declared but absent");
+        }
+        assert!(declared.contains(&"dead_receive_count_exceeded"));
+    }
+}

@@ -1,0 +1,1 @@
+//! Starred consumer cases on the emulator.

@@ -1,0 +1,231 @@
+//! An in-memory world for the consumer: ports with handles kept for inspection, a virtual
+//! clock, and an event-source-mapping stand-in (receive, build the `SqsEvent`, handle, delete
+//! what succeeded).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use reminders::clock::{ManualClock, Timestamp};
+use reminders::consumer::event::{arn_for_url, to_sqs_event};
+use reminders::consumer::{BatchOutcome, Consumer, ConsumerConfig};
+use reminders::deadletter::DeadLetter;
+use reminders::delivery::state::DeliveryRecord;
+use reminders::domain::{
+    Channel, Content, DeliveryKey, DeliveryMessage, NewReminder, PerChannel, Recipient, Reminder,
+    ReminderId, SubscriberId,
+};
+use reminders::ports::{
+    DeadLetters, DeliveryQueue, Faults, Faulty, Ledger, MemoryGate, MemoryLedger, MemoryQueue,
+    MemoryReminderStore, OutgoingMessage, PortSet, ReminderStore, ScriptedProvider,
+};
+
+pub const T0: Timestamp = Timestamp::from_millis(1_800_000_000_000);
+/// The channel queues' visibility timeout, as the template sets it.
+pub const QUEUE_VISIBILITY: u32 = 180;
+
+pub type MemPorts = PortSet<
+    ManualClock,
+    Arc<MemoryReminderStore>,
+    Faulty<Arc<MemoryLedger>>,
+    Arc<MemoryGate>,
+    Arc<MemoryQueue<ManualClock>>,
+    Arc<MemoryQueue<ManualClock>>,
+    Arc<ScriptedProvider<ManualClock>>,
+>;
+
+pub fn queue_urls() -> PerChannel<String> {
+    PerChannel::from_fn(|c| format!("http://127.0.0.1/000000000000/app-{c}"))
+}
+
+pub fn test_config() -> ConsumerConfig {
+    ConsumerConfig {
+        emit_metrics: false,
+        ..ConsumerConfig::default()
+    }
+}
+
+pub struct Mem {
+    pub clock: ManualClock,
+    pub store: Arc<MemoryReminderStore>,
+    pub ledger: Arc<MemoryLedger>,
+    pub ledger_faults: Faults,
+    pub store_faults: Faults,
+    pub queue: Arc<MemoryQueue<ManualClock>>,
+    pub dlq: Arc<MemoryQueue<ManualClock>>,
+    pub provider: Arc<ScriptedProvider<ManualClock>>,
+    pub consumer: Consumer<MemPorts>,
+}
+
+impl Mem {
+    pub fn new(cfg: ConsumerConfig, idempotent: bool) -> Self {
+        Self::build(cfg, idempotent, None)
+    }
+
+    /// With the queues' redrive policy (maxReceiveCount) into the DLQs, as on AWS.
+    pub fn with_redrive(cfg: ConsumerConfig, idempotent: bool, max_receive_count: u32) -> Self {
+        Self::build(cfg, idempotent, Some(max_receive_count))
+    }
+
+    fn build(cfg: ConsumerConfig, idempotent: bool, redrive: Option<u32>) -> Self {
+        let clock = ManualClock::at(T0);
+        let store_faults = Faults::default();
+        let store = Arc::new(MemoryReminderStore::with_faults(4, store_faults.clone()));
+        let ledger = Arc::new(MemoryLedger::default());
+        let ledger_faults = Faults::default();
+        let dlq = Arc::new(MemoryQueue::new(clock.clone()));
+        let queue = match redrive {
+            Some(max) => MemoryQueue::new(clock.clone()).with_redrive(max, dlq.clone()),
+            None => MemoryQueue::new(clock.clone()),
+        };
+        let queue = Arc::new(queue);
+        let provider = Arc::new(ScriptedProvider::new(clock.clone(), idempotent));
+        let ports = PortSet {
+            clock: clock.clone(),
+            reminders: store.clone(),
+            ledger: Faulty {
+                inner: ledger.clone(),
+                faults: ledger_faults.clone(),
+            },
+            gate: Arc::new(MemoryGate::default()),
+            queue: queue.clone(),
+            dead_letters: dlq.clone(),
+            providers: PerChannel::from_fn(|_| provider.clone()),
+        };
+        let consumer = Consumer::new(ports, cfg, queue_urls(), 42);
+        Self {
+            clock,
+            store,
+            ledger,
+            ledger_faults,
+            store_faults,
+            queue,
+            dlq,
+            provider,
+            consumer,
+        }
+    }
+
+    /// A reminder due at T0, fresh for an hour, going to `channels`.
+    pub async fn reminder(&self, id: &str, channels: &[Channel]) -> Reminder {
+        let r = reminder(id, channels);
+        self.store.insert(&r).await.unwrap();
+        r
+    }
+
+    pub async fn enqueue(&self, msg: &DeliveryMessage) {
+        let entry = OutgoingMessage {
+            entry_id: "0".into(),
+            body: msg.encode(),
+            delay_secs: 0,
+        };
+        assert!(self
+            .queue
+            .send_batch(msg.channel, &[entry])
+            .await
+            .unwrap()
+            .is_empty());
+    }
+
+    pub async fn enqueue_raw(&self, channel: Channel, body: &str) {
+        let entry = OutgoingMessage {
+            entry_id: "0".into(),
+            body: body.into(),
+            delay_secs: 0,
+        };
+        self.queue.send_batch(channel, &[entry]).await.unwrap();
+    }
+
+    /// One poll of the event source mapping: up to 10 visible messages, handled, successes
+    /// deleted. `None` when nothing was visible.
+    pub async fn run(&self, channel: Channel) -> Option<BatchOutcome> {
+        self.run_with_deadline(channel, None).await
+    }
+
+    pub async fn run_with_deadline(
+        &self,
+        channel: Channel,
+        deadline: Option<Timestamp>,
+    ) -> Option<BatchOutcome> {
+        let received = self
+            .queue
+            .receive(channel, 10, QUEUE_VISIBILITY)
+            .await
+            .unwrap();
+        if received.is_empty() {
+            return None;
+        }
+        let arn = arn_for_url(queue_urls().get(channel), "us-east-1");
+        let outcome = self
+            .consumer
+            .handle(to_sqs_event(&arn, &received), deadline)
+            .await;
+        let failed: Vec<&str> = outcome
+            .response
+            .batch_item_failures
+            .iter()
+            .map(|f| f.item_identifier.as_str())
+            .collect();
+        for m in &received {
+            if !failed.contains(&m.message_id.as_str()) {
+                self.queue.delete(channel, &m.receipt_handle).await.unwrap();
+            }
+        }
+        Some(outcome)
+    }
+
+    pub async fn record(&self, key: &DeliveryKey) -> Option<DeliveryRecord> {
+        self.ledger.get(key).await.unwrap()
+    }
+
+    pub async fn dead_letters(&self, channel: Channel) -> Vec<(String, DeadLetter)> {
+        self.dlq
+            .receive_dead(channel, 10, 0)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|m| (m.message.body, m.letter))
+            .collect()
+    }
+
+    pub fn advance(&self, secs: u64) {
+        self.clock.advance(Duration::from_secs(secs));
+    }
+}
+
+pub fn reminder(id: &str, channels: &[Channel]) -> Reminder {
+    let recipients = channels
+        .iter()
+        .map(|c| match c {
+            Channel::Sms => Recipient::parse(*c, "+14155550123").unwrap(),
+            Channel::Email => Recipient::parse(*c, "person@example.com").unwrap(),
+            Channel::Push => Recipient::parse(*c, "device-token-1").unwrap(),
+        })
+        .collect();
+    Reminder::new(
+        NewReminder {
+            reminder_id: ReminderId::parse(id).unwrap(),
+            subscriber_id: SubscriberId::parse("sub-1").unwrap(),
+            due_at: T0,
+            fresh_until: Some(T0.plus(Duration::from_secs(3600))),
+            content: Content::Text {
+                subject: "Pickup".into(),
+                body: "Your order is ready".into(),
+            },
+            recipients,
+        },
+        Duration::from_secs(3600),
+        Duration::from_secs(86_400),
+    )
+    .unwrap()
+}
+
+pub fn message(r: &Reminder, channel: Channel) -> DeliveryMessage {
+    DeliveryMessage::new(
+        r.reminder_id.clone(),
+        r.subscriber_id.clone(),
+        channel,
+        r.payload_version,
+        r.due_at,
+        r.fresh_until,
+    )
+}

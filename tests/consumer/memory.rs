@@ -1,0 +1,521 @@
+//! The consumer's whole outcome matrix on in-memory ports.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use reminders::consumer::{Action, ConsumerConfig};
+use reminders::delivery::state::Status;
+use reminders::domain::{Channel, DeadReason, ReminderStatus};
+use reminders::policy::{Backoff, RetryPolicy};
+use reminders::ports::ledger::OP_PUT;
+use reminders::ports::reminders::OP_GET;
+use reminders::ports::{Answer, DeliveryQueue, FaultPoint, ReminderStore};
+
+use crate::harness::{message, test_config, Mem, T0};
+
+const SMS: Channel = Channel::Sms;
+
+fn actions(o: &reminders::consumer::BatchOutcome) -> Vec<Action> {
+    o.records.iter().map(|r| r.action).collect()
+}
+
+#[tokio::test]
+async fn delivered_is_acked_with_one_call_and_recorded() {
+    let w = Mem::new(test_config(), true);
+    let r = w.reminder("r1", &[SMS]).await;
+    let msg = message(&r, SMS);
+    w.enqueue(&msg).await;
+    w.advance(2);
+    let out = w.run(SMS).await.unwrap();
+    assert_eq!(actions(&out), [Action::Ack]);
+    assert!(out.response.batch_item_failures.is_empty());
+    assert_eq!(w.provider.calls_for(&msg.delivery_key), 1);
+    let rec = w.record(&msg.delivery_key).await.unwrap();
+    assert_eq!(rec.status(), Status::Delivered);
+    assert_eq!(rec.attempt_count(), 1);
+    assert!(rec.provider_receipt().is_some());
+    let m = out.metrics.get(SMS);
+    assert_eq!(m.delivered, 1);
+    assert_eq!(m.lateness_ms, [2_000]);
+    assert_eq!(w.queue.depth(SMS), 0, "acked messages are deleted");
+}
+
+#[tokio::test]
+async fn the_same_message_twice_in_sequence_sends_once() {
+    let w = Mem::new(test_config(), true);
+    let r = w.reminder("r1", &[SMS]).await;
+    let msg = message(&r, SMS);
+    w.enqueue(&msg).await;
+    w.run(SMS).await.unwrap();
+    w.enqueue(&msg).await;
+    let second = w.run(SMS).await.unwrap();
+    assert_eq!(actions(&second), [Action::Ack]);
+    assert_eq!(second.metrics.get(SMS).duplicates_suppressed, 1);
+    assert_eq!(w.provider.calls_for(&msg.delivery_key), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_message_twice_concurrently_sends_once() {
+    for round in 0..10 {
+        let w = Arc::new(Mem::new(test_config(), true));
+        let r = w.reminder(&format!("r{round}"), &[SMS]).await;
+        let msg = message(&r, SMS);
+        w.enqueue(&msg).await;
+        w.enqueue(&msg).await;
+        // Two receives, two handler calls at once: one message each.
+        let received_a = w.queue.receive(SMS, 1, 180).await.unwrap();
+        let received_b = w.queue.receive(SMS, 1, 180).await.unwrap();
+        let arn = reminders::consumer::event::arn_for_url(
+            crate::harness::queue_urls().get(SMS),
+            "us-east-1",
+        );
+        let (wa, wb) = (w.clone(), w.clone());
+        let (ea, eb) = (
+            reminders::consumer::event::to_sqs_event(&arn, &received_a),
+            reminders::consumer::event::to_sqs_event(&arn, &received_b),
+        );
+        let a = tokio::spawn(async move { wa.consumer.handle(ea, None).await });
+        let b = tokio::spawn(async move { wb.consumer.handle(eb, None).await });
+        let (a, b) = (a.await.unwrap(), b.await.unwrap());
+        assert_eq!(w.provider.calls_for(&msg.delivery_key), 1, "round {round}");
+        let delivered = a.metrics.get(SMS).delivered + b.metrics.get(SMS).delivered;
+        assert_eq!(delivered, 1);
+    }
+}
+
+#[tokio::test]
+async fn throttle_spends_no_attempt_closes_the_gate_and_waits_for_retry_after() {
+    let w = Mem::new(test_config(), true);
+    let r1 = w.reminder("r1", &[SMS]).await;
+    let r2 = w.reminder("r2", &[SMS]).await;
+    let (m1, m2) = (message(&r1, SMS), message(&r2, SMS));
+    w.provider
+        .script_for(&m1.delivery_key, [Answer::ThrottleSecs(30)]);
+    w.enqueue(&m1).await;
+    let out = w.run(SMS).await.unwrap();
+    let [Action::Hold { secs }] = actions(&out)[..] else {
+        panic!("{:?}", out.records)
+    };
+    assert!((30..=33).contains(&secs), "held {secs}s");
+    assert_eq!(out.response.batch_item_failures.len(), 1);
+    assert_eq!(out.metrics.get(SMS).deferred_provider, 1);
+    let rec = w.record(&m1.delivery_key).await.unwrap();
+    assert_eq!(
+        (rec.status(), rec.attempt_count(), rec.throttle_count()),
+        (Status::Deferred, 0, 1)
+    );
+    // Another delivery to the same provider partition waits at the gate, without a call.
+    w.enqueue(&m2).await;
+    w.advance(1);
+    let gated = w.run(SMS).await.unwrap();
+    assert_eq!(gated.metrics.get(SMS).deferred_gate, 1);
+    assert_eq!(w.provider.calls_for(&m2.delivery_key), 0);
+    // Before Retry-After nothing is visible, so nothing is called.
+    w.advance(20);
+    assert!(w.run(SMS).await.is_none());
+    assert_eq!(w.provider.total_calls(), 1);
+    w.advance(15);
+    while w.run(SMS).await.is_some() {}
+    assert_eq!(w.provider.calls_for(&m1.delivery_key), 2);
+    assert_eq!(w.provider.calls_for(&m2.delivery_key), 1);
+    assert_eq!(
+        w.record(&m1.delivery_key).await.unwrap().status(),
+        Status::Delivered
+    );
+}
+
+#[tokio::test]
+async fn throttle_with_an_http_date_or_without_retry_after() {
+    for (answer, min, max) in [
+        (Answer::ThrottleHttpDate(40), 40, 46),
+        (Answer::Throttle, 1, 5),
+    ] {
+        let w = Mem::new(test_config(), true);
+        let r = w.reminder("r1", &[SMS]).await;
+        let msg = message(&r, SMS);
+        w.provider.script_for(&msg.delivery_key, [answer.clone()]);
+        w.enqueue(&msg).await;
+        let out = w.run(SMS).await.unwrap();
+        let [Action::Hold { secs }] = actions(&out)[..] else {
+            panic!("{answer:?}: {:?}", out.records)
+        };
+        assert!((min..=max).contains(&secs), "{answer:?}: held {secs}s");
+        assert_eq!(
+            w.record(&msg.delivery_key).await.unwrap().attempt_count(),
+            0
+        );
+    }
+}
+
+#[tokio::test]
+async fn transient_spends_an_attempt_then_dies_with_evidence_when_exhausted() {
+    let cfg = ConsumerConfig {
+        policy: RetryPolicy {
+            max_attempts: 3,
+            backoff: Backoff::Schedule {
+                schedule_secs: vec![0, 10, 20],
+            },
+            ..RetryPolicy::default()
+        },
+        ..test_config()
+    };
+    let w = Mem::new(cfg, true);
+    let r = w.reminder("r1", &[SMS]).await;
+    let msg = message(&r, SMS);
+    w.provider.script_for(
+        &msg.delivery_key,
+        [Answer::Transient, Answer::Transient, Answer::Transient],
+    );
+    w.enqueue(&msg).await;
+    let first = w.run(SMS).await.unwrap();
+    assert_eq!(actions(&first), [Action::Hold { secs: 10 }]);
+    assert_eq!(first.metrics.get(SMS).retried, 1);
+    assert_eq!(
+        w.record(&msg.delivery_key).await.unwrap().attempt_count(),
+        1
+    );
+    w.advance(10);
+    assert_eq!(
+        actions(&w.run(SMS).await.unwrap()),
+        [Action::Hold { secs: 20 }]
+    );
+    w.advance(20);
+    let last = w.run(SMS).await.unwrap();
+    assert_eq!(actions(&last), [Action::Ack]);
+    assert_eq!(
+        last.metrics.get(SMS).dead[&DeadReason::AttemptsExhausted],
+        1
+    );
+    let rec = w.record(&msg.delivery_key).await.unwrap();
+    assert_eq!((rec.status(), rec.attempt_count()), (Status::Dead, 3));
+    let dead = w.dead_letters(SMS).await;
+    assert_eq!(dead.len(), 1);
+    let (body, letter) = &dead[0];
+    assert_eq!(body, &msg.encode(), "the original body");
+    assert_eq!(letter.reason, DeadReason::AttemptsExhausted);
+    let ev = letter.evidence.as_ref().unwrap();
+    assert_eq!(ev.attempts, 3);
+    assert_eq!(ev.last_error.as_deref(), Some("http_503"));
+    assert_eq!(ev.source_queue, "app-sms");
+    assert_eq!(w.provider.calls_for(&msg.delivery_key), 3);
+}
+
+#[tokio::test]
+async fn permanent_goes_straight_to_the_dlq() {
+    let w = Mem::new(test_config(), true);
+    let r = w.reminder("r1", &[SMS]).await;
+    let msg = message(&r, SMS);
+    w.provider
+        .script_for(&msg.delivery_key, [Answer::Permanent]);
+    w.enqueue(&msg).await;
+    let out = w.run(SMS).await.unwrap();
+    assert_eq!(actions(&out), [Action::Ack]);
+    assert_eq!(out.metrics.get(SMS).dead[&DeadReason::Rejected], 1);
+    let dead = w.dead_letters(SMS).await;
+    assert_eq!(dead[0].1.reason, DeadReason::Rejected);
+    assert_eq!(dead[0].1.evidence.as_ref().unwrap().attempts, 1);
+}
+
+#[tokio::test]
+async fn expired_and_cancelled_reminders_never_reach_the_provider() {
+    let w = Mem::new(test_config(), true);
+    let stale = w.reminder("stale", &[SMS]).await;
+    let cancelled = w.reminder("cancelled", &[SMS]).await;
+    w.store
+        .mark(&cancelled.reminder_id, 1, ReminderStatus::Cancelled)
+        .await
+        .unwrap();
+    w.enqueue(&message(&cancelled, SMS)).await;
+    let out = w.run(SMS).await.unwrap();
+    assert_eq!(out.metrics.get(SMS).cancelled, 1);
+    w.advance(3601);
+    w.enqueue(&message(&stale, SMS)).await;
+    let out = w.run(SMS).await.unwrap();
+    assert_eq!(actions(&out), [Action::Ack]);
+    assert_eq!(out.metrics.get(SMS).expired, 1);
+    assert_eq!(w.provider.total_calls(), 0);
+    let key = message(&stale, SMS).delivery_key;
+    assert_eq!(w.record(&key).await.unwrap().status(), Status::Expired);
+    let key = message(&cancelled, SMS).delivery_key;
+    assert_eq!(w.record(&key).await.unwrap().status(), Status::Cancelled);
+}
+
+#[tokio::test]
+async fn an_edited_reminder_sends_its_current_version() {
+    let w = Mem::new(test_config(), true);
+    let r = w.reminder("r1", &[SMS]).await;
+    let msg = message(&r, SMS);
+    let mut edited = r.clone();
+    edited.payload_version = 2;
+    edited.content = reminders::domain::Content::Text {
+        subject: "Pickup moved".into(),
+        body: "6pm".into(),
+    };
+    w.store.replace(&edited, 1).await.unwrap();
+    w.enqueue(&msg).await;
+    w.run(SMS).await.unwrap();
+    assert_eq!(w.provider.versions_for(&msg.delivery_key), [2]);
+}
+
+#[tokio::test]
+async fn unknown_reminders_die_with_their_reason() {
+    let w = Mem::new(test_config(), true);
+    let ghost = crate::harness::reminder("ghost", &[SMS]);
+    w.enqueue(&message(&ghost, SMS)).await;
+    let out = w.run(SMS).await.unwrap();
+    assert_eq!(actions(&out), [Action::Ack]);
+    assert_eq!(
+        w.dead_letters(SMS).await[0].1.reason,
+        DeadReason::UnknownReminder
+    );
+    let rec = w.record(&message(&ghost, SMS).delivery_key).await.unwrap();
+    assert_eq!(rec.dead_reason(), Some(DeadReason::UnknownReminder));
+}
+
+#[tokio::test]
+async fn one_malformed_record_in_ten_affects_only_itself() {
+    let w = Mem::new(test_config(), true);
+    for i in 0..9 {
+        let r = w.reminder(&format!("r{i}"), &[SMS]).await;
+        w.enqueue(&message(&r, SMS)).await;
+    }
+    w.enqueue_raw(SMS, "{not json").await;
+    let out = w.run(SMS).await.unwrap();
+    assert_eq!(out.records.len(), 10);
+    assert!(
+        out.response.batch_item_failures.is_empty(),
+        "schema is acked, not retried"
+    );
+    let m = out.metrics.get(SMS);
+    assert_eq!((m.delivered, m.dead[&DeadReason::Schema]), (9, 1));
+    let dead = w.dead_letters(SMS).await;
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].0, "{not json");
+    assert_eq!(
+        dead[0].1.evidence.as_ref().unwrap().last_error.as_deref(),
+        Some("malformed_message")
+    );
+}
+
+#[tokio::test]
+async fn unknown_versions_and_foreign_channels_are_schema_errors() {
+    let w = Mem::new(test_config(), true);
+    let r = w.reminder("r1", &[SMS, Channel::Email]).await;
+    w.enqueue_raw(SMS, r#"{"v":9,"anything":true}"#).await;
+    let email_msg = message(&r, Channel::Email);
+    w.enqueue_raw(SMS, &email_msg.encode()).await;
+    let out = w.run(SMS).await.unwrap();
+    assert_eq!(out.metrics.get(SMS).dead[&DeadReason::Schema], 2);
+    assert_eq!(w.provider.total_calls(), 0);
+}
+
+#[tokio::test]
+async fn a_panic_fails_its_record_only() {
+    let w = Mem::new(test_config(), true);
+    let bad = w.reminder("bad", &[SMS]).await;
+    let good = w.reminder("good", &[SMS]).await;
+    w.provider
+        .script_for(&message(&bad, SMS).delivery_key, [Answer::Panic]);
+    w.enqueue(&message(&bad, SMS)).await;
+    w.enqueue(&message(&good, SMS)).await;
+    let out = w.run(SMS).await.unwrap();
+    let m = out.metrics.get(SMS);
+    assert_eq!((m.delivered, m.panics), (1, 1));
+    assert_eq!(out.response.batch_item_failures.len(), 1);
+}
+
+#[tokio::test]
+async fn an_infrastructure_error_fails_its_record_only() {
+    let w = Mem::new(test_config(), true);
+    for i in 0..3 {
+        let r = w.reminder(&format!("r{i}"), &[SMS]).await;
+        w.enqueue(&message(&r, SMS)).await;
+    }
+    w.store_faults.fail(OP_GET, FaultPoint::Before, 1);
+    let out = w.run(SMS).await.unwrap();
+    let m = out.metrics.get(SMS);
+    assert_eq!((m.delivered, m.infra_errors), (2, 1));
+    assert_eq!(out.response.batch_item_failures.len(), 1);
+    // It comes back after the queue's visibility timeout and goes through.
+    w.advance(181);
+    assert_eq!(w.run(SMS).await.unwrap().metrics.get(SMS).delivered, 1);
+}
+
+/// Crash after the provider accepted, before the outcome write: the redelivery resolves by
+/// the ambiguous rule, never by a silent second send.
+#[tokio::test]
+async fn lost_outcome_write_resolves_by_the_ambiguous_rule() {
+    for idempotent in [true, false] {
+        let w = Mem::new(test_config(), idempotent);
+        let r = w.reminder("r1", &[SMS]).await;
+        let msg = message(&r, SMS);
+        w.enqueue(&msg).await;
+        // Put #1 is the claim; put #2, the outcome, fails.
+        w.ledger_faults.fail_after(OP_PUT, FaultPoint::Before, 1, 1);
+        let out = w.run(SMS).await.unwrap();
+        assert_eq!(actions(&out), [Action::Retry]);
+        assert_eq!(w.provider.sends_for(&msg.delivery_key), 1);
+        w.advance(181);
+        let again = w.run(SMS).await.unwrap();
+        assert_eq!(actions(&again), [Action::Ack]);
+        let rec = w.record(&msg.delivery_key).await.unwrap();
+        if idempotent {
+            assert_eq!(rec.status(), Status::Delivered);
+            assert_eq!(w.provider.calls_for(&msg.delivery_key), 2);
+            assert_eq!(
+                w.provider.sends_for(&msg.delivery_key),
+                1,
+                "deduplicated by key"
+            );
+            assert_eq!(rec.attempt_count(), 2, "the lost attempt counts");
+        } else {
+            assert_eq!(rec.status(), Status::Dead);
+            assert_eq!(rec.dead_reason(), Some(DeadReason::Ambiguous));
+            assert_eq!(w.provider.calls_for(&msg.delivery_key), 1, "never resent");
+            assert_eq!(w.dead_letters(SMS).await[0].1.reason, DeadReason::Ambiguous);
+        }
+    }
+}
+
+/// A message seen again while another worker's lease is live waits for the lease to end.
+#[tokio::test]
+async fn a_live_lease_defers_a_duplicate_until_it_ends() {
+    let w = Mem::new(test_config(), true);
+    let r = w.reminder("r1", &[SMS]).await;
+    let msg = message(&r, SMS);
+    w.enqueue(&msg).await;
+    w.ledger_faults.fail_after(OP_PUT, FaultPoint::Before, 1, 1);
+    w.run(SMS).await.unwrap();
+    w.enqueue(&msg).await;
+    let out = w.run(SMS).await.unwrap();
+    let [Action::Hold { secs }] = actions(&out)[..] else {
+        panic!("{:?}", out.records)
+    };
+    assert!(
+        (60..=62).contains(&secs),
+        "waits out the 60 s lease: {secs}"
+    );
+    assert_eq!(w.provider.calls_for(&msg.delivery_key), 1);
+}
+
+#[tokio::test]
+async fn a_long_throttle_never_reaches_the_dlq_through_max_receive_count() {
+    let cfg = ConsumerConfig {
+        max_receive_count: 10,
+        reenqueue_margin: 3,
+        policy: RetryPolicy {
+            max_throttle_deferrals: 1_000,
+            ..RetryPolicy::default()
+        },
+        ..test_config()
+    };
+    let w = Mem::with_redrive(cfg, true, 10);
+    let r = w.reminder("r1", &[SMS]).await;
+    let msg = message(&r, SMS);
+    w.provider.script_for(
+        &msg.delivery_key,
+        std::iter::repeat_n(Answer::ThrottleSecs(5), 40),
+    );
+    w.enqueue(&msg).await;
+    let mut reenqueued = 0;
+    for _ in 0..40 {
+        w.advance(7);
+        if let Some(out) = w.run(SMS).await {
+            reenqueued += out.metrics.get(SMS).reenqueued;
+        }
+    }
+    assert!(
+        w.dead_letters(SMS).await.is_empty(),
+        "nothing reached the DLQ"
+    );
+    assert!(
+        reenqueued >= 3,
+        "fresh copies replaced worn-out ones: {reenqueued}"
+    );
+    let rec = w.record(&msg.delivery_key).await.unwrap();
+    assert_eq!(rec.status(), Status::Deferred);
+    assert!(rec.throttle_count() > 10, "{}", rec.throttle_count());
+    assert_eq!(rec.attempt_count(), 0);
+}
+
+#[tokio::test]
+async fn waits_longer_than_visibility_allows_become_a_delayed_copy() {
+    let cfg = ConsumerConfig {
+        policy: RetryPolicy {
+            backoff: Backoff::Schedule {
+                schedule_secs: vec![0, 13 * 3600],
+            },
+            ..RetryPolicy::default()
+        },
+        ..test_config()
+    };
+    let w = Mem::new(cfg, true);
+    let mut r = crate::harness::reminder("r1", &[SMS]);
+    r.fresh_until = T0.plus(Duration::from_secs(48 * 3600));
+    w.store.insert(&r).await.unwrap();
+    let msg = message(&r, SMS);
+    w.provider
+        .script_for(&msg.delivery_key, [Answer::Transient]);
+    w.enqueue(&msg).await;
+    let out = w.run(SMS).await.unwrap();
+    assert_eq!(actions(&out), [Action::Reenqueued]);
+    // The copy carries not_before, and the consumer keeps re-deferring until then.
+    w.advance(901);
+    let held = w.run(SMS).await.unwrap();
+    assert!(matches!(
+        actions(&held)[..],
+        [Action::Reenqueued] | [Action::Hold { .. }]
+    ));
+    assert_eq!(w.provider.calls_for(&msg.delivery_key), 1);
+    w.advance(13 * 3600);
+    while w.run(SMS).await.is_some() {
+        w.advance(1);
+    }
+    assert_eq!(w.provider.calls_for(&msg.delivery_key), 2);
+    assert_eq!(
+        w.record(&msg.delivery_key).await.unwrap().status(),
+        Status::Delivered
+    );
+}
+
+#[tokio::test]
+async fn a_batch_that_cannot_finish_releases_the_rest() {
+    let cfg = ConsumerConfig {
+        initial_concurrency: 4,
+        ..test_config()
+    };
+    let w = Mem::new(cfg.clone(), true);
+    for i in 0..10 {
+        let r = w.reminder(&format!("r{i}"), &[SMS]).await;
+        w.provider.script_for(
+            &message(&r, SMS).delivery_key,
+            [Answer::SlowDeliver(Duration::from_secs(5))],
+        );
+        w.enqueue(&message(&r, SMS)).await;
+    }
+    let deadline = T0.plus(cfg.deadline_margin).plus(Duration::from_secs(3));
+    let out = w.run_with_deadline(SMS, Some(deadline)).await.unwrap();
+    let m = out.metrics.get(SMS);
+    assert_eq!((m.delivered, m.released), (4, 6));
+    assert_eq!(out.response.batch_item_failures.len(), 6);
+    assert_eq!(
+        w.provider.total_calls(),
+        4,
+        "released records were never started"
+    );
+    // Released means visible again at once.
+    assert_eq!(w.run(SMS).await.unwrap().records.len(), 6);
+}
+
+#[tokio::test]
+async fn not_before_is_honoured_without_a_claim() {
+    let w = Mem::new(test_config(), true);
+    let r = w.reminder("r1", &[SMS]).await;
+    let mut msg = message(&r, SMS);
+    msg.not_before = Some(T0.plus(Duration::from_secs(120)));
+    w.enqueue(&msg).await;
+    let out = w.run(SMS).await.unwrap();
+    assert_eq!(actions(&out), [Action::Hold { secs: 120 }]);
+    assert!(w.record(&msg.delivery_key).await.is_none());
+    assert_eq!(w.provider.total_calls(), 0);
+}
