@@ -1,1 +1,250 @@
-//! Starred consumer cases on the emulator.
+//! The starred consumer cases again on the emulator: DynamoDB ledger and reminders, SQS
+//! queues and DLQs, real time (policies in seconds). Sequential only: moto's conditional
+//! writes are not atomic across concurrent requests.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use reminders::aws::bootstrap::{
+    create_channel_queues, create_deliveries_table, create_reminders_table, QueueSpec,
+};
+use reminders::aws::dynamo::{DynamoGate, DynamoLedger, DynamoReminderStore};
+use reminders::aws::{ChannelUrls, SqsDeadLetters, SqsQueues};
+use reminders::clock::SystemClock;
+use reminders::consumer::event::{arn_for_url, to_sqs_event};
+use reminders::consumer::{Action, BatchOutcome, Consumer, ConsumerConfig};
+use reminders::delivery::state::{DeliveryRecord, Status};
+use reminders::domain::{Channel, DeadReason, DeliveryKey, DeliveryMessage, PerChannel, Reminder};
+use reminders::policy::{Backoff, RetryPolicy};
+use reminders::ports::ledger::OP_PUT;
+use reminders::ports::{
+    Answer, DeadLetters, DeliveryQueue, FaultPoint, Faults, Faulty, Ledger, OutgoingMessage,
+    PortSet, ReminderStore, ScriptedProvider,
+};
+
+use crate::harness::message;
+
+const SMS: Channel = Channel::Sms;
+const BOUND: Duration = Duration::from_secs(10);
+
+type AwsPorts = PortSet<
+    SystemClock,
+    DynamoReminderStore,
+    Faulty<DynamoLedger>,
+    DynamoGate,
+    SqsQueues,
+    SqsDeadLetters,
+    Arc<ScriptedProvider<SystemClock>>,
+>;
+
+struct Aws {
+    consumer: Consumer<AwsPorts>,
+    provider: Arc<ScriptedProvider<SystemClock>>,
+    faults: Faults,
+    queues: ChannelUrls,
+}
+
+fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{prefix}-{}-{nanos}", std::process::id())
+}
+
+fn seconds_config() -> ConsumerConfig {
+    ConsumerConfig {
+        lease: Duration::from_secs(2),
+        provider_timeout: Duration::from_secs(1),
+        deadline_margin: Duration::from_secs(2),
+        emit_metrics: false,
+        ..ConsumerConfig::default()
+    }
+}
+
+impl Aws {
+    async fn new(cfg: ConsumerConfig) -> Self {
+        let endpoint = std::env::var("AWS_ENDPOINT_URL")
+            .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");
+        assert!(endpoint.starts_with("http://127.0.0.1") || endpoint.starts_with("http://localhost"));
+        let sdk = reminders::aws::sdk_config().await;
+        let dynamo = aws_sdk_dynamodb::Client::new(&sdk);
+        let sqs = aws_sdk_sqs::Client::new(&sdk);
+        let (reminders_table, deliveries_table) = (unique("rem"), unique("del"));
+        create_reminders_table(&dynamo, &reminders_table).await.unwrap();
+        create_deliveries_table(&dynamo, &deliveries_table).await.unwrap();
+        let (queues, dlqs) = create_channel_queues(&sqs, &unique("c"), QueueSpec::default())
+            .await
+            .unwrap();
+        let provider = Arc::new(ScriptedProvider::new(SystemClock, true));
+        let faults = Faults::default();
+        let ports = PortSet {
+            clock: SystemClock,
+            reminders: DynamoReminderStore::new(dynamo.clone(), reminders_table, 4),
+            ledger: Faulty {
+                inner: DynamoLedger::new(dynamo.clone(), &deliveries_table),
+                faults: faults.clone(),
+            },
+            gate: DynamoGate::new(dynamo, &deliveries_table),
+            queue: SqsQueues::new(sqs.clone(), queues.clone()),
+            dead_letters: SqsDeadLetters::new(sqs, dlqs),
+            providers: PerChannel::from_fn(|_| provider.clone()),
+        };
+        Self {
+            consumer: Consumer::new(ports, cfg, queues.clone(), 7),
+            provider,
+            faults,
+            queues,
+        }
+    }
+
+    /// A reminder due now, fresh for ten minutes.
+    async fn reminder(&self, id: &str) -> Reminder {
+        let mut r = crate::harness::reminder(id, &[SMS]);
+        let now = reminders::clock::Clock::now(&SystemClock);
+        r.due_at = now;
+        r.fresh_until = now.plus(Duration::from_secs(600));
+        self.consumer.ports().reminders.insert(&r).await.unwrap();
+        r
+    }
+
+    async fn enqueue(&self, msg: &DeliveryMessage) {
+        let entry = OutgoingMessage {
+            entry_id: "0".into(),
+            body: msg.encode(),
+            delay_secs: 0,
+        };
+        let failed = self.consumer.ports().queue.send_batch(SMS, &[entry]).await.unwrap();
+        assert!(failed.is_empty());
+    }
+
+    /// The event source mapping: receive (visibility 3 s), handle, delete the successes.
+    /// Polls up to the bound for something to receive.
+    async fn run(&self) -> Option<BatchOutcome> {
+        let deadline = tokio::time::Instant::now() + BOUND;
+        let queue = &self.consumer.ports().queue;
+        loop {
+            let received = queue.receive(SMS, 10, 3).await.unwrap();
+            if !received.is_empty() {
+                let arn = arn_for_url(self.queues.get(SMS), "us-east-1");
+                let out = self.consumer.handle(to_sqs_event(&arn, &received), None).await;
+                for m in &received {
+                    let failed = out
+                        .response
+                        .batch_item_failures
+                        .iter()
+                        .any(|f| f.item_identifier == m.message_id);
+                    if !failed {
+                        queue.delete(SMS, &m.receipt_handle).await.unwrap();
+                    }
+                }
+                return Some(out);
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    async fn record(&self, key: &DeliveryKey) -> DeliveryRecord {
+        self.consumer.ports().ledger.get(key).await.unwrap().unwrap()
+    }
+}
+
+fn actions(o: &BatchOutcome) -> Vec<Action> {
+    o.records.iter().map(|r| r.action).collect()
+}
+
+#[tokio::test]
+async fn emulator_same_message_twice_in_sequence_sends_once() {
+    let w = Aws::new(seconds_config()).await;
+    let msg = message(&w.reminder("dup").await, SMS);
+    w.enqueue(&msg).await;
+    assert_eq!(actions(&w.run().await.unwrap()), [Action::Ack]);
+    w.enqueue(&msg).await;
+    let second = w.run().await.unwrap();
+    assert_eq!(second.metrics.get(SMS).duplicates_suppressed, 1);
+    assert_eq!(w.provider.calls_for(&msg.delivery_key), 1);
+    assert_eq!(w.record(&msg.delivery_key).await.status(), Status::Delivered);
+}
+
+#[tokio::test]
+async fn emulator_lost_outcome_write_resolves_by_the_ambiguous_rule() {
+    let w = Aws::new(seconds_config()).await;
+    let msg = message(&w.reminder("lost").await, SMS);
+    w.enqueue(&msg).await;
+    w.faults.fail_after(OP_PUT, FaultPoint::Before, 1, 1);
+    assert_eq!(actions(&w.run().await.unwrap()), [Action::Retry]);
+    assert_eq!(w.provider.sends_for(&msg.delivery_key), 1);
+    // Back after its 3 s visibility; the 2 s lease has run out: takeover, same key.
+    let again = w.run().await.expect("the failed message comes back");
+    assert_eq!(actions(&again), [Action::Ack]);
+    let rec = w.record(&msg.delivery_key).await;
+    assert_eq!(rec.status(), Status::Delivered);
+    assert_eq!(w.provider.calls_for(&msg.delivery_key), 2);
+    assert_eq!(w.provider.sends_for(&msg.delivery_key), 1);
+}
+
+#[tokio::test]
+async fn emulator_no_call_before_retry_after_and_no_attempt_spent() {
+    let w = Aws::new(seconds_config()).await;
+    let msg = message(&w.reminder("throttled").await, SMS);
+    w.provider.script_for(&msg.delivery_key, [Answer::ThrottleSecs(2)]);
+    w.enqueue(&msg).await;
+    let first = w.run().await.unwrap();
+    let started = std::time::Instant::now();
+    assert!(matches!(actions(&first)[..], [Action::Hold { secs }] if secs >= 2));
+    let rec = w.record(&msg.delivery_key).await;
+    assert_eq!((rec.attempt_count(), rec.throttle_count()), (0, 1));
+    // A duplicate arriving meanwhile meets the closed gate: no call.
+    w.enqueue(&msg).await;
+    let gated = w.run().await.unwrap();
+    assert_eq!(gated.metrics.get(SMS).deferred_gate, 1);
+    assert_eq!(w.provider.calls_for(&msg.delivery_key), 1);
+    let mut delivered = false;
+    while !delivered {
+        let out = w.run().await.expect("held messages come back");
+        delivered = out.metrics.get(SMS).delivered == 1;
+        if w.provider.calls_for(&msg.delivery_key) >= 2 {
+            assert!(started.elapsed() >= Duration::from_millis(1_900), "called before Retry-After");
+        }
+    }
+    assert_eq!(w.provider.calls_for(&msg.delivery_key), 2);
+    let rec = w.record(&msg.delivery_key).await;
+    assert_eq!((rec.status(), rec.attempt_count()), (Status::Delivered, 1));
+}
+
+#[tokio::test]
+async fn emulator_attempts_exhausted_dead_letters_with_evidence() {
+    let cfg = ConsumerConfig {
+        policy: RetryPolicy {
+            max_attempts: 2,
+            backoff: Backoff::Schedule {
+                schedule_secs: vec![0, 1],
+            },
+            ..RetryPolicy::default()
+        },
+        ..seconds_config()
+    };
+    let w = Aws::new(cfg).await;
+    let msg = message(&w.reminder("exhausted").await, SMS);
+    w.provider
+        .script_for(&msg.delivery_key, [Answer::Transient, Answer::Transient]);
+    w.enqueue(&msg).await;
+    assert_eq!(actions(&w.run().await.unwrap()), [Action::Hold { secs: 1 }]);
+    let last = w.run().await.expect("retried after 1 s");
+    assert_eq!(actions(&last), [Action::Ack]);
+    let dlq = &w.consumer.ports().dead_letters;
+    let mut dead = Vec::new();
+    let deadline = std::time::Instant::now() + BOUND;
+    while dead.is_empty() && std::time::Instant::now() < deadline {
+        dead = dlq.receive_dead(SMS, 10, 30).await.unwrap();
+    }
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].message.body, msg.encode());
+    assert_eq!(dead[0].letter.reason, DeadReason::AttemptsExhausted);
+    let ev = dead[0].letter.evidence.as_ref().unwrap();
+    assert_eq!((ev.attempts, ev.last_error.as_deref()), (2, Some("http_503")));
+    assert_eq!(w.record(&msg.delivery_key).await.status(), Status::Dead);
+}
