@@ -17,6 +17,7 @@
 //! | [`ports`] | the port traits, each with its in-memory implementation and fault injection |
 //! | [`aws`] | the DynamoDB and SQS adapters, typed configuration, resource bootstrap |
 //! | [`consumer`] | the consumer pipeline: SQS batch in, partial batch response out |
+//! | [`providers`] | real providers (generic HTTP), chosen per channel by configuration |
 //! | [`telemetry`] | JSON log setup for the binaries |
 //!
 //! Pure code (`domain`, `policy`, `delivery::state`) takes time and randomness as parameters.
@@ -31,4 +32,5 @@ pub mod delivery;
 pub mod domain;
 pub mod policy;
 pub mod ports;
+pub mod providers;
 pub mod telemetry;

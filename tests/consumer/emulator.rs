@@ -66,13 +66,19 @@ impl Aws {
     async fn new(cfg: ConsumerConfig) -> Self {
         let endpoint = std::env::var("AWS_ENDPOINT_URL")
             .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");
-        assert!(endpoint.starts_with("http://127.0.0.1") || endpoint.starts_with("http://localhost"));
+        assert!(
+            endpoint.starts_with("http://127.0.0.1") || endpoint.starts_with("http://localhost")
+        );
         let sdk = reminders::aws::sdk_config().await;
         let dynamo = aws_sdk_dynamodb::Client::new(&sdk);
         let sqs = aws_sdk_sqs::Client::new(&sdk);
         let (reminders_table, deliveries_table) = (unique("rem"), unique("del"));
-        create_reminders_table(&dynamo, &reminders_table).await.unwrap();
-        create_deliveries_table(&dynamo, &deliveries_table).await.unwrap();
+        create_reminders_table(&dynamo, &reminders_table)
+            .await
+            .unwrap();
+        create_deliveries_table(&dynamo, &deliveries_table)
+            .await
+            .unwrap();
         let (queues, dlqs) = create_channel_queues(&sqs, &unique("c"), QueueSpec::default())
             .await
             .unwrap();
@@ -114,7 +120,13 @@ impl Aws {
             body: msg.encode(),
             delay_secs: 0,
         };
-        let failed = self.consumer.ports().queue.send_batch(SMS, &[entry]).await.unwrap();
+        let failed = self
+            .consumer
+            .ports()
+            .queue
+            .send_batch(SMS, &[entry])
+            .await
+            .unwrap();
         assert!(failed.is_empty());
     }
 
@@ -127,7 +139,10 @@ impl Aws {
             let received = queue.receive(SMS, 10, 3).await.unwrap();
             if !received.is_empty() {
                 let arn = arn_for_url(self.queues.get(SMS), "us-east-1");
-                let out = self.consumer.handle(to_sqs_event(&arn, &received), None).await;
+                let out = self
+                    .consumer
+                    .handle(to_sqs_event(&arn, &received), None)
+                    .await;
                 for m in &received {
                     let failed = out
                         .response
@@ -148,7 +163,13 @@ impl Aws {
     }
 
     async fn record(&self, key: &DeliveryKey) -> DeliveryRecord {
-        self.consumer.ports().ledger.get(key).await.unwrap().unwrap()
+        self.consumer
+            .ports()
+            .ledger
+            .get(key)
+            .await
+            .unwrap()
+            .unwrap()
     }
 }
 
@@ -166,7 +187,10 @@ async fn emulator_same_message_twice_in_sequence_sends_once() {
     let second = w.run().await.unwrap();
     assert_eq!(second.metrics.get(SMS).duplicates_suppressed, 1);
     assert_eq!(w.provider.calls_for(&msg.delivery_key), 1);
-    assert_eq!(w.record(&msg.delivery_key).await.status(), Status::Delivered);
+    assert_eq!(
+        w.record(&msg.delivery_key).await.status(),
+        Status::Delivered
+    );
 }
 
 #[tokio::test]
@@ -190,7 +214,8 @@ async fn emulator_lost_outcome_write_resolves_by_the_ambiguous_rule() {
 async fn emulator_no_call_before_retry_after_and_no_attempt_spent() {
     let w = Aws::new(seconds_config()).await;
     let msg = message(&w.reminder("throttled").await, SMS);
-    w.provider.script_for(&msg.delivery_key, [Answer::ThrottleSecs(2)]);
+    w.provider
+        .script_for(&msg.delivery_key, [Answer::ThrottleSecs(2)]);
     w.enqueue(&msg).await;
     let first = w.run().await.unwrap();
     let started = std::time::Instant::now();
@@ -207,7 +232,10 @@ async fn emulator_no_call_before_retry_after_and_no_attempt_spent() {
         let out = w.run().await.expect("held messages come back");
         delivered = out.metrics.get(SMS).delivered == 1;
         if w.provider.calls_for(&msg.delivery_key) >= 2 {
-            assert!(started.elapsed() >= Duration::from_millis(1_900), "called before Retry-After");
+            assert!(
+                started.elapsed() >= Duration::from_millis(1_900),
+                "called before Retry-After"
+            );
         }
     }
     assert_eq!(w.provider.calls_for(&msg.delivery_key), 2);
@@ -245,6 +273,9 @@ async fn emulator_attempts_exhausted_dead_letters_with_evidence() {
     assert_eq!(dead[0].message.body, msg.encode());
     assert_eq!(dead[0].letter.reason, DeadReason::AttemptsExhausted);
     let ev = dead[0].letter.evidence.as_ref().unwrap();
-    assert_eq!((ev.attempts, ev.last_error.as_deref()), (2, Some("http_503")));
+    assert_eq!(
+        (ev.attempts, ev.last_error.as_deref()),
+        (2, Some("http_503"))
+    );
     assert_eq!(w.record(&msg.delivery_key).await.status(), Status::Dead);
 }

@@ -1,27 +1,42 @@
-//! Consumer Lambda: SQS trigger with partial batch responses; claims each delivery in the ledger, sends, records.
+//! Consumer Lambda: SQS trigger with partial batch responses. Claims each delivery in the
+//! ledger, sends it with its delivery key as idempotency key, records the outcome, and backs
+//! off through the message's visibility. All of it is `reminders::consumer`; this file wires.
 //!
-//! `main` wires everything once per cold start — tracing, typed configuration (failing fast
-//! with the variable's name), one SDK configuration, the adapters — and hands them by reference
-//! to the handler. Endpoints come from the standard AWS chain only (`AWS_ENDPOINT_URL`).
+//! The event source mapping must enable `ReportBatchItemFailures`: without it a single failed
+//! record makes SQS redeliver the whole batch.
 
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
-use reminders::aws::Adapters;
+use reminders::clock::{SystemClock, Timestamp};
+use reminders::consumer::{Consumer, ConsumerConfig};
+use reminders::ports::PortSet;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
-    let (_settings, adapters) = reminders::aws::cold_start("consumer").await?;
-    run(service_fn(|event: LambdaEvent<serde_json::Value>| {
-        handle(&adapters, event)
+    let (settings, adapters) = reminders::aws::cold_start("consumer").await?;
+    let cfg = ConsumerConfig::from_env()?;
+    let providers = reminders::providers::from_lookup(
+        |var| std::env::var(var).ok(),
+        SystemClock,
+        cfg.provider_timeout,
+    )?;
+    let ports = PortSet {
+        clock: SystemClock,
+        reminders: adapters.reminders,
+        ledger: adapters.ledger,
+        gate: adapters.gate,
+        queue: adapters.queues,
+        dead_letters: adapters.dead_letters,
+        providers,
+    };
+    let consumer = Consumer::new(ports, cfg, settings.queue_urls, rand::random());
+    let consumer = &consumer;
+    run(service_fn(move |event: LambdaEvent<SqsEvent>| async move {
+        let deadline = i64::try_from(event.context.deadline)
+            .ok()
+            .map(Timestamp::from_millis);
+        let outcome = consumer.handle(event.payload, deadline).await;
+        Ok::<SqsBatchResponse, Error>(outcome.response)
     }))
     .await
-}
-
-/// The handler lands with its own issue; until then an invocation fails loudly rather than
-/// pretending to have done the work.
-async fn handle(
-    _adapters: &Adapters,
-    event: LambdaEvent<serde_json::Value>,
-) -> Result<serde_json::Value, Error> {
-    tracing::error!(request_id = %event.context.request_id, "consumer handler is not implemented yet");
-    Err("consumer handler is not implemented yet".into())
 }

@@ -1,0 +1,169 @@
+//! The generic HTTP provider: a third-party API that honours `Idempotency-Key`.
+//!
+//! Contract (README): `POST <endpoint>` with JSON `{"delivery_key","channel","recipient",
+//! "subject","body","payload_version"}` (plus `template_id` and `template_data` for template
+//! content), headers `Idempotency-Key: <delivery key>`, `Content-Type: application/json` and an
+//! optional bearer token. 2xx → delivered (receipt from the JSON `id`); 409 → already accepted;
+//! 429 → throttled with Retry-After; 408, 5xx and failures to connect → transient; a timeout or
+//! a reset once the request may have been written → ambiguous; other statuses → permanent.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::clock::Clock;
+use crate::domain::Content;
+use crate::policy::{parse_retry_after, Outcome};
+use crate::ports::{GatePartition, Provider, SendRequest};
+
+/// Largest response body read for a receipt.
+const MAX_RESPONSE_BYTES: usize = 64 * 1024;
+
+#[derive(Clone)]
+pub struct HttpConfig {
+    pub endpoint: reqwest::Url,
+    /// Sent as `Authorization: Bearer …`; never logged.
+    pub bearer_token: Option<String>,
+    pub timeout: Duration,
+    /// Whether the remote honours `Idempotency-Key` (the contract says it must).
+    pub idempotent: bool,
+    /// The gate partition; defaults to the endpoint's host.
+    pub partition: String,
+}
+
+impl std::fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpConfig")
+            .field("endpoint", &self.endpoint.as_str())
+            .field(
+                "bearer_token",
+                &self.bearer_token.as_ref().map(|_| "<redacted>"),
+            )
+            .field("timeout", &self.timeout)
+            .field("idempotent", &self.idempotent)
+            .field("partition", &self.partition)
+            .finish()
+    }
+}
+
+/// One client per cold start; connections are pooled and reused.
+#[derive(Debug, Clone)]
+pub struct HttpProvider<C> {
+    client: reqwest::Client,
+    cfg: HttpConfig,
+    clock: C,
+}
+
+impl<C: Clock> HttpProvider<C> {
+    pub fn new(cfg: HttpConfig, clock: C) -> Result<Self, reqwest::Error> {
+        let client = reqwest::Client::builder()
+            .timeout(cfg.timeout)
+            // A connect timeout is a failure before the request was written: transient.
+            .connect_timeout(cfg.timeout.min(Duration::from_secs(3)))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()?;
+        Ok(Self { client, cfg, clock })
+    }
+}
+
+fn payload(request: &SendRequest) -> serde_json::Value {
+    let mut body = json!({
+        "delivery_key": request.delivery_key.as_str(),
+        "channel": request.recipient.channel().as_str(),
+        "recipient": request.recipient.expose(),
+        "payload_version": request.payload_version,
+    });
+    match &request.content {
+        Content::Text {
+            subject,
+            body: text,
+        } => {
+            body["subject"] = json!(subject);
+            body["body"] = json!(text);
+        }
+        Content::Template {
+            template_id,
+            template_data,
+        } => {
+            body["subject"] = json!("");
+            body["body"] = json!("");
+            body["template_id"] = json!(template_id);
+            body["template_data"] = json!(template_data);
+        }
+    }
+    body
+}
+
+impl<C: Clock> Provider for HttpProvider<C> {
+    fn honours_idempotency_key(&self) -> bool {
+        self.cfg.idempotent
+    }
+
+    fn partition(&self, request: &SendRequest) -> GatePartition {
+        GatePartition::new(request.recipient.channel(), self.cfg.partition.clone())
+    }
+
+    async fn send(&self, request: &SendRequest) -> Outcome {
+        let mut req = self
+            .client
+            .post(self.cfg.endpoint.clone())
+            .header("Idempotency-Key", request.delivery_key.as_str())
+            .json(&payload(request));
+        if let Some(token) = &self.cfg.bearer_token {
+            req = req.bearer_auth(token);
+        }
+        let resp = match req.send().await {
+            Ok(resp) => resp,
+            Err(e) => return classify_error(&e),
+        };
+        let status = resp.status().as_u16();
+        let retry_after = resp
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| parse_retry_after(v, self.clock.now()));
+        match status {
+            200..=299 | 409 => Outcome::Delivered {
+                receipt: receipt(resp).await,
+            },
+            429 => Outcome::Throttled { retry_after },
+            408 | 500..=599 => Outcome::Transient {
+                error: format!("http_{status}"),
+            },
+            _ => Outcome::Permanent {
+                error: format!("http_{status}"),
+            },
+        }
+    }
+}
+
+fn classify_error(e: &reqwest::Error) -> Outcome {
+    if e.is_connect() {
+        Outcome::Transient {
+            error: "connect_failed".into(),
+        }
+    } else if e.is_timeout() {
+        Outcome::Ambiguous {
+            error: "timeout_after_write".into(),
+        }
+    } else {
+        // Reset, truncated response, …: the request may have been acted on.
+        Outcome::Ambiguous {
+            error: "connection_lost".into(),
+        }
+    }
+}
+
+/// The JSON `id` of a success response, if any; a body that is not JSON is no error.
+async fn receipt(resp: reqwest::Response) -> Option<String> {
+    let bytes = resp.bytes().await.ok()?;
+    if bytes.len() > MAX_RESPONSE_BYTES {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    match &v["id"] {
+        serde_json::Value::String(s) => Some(s.chars().take(200).collect()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}

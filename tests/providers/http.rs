@@ -1,0 +1,335 @@
+//! The generic HTTP provider, every status class and failure point, and the consumer running
+//! end to end with it selected by configuration alone.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use reminders::aws::ConfigError;
+use reminders::clock::{ManualClock, Timestamp};
+use reminders::consumer::event::{arn_for_url, to_sqs_event};
+use reminders::consumer::{Consumer, ConsumerConfig};
+use reminders::domain::{
+    Channel, Content, DeliveryKey, DeliveryMessage, NewReminder, PerChannel, Recipient, Reminder,
+    ReminderId, SubscriberId,
+};
+use reminders::policy::Outcome;
+use reminders::ports::{
+    DeliveryQueue, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, OutgoingMessage,
+    PortSet, Provider, ReminderStore, SendRequest,
+};
+use reminders::providers::{from_lookup, AnyProvider, HttpConfig, HttpProvider};
+
+use crate::server::{respond, respond_with, serve, Behaviour};
+
+const NOW: Timestamp = Timestamp::from_millis(1_800_000_000_000);
+
+fn request() -> SendRequest {
+    let reminder = ReminderId::parse("r-1").unwrap();
+    let subscriber = SubscriberId::parse("s-1").unwrap();
+    SendRequest {
+        delivery_key: DeliveryKey::derive(&reminder, &subscriber, Channel::Email),
+        recipient: Recipient::parse(Channel::Email, "person@example.com").unwrap(),
+        content: Content::Text {
+            subject: "Pickup".into(),
+            body: "at 5pm".into(),
+        },
+        payload_version: 3,
+    }
+}
+
+fn provider(url: &str, timeout_ms: u64) -> HttpProvider<ManualClock> {
+    let cfg = HttpConfig {
+        endpoint: url.parse().unwrap(),
+        bearer_token: Some("s3cret-token".into()),
+        timeout: Duration::from_millis(timeout_ms),
+        idempotent: true,
+        partition: "api.example".into(),
+    };
+    HttpProvider::new(cfg, ManualClock::at(NOW)).unwrap()
+}
+
+async fn send_to(script: Vec<Behaviour>) -> Outcome {
+    let server = serve(script).await;
+    provider(&server.url, 2_000).send(&request()).await
+}
+
+#[tokio::test]
+async fn success_carries_the_receipt_and_the_contract_request() {
+    let server = serve(vec![respond(202, r#"{"id":"msg-77"}"#)]).await;
+    let outcome = provider(&server.url, 2_000).send(&request()).await;
+    assert_eq!(
+        outcome,
+        Outcome::Delivered {
+            receipt: Some("msg-77".into())
+        }
+    );
+    let req = server.requests.lock().unwrap()[0].clone();
+    assert!(
+        req.head.starts_with("POST /v1/messages HTTP/1.1"),
+        "{}",
+        req.head
+    );
+    assert_eq!(
+        req.header("idempotency-key"),
+        Some(request().delivery_key.to_string())
+    );
+    assert_eq!(
+        req.header("content-type").as_deref(),
+        Some("application/json")
+    );
+    assert_eq!(
+        req.header("authorization").as_deref(),
+        Some("Bearer s3cret-token")
+    );
+    let body: serde_json::Value = serde_json::from_str(&req.body).unwrap();
+    assert_eq!(body["delivery_key"], request().delivery_key.as_str());
+    assert_eq!(body["channel"], "email");
+    assert_eq!(body["recipient"], "person@example.com");
+    assert_eq!(body["subject"], "Pickup");
+    assert_eq!(body["body"], "at 5pm");
+    assert_eq!(body["payload_version"], 3);
+}
+
+#[tokio::test]
+async fn already_accepted_is_delivered() {
+    assert!(matches!(
+        send_to(vec![respond(409, "")]).await,
+        Outcome::Delivered { .. }
+    ));
+    assert_eq!(
+        send_to(vec![respond(200, "not json")]).await,
+        Outcome::Delivered { receipt: None }
+    );
+}
+
+#[tokio::test]
+async fn throttles_carry_retry_after_in_both_forms() {
+    assert_eq!(
+        send_to(vec![respond_with(429, ("Retry-After", "7"))]).await,
+        Outcome::Throttled {
+            retry_after: Some(NOW.plus(Duration::from_secs(7)))
+        }
+    );
+    let date = httpdate::fmt_http_date(
+        std::time::UNIX_EPOCH + Duration::from_millis(NOW.as_millis() as u64 + 60_000),
+    );
+    assert_eq!(
+        send_to(vec![respond_with(429, ("Retry-After", &date))]).await,
+        Outcome::Throttled {
+            retry_after: Some(NOW.plus(Duration::from_secs(60)))
+        }
+    );
+    assert_eq!(
+        send_to(vec![respond(429, "")]).await,
+        Outcome::Throttled { retry_after: None }
+    );
+}
+
+#[tokio::test]
+async fn server_errors_and_408_are_transient_other_4xx_permanent() {
+    for status in [408, 500, 502, 503] {
+        let got = send_to(vec![respond(status, "")]).await;
+        assert_eq!(
+            got,
+            Outcome::Transient {
+                error: format!("http_{status}")
+            }
+        );
+    }
+    for status in [400, 401, 403, 404, 422] {
+        let got = send_to(vec![respond(status, "")]).await;
+        assert_eq!(
+            got,
+            Outcome::Permanent {
+                error: format!("http_{status}")
+            }
+        );
+    }
+}
+
+#[tokio::test]
+async fn failure_before_the_request_is_written_is_transient() {
+    // A port that was just free: nothing listens, the connection is refused.
+    let url = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}/x", l.local_addr().unwrap())
+    };
+    assert_eq!(
+        provider(&url, 1_000).send(&request()).await,
+        Outcome::Transient {
+            error: "connect_failed".into()
+        }
+    );
+}
+
+#[tokio::test]
+async fn timeout_or_drop_after_the_request_is_written_is_ambiguous() {
+    let server = serve(vec![Behaviour::Hang]).await;
+    let got = provider(&server.url, 300).send(&request()).await;
+    assert_eq!(
+        got,
+        Outcome::Ambiguous {
+            error: "timeout_after_write".into()
+        }
+    );
+    assert_eq!(
+        server.requests.lock().unwrap().len(),
+        1,
+        "the request was written"
+    );
+    let server = serve(vec![Behaviour::Drop]).await;
+    let got = provider(&server.url, 2_000).send(&request()).await;
+    assert!(matches!(got, Outcome::Ambiguous { .. }), "{got:?}");
+}
+
+#[test]
+fn configuration_names_what_is_missing_or_wrong_and_hides_the_token() {
+    let env = |pairs: &[(&str, &str)]| -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    let load = |m: HashMap<String, String>| {
+        from_lookup(
+            move |k| m.get(k).cloned(),
+            ManualClock::at(NOW),
+            Duration::from_secs(5),
+        )
+    };
+    let base = [("PUSH_PROVIDER", "none"), ("SMS_PROVIDER", "none")];
+    let err = load(env(&base)).unwrap_err();
+    assert_eq!(err, ConfigError::Missing("EMAIL_PROVIDER"));
+    let mut with_http = base.to_vec();
+    with_http.push(("EMAIL_PROVIDER", "http"));
+    assert_eq!(
+        load(env(&with_http)).unwrap_err(),
+        ConfigError::Missing("EMAIL_HTTP_ENDPOINT")
+    );
+    let mut bad = with_http.clone();
+    bad.push(("EMAIL_HTTP_ENDPOINT", "ftp://x"));
+    assert!(matches!(
+        load(env(&bad)).unwrap_err(),
+        ConfigError::Invalid {
+            var: "EMAIL_HTTP_ENDPOINT",
+            ..
+        }
+    ));
+    let mut good = with_http;
+    good.push(("EMAIL_HTTP_ENDPOINT", "https://api.example/v1/send"));
+    good.push(("EMAIL_HTTP_TOKEN", "top-secret"));
+    let providers = load(env(&good)).unwrap();
+    let AnyProvider::Http(p) = &providers.email else {
+        panic!("email is http")
+    };
+    assert!(p.honours_idempotency_key());
+    assert_eq!(p.partition(&request()).item_key(), "gate#email#api.example");
+    assert!(
+        !format!("{p:?}").contains("top-secret"),
+        "token never shown"
+    );
+    assert!(matches!(providers.sms, AnyProvider::Disabled));
+}
+
+/// The consumer, with its provider chosen by configuration alone, delivers through HTTP.
+#[tokio::test]
+async fn the_consumer_delivers_end_to_end_through_the_configured_http_provider() {
+    let server = serve(vec![respond(429, ""), respond(201, r#"{"id":"e2e-1"}"#)]).await;
+    let env: HashMap<String, String> = [
+        ("PUSH_PROVIDER", "none"),
+        ("SMS_PROVIDER", "none"),
+        ("EMAIL_PROVIDER", "http"),
+        ("EMAIL_HTTP_ENDPOINT", server.url.as_str()),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let clock = ManualClock::at(NOW);
+    let providers = from_lookup(
+        |k| env.get(k).cloned(),
+        clock.clone(),
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    let store = Arc::new(MemoryReminderStore::new(2));
+    let queue = Arc::new(MemoryQueue::new(clock.clone()));
+    let ledger = Arc::new(MemoryLedger::default());
+    let urls = PerChannel::from_fn(|c| format!("http://127.0.0.1/000000000000/q-{c}"));
+    let ports = PortSet {
+        clock: clock.clone(),
+        reminders: store.clone(),
+        ledger: ledger.clone(),
+        gate: Arc::new(MemoryGate::default()),
+        queue: queue.clone(),
+        dead_letters: Arc::new(MemoryQueue::new(clock.clone())),
+        providers,
+    };
+    let cfg = ConsumerConfig {
+        emit_metrics: false,
+        ..ConsumerConfig::default()
+    };
+    let consumer = Consumer::new(ports, cfg, urls.clone(), 1);
+    let r = Reminder::new(
+        NewReminder {
+            reminder_id: ReminderId::parse("e2e").unwrap(),
+            subscriber_id: SubscriberId::parse("s").unwrap(),
+            due_at: NOW,
+            fresh_until: None,
+            content: Content::Text {
+                subject: "Hi".into(),
+                body: "there".into(),
+            },
+            recipients: vec![Recipient::parse(Channel::Email, "p@example.com").unwrap()],
+        },
+        Duration::from_secs(3600),
+        Duration::from_secs(3600),
+    )
+    .unwrap();
+    store.insert(&r).await.unwrap();
+    let msg = DeliveryMessage::new(
+        r.reminder_id.clone(),
+        r.subscriber_id.clone(),
+        Channel::Email,
+        1,
+        r.due_at,
+        r.fresh_until,
+    );
+    let entry = OutgoingMessage {
+        entry_id: "0".into(),
+        body: msg.encode(),
+        delay_secs: 0,
+    };
+    queue.send_batch(Channel::Email, &[entry]).await.unwrap();
+    let arn = arn_for_url(urls.get(Channel::Email), "us-east-1");
+    let mut delivered = 0;
+    for _ in 0..5 {
+        let got = queue.receive(Channel::Email, 10, 180).await.unwrap();
+        if !got.is_empty() {
+            let out = consumer.handle(to_sqs_event(&arn, &got), None).await;
+            delivered += out.metrics.get(Channel::Email).delivered;
+            for m in &got {
+                if out
+                    .response
+                    .batch_item_failures
+                    .iter()
+                    .all(|f| f.item_identifier != m.message_id)
+                {
+                    queue
+                        .delete(Channel::Email, &m.receipt_handle)
+                        .await
+                        .unwrap();
+                }
+            }
+        }
+        clock.advance(Duration::from_secs(10));
+    }
+    assert_eq!(delivered, 1);
+    let rec = reminders::ports::Ledger::get(&*ledger, &msg.delivery_key)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(rec.provider_receipt(), Some("e2e-1"));
+    assert_eq!(rec.throttle_count(), 1);
+    assert_eq!(server.requests.lock().unwrap().len(), 2);
+}
