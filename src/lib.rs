@@ -14,6 +14,8 @@
 //! | [`policy`] | outcome classes, the versioned retry policy, `decide`, Retry-After parsing |
 //! | [`delivery`] | the ledger state machine and its claim / outcome / cancel operations |
 //! | [`deadletter`] | the DLQ evidence format |
+//! | [`outbox`] | create, edit and cancel reminders (what applications call) |
+//! | [`scheduler`] | the scheduler run: due scan, fair fan-out, enqueue and mark |
 //! | [`ports`] | the port traits, each with its in-memory implementation and fault injection |
 //! | [`aws`] | the DynamoDB and SQS adapters, typed configuration, resource bootstrap |
 //! | [`consumer`] | the consumer pipeline: SQS batch in, partial batch response out |
@@ -30,7 +32,9 @@ pub mod consumer;
 pub mod deadletter;
 pub mod delivery;
 pub mod domain;
+pub mod outbox;
 pub mod policy;
 pub mod ports;
 pub mod providers;
+pub mod scheduler;
 pub mod telemetry;

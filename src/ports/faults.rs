@@ -106,6 +106,71 @@ impl<T: super::Ledger> super::Ledger for Faulty<T> {
     }
 }
 
+impl<T: super::ReminderStore> super::ReminderStore for Faulty<T> {
+    fn shards(&self) -> u32 {
+        self.inner.shards()
+    }
+
+    async fn insert(&self, r: &crate::domain::Reminder) -> Result<super::Inserted, PortError> {
+        self.around(super::reminders::OP_INSERT, self.inner.insert(r))
+            .await
+    }
+
+    async fn replace(
+        &self,
+        r: &crate::domain::Reminder,
+        expected_version: u64,
+    ) -> Result<super::Marked, PortError> {
+        let op = super::reminders::OP_REPLACE;
+        self.around(op, self.inner.replace(r, expected_version))
+            .await
+    }
+
+    async fn get(
+        &self,
+        id: &crate::domain::ReminderId,
+    ) -> Result<Option<crate::domain::Reminder>, PortError> {
+        self.around(super::reminders::OP_GET, self.inner.get(id))
+            .await
+    }
+
+    async fn query_due(
+        &self,
+        shard: u32,
+        until: crate::clock::Timestamp,
+        limit: u32,
+        after: Option<&super::DueCursor>,
+    ) -> Result<super::DuePage, PortError> {
+        let op = super::reminders::OP_QUERY;
+        self.around(op, self.inner.query_due(shard, until, limit, after))
+            .await
+    }
+
+    async fn mark(
+        &self,
+        id: &crate::domain::ReminderId,
+        payload_version: u64,
+        to: crate::domain::ReminderStatus,
+    ) -> Result<super::Marked, PortError> {
+        let op = super::reminders::OP_MARK;
+        self.around(op, self.inner.mark(id, payload_version, to))
+            .await
+    }
+}
+
+impl<T> Faulty<T> {
+    async fn around<R>(
+        &self,
+        op: &'static str,
+        call: impl std::future::Future<Output = Result<R, PortError>>,
+    ) -> Result<R, PortError> {
+        self.faults.check(op, FaultPoint::Before)?;
+        let out = call.await?;
+        self.faults.check(op, FaultPoint::After)?;
+        Ok(out)
+    }
+}
+
 /// Lock a port's state, surviving a poisoned mutex (a test that panicked mid-call).
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())

@@ -19,6 +19,8 @@ pub const OP_RECEIVE: &str = "queue.receive";
 pub const OP_VISIBILITY: &str = "queue.change_visibility";
 pub const OP_DELETE: &str = "queue.delete";
 pub const OP_DEAD_LETTER: &str = "dlq.send";
+/// One entry of a batch (a fault here fails that entry only: a partial batch failure).
+pub const OP_SEND_ENTRY: &str = "queue.send_entry";
 
 /// SQS batch limit.
 pub const MAX_BATCH: usize = 10;
@@ -373,10 +375,23 @@ impl<C: Clock> DeliveryQueue for MemoryQueue<C> {
     ) -> Result<Vec<SendFailure>, PortError> {
         self.guarded(OP_SEND, || {
             check_batch(messages)?;
+            let mut failed = Vec::new();
             for m in messages {
+                if self
+                    .faults
+                    .check(OP_SEND_ENTRY, FaultPoint::Before)
+                    .is_err()
+                {
+                    failed.push(SendFailure {
+                        entry_id: m.entry_id.clone(),
+                        sender_fault: false,
+                        code: "InternalError".into(),
+                    });
+                    continue;
+                }
                 self.push(channel, &m.body, BTreeMap::new(), m.delay_secs.min(900));
             }
-            Ok(Vec::new())
+            Ok(failed)
         })
     }
 

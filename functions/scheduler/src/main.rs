@@ -1,27 +1,38 @@
-//! Scheduler Lambda: every minute, finds due reminders and fans them out, one SQS message per delivery.
-//!
-//! `main` wires everything once per cold start — tracing, typed configuration (failing fast
-//! with the variable's name), one SDK configuration, the adapters — and hands them by reference
-//! to the handler. Endpoints come from the standard AWS chain only (`AWS_ENDPOINT_URL`).
+//! Scheduler Lambda (EventBridge Scheduler, rate 1 minute): finds due reminders and fans them
+//! out, one SQS message per delivery, with DelaySeconds for sub-minute precision. All of it is
+//! `reminders::scheduler`; this file wires. The schedule passes its input as raw JSON with no
+//! envelope, so any JSON is accepted and ignored.
 
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
-use reminders::aws::Adapters;
+use reminders::clock::{SystemClock, Timestamp};
+use reminders::domain::PerChannel;
+use reminders::ports::PortSet;
+use reminders::providers::AnyProvider;
+use reminders::scheduler::{RunReport, Scheduler, SchedulerConfig};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     let (_settings, adapters) = reminders::aws::cold_start("scheduler").await?;
-    run(service_fn(|event: LambdaEvent<serde_json::Value>| {
-        handle(&adapters, event)
-    }))
+    let cfg = SchedulerConfig::from_lookup(|var| std::env::var(var).ok())?;
+    let ports = PortSet {
+        clock: SystemClock,
+        reminders: adapters.reminders,
+        ledger: adapters.ledger,
+        gate: adapters.gate,
+        queue: adapters.queues,
+        dead_letters: adapters.dead_letters,
+        // The scheduler never sends to a provider.
+        providers: PerChannel::from_fn(|_| AnyProvider::<SystemClock>::Disabled),
+    };
+    let scheduler = Scheduler::new(ports, cfg);
+    let scheduler = &scheduler;
+    run(service_fn(
+        move |event: LambdaEvent<serde_json::Value>| async move {
+            let deadline = i64::try_from(event.context.deadline)
+                .ok()
+                .map(Timestamp::from_millis);
+            Ok::<RunReport, Error>(scheduler.run(deadline).await?)
+        },
+    ))
     .await
-}
-
-/// The handler lands with its own issue; until then an invocation fails loudly rather than
-/// pretending to have done the work.
-async fn handle(
-    _adapters: &Adapters,
-    event: LambdaEvent<serde_json::Value>,
-) -> Result<serde_json::Value, Error> {
-    tracing::error!(request_id = %event.context.request_id, "scheduler handler is not implemented yet");
-    Err("scheduler handler is not implemented yet".into())
 }

@@ -1,0 +1,375 @@
+//! The scheduler run (EventBridge Scheduler, every minute): take due reminders fairly from the
+//! sharded due index ([`scan`]), fan each out as one message per channel with `DelaySeconds`
+//! for the ones due inside the look-ahead, send in batches of ten retrying only failed
+//! entries, and mark a reminder enqueued only when all its messages went out.
+//!
+//! Idempotent by construction: a double run, or a crash between send and mark, can enqueue a
+//! delivery twice, and the ledger makes that one send.
+
+mod scan;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::aws::ConfigError;
+use crate::clock::{ceil_secs, Clock, Timestamp};
+use crate::domain::{Channel, DeliveryMessage, ReminderId, ReminderStatus};
+use crate::policy::MAX_DELAY_SECS;
+use crate::ports::queue::MAX_BATCH;
+use crate::ports::{
+    DeliveryQueue, DueReminder, Marked, OutgoingMessage, PortError, Ports, ReminderStore,
+};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchedulerConfig {
+    /// Reminders due up to now + this are enqueued, with DelaySeconds for their due time.
+    pub look_ahead: Duration,
+    /// How often the schedule invokes the scheduler.
+    pub schedule_period: Duration,
+    pub per_subscriber_cap: u32,
+    /// Reminders taken per run; a larger backlog drains over later runs, oldest first.
+    pub max_per_run: u32,
+    /// Index items read per run at most (skipped ones included).
+    pub max_scan: u32,
+    pub page_size: u32,
+    /// Stop this long before the invocation deadline.
+    pub deadline_margin: Duration,
+    /// Retries of a batch's failed entries.
+    pub send_retries: u32,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        Self {
+            look_ahead: Duration::from_secs(120),
+            schedule_period: Duration::from_secs(60),
+            per_subscriber_cap: 100,
+            max_per_run: 2_000,
+            max_scan: 20_000,
+            page_size: 250,
+            deadline_margin: Duration::from_secs(5),
+            send_retries: 3,
+        }
+    }
+}
+
+fn invalid(var: &'static str, problem: &str) -> ConfigError {
+    ConfigError::Invalid {
+        var,
+        problem: problem.into(),
+    }
+}
+
+impl SchedulerConfig {
+    /// The cold-start checks: the look-ahead must exceed the schedule period (or reminders
+    /// fall between runs) and stay within SQS's 900 s DelaySeconds.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.look_ahead <= self.schedule_period {
+            return Err(invalid(
+                "LOOK_AHEAD_SECS",
+                "must be longer than SCHEDULE_PERIOD_SECS",
+            ));
+        }
+        if self.look_ahead > Duration::from_secs(MAX_DELAY_SECS) {
+            return Err(invalid(
+                "LOOK_AHEAD_SECS",
+                "must be at most 900 (SQS DelaySeconds)",
+            ));
+        }
+        if self.per_subscriber_cap == 0 || self.max_per_run == 0 || self.max_scan == 0 {
+            return Err(invalid("PER_SUBSCRIBER_CAP", "caps must be at least 1"));
+        }
+        if !(1..=1_000).contains(&self.page_size) {
+            return Err(invalid("PAGE_SIZE", "must be 1 to 1000"));
+        }
+        Ok(())
+    }
+
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let d = Self::default();
+        let num = |var: &'static str, default: u64| -> Result<u64, ConfigError> {
+            get(var).map_or(Ok(default), |v| {
+                v.trim()
+                    .parse()
+                    .map_err(|_| invalid(var, "not a whole number"))
+            })
+        };
+        let cfg = Self {
+            look_ahead: Duration::from_secs(num("LOOK_AHEAD_SECS", d.look_ahead.as_secs())?),
+            schedule_period: Duration::from_secs(num(
+                "SCHEDULE_PERIOD_SECS",
+                d.schedule_period.as_secs(),
+            )?),
+            per_subscriber_cap: num("PER_SUBSCRIBER_CAP", d.per_subscriber_cap.into())? as u32,
+            max_per_run: num("MAX_PER_RUN", d.max_per_run.into())? as u32,
+            max_scan: num("MAX_SCAN", d.max_scan.into())? as u32,
+            page_size: num("PAGE_SIZE", d.page_size.into())? as u32,
+            ..d
+        };
+        cfg.validate()?;
+        Ok(cfg)
+    }
+}
+
+/// DelaySeconds for a message of a reminder due at `due_at`, sent at `now`: whole seconds,
+/// rounded up (never early), at most 900.
+pub fn delay_secs(due_at: Timestamp, now: Timestamp) -> u32 {
+    ceil_secs(due_at.since(now)).min(MAX_DELAY_SECS) as u32
+}
+
+/// AWS requests made by a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Requests {
+    pub queries: u32,
+    pub send_batches: u32,
+    pub writes: u32,
+}
+
+/// What a run did (the Lambda's output).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RunReport {
+    pub scanned: u32,
+    pub picked: u32,
+    pub skipped_over_cap: u32,
+    pub enqueued: u32,
+    pub messages_sent: u32,
+    pub expired: u32,
+    /// Reminders left in the index because a message did not go out (retried next run).
+    pub send_failed: u32,
+    /// Edited or cancelled between the scan and the mark.
+    pub changed: u32,
+    /// Marks that failed (DynamoDB error): sent but still in the index, so sent again next
+    /// run — the ledger makes that one send.
+    pub mark_failed: u32,
+    pub stopped_at_deadline: bool,
+    pub requests: Requests,
+    /// Enqueued reminders in the order they were taken.
+    #[serde(skip)]
+    pub enqueued_ids: Vec<(ReminderId, Timestamp)>,
+}
+
+pub struct Scheduler<P: Ports> {
+    ports: P,
+    cfg: SchedulerConfig,
+}
+
+impl<P: Ports> Scheduler<P> {
+    pub fn new(ports: P, cfg: SchedulerConfig) -> Self {
+        Self { ports, cfg }
+    }
+
+    pub fn ports(&self) -> &P {
+        &self.ports
+    }
+
+    /// One run. `deadline` is the invocation's, if any.
+    pub async fn run(&self, deadline: Option<Timestamp>) -> Result<RunReport, PortError> {
+        let clock = self.ports.clock();
+        let now = clock.now();
+        let out_of_time =
+            || deadline.is_some_and(|d| clock.now().plus(self.cfg.deadline_margin) >= d);
+        let limits = scan::Limits {
+            until: now.plus(self.cfg.look_ahead),
+            per_subscriber_cap: self.cfg.per_subscriber_cap,
+            max_take: self.cfg.max_per_run,
+            max_scan: self.cfg.max_scan,
+            page_size: self.cfg.page_size,
+        };
+        let taken = scan::take_due(self.ports.reminders(), &limits, out_of_time).await?;
+        let mut report = RunReport {
+            scanned: taken.scanned,
+            picked: taken.picked.len() as u32,
+            skipped_over_cap: taken.skipped_over_cap,
+            requests: Requests {
+                queries: taken.queries,
+                ..Requests::default()
+            },
+            ..RunReport::default()
+        };
+        let (stale, live): (Vec<DueReminder>, Vec<DueReminder>) =
+            taken.picked.into_iter().partition(|r| now > r.fresh_until);
+        for r in &stale {
+            if self.mark(r, ReminderStatus::Expired, &mut report).await {
+                report.expired += 1;
+            }
+        }
+        let failed = self.send_all(&live, now, &out_of_time, &mut report).await;
+        for r in live.iter().filter(|r| !failed.contains(&r.reminder_id)) {
+            if self.mark(r, ReminderStatus::Enqueued, &mut report).await {
+                report.enqueued += 1;
+                report.enqueued_ids.push((r.reminder_id.clone(), r.due_at));
+            }
+        }
+        report.send_failed = failed.len() as u32;
+        tracing::info!(
+            scanned = report.scanned,
+            enqueued = report.enqueued,
+            expired = report.expired,
+            skipped_over_cap = report.skipped_over_cap,
+            send_failed = report.send_failed,
+            "scheduler run"
+        );
+        Ok(report)
+    }
+
+    /// Conditional on the version taken; a failure is counted, not fatal (the reminder stays
+    /// in the index and is taken again next run).
+    async fn mark(&self, r: &DueReminder, to: ReminderStatus, report: &mut RunReport) -> bool {
+        report.requests.writes += 1;
+        let marked = self
+            .ports
+            .reminders()
+            .mark(&r.reminder_id, r.payload_version, to)
+            .await;
+        match marked {
+            Ok(Marked::Marked) => true,
+            Ok(_) => {
+                report.changed += 1;
+                false
+            }
+            Err(e) => {
+                report.mark_failed += 1;
+                tracing::warn!(reminder_id = %r.reminder_id, error = %e, "mark failed; taken again next run");
+                false
+            }
+        }
+    }
+
+    /// Send every message, per channel, oldest first; return the reminders with a message
+    /// that did not go out (or was not tried before the deadline).
+    async fn send_all(
+        &self,
+        live: &[DueReminder],
+        now: Timestamp,
+        out_of_time: &impl Fn() -> bool,
+        report: &mut RunReport,
+    ) -> BTreeSet<ReminderId> {
+        let mut per_channel: BTreeMap<Channel, Vec<(usize, OutgoingMessage)>> = BTreeMap::new();
+        for (i, r) in live.iter().enumerate() {
+            for &channel in &r.channels {
+                let msg = DeliveryMessage::new(
+                    r.reminder_id.clone(),
+                    r.subscriber_id.clone(),
+                    channel,
+                    r.payload_version,
+                    r.due_at,
+                    r.fresh_until,
+                );
+                per_channel.entry(channel).or_default().push((
+                    i,
+                    OutgoingMessage {
+                        entry_id: String::new(),
+                        body: msg.encode(),
+                        delay_secs: delay_secs(r.due_at, now),
+                    },
+                ));
+            }
+        }
+        let mut failed = BTreeSet::new();
+        for (channel, messages) in per_channel {
+            for chunk in messages.chunks(MAX_BATCH) {
+                let lost = if out_of_time() {
+                    report.stopped_at_deadline = true;
+                    chunk.iter().map(|(i, _)| *i).collect()
+                } else {
+                    self.send_chunk(channel, chunk, report).await
+                };
+                failed.extend(lost.into_iter().map(|i| live[i].reminder_id.clone()));
+            }
+        }
+        failed
+    }
+
+    /// One batch of ten, retrying only the failed entries (an entry SQS blames on the sender
+    /// is not retried); returns the reminders (indices) whose message never went out.
+    async fn send_chunk(
+        &self,
+        channel: Channel,
+        chunk: &[(usize, OutgoingMessage)],
+        report: &mut RunReport,
+    ) -> Vec<usize> {
+        let mut pending: Vec<(usize, OutgoingMessage)> = chunk
+            .iter()
+            .enumerate()
+            .map(|(n, (i, m))| {
+                let mut m = m.clone();
+                m.entry_id = n.to_string();
+                (*i, m)
+            })
+            .collect();
+        let mut lost = Vec::new();
+        for attempt in 0..=self.cfg.send_retries {
+            if pending.is_empty() {
+                break;
+            }
+            let batch: Vec<OutgoingMessage> = pending.iter().map(|(_, m)| m.clone()).collect();
+            report.requests.send_batches += 1;
+            let failures = match self.ports.queue().send_batch(channel, &batch).await {
+                Ok(failures) => failures,
+                Err(e) => {
+                    tracing::warn!(%channel, error = %e, attempt, "send batch failed");
+                    if !e.is_retryable() {
+                        break;
+                    }
+                    continue;
+                }
+            };
+            report.messages_sent += (batch.len() - failures.len()) as u32;
+            let failed: BTreeMap<&str, bool> = failures
+                .iter()
+                .map(|f| (f.entry_id.as_str(), f.sender_fault))
+                .collect();
+            for f in &failures {
+                tracing::warn!(%channel, code = %f.code, sender_fault = f.sender_fault, attempt, "batch entry failed");
+            }
+            pending.retain(|(i, m)| match failed.get(m.entry_id.as_str()) {
+                None => false,
+                Some(true) => {
+                    lost.push(*i);
+                    false
+                }
+                Some(false) => true,
+            });
+        }
+        lost.extend(pending.iter().map(|(i, _)| *i));
+        lost
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delay_seconds_land_on_the_due_time_never_before() {
+        let now = Timestamp::from_millis(1_000_000);
+        assert_eq!(delay_secs(now, now), 0);
+        assert_eq!(
+            delay_secs(Timestamp::from_millis(999_000), now),
+            0,
+            "already due"
+        );
+        assert_eq!(delay_secs(now.plus(Duration::from_millis(45_001)), now), 46);
+        assert_eq!(delay_secs(now.plus(Duration::from_secs(90)), now), 90);
+        assert_eq!(delay_secs(now.plus(Duration::from_secs(2_000)), now), 900);
+    }
+
+    #[test]
+    fn cold_start_checks_the_look_ahead() {
+        let get = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        assert!(SchedulerConfig::from_lookup(get(&[])).is_ok());
+        let short = SchedulerConfig::from_lookup(get(&[("LOOK_AHEAD_SECS", "60")])).unwrap_err();
+        assert!(short.to_string().contains("LOOK_AHEAD_SECS"), "{short}");
+        let long = SchedulerConfig::from_lookup(get(&[("LOOK_AHEAD_SECS", "901")])).unwrap_err();
+        assert!(long.to_string().contains("900"), "{long}");
+    }
+}
