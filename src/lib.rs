@@ -15,6 +15,7 @@
 //! | [`delivery`] | the ledger state machine and its claim / outcome / cancel operations |
 //! | [`deadletter`] | the DLQ evidence format |
 //! | [`outbox`] | create, edit and cancel reminders (what applications call) |
+//! | [`redrive`] | bounded, filtered, audited replay of a channel's DLQ |
 //! | [`scheduler`] | the scheduler run: due scan, fair fan-out, enqueue and mark |
 //! | [`ports`] | the port traits, each with its in-memory implementation and fault injection |
 //! | [`aws`] | the DynamoDB and SQS adapters, typed configuration, resource bootstrap |
@@ -36,5 +37,6 @@ pub mod outbox;
 pub mod policy;
 pub mod ports;
 pub mod providers;
+pub mod redrive;
 pub mod scheduler;
 pub mod telemetry;

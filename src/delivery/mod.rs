@@ -33,10 +33,18 @@ pub async fn transition<L: Ledger>(
     change: Change,
     ctx: &Ctx,
 ) -> Result<Written, PortError> {
+    // `None` from the caller is an assumption (no item yet), not an observation: if the change
+    // is refused from `scheduled`, read the item once before answering.
+    let mut verified = seen.is_some();
     let mut seen = seen;
     for _ in 0..MAX_CAS_ROUNDS {
         let next = match apply(seen.as_ref(), change.clone(), ctx) {
             Ok(next) => next,
+            Err(_) if !verified => {
+                verified = true;
+                seen = ledger.get(&ctx.key).await?;
+                continue;
+            }
             Err(refused) => {
                 return Ok(Written::Refused {
                     refused,
@@ -47,6 +55,7 @@ pub async fn transition<L: Ledger>(
         match ledger.put_if(&next, Expected::of(seen.as_ref())).await? {
             Cas::Applied => return Ok(Written::Applied(next)),
             Cas::Conflict(current) => {
+                verified = true;
                 let current = current.map(|boxed| *boxed);
                 // The SDK retried a write whose first response was lost: the item already is
                 // what we wrote, or carries our own fresh lease. That write was ours. (An

@@ -158,6 +158,50 @@ impl<T: super::ReminderStore> super::ReminderStore for Faulty<T> {
     }
 }
 
+impl<T: super::DeadLetters> super::DeadLetters for Faulty<T> {
+    async fn dead_letter(
+        &self,
+        channel: crate::domain::Channel,
+        body: &str,
+        letter: &crate::deadletter::DeadLetter,
+    ) -> Result<(), PortError> {
+        let op = super::queue::OP_DEAD_LETTER;
+        self.around(op, self.inner.dead_letter(channel, body, letter))
+            .await
+    }
+
+    async fn receive_dead(
+        &self,
+        channel: crate::domain::Channel,
+        max: u32,
+        visibility_secs: u32,
+    ) -> Result<Vec<super::DeadLetterMessage>, PortError> {
+        let op = super::queue::OP_RECEIVE;
+        self.around(op, self.inner.receive_dead(channel, max, visibility_secs))
+            .await
+    }
+
+    async fn delete_dead(
+        &self,
+        channel: crate::domain::Channel,
+        receipt_handle: &str,
+    ) -> Result<(), PortError> {
+        let op = super::queue::OP_DELETE;
+        self.around(op, self.inner.delete_dead(channel, receipt_handle))
+            .await
+    }
+
+    async fn release_dead(
+        &self,
+        channel: crate::domain::Channel,
+        receipt_handle: &str,
+    ) -> Result<(), PortError> {
+        let op = super::queue::OP_VISIBILITY;
+        self.around(op, self.inner.release_dead(channel, receipt_handle))
+            .await
+    }
+}
+
 impl<T> Faulty<T> {
     async fn around<R>(
         &self,

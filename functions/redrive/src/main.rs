@@ -1,27 +1,37 @@
-//! Redrive Lambda: replays a bounded, filtered, audited batch from a channel DLQ.
-//!
-//! `main` wires everything once per cold start — tracing, typed configuration (failing fast
-//! with the variable's name), one SDK configuration, the adapters — and hands them by reference
-//! to the handler. Endpoints come from the standard AWS chain only (`AWS_ENDPOINT_URL`).
+//! Redrive Lambda: replays a bounded, filtered, audited batch from one channel's DLQ back to
+//! its queue, with the same delivery keys (the ledger makes a replay send nothing twice).
+//! Input is a JSON `RedriveRequest` (see the README), dry run unless `"dry_run": false`;
+//! output is the summary by reason. All of it is `reminders::redrive`; this file wires.
 
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
-use reminders::aws::Adapters;
+use reminders::clock::{SystemClock, Timestamp};
+use reminders::domain::PerChannel;
+use reminders::ports::PortSet;
+use reminders::providers::AnyProvider;
+use reminders::redrive::{RedriveConfig, RedriveRequest, RedriveSummary, Redriver};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     let (_settings, adapters) = reminders::aws::cold_start("redrive").await?;
-    run(service_fn(|event: LambdaEvent<serde_json::Value>| {
-        handle(&adapters, event)
-    }))
+    let ports = PortSet {
+        clock: SystemClock,
+        reminders: adapters.reminders,
+        ledger: adapters.ledger,
+        gate: adapters.gate,
+        queue: adapters.queues,
+        dead_letters: adapters.dead_letters,
+        // Redrive never sends to a provider.
+        providers: PerChannel::from_fn(|_| AnyProvider::<SystemClock>::Disabled),
+    };
+    let redriver = Redriver::new(ports, RedriveConfig::default(), rand::random());
+    let redriver = &redriver;
+    run(service_fn(
+        move |event: LambdaEvent<RedriveRequest>| async move {
+            let deadline = i64::try_from(event.context.deadline)
+                .ok()
+                .map(Timestamp::from_millis);
+            Ok::<RedriveSummary, Error>(redriver.run(&event.payload, deadline).await?)
+        },
+    ))
     .await
-}
-
-/// The handler lands with its own issue; until then an invocation fails loudly rather than
-/// pretending to have done the work.
-async fn handle(
-    _adapters: &Adapters,
-    event: LambdaEvent<serde_json::Value>,
-) -> Result<serde_json::Value, Error> {
-    tracing::error!(request_id = %event.context.request_id, "redrive handler is not implemented yet");
-    Err("redrive handler is not implemented yet".into())
 }

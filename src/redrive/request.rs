@@ -1,0 +1,151 @@
+//! What an operator asks of a redrive, validated at the edge (the Lambda's JSON input and the
+//! CLI's flags parse into this), and what it reports back.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::clock::Timestamp;
+use crate::deadletter::DeadLetter;
+use crate::domain::{Channel, DeadReason};
+
+/// Hard ceiling on one run's `max_messages`.
+pub const MAX_MESSAGES_LIMIT: u32 = 10_000;
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedriveRequest {
+    pub channel: Channel,
+    /// One or more reasons; there is no "everything".
+    pub reasons: BTreeSet<DeadReason>,
+    #[serde(default)]
+    pub first_seen_after: Option<Timestamp>,
+    #[serde(default)]
+    pub first_seen_before: Option<Timestamp>,
+    #[serde(default)]
+    pub dead_after: Option<Timestamp>,
+    #[serde(default)]
+    pub dead_before: Option<Timestamp>,
+    /// A hard upper bound on messages moved (required).
+    pub max_messages: u32,
+    #[serde(default = "default_rate")]
+    pub max_per_second: u32,
+    #[serde(default = "default_true")]
+    pub dry_run: bool,
+    pub operator: String,
+    #[serde(default)]
+    pub note: String,
+    /// Give stale reminders this many more seconds of freshness (explicit opt-in).
+    #[serde(default)]
+    pub extend_freshness_secs: Option<u64>,
+}
+
+fn default_rate() -> u32 {
+    10
+}
+
+fn default_true() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RequestError {
+    #[error("reasons: name at least one dead reason (there is no redrive-everything)")]
+    NoReasons,
+    #[error("max_messages must be 1 to {MAX_MESSAGES_LIMIT}")]
+    BadMax,
+    #[error("max_per_second must be at least 1")]
+    BadRate,
+    #[error("operator is required")]
+    NoOperator,
+    #[error("note is longer than 500 characters")]
+    LongNote,
+}
+
+impl RedriveRequest {
+    pub fn validate(&self) -> Result<(), RequestError> {
+        if self.reasons.is_empty() {
+            return Err(RequestError::NoReasons);
+        }
+        if !(1..=MAX_MESSAGES_LIMIT).contains(&self.max_messages) {
+            return Err(RequestError::BadMax);
+        }
+        if self.max_per_second == 0 {
+            return Err(RequestError::BadRate);
+        }
+        if self.operator.trim().is_empty() {
+            return Err(RequestError::NoOperator);
+        }
+        if self.note.chars().count() > 500 {
+            return Err(RequestError::LongNote);
+        }
+        Ok(())
+    }
+
+    /// Whether a dead letter falls in the selection. Time filters need evidence: a message
+    /// without it (a crash loop) matches only when no time filter is given.
+    pub fn matches(&self, letter: &DeadLetter) -> bool {
+        if !self.reasons.contains(&letter.reason) {
+            return false;
+        }
+        let timed = [
+            self.first_seen_after,
+            self.first_seen_before,
+            self.dead_after,
+            self.dead_before,
+        ]
+        .iter()
+        .any(Option::is_some);
+        let Some(ev) = &letter.evidence else {
+            return !timed;
+        };
+        let within = |t: Option<Timestamp>, after: Option<Timestamp>, before: Option<Timestamp>| {
+            after.is_none_or(|a| t.is_some_and(|t| t >= a))
+                && before.is_none_or(|b| t.is_some_and(|t| t < b))
+        };
+        within(
+            ev.first_seen_at,
+            self.first_seen_after,
+            self.first_seen_before,
+        ) && within(Some(ev.dead_at), self.dead_after, self.dead_before)
+    }
+}
+
+/// Per reason.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    pub seen: u32,
+    pub matched: u32,
+    pub moved: u32,
+    /// Already delivered (or otherwise final): removed from the DLQ, never resent.
+    pub skipped: u32,
+    /// Past `fresh_until`: left in the DLQ.
+    pub stale: u32,
+    /// Held during the run and made visible again at its end.
+    pub released: u32,
+    pub failed: u32,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RedriveSummary {
+    pub batch_id: String,
+    pub dry_run: bool,
+    pub by_reason: BTreeMap<DeadReason, Counts>,
+    pub stopped_at_deadline: bool,
+}
+
+impl RedriveSummary {
+    pub fn total(&self) -> Counts {
+        self.by_reason
+            .values()
+            .fold(Counts::default(), |a, c| Counts {
+                seen: a.seen + c.seen,
+                matched: a.matched + c.matched,
+                moved: a.moved + c.moved,
+                skipped: a.skipped + c.skipped,
+                stale: a.stale + c.stale,
+                released: a.released + c.released,
+                failed: a.failed + c.failed,
+            })
+    }
+}

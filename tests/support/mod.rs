@@ -1,0 +1,154 @@
+//! An emulator world shared by integration tests: fresh tables and channel queues, the AWS
+//! adapters wrapped for fault injection, a scripted provider, and an event-source-mapping
+//! stand-in. Included with `#[path]` by the test binaries that need it.
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use reminders::aws::bootstrap::{
+    create_channel_queues, create_deliveries_table, create_reminders_table, QueueSpec,
+};
+use reminders::aws::dynamo::{DynamoGate, DynamoLedger, DynamoReminderStore};
+use reminders::aws::{ChannelUrls, SqsDeadLetters, SqsQueues};
+use reminders::clock::{Clock, SystemClock, Timestamp};
+use reminders::consumer::event::{arn_for_url, to_sqs_event};
+use reminders::consumer::{Consumer, ConsumerConfig};
+use reminders::domain::{
+    Channel, Content, NewReminder, PerChannel, Recipient, Reminder, ReminderId, SubscriberId,
+};
+use reminders::ports::{DeliveryQueue, Faults, Faulty, PortSet, ScriptedProvider};
+
+pub type AwsPorts = PortSet<
+    SystemClock,
+    Faulty<DynamoReminderStore>,
+    Faulty<DynamoLedger>,
+    DynamoGate,
+    SqsQueues,
+    Faulty<SqsDeadLetters>,
+    Arc<ScriptedProvider<SystemClock>>,
+>;
+
+pub struct AwsWorld {
+    pub ports: AwsPorts,
+    pub provider: Arc<ScriptedProvider<SystemClock>>,
+    /// Shared by the reminder store, ledger and DLQ wrappers (op names tell them apart).
+    pub faults: Faults,
+    pub queues: ChannelUrls,
+    pub dlqs: ChannelUrls,
+}
+
+pub fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{prefix}-{}-{nanos}", std::process::id())
+}
+
+pub fn now() -> Timestamp {
+    SystemClock.now()
+}
+
+impl AwsWorld {
+    pub async fn new(spec: QueueSpec) -> Self {
+        std::env::var("AWS_ENDPOINT_URL")
+            .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");
+        let sdk = reminders::aws::sdk_config().await;
+        let dynamo = aws_sdk_dynamodb::Client::new(&sdk);
+        let sqs = aws_sdk_sqs::Client::new(&sdk);
+        let (rem, del) = (unique("rem"), unique("del"));
+        create_reminders_table(&dynamo, &rem).await.unwrap();
+        create_deliveries_table(&dynamo, &del).await.unwrap();
+        let (queues, dlqs) = create_channel_queues(&sqs, &unique("w"), spec)
+            .await
+            .unwrap();
+        let provider = Arc::new(ScriptedProvider::new(SystemClock, true));
+        let faults = Faults::default();
+        let wrap = |inner| Faulty {
+            inner,
+            faults: faults.clone(),
+        };
+        let ports = PortSet {
+            clock: SystemClock,
+            reminders: Faulty {
+                inner: DynamoReminderStore::new(dynamo.clone(), &rem, 4),
+                faults: faults.clone(),
+            },
+            ledger: wrap(DynamoLedger::new(dynamo.clone(), &del)),
+            gate: DynamoGate::new(dynamo, &del),
+            queue: SqsQueues::new(sqs.clone(), queues.clone()),
+            dead_letters: Faulty {
+                inner: SqsDeadLetters::new(sqs, dlqs.clone()),
+                faults: faults.clone(),
+            },
+            providers: PerChannel::from_fn(|_| provider.clone()),
+        };
+        Self {
+            ports,
+            provider,
+            faults,
+            queues,
+            dlqs,
+        }
+    }
+
+    pub fn consumer(&self) -> Consumer<AwsPorts> {
+        let cfg = ConsumerConfig {
+            emit_metrics: false,
+            ..ConsumerConfig::default()
+        };
+        Consumer::new(self.ports.clone(), cfg, self.queues.clone(), 11)
+    }
+
+    /// Play the event source mapping on one channel until its queue stays empty.
+    pub async fn consume(&self, consumer: &Consumer<AwsPorts>, channel: Channel) {
+        let q = &self.ports.queue;
+        let arn = arn_for_url(self.queues.get(channel), "us-east-1");
+        for _ in 0..100 {
+            let got = q.receive(channel, 10, 30).await.unwrap();
+            if got.is_empty() {
+                return;
+            }
+            let out = consumer.handle(to_sqs_event(&arn, &got), None).await;
+            for m in &got {
+                let failed = out
+                    .response
+                    .batch_item_failures
+                    .iter()
+                    .any(|f| f.item_identifier == m.message_id);
+                if !failed {
+                    q.delete(channel, &m.receipt_handle).await.unwrap();
+                }
+            }
+        }
+        panic!("queue did not drain");
+    }
+}
+
+/// A reminder due a minute ago, fresh for an hour.
+pub fn reminder(id: &str, channel: Channel) -> Reminder {
+    let recipient = match channel {
+        Channel::Sms => Recipient::parse(channel, "+14155550123").unwrap(),
+        Channel::Email => Recipient::parse(channel, "person@example.com").unwrap(),
+        Channel::Push => Recipient::parse(channel, "device-token-1").unwrap(),
+    };
+    let due_at = now().minus(Duration::from_secs(60));
+    Reminder::new(
+        NewReminder {
+            reminder_id: ReminderId::parse(id).unwrap(),
+            subscriber_id: SubscriberId::parse("sub-1").unwrap(),
+            due_at,
+            fresh_until: Some(due_at.plus(Duration::from_secs(3600))),
+            content: Content::Text {
+                subject: "Reminder".into(),
+                body: "Something is due".into(),
+            },
+            recipients: vec![recipient],
+        },
+        Duration::from_secs(3600),
+        Duration::from_secs(86_400),
+    )
+    .unwrap()
+}
