@@ -74,6 +74,12 @@ impl SqsDeadLetters {
             inner: SqsQueues::new(client, urls),
         }
     }
+
+    pub fn with_long_poll(self, wait_secs: i32) -> Self {
+        Self {
+            inner: self.inner.with_long_poll(wait_secs),
+        }
+    }
 }
 
 fn string_attr(value: &str) -> Result<MessageAttributeValue, PortError> {

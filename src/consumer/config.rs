@@ -61,10 +61,10 @@ impl ConsumerConfig {
         self.policy
             .validate()
             .map_err(|e| invalid("POLICY_*", e.to_string()))?;
-        if self.lease <= self.provider_timeout {
+        if self.lease <= self.provider_timeout + crate::aws::STORAGE_OPERATION_TIMEOUT {
             return Err(invalid(
                 "LEASE_SECS",
-                "the lease must be longer than PROVIDER_TIMEOUT_SECS",
+                "the lease must be longer than PROVIDER_TIMEOUT_SECS plus a storage call (5 s)",
             ));
         }
         if self.max_receive_count <= self.reenqueue_margin + 1 {
@@ -220,7 +220,7 @@ mod tests {
 
     #[test]
     fn refuses_configurations_that_break_the_rules() {
-        let lease = load(&[("LEASE_SECS", "10"), ("PROVIDER_TIMEOUT_SECS", "10")]).unwrap_err();
+        let lease = load(&[("LEASE_SECS", "14"), ("PROVIDER_TIMEOUT_SECS", "10")]).unwrap_err();
         assert!(lease.to_string().contains("LEASE_SECS"), "{lease}");
         let receives = load(&[("MAX_RECEIVE_COUNT", "6")]).unwrap_err();
         assert!(

@@ -26,6 +26,8 @@ pub struct Metrics {
     pub expired: u32,
     pub cancelled: u32,
     pub duplicates_suppressed: u32,
+    /// The provider accepted after this worker's lease was taken over (reconcile these).
+    pub delivered_after_takeover: u32,
     /// DynamoDB or SQS failed: the record is retried through its queue.
     pub infra_errors: u32,
     pub panics: u32,
@@ -58,6 +60,7 @@ impl Metrics {
         self.expired += other.expired;
         self.cancelled += other.cancelled;
         self.duplicates_suppressed += other.duplicates_suppressed;
+        self.delivered_after_takeover += other.delivered_after_takeover;
         self.infra_errors += other.infra_errors;
         self.panics += other.panics;
         self.released += other.released;
@@ -81,6 +84,10 @@ impl Metrics {
         count("expired".into(), self.expired);
         count("cancelled".into(), self.cancelled);
         count("duplicates_suppressed".into(), self.duplicates_suppressed);
+        count(
+            "delivered_after_takeover".into(),
+            self.delivered_after_takeover,
+        );
         count("infra_errors".into(), self.infra_errors + self.panics);
         count("released".into(), self.released);
         for reason in DeadReason::ALL {

@@ -31,7 +31,8 @@ fn outcome_error(outcome: &Outcome) -> Option<String> {
     match outcome {
         Outcome::Transient { error }
         | Outcome::Permanent { error }
-        | Outcome::Ambiguous { error } => Some(error.clone()),
+        | Outcome::Ambiguous { error }
+        | Outcome::Blocked { error, .. } => Some(error.clone()),
         Outcome::Throttled { .. } => Some("throttled".into()),
         Outcome::Delivered { .. } => None,
     }
@@ -60,13 +61,17 @@ impl<P: Ports> Consumer<P> {
         let ctx = self.ctx(&msg, &reminder, now);
         let Some(recipient) = reminder.recipients.get(&inc.channel).cloned() else {
             // The channel was edited away before dispatch: nothing to send here.
-            return self.finish(Change::Cancel, &ctx, m).await;
+            return self.finish(inc, &msg, Change::Cancel, &ctx, m).await;
         };
         if reminder.status == ReminderStatus::Cancelled {
-            return self.finish(Change::Cancel, &ctx, m).await;
+            return self.finish(inc, &msg, Change::Cancel, &ctx, m).await;
         }
         if reminder.is_stale_at(now) || reminder.status == ReminderStatus::Expired {
-            return self.finish(Change::Expire, &ctx, m).await;
+            return self.finish(inc, &msg, Change::Expire, &ctx, m).await;
+        }
+        if reminder.due_at > now {
+            // Edited to a later time after it was enqueued: wait for the new due time.
+            return self.hold(inc, &msg, reminder.due_at, now, m).await;
         }
         let request = SendRequest {
             delivery_key: msg.delivery_key.clone(),
@@ -82,6 +87,13 @@ impl<P: Ports> Consumer<P> {
             log_transition(&msg, 0, "gate_closed", "hold", until.since(now));
             return self.hold(inc, &msg, until.plus(jitter), now, m).await;
         }
+        // The lease counts from the claim, not from the start of the record; freshness is
+        // checked again at that moment.
+        let now = self.ports.clock().now();
+        if reminder.is_stale_at(now) {
+            return self.finish(inc, &msg, Change::Expire, &ctx, m).await;
+        }
+        let ctx = self.ctx(&msg, &reminder, now);
         let token = LeaseToken::generate(rng);
         let lease_expires_at = now.plus(self.cfg.lease);
         let req = ClaimRequest {
@@ -139,24 +151,78 @@ impl<P: Ports> Consumer<P> {
     }
 
     /// Cancel or expire before any claim: never sent.
+    /// A delivery still `sending` was claimed by a worker that never recorded an outcome: wait
+    /// for its lease, then resolve it by the ambiguous rule — never ack it as it is.
     async fn finish(
         &self,
+        inc: &Incoming,
+        msg: &DeliveryMessage,
         change: Change,
         ctx: &Ctx,
         m: &mut Metrics,
     ) -> Result<Action, PortError> {
         let cancelled = change == Change::Cancel;
         let written = transition(self.ports.ledger(), None, change, ctx).await?;
-        if matches!(written, Written::Applied(_)) {
-            if cancelled {
-                m.cancelled += 1;
-            } else {
-                m.expired += 1;
+        match written {
+            Written::Applied(_) if cancelled => m.cancelled += 1,
+            Written::Applied(_) => m.expired += 1,
+            Written::Refused {
+                current: Some(r), ..
+            } if r.status() == crate::delivery::state::Status::Sending => {
+                return self.resolve_abandoned(inc, msg, r, ctx, m).await;
             }
+            Written::Refused { .. } => {}
         }
         let what = if cancelled { "cancelled" } else { "stale" };
         tracing::info!(delivery_key = %ctx.key, outcome_class = what, next_action = "ack", "transition");
         Ok(Action::Ack)
+    }
+
+    async fn resolve_abandoned(
+        &self,
+        inc: &Incoming,
+        msg: &DeliveryMessage,
+        sending: DeliveryRecord,
+        ctx: &Ctx,
+        m: &mut Metrics,
+    ) -> Result<Action, PortError> {
+        let (Some(until), Some(stale_token)) =
+            (sending.lease_expires_at(), sending.lease_token().cloned())
+        else {
+            return Ok(Action::Retry);
+        };
+        if until > ctx.now {
+            return self
+                .hold(inc, msg, until.plus(Duration::from_secs(1)), ctx.now, m)
+                .await;
+        }
+        // Too late (stale or cancelled) to resend: the send may have happened, so it dies as
+        // ambiguous, with its evidence, for reconciliation.
+        let change = Change::Die {
+            token: Some(stale_token),
+            reason: DeadReason::Ambiguous,
+            spends_attempt: true,
+            error: Some("lease_expired_without_outcome".into()),
+        };
+        match transition(self.ports.ledger(), Some(sending), change, ctx).await? {
+            Written::Applied(dead) => {
+                m.dead(DeadReason::Ambiguous);
+                log_transition(
+                    msg,
+                    dead.attempt_count(),
+                    "ambiguous",
+                    "dead",
+                    Duration::ZERO,
+                );
+                self.copy_to_dlq(inc, &dead, DeadReason::Ambiguous, ctx.now)
+                    .await?;
+                Ok(Action::Ack)
+            }
+            Written::Refused { .. } => {
+                let again = ctx.now.plus(Duration::from_secs(1));
+                self.hold(inc, msg, again, ctx.now, m).await
+            }
+        }
     }
 
     /// The ambiguous rule (DESIGN §5): a lease ran out mid-send. Retry with the same key only
@@ -299,8 +365,18 @@ impl<P: Ports> Consumer<P> {
                             Duration::ZERO,
                         );
                     }
-                    Written::Refused { refused, .. } => {
-                        tracing::warn!(delivery_key = %msg.delivery_key, %refused, "delivered, but the lease was taken over; the new holder resends with the same key");
+                    Written::Refused { refused, current } => {
+                        // The send outlived the lease and another worker took over. With an
+                        // idempotent provider its resend is deduplicated; otherwise the ledger
+                        // may now say dead/ambiguous for a delivered message: say so loudly,
+                        // with the receipt, for reconciliation.
+                        m.delivered_after_takeover += 1;
+                        tracing::error!(
+                            delivery_key = %msg.delivery_key,
+                            %refused,
+                            ledger_status = ?current.as_ref().map(|c| c.status()),
+                            "delivered after the lease was taken over"
+                        );
                     }
                 }
                 Ok(Action::Ack)

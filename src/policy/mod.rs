@@ -42,13 +42,20 @@ pub enum Outcome {
     Ambiguous {
         error: String,
     },
+    /// The provider refuses the whole partition for now (account suspended, sending paused,
+    /// authorization revoked): no attempt spent, the gate closes until `retry_after`, and the
+    /// delivery waits like a throttled one — bounded by the throttle budget and freshness.
+    Blocked {
+        error: String,
+        retry_after: Timestamp,
+    },
 }
 
 impl Outcome {
     pub fn class(&self) -> OutcomeClass {
         match self {
             Outcome::Delivered { .. } => OutcomeClass::Delivered,
-            Outcome::Throttled { .. } => OutcomeClass::Throttled,
+            Outcome::Throttled { .. } | Outcome::Blocked { .. } => OutcomeClass::Throttled,
             Outcome::Transient { .. } => OutcomeClass::Transient,
             Outcome::Permanent { .. } => OutcomeClass::Permanent,
             Outcome::Ambiguous { .. } => OutcomeClass::Ambiguous,
@@ -231,13 +238,18 @@ pub fn decide(
             }
             (retry_delay(policy, attempts, rng), true)
         }
-        Outcome::Throttled { retry_after } => {
+        Outcome::Throttled { .. } | Outcome::Blocked { .. } => {
+            let retry_after = match outcome {
+                Outcome::Throttled { retry_after } => *retry_after,
+                Outcome::Blocked { retry_after, .. } => Some(*retry_after),
+                _ => None,
+            };
             let throttles = spent.throttles.saturating_add(1);
             if throttles > policy.max_throttle_deferrals {
                 return Next::Dead(DeadReason::ThrottleExhausted);
             }
             (
-                throttle_delay(policy, throttles, *retry_after, now, rng),
+                throttle_delay(policy, throttles, retry_after, now, rng),
                 false,
             )
         }

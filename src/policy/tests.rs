@@ -272,6 +272,26 @@ fn throttle_with_retry_after_in_the_past_or_malformed_still_waits() {
 }
 
 #[test]
+fn a_blocked_partition_waits_like_a_throttle() {
+    let until = NOW.plus(Duration::from_secs(900));
+    let blocked = Outcome::Blocked {
+        error: "account_suspended".into(),
+        retry_after: until,
+    };
+    let Next::Retry {
+        at,
+        spends_attempt,
+        class,
+        ..
+    } = run(&policy(), Spent::default(), &blocked)
+    else {
+        panic!()
+    };
+    assert!(at >= until && !spends_attempt);
+    assert_eq!(class, OutcomeClass::Throttled);
+}
+
+#[test]
 fn throttle_budget_is_bounded() {
     let mut p = policy();
     p.max_throttle_deferrals = 3;

@@ -1,8 +1,12 @@
 //! Real providers, chosen per channel by configuration alone (`<CHANNEL>_PROVIDER`):
-//! `http` (the generic HTTP contract) today; `none` disables a channel explicitly.
-//! Every provider classifies its own errors into the design's outcome classes.
+//! `http` (the generic HTTP contract, any channel), `ses` (email), `sns` (SMS, push), or
+//! `none` to disable a channel explicitly. Every provider classifies its own errors into the
+//! design's outcome classes; SDK clients run with retries off and an operation timeout.
 
 pub mod http;
+pub mod sdk;
+pub mod ses;
+pub mod sns;
 
 use std::time::Duration;
 
@@ -12,11 +16,16 @@ use crate::domain::{Channel, PerChannel};
 use crate::policy::Outcome;
 use crate::ports::{GatePartition, Provider, SendRequest};
 pub use http::{HttpConfig, HttpProvider};
+pub use ses::{SesConfig, SesProvider};
+pub use sns::{SnsPushConfig, SnsPushProvider, SnsSmsConfig, SnsSmsProvider};
 
 /// Any configured provider (static dispatch: the port trait is not object safe).
 #[derive(Debug, Clone)]
 pub enum AnyProvider<C> {
     Http(HttpProvider<C>),
+    Ses(SesProvider<C>),
+    SnsSms(SnsSmsProvider<C>),
+    SnsPush(SnsPushProvider<C>),
     /// `<CHANNEL>_PROVIDER=none`: deliveries on this channel die as `rejected`, with a reason,
     /// and can be redriven once a provider is configured.
     Disabled,
@@ -26,6 +35,9 @@ impl<C: Clock> Provider for AnyProvider<C> {
     fn honours_idempotency_key(&self) -> bool {
         match self {
             AnyProvider::Http(p) => p.honours_idempotency_key(),
+            AnyProvider::Ses(p) => p.honours_idempotency_key(),
+            AnyProvider::SnsSms(p) => p.honours_idempotency_key(),
+            AnyProvider::SnsPush(p) => p.honours_idempotency_key(),
             AnyProvider::Disabled => true,
         }
     }
@@ -33,6 +45,9 @@ impl<C: Clock> Provider for AnyProvider<C> {
     fn partition(&self, request: &SendRequest) -> GatePartition {
         match self {
             AnyProvider::Http(p) => p.partition(request),
+            AnyProvider::Ses(p) => p.partition(request),
+            AnyProvider::SnsSms(p) => p.partition(request),
+            AnyProvider::SnsPush(p) => p.partition(request),
             AnyProvider::Disabled => GatePartition::new(request.recipient.channel(), "disabled"),
         }
     }
@@ -40,6 +55,9 @@ impl<C: Clock> Provider for AnyProvider<C> {
     async fn send(&self, request: &SendRequest) -> Outcome {
         match self {
             AnyProvider::Http(p) => p.send(request).await,
+            AnyProvider::Ses(p) => p.send(request).await,
+            AnyProvider::SnsSms(p) => p.send(request).await,
+            AnyProvider::SnsPush(p) => p.send(request).await,
             AnyProvider::Disabled => Outcome::Permanent {
                 error: "channel_disabled".into(),
             },
@@ -54,6 +72,11 @@ struct Vars {
     token: &'static str,
     idempotent: &'static str,
     partition: &'static str,
+    ses_from: &'static str,
+    ses_configuration_set: &'static str,
+    sns_sms_type: &'static str,
+    sns_sender_id: &'static str,
+    sns_platform_application: &'static str,
 }
 
 macro_rules! vars {
@@ -63,7 +86,12 @@ macro_rules! vars {
             endpoint: concat!($p, "_HTTP_ENDPOINT"),
             token: concat!($p, "_HTTP_TOKEN"),
             idempotent: concat!($p, "_HTTP_IDEMPOTENT"),
-            partition: concat!($p, "_HTTP_PARTITION"),
+            partition: concat!($p, "_PARTITION"),
+            ses_from: concat!($p, "_SES_FROM"),
+            ses_configuration_set: concat!($p, "_SES_CONFIGURATION_SET"),
+            sns_sms_type: concat!($p, "_SNS_SMS_TYPE"),
+            sns_sender_id: concat!($p, "_SNS_SENDER_ID"),
+            sns_platform_application: concat!($p, "_SNS_PLATFORM_APPLICATION_ARN"),
         }
     };
 }
@@ -76,24 +104,74 @@ fn vars(channel: Channel) -> Vars {
     }
 }
 
-/// Build each channel's provider from the environment (no network at cold start).
+/// Build each channel's provider from the environment (no network at cold start). `sdk` is
+/// the shared SDK configuration; provider clients derive theirs with retries off.
 pub fn from_lookup<C: Clock + Clone>(
     get: impl Fn(&str) -> Option<String>,
     clock: C,
     timeout: Duration,
+    sdk: &aws_config::SdkConfig,
 ) -> Result<PerChannel<AnyProvider<C>>, ConfigError> {
+    let provider_sdk = sdk::no_retries(sdk, timeout);
     let mut out = Vec::new();
     for channel in Channel::ALL {
-        let kind_var = vars(channel).provider;
-        let provider = match get(kind_var).as_deref() {
-            None => return Err(ConfigError::Missing(kind_var)),
-            Some("none") => AnyProvider::Disabled,
-            Some("http") => AnyProvider::Http(http_from(&get, channel, clock.clone(), timeout)?),
-            Some(other) => {
-                return Err(ConfigError::Invalid {
-                    var: kind_var,
-                    problem: format!("{other:?}: use http or none"),
-                })
+        let v = vars(channel);
+        let kind_var = v.provider;
+        let invalid = |problem: String| ConfigError::Invalid {
+            var: kind_var,
+            problem,
+        };
+        let provider = match (get(kind_var).as_deref(), channel) {
+            (None, _) => return Err(ConfigError::Missing(kind_var)),
+            (Some("none"), _) => AnyProvider::Disabled,
+            (Some("http"), _) => {
+                AnyProvider::Http(http_from(&get, channel, clock.clone(), timeout)?)
+            }
+            (Some("ses"), Channel::Email) => {
+                let from = get(v.ses_from).ok_or(ConfigError::Missing(v.ses_from))?;
+                crate::domain::Recipient::parse(Channel::Email, &from).map_err(|e| {
+                    ConfigError::Invalid {
+                        var: v.ses_from,
+                        problem: e.to_string(),
+                    }
+                })?;
+                let domain = from.rsplit('@').next().unwrap_or("ses").to_owned();
+                let cfg = SesConfig {
+                    from,
+                    configuration_set: get(v.ses_configuration_set),
+                    partition: get(v.partition).unwrap_or(format!("ses:{domain}")),
+                };
+                AnyProvider::Ses(SesProvider::new(&provider_sdk, cfg, clock.clone()))
+            }
+            (Some("sns"), Channel::Sms) => {
+                let sms_type = get(v.sns_sms_type).unwrap_or("Transactional".into());
+                if !matches!(sms_type.as_str(), "Transactional" | "Promotional") {
+                    return Err(ConfigError::Invalid {
+                        var: v.sns_sms_type,
+                        problem: "use Transactional or Promotional".into(),
+                    });
+                }
+                let cfg = SnsSmsConfig {
+                    sms_type,
+                    sender_id: get(v.sns_sender_id),
+                    partition: get(v.partition).unwrap_or("sns-sms".into()),
+                };
+                AnyProvider::SnsSms(SnsSmsProvider::new(&provider_sdk, cfg, clock.clone()))
+            }
+            (Some("sns"), Channel::Push) => {
+                let app = get(v.sns_platform_application);
+                let cfg = SnsPushConfig {
+                    partition: get(v.partition)
+                        .or_else(|| app.clone())
+                        .unwrap_or("sns-push".into()),
+                    platform_application_arn: app,
+                };
+                AnyProvider::SnsPush(SnsPushProvider::new(&provider_sdk, cfg, clock.clone()))
+            }
+            (Some(other), _) => {
+                return Err(invalid(format!(
+                    "{other:?} does not serve {channel}: use http, none, ses (email) or sns (sms, push)"
+                )))
             }
         };
         out.push(provider);

@@ -96,12 +96,13 @@ impl<P: Ports> Redriver<P> {
             dry_run: req.dry_run,
             ..RedriveSummary::default()
         };
-        let max_seen = req.max_messages.saturating_mul(5).clamp(100, 50_000);
+        // Bounded so that releasing what was held fits in the invocation, too.
+        let max_seen = req.max_messages.saturating_mul(5).clamp(100, 2_000);
         let (mut seen, mut matched, mut empty_polls) = (0u32, 0u32, 0u32);
         let mut held: Vec<(DeadReason, String)> = Vec::new();
         let dlq = self.ports.dead_letters();
         let result = async {
-            while matched < req.max_messages && seen < max_seen && empty_polls < 3 {
+            while matched < req.max_messages && seen < max_seen && empty_polls < 2 {
                 if deadline.is_some_and(|d| clock.now().plus(self.cfg.deadline_margin) >= d) {
                     summary.stopped_at_deadline = true;
                     break;

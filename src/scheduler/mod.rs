@@ -195,7 +195,7 @@ impl<P: Ports> Scheduler<P> {
                 report.expired += 1;
             }
         }
-        let failed = self.send_all(&live, now, &out_of_time, &mut report).await;
+        let failed = self.send_all(&live, &out_of_time, &mut report).await;
         for r in live.iter().filter(|r| !failed.contains(&r.reminder_id)) {
             if self.mark(r, ReminderStatus::Enqueued, &mut report).await {
                 report.enqueued += 1;
@@ -242,7 +242,6 @@ impl<P: Ports> Scheduler<P> {
     async fn send_all(
         &self,
         live: &[DueReminder],
-        now: Timestamp,
         out_of_time: &impl Fn() -> bool,
         report: &mut RunReport,
     ) -> BTreeSet<ReminderId> {
@@ -262,7 +261,8 @@ impl<P: Ports> Scheduler<P> {
                     OutgoingMessage {
                         entry_id: String::new(),
                         body: msg.encode(),
-                        delay_secs: delay_secs(r.due_at, now),
+                        // Set again at send time (see send_chunk).
+                        delay_secs: 0,
                     },
                 ));
             }
@@ -274,7 +274,7 @@ impl<P: Ports> Scheduler<P> {
                     report.stopped_at_deadline = true;
                     chunk.iter().map(|(i, _)| *i).collect()
                 } else {
-                    self.send_chunk(channel, chunk, report).await
+                    self.send_chunk(channel, chunk, live, report).await
                 };
                 failed.extend(lost.into_iter().map(|i| live[i].reminder_id.clone()));
             }
@@ -288,6 +288,7 @@ impl<P: Ports> Scheduler<P> {
         &self,
         channel: Channel,
         chunk: &[(usize, OutgoingMessage)],
+        live: &[DueReminder],
         report: &mut RunReport,
     ) -> Vec<usize> {
         let mut pending: Vec<(usize, OutgoingMessage)> = chunk
@@ -304,7 +305,15 @@ impl<P: Ports> Scheduler<P> {
             if pending.is_empty() {
                 break;
             }
-            let batch: Vec<OutgoingMessage> = pending.iter().map(|(_, m)| m.clone()).collect();
+            // DelaySeconds from the moment of sending, so time spent scanning is not added.
+            let now = self.ports.clock().now();
+            let batch: Vec<OutgoingMessage> = pending
+                .iter()
+                .map(|(i, m)| OutgoingMessage {
+                    delay_secs: delay_secs(live[*i].due_at, now),
+                    ..m.clone()
+                })
+                .collect();
             report.requests.send_batches += 1;
             let failures = match self.ports.queue().send_batch(channel, &batch).await {
                 Ok(failures) => failures,

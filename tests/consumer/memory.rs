@@ -519,3 +519,128 @@ async fn not_before_is_honoured_without_a_claim() {
     assert!(w.record(&msg.delivery_key).await.is_none());
     assert_eq!(w.provider.total_calls(), 0);
 }
+
+/// The provider accepted but the answer was lost (a timeout after the request was written).
+#[tokio::test]
+async fn accepted_then_lost_follows_the_ambiguous_rule() {
+    for idempotent in [true, false] {
+        let w = Mem::new(test_config(), idempotent);
+        let r = w.reminder("r1", &[SMS]).await;
+        let msg = message(&r, SMS);
+        w.provider
+            .script_for(&msg.delivery_key, [Answer::AcceptedThenLost]);
+        w.enqueue(&msg).await;
+        let out = w.run(SMS).await.unwrap();
+        if idempotent {
+            assert!(
+                matches!(actions(&out)[..], [Action::Hold { .. }]),
+                "{:?}",
+                out.records
+            );
+            while w.record(&msg.delivery_key).await.unwrap().status() != Status::Delivered {
+                w.advance(60);
+                w.run(SMS).await;
+            }
+            assert_eq!(w.provider.calls_for(&msg.delivery_key), 2);
+        } else {
+            assert_eq!(actions(&out), [Action::Ack]);
+            assert_eq!(out.metrics.get(SMS).dead[&DeadReason::Ambiguous], 1);
+            assert_eq!(w.provider.calls_for(&msg.delivery_key), 1);
+        }
+        assert_eq!(
+            w.provider.sends_for(&msg.delivery_key),
+            1,
+            "idempotent={idempotent}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn throttles_past_the_budget_die_as_throttle_exhausted() {
+    let cfg = ConsumerConfig {
+        policy: RetryPolicy {
+            max_throttle_deferrals: 2,
+            ..RetryPolicy::default()
+        },
+        ..test_config()
+    };
+    let w = Mem::new(cfg, true);
+    let r = w.reminder("r1", &[SMS]).await;
+    let msg = message(&r, SMS);
+    w.provider.script_for(
+        &msg.delivery_key,
+        std::iter::repeat_n(Answer::ThrottleSecs(1), 3),
+    );
+    w.enqueue(&msg).await;
+    for _ in 0..6 {
+        w.run(SMS).await;
+        w.advance(3);
+    }
+    let rec = w.record(&msg.delivery_key).await.unwrap();
+    assert_eq!(rec.dead_reason(), Some(DeadReason::ThrottleExhausted));
+    assert_eq!((rec.attempt_count(), rec.throttle_count()), (0, 2));
+    assert_eq!(
+        w.dead_letters(SMS).await[0].1.reason,
+        DeadReason::ThrottleExhausted
+    );
+}
+
+#[tokio::test]
+async fn a_retry_that_would_land_after_fresh_until_expires_instead() {
+    let w = Mem::new(test_config(), true);
+    let r = w.reminder("r1", &[SMS]).await;
+    let msg = message(&r, SMS);
+    w.provider
+        .script_for(&msg.delivery_key, [Answer::ThrottleSecs(7200)]);
+    w.enqueue(&msg).await;
+    let out = w.run(SMS).await.unwrap();
+    assert_eq!(actions(&out), [Action::Ack]);
+    assert_eq!(out.metrics.get(SMS).expired, 1);
+    assert_eq!(
+        w.record(&msg.delivery_key).await.unwrap().status(),
+        Status::Expired
+    );
+    assert_eq!(w.provider.calls_for(&msg.delivery_key), 1);
+}
+
+/// A worker claimed and vanished; by the time the message returns the reminder is stale. The
+/// delivery is never acked as "sending": it dies as ambiguous, with evidence.
+#[tokio::test]
+async fn an_abandoned_claim_on_a_stale_reminder_dies_ambiguous() {
+    let w = Mem::new(test_config(), true);
+    let r = w.reminder("r1", &[SMS]).await;
+    let msg = message(&r, SMS);
+    w.enqueue(&msg).await;
+    w.ledger_faults.fail_after(OP_PUT, FaultPoint::Before, 1, 1);
+    assert_eq!(actions(&w.run(SMS).await.unwrap()), [Action::Retry]);
+    w.advance(3601);
+    let out = w.run(SMS).await.unwrap();
+    assert_eq!(actions(&out), [Action::Ack]);
+    let rec = w.record(&msg.delivery_key).await.unwrap();
+    assert_eq!(rec.dead_reason(), Some(DeadReason::Ambiguous));
+    assert_eq!(w.dead_letters(SMS).await[0].1.reason, DeadReason::Ambiguous);
+    assert_eq!(w.provider.calls_for(&msg.delivery_key), 1);
+}
+
+#[tokio::test]
+async fn a_due_time_edited_later_after_enqueue_is_waited_for() {
+    let w = Mem::new(test_config(), true);
+    let r = w.reminder("r1", &[SMS]).await;
+    let msg = message(&r, SMS);
+    let mut later = r.clone();
+    later.due_at = T0.plus(Duration::from_secs(600));
+    later.payload_version = 2;
+    later.status = ReminderStatus::Enqueued;
+    w.store
+        .mark(&r.reminder_id, 1, ReminderStatus::Enqueued)
+        .await
+        .unwrap();
+    w.store.replace(&later, 1).await.unwrap();
+    w.enqueue(&msg).await;
+    let out = w.run(SMS).await.unwrap();
+    assert_eq!(actions(&out), [Action::Hold { secs: 600 }]);
+    assert_eq!(w.provider.total_calls(), 0);
+    w.advance(600);
+    w.run(SMS).await.unwrap();
+    assert_eq!(w.provider.versions_for(&msg.delivery_key), [2]);
+}

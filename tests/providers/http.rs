@@ -24,6 +24,13 @@ use crate::server::{respond, respond_with, serve, Behaviour};
 
 const NOW: Timestamp = Timestamp::from_millis(1_800_000_000_000);
 
+/// An SDK configuration that never touches the network (the HTTP provider does not use it).
+pub fn offline_sdk() -> aws_config::SdkConfig {
+    aws_config::SdkConfig::builder()
+        .behavior_version(aws_config::BehaviorVersion::latest())
+        .build()
+}
+
 fn request() -> SendRequest {
     let reminder = ReminderId::parse("r-1").unwrap();
     let subscriber = SubscriberId::parse("s-1").unwrap();
@@ -196,6 +203,7 @@ fn configuration_names_what_is_missing_or_wrong_and_hides_the_token() {
             move |k| m.get(k).cloned(),
             ManualClock::at(NOW),
             Duration::from_secs(5),
+            &offline_sdk(),
         )
     };
     let base = [("PUSH_PROVIDER", "none"), ("SMS_PROVIDER", "none")];
@@ -250,6 +258,7 @@ async fn the_consumer_delivers_end_to_end_through_the_configured_http_provider()
         |k| env.get(k).cloned(),
         clock.clone(),
         Duration::from_secs(5),
+        &offline_sdk(),
     )
     .unwrap();
     let store = Arc::new(MemoryReminderStore::new(2));

@@ -13,12 +13,14 @@ use reminders::ports::PortSet;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
-    let (settings, adapters) = reminders::aws::cold_start("consumer").await?;
+    let start = reminders::aws::cold_start("consumer").await?;
+    let (settings, adapters) = (start.settings, start.adapters);
     let cfg = ConsumerConfig::from_env()?;
     let providers = reminders::providers::from_lookup(
         |var| std::env::var(var).ok(),
         SystemClock,
         cfg.provider_timeout,
+        &start.sdk,
     )?;
     let ports = PortSet {
         clock: SystemClock,

@@ -12,7 +12,7 @@ use reminders::redrive::{RedriveConfig, RedriveRequest, RedriveSummary, Redriver
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
-    let (_settings, adapters) = reminders::aws::cold_start("redrive").await?;
+    let adapters = reminders::aws::cold_start("redrive").await?.adapters;
     let ports = PortSet {
         clock: SystemClock,
         reminders: adapters.reminders,

@@ -12,7 +12,7 @@ use reminders::scheduler::{RunReport, Scheduler, SchedulerConfig};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
-    let (_settings, adapters) = reminders::aws::cold_start("scheduler").await?;
+    let adapters = reminders::aws::cold_start("scheduler").await?.adapters;
     let cfg = SchedulerConfig::from_lookup(|var| std::env::var(var).ok())?;
     let ports = PortSet {
         clock: SystemClock,

@@ -1,0 +1,123 @@
+//! Shared pieces of the AWS SDK providers: clients with the SDK's retries off and an
+//! operation timeout (DESIGN §5: a retry inside the SDK after a timeout is a silent second
+//! send), and the classification of errors that are not a provider's answer.
+
+use std::time::Duration;
+
+use aws_config::retry::RetryConfig;
+use aws_config::timeout::TimeoutConfig;
+use aws_smithy_runtime_api::client::result::SdkError;
+use aws_smithy_runtime_api::http::Response as HttpResponse;
+use aws_smithy_types::error::metadata::ProvideErrorMetadata;
+
+use crate::policy::Outcome;
+
+/// Retries off; the whole call bounded by `timeout`; connecting bounded separately so a
+/// connect timeout (before anything was written) is told apart from a timeout after.
+pub fn no_retries(sdk: &aws_config::SdkConfig, timeout: Duration) -> aws_config::SdkConfig {
+    sdk.to_builder()
+        .retry_config(RetryConfig::disabled())
+        .timeout_config(
+            TimeoutConfig::builder()
+                .operation_timeout(timeout)
+                .connect_timeout(timeout.min(Duration::from_secs(3)))
+                .build(),
+        )
+        .build()
+}
+
+/// Unmodeled error codes AWS services use for throttling.
+const THROTTLING_CODES: [&str; 5] = [
+    "Throttling",
+    "ThrottlingException",
+    "ThrottledException",
+    "TooManyRequestsException",
+    "RequestLimitExceeded",
+];
+
+/// Classify an SDK error; `service` classifies the operation's modeled errors and returns
+/// `None` for those it leaves to the generic rules (unmodeled codes, HTTP status).
+pub fn classify<E>(
+    prefix: &str,
+    err: &SdkError<E, HttpResponse>,
+    service: impl FnOnce(&E) -> Option<Outcome>,
+) -> Outcome
+where
+    E: ProvideErrorMetadata + std::error::Error,
+{
+    match err {
+        SdkError::ServiceError(ctx) => {
+            if let Some(outcome) = service(ctx.err()) {
+                return outcome;
+            }
+            // The service's error code is its typed identity for unmodeled errors.
+            let code = ctx.err().code().unwrap_or("unknown");
+            if THROTTLING_CODES.contains(&code) {
+                return Outcome::Throttled { retry_after: None };
+            }
+            if ctx.raw().status().is_server_error() {
+                return Outcome::Transient {
+                    error: format!("{prefix}_{}", ctx.raw().status().as_u16()),
+                };
+            }
+            Outcome::Permanent {
+                error: format!("{prefix}_{}", short(code)),
+            }
+        }
+        // The operation timed out: the request may have been acted on.
+        SdkError::TimeoutError(_) => Outcome::Ambiguous {
+            error: format!("{prefix}_timeout"),
+        },
+        SdkError::DispatchFailure(d) => {
+            // Only connect is bounded below the operation timeout (no read timeout is set),
+            // so a connector timeout or refusal happened before the request was written.
+            let refused_or_connect = d.is_timeout()
+                || d.as_connector_error()
+                    .and_then(|c| std::error::Error::source(c))
+                    .is_some_and(is_connect_refusal);
+            if refused_or_connect || d.is_user() {
+                Outcome::Transient {
+                    error: format!("{prefix}_connect_failed"),
+                }
+            } else {
+                Outcome::Ambiguous {
+                    error: format!("{prefix}_connection_lost"),
+                }
+            }
+        }
+        SdkError::ResponseError(_) => Outcome::Ambiguous {
+            error: format!("{prefix}_unreadable_response"),
+        },
+        SdkError::ConstructionFailure(_) => Outcome::Permanent {
+            error: format!("{prefix}_bad_request"),
+        },
+        _ => Outcome::Ambiguous {
+            error: format!("{prefix}_unknown_failure"),
+        },
+    }
+}
+
+fn is_connect_refusal(mut e: &(dyn std::error::Error + 'static)) -> bool {
+    loop {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            return matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionRefused
+                    | std::io::ErrorKind::AddrNotAvailable
+                    | std::io::ErrorKind::NotFound
+            );
+        }
+        match e.source() {
+            Some(next) => e = next,
+            None => return false,
+        }
+    }
+}
+
+/// A short, safe error class for the ledger and the DLQ evidence.
+pub fn short(code: &str) -> String {
+    code.chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .take(60)
+        .collect()
+}

@@ -1,0 +1,339 @@
+//! SES v2 and SNS providers on the emulator: success, typed-error classification (moto answers
+//! `MessageRejected` for an unverified sender and `EndpointDisabled` for a disabled push
+//! endpoint), no SDK retry on a refused connection, and the consumer end to end with each
+//! provider selected by configuration alone.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use reminders::clock::{ManualClock, SystemClock, Timestamp};
+use reminders::consumer::event::{arn_for_url, to_sqs_event};
+use reminders::consumer::{Consumer, ConsumerConfig};
+use reminders::domain::{
+    Channel, Content, DeliveryKey, DeliveryMessage, NewReminder, PerChannel, Recipient, Reminder,
+    ReminderId, SubscriberId,
+};
+use reminders::policy::Outcome;
+use reminders::ports::{
+    DeliveryQueue, Ledger, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore,
+    OutgoingMessage, PortSet, Provider, ReminderStore, SendRequest,
+};
+use reminders::providers::{
+    from_lookup, sdk::no_retries, SesConfig, SesProvider, SnsPushConfig, SnsPushProvider,
+    SnsSmsConfig, SnsSmsProvider,
+};
+
+fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!("{prefix}{}x{nanos}", std::process::id())
+}
+
+async fn sdk() -> aws_config::SdkConfig {
+    std::env::var("AWS_ENDPOINT_URL")
+        .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");
+    no_retries(&reminders::aws::sdk_config().await, Duration::from_secs(5))
+}
+
+fn request(channel: Channel, recipient: &str) -> SendRequest {
+    let r = ReminderId::parse("r-1").unwrap();
+    let s = SubscriberId::parse("s-1").unwrap();
+    SendRequest {
+        delivery_key: DeliveryKey::derive(&r, &s, channel),
+        recipient: Recipient::parse(channel, recipient).unwrap(),
+        content: Content::Text {
+            subject: "Pickup".into(),
+            body: "at 5pm".into(),
+        },
+        payload_version: 1,
+    }
+}
+
+async fn verified_sender(sdk: &aws_config::SdkConfig) -> String {
+    let from = format!("{}@example.com", unique("sender"));
+    aws_sdk_sesv2::Client::new(sdk)
+        .create_email_identity()
+        .email_identity(&from)
+        .send()
+        .await
+        .unwrap();
+    from
+}
+
+fn ses(sdk: &aws_config::SdkConfig, from: &str) -> SesProvider<SystemClock> {
+    let cfg = SesConfig {
+        from: from.into(),
+        configuration_set: None,
+        partition: "ses:example.com".into(),
+    };
+    SesProvider::new(sdk, cfg, SystemClock)
+}
+
+#[tokio::test]
+async fn ses_delivers_from_a_verified_sender() {
+    let sdk = sdk().await;
+    let from = verified_sender(&sdk).await;
+    let got = ses(&sdk, &from)
+        .send(&request(Channel::Email, "to@example.com"))
+        .await;
+    assert!(
+        matches!(&got, Outcome::Delivered { receipt: Some(id) } if !id.is_empty()),
+        "{got:?}"
+    );
+    assert!(!ses(&sdk, &from).honours_idempotency_key());
+}
+
+#[tokio::test]
+async fn ses_rejects_an_unverified_sender_permanently() {
+    let sdk = sdk().await;
+    let got = ses(&sdk, "nobody-verified@unverified.example")
+        .send(&request(Channel::Email, "to@example.com"))
+        .await;
+    assert_eq!(
+        got,
+        Outcome::Permanent {
+            error: "ses_MessageRejected".into()
+        }
+    );
+}
+
+#[tokio::test]
+async fn sns_publishes_an_sms() {
+    let sdk = sdk().await;
+    let cfg = SnsSmsConfig {
+        sms_type: "Transactional".into(),
+        sender_id: None,
+        partition: "sns-sms".into(),
+    };
+    let got = SnsSmsProvider::new(&sdk, cfg, SystemClock)
+        .send(&request(Channel::Sms, "+14155550123"))
+        .await;
+    assert!(
+        matches!(got, Outcome::Delivered { receipt: Some(_) }),
+        "{got:?}"
+    );
+}
+
+async fn platform_app(sdk: &aws_config::SdkConfig) -> String {
+    aws_sdk_sns::Client::new(sdk)
+        .create_platform_application()
+        .name(unique("app"))
+        .platform("GCM")
+        .attributes("PlatformCredential", "test-key")
+        .send()
+        .await
+        .unwrap()
+        .platform_application_arn
+        .unwrap()
+}
+
+fn push(sdk: &aws_config::SdkConfig, app: &str) -> SnsPushProvider<SystemClock> {
+    let cfg = SnsPushConfig {
+        platform_application_arn: Some(app.into()),
+        partition: app.into(),
+    };
+    SnsPushProvider::new(sdk, cfg, SystemClock)
+}
+
+#[tokio::test]
+async fn sns_push_delivers_to_a_token_and_rejects_a_disabled_endpoint() {
+    let sdk = sdk().await;
+    let app = platform_app(&sdk).await;
+    let token = unique("token");
+    let ok = push(&sdk, &app).send(&request(Channel::Push, &token)).await;
+    assert!(
+        matches!(ok, Outcome::Delivered { receipt: Some(_) }),
+        "{ok:?}"
+    );
+    let sns = aws_sdk_sns::Client::new(&sdk);
+    let endpoint = sns
+        .create_platform_endpoint()
+        .platform_application_arn(&app)
+        .token(unique("other"))
+        .send()
+        .await
+        .unwrap()
+        .endpoint_arn
+        .unwrap();
+    sns.set_endpoint_attributes()
+        .endpoint_arn(&endpoint)
+        .attributes("Enabled", "false")
+        .send()
+        .await
+        .unwrap();
+    let got = push(&sdk, &app)
+        .send(&request(Channel::Push, &endpoint))
+        .await;
+    assert_eq!(
+        got,
+        Outcome::Permanent {
+            error: "sns_EndpointDisabled".into()
+        }
+    );
+}
+
+#[tokio::test]
+async fn a_refused_connection_is_transient_and_not_retried_by_the_sdk() {
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", l.local_addr().unwrap())
+    };
+    // Built from scratch: a loaded configuration would keep taking the emulator's endpoint
+    // from the environment.
+    use aws_sdk_sesv2::config::{Credentials, Region, SharedCredentialsProvider};
+    let base = aws_config::SdkConfig::builder()
+        .behavior_version(aws_config::BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(SharedCredentialsProvider::new(Credentials::for_tests()))
+        .endpoint_url(closed)
+        .build();
+    let sdk = no_retries(&base, Duration::from_secs(5));
+    let started = std::time::Instant::now();
+    let got = ses(&sdk, "a@example.com")
+        .send(&request(Channel::Email, "to@example.com"))
+        .await;
+    assert_eq!(
+        got,
+        Outcome::Transient {
+            error: "ses_connect_failed".into()
+        }
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "no retry backoff"
+    );
+}
+
+/// A connection that dies after the request was written: ambiguous, and exactly one
+/// connection — the SDK's own retry would be a silent second send.
+#[tokio::test]
+async fn a_dropped_connection_is_ambiguous_and_never_retried_by_the_sdk() {
+    use std::io::Read;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let accepted = Arc::new(AtomicU32::new(0));
+    let counter = accepted.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            counter.fetch_add(1, Ordering::SeqCst);
+            let mut buf = [0u8; 8192];
+            let _ = conn.read(&mut buf);
+            drop(conn);
+        }
+    });
+    use aws_sdk_sesv2::config::{Credentials, Region, SharedCredentialsProvider};
+    let base = aws_config::SdkConfig::builder()
+        .behavior_version(aws_config::BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(SharedCredentialsProvider::new(Credentials::for_tests()))
+        .endpoint_url(url)
+        .build();
+    let sdk = no_retries(&base, Duration::from_secs(5));
+    let got = ses(&sdk, "a@example.com")
+        .send(&request(Channel::Email, "to@example.com"))
+        .await;
+    assert!(matches!(got, Outcome::Ambiguous { .. }), "{got:?}");
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        1,
+        "one connection: no SDK retry"
+    );
+}
+
+/// The consumer with SES for email and SNS for SMS and push, chosen by configuration alone.
+#[tokio::test]
+async fn the_consumer_delivers_through_ses_and_sns_chosen_by_configuration() {
+    let sdk = sdk().await;
+    let from = verified_sender(&sdk).await;
+    let app = platform_app(&sdk).await;
+    let env: HashMap<String, String> = [
+        ("EMAIL_PROVIDER", "ses"),
+        ("EMAIL_SES_FROM", from.as_str()),
+        ("SMS_PROVIDER", "sns"),
+        ("PUSH_PROVIDER", "sns"),
+        ("PUSH_SNS_PLATFORM_APPLICATION_ARN", app.as_str()),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let now = Timestamp::from_millis(1_800_000_000_000);
+    let clock = ManualClock::at(now);
+    let providers = from_lookup(
+        |k| env.get(k).cloned(),
+        clock.clone(),
+        Duration::from_secs(5),
+        &sdk,
+    )
+    .unwrap();
+    let store = Arc::new(MemoryReminderStore::new(2));
+    let queue = Arc::new(MemoryQueue::new(clock.clone()));
+    let ledger = Arc::new(MemoryLedger::default());
+    let urls = PerChannel::from_fn(|c| format!("http://127.0.0.1/000000000000/q-{c}"));
+    let ports = PortSet {
+        clock: clock.clone(),
+        reminders: store.clone(),
+        ledger: ledger.clone(),
+        gate: Arc::new(MemoryGate::default()),
+        queue: queue.clone(),
+        dead_letters: Arc::new(MemoryQueue::new(clock.clone())),
+        providers,
+    };
+    let cfg = ConsumerConfig {
+        emit_metrics: false,
+        ..ConsumerConfig::default()
+    };
+    let consumer = Consumer::new(ports, cfg, urls.clone(), 1);
+    let r = Reminder::new(
+        NewReminder {
+            reminder_id: ReminderId::parse("all-channels").unwrap(),
+            subscriber_id: SubscriberId::parse("s").unwrap(),
+            due_at: now,
+            fresh_until: None,
+            content: Content::Text {
+                subject: "Hi".into(),
+                body: "there".into(),
+            },
+            recipients: vec![
+                Recipient::parse(Channel::Email, "p@example.com").unwrap(),
+                Recipient::parse(Channel::Sms, "+14155550123").unwrap(),
+                Recipient::parse(Channel::Push, &unique("tok")).unwrap(),
+            ],
+        },
+        Duration::from_secs(3600),
+        Duration::from_secs(3600),
+    )
+    .unwrap();
+    store.insert(&r).await.unwrap();
+    for channel in Channel::ALL {
+        let msg = DeliveryMessage::new(
+            r.reminder_id.clone(),
+            r.subscriber_id.clone(),
+            channel,
+            1,
+            r.due_at,
+            r.fresh_until,
+        );
+        let entry = OutgoingMessage {
+            entry_id: "0".into(),
+            body: msg.encode(),
+            delay_secs: 0,
+        };
+        queue.send_batch(channel, &[entry]).await.unwrap();
+        let got = queue.receive(channel, 10, 180).await.unwrap();
+        let arn = arn_for_url(urls.get(channel), "us-east-1");
+        let out = consumer.handle(to_sqs_event(&arn, &got), None).await;
+        assert_eq!(
+            out.metrics.get(channel).delivered,
+            1,
+            "{channel}: {:?}",
+            out.records
+        );
+        let rec = ledger.get(&msg.delivery_key).await.unwrap().unwrap();
+        assert!(rec.provider_receipt().is_some(), "{channel}");
+    }
+}
