@@ -14,6 +14,10 @@ PY_REQS=(
   'cfn-lint==1.58.0'
 )
 STAMP="$VENV/.installed-$(printf '%s\n' "${PY_REQS[@]}" | cksum | cut -d' ' -f1)"
+# aws-sam-cli pins its own boto3: it gets a virtual environment of its own.
+SAM_VENV="$ROOT/.venv-sam"
+SAM_REQ='aws-sam-cli==1.170.0'
+SAM_STAMP="$SAM_VENV/.installed-$(printf '%s\n' "$SAM_REQ" | cksum | cut -d' ' -f1)"
 
 step() { printf '\n==> %s\n' "$*"; }
 
@@ -22,6 +26,12 @@ if [[ ! -f "$STAMP" ]]; then
   python3 -m venv "$VENV"
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${PY_REQS[@]}"
   touch "$STAMP"
+fi
+if [[ ! -f "$SAM_STAMP" ]]; then
+  step "installing aws-sam-cli into .venv-sam"
+  python3 -m venv "$SAM_VENV"
+  "$SAM_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$SAM_REQ"
+  touch "$SAM_STAMP"
 fi
 
 PORT="$("$VENV/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
@@ -69,5 +79,8 @@ fi
 
 step "cfn-lint template.yaml"
 "$VENV/bin/cfn-lint" template.yaml
+
+step "sam validate --lint"
+SAM_CLI_TELEMETRY=0 "$SAM_VENV/bin/sam" validate --lint --region us-east-1 -t template.yaml
 
 step "all checks passed"

@@ -32,9 +32,43 @@ pub struct Settings {
     pub dlq_urls: ChannelUrls,
 }
 
+/// Every variable [`Settings`] reads.
+pub const SETTINGS_VARS: [&str; 9] = [
+    REMINDERS_TABLE,
+    DELIVERIES_TABLE,
+    DUE_SHARDS,
+    QUEUE_URL_VARS[0],
+    QUEUE_URL_VARS[1],
+    QUEUE_URL_VARS[2],
+    DLQ_URL_VARS[0],
+    DLQ_URL_VARS[1],
+    DLQ_URL_VARS[2],
+];
+
+/// An environment variable, with the empty string meaning "not set" (so a template can set
+/// every variable a function reads and leave the optional ones empty).
+pub fn env(var: &str) -> Option<String> {
+    std::env::var(var).ok().filter(|v| !v.is_empty())
+}
+
+/// Every environment variable each function reads (the template must set them all).
+pub fn reads(function: &str) -> Vec<&'static str> {
+    let mut vars: Vec<&'static str> = SETTINGS_VARS.to_vec();
+    vars.push("RUST_LOG");
+    match function {
+        "consumer" => {
+            vars.extend(crate::consumer::config::VARS);
+            vars.extend(crate::providers::VARS);
+        }
+        "scheduler" => vars.extend(crate::scheduler::VARS),
+        _ => {}
+    }
+    vars
+}
+
 impl Settings {
     pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_lookup(|var| std::env::var(var).ok())
+        Self::from_lookup(env)
     }
 
     /// Read from any lookup (the environment, or a map in tests).

@@ -48,6 +48,25 @@ impl Default for ConsumerConfig {
     }
 }
 
+/// Every variable [`ConsumerConfig`] reads.
+pub const VARS: [&str; 15] = [
+    "POLICY_VERSION",
+    "MAX_ATTEMPTS",
+    "BACKOFF",
+    "FRESHNESS_SECS",
+    "MAX_THROTTLE_DEFERRALS",
+    "THROTTLE_BASE_SECS",
+    "THROTTLE_CAP_SECS",
+    "AMBIGUOUS",
+    "LEASE_SECS",
+    "PROVIDER_TIMEOUT_SECS",
+    "MAX_RECEIVE_COUNT",
+    "REENQUEUE_MARGIN",
+    "DEADLINE_MARGIN_SECS",
+    "MAX_CONCURRENCY",
+    "RETENTION_SECS",
+];
+
 fn invalid(var: &'static str, problem: impl Into<String>) -> ConfigError {
     ConfigError::Invalid {
         var,
@@ -89,7 +108,7 @@ impl ConsumerConfig {
     }
 
     pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_lookup(|k| std::env::var(k).ok())
+        Self::from_lookup(crate::aws::config::env)
     }
 
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
@@ -191,6 +210,20 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         ConsumerConfig::from_lookup(|k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn reads_only_the_variables_it_declares() {
+        let asked = std::cell::RefCell::new(Vec::new());
+        let _ = ConsumerConfig::from_lookup(|k| {
+            asked.borrow_mut().push(k.to_owned());
+            None
+        });
+        let asked = asked.into_inner();
+        assert!(!asked.is_empty());
+        for k in &asked {
+            assert!(VARS.contains(&k.as_str()), "{k} is read but not declared");
+        }
     }
 
     #[test]

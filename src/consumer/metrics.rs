@@ -90,6 +90,7 @@ impl Metrics {
         );
         count("infra_errors".into(), self.infra_errors + self.panics);
         count("released".into(), self.released);
+        count("dead_total".into(), self.dead_total());
         for reason in DeadReason::ALL {
             count(
                 format!("dead_{reason}"),

@@ -96,6 +96,30 @@ macro_rules! vars {
     };
 }
 
+/// Every variable the providers read.
+pub const VARS: [&str; 20] = [
+    "PUSH_PROVIDER",
+    "PUSH_PARTITION",
+    "PUSH_HTTP_ENDPOINT",
+    "PUSH_HTTP_TOKEN",
+    "PUSH_HTTP_IDEMPOTENT",
+    "EMAIL_PROVIDER",
+    "EMAIL_PARTITION",
+    "EMAIL_HTTP_ENDPOINT",
+    "EMAIL_HTTP_TOKEN",
+    "EMAIL_HTTP_IDEMPOTENT",
+    "SMS_PROVIDER",
+    "SMS_PARTITION",
+    "SMS_HTTP_ENDPOINT",
+    "SMS_HTTP_TOKEN",
+    "SMS_HTTP_IDEMPOTENT",
+    "EMAIL_SES_FROM",
+    "EMAIL_SES_CONFIGURATION_SET",
+    "SMS_SNS_SMS_TYPE",
+    "SMS_SNS_SENDER_ID",
+    "PUSH_SNS_PLATFORM_APPLICATION_ARN",
+];
+
 fn vars(channel: Channel) -> Vars {
     match channel {
         Channel::Push => vars!("PUSH"),

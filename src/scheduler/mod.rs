@@ -55,6 +55,16 @@ impl Default for SchedulerConfig {
     }
 }
 
+/// Every variable [`SchedulerConfig`] reads.
+pub const VARS: [&str; 6] = [
+    "LOOK_AHEAD_SECS",
+    "SCHEDULE_PERIOD_SECS",
+    "PER_SUBSCRIBER_CAP",
+    "MAX_PER_RUN",
+    "MAX_SCAN",
+    "PAGE_SIZE",
+];
+
 fn invalid(var: &'static str, problem: &str) -> ConfigError {
     ConfigError::Invalid {
         var,
@@ -85,6 +95,10 @@ impl SchedulerConfig {
             return Err(invalid("PAGE_SIZE", "must be 1 to 1000"));
         }
         Ok(())
+    }
+
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(crate::aws::config::env)
     }
 
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {

@@ -17,7 +17,7 @@ async fn main() -> Result<(), Error> {
     let (settings, adapters) = (start.settings, start.adapters);
     let cfg = ConsumerConfig::from_env()?;
     let providers = reminders::providers::from_lookup(
-        |var| std::env::var(var).ok(),
+        reminders::aws::config::env,
         SystemClock,
         cfg.provider_timeout,
         &start.sdk,

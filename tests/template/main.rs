@@ -1,0 +1,245 @@
+//! `template.yaml` against the code: every environment variable a function reads is set for
+//! it, nothing else is, and the local bootstrap (used with emulators and by `remindctl local
+//! up`) creates the tables and queues the template declares, with the same attributes.
+
+use std::collections::BTreeSet;
+
+use reminders::aws::bootstrap::{
+    create_channel_queues, create_deliveries_table, create_reminders_table, QueueSpec,
+    DUE_INDEX_PROJECTION, TTL_ATTR,
+};
+use reminders::aws::config::reads;
+use reminders::aws::dynamo::DUE_INDEX;
+use serde_norway::Value;
+
+fn template() -> Value {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/template.yaml"))
+        .expect("template.yaml at the project root");
+    serde_norway::from_str(&text).expect("template.yaml parses as YAML")
+}
+
+fn keys(v: &Value) -> BTreeSet<String> {
+    v.as_mapping()
+        .map(|m| {
+            m.keys()
+                .filter_map(|k| k.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn resource<'a>(t: &'a Value, name: &str) -> &'a Value {
+    &t["Resources"][name]["Properties"]
+}
+
+/// A parameter's default, as text.
+fn default(t: &Value, name: &str) -> String {
+    match &t["Parameters"][name]["Default"] {
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => s.clone(),
+        other => panic!("parameter {name} has no scalar default: {other:?}"),
+    }
+}
+
+/// A scalar that is either literal or `!Ref Parameter` (resolved to its default).
+fn scalar(t: &Value, v: &Value) -> String {
+    match v {
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => s.clone(),
+        Value::Tagged(tagged) if tagged.tag == "!Ref" => {
+            default(t, tagged.value.as_str().expect("!Ref names a parameter"))
+        }
+        other => panic!("not a scalar: {other:?}"),
+    }
+}
+
+#[test]
+fn every_variable_a_function_reads_is_set_for_it_and_no_other() {
+    let t = template();
+    let global = keys(&t["Globals"]["Function"]["Environment"]["Variables"]);
+    let known: BTreeSet<&str> = ["scheduler", "consumer", "redrive"]
+        .into_iter()
+        .flat_map(reads)
+        .collect();
+    for (resource_name, function) in [
+        ("SchedulerFunction", "scheduler"),
+        ("ConsumerFunction", "consumer"),
+        ("RedriveFunction", "redrive"),
+    ] {
+        let own = keys(&resource(&t, resource_name)["Environment"]["Variables"]);
+        let set: BTreeSet<String> = global.union(&own).cloned().collect();
+        for var in reads(function) {
+            assert!(
+                set.contains(var),
+                "{function} reads {var}, which the template does not set"
+            );
+        }
+        for var in &set {
+            assert!(
+                known.contains(var.as_str()),
+                "{resource_name} sets {var}, which nothing reads"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_template_declares_what_the_bootstrap_creates() {
+    let t = template();
+    let reminders = resource(&t, "RemindersTable");
+    let gsi = &reminders["GlobalSecondaryIndexes"][0];
+    assert_eq!(gsi["IndexName"].as_str(), Some(DUE_INDEX));
+    assert_eq!(
+        gsi["KeySchema"][0]["AttributeName"].as_str(),
+        Some("due_shard")
+    );
+    assert_eq!(
+        gsi["KeySchema"][1]["AttributeName"].as_str(),
+        Some("due_at")
+    );
+    assert_eq!(
+        gsi["Projection"]["ProjectionType"].as_str(),
+        Some("INCLUDE")
+    );
+    let projected: BTreeSet<&str> = gsi["Projection"]["NonKeyAttributes"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(projected, DUE_INDEX_PROJECTION.into_iter().collect());
+    for table in ["RemindersTable", "DeliveriesTable"] {
+        let ttl = &resource(&t, table)["TimeToLiveSpecification"];
+        assert_eq!(ttl["AttributeName"].as_str(), Some(TTL_ATTR), "{table}");
+    }
+    assert_eq!(
+        resource(&t, "DeliveriesTable")["KeySchema"][0]["AttributeName"].as_str(),
+        Some("delivery_key")
+    );
+    let spec = QueueSpec::default();
+    for channel in ["Push", "Email", "Sms"] {
+        let q = resource(&t, &format!("{channel}Queue"));
+        let dlq = resource(&t, &format!("{channel}DeadLetterQueue"));
+        assert_eq!(
+            scalar(&t, &q["VisibilityTimeout"]),
+            spec.visibility_timeout_secs.to_string()
+        );
+        assert_eq!(
+            scalar(&t, &q["MessageRetentionPeriod"]),
+            spec.retention_secs.to_string()
+        );
+        assert_eq!(
+            scalar(&t, &dlq["MessageRetentionPeriod"]),
+            spec.dlq_retention_secs.to_string()
+        );
+        assert_eq!(
+            scalar(&t, &q["RedrivePolicy"]["maxReceiveCount"]),
+            spec.max_receive_count.to_string()
+        );
+        assert!(
+            spec.dlq_retention_secs > spec.retention_secs,
+            "DLQ outlives its source"
+        );
+    }
+    let consumer_timeout: u32 = default(&t, "ConsumerTimeoutSeconds").parse().unwrap();
+    assert!(spec.visibility_timeout_secs >= 6 * consumer_timeout);
+}
+
+/// On the emulator: what the bootstrap creates matches the template.
+#[tokio::test]
+async fn the_bootstrap_creates_the_same_resources_on_the_emulator() {
+    std::env::var("AWS_ENDPOINT_URL")
+        .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");
+    let t = template();
+    let sdk = reminders::aws::sdk_config().await;
+    let dynamo = aws_sdk_dynamodb::Client::new(&sdk);
+    let sqs = aws_sdk_sqs::Client::new(&sdk);
+    let suffix = std::process::id();
+    let (rem, del) = (format!("tpl-rem-{suffix}"), format!("tpl-del-{suffix}"));
+    create_reminders_table(&dynamo, &rem).await.unwrap();
+    create_deliveries_table(&dynamo, &del).await.unwrap();
+    let desc = dynamo
+        .describe_table()
+        .table_name(&rem)
+        .send()
+        .await
+        .unwrap();
+    let table = desc.table.unwrap();
+    let gsi = &table.global_secondary_indexes()[0];
+    assert_eq!(gsi.index_name(), Some(DUE_INDEX));
+    let want = &resource(&t, "RemindersTable")["GlobalSecondaryIndexes"][0];
+    let key_names: Vec<&str> = gsi
+        .key_schema()
+        .iter()
+        .map(|k| k.attribute_name())
+        .collect();
+    assert_eq!(key_names, ["due_shard", "due_at"]);
+    let projected: BTreeSet<String> = gsi
+        .projection()
+        .unwrap()
+        .non_key_attributes()
+        .iter()
+        .cloned()
+        .collect();
+    let declared: BTreeSet<String> = want["Projection"]["NonKeyAttributes"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(projected, declared);
+    for name in [&rem, &del] {
+        let ttl = dynamo
+            .describe_time_to_live()
+            .table_name(name)
+            .send()
+            .await
+            .unwrap();
+        let attr = ttl.time_to_live_description.and_then(|d| d.attribute_name);
+        assert_eq!(attr.as_deref(), Some(TTL_ATTR), "{name}");
+    }
+    let (queues, dlqs) =
+        create_channel_queues(&sqs, &format!("tpl-{suffix}"), QueueSpec::default())
+            .await
+            .unwrap();
+    use aws_sdk_sqs::types::QueueAttributeName as A;
+    let attrs = sqs
+        .get_queue_attributes()
+        .queue_url(&queues.sms)
+        .attribute_names(A::All)
+        .send()
+        .await
+        .unwrap()
+        .attributes
+        .unwrap();
+    let q = resource(&t, "SmsQueue");
+    assert_eq!(
+        attrs[&A::VisibilityTimeout],
+        scalar(&t, &q["VisibilityTimeout"])
+    );
+    assert_eq!(
+        attrs[&A::MessageRetentionPeriod],
+        scalar(&t, &q["MessageRetentionPeriod"])
+    );
+    let redrive: serde_json::Value = serde_json::from_str(&attrs[&A::RedrivePolicy]).unwrap();
+    assert_eq!(
+        redrive["maxReceiveCount"].to_string().trim_matches('"'),
+        scalar(&t, &q["RedrivePolicy"]["maxReceiveCount"])
+    );
+    let dlq_attrs = sqs
+        .get_queue_attributes()
+        .queue_url(&dlqs.sms)
+        .attribute_names(A::MessageRetentionPeriod)
+        .send()
+        .await
+        .unwrap()
+        .attributes
+        .unwrap();
+    assert_eq!(
+        dlq_attrs[&A::MessageRetentionPeriod],
+        scalar(
+            &t,
+            &resource(&t, "SmsDeadLetterQueue")["MessageRetentionPeriod"]
+        )
+    );
+}
