@@ -14,6 +14,7 @@
 //! | [`policy`] | outcome classes, the versioned retry policy, `decide`, Retry-After parsing |
 //! | [`delivery`] | the ledger state machine and its claim / outcome / cancel operations |
 //! | [`deadletter`] | the DLQ evidence format |
+//! | [`local`] | the local pipeline runner: schedule and event source mappings, played |
 //! | [`outbox`] | create, edit and cancel reminders (what applications call) |
 //! | [`redrive`] | bounded, filtered, audited replay of a channel's DLQ |
 //! | [`scheduler`] | the scheduler run: due scan, fair fan-out, enqueue and mark |
@@ -33,6 +34,7 @@ pub mod consumer;
 pub mod deadletter;
 pub mod delivery;
 pub mod domain;
+pub mod local;
 pub mod outbox;
 pub mod policy;
 pub mod ports;

@@ -1,6 +1,8 @@
-//! `remindctl`: the operator and developer CLI. For now it derives delivery keys (so
-//! applications and operators can find a delivery in the ledger or a DLQ) and checks the
-//! configuration the functions read; the embedded demo and the operator commands come next.
+//! `remindctl`: the operator and developer CLI. It derives delivery keys (so applications and
+//! operators can find a delivery in the ledger or a DLQ), checks the configuration the
+//! functions read, and creates and runs the pipeline locally against an emulator.
+
+mod local;
 
 use std::process::ExitCode;
 
@@ -37,10 +39,56 @@ enum Command {
     ///
     /// Example: REMINDERS_TABLE=… DELIVERIES_TABLE=… remindctl config
     Config,
+    /// The pipeline on an emulator (moto, LocalStack): needs AWS_ENDPOINT_URL.
+    #[command(subcommand)]
+    Local(LocalCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum LocalCommand {
+    /// Create the template's tables and queues on the emulator and print the variables to
+    /// export.
+    ///
+    /// Example: AWS_ENDPOINT_URL=http://localhost:4566 remindctl local up
+    Up {
+        /// Prefix of every table and queue name.
+        #[arg(long, default_value = "reminders-local")]
+        prefix: String,
+        /// Due-index shards (export the same DUE_SHARDS for `run`).
+        #[arg(long, default_value_t = 8)]
+        shards: u32,
+    },
+    /// Play the scheduler's schedule and each channel's event source mapping with the same
+    /// handler code, until nothing is pending (or for --for seconds).
+    ///
+    /// Example: eval "$(remindctl local up)"; EMAIL_PROVIDER=http EMAIL_HTTP_ENDPOINT=… remindctl local run --for 300
+    Run {
+        /// Stop after this many seconds instead of when idle.
+        #[arg(long = "for")]
+        for_secs: Option<u64>,
+        /// Seconds between scheduler runs.
+        #[arg(long, default_value_t = 60)]
+        schedule_period: u64,
+    },
 }
 
 fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
+        Command::Local(cmd) => {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())?;
+            return rt.block_on(async {
+                match cmd {
+                    LocalCommand::Up { prefix, shards } => local::up(&prefix, shards).await,
+                    LocalCommand::Run {
+                        for_secs,
+                        schedule_period,
+                    } => local::run(for_secs, schedule_period).await,
+                }
+            });
+        }
         Command::Key {
             reminder,
             subscriber,

@@ -15,7 +15,9 @@ use aws_sdk_sqs::Client;
 use crate::aws::error::{corrupt, port_error};
 use crate::deadletter::DeadLetter;
 use crate::domain::{Channel, PerChannel};
-use crate::ports::queue::{OP_DEAD_LETTER, OP_DELETE, OP_RECEIVE, OP_SEND, OP_VISIBILITY};
+use crate::ports::queue::{
+    QueueDepth, OP_DEAD_LETTER, OP_DELETE, OP_DEPTH, OP_RECEIVE, OP_SEND, OP_VISIBILITY,
+};
 use crate::ports::{
     DeadLetterMessage, DeadLetters, DeliveryQueue, OutgoingMessage, PortError, ReceivedMessage,
     SendFailure,
@@ -258,8 +260,29 @@ impl DeliveryQueue for SqsQueues {
         self.receive_from(self.urls.get(channel), max, visibility)
             .await
     }
-}
 
+    async fn depth(&self, channel: Channel) -> Result<QueueDepth, PortError> {
+        use aws_sdk_sqs::operation::get_queue_attributes::GetQueueAttributesError;
+        use aws_sdk_sqs::types::QueueAttributeName as A;
+        let out = self
+            .client
+            .get_queue_attributes()
+            .queue_url(self.urls.get(channel))
+            .attribute_names(A::ApproximateNumberOfMessages)
+            .attribute_names(A::ApproximateNumberOfMessagesNotVisible)
+            .attribute_names(A::ApproximateNumberOfMessagesDelayed)
+            .send()
+            .await
+            .map_err(|e| port_error(OP_DEPTH, e, sqs_kind!(GetQueueAttributesError)))?;
+        let attrs = out.attributes.unwrap_or_default();
+        let n = |a: A| attrs.get(&a).and_then(|v| v.parse().ok()).unwrap_or(0);
+        Ok(QueueDepth {
+            visible: n(A::ApproximateNumberOfMessages),
+            in_flight: n(A::ApproximateNumberOfMessagesNotVisible),
+            delayed: n(A::ApproximateNumberOfMessagesDelayed),
+        })
+    }
+}
 impl DeadLetters for SqsDeadLetters {
     async fn dead_letter(
         &self,

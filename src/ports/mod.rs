@@ -16,8 +16,8 @@ pub use gate::{Gate, GatePartition, MemoryGate};
 pub use ledger::{Cas, Expected, Ledger, MemoryLedger};
 pub use provider::{Answer, Provider, ScriptedProvider, SendRequest};
 pub use queue::{
-    DeadLetterMessage, DeadLetters, DeliveryQueue, MemoryQueue, OutgoingMessage, ReceivedMessage,
-    SendFailure,
+    DeadLetterMessage, DeadLetters, DeliveryQueue, MemoryQueue, OutgoingMessage, QueueDepth,
+    ReceivedMessage, SendFailure,
 };
 pub use reminders::{
     DueCursor, DuePage, DueReminder, Inserted, Marked, MemoryReminderStore, ReminderStore,

@@ -18,6 +18,7 @@ pub const OP_SEND: &str = "queue.send_batch";
 pub const OP_RECEIVE: &str = "queue.receive";
 pub const OP_VISIBILITY: &str = "queue.change_visibility";
 pub const OP_DELETE: &str = "queue.delete";
+pub const OP_DEPTH: &str = "queue.depth";
 pub const OP_DEAD_LETTER: &str = "dlq.send";
 /// One entry of a batch (a fault here fails that entry only: a partial batch failure).
 pub const OP_SEND_ENTRY: &str = "queue.send_entry";
@@ -62,6 +63,20 @@ impl ReceivedMessage {
     }
 }
 
+/// Approximate message counts of a queue (SQS's `ApproximateNumberOf*` attributes).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueDepth {
+    pub visible: u64,
+    pub in_flight: u64,
+    pub delayed: u64,
+}
+
+impl QueueDepth {
+    pub fn total(&self) -> u64 {
+        self.visible + self.in_flight + self.delayed
+    }
+}
+
 /// A DLQ message with its dead-letter attributes decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeadLetterMessage {
@@ -96,6 +111,10 @@ pub trait DeliveryQueue: Send + Sync {
         max: u32,
         visibility_secs: u32,
     ) -> impl Future<Output = Result<Vec<ReceivedMessage>, PortError>> + Send;
+
+    /// How many messages the channel's queue holds, approximately.
+    fn depth(&self, channel: Channel)
+        -> impl Future<Output = Result<QueueDepth, PortError>> + Send;
 }
 
 impl<T: DeliveryQueue> DeliveryQueue for std::sync::Arc<T> {
@@ -128,6 +147,12 @@ impl<T: DeliveryQueue> DeliveryQueue for std::sync::Arc<T> {
         visibility_secs: u32,
     ) -> impl Future<Output = Result<Vec<ReceivedMessage>, PortError>> + Send {
         (**self).receive(channel, max, visibility_secs)
+    }
+    fn depth(
+        &self,
+        channel: Channel,
+    ) -> impl Future<Output = Result<QueueDepth, PortError>> + Send {
+        (**self).depth(channel)
     }
 }
 
@@ -239,8 +264,27 @@ impl<C: Clock> MemoryQueue<C> {
     }
 
     /// Messages in the channel's queue, visible or not.
-    pub fn depth(&self, channel: Channel) -> usize {
+    pub fn len(&self, channel: Channel) -> usize {
         lock(&self.queues).get(&channel).map_or(0, Vec::len)
+    }
+
+    /// Whether the channel's queue holds no message at all.
+    pub fn is_empty(&self, channel: Channel) -> bool {
+        self.len(channel) == 0
+    }
+
+    fn counts(&self, channel: Channel) -> QueueDepth {
+        let now = self.clock.now();
+        let queues = lock(&self.queues);
+        let mut d = QueueDepth::default();
+        for m in queues.get(&channel).into_iter().flatten() {
+            match (m.visible_at <= now, m.receive_count) {
+                (true, _) => d.visible += 1,
+                (false, 0) => d.delayed += 1,
+                (false, _) => d.in_flight += 1,
+            }
+        }
+        d
     }
 
     /// When the oldest message of the channel was sent.
@@ -421,8 +465,11 @@ impl<C: Clock> DeliveryQueue for MemoryQueue<C> {
     ) -> Result<Vec<ReceivedMessage>, PortError> {
         self.guarded(OP_RECEIVE, || Ok(self.take(channel, max, visibility)))
     }
-}
 
+    async fn depth(&self, channel: Channel) -> Result<QueueDepth, PortError> {
+        Ok(self.counts(channel))
+    }
+}
 impl<C: Clock> DeadLetters for MemoryQueue<C> {
     async fn dead_letter(
         &self,

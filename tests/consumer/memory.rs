@@ -37,7 +37,7 @@ async fn delivered_is_acked_with_one_call_and_recorded() {
     let m = out.metrics.get(SMS);
     assert_eq!(m.delivered, 1);
     assert_eq!(m.lateness_ms, [2_000]);
-    assert_eq!(w.queue.depth(SMS), 0, "acked messages are deleted");
+    assert_eq!(w.queue.len(SMS), 0, "acked messages are deleted");
 }
 
 #[tokio::test]

@@ -4,4 +4,5 @@
 
 mod aws;
 mod http;
+#[path = "../support/server.rs"]
 mod server;

@@ -114,7 +114,7 @@ async fn a_partial_batch_failure_is_retried_for_the_failed_entries_only() {
     );
     assert_eq!(report.messages_sent, 10);
     assert_eq!(report.enqueued, 10);
-    assert_eq!(w.queue.depth(Channel::Sms), 10, "no entry was sent twice");
+    assert_eq!(w.queue.len(Channel::Sms), 10, "no entry was sent twice");
 }
 
 #[tokio::test]

@@ -1,5 +1,7 @@
 //! A tiny HTTP/1.1 server on 127.0.0.1 for provider tests: each connection reads one request,
-//! records it, and does what the next scripted behaviour says.
+//! records it, and does what the script (or a function of the request) says.
+
+#![allow(dead_code)]
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -57,22 +59,36 @@ pub struct Server {
     pub requests: Arc<Mutex<Vec<Recorded>>>,
 }
 
+/// Decides each request's answer.
+pub type Decide = Arc<dyn Fn(&Recorded) -> Behaviour + Send + Sync>;
+
 /// Serve `script` in order (the last behaviour repeats) until the test ends.
 pub async fn serve(script: Vec<Behaviour>) -> Server {
+    let next = Arc::new(Mutex::new(0usize));
+    serve_fn(Arc::new(move |_| {
+        let mut i = next.lock().unwrap();
+        let b = script[(*i).min(script.len() - 1)].clone();
+        *i += 1;
+        b
+    }))
+    .await
+}
+
+/// Serve, answering each request with `decide(request)`.
+pub async fn serve_fn(decide: Decide) -> Server {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/v1/messages", listener.local_addr().unwrap());
     let requests = Arc::new(Mutex::new(Vec::new()));
     let recorded = requests.clone();
     tokio::spawn(async move {
-        let mut i = 0;
         while let Ok((mut sock, _)) = listener.accept().await {
-            let behaviour = script[i.min(script.len() - 1)].clone();
-            i += 1;
             let recorded = recorded.clone();
+            let decide = decide.clone();
             tokio::spawn(async move {
                 let Some(req) = read_request(&mut sock).await else {
                     return;
                 };
+                let behaviour = decide(&req);
                 recorded.lock().unwrap().push(req);
                 match behaviour {
                     Behaviour::Respond {
