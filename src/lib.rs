@@ -22,6 +22,7 @@
 //! | [`aws`] | the DynamoDB and SQS adapters, typed configuration, resource bootstrap |
 //! | [`consumer`] | the consumer pipeline: SQS batch in, partial batch response out |
 //! | [`providers`] | real providers (generic HTTP), chosen per channel by configuration |
+//! | [`sim`] | the embedded pipeline: real scheduler and consumer, virtual clock, simulated provider |
 //! | [`telemetry`] | JSON log setup for the binaries |
 //!
 //! Pure code (`domain`, `policy`, `delivery::state`) takes time and randomness as parameters.
@@ -41,4 +42,5 @@ pub mod ports;
 pub mod providers;
 pub mod redrive;
 pub mod scheduler;
+pub mod sim;
 pub mod telemetry;

@@ -2,6 +2,7 @@
 //! operators can find a delivery in the ledger or a DLQ), checks the configuration the
 //! functions read, and creates and runs the pipeline locally against an emulator.
 
+mod demo;
 mod local;
 
 use std::process::ExitCode;
@@ -23,6 +24,88 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run the whole pipeline in one process — the real scheduler and consumer on in-memory
+    /// ports, a virtual clock and a simulated provider — and report what happened.
+    ///
+    /// Example: remindctl demo --seed 7 --rate-429 0.05 --json
+    Demo {
+        /// Reminders, spread over the three channels.
+        #[arg(long, default_value_t = 10_000)]
+        reminders: u32,
+        /// Due times spread over this many seconds.
+        #[arg(long, default_value_t = 1800)]
+        window_secs: u64,
+        /// How long after its due time a reminder is still worth sending.
+        #[arg(long, default_value_t = 3600)]
+        freshness_secs: u64,
+        /// Same seed, same run, byte for byte.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Print the report as one JSON line.
+        #[arg(long)]
+        json: bool,
+        /// Where to write the SVG chart.
+        #[arg(long, default_value = "remindctl-demo.svg")]
+        chart: std::path::PathBuf,
+        /// A TOML failure profile (fields: push_per_sec, email_per_sec, sms_per_sec, rate_429,
+        /// retry_after_secs, rate_5xx, rate_timeout, rate_permanent, outage_start_secs,
+        /// outage_secs, outage_channel, idempotent).
+        #[arg(long)]
+        profile: Option<std::path::PathBuf>,
+        /// Fraction of calls answered 429.
+        #[arg(long)]
+        rate_429: Option<f64>,
+        /// Fraction of calls answered 503.
+        #[arg(long = "rate-5xx")]
+        rate_5xx: Option<f64>,
+        /// Fraction of calls that time out after the request was written.
+        #[arg(long)]
+        rate_timeout: Option<f64>,
+        /// Fraction of calls rejected for good.
+        #[arg(long)]
+        rate_permanent: Option<f64>,
+        /// Provider throughput per channel, sends per second.
+        #[arg(long)]
+        per_sec: Option<f64>,
+        /// Outage start, seconds into the run.
+        #[arg(long)]
+        outage_start_secs: Option<u64>,
+        /// Outage length in seconds.
+        #[arg(long)]
+        outage_secs: Option<u64>,
+        /// No outage.
+        #[arg(long)]
+        no_outage: bool,
+        /// A provider that ignores idempotency keys.
+        #[arg(long)]
+        non_idempotent: bool,
+    },
+    /// Capacity planning on the same engine: what fraction arrives fresh, and when the queue
+    /// drains, for a throughput, a timeout rate and an outage.
+    ///
+    /// Example: remindctl plan --reminders 10000 --throughput 40 --timeout-rate 0.2
+    Plan {
+        #[arg(long, default_value_t = 10_000)]
+        reminders: u32,
+        /// Seconds over which the reminders fall due (0: all at once).
+        #[arg(long, default_value_t = 0)]
+        due_spread_secs: u64,
+        /// Provider sends per second.
+        #[arg(long)]
+        throughput: f64,
+        /// Fraction of first attempts that time out (and are retried with the same key).
+        #[arg(long, default_value_t = 0.0)]
+        timeout_rate: f64,
+        #[arg(long, default_value_t = 3600)]
+        freshness_secs: u64,
+        /// Outage as START:LENGTH in seconds.
+        #[arg(long, value_parser = parse_outage)]
+        outage: Option<(u64, u64)>,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the delivery key of (reminder, subscriber, channel).
     ///
     /// Example: remindctl key --reminder order-42 --subscriber user-7 --channel sms
@@ -72,14 +155,91 @@ enum LocalCommand {
     },
 }
 
+fn parse_outage(s: &str) -> Result<(u64, u64), String> {
+    let (a, b) = s
+        .split_once(':')
+        .ok_or_else(|| "expected START:LENGTH in seconds".to_owned())?;
+    let n = |v: &str| {
+        v.trim()
+            .parse::<u64>()
+            .map_err(|_| format!("{v:?} is not a number of seconds"))
+    };
+    Ok((n(a)?, n(b)?))
+}
+
+fn block_on<F: std::future::Future<Output = Result<(), String>>>(f: F) -> Result<(), String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?
+        .block_on(f)
+}
+
 fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
+        Command::Demo {
+            reminders,
+            window_secs,
+            freshness_secs,
+            seed,
+            json,
+            chart,
+            profile,
+            rate_429,
+            rate_5xx,
+            rate_timeout,
+            rate_permanent,
+            per_sec,
+            outage_start_secs,
+            outage_secs,
+            no_outage,
+            non_idempotent,
+        } => {
+            let args = demo::DemoArgs {
+                reminders,
+                window_secs,
+                freshness_secs,
+                seed,
+                json,
+                chart,
+                profile,
+                overrides: demo::ProfileOverrides {
+                    rate_429,
+                    rate_5xx,
+                    rate_timeout,
+                    rate_permanent,
+                    per_sec,
+                    outage_start_secs,
+                    outage_secs,
+                    no_outage,
+                    non_idempotent,
+                },
+            };
+            return block_on(demo::demo(args));
+        }
+        Command::Plan {
+            reminders,
+            due_spread_secs,
+            throughput,
+            timeout_rate,
+            freshness_secs,
+            outage,
+            seed,
+            json,
+        } => {
+            let input = reminders::sim::plan::PlanInput {
+                reminders,
+                due_spread_secs,
+                throughput_per_sec: throughput,
+                timeout_rate,
+                freshness_secs,
+                outage,
+                seed,
+            };
+            return block_on(demo::plan(input, json));
+        }
         Command::Local(cmd) => {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| e.to_string())?;
-            return rt.block_on(async {
+            return block_on(async {
                 match cmd {
                     LocalCommand::Up { prefix, shards } => local::up(&prefix, shards).await,
                     LocalCommand::Run {
@@ -122,9 +282,16 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(e) => {
+            // One line: clap's first line, plus the next when the first only introduces it.
             let text = e.to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
-            eprintln!("remindctl: {}", first.trim_start_matches("error: "));
+            let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+            let mut msg = lines.next().unwrap_or("invalid arguments").to_owned();
+            if msg.ends_with(':') {
+                if let Some(next) = lines.next() {
+                    msg = format!("{msg} {next}");
+                }
+            }
+            eprintln!("remindctl: {}", msg.trim_start_matches("error: "));
             return ExitCode::from(2);
         }
     };

@@ -336,6 +336,11 @@ impl<P: Ports> Consumer<P> {
         let idempotent = self.ports.provider(inc.channel).honours_idempotency_key();
         let class = outcome.class();
         let error = outcome_error(&outcome);
+        let outcome_retry_after = match &outcome {
+            Outcome::Throttled { retry_after } => *retry_after,
+            Outcome::Blocked { retry_after, .. } => Some(*retry_after),
+            _ => None,
+        };
         let ledger = self.ports.ledger();
         match decide(
             &policy,
@@ -384,7 +389,13 @@ impl<P: Ports> Consumer<P> {
             Next::Retry { at, class, .. } => {
                 if class == OutcomeClass::Throttled {
                     m.deferred_provider += 1;
-                    self.close_gate(partition, at).await;
+                    // The gate closes until the provider said (its Retry-After), not until this
+                    // delivery's jittered retry: deferred workers add their own jitter.
+                    let until = match &outcome_retry_after {
+                        Some(ra) => *ra,
+                        None => at,
+                    };
+                    self.close_gate(partition, until).await;
                 } else {
                     m.retried += 1;
                 }

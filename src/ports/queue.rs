@@ -225,6 +225,8 @@ struct Stored {
     body: String,
     attributes: BTreeMap<String, String>,
     sent_at: Timestamp,
+    /// When it first became receivable (after its DelaySeconds).
+    ready_at: Timestamp,
     visible_at: Timestamp,
     receive_count: u32,
     receipt: Option<String>,
@@ -287,11 +289,13 @@ impl<C: Clock> MemoryQueue<C> {
         d
     }
 
-    /// When the oldest message of the channel was sent.
-    pub fn oldest_sent_at(&self, channel: Channel) -> Option<Timestamp> {
+    /// When the oldest receivable message of the channel became receivable (a message still
+    /// inside its DelaySeconds is not waiting yet).
+    pub fn oldest_ready_at(&self, channel: Channel) -> Option<Timestamp> {
+        let now = self.clock.now();
         lock(&self.queues)
             .get(&channel)
-            .and_then(|q| q.iter().map(|m| m.sent_at).min())
+            .and_then(|q| q.iter().map(|m| m.ready_at).filter(|r| *r <= now).min())
     }
 
     fn push(&self, channel: Channel, body: &str, attrs: BTreeMap<String, String>, delay: u32) {
@@ -306,6 +310,7 @@ impl<C: Clock> MemoryQueue<C> {
             body: body.to_owned(),
             attributes: attrs,
             sent_at: now,
+            ready_at: now.plus(Duration::from_secs(u64::from(delay))),
             visible_at: now.plus(Duration::from_secs(u64::from(delay))),
             receive_count: 0,
             receipt: None,

@@ -1,0 +1,174 @@
+//! `remindctl demo` and `remindctl plan`: the whole pipeline in one process — the real
+//! scheduler and consumer code on in-memory ports with a virtual clock and a simulated
+//! provider. No AWS account, no emulator.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use reminders::sim::plan::{self, PlanInput};
+use reminders::sim::{chart, simulate, Profile, SimConfig};
+
+pub struct DemoArgs {
+    pub reminders: u32,
+    pub window_secs: u64,
+    pub freshness_secs: u64,
+    pub seed: u64,
+    pub json: bool,
+    pub chart: PathBuf,
+    pub profile: Option<PathBuf>,
+    pub overrides: ProfileOverrides,
+}
+
+/// Flags that override the profile (file or defaults).
+#[derive(Default)]
+pub struct ProfileOverrides {
+    pub rate_429: Option<f64>,
+    pub rate_5xx: Option<f64>,
+    pub rate_timeout: Option<f64>,
+    pub rate_permanent: Option<f64>,
+    pub per_sec: Option<f64>,
+    pub outage_start_secs: Option<u64>,
+    pub outage_secs: Option<u64>,
+    pub no_outage: bool,
+    pub non_idempotent: bool,
+}
+
+fn load_profile(path: Option<&PathBuf>, o: &ProfileOverrides) -> Result<Profile, String> {
+    let mut p = match path {
+        None => Profile::default(),
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            toml::from_str(&text).map_err(|e| {
+                let msg = e.to_string();
+                format!(
+                    "{}: {}",
+                    path.display(),
+                    msg.lines().next().unwrap_or("invalid profile")
+                )
+            })?
+        }
+    };
+    let check = |name: &str, v: f64| {
+        if (0.0..=1.0).contains(&v) {
+            Ok(v)
+        } else {
+            Err(format!("{name} must be between 0 and 1"))
+        }
+    };
+    if let Some(v) = o.rate_429 {
+        p.rate_429 = check("--rate-429", v)?;
+    }
+    if let Some(v) = o.rate_5xx {
+        p.rate_5xx = check("--rate-5xx", v)?;
+    }
+    if let Some(v) = o.rate_timeout {
+        p.rate_timeout = check("--rate-timeout", v)?;
+    }
+    if let Some(v) = o.rate_permanent {
+        p.rate_permanent = check("--rate-permanent", v)?;
+    }
+    if let Some(v) = o.per_sec {
+        if v <= 0.0 {
+            return Err("--per-sec must be positive".into());
+        }
+        (p.push_per_sec, p.email_per_sec, p.sms_per_sec) = (v, v, v);
+    }
+    if let Some(s) = o.outage_start_secs {
+        p.outage_start_secs = Some(s);
+    }
+    if let Some(s) = o.outage_secs {
+        p.outage_secs = s;
+    }
+    if o.no_outage {
+        p.outage_start_secs = None;
+    }
+    if o.non_idempotent {
+        p.idempotent = false;
+    }
+    Ok(p)
+}
+
+fn progress_bar(total: u64, hidden: bool) -> ProgressBar {
+    let bar = if hidden {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(total)
+    };
+    if let Ok(style) = ProgressStyle::with_template("{spinner} {bar:40} {pos}/{len} settled {msg}")
+    {
+        bar.set_style(style);
+    }
+    bar
+}
+
+pub async fn demo(args: DemoArgs) -> Result<(), String> {
+    if args.reminders == 0 {
+        return Err("--reminders must be at least 1".into());
+    }
+    let profile = load_profile(args.profile.as_ref(), &args.overrides)?;
+    let cfg = SimConfig {
+        reminders: args.reminders,
+        window: Duration::from_secs(args.window_secs.max(1)),
+        freshness: Duration::from_secs(args.freshness_secs.max(1)),
+        seed: args.seed,
+        profile,
+        ..SimConfig::default()
+    };
+    let bar = progress_bar(u64::from(args.reminders), false);
+    let report = simulate(&cfg, |done, total| {
+        bar.set_length(total);
+        bar.set_position(done);
+    })
+    .await;
+    bar.finish_and_clear();
+    std::fs::write(&args.chart, chart::svg(&report.samples))
+        .map_err(|e| format!("cannot write {}: {e}", args.chart.display()))?;
+    if args.json {
+        println!("{}", report.to_json());
+        eprintln!("chart: {}", args.chart.display());
+    } else {
+        print!("{report}");
+        println!("chart               {}", args.chart.display());
+    }
+    Ok(())
+}
+
+pub async fn plan(input: PlanInput, json: bool) -> Result<(), String> {
+    if input.reminders == 0 || input.throughput_per_sec <= 0.0 {
+        return Err("--reminders and --throughput must be positive".into());
+    }
+    if !(0.0..=1.0).contains(&input.timeout_rate) {
+        return Err("--timeout-rate must be between 0 and 1".into());
+    }
+    let p = plan::plan(&input).await;
+    if json {
+        println!("{}", serde_json::to_string(&p).unwrap_or_default());
+        return Ok(());
+    }
+    let e = p.estimate;
+    println!(
+        "estimate            first wave {:.0} s + retries {:.0} s → drained after ~{:.0} s",
+        e.first_wave_secs, e.retry_secs, e.drain_secs
+    );
+    let s = &p.simulated;
+    match s.drain_time_s {
+        Some(t) => println!("simulated           drained after {t} s"),
+        None => println!("simulated           not drained within 24 h"),
+    }
+    println!(
+        "fresh on arrival    {:.1}% ({} of {}; {} expired)",
+        s.fresh_fraction * 100.0,
+        s.delivered,
+        s.reminders,
+        s.expired
+    );
+    println!(
+        "lateness            p50 {:.0} s · p95 {:.0} s · p99 {:.0} s",
+        s.lateness_ms.p50 as f64 / 1000.0,
+        s.lateness_ms.p95 as f64 / 1000.0,
+        s.lateness_ms.p99 as f64 / 1000.0
+    );
+    Ok(())
+}

@@ -1,0 +1,59 @@
+//! The CLI as a user runs it: deterministic demo output, one-line errors.
+
+use std::process::Command;
+
+fn remindctl(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_remindctl"))
+        .args(args)
+        .env_remove("AWS_ENDPOINT_URL")
+        .output()
+        .expect("remindctl runs")
+}
+
+#[test]
+fn demo_json_is_the_same_twice_for_a_seed() {
+    let dir = std::env::temp_dir().join(format!("remindctl-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let chart = dir.join("chart.svg");
+    let chart = chart.to_str().unwrap();
+    let args = [
+        "demo",
+        "--reminders",
+        "600",
+        "--window-secs",
+        "300",
+        "--seed",
+        "11",
+        "--json",
+        "--chart",
+        chart,
+    ];
+    let a = remindctl(&args);
+    let b = remindctl(&args);
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    assert_eq!(a.stdout, b.stdout);
+    let line = String::from_utf8(a.stdout).unwrap();
+    assert_eq!(line.lines().count(), 1, "one JSON line");
+    let v: serde_json::Value = serde_json::from_str(line.trim()).unwrap();
+    assert_eq!(v["duplicates"], 0);
+    assert!(!line.contains(chart), "no paths in the JSON");
+    let svg = std::fs::read_to_string(chart).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("polyline"));
+}
+
+#[test]
+fn bad_flags_and_missing_configuration_give_one_line() {
+    for (args, needle) in [
+        (vec!["demo", "--reminders", "lots"], "invalid value"),
+        (vec!["demo", "--rate-429", "2"], "--rate-429"),
+        (vec!["plan"], "--throughput"),
+        (vec!["local", "up"], "AWS_ENDPOINT_URL"),
+        (vec!["frobnicate"], "unrecognized subcommand"),
+    ] {
+        let out = remindctl(&args);
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}

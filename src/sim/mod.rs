@@ -1,0 +1,339 @@
+//! The embedded pipeline: the real scheduler and consumer on in-memory ports, a virtual clock
+//! and a simulated provider ([`provider`]), advanced one virtual second at a time. The same
+//! seed gives the same run, byte for byte: time and randomness come only from the ports, and
+//! it runs on one thread.
+//!
+//! Each virtual second: the scheduler runs on its period, then each channel's event source
+//! mapping takes up to `batches_per_second` batches of ten through the consumer.
+
+pub mod chart;
+pub mod plan;
+pub mod provider;
+pub mod report;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+
+use crate::clock::{ManualClock, Timestamp};
+use crate::consumer::event::{arn_for_url, to_sqs_event};
+use crate::consumer::{Consumer, ConsumerConfig, Metrics};
+use crate::delivery::state::Status;
+use crate::domain::{
+    Channel, Content, DeadReason, NewReminder, PerChannel, Recipient, Reminder, ReminderId,
+    ReminderStatus, SubscriberId,
+};
+use crate::policy::RetryPolicy;
+use crate::ports::{
+    DeliveryQueue, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet,
+    ReminderStore,
+};
+use crate::scheduler::{Scheduler, SchedulerConfig};
+pub use provider::{Profile, SimProvider};
+pub use report::{Sample, SimReport};
+
+/// The simulated epoch (virtual time starts here).
+pub const EPOCH: Timestamp = Timestamp::from_millis(1_700_000_000_000);
+
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    pub reminders: u32,
+    /// Due times are spread uniformly over `[0, window)` from the start.
+    pub window: Duration,
+    pub freshness: Duration,
+    pub subscribers: u32,
+    /// Which channels reminders go to (round robin).
+    pub channels: Vec<Channel>,
+    pub seed: u64,
+    pub profile: Profile,
+    pub policy: RetryPolicy,
+    /// Event source mapping capacity per channel: batches of ten per virtual second.
+    pub batches_per_second: u32,
+    /// Give up after this much virtual time.
+    pub max_time: Duration,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        Self {
+            reminders: 10_000,
+            window: Duration::from_secs(1800),
+            freshness: Duration::from_secs(3600),
+            subscribers: 2_000,
+            channels: Channel::ALL.to_vec(),
+            seed: 1,
+            profile: Profile::default(),
+            policy: RetryPolicy::default(),
+            batches_per_second: 20,
+            max_time: Duration::from_secs(12 * 3600),
+        }
+    }
+}
+
+type SimPorts = PortSet<
+    ManualClock,
+    Arc<MemoryReminderStore>,
+    Arc<MemoryLedger>,
+    Arc<MemoryGate>,
+    Arc<MemoryQueue<ManualClock>>,
+    Arc<MemoryQueue<ManualClock>>,
+    Arc<SimProvider<ManualClock>>,
+>;
+
+struct World {
+    clock: ManualClock,
+    store: Arc<MemoryReminderStore>,
+    ledger: Arc<MemoryLedger>,
+    queue: Arc<MemoryQueue<ManualClock>>,
+    provider: Arc<SimProvider<ManualClock>>,
+    scheduler: Scheduler<SimPorts>,
+    consumer: Consumer<SimPorts>,
+    urls: PerChannel<String>,
+}
+
+fn world(cfg: &SimConfig) -> World {
+    let clock = ManualClock::at(EPOCH);
+    let store = Arc::new(MemoryReminderStore::new(8));
+    let ledger = Arc::new(MemoryLedger::default());
+    let dlq = Arc::new(MemoryQueue::new(clock.clone()));
+    let queue = Arc::new(MemoryQueue::new(clock.clone()).with_redrive(100, dlq.clone()));
+    let provider = Arc::new(SimProvider::new(
+        clock.clone(),
+        cfg.profile.clone(),
+        cfg.seed,
+    ));
+    let ports = PortSet {
+        clock: clock.clone(),
+        reminders: store.clone(),
+        ledger: ledger.clone(),
+        gate: Arc::new(MemoryGate::default()),
+        queue: queue.clone(),
+        dead_letters: dlq,
+        providers: PerChannel::from_fn(|_| provider.clone()),
+    };
+    let urls = PerChannel::from_fn(|c| format!("http://sim/000000000000/reminders-{c}"));
+    let scheduler_cfg = SchedulerConfig {
+        max_per_run: 1_000_000,
+        max_scan: 10_000_000,
+        page_size: 1_000,
+        per_subscriber_cap: 1_000,
+        ..SchedulerConfig::default()
+    };
+    let consumer_cfg = ConsumerConfig {
+        policy: cfg.policy.clone(),
+        emit_metrics: false,
+        ..ConsumerConfig::default()
+    };
+    World {
+        scheduler: Scheduler::new(ports.clone(), scheduler_cfg),
+        consumer: Consumer::new(ports, consumer_cfg, urls.clone(), cfg.seed),
+        clock,
+        store,
+        ledger,
+        queue,
+        provider,
+        urls,
+    }
+}
+
+fn recipient(channel: Channel, i: u32) -> Recipient {
+    let raw = match channel {
+        Channel::Push => format!("device-{i:08}"),
+        Channel::Email => format!("person{i}@example.com"),
+        Channel::Sms => format!("+1415{:07}", i % 10_000_000),
+    };
+    // Built from fixed patterns that always validate.
+    Recipient::parse(channel, &raw).unwrap_or_else(|_| unreachable!("sim recipient {raw}"))
+}
+
+async fn seed_reminders(w: &World, cfg: &SimConfig) {
+    let mut rng = StdRng::seed_from_u64(cfg.seed ^ 0x5eed);
+    let window_ms = cfg.window.as_millis().max(1) as u64;
+    for i in 0..cfg.reminders {
+        let channel = cfg.channels[i as usize % cfg.channels.len().max(1)];
+        let due = EPOCH.plus(Duration::from_millis(rng.random_range(0..window_ms)));
+        let reminder = Reminder::new(
+            NewReminder {
+                reminder_id: ReminderId::parse(format!("r-{i:07}"))
+                    .unwrap_or_else(|_| unreachable!()),
+                subscriber_id: SubscriberId::parse(format!("s-{}", i % cfg.subscribers.max(1)))
+                    .unwrap_or_else(|_| unreachable!()),
+                due_at: due,
+                fresh_until: Some(due.plus(cfg.freshness)),
+                content: Content::Text {
+                    subject: "Reminder".into(),
+                    body: "Your appointment is soon".into(),
+                },
+                recipients: vec![recipient(channel, i)],
+            },
+            cfg.freshness,
+            Duration::from_secs(86_400),
+        );
+        if let Ok(r) = reminder {
+            let _ = w.store.insert(&r).await;
+        }
+    }
+}
+
+/// Run the simulation; `progress(done, total)` is called once per virtual minute.
+pub async fn simulate(cfg: &SimConfig, mut progress: impl FnMut(u64, u64)) -> SimReport {
+    let w = world(cfg);
+    seed_reminders(&w, cfg).await;
+    let mut metrics = PerChannel::<Metrics>::default();
+    let mut samples = Vec::new();
+    let mut delivered_so_far = 0u64;
+    let mut drained_at = None;
+    let total = u64::from(cfg.reminders);
+    let mut t = 0u64;
+    while t <= cfg.max_time.as_secs() {
+        if t.is_multiple_of(60) {
+            // A failed run is retried by the next one, as EventBridge Scheduler would.
+            let _ = w.scheduler.run(None).await;
+        }
+        for channel in Channel::ALL {
+            for _ in 0..cfg.batches_per_second {
+                if !esm_poll(&w, channel, &mut metrics).await {
+                    break;
+                }
+            }
+        }
+        let delivered_now: u64 = Channel::ALL
+            .iter()
+            .map(|c| u64::from(metrics.get(*c).delivered))
+            .sum();
+        if t.is_multiple_of(10) {
+            samples.push(sample(&w, t, delivered_now - delivered_so_far).await);
+            delivered_so_far = delivered_now;
+            if t >= cfg.window.as_secs() && idle(&w).await {
+                drained_at = Some(t);
+                break;
+            }
+        }
+        if t.is_multiple_of(60) {
+            progress(finished(&metrics).min(total), total);
+        }
+        w.clock.advance(Duration::from_secs(1));
+        t += 1;
+    }
+    progress(total, total);
+    report::build(cfg, &w, metrics, samples, drained_at).await
+}
+
+fn finished(m: &PerChannel<Metrics>) -> u64 {
+    Channel::ALL
+        .iter()
+        .map(|c| {
+            let m = m.get(*c);
+            u64::from(m.delivered + m.expired + m.dead_total() + m.cancelled)
+        })
+        .sum()
+}
+
+async fn esm_poll(w: &World, channel: Channel, metrics: &mut PerChannel<Metrics>) -> bool {
+    let Ok(got) = w.queue.receive(channel, 10, 180).await else {
+        return false;
+    };
+    if got.is_empty() {
+        return false;
+    }
+    let arn = arn_for_url(w.urls.get(channel), "sim");
+    let out = w.consumer.handle(to_sqs_event(&arn, &got), None).await;
+    for m in &got {
+        let failed = out
+            .response
+            .batch_item_failures
+            .iter()
+            .any(|f| f.item_identifier == m.message_id);
+        if !failed {
+            let _ = w.queue.delete(channel, &m.receipt_handle).await;
+        }
+    }
+    for c in Channel::ALL {
+        metrics.get_mut(c).merge(out.metrics.get(c).clone());
+    }
+    true
+}
+
+async fn sample(w: &World, t: u64, delivered: u64) -> Sample {
+    let now = crate::clock::Clock::now(&w.clock);
+    Sample {
+        t_secs: t,
+        depth: PerChannel::from_fn(|c| w.queue.len(c) as u64),
+        oldest_age_secs: PerChannel::from_fn(|c| {
+            w.queue
+                .oldest_ready_at(c)
+                .map_or(0, |at| now.since(at).as_secs())
+        }),
+        delivered,
+    }
+}
+
+async fn idle(w: &World) -> bool {
+    if Channel::ALL.iter().any(|c| !w.queue.is_empty(*c)) {
+        return false;
+    }
+    let far = Timestamp::from_millis(i64::MAX / 2);
+    for shard in 0..w.store.shards() {
+        match w.store.query_due(shard, far, 1, None).await {
+            Ok(page) if page.items.is_empty() => {}
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// Final status of each reminder's delivery: the ledger's, else the reminder's own.
+pub(crate) async fn outcomes(
+    w_store: &MemoryReminderStore,
+    w_ledger: &MemoryLedger,
+    cfg: &SimConfig,
+) -> report::Outcomes {
+    let mut o = report::Outcomes::default();
+    let by_key: std::collections::BTreeMap<_, _> = w_ledger
+        .snapshot()
+        .into_iter()
+        .map(|r| (r.key().clone(), r))
+        .collect();
+    for i in 0..cfg.reminders {
+        let Ok(id) = ReminderId::parse(format!("r-{i:07}")) else {
+            continue;
+        };
+        let Ok(Some(r)) = w_store.get(&id).await else {
+            continue;
+        };
+        let Some(channel) = r.channels().next() else {
+            continue;
+        };
+        let key = crate::domain::DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, channel);
+        match by_key
+            .get(&key)
+            .map(|rec| (rec.status(), rec.dead_reason()))
+        {
+            Some((Status::Delivered, _)) => o.delivered += 1,
+            Some((Status::Expired, _)) => o.expired += 1,
+            Some((Status::Cancelled, _)) => o.cancelled += 1,
+            Some((Status::Dead, reason)) => {
+                *o.dead
+                    .entry(reason.unwrap_or(DeadReason::Rejected))
+                    .or_default() += 1
+            }
+            None if r.status == ReminderStatus::Expired => o.expired += 1,
+            _ => o.pending += 1,
+        }
+    }
+    o
+}
+
+impl World {
+    pub(crate) fn parts(
+        &self,
+    ) -> (
+        &MemoryReminderStore,
+        &MemoryLedger,
+        &SimProvider<ManualClock>,
+    ) {
+        (&self.store, &self.ledger, &self.provider)
+    }
+}

@@ -1,0 +1,95 @@
+//! Capacity planning on the simulation engine: with this throughput, policy and outage, what
+//! fraction arrives before its freshness deadline, and when does the queue drain? The
+//! arithmetic estimate is printed beside the simulated answer.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::{simulate, Profile, SimConfig, SimReport};
+use crate::domain::Channel;
+use crate::policy::{Backoff, RetryPolicy};
+
+#[derive(Debug, Clone)]
+pub struct PlanInput {
+    pub reminders: u32,
+    /// Due times spread over this many seconds (0: all due at once).
+    pub due_spread_secs: u64,
+    /// Sends per second the provider accepts.
+    pub throughput_per_sec: f64,
+    /// Fraction of first attempts that time out (and are retried with the same key).
+    pub timeout_rate: f64,
+    pub freshness_secs: u64,
+    pub outage: Option<(u64, u64)>,
+    pub seed: u64,
+}
+
+/// Back-of-the-envelope: every send, first or retried, costs one unit of throughput.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Estimate {
+    pub first_wave_secs: f64,
+    pub retry_secs: f64,
+    pub drain_secs: f64,
+}
+
+pub fn estimate(input: &PlanInput) -> Estimate {
+    let n = f64::from(input.reminders);
+    let rate = input.throughput_per_sec.max(f64::MIN_POSITIVE);
+    let first_wave_secs = n / rate;
+    let retry_secs = n * input.timeout_rate / rate;
+    let outage = input.outage.map_or(0.0, |(_, len)| len as f64);
+    let work = first_wave_secs + retry_secs + outage;
+    Estimate {
+        first_wave_secs,
+        retry_secs,
+        drain_secs: work.max(input.due_spread_secs as f64),
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    pub estimate: Estimate,
+    pub simulated: SimReport,
+}
+
+pub async fn plan(input: &PlanInput) -> Plan {
+    let profile = Profile {
+        push_per_sec: input.throughput_per_sec,
+        rate_429: 0.0,
+        rate_5xx: 0.0,
+        rate_permanent: 0.0,
+        rate_timeout: input.timeout_rate,
+        timeout_first_attempt_only: true,
+        outage_start_secs: input.outage.map(|(start, _)| start),
+        outage_secs: input.outage.map_or(0, |(_, len)| len),
+        outage_channel: None,
+        idempotent: true,
+        ..Profile::default()
+    };
+    let cfg = SimConfig {
+        reminders: input.reminders,
+        window: Duration::from_secs(input.due_spread_secs.max(1)),
+        freshness: Duration::from_secs(input.freshness_secs),
+        subscribers: input.reminders.max(1),
+        channels: vec![Channel::Push],
+        seed: input.seed,
+        profile,
+        policy: RetryPolicy {
+            max_attempts: 5,
+            backoff: Backoff::Schedule {
+                schedule_secs: vec![0, 1],
+            },
+            max_throttle_deferrals: 10_000,
+            throttle_base_secs: 1,
+            throttle_cap_secs: 2,
+            freshness_default_secs: input.freshness_secs.max(1),
+            ..RetryPolicy::default()
+        },
+        batches_per_second: ((input.throughput_per_sec / 10.0).ceil() as u32 * 3).max(5),
+        max_time: Duration::from_secs(24 * 3600),
+    };
+    Plan {
+        estimate: estimate(input),
+        simulated: simulate(&cfg, |_, _| {}).await,
+    }
+}
