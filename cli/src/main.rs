@@ -4,12 +4,13 @@
 
 mod demo;
 mod local;
+mod ops;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use reminders::aws::Settings;
-use reminders::domain::{Channel, DeliveryKey, ReminderId, SubscriberId};
+use reminders::domain::{Channel, DeadReason, DeliveryKey, ReminderId, SubscriberId};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -125,6 +126,117 @@ enum Command {
     /// The pipeline on an emulator (moto, LocalStack): needs AWS_ENDPOINT_URL.
     #[command(subcommand)]
     Local(LocalCommand),
+    /// Create, cancel or inspect a reminder (same configuration as the functions).
+    #[command(subcommand)]
+    Remind(RemindCommand),
+    /// Look into a channel's dead-letter queue without moving anything.
+    #[command(subcommand)]
+    Dlq(DlqCommand),
+    /// Replay a bounded, filtered selection of a DLQ (dry run unless --execute).
+    ///
+    /// Example: remindctl redrive --channel sms --reason attempts_exhausted --max 100 --note "provider fixed" --execute
+    Redrive {
+        #[arg(long, value_parser = parse_channel)]
+        channel: Channel,
+        /// Dead reason to replay (repeat for several); there is no "all".
+        #[arg(long = "reason", required = true, value_parser = parse_reason)]
+        reasons: Vec<DeadReason>,
+        /// Hard upper bound on messages moved.
+        #[arg(long = "max")]
+        max_messages: u32,
+        #[arg(long, default_value_t = 10)]
+        max_per_second: u32,
+        /// Actually move messages (the default is a dry run).
+        #[arg(long)]
+        execute: bool,
+        /// Do not ask for confirmation.
+        #[arg(long)]
+        yes: bool,
+        /// Recorded in the audit entry (default: $USER).
+        #[arg(long)]
+        operator: Option<String>,
+        #[arg(long, default_value = "")]
+        note: String,
+        /// Only messages dead at or after this epoch-ms time.
+        #[arg(long)]
+        dead_after: Option<i64>,
+        /// Only messages dead before this epoch-ms time.
+        #[arg(long)]
+        dead_before: Option<i64>,
+        /// Give stale reminders this many more seconds of freshness.
+        #[arg(long)]
+        extend_freshness_secs: Option<u64>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum RemindCommand {
+    /// Create a reminder.
+    ///
+    /// Example: remindctl remind create --id order-42 --subscriber user-7 --due-in 300 --subject Pickup --body "at 5pm" --sms +14155550123
+    Create {
+        #[arg(long)]
+        id: String,
+        #[arg(long)]
+        subscriber: String,
+        /// Due in this many seconds.
+        #[arg(long)]
+        due_in: Option<u64>,
+        /// Due at this epoch-ms time.
+        #[arg(long)]
+        due_at: Option<i64>,
+        /// Worth sending for this long after it is due.
+        #[arg(long, default_value_t = 3600)]
+        fresh_secs: u64,
+        #[arg(long, default_value = "")]
+        subject: String,
+        #[arg(long)]
+        body: String,
+        #[arg(long)]
+        email: Option<String>,
+        #[arg(long)]
+        sms: Option<String>,
+        #[arg(long)]
+        push: Option<String>,
+    },
+    /// Cancel a reminder: ledger first (ordered against sends), then its status.
+    Cancel {
+        #[arg(long)]
+        id: String,
+    },
+    /// The reminder, each channel's ledger state and its transition history.
+    Show {
+        #[arg(long)]
+        id: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum DlqCommand {
+    /// Counts and ages by reason, per channel.
+    Summary {
+        #[arg(long, value_parser = parse_channel)]
+        channel: Option<Channel>,
+    },
+    /// The dead deliveries of one reason, with their evidence.
+    Show {
+        #[arg(long, value_parser = parse_channel)]
+        channel: Channel,
+        #[arg(long, value_parser = parse_reason)]
+        reason: DeadReason,
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+    },
+}
+
+fn parse_channel(s: &str) -> Result<Channel, String> {
+    s.parse()
+        .map_err(|e: reminders::domain::IdError| e.to_string())
+}
+
+fn parse_reason(s: &str) -> Result<DeadReason, String> {
+    s.parse()
+        .map_err(|e: reminders::domain::reason::UnknownReason| e.to_string())
 }
 
 #[derive(Debug, Subcommand)]
@@ -237,6 +349,81 @@ fn run(cli: Cli) -> Result<(), String> {
                 seed,
             };
             return block_on(demo::plan(input, json));
+        }
+        Command::Remind(cmd) => {
+            return block_on(async {
+                match cmd {
+                    RemindCommand::Create {
+                        id,
+                        subscriber,
+                        due_in,
+                        due_at,
+                        fresh_secs,
+                        subject,
+                        body,
+                        email,
+                        sms,
+                        push,
+                    } => {
+                        ops::create(ops::CreateArgs {
+                            id,
+                            subscriber,
+                            due_in_secs: due_in,
+                            due_at_ms: due_at,
+                            fresh_secs,
+                            subject,
+                            body,
+                            email,
+                            sms,
+                            push,
+                        })
+                        .await
+                    }
+                    RemindCommand::Cancel { id } => ops::cancel(id).await,
+                    RemindCommand::Show { id } => ops::show(id).await,
+                }
+            });
+        }
+        Command::Dlq(cmd) => {
+            return block_on(async {
+                match cmd {
+                    DlqCommand::Summary { channel } => ops::dlq_summary(channel).await,
+                    DlqCommand::Show {
+                        channel,
+                        reason,
+                        limit,
+                    } => ops::dlq_show(channel, reason, limit).await,
+                }
+            });
+        }
+        Command::Redrive {
+            channel,
+            reasons,
+            max_messages,
+            max_per_second,
+            execute,
+            yes,
+            operator,
+            note,
+            dead_after,
+            dead_before,
+            extend_freshness_secs,
+        } => {
+            let request = reminders::redrive::RedriveRequest {
+                channel,
+                reasons: reasons.into_iter().collect(),
+                first_seen_after: None,
+                first_seen_before: None,
+                dead_after: dead_after.map(reminders::clock::Timestamp::from_millis),
+                dead_before: dead_before.map(reminders::clock::Timestamp::from_millis),
+                max_messages,
+                max_per_second,
+                dry_run: !execute,
+                operator: operator.unwrap_or_else(ops::operator_default),
+                note,
+                extend_freshness_secs,
+            };
+            return block_on(ops::redrive(ops::RedriveArgs { request, yes }));
         }
         Command::Local(cmd) => {
             return block_on(async {

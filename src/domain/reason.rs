@@ -49,7 +49,7 @@ impl DeadReason {
 
 impl fmt::Display for DeadReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.pad(self.as_str())
     }
 }
 

@@ -274,6 +274,33 @@ impl<P: Ports> Redriver<P> {
     }
 }
 
+/// Read up to `max` messages of a channel's DLQ without moving them: each is held while the
+/// read goes on (so it is seen once) and released at the end. For summaries and inspection.
+pub async fn peek<D: DeadLetters>(
+    dlq: &D,
+    channel: crate::domain::Channel,
+    max: u32,
+    hold_secs: u32,
+) -> Result<Vec<DeadLetterMessage>, PortError> {
+    let mut seen: Vec<DeadLetterMessage> = Vec::new();
+    let mut empty_polls = 0;
+    let read = async {
+        while (seen.len() as u32) < max && empty_polls < 2 {
+            let batch = dlq.receive_dead(channel, 10, hold_secs).await?;
+            empty_polls = if batch.is_empty() { empty_polls + 1 } else { 0 };
+            seen.extend(batch);
+        }
+        Ok::<(), PortError>(())
+    }
+    .await;
+    for m in &seen {
+        if let Err(e) = dlq.release_dead(channel, &m.message.receipt_handle).await {
+            tracing::warn!(error = %e, "release failed; visible again after the hold");
+        }
+    }
+    read.map(|()| seen)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

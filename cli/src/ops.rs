@@ -1,0 +1,327 @@
+//! Operator commands against AWS or an emulator, with the functions' configuration:
+//! `remind create | cancel | show`, `dlq summary | show`, `redrive`.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, Write};
+use std::time::Duration;
+
+use reminders::aws::config::env;
+use reminders::aws::{Adapters, Settings};
+use reminders::clock::{Clock, SystemClock, Timestamp};
+use reminders::domain::{
+    Channel, Content, DeadReason, DeliveryKey, DeliveryMessage, NewReminder, PerChannel, Recipient,
+    ReminderId, SubscriberId,
+};
+use reminders::outbox::{self, Retention};
+use reminders::ports::{Ledger, PortSet, ReminderStore};
+use reminders::providers::AnyProvider;
+use reminders::redrive::{peek, RedriveConfig, RedriveRequest, Redriver};
+
+const RETENTION: Retention = Retention(Duration::from_secs(15 * 24 * 3600));
+
+type OpsPorts = PortSet<
+    SystemClock,
+    reminders::aws::dynamo::DynamoReminderStore,
+    reminders::aws::dynamo::DynamoLedger,
+    reminders::aws::dynamo::DynamoGate,
+    reminders::aws::SqsQueues,
+    reminders::aws::SqsDeadLetters,
+    AnyProvider<SystemClock>,
+>;
+
+async fn ports() -> Result<OpsPorts, String> {
+    let settings = Settings::from_env().map_err(|e| e.to_string())?;
+    let sdk = reminders::aws::sdk_config().await;
+    let a = Adapters::new(&sdk, &settings);
+    Ok(PortSet {
+        clock: SystemClock,
+        reminders: a.reminders,
+        ledger: a.ledger,
+        gate: a.gate,
+        queue: a.queues,
+        dead_letters: a.dead_letters,
+        providers: PerChannel::from_fn(|_| AnyProvider::Disabled),
+    })
+}
+
+fn err(e: impl std::fmt::Display) -> String {
+    // The first line only: SDK errors carry multi-line context.
+    e.to_string().lines().next().unwrap_or_default().to_owned()
+}
+
+pub struct CreateArgs {
+    pub id: String,
+    pub subscriber: String,
+    pub due_in_secs: Option<u64>,
+    pub due_at_ms: Option<i64>,
+    pub fresh_secs: u64,
+    pub subject: String,
+    pub body: String,
+    pub email: Option<String>,
+    pub sms: Option<String>,
+    pub push: Option<String>,
+}
+
+pub async fn create(a: CreateArgs) -> Result<(), String> {
+    let p = ports().await?;
+    let now = p.clock.now();
+    let due_at = match (a.due_at_ms, a.due_in_secs) {
+        (Some(ms), None) => Timestamp::from_millis(ms),
+        (None, Some(secs)) => now.plus(Duration::from_secs(secs)),
+        (None, None) => now,
+        (Some(_), Some(_)) => return Err("give --due-at or --due-in, not both".into()),
+    };
+    let mut recipients = Vec::new();
+    for (channel, value) in [
+        (Channel::Email, &a.email),
+        (Channel::Sms, &a.sms),
+        (Channel::Push, &a.push),
+    ] {
+        if let Some(v) = value {
+            recipients.push(Recipient::parse(channel, v).map_err(|e| format!("--{channel}: {e}"))?);
+        }
+    }
+    let new = NewReminder {
+        reminder_id: ReminderId::parse(a.id).map_err(err)?,
+        subscriber_id: SubscriberId::parse(a.subscriber).map_err(err)?,
+        due_at,
+        fresh_until: Some(due_at.plus(Duration::from_secs(a.fresh_secs))),
+        content: Content::Text {
+            subject: a.subject,
+            body: a.body,
+        },
+        recipients,
+    };
+    match outbox::create(
+        &p.reminders,
+        new,
+        Duration::from_secs(a.fresh_secs),
+        RETENTION,
+    )
+    .await
+    .map_err(err)?
+    {
+        Some(r) => {
+            println!(
+                "created {} (payload v1, due {})",
+                r.reminder_id,
+                r.due_at.as_millis()
+            );
+            for c in r.channels() {
+                let key = DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, c);
+                println!("  {c:<6} {key}");
+            }
+            Ok(())
+        }
+        None => Err("a reminder with this id already exists".into()),
+    }
+}
+
+pub async fn cancel(id: String) -> Result<(), String> {
+    let p = ports().await?;
+    let id = ReminderId::parse(id).map_err(err)?;
+    let report = outbox::cancel(&p.reminders, &p.ledger, &id, p.clock.now(), RETENTION)
+        .await
+        .map_err(err)?
+        .ok_or("no such reminder")?;
+    for (channel, outcome) in report.deliveries {
+        println!("{channel:<6} {outcome:?}");
+    }
+    println!("reminder {:?}", report.reminder);
+    Ok(())
+}
+
+pub async fn show(id: String) -> Result<(), String> {
+    let p = ports().await?;
+    let id = ReminderId::parse(id).map_err(err)?;
+    let r = p
+        .reminders
+        .get(&id)
+        .await
+        .map_err(err)?
+        .ok_or("no such reminder")?;
+    println!(
+        "reminder     {} (subscriber {})",
+        r.reminder_id, r.subscriber_id
+    );
+    println!(
+        "status       {} · payload v{}",
+        r.status.as_str(),
+        r.payload_version
+    );
+    println!(
+        "due          {} · fresh until {}",
+        r.due_at.as_millis(),
+        r.fresh_until.as_millis()
+    );
+    for (channel, recipient) in &r.recipients {
+        let key = DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, *channel);
+        // Recipients are personal data: a fingerprint only.
+        println!(
+            "\n{channel} → recipient #{} · key {key}",
+            recipient.fingerprint()
+        );
+        match p.ledger.get(&key).await.map_err(err)? {
+            None => println!("  ledger     scheduled (no item yet)"),
+            Some(rec) => {
+                println!(
+                    "  ledger     {} · attempts {} · throttles {}{}{}",
+                    rec.status().as_str(),
+                    rec.attempt_count(),
+                    rec.throttle_count(),
+                    rec.dead_reason()
+                        .map(|d| format!(" · reason {d}"))
+                        .unwrap_or_default(),
+                    rec.last_error()
+                        .map(|e| format!(" · last error {e}"))
+                        .unwrap_or_default(),
+                );
+                for (n, h) in rec.history() {
+                    let audit = h
+                        .redrive
+                        .as_ref()
+                        .map(|a| format!(" [redrive {} by {}: {}]", a.batch_id, a.operator, a.note))
+                        .unwrap_or_default();
+                    println!(
+                        "  #{n:<3} {} {} → {}{}{audit}",
+                        h.at.as_millis(),
+                        h.from.as_str(),
+                        h.to.as_str(),
+                        h.detail
+                            .as_deref()
+                            .map(|d| format!(" ({d})"))
+                            .unwrap_or_default()
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn channels(only: Option<Channel>) -> Vec<Channel> {
+    only.map_or_else(|| Channel::ALL.to_vec(), |c| vec![c])
+}
+
+pub async fn dlq_summary(channel: Option<Channel>) -> Result<(), String> {
+    let p = ports().await?;
+    let now = p.clock.now();
+    for c in channels(channel) {
+        let msgs = peek(&p.dead_letters, c, 10_000, 120).await.map_err(err)?;
+        let mut by: BTreeMap<DeadReason, (u32, Option<Timestamp>)> = BTreeMap::new();
+        for m in &msgs {
+            let e = by.entry(m.letter.reason).or_insert((0, None));
+            e.0 += 1;
+            if let Some(ev) = &m.letter.evidence {
+                e.1 = Some(e.1.map_or(ev.dead_at, |t: Timestamp| t.min(ev.dead_at)));
+            }
+        }
+        println!("{c}: {} dead", msgs.len());
+        for (reason, (n, oldest)) in by {
+            let age = oldest.map_or("age unknown".to_owned(), |t| {
+                format!("oldest {} s", now.since(t).as_secs())
+            });
+            println!("  {:<24}{n:>6}   {age}", reason.as_str());
+        }
+    }
+    Ok(())
+}
+
+pub async fn dlq_show(channel: Channel, reason: DeadReason, limit: u32) -> Result<(), String> {
+    let p = ports().await?;
+    let msgs = peek(&p.dead_letters, channel, 10_000, 120)
+        .await
+        .map_err(err)?;
+    for m in msgs
+        .iter()
+        .filter(|m| m.letter.reason == reason)
+        .take(limit as usize)
+    {
+        let what = match DeliveryMessage::decode(&m.message.body) {
+            Ok(d) => format!("{} reminder {}", d.delivery_key, d.reminder_id),
+            Err(e) => format!("undecodable body: {e}"),
+        };
+        println!("{what}");
+        if let Some(ev) = &m.letter.evidence {
+            println!(
+                "  attempts {} · last error {} · dead at {} · first seen {} · policy {}",
+                ev.attempts,
+                ev.last_error.as_deref().unwrap_or("-"),
+                ev.dead_at.as_millis(),
+                ev.first_seen_at
+                    .map_or("-".into(), |t| t.as_millis().to_string()),
+                ev.policy_version.as_deref().unwrap_or("-"),
+            );
+        }
+    }
+    Ok(())
+}
+
+pub struct RedriveArgs {
+    pub request: RedriveRequest,
+    pub yes: bool,
+}
+
+pub async fn redrive(args: RedriveArgs) -> Result<(), String> {
+    args.request.validate().map_err(err)?;
+    let req = args.request;
+    if !req.dry_run && !args.yes {
+        eprint!(
+            "redrive up to {} {:?} message(s) from the {} DLQ back to its queue? [y/N] ",
+            req.max_messages,
+            req.reasons.iter().map(|r| r.as_str()).collect::<Vec<_>>(),
+            req.channel
+        );
+        let _ = std::io::stderr().flush();
+        let mut answer = String::new();
+        let _ = std::io::stdin().lock().read_line(&mut answer);
+        if !matches!(answer.trim(), "y" | "yes") {
+            return Err("not confirmed; nothing moved".into());
+        }
+    }
+    let p = ports().await?;
+    let bar = indicatif::ProgressBar::new_spinner();
+    bar.set_message(if req.dry_run { "counting" } else { "redriving" });
+    bar.enable_steady_tick(Duration::from_millis(120));
+    let redriver = Redriver::new(p, RedriveConfig::default(), seed());
+    let summary = redriver.run(&req, None).await.map_err(err)?;
+    bar.finish_and_clear();
+    println!(
+        "batch {}{}",
+        summary.batch_id,
+        if summary.dry_run {
+            " (dry run: nothing moved)"
+        } else {
+            ""
+        }
+    );
+    println!(
+        "{:<24}{:>6}{:>8}{:>6}{:>8}{:>6}{:>9}{:>7}",
+        "reason", "seen", "matched", "moved", "skipped", "stale", "released", "failed"
+    );
+    for (reason, c) in &summary.by_reason {
+        println!(
+            "{:<24}{:>6}{:>8}{:>6}{:>8}{:>6}{:>9}{:>7}",
+            reason.as_str(),
+            c.seen,
+            c.matched,
+            c.moved,
+            c.skipped,
+            c.stale,
+            c.released,
+            c.failed
+        );
+    }
+    Ok(())
+}
+
+fn seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+pub fn operator_default() -> String {
+    env("USER").unwrap_or_else(|| "operator".into())
+}

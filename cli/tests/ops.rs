@@ -1,0 +1,159 @@
+//! The operator commands against the emulator, as an operator types them: resources from
+//! `local up`, a reminder created, run to its death (its channel has no provider), inspected in
+//! the DLQ, redriven with confirmation, and shown with its audit trail; another cancelled.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn remindctl(args: &[&str], env: &BTreeMap<String, String>, stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_remindctl"))
+        .args(args)
+        .envs(env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("remindctl runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn ok(args: &[&str], env: &BTreeMap<String, String>) -> String {
+    let out = remindctl(args, env, "");
+    assert!(
+        out.status.success(),
+        "{args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn operator_commands_against_the_emulator() {
+    std::env::var("AWS_ENDPOINT_URL")
+        .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");
+    let prefix = format!("ops-{}", std::process::id());
+    let mut env = BTreeMap::new();
+    let up = ok(&["local", "up", "--prefix", &prefix], &env);
+    for line in up.lines().filter_map(|l| l.strip_prefix("export ")) {
+        let (k, v) = line.split_once('=').unwrap();
+        env.insert(k.to_owned(), v.to_owned());
+    }
+    assert!(env.contains_key("PUSH_DLQ_URL"), "{up}");
+
+    let created = ok(
+        &[
+            "remind",
+            "create",
+            "--id",
+            "op-1",
+            "--subscriber",
+            "u-1",
+            "--body",
+            "hi",
+            "--push",
+            "secret-token-1",
+        ],
+        &env,
+    );
+    assert!(created.contains("created op-1"), "{created}");
+    let shown = ok(&["remind", "show", "--id", "op-1"], &env);
+    assert!(shown.contains("scheduled (no item yet)"), "{shown}");
+    assert!(
+        !shown.contains("secret-token-1"),
+        "recipients are never shown"
+    );
+
+    // Run it: with no push provider configured, the delivery dies as rejected.
+    let mut run_env = env.clone();
+    for p in ["PUSH_PROVIDER", "EMAIL_PROVIDER", "SMS_PROVIDER"] {
+        run_env.insert(p.into(), "none".into());
+    }
+    ok(
+        &["local", "run", "--schedule-period", "1", "--for", "8"],
+        &run_env,
+    );
+
+    let summary = ok(&["dlq", "summary", "--channel", "push"], &env);
+    assert!(
+        summary.contains("push: 1 dead") && summary.contains("rejected"),
+        "{summary}"
+    );
+    let show = ok(
+        &["dlq", "show", "--channel", "push", "--reason", "rejected"],
+        &env,
+    );
+    assert!(show.contains("channel_disabled"), "{show}");
+
+    let base = [
+        "redrive",
+        "--channel",
+        "push",
+        "--reason",
+        "rejected",
+        "--max",
+        "5",
+    ];
+    let dry = ok(&base, &env);
+    assert!(dry.contains("dry run"), "{dry}");
+    let mut execute = base.to_vec();
+    execute.extend([
+        "--execute",
+        "--note",
+        "provider configured",
+        "--operator",
+        "ana",
+    ]);
+    let refused = remindctl(&execute, &env, "n\n");
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("not confirmed"));
+    let moved = remindctl(&execute, &env, "y\n");
+    assert!(
+        moved.status.success(),
+        "{}",
+        String::from_utf8_lossy(&moved.stderr)
+    );
+    let moved = String::from_utf8(moved.stdout).unwrap();
+    let row = moved
+        .lines()
+        .find(|l| l.starts_with("rejected"))
+        .unwrap_or_default();
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cols.get(3), Some(&"1"), "moved 1: {moved}");
+    let after = ok(&["remind", "show", "--id", "op-1"], &env);
+    assert!(
+        after.contains("dead → ready") && after.contains("provider configured"),
+        "{after}"
+    );
+
+    ok(
+        &[
+            "remind",
+            "create",
+            "--id",
+            "op-2",
+            "--subscriber",
+            "u-1",
+            "--due-in",
+            "3600",
+            "--body",
+            "later",
+            "--sms",
+            "+14155550123",
+        ],
+        &env,
+    );
+    let cancelled = ok(&["remind", "cancel", "--id", "op-2"], &env);
+    assert!(cancelled.contains("sms    Cancelled"), "{cancelled}");
+    let shown = ok(&["remind", "show", "--id", "op-2"], &env);
+    assert!(
+        shown.contains("status       cancelled") && shown.contains("scheduled → cancelled"),
+        "{shown}"
+    );
+}
