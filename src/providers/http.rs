@@ -59,7 +59,7 @@ impl<C: Clock> HttpProvider<C> {
         let client = reqwest::Client::builder()
             .timeout(cfg.timeout)
             // A connect timeout is a failure before the request was written: transient.
-            .connect_timeout(cfg.timeout.min(Duration::from_secs(3)))
+            .connect_timeout((cfg.timeout / 2).min(Duration::from_secs(3)))
             .redirect(reqwest::redirect::Policy::none())
             .build()?;
         Ok(Self { client, cfg, clock })

@@ -20,14 +20,16 @@ pub fn no_retries(sdk: &aws_config::SdkConfig, timeout: Duration) -> aws_config:
         .timeout_config(
             TimeoutConfig::builder()
                 .operation_timeout(timeout)
-                .connect_timeout(timeout.min(Duration::from_secs(3)))
+                // Below the operation timeout, so a slow connect is seen as a connect failure.
+                .connect_timeout((timeout / 2).min(Duration::from_secs(3)))
                 .build(),
         )
         .build()
 }
 
 /// Unmodeled error codes AWS services use for throttling.
-const THROTTLING_CODES: [&str; 5] = [
+const THROTTLING_CODES: [&str; 6] = [
+    "Throttled",
     "Throttling",
     "ThrottlingException",
     "ThrottledException",
@@ -52,7 +54,7 @@ where
             }
             // The service's error code is its typed identity for unmodeled errors.
             let code = ctx.err().code().unwrap_or("unknown");
-            if THROTTLING_CODES.contains(&code) {
+            if THROTTLING_CODES.contains(&code) || ctx.raw().status().as_u16() == 429 {
                 return Outcome::Throttled { retry_after: None };
             }
             if ctx.raw().status().is_server_error() {
@@ -120,4 +122,47 @@ pub fn short(code: &str) -> String {
         .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
         .take(60)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use aws_sdk_sns::operation::publish::PublishError;
+    use aws_smithy_runtime_api::client::result::SdkError;
+    use aws_smithy_runtime_api::http::{Response, StatusCode};
+    use aws_smithy_types::body::SdkBody;
+    use aws_smithy_types::error::ErrorMetadata;
+
+    use super::*;
+
+    fn service_error(status: u16, code: &str) -> SdkError<PublishError, Response> {
+        let meta = ErrorMetadata::builder().code(code).build();
+        let raw = Response::new(StatusCode::try_from(status).unwrap(), SdkBody::empty());
+        SdkError::service_error(PublishError::generic(meta), raw)
+    }
+
+    #[test]
+    fn unmodeled_codes_and_statuses_are_classified() {
+        let classify_sns = |e: &SdkError<PublishError, Response>| classify("sns", e, |_| None);
+        assert_eq!(
+            classify_sns(&service_error(400, "Throttled")),
+            Outcome::Throttled { retry_after: None },
+            "SNS says Throttled"
+        );
+        assert_eq!(
+            classify_sns(&service_error(429, "SomethingNew")),
+            Outcome::Throttled { retry_after: None }
+        );
+        assert_eq!(
+            classify_sns(&service_error(503, "ServiceUnavailable")),
+            Outcome::Transient {
+                error: "sns_503".into()
+            }
+        );
+        assert_eq!(
+            classify_sns(&service_error(400, "OptedOut")),
+            Outcome::Permanent {
+                error: "sns_OptedOut".into()
+            }
+        );
+    }
 }

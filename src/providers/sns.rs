@@ -35,12 +35,13 @@ fn publish_outcome(e: &PublishError, now: Timestamp) -> Option<Outcome> {
         | PublishError::InvalidParameterException(_)
         | PublishError::InvalidParameterValueException(_)
         | PublishError::NotFoundException(_)
-        | PublishError::ValidationException(_) => Some(Outcome::Permanent {
+        | PublishError::ValidationException(_)
+        // Auth rejected is permanent (DESIGN §5): a configuration fix, then a redrive.
+        | PublishError::AuthorizationErrorException(_) => Some(Outcome::Permanent {
             error: format!("sns_{}", code()),
         }),
-        // Account- or application-wide: nothing this delivery did.
-        PublishError::AuthorizationErrorException(_)
-        | PublishError::PlatformApplicationDisabledException(_)
+        // Account- or application-wide outages: nothing this delivery did.
+        PublishError::PlatformApplicationDisabledException(_)
         | PublishError::InvalidSecurityException(_)
         | PublishError::KmsAccessDeniedException(_)
         | PublishError::KmsDisabledException(_)
@@ -148,7 +149,7 @@ impl<C: Clock> SnsPushProvider<C> {
 
     /// The endpoint ARN to publish to: the recipient itself when it is one, else the
     /// (idempotent) endpoint SNS keeps for this token. Nothing is sent before this succeeds.
-    async fn endpoint(&self, token: &str, now: Timestamp) -> Result<String, Outcome> {
+    async fn endpoint(&self, token: &str) -> Result<String, Outcome> {
         if token.starts_with("arn:") {
             return Ok(token.to_owned());
         }
@@ -177,10 +178,11 @@ impl<C: Clock> SnsPushProvider<C> {
                         })
                     }
                     CreatePlatformEndpointError::AuthorizationErrorException(_)
-                    | CreatePlatformEndpointError::NotFoundException(_) => Some(Outcome::Blocked {
-                        error: "sns_platform_application_unavailable".into(),
-                        retry_after: now.plus(BLOCK),
-                    }),
+                    | CreatePlatformEndpointError::NotFoundException(_) => {
+                        Some(Outcome::Permanent {
+                            error: "sns_platform_application_unavailable".into(),
+                        })
+                    }
                     _ => None,
                 });
                 Err(match outcome {
@@ -207,7 +209,7 @@ impl<C: Clock> Provider for SnsPushProvider<C> {
             Err(outcome) => return outcome,
         };
         let now = self.clock.now();
-        let target = match self.endpoint(request.recipient.expose(), now).await {
+        let target = match self.endpoint(request.recipient.expose()).await {
             Ok(arn) => arn,
             Err(outcome) => return outcome,
         };

@@ -380,6 +380,20 @@ mod tests {
     }
 
     #[test]
+    fn reads_only_the_variables_it_declares() {
+        let asked = std::cell::RefCell::new(Vec::new());
+        let _ = SchedulerConfig::from_lookup(|k| {
+            asked.borrow_mut().push(k.to_owned());
+            None
+        });
+        let asked = asked.into_inner();
+        assert_eq!(asked.len(), VARS.len());
+        for k in &asked {
+            assert!(VARS.contains(&k.as_str()), "{k} is read but not declared");
+        }
+    }
+
+    #[test]
     fn cold_start_checks_the_look_ahead() {
         let get = |pairs: &'static [(&'static str, &'static str)]| {
             move |k: &str| {

@@ -4,7 +4,9 @@
 //! it runs on one thread.
 //!
 //! Each virtual second: the scheduler runs on its period, then each channel's event source
-//! mapping takes up to `batches_per_second` batches of ten through the consumer.
+//! mapping takes up to `batches_per_second` batches of ten through the consumer. At the end,
+//! the redrive library's read-only DLQ look accounts for messages the queues' redrive policy
+//! moved (crash loops).
 
 pub mod chart;
 pub mod plan;
@@ -87,6 +89,7 @@ struct World {
     store: Arc<MemoryReminderStore>,
     ledger: Arc<MemoryLedger>,
     queue: Arc<MemoryQueue<ManualClock>>,
+    dlq: Arc<MemoryQueue<ManualClock>>,
     provider: Arc<SimProvider<ManualClock>>,
     scheduler: Scheduler<SimPorts>,
     consumer: Consumer<SimPorts>,
@@ -110,7 +113,7 @@ fn world(cfg: &SimConfig) -> World {
         ledger: ledger.clone(),
         gate: Arc::new(MemoryGate::default()),
         queue: queue.clone(),
-        dead_letters: dlq,
+        dead_letters: dlq.clone(),
         providers: PerChannel::from_fn(|_| provider.clone()),
     };
     let urls = PerChannel::from_fn(|c| format!("http://sim/000000000000/reminders-{c}"));
@@ -133,6 +136,7 @@ fn world(cfg: &SimConfig) -> World {
         store,
         ledger,
         queue,
+        dlq,
         provider,
         urls,
     }
@@ -288,9 +292,21 @@ async fn idle(w: &World) -> bool {
 pub(crate) async fn outcomes(
     w_store: &MemoryReminderStore,
     w_ledger: &MemoryLedger,
+    dlq: &MemoryQueue<ManualClock>,
     cfg: &SimConfig,
 ) -> report::Outcomes {
     let mut o = report::Outcomes::default();
+    let mut in_dlq = std::collections::BTreeMap::new();
+    for channel in Channel::ALL {
+        // The redrive library's read-only look: nothing is moved.
+        if let Ok(msgs) = crate::redrive::peek(dlq, channel, u32::MAX, 60).await {
+            for m in msgs {
+                if let Ok(msg) = crate::domain::DeliveryMessage::decode(&m.message.body) {
+                    in_dlq.insert(msg.delivery_key, m.letter.reason);
+                }
+            }
+        }
+    }
     let by_key: std::collections::BTreeMap<_, _> = w_ledger
         .snapshot()
         .into_iter()
@@ -320,7 +336,10 @@ pub(crate) async fn outcomes(
                     .or_default() += 1
             }
             None if r.status == ReminderStatus::Expired => o.expired += 1,
-            _ => o.pending += 1,
+            _ => match in_dlq.get(&key) {
+                Some(reason) => *o.dead.entry(*reason).or_default() += 1,
+                None => o.pending += 1,
+            },
         }
     }
     o
@@ -332,8 +351,9 @@ impl World {
     ) -> (
         &MemoryReminderStore,
         &MemoryLedger,
+        &MemoryQueue<ManualClock>,
         &SimProvider<ManualClock>,
     ) {
-        (&self.store, &self.ledger, &self.provider)
+        (&self.store, &self.ledger, &self.dlq, &self.provider)
     }
 }

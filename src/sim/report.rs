@@ -76,8 +76,8 @@ pub(super) async fn build(
     samples: Vec<Sample>,
     drained_at: Option<u64>,
 ) -> SimReport {
-    let (store, ledger, provider) = w.parts();
-    let o = super::outcomes(store, ledger, cfg).await;
+    let (store, ledger, dlq, provider) = w.parts();
+    let o = super::outcomes(store, ledger, dlq, cfg).await;
     let mut lateness: Vec<i64> = Channel::ALL
         .iter()
         .flat_map(|c| metrics.get(*c).lateness_ms.iter().copied())

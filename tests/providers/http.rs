@@ -170,6 +170,27 @@ async fn failure_before_the_request_is_written_is_transient() {
     );
 }
 
+/// A TLS handshake that never completes: the request was never written, so a timeout here
+/// is transient, not ambiguous.
+#[tokio::test]
+async fn a_timeout_before_the_request_is_written_is_transient() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("https://{}/x", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((sock, _)) = listener.accept().await {
+            held.push(sock); // accept, then say nothing
+        }
+    });
+    let got = provider(&url, 600).send(&request()).await;
+    assert_eq!(
+        got,
+        Outcome::Transient {
+            error: "connect_failed".into()
+        }
+    );
+}
+
 #[tokio::test]
 async fn timeout_or_drop_after_the_request_is_written_is_ambiguous() {
     let server = serve(vec![Behaviour::Hang]).await;
@@ -238,6 +259,40 @@ fn configuration_names_what_is_missing_or_wrong_and_hides_the_token() {
         "token never shown"
     );
     assert!(matches!(providers.sms, AnyProvider::Disabled));
+}
+
+/// Every variable the providers read is declared (the template test relies on the list).
+#[test]
+fn providers_read_only_declared_variables() {
+    let asked = std::sync::Mutex::new(std::collections::BTreeSet::new());
+    for kind in ["http", "ses", "sns", "none"] {
+        let _ = from_lookup(
+            |k| {
+                asked.lock().unwrap().insert(k.to_owned());
+                if k.ends_with("_PROVIDER") {
+                    return Some(kind.to_owned());
+                }
+                if k.ends_with("_HTTP_ENDPOINT") {
+                    return Some("https://api.example/send".to_owned());
+                }
+                if k == "EMAIL_SES_FROM" {
+                    return Some("from@example.com".to_owned());
+                }
+                None
+            },
+            ManualClock::at(NOW),
+            Duration::from_secs(5),
+            &offline_sdk(),
+        );
+    }
+    let asked = asked.into_inner().unwrap();
+    for k in &asked {
+        assert!(
+            reminders::providers::VARS.contains(&k.as_str()),
+            "{k} is read but not declared"
+        );
+    }
+    assert!(asked.len() >= 15, "{asked:?}");
 }
 
 /// The consumer, with its provider chosen by configuration alone, delivers through HTTP.

@@ -1,0 +1,193 @@
+//! DESIGN §10's happy-path budget, counted: per delivered reminder the consumer makes one
+//! read (the reminder) and two conditional writes (claim, outcome), and no SQS call of its own
+//! (the event source mapping deletes what succeeded). Counts, not timings.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use reminders::clock::{ManualClock, Timestamp};
+use reminders::consumer::event::{arn_for_url, to_sqs_event};
+use reminders::consumer::{Consumer, ConsumerConfig};
+use reminders::delivery::state::DeliveryRecord;
+use reminders::domain::{
+    Channel, Content, DeliveryKey, DeliveryMessage, NewReminder, PerChannel, Recipient, Reminder,
+    ReminderId, ReminderStatus, SubscriberId,
+};
+use reminders::ports::{
+    Cas, DeliveryQueue, DueCursor, DuePage, Expected, Inserted, Ledger, Marked, MemoryGate,
+    MemoryLedger, MemoryQueue, MemoryReminderStore, OutgoingMessage, PortError, PortSet,
+    QueueDepth, ReceivedMessage, ReminderStore, ScriptedProvider, SendFailure,
+};
+
+#[derive(Clone, Default)]
+struct Calls(Arc<Mutex<BTreeMap<&'static str, u32>>>);
+
+impl Calls {
+    fn hit(&self, op: &'static str) {
+        *self.0.lock().unwrap().entry(op).or_default() += 1;
+    }
+    fn take(&self) -> BTreeMap<&'static str, u32> {
+        std::mem::take(&mut *self.0.lock().unwrap())
+    }
+}
+
+struct Counted<T> {
+    inner: T,
+    calls: Calls,
+}
+
+impl<T: Ledger> Ledger for Counted<T> {
+    async fn get(&self, key: &DeliveryKey) -> Result<Option<DeliveryRecord>, PortError> {
+        self.calls.hit("ledger.get");
+        self.inner.get(key).await
+    }
+    async fn put_if(&self, r: &DeliveryRecord, e: Expected) -> Result<Cas, PortError> {
+        self.calls.hit("ledger.write");
+        self.inner.put_if(r, e).await
+    }
+}
+
+impl<T: ReminderStore> ReminderStore for Counted<T> {
+    fn shards(&self) -> u32 {
+        self.inner.shards()
+    }
+    async fn insert(&self, r: &Reminder) -> Result<Inserted, PortError> {
+        self.inner.insert(r).await
+    }
+    async fn replace(&self, r: &Reminder, v: u64) -> Result<Marked, PortError> {
+        self.calls.hit("reminders.write");
+        self.inner.replace(r, v).await
+    }
+    async fn get(&self, id: &ReminderId) -> Result<Option<Reminder>, PortError> {
+        self.calls.hit("reminders.get");
+        self.inner.get(id).await
+    }
+    async fn query_due(
+        &self,
+        shard: u32,
+        until: Timestamp,
+        limit: u32,
+        after: Option<&DueCursor>,
+    ) -> Result<DuePage, PortError> {
+        self.calls.hit("reminders.query");
+        self.inner.query_due(shard, until, limit, after).await
+    }
+    async fn mark(&self, id: &ReminderId, v: u64, to: ReminderStatus) -> Result<Marked, PortError> {
+        self.calls.hit("reminders.write");
+        self.inner.mark(id, v, to).await
+    }
+}
+
+impl<T: DeliveryQueue> DeliveryQueue for Counted<T> {
+    async fn send_batch(
+        &self,
+        c: Channel,
+        m: &[OutgoingMessage],
+    ) -> Result<Vec<SendFailure>, PortError> {
+        self.calls.hit("sqs");
+        self.inner.send_batch(c, m).await
+    }
+    async fn change_visibility(&self, c: Channel, r: &str, s: u32) -> Result<(), PortError> {
+        self.calls.hit("sqs");
+        self.inner.change_visibility(c, r, s).await
+    }
+    async fn delete(&self, c: Channel, r: &str) -> Result<(), PortError> {
+        self.calls.hit("sqs");
+        self.inner.delete(c, r).await
+    }
+    async fn receive(
+        &self,
+        c: Channel,
+        max: u32,
+        v: u32,
+    ) -> Result<Vec<ReceivedMessage>, PortError> {
+        self.calls.hit("sqs");
+        self.inner.receive(c, max, v).await
+    }
+    async fn depth(&self, c: Channel) -> Result<QueueDepth, PortError> {
+        self.inner.depth(c).await
+    }
+}
+
+#[tokio::test]
+async fn a_delivered_reminder_costs_one_read_and_two_conditional_writes() {
+    let t0 = Timestamp::from_millis(1_800_000_000_000);
+    let clock = ManualClock::at(t0);
+    let calls = Calls::default();
+    let store = Arc::new(MemoryReminderStore::new(4));
+    let queue = Arc::new(MemoryQueue::new(clock.clone()));
+    let ports = PortSet {
+        clock: clock.clone(),
+        reminders: Counted {
+            inner: store.clone(),
+            calls: calls.clone(),
+        },
+        ledger: Counted {
+            inner: Arc::new(MemoryLedger::default()),
+            calls: calls.clone(),
+        },
+        gate: Arc::new(MemoryGate::default()),
+        queue: Counted {
+            inner: queue.clone(),
+            calls: calls.clone(),
+        },
+        dead_letters: Arc::new(MemoryQueue::new(clock.clone())),
+        providers: PerChannel::from_fn(|_| Arc::new(ScriptedProvider::new(clock.clone(), true))),
+    };
+    let urls = PerChannel::from_fn(|c| format!("http://q/000000000000/q-{c}"));
+    let cfg = ConsumerConfig {
+        emit_metrics: false,
+        ..ConsumerConfig::default()
+    };
+    let consumer = Consumer::new(ports, cfg, urls.clone(), 1);
+    let n = 10;
+    let mut received = Vec::new();
+    for i in 0..n {
+        let r = Reminder::new(
+            NewReminder {
+                reminder_id: ReminderId::parse(format!("b{i}")).unwrap(),
+                subscriber_id: SubscriberId::parse("s").unwrap(),
+                due_at: t0,
+                fresh_until: None,
+                content: Content::Text {
+                    subject: "s".into(),
+                    body: "b".into(),
+                },
+                recipients: vec![Recipient::parse(Channel::Push, "tok").unwrap()],
+            },
+            Duration::from_secs(3600),
+            Duration::from_secs(3600),
+        )
+        .unwrap();
+        store.insert(&r).await.unwrap();
+        let msg = DeliveryMessage::new(
+            r.reminder_id,
+            r.subscriber_id,
+            Channel::Push,
+            1,
+            t0,
+            r.fresh_until,
+        );
+        let entry = OutgoingMessage {
+            entry_id: "0".into(),
+            body: msg.encode(),
+            delay_secs: 0,
+        };
+        queue.send_batch(Channel::Push, &[entry]).await.unwrap();
+    }
+    received.extend(queue.receive(Channel::Push, 10, 180).await.unwrap());
+    let event = to_sqs_event(&arn_for_url(urls.get(Channel::Push), "x"), &received);
+    let out = consumer.handle(event, None).await;
+    assert_eq!(out.metrics.get(Channel::Push).delivered, n);
+    let counts = calls.take();
+    assert_eq!(counts.get("reminders.get"), Some(&n), "{counts:?}");
+    assert_eq!(counts.get("ledger.write"), Some(&(2 * n)), "{counts:?}");
+    assert_eq!(
+        counts.get("ledger.get"),
+        None,
+        "no ledger read on the happy path"
+    );
+    assert_eq!(counts.get("sqs"), None, "no SQS call of the consumer's own");
+    assert_eq!(counts.get("reminders.write"), None);
+}
