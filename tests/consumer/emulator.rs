@@ -5,51 +5,31 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use reminders::aws::bootstrap::{
-    create_channel_queues, create_deliveries_table, create_reminders_table, QueueSpec,
-};
-use reminders::aws::dynamo::{DynamoGate, DynamoLedger, DynamoReminderStore};
-use reminders::aws::{ChannelUrls, SqsDeadLetters, SqsQueues};
+use reminders::aws::bootstrap::QueueSpec;
+use reminders::aws::ChannelUrls;
 use reminders::clock::SystemClock;
 use reminders::consumer::event::{arn_for_url, to_sqs_event};
 use reminders::consumer::{Action, BatchOutcome, Consumer, ConsumerConfig};
 use reminders::delivery::state::{DeliveryRecord, Status};
-use reminders::domain::{Channel, DeadReason, DeliveryKey, DeliveryMessage, PerChannel, Reminder};
+use reminders::domain::{Channel, DeadReason, DeliveryKey, DeliveryMessage, Reminder};
 use reminders::policy::{Backoff, RetryPolicy};
 use reminders::ports::ledger::OP_PUT;
 use reminders::ports::{
-    Answer, DeadLetters, DeliveryQueue, FaultPoint, Faults, Faulty, Ledger, OutgoingMessage,
-    PortSet, ReminderStore, ScriptedProvider,
+    Answer, DeadLetters, DeliveryQueue, FaultPoint, Faults, Ledger, OutgoingMessage, ReminderStore,
+    ScriptedProvider,
 };
 
 use crate::harness::message;
+use crate::support::{AwsPorts, AwsWorld};
 
 const SMS: Channel = Channel::Sms;
 const BOUND: Duration = Duration::from_secs(10);
-
-type AwsPorts = PortSet<
-    SystemClock,
-    DynamoReminderStore,
-    Faulty<DynamoLedger>,
-    DynamoGate,
-    SqsQueues,
-    SqsDeadLetters,
-    Arc<ScriptedProvider<SystemClock>>,
->;
 
 struct Aws {
     consumer: Consumer<AwsPorts>,
     provider: Arc<ScriptedProvider<SystemClock>>,
     faults: Faults,
     queues: ChannelUrls,
-}
-
-fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!("{prefix}-{}-{nanos}", std::process::id())
 }
 
 fn seconds_config() -> ConsumerConfig {
@@ -64,43 +44,12 @@ fn seconds_config() -> ConsumerConfig {
 
 impl Aws {
     async fn new(cfg: ConsumerConfig) -> Self {
-        let endpoint = std::env::var("AWS_ENDPOINT_URL")
-            .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");
-        assert!(
-            endpoint.starts_with("http://127.0.0.1") || endpoint.starts_with("http://localhost")
-        );
-        let sdk = reminders::aws::sdk_config().await;
-        let dynamo = aws_sdk_dynamodb::Client::new(&sdk);
-        let sqs = aws_sdk_sqs::Client::new(&sdk);
-        let (reminders_table, deliveries_table) = (unique("rem"), unique("del"));
-        create_reminders_table(&dynamo, &reminders_table)
-            .await
-            .unwrap();
-        create_deliveries_table(&dynamo, &deliveries_table)
-            .await
-            .unwrap();
-        let (queues, dlqs) = create_channel_queues(&sqs, &unique("c"), QueueSpec::default())
-            .await
-            .unwrap();
-        let provider = Arc::new(ScriptedProvider::new(SystemClock, true));
-        let faults = Faults::default();
-        let ports = PortSet {
-            clock: SystemClock,
-            reminders: DynamoReminderStore::new(dynamo.clone(), reminders_table, 4),
-            ledger: Faulty {
-                inner: DynamoLedger::new(dynamo.clone(), &deliveries_table),
-                faults: faults.clone(),
-            },
-            gate: DynamoGate::new(dynamo, &deliveries_table),
-            queue: SqsQueues::new(sqs.clone(), queues.clone()),
-            dead_letters: SqsDeadLetters::new(sqs, dlqs),
-            providers: PerChannel::from_fn(|_| provider.clone()),
-        };
+        let world = AwsWorld::new(QueueSpec::default()).await;
         Self {
-            consumer: Consumer::new(ports, cfg, queues.clone(), 7),
-            provider,
-            faults,
-            queues,
+            consumer: Consumer::new(world.ports.clone(), cfg, world.queues.clone(), 7),
+            provider: world.provider,
+            faults: world.faults,
+            queues: world.queues,
         }
     }
 

@@ -4,3 +4,5 @@
 mod emulator;
 mod harness;
 mod memory;
+#[path = "../support/mod.rs"]
+mod support;

@@ -2,100 +2,39 @@
 //! needs to prove one send per delivery.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
-use reminders::aws::bootstrap::{
-    create_channel_queues, create_deliveries_table, create_reminders_table, QueueSpec,
-};
-use reminders::aws::dynamo::{DynamoGate, DynamoLedger, DynamoReminderStore};
-use reminders::aws::{ChannelUrls, SqsDeadLetters, SqsQueues};
-use reminders::clock::{Clock, SystemClock, Timestamp};
-use reminders::consumer::event::{arn_for_url, to_sqs_event};
-use reminders::consumer::{Consumer, ConsumerConfig};
+use reminders::aws::bootstrap::QueueSpec;
+use reminders::aws::dynamo::DynamoReminderStore;
+use reminders::consumer::Consumer;
 use reminders::delivery::state::Status;
 use reminders::domain::{Channel, DeliveryKey, DeliveryMessage, ReminderId, ReminderStatus};
 use reminders::outbox::{self, Edit, Edited, Retention};
 use reminders::ports::reminders::OP_MARK;
-use reminders::ports::{
-    DeliveryQueue, FaultPoint, Faults, Faulty, Ledger, PortSet, ReminderStore, ScriptedProvider,
-};
+use reminders::ports::{DeliveryQueue, FaultPoint, Faulty, Ledger, ReminderStore};
 use reminders::scheduler::{RunReport, Scheduler, SchedulerConfig};
 
 use crate::reminder;
-
-type AwsPorts = PortSet<
-    SystemClock,
-    Faulty<DynamoReminderStore>,
-    DynamoLedger,
-    DynamoGate,
-    SqsQueues,
-    SqsDeadLetters,
-    Arc<ScriptedProvider<SystemClock>>,
->;
+use crate::support::{now, AwsPorts, AwsWorld};
 
 struct World {
+    aws: AwsWorld,
     scheduler: Scheduler<AwsPorts>,
     consumer: Consumer<AwsPorts>,
-    provider: Arc<ScriptedProvider<SystemClock>>,
-    store_faults: Faults,
-    queues: ChannelUrls,
-}
-
-fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!("{prefix}-{}-{nanos}", std::process::id())
 }
 
 async fn world(cfg: SchedulerConfig) -> World {
-    std::env::var("AWS_ENDPOINT_URL")
-        .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");
-    let sdk = reminders::aws::sdk_config().await;
-    let dynamo = aws_sdk_dynamodb::Client::new(&sdk);
-    let sqs = aws_sdk_sqs::Client::new(&sdk);
-    let (rem, del) = (unique("rem"), unique("del"));
-    create_reminders_table(&dynamo, &rem).await.unwrap();
-    create_deliveries_table(&dynamo, &del).await.unwrap();
-    let (queues, dlqs) = create_channel_queues(&sqs, &unique("s"), QueueSpec::default())
-        .await
-        .unwrap();
-    let provider = Arc::new(ScriptedProvider::new(SystemClock, true));
-    let store_faults = Faults::default();
-    let ports = || PortSet {
-        clock: SystemClock,
-        reminders: Faulty {
-            inner: DynamoReminderStore::new(dynamo.clone(), &rem, 4),
-            faults: store_faults.clone(),
-        },
-        ledger: DynamoLedger::new(dynamo.clone(), &del),
-        gate: DynamoGate::new(dynamo.clone(), &del),
-        queue: SqsQueues::new(sqs.clone(), queues.clone()),
-        dead_letters: SqsDeadLetters::new(sqs.clone(), dlqs.clone()),
-        providers: reminders::domain::PerChannel::from_fn(|_| provider.clone()),
-    };
-    let consumer_cfg = ConsumerConfig {
-        emit_metrics: false,
-        ..ConsumerConfig::default()
-    };
+    let aws = AwsWorld::new(QueueSpec::default()).await;
     World {
-        scheduler: Scheduler::new(ports(), cfg),
-        consumer: Consumer::new(ports(), consumer_cfg, queues.clone(), 3),
-        provider: provider.clone(),
-        store_faults: store_faults.clone(),
-        queues,
+        scheduler: Scheduler::new(aws.ports.clone(), cfg),
+        consumer: aws.consumer(),
+        aws,
     }
-}
-
-fn now() -> Timestamp {
-    SystemClock.now()
 }
 
 impl World {
     fn store(&self) -> &Faulty<DynamoReminderStore> {
-        &self.scheduler.ports().reminders
+        &self.aws.ports.reminders
     }
 
     async fn status(&self, id: &ReminderId) -> ReminderStatus {
@@ -121,26 +60,7 @@ impl World {
 
     /// Play the event source mapping until the channel queue is empty.
     async fn consume(&self, channel: Channel) {
-        let q = &self.consumer.ports().queue;
-        let arn = arn_for_url(self.queues.get(channel), "us-east-1");
-        for _ in 0..50 {
-            let got = q.receive(channel, 10, 60).await.unwrap();
-            if got.is_empty() {
-                return;
-            }
-            let out = self.consumer.handle(to_sqs_event(&arn, &got), None).await;
-            for m in &got {
-                let failed = out
-                    .response
-                    .batch_item_failures
-                    .iter()
-                    .any(|f| f.item_identifier == m.message_id);
-                if !failed {
-                    q.delete(channel, &m.receipt_handle).await.unwrap();
-                }
-            }
-        }
-        panic!("queue did not drain");
+        self.aws.consume(&self.consumer, channel).await;
     }
 }
 
@@ -254,7 +174,7 @@ async fn double_runs_and_a_crash_between_send_and_mark_send_once_per_delivery() 
         ));
     }
     // Crash between send and mark: every mark of this run fails after the sends.
-    w.store_faults.fail(OP_MARK, FaultPoint::Before, 5);
+    w.aws.faults.fail(OP_MARK, FaultPoint::Before, 5);
     let crashed = w.scheduler.run(None).await.unwrap();
     assert_eq!(
         (crashed.messages_sent, crashed.enqueued, crashed.mark_failed),
@@ -266,7 +186,7 @@ async fn double_runs_and_a_crash_between_send_and_mark_send_once_per_delivery() 
     assert_eq!(double.enqueued, 0, "a double run finds nothing left");
     w.consume(Channel::Sms).await;
     for key in &keys {
-        assert_eq!(w.provider.calls_for(key), 1, "one send per delivery");
+        assert_eq!(w.aws.provider.calls_for(key), 1, "one send per delivery");
     }
 }
 

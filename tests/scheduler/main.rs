@@ -4,6 +4,8 @@
 
 mod emulator;
 mod memory;
+#[path = "../support/mod.rs"]
+mod support;
 
 use std::time::Duration;
 
