@@ -83,6 +83,53 @@ fn every_variable_a_function_reads_is_set_for_it_and_no_other() {
     }
 }
 
+/// Least privilege: every function has its own role, no action is a wildcard, and the only
+/// resource wildcard is SNS SMS publishing (a phone number has no ARN).
+#[test]
+fn iam_is_scoped_per_function() {
+    let t = template();
+    let resources = t["Resources"].as_mapping().unwrap();
+    for (name, r) in resources {
+        let name = name.as_str().unwrap();
+        if r["Type"].as_str() == Some("AWS::Serverless::Function") {
+            let props = &r["Properties"];
+            assert!(
+                props.get("Policies").is_none(),
+                "{name} must not use SAM policies"
+            );
+            assert!(props.get("Role").is_some(), "{name} has an explicit role");
+        }
+    }
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/template.yaml")).unwrap();
+    for line in text.lines().map(str::trim) {
+        if line.starts_with("Action:")
+            || line.starts_with("- sqs:")
+            || line.starts_with("- dynamodb:")
+        {
+            assert!(!line.contains('*'), "wildcard action: {line}");
+        }
+    }
+    let wildcard_resources = text
+        .lines()
+        .filter(|l| l.trim() == "Resource: \"*\"")
+        .count();
+    assert_eq!(
+        wildcard_resources, 1,
+        "only SNS SMS publish has no resource ARN"
+    );
+    for forbidden in [
+        "DynamoDBCrudPolicy",
+        "SQSPollerPolicy",
+        "AWSLambdaSQSQueueExecutionRole",
+    ] {
+        assert!(
+            !text.contains(forbidden),
+            "{forbidden} is broader than needed"
+        );
+    }
+}
+
 #[test]
 fn the_template_declares_what_the_bootstrap_creates() {
     let t = template();
