@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::clock::{Clock, Timestamp};
 use crate::consumer::event::{arn_for_url, to_sqs_event};
-use crate::consumer::{Consumer, Metrics};
+use crate::consumer::{BatchOutcome, Consumer, Metrics};
 use crate::domain::{Channel, PerChannel};
 use crate::ports::{DeliveryQueue, PortError, Ports, ReminderStore};
 use crate::scheduler::Scheduler;
@@ -85,7 +85,7 @@ pub async fn run<P: Ports>(
         for channel in Channel::ALL {
             busy |= poll_channel(consumer, queue_urls, cfg, channel, &mut report).await?;
         }
-        if matches!(stop, Stop::Idle { .. }) && !busy && idle(consumer).await? {
+        if matches!(stop, Stop::Idle { .. }) && !busy && nothing_pending(consumer.ports()).await? {
             report.idle = true;
             return Ok(report);
         }
@@ -104,18 +104,44 @@ async fn poll_channel<P: Ports>(
     channel: Channel,
     report: &mut LocalReport,
 ) -> Result<bool, PortError> {
-    let queue = consumer.ports().queue();
-    let got = queue
-        .receive(channel, cfg.batch_size, cfg.visibility_secs)
-        .await?;
-    if got.is_empty() {
+    let deadline = consumer.ports().clock().now().plus(cfg.function_timeout);
+    let polled = poll_once(
+        consumer,
+        queue_urls,
+        channel,
+        cfg.batch_size,
+        cfg.visibility_secs,
+        Some(deadline),
+    )
+    .await?;
+    let Some(out) = polled else {
         return Ok(false);
+    };
+    report.batches += 1;
+    for c in Channel::ALL {
+        report.metrics.get_mut(c).merge(out.metrics.get(c).clone());
+    }
+    Ok(true)
+}
+
+/// What an event source mapping does once: receive up to `batch_size` messages, build the
+/// same `SqsEvent`, call the handler, delete what succeeded (failures keep their visibility).
+/// `None` when nothing was visible.
+pub async fn poll_once<P: Ports>(
+    consumer: &Consumer<P>,
+    queue_urls: &PerChannel<String>,
+    channel: Channel,
+    batch_size: u32,
+    visibility_secs: u32,
+    deadline: Option<Timestamp>,
+) -> Result<Option<BatchOutcome>, PortError> {
+    let queue = consumer.ports().queue();
+    let got = queue.receive(channel, batch_size, visibility_secs).await?;
+    if got.is_empty() {
+        return Ok(None);
     }
     let arn = arn_for_url(queue_urls.get(channel), "local");
-    let deadline = consumer.ports().clock().now().plus(cfg.function_timeout);
-    let out = consumer
-        .handle(to_sqs_event(&arn, &got), Some(deadline))
-        .await;
+    let out = consumer.handle(to_sqs_event(&arn, &got), deadline).await;
     for m in &got {
         let failed = out
             .response
@@ -126,16 +152,11 @@ async fn poll_channel<P: Ports>(
             queue.delete(channel, &m.receipt_handle).await?;
         }
     }
-    report.batches += 1;
-    for c in Channel::ALL {
-        report.metrics.get_mut(c).merge(out.metrics.get(c).clone());
-    }
-    Ok(true)
+    Ok(Some(out))
 }
 
 /// Nothing left anywhere: no scheduled reminder in any shard, no message in any queue.
-async fn idle<P: Ports>(consumer: &Consumer<P>) -> Result<bool, PortError> {
-    let ports = consumer.ports();
+pub async fn nothing_pending<P: Ports>(ports: &P) -> Result<bool, PortError> {
     for channel in Channel::ALL {
         if ports.queue().depth(channel).await?.total() > 0 {
             return Ok(false);

@@ -20,7 +20,6 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
 use crate::clock::{ManualClock, Timestamp};
-use crate::consumer::event::{arn_for_url, to_sqs_event};
 use crate::consumer::{Consumer, ConsumerConfig, Metrics};
 use crate::delivery::state::Status;
 use crate::domain::{
@@ -29,8 +28,7 @@ use crate::domain::{
 };
 use crate::policy::RetryPolicy;
 use crate::ports::{
-    DeliveryQueue, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet,
-    ReminderStore,
+    MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet, ReminderStore,
 };
 use crate::scheduler::{Scheduler, SchedulerConfig};
 pub use provider::{Profile, SimProvider};
@@ -236,24 +234,10 @@ fn finished(m: &PerChannel<Metrics>) -> u64 {
 }
 
 async fn esm_poll(w: &World, channel: Channel, metrics: &mut PerChannel<Metrics>) -> bool {
-    let Ok(got) = w.queue.receive(channel, 10, 180).await else {
+    let polled = crate::local::poll_once(&w.consumer, &w.urls, channel, 10, 180, None).await;
+    let Ok(Some(out)) = polled else {
         return false;
     };
-    if got.is_empty() {
-        return false;
-    }
-    let arn = arn_for_url(w.urls.get(channel), "sim");
-    let out = w.consumer.handle(to_sqs_event(&arn, &got), None).await;
-    for m in &got {
-        let failed = out
-            .response
-            .batch_item_failures
-            .iter()
-            .any(|f| f.item_identifier == m.message_id);
-        if !failed {
-            let _ = w.queue.delete(channel, &m.receipt_handle).await;
-        }
-    }
     for c in Channel::ALL {
         metrics.get_mut(c).merge(out.metrics.get(c).clone());
     }
@@ -275,17 +259,10 @@ async fn sample(w: &World, t: u64, delivered: u64) -> Sample {
 }
 
 async fn idle(w: &World) -> bool {
-    if Channel::ALL.iter().any(|c| !w.queue.is_empty(*c)) {
-        return false;
-    }
-    let far = Timestamp::from_millis(i64::MAX / 2);
-    for shard in 0..w.store.shards() {
-        match w.store.query_due(shard, far, 1, None).await {
-            Ok(page) if page.items.is_empty() => {}
-            _ => return false,
-        }
-    }
-    true
+    matches!(
+        crate::local::nothing_pending(w.consumer.ports()).await,
+        Ok(true)
+    )
 }
 
 /// Final status of each reminder's delivery: the ledger's, else the reminder's own.
