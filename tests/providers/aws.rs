@@ -3,25 +3,18 @@
 //! endpoint), no SDK retry on a refused connection, and the consumer end to end with each
 //! provider selected by configuration alone.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use reminders::clock::{ManualClock, SystemClock, Timestamp};
-use reminders::consumer::event::{arn_for_url, to_sqs_event};
-use reminders::consumer::{Consumer, ConsumerConfig};
+use reminders::clock::{SystemClock, Timestamp};
 use reminders::domain::{
-    Channel, Content, DeliveryKey, DeliveryMessage, NewReminder, PerChannel, Recipient, Reminder,
-    ReminderId, SubscriberId,
+    Channel, Content, DeliveryKey, NewReminder, Recipient, Reminder, ReminderId, SubscriberId,
 };
 use reminders::policy::Outcome;
-use reminders::ports::{
-    DeliveryQueue, Ledger, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore,
-    OutgoingMessage, PortSet, Provider, ReminderStore, SendRequest,
-};
+use reminders::ports::{Provider, SendRequest};
 use reminders::providers::{
-    from_lookup, sdk::no_retries, SesConfig, SesProvider, SnsPushConfig, SnsPushProvider,
-    SnsSmsConfig, SnsSmsProvider,
+    sdk::no_retries, SesConfig, SesProvider, SnsPushConfig, SnsPushProvider, SnsSmsConfig,
+    SnsSmsProvider,
 };
 
 fn unique(prefix: &str) -> String {
@@ -251,43 +244,18 @@ async fn the_consumer_delivers_through_ses_and_sns_chosen_by_configuration() {
     let sdk = sdk().await;
     let from = verified_sender(&sdk).await;
     let app = platform_app(&sdk).await;
-    let env: HashMap<String, String> = [
-        ("EMAIL_PROVIDER", "ses"),
-        ("EMAIL_SES_FROM", from.as_str()),
-        ("SMS_PROVIDER", "sns"),
-        ("PUSH_PROVIDER", "sns"),
-        ("PUSH_SNS_PLATFORM_APPLICATION_ARN", app.as_str()),
-    ]
-    .iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
     let now = Timestamp::from_millis(1_800_000_000_000);
-    let clock = ManualClock::at(now);
-    let providers = from_lookup(
-        |k| env.get(k).cloned(),
-        clock.clone(),
-        Duration::from_secs(5),
+    let w = crate::world::World::from_env(
+        &[
+            ("EMAIL_PROVIDER", "ses"),
+            ("EMAIL_SES_FROM", from.as_str()),
+            ("SMS_PROVIDER", "sns"),
+            ("PUSH_PROVIDER", "sns"),
+            ("PUSH_SNS_PLATFORM_APPLICATION_ARN", app.as_str()),
+        ],
+        now,
         &sdk,
-    )
-    .unwrap();
-    let store = Arc::new(MemoryReminderStore::new(2));
-    let queue = Arc::new(MemoryQueue::new(clock.clone()));
-    let ledger = Arc::new(MemoryLedger::default());
-    let urls = PerChannel::from_fn(|c| format!("http://127.0.0.1/000000000000/q-{c}"));
-    let ports = PortSet {
-        clock: clock.clone(),
-        reminders: store.clone(),
-        ledger: ledger.clone(),
-        gate: Arc::new(MemoryGate::default()),
-        queue: queue.clone(),
-        dead_letters: Arc::new(MemoryQueue::new(clock.clone())),
-        providers,
-    };
-    let cfg = ConsumerConfig {
-        emit_metrics: false,
-        ..ConsumerConfig::default()
-    };
-    let consumer = Consumer::new(ports, cfg, urls.clone(), 1);
+    );
     let r = Reminder::new(
         NewReminder {
             reminder_id: ReminderId::parse("all-channels").unwrap(),
@@ -308,32 +276,16 @@ async fn the_consumer_delivers_through_ses_and_sns_chosen_by_configuration() {
         Duration::from_secs(3600),
     )
     .unwrap();
-    store.insert(&r).await.unwrap();
     for channel in Channel::ALL {
-        let msg = DeliveryMessage::new(
-            r.reminder_id.clone(),
-            r.subscriber_id.clone(),
-            channel,
-            1,
-            r.due_at,
-            r.fresh_until,
-        );
-        let entry = OutgoingMessage {
-            entry_id: "0".into(),
-            body: msg.encode(),
-            delay_secs: 0,
-        };
-        queue.send_batch(channel, &[entry]).await.unwrap();
-        let got = queue.receive(channel, 10, 180).await.unwrap();
-        let arn = arn_for_url(urls.get(channel), "us-east-1");
-        let out = consumer.handle(to_sqs_event(&arn, &got), None).await;
+        let msg = w.enqueue(&r, channel).await;
+        let out = w.poll(channel).await.expect("a batch");
         assert_eq!(
             out.metrics.get(channel).delivered,
             1,
             "{channel}: {:?}",
             out.records
         );
-        let rec = ledger.get(&msg.delivery_key).await.unwrap().unwrap();
+        let rec = w.record(&msg.delivery_key).await;
         assert!(rec.provider_receipt().is_some(), "{channel}");
     }
 }

@@ -2,22 +2,15 @@
 //! end to end with it selected by configuration alone.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use reminders::aws::ConfigError;
 use reminders::clock::{ManualClock, Timestamp};
-use reminders::consumer::event::{arn_for_url, to_sqs_event};
-use reminders::consumer::{Consumer, ConsumerConfig};
 use reminders::domain::{
-    Channel, Content, DeliveryKey, DeliveryMessage, NewReminder, PerChannel, Recipient, Reminder,
-    ReminderId, SubscriberId,
+    Channel, Content, DeliveryKey, NewReminder, Recipient, Reminder, ReminderId, SubscriberId,
 };
 use reminders::policy::Outcome;
-use reminders::ports::{
-    DeliveryQueue, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, OutgoingMessage,
-    PortSet, Provider, ReminderStore, SendRequest,
-};
+use reminders::ports::{Provider, SendRequest};
 use reminders::providers::{from_lookup, AnyProvider, HttpConfig, HttpProvider};
 
 use crate::server::{respond, respond_with, serve, Behaviour};
@@ -299,41 +292,16 @@ fn providers_read_only_declared_variables() {
 #[tokio::test]
 async fn the_consumer_delivers_end_to_end_through_the_configured_http_provider() {
     let server = serve(vec![respond(429, ""), respond(201, r#"{"id":"e2e-1"}"#)]).await;
-    let env: HashMap<String, String> = [
-        ("PUSH_PROVIDER", "none"),
-        ("SMS_PROVIDER", "none"),
-        ("EMAIL_PROVIDER", "http"),
-        ("EMAIL_HTTP_ENDPOINT", server.url.as_str()),
-    ]
-    .iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
-    let clock = ManualClock::at(NOW);
-    let providers = from_lookup(
-        |k| env.get(k).cloned(),
-        clock.clone(),
-        Duration::from_secs(5),
+    let w = crate::world::World::from_env(
+        &[
+            ("PUSH_PROVIDER", "none"),
+            ("SMS_PROVIDER", "none"),
+            ("EMAIL_PROVIDER", "http"),
+            ("EMAIL_HTTP_ENDPOINT", server.url.as_str()),
+        ],
+        NOW,
         &offline_sdk(),
-    )
-    .unwrap();
-    let store = Arc::new(MemoryReminderStore::new(2));
-    let queue = Arc::new(MemoryQueue::new(clock.clone()));
-    let ledger = Arc::new(MemoryLedger::default());
-    let urls = PerChannel::from_fn(|c| format!("http://127.0.0.1/000000000000/q-{c}"));
-    let ports = PortSet {
-        clock: clock.clone(),
-        reminders: store.clone(),
-        ledger: ledger.clone(),
-        gate: Arc::new(MemoryGate::default()),
-        queue: queue.clone(),
-        dead_letters: Arc::new(MemoryQueue::new(clock.clone())),
-        providers,
-    };
-    let cfg = ConsumerConfig {
-        emit_metrics: false,
-        ..ConsumerConfig::default()
-    };
-    let consumer = Consumer::new(ports, cfg, urls.clone(), 1);
+    );
     let r = Reminder::new(
         NewReminder {
             reminder_id: ReminderId::parse("e2e").unwrap(),
@@ -350,49 +318,16 @@ async fn the_consumer_delivers_end_to_end_through_the_configured_http_provider()
         Duration::from_secs(3600),
     )
     .unwrap();
-    store.insert(&r).await.unwrap();
-    let msg = DeliveryMessage::new(
-        r.reminder_id.clone(),
-        r.subscriber_id.clone(),
-        Channel::Email,
-        1,
-        r.due_at,
-        r.fresh_until,
-    );
-    let entry = OutgoingMessage {
-        entry_id: "0".into(),
-        body: msg.encode(),
-        delay_secs: 0,
-    };
-    queue.send_batch(Channel::Email, &[entry]).await.unwrap();
-    let arn = arn_for_url(urls.get(Channel::Email), "us-east-1");
+    let msg = w.enqueue(&r, Channel::Email).await;
     let mut delivered = 0;
     for _ in 0..5 {
-        let got = queue.receive(Channel::Email, 10, 180).await.unwrap();
-        if !got.is_empty() {
-            let out = consumer.handle(to_sqs_event(&arn, &got), None).await;
+        if let Some(out) = w.poll(Channel::Email).await {
             delivered += out.metrics.get(Channel::Email).delivered;
-            for m in &got {
-                if out
-                    .response
-                    .batch_item_failures
-                    .iter()
-                    .all(|f| f.item_identifier != m.message_id)
-                {
-                    queue
-                        .delete(Channel::Email, &m.receipt_handle)
-                        .await
-                        .unwrap();
-                }
-            }
         }
-        clock.advance(Duration::from_secs(10));
+        w.clock.advance(Duration::from_secs(10));
     }
     assert_eq!(delivered, 1);
-    let rec = reminders::ports::Ledger::get(&*ledger, &msg.delivery_key)
-        .await
-        .unwrap()
-        .unwrap();
+    let rec = w.record(&msg.delivery_key).await;
     assert_eq!(rec.provider_receipt(), Some("e2e-1"));
     assert_eq!(rec.throttle_count(), 1);
     assert_eq!(server.requests.lock().unwrap().len(), 2);

@@ -6,3 +6,4 @@ mod aws;
 mod http;
 #[path = "../support/server.rs"]
 mod server;
+mod world;
