@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use reminders::clock::{ManualClock, Timestamp};
-use reminders::consumer::event::{arn_for_url, to_sqs_event};
 use reminders::consumer::{BatchOutcome, Consumer, ConsumerConfig};
 use reminders::deadletter::DeadLetter;
 use reminders::delivery::state::DeliveryRecord;
@@ -146,31 +145,17 @@ impl Mem {
         channel: Channel,
         deadline: Option<Timestamp>,
     ) -> Option<BatchOutcome> {
-        let received = self
-            .queue
-            .receive(channel, 10, QUEUE_VISIBILITY)
-            .await
-            .unwrap();
-        if received.is_empty() {
-            return None;
-        }
-        let arn = arn_for_url(queue_urls().get(channel), "us-east-1");
-        let outcome = self
-            .consumer
-            .handle(to_sqs_event(&arn, &received), deadline)
-            .await;
-        let failed: Vec<&str> = outcome
-            .response
-            .batch_item_failures
-            .iter()
-            .map(|f| f.item_identifier.as_str())
-            .collect();
-        for m in &received {
-            if !failed.contains(&m.message_id.as_str()) {
-                self.queue.delete(channel, &m.receipt_handle).await.unwrap();
-            }
-        }
-        Some(outcome)
+        let urls = queue_urls();
+        reminders::local::poll_once(
+            &self.consumer,
+            &urls,
+            channel,
+            10,
+            QUEUE_VISIBILITY,
+            deadline,
+        )
+        .await
+        .unwrap()
     }
 
     pub async fn record(&self, key: &DeliveryKey) -> Option<DeliveryRecord> {

@@ -13,12 +13,11 @@ use reminders::aws::bootstrap::{
 use reminders::aws::dynamo::{DynamoGate, DynamoLedger, DynamoReminderStore};
 use reminders::aws::{ChannelUrls, SqsDeadLetters, SqsQueues};
 use reminders::clock::{Clock, SystemClock, Timestamp};
-use reminders::consumer::event::{arn_for_url, to_sqs_event};
 use reminders::consumer::{Consumer, ConsumerConfig};
 use reminders::domain::{
     Channel, Content, NewReminder, PerChannel, Recipient, Reminder, ReminderId, SubscriberId,
 };
-use reminders::ports::{DeliveryQueue, Faults, Faulty, PortSet, ScriptedProvider};
+use reminders::ports::{Faults, Faulty, PortSet, ScriptedProvider};
 
 pub type AwsPorts = PortSet<
     SystemClock,
@@ -104,23 +103,12 @@ impl AwsWorld {
 
     /// Play the event source mapping on one channel until its queue stays empty.
     pub async fn consume(&self, consumer: &Consumer<AwsPorts>, channel: Channel) {
-        let q = &self.ports.queue;
-        let arn = arn_for_url(self.queues.get(channel), "us-east-1");
         for _ in 0..100 {
-            let got = q.receive(channel, 10, 30).await.unwrap();
-            if got.is_empty() {
+            let polled = reminders::local::poll_once(consumer, &self.queues, channel, 10, 30, None)
+                .await
+                .unwrap();
+            if polled.is_none() {
                 return;
-            }
-            let out = consumer.handle(to_sqs_event(&arn, &got), None).await;
-            for m in &got {
-                let failed = out
-                    .response
-                    .batch_item_failures
-                    .iter()
-                    .any(|f| f.item_identifier == m.message_id);
-                if !failed {
-                    q.delete(channel, &m.receipt_handle).await.unwrap();
-                }
             }
         }
         panic!("queue did not drain");
