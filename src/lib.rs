@@ -7,30 +7,38 @@
 //!
 //! ## Layout
 //!
+//! Dependencies point one way, from the bottom of this table to the top: configuration and
+//! the vocabulary below, the ports above them, the pipelines over the ports, the adapters
+//! implementing the ports, and the wiring that knows them all.
+//!
 //! | module | owns |
 //! |---|---|
-//! | [`domain`] | identities, recipients, the delivery key, reminders, queue messages, dead reasons |
+//! | [`config`] | the bottom floor: `ConfigError`, the variable lookup, the shared parsers |
 //! | [`clock`] | epoch-millisecond [`clock::Timestamp`] and the `Clock` port |
-//! | [`policy`] | outcome classes, the versioned retry policy, `decide`, Retry-After parsing |
+//! | [`domain`] | identities, recipients, the delivery key, reminders, retention, queue messages, dead reasons |
+//! | [`policy`] | outcome classes, the versioned retry policy, `decide` and the ambiguous rule, Retry-After parsing |
 //! | [`delivery`] | the ledger state machine and its claim / outcome / cancel operations |
 //! | [`deadletter`] | the DLQ evidence format |
-//! | [`local`] | the local pipeline runner: schedule and event source mappings, played |
-//! | [`outbox`] | create, edit and cancel reminders (what applications call) |
-//! | [`redrive`] | bounded, filtered, audited replay of a channel's DLQ |
-//! | [`scheduler`] | the scheduler run: due scan, fair fan-out, enqueue and mark |
 //! | [`ports`] | the port traits, each with its in-memory implementation and fault injection |
-//! | [`aws`] | the DynamoDB and SQS adapters, typed configuration, resource bootstrap |
-//! | [`consumer`] | the consumer pipeline: SQS batch in, partial batch response out |
-//! | [`providers`] | real providers (generic HTTP), chosen per channel by configuration |
+//! | [`outbox`] | create, edit and cancel reminders (what applications call) |
+//! | [`scheduler`] | the scheduler run: due scan, fair fan-out, enqueue and mark |
+//! | [`consumer`] | the consumer: SQS batch in, partial batch response out; one record's pipeline in steps (`intake` → `claim` → send → `settle`) |
+//! | [`redrive`] | bounded, filtered, audited replay of a channel's DLQ |
+//! | [`providers`] | real providers (SES v2, SNS, generic HTTP), chosen per channel by configuration |
+//! | [`aws`] | the DynamoDB and SQS adapters, resource settings, resource bootstrap |
+//! | [`local`] | the local pipeline runner: schedule and event source mappings, played |
 //! | [`sim`] | the embedded pipeline: real scheduler and consumer, virtual clock, simulated provider |
 //! | [`telemetry`] | JSON log setup for the binaries |
+//! | [`wiring`] | the top: which variables each function reads, and the shared cold start |
 //!
 //! Pure code (`domain`, `policy`, `delivery::state`) takes time and randomness as parameters.
 //! The ports are generic traits (`async fn` returning `Send` futures), so the same pipeline runs
-//! on AWS, on an emulator and in memory.
+//! on AWS, on an emulator and in memory. No pipeline module imports [`aws`], and [`aws`]
+//! imports no pipeline.
 
 pub mod aws;
 pub mod clock;
+pub mod config;
 pub mod consumer;
 pub mod deadletter;
 pub mod delivery;
@@ -44,3 +52,4 @@ pub mod redrive;
 pub mod scheduler;
 pub mod sim;
 pub mod telemetry;
+pub mod wiring;

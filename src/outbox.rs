@@ -26,9 +26,7 @@ pub enum OutboxError {
     Contended,
 }
 
-/// How long reminders and ledger items outlive `fresh_until` before TTL removes them.
-#[derive(Debug, Clone, Copy)]
-pub struct Retention(pub Duration);
+pub use crate::domain::Retention;
 
 pub async fn create<S: ReminderStore>(
     store: &S,
@@ -119,10 +117,7 @@ pub async fn cancel<S: ReminderStore, L: Ledger>(
         let ctx = Ctx {
             key: DeliveryKey::derive(&reminder.reminder_id, &reminder.subscriber_id, channel),
             now,
-            expires_at: reminder
-                .fresh_until
-                .plus(retention.0)
-                .as_epoch_seconds_ceil(),
+            expires_at: retention.expires_at(reminder.fresh_until),
         };
         deliveries.push((channel, delivery::cancel(ledger, &ctx).await?));
     }

@@ -6,9 +6,9 @@ use std::time::Duration;
 use reminders::aws::bootstrap::{
     create_channel_queues, create_deliveries_table, create_reminders_table, QueueSpec,
 };
-use reminders::aws::config::env;
 use reminders::aws::{Adapters, Settings};
 use reminders::clock::SystemClock;
+use reminders::config::env;
 use reminders::consumer::{Consumer, ConsumerConfig};
 use reminders::domain::Channel;
 use reminders::local::{self, LocalConfig, Stop};

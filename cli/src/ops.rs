@@ -5,19 +5,23 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 use std::time::Duration;
 
-use reminders::aws::config::env;
 use reminders::aws::{Adapters, Settings};
 use reminders::clock::{Clock, SystemClock, Timestamp};
+use reminders::config::env;
+use reminders::domain::Retention;
 use reminders::domain::{
     Channel, Content, DeadReason, DeliveryKey, DeliveryMessage, NewReminder, PerChannel, Recipient,
     ReminderId, SubscriberId,
 };
-use reminders::outbox::{self, Retention};
+use reminders::outbox;
 use reminders::ports::{Ledger, PortSet, ReminderStore};
 use reminders::providers::AnyProvider;
 use reminders::redrive::{peek, RedriveConfig, RedriveRequest, Redriver};
 
-const RETENTION: Retention = Retention(Duration::from_secs(15 * 24 * 3600));
+/// The functions' retention (`RETENTION_SECS`), so what the CLI writes expires with the rest.
+fn retention() -> Result<Retention, String> {
+    Retention::from_env().map_err(|e| e.to_string())
+}
 
 type OpsPorts = PortSet<
     SystemClock,
@@ -96,7 +100,7 @@ pub async fn create(a: CreateArgs) -> Result<(), String> {
         &p.reminders,
         new,
         Duration::from_secs(a.fresh_secs),
-        RETENTION,
+        retention()?,
     )
     .await
     .map_err(err)?
@@ -120,7 +124,7 @@ pub async fn create(a: CreateArgs) -> Result<(), String> {
 pub async fn cancel(id: String) -> Result<(), String> {
     let p = ports().await?;
     let id = ReminderId::parse(id).map_err(err)?;
-    let report = outbox::cancel(&p.reminders, &p.ledger, &id, p.clock.now(), RETENTION)
+    let report = outbox::cancel(&p.reminders, &p.ledger, &id, p.clock.now(), retention()?)
         .await
         .map_err(err)?
         .ok_or("no such reminder")?;
@@ -283,7 +287,8 @@ pub async fn redrive(args: RedriveArgs) -> Result<(), String> {
     let bar = indicatif::ProgressBar::new_spinner();
     bar.set_message(if req.dry_run { "counting" } else { "redriving" });
     bar.enable_steady_tick(Duration::from_millis(120));
-    let redriver = Redriver::new(p, RedriveConfig::default(), seed());
+    let cfg = RedriveConfig::from_env().map_err(|e| e.to_string())?;
+    let redriver = Redriver::new(p, cfg, seed());
     let summary = redriver.run(&req, None).await.map_err(err)?;
     bar.finish_and_clear();
     println!(

@@ -1,15 +1,9 @@
-//! Typed configuration, read once at cold start. A missing or malformed variable fails fast
-//! with its name. Endpoints are not configuration here: they come from the standard AWS chain.
+//! Where the system's resources are (tables, queues, shards), read once at cold start. A
+//! missing or malformed variable fails fast with its name. Endpoints are not configuration
+//! here: they come from the standard AWS chain.
 
 use super::sqs::ChannelUrls;
-
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ConfigError {
-    #[error("environment variable {0} is not set")]
-    Missing(&'static str),
-    #[error("environment variable {var} is invalid: {problem}")]
-    Invalid { var: &'static str, problem: String },
-}
+use crate::config::{parse_in, ConfigError, Vars};
 
 pub const REMINDERS_TABLE: &str = "REMINDERS_TABLE";
 pub const DELIVERIES_TABLE: &str = "DELIVERIES_TABLE";
@@ -45,73 +39,36 @@ pub const SETTINGS_VARS: [&str; 9] = [
     DLQ_URL_VARS[2],
 ];
 
-/// An environment variable, with the empty string meaning "not set" (so a template can set
-/// every variable a function reads and leave the optional ones empty).
-pub fn env(var: &str) -> Option<String> {
-    std::env::var(var).ok().filter(|v| !v.is_empty())
-}
-
-/// Every environment variable each function reads (the template must set them all).
-pub fn reads(function: &str) -> Vec<&'static str> {
-    let mut vars: Vec<&'static str> = SETTINGS_VARS.to_vec();
-    vars.push("RUST_LOG");
-    match function {
-        "consumer" => {
-            vars.extend(crate::consumer::config::VARS);
-            vars.extend(crate::providers::VARS);
-        }
-        "scheduler" => vars.extend(crate::scheduler::VARS),
-        _ => {}
-    }
-    vars
-}
-
 impl Settings {
     pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_lookup(env)
+        Self::from_vars(&Vars::env())
     }
 
     /// Read from any lookup (the environment, or a map in tests).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let required = |var: &'static str| {
-            get(var)
-                .filter(|v| !v.trim().is_empty())
-                .ok_or(ConfigError::Missing(var))
-        };
-        let urls = |vars: [&'static str; 3]| -> Result<ChannelUrls, ConfigError> {
+        Self::from_vars(&Vars::new(get))
+    }
+
+    pub fn from_vars<F: Fn(&str) -> Option<String>>(vars: &Vars<F>) -> Result<Self, ConfigError> {
+        let urls = |names: [&'static str; 3]| -> Result<ChannelUrls, ConfigError> {
             Ok(ChannelUrls {
-                push: required(vars[0])?,
-                email: required(vars[1])?,
-                sms: required(vars[2])?,
+                push: vars.required(names[0])?,
+                email: vars.required(names[1])?,
+                sms: vars.required(names[2])?,
             })
         };
-        let due_shards = match get(DUE_SHARDS) {
+        let due_shards = match vars.get(DUE_SHARDS) {
             None => DEFAULT_DUE_SHARDS,
-            Some(raw) => parse_shards(&raw)?,
+            Some(raw) => parse_in(DUE_SHARDS, &raw, 1..=MAX_DUE_SHARDS)?,
         };
         Ok(Self {
-            reminders_table: required(REMINDERS_TABLE)?,
-            deliveries_table: required(DELIVERIES_TABLE)?,
+            reminders_table: vars.required(REMINDERS_TABLE)?,
+            deliveries_table: vars.required(DELIVERIES_TABLE)?,
             due_shards,
             queue_urls: urls(QUEUE_URL_VARS)?,
             dlq_urls: urls(DLQ_URL_VARS)?,
         })
     }
-}
-
-fn parse_shards(raw: &str) -> Result<u32, ConfigError> {
-    let invalid = |problem: String| ConfigError::Invalid {
-        var: DUE_SHARDS,
-        problem,
-    };
-    let n: u32 = raw
-        .trim()
-        .parse()
-        .map_err(|_| invalid(format!("{raw:?} is not a whole number")))?;
-    if !(1..=MAX_DUE_SHARDS).contains(&n) {
-        return Err(invalid(format!("{n} is outside 1..={MAX_DUE_SHARDS}")));
-    }
-    Ok(n)
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
-//! AWS adapters, apart from the domain: DynamoDB ([`dynamo`]) and SQS ([`sqs`]), typed
-//! configuration read once at cold start ([`config`]), and creation of the same tables and
-//! queues the template declares ([`bootstrap`], for emulators and tests).
+//! AWS adapters, apart from the domain: DynamoDB ([`dynamo`]) and SQS ([`sqs`]), where the
+//! resources are ([`config`], read once at cold start), and creation of the same tables and
+//! queues the template declares ([`bootstrap`], for emulators and tests). This module depends
+//! on the ports it implements and on [`crate::config`]; no pipeline depends on it.
 //!
 //! Endpoints come only from the standard AWS configuration chain (`AWS_ENDPOINT_URL`,
 //! profiles, …): the same binary runs on AWS, LocalStack and moto.
@@ -12,11 +13,10 @@ pub(crate) mod error;
 pub mod sqs;
 
 pub use bootstrap::sdk_config;
-pub use config::{ConfigError, Settings};
+pub use config::Settings;
 pub use sqs::{ChannelUrls, SqsDeadLetters, SqsQueues};
 
-/// Upper bound of one DynamoDB or SQS call, retries included.
-pub const STORAGE_OPERATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+use crate::ports::STORAGE_OPERATION_TIMEOUT;
 
 /// The AWS adapters a function needs, built once per cold start from one SDK configuration.
 /// Building touches no network: credentials resolve lazily on the first call.
@@ -54,26 +54,4 @@ impl Adapters {
             dead_letters: SqsDeadLetters::new(sqs, settings.dlq_urls.clone()).with_long_poll(1),
         }
     }
-}
-
-/// What a function builds once per cold start.
-pub struct ColdStart {
-    pub settings: Settings,
-    pub adapters: Adapters,
-    pub sdk: aws_config::SdkConfig,
-}
-
-/// Everything a function does once per cold start: JSON logs, typed configuration (failing
-/// with the variable's name), one SDK configuration, the adapters. No network is touched.
-pub async fn cold_start(function: &'static str) -> Result<ColdStart, ConfigError> {
-    crate::telemetry::init();
-    let settings = Settings::from_env()?;
-    let sdk = sdk_config().await;
-    let adapters = Adapters::new(&sdk, &settings);
-    tracing::info!(function, due_shards = settings.due_shards, "cold start");
-    Ok(ColdStart {
-        settings,
-        adapters,
-        sdk,
-    })
 }

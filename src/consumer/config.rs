@@ -3,8 +3,10 @@
 
 use std::time::Duration;
 
-use crate::aws::ConfigError;
+use crate::config::{ConfigError, Vars};
+use crate::domain::retention::{Retention, RETENTION_VAR};
 use crate::policy::{AmbiguousRule, Backoff, RetryPolicy};
+use crate::ports::STORAGE_OPERATION_TIMEOUT;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConsumerConfig {
@@ -23,9 +25,8 @@ pub struct ConsumerConfig {
     pub max_concurrency: usize,
     /// How long a warm container trusts its copy of a provider gate.
     pub gate_cache: Duration,
-    /// Ledger items live this long past `fresh_until` (longer than the DLQ retention, so an
-    /// old redriven message still finds its record).
-    pub retention: Duration,
+    /// Ledger items live this long past `fresh_until`.
+    pub retention: Retention,
     /// Print EMF metric lines (off in tests and the simulation).
     pub emit_metrics: bool,
 }
@@ -42,7 +43,7 @@ impl Default for ConsumerConfig {
             initial_concurrency: 4,
             max_concurrency: 10,
             gate_cache: Duration::from_secs(1),
-            retention: Duration::from_secs(15 * 24 * 3600),
+            retention: Retention::default(),
             emit_metrics: true,
         }
     }
@@ -64,14 +65,11 @@ pub const VARS: [&str; 15] = [
     "REENQUEUE_MARGIN",
     "DEADLINE_MARGIN_SECS",
     "MAX_CONCURRENCY",
-    "RETENTION_SECS",
+    RETENTION_VAR,
 ];
 
 fn invalid(var: &'static str, problem: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid {
-        var,
-        problem: problem.into(),
-    }
+    ConfigError::invalid(var, problem)
 }
 
 impl ConsumerConfig {
@@ -80,7 +78,7 @@ impl ConsumerConfig {
         self.policy
             .validate()
             .map_err(|e| invalid("POLICY_*", e.to_string()))?;
-        if self.lease <= self.provider_timeout + crate::aws::STORAGE_OPERATION_TIMEOUT {
+        if self.lease <= self.provider_timeout + STORAGE_OPERATION_TIMEOUT {
             return Err(invalid(
                 "LEASE_SECS",
                 "the lease must be longer than PROVIDER_TIMEOUT_SECS plus a storage call (5 s)",
@@ -108,57 +106,23 @@ impl ConsumerConfig {
     }
 
     pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_lookup(crate::aws::config::env)
+        Self::from_lookup(crate::config::env)
     }
 
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let vars = Vars::new(get);
         let d = Self::default();
-        let num = |var: &'static str, default: u64| -> Result<u64, ConfigError> {
-            match get(var) {
-                None => Ok(default),
-                Some(v) => v
-                    .trim()
-                    .parse()
-                    .map_err(|_| invalid(var, format!("{v:?} is not a whole number"))),
-            }
-        };
-        let secs = |var, default: Duration| num(var, default.as_secs()).map(Duration::from_secs);
-        let policy = RetryPolicy {
-            version: get("POLICY_VERSION").unwrap_or(d.policy.version.clone()),
-            max_attempts: num("MAX_ATTEMPTS", d.policy.max_attempts.into())? as u32,
-            backoff: match get("BACKOFF") {
-                None => d.policy.backoff.clone(),
-                Some(v) => parse_backoff(&v)?,
-            },
-            freshness_default_secs: num("FRESHNESS_SECS", d.policy.freshness_default_secs)?,
-            max_throttle_deferrals: num(
-                "MAX_THROTTLE_DEFERRALS",
-                d.policy.max_throttle_deferrals.into(),
-            )? as u32,
-            throttle_base_secs: num("THROTTLE_BASE_SECS", d.policy.throttle_base_secs)?,
-            throttle_cap_secs: num("THROTTLE_CAP_SECS", d.policy.throttle_cap_secs)?,
-            ambiguous: match get("AMBIGUOUS").as_deref() {
-                None | Some("retry") => AmbiguousRule::RetryIfIdempotent,
-                Some("dead") => AmbiguousRule::Dead,
-                Some(other) => {
-                    return Err(invalid(
-                        "AMBIGUOUS",
-                        format!("{other:?}: use retry or dead"),
-                    ))
-                }
-            },
-        };
         let cfg = Self {
-            policy,
-            lease: secs("LEASE_SECS", d.lease)?,
-            provider_timeout: secs("PROVIDER_TIMEOUT_SECS", d.provider_timeout)?,
-            max_receive_count: num("MAX_RECEIVE_COUNT", d.max_receive_count.into())? as u32,
-            reenqueue_margin: num("REENQUEUE_MARGIN", d.reenqueue_margin.into())? as u32,
-            deadline_margin: secs("DEADLINE_MARGIN_SECS", d.deadline_margin)?,
+            policy: policy_from(&vars, &d.policy)?,
+            lease: vars.secs_or("LEASE_SECS", d.lease)?,
+            provider_timeout: vars.secs_or("PROVIDER_TIMEOUT_SECS", d.provider_timeout)?,
+            max_receive_count: vars.u32_or("MAX_RECEIVE_COUNT", d.max_receive_count)?,
+            reenqueue_margin: vars.u32_or("REENQUEUE_MARGIN", d.reenqueue_margin)?,
+            deadline_margin: vars.secs_or("DEADLINE_MARGIN_SECS", d.deadline_margin)?,
             initial_concurrency: d.initial_concurrency,
-            max_concurrency: num("MAX_CONCURRENCY", d.max_concurrency as u64)? as usize,
+            max_concurrency: vars.usize_or("MAX_CONCURRENCY", d.max_concurrency)?,
             gate_cache: d.gate_cache,
-            retention: secs("RETENTION_SECS", d.retention)?,
+            retention: Retention::from_vars(&vars)?,
             emit_metrics: true,
         };
         let cfg = Self {
@@ -168,6 +132,34 @@ impl ConsumerConfig {
         cfg.validate()?;
         Ok(cfg)
     }
+}
+
+fn policy_from<F: Fn(&str) -> Option<String>>(
+    vars: &Vars<F>,
+    d: &RetryPolicy,
+) -> Result<RetryPolicy, ConfigError> {
+    Ok(RetryPolicy {
+        version: vars.get("POLICY_VERSION").unwrap_or(d.version.clone()),
+        max_attempts: vars.u32_or("MAX_ATTEMPTS", d.max_attempts)?,
+        backoff: match vars.get("BACKOFF") {
+            None => d.backoff.clone(),
+            Some(v) => parse_backoff(&v)?,
+        },
+        freshness_default_secs: vars.u64_or("FRESHNESS_SECS", d.freshness_default_secs)?,
+        max_throttle_deferrals: vars.u32_or("MAX_THROTTLE_DEFERRALS", d.max_throttle_deferrals)?,
+        throttle_base_secs: vars.u64_or("THROTTLE_BASE_SECS", d.throttle_base_secs)?,
+        throttle_cap_secs: vars.u64_or("THROTTLE_CAP_SECS", d.throttle_cap_secs)?,
+        ambiguous: match vars.get("AMBIGUOUS").as_deref() {
+            None | Some("retry") => AmbiguousRule::RetryIfIdempotent,
+            Some("dead") => AmbiguousRule::Dead,
+            Some(other) => {
+                return Err(invalid(
+                    "AMBIGUOUS",
+                    format!("{other:?}: use retry or dead"),
+                ))
+            }
+        },
+    })
 }
 
 /// `exponential:<base>:<cap>` or `schedule:<s0>,<s1>,…` (seconds).
@@ -180,7 +172,7 @@ fn parse_backoff(v: &str) -> Result<Backoff, ConfigError> {
     };
     let nums = |s: &str, sep: char| -> Result<Vec<u64>, ConfigError> {
         s.split(sep)
-            .map(|n| n.trim().parse().map_err(|_| bad()))
+            .map(|n| crate::config::parse_u64("BACKOFF", n).map_err(|_| bad()))
             .collect()
     };
     match v.split_once(':') {

@@ -30,6 +30,8 @@ pub struct Metrics {
     pub delivered_after_takeover: u32,
     /// DynamoDB or SQS failed: the record is retried through its queue.
     pub infra_errors: u32,
+    /// The code broke its own invariant (a bug): retried through the queue, alarmed apart.
+    pub invariant_errors: u32,
     pub panics: u32,
     /// Not started before the invocation deadline: made visible again.
     pub released: u32,
@@ -62,6 +64,7 @@ impl Metrics {
         self.duplicates_suppressed += other.duplicates_suppressed;
         self.delivered_after_takeover += other.delivered_after_takeover;
         self.infra_errors += other.infra_errors;
+        self.invariant_errors += other.invariant_errors;
         self.panics += other.panics;
         self.released += other.released;
         self.lateness_ms.extend(other.lateness_ms);
@@ -88,7 +91,12 @@ impl Metrics {
             "delivered_after_takeover".into(),
             self.delivered_after_takeover,
         );
-        count("infra_errors".into(), self.infra_errors + self.panics);
+        count("infra_errors".into(), self.infra_errors);
+        // Panics are bugs too: they page whoever owns the code, not the platform.
+        count(
+            "invariant_errors".into(),
+            self.invariant_errors + self.panics,
+        );
         count("released".into(), self.released);
         count("dead_total".into(), self.dead_total());
         for reason in DeadReason::ALL {

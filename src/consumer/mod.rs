@@ -177,7 +177,11 @@ impl<P: Ports> Consumer<P> {
         let action = match outcome {
             Ok(Ok(action)) => action,
             Ok(Err(e)) => {
-                m.infra_errors += 1;
+                if e.is_invariant() {
+                    m.invariant_errors += 1;
+                } else {
+                    m.infra_errors += 1;
+                }
                 span.in_scope(|| {
                     tracing::error!(error = %e, retryable = e.is_retryable(), "record failed; retried through its queue")
                 });

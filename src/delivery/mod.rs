@@ -148,7 +148,7 @@ pub async fn claim<L: Ledger>(
     };
     let Some(cur) = current else {
         // Unreachable by construction: a claim from nothing is always allowed.
-        return Err(PortError::Corrupt {
+        return Err(PortError::Invariant {
             op: "ledger.claim",
             message: format!("claim refused without an item: {refused}"),
         });
@@ -165,7 +165,7 @@ pub async fn claim<L: Ledger>(
             at: cur.next_eligible_at().unwrap_or(ctx.now),
         },
         Status::Scheduled | Status::Ready => {
-            return Err(PortError::Corrupt {
+            return Err(PortError::Invariant {
                 op: "ledger.claim",
                 message: format!("claim refused from a claimable state: {refused}"),
             })

@@ -7,6 +7,7 @@ pub mod message;
 pub mod reason;
 pub mod recipient;
 pub mod reminder;
+pub mod retention;
 
 pub use ids::{Channel, IdError, PerChannel, ReminderId, SubscriberId};
 pub use key::{DeliveryKey, KeyError};
@@ -14,3 +15,4 @@ pub use message::{DecodeError, DeliveryMessage, RedriveMarker};
 pub use reason::DeadReason;
 pub use recipient::{Recipient, RecipientError};
 pub use reminder::{due_shard, Content, NewReminder, Reminder, ReminderError, ReminderStatus};
+pub use retention::Retention;

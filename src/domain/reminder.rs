@@ -122,7 +122,7 @@ impl Reminder {
             recipients,
             payload_version: 1,
             status: ReminderStatus::Scheduled,
-            expires_at: fresh_until.plus(retention).as_epoch_seconds_ceil(),
+            expires_at: super::Retention(retention).expires_at(fresh_until),
         })
     }
 

@@ -147,6 +147,13 @@ pub enum PolicyError {
 }
 
 impl RetryPolicy {
+    /// The ambiguous rule (DESIGN §5), its one home: a send that may have happened is made
+    /// again, with the same key, only when the provider deduplicates on that key and the
+    /// policy allows it; otherwise the delivery dies as `ambiguous`.
+    pub fn may_resend_ambiguous(&self, provider_idempotent: bool) -> bool {
+        provider_idempotent && self.ambiguous == AmbiguousRule::RetryIfIdempotent
+    }
+
     pub fn validate(&self) -> Result<(), PolicyError> {
         if self.version.trim().is_empty() {
             return Err(PolicyError::NoVersion);
@@ -226,9 +233,7 @@ pub fn decide(
     let (delay, spends_attempt) = match outcome {
         Outcome::Delivered { .. } => return Next::Delivered,
         Outcome::Permanent { .. } => return Next::Dead(DeadReason::Rejected),
-        Outcome::Ambiguous { .. }
-            if !(provider_idempotent && policy.ambiguous == AmbiguousRule::RetryIfIdempotent) =>
-        {
+        Outcome::Ambiguous { .. } if !policy.may_resend_ambiguous(provider_idempotent) => {
             return Next::Dead(DeadReason::Ambiguous)
         }
         Outcome::Transient { .. } | Outcome::Ambiguous { .. } => {
@@ -264,6 +269,39 @@ pub fn decide(
         spends_attempt,
         class: outcome.class(),
     }
+}
+
+/// The error recorded for a send whose lease ran out with no outcome recorded.
+pub const ABANDONED: &str = "lease_expired_without_outcome";
+
+/// A send whose worker vanished (its lease ran out with no outcome): the ambiguous rule, as
+/// for a provider timeout. `may_resend` is false when a resend is no longer wanted (the
+/// delivery is now cancelled or stale): the send may have happened, so it dies as
+/// `ambiguous` for reconciliation.
+pub fn decide_abandoned(
+    policy: &RetryPolicy,
+    spent: Spent,
+    provider_idempotent: bool,
+    may_resend: bool,
+    fresh_until: Timestamp,
+    now: Timestamp,
+    rng: &mut impl Rng,
+) -> Next {
+    if !may_resend {
+        return Next::Dead(DeadReason::Ambiguous);
+    }
+    let outcome = Outcome::Ambiguous {
+        error: ABANDONED.into(),
+    };
+    decide(
+        policy,
+        spent,
+        &outcome,
+        provider_idempotent,
+        fresh_until,
+        now,
+        rng,
+    )
 }
 
 /// Hold a message until `at` (rounded up to whole seconds, at least one).

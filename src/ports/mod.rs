@@ -23,6 +23,10 @@ pub use reminders::{
     DueCursor, DuePage, DueReminder, Inserted, Marked, MemoryReminderStore, ReminderStore,
 };
 
+/// Upper bound of one storage call (DynamoDB, SQS), retries included: every adapter honours
+/// it, and the consumer's lease is checked at cold start to outlast a provider call plus one.
+pub const STORAGE_OPERATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// What went wrong in a port call that did not answer the question asked. A failed condition is
 /// never a `PortError`: it is a domain answer ([`Cas::Conflict`], [`Marked::Changed`], …).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -37,6 +41,10 @@ pub enum PortError {
     Corrupt { op: &'static str, message: String },
     #[error("{op}: injected fault {point:?} the effect")]
     Injected { op: &'static str, point: FaultPoint },
+    /// The code broke one of its own invariants (a bug, not an outage): counted and alarmed
+    /// apart from infrastructure errors.
+    #[error("{op}: invariant violated: {message}")]
+    Invariant { op: &'static str, message: String },
 }
 
 impl PortError {
@@ -50,13 +58,19 @@ impl PortError {
         )
     }
 
+    /// A bug in this code rather than a failure of a dependency.
+    pub fn is_invariant(&self) -> bool {
+        matches!(self, PortError::Invariant { .. })
+    }
+
     pub fn op(&self) -> &'static str {
         match self {
             PortError::Throttled { op, .. }
             | PortError::Unavailable { op, .. }
             | PortError::Refused { op, .. }
             | PortError::Corrupt { op, .. }
-            | PortError::Injected { op, .. } => op,
+            | PortError::Injected { op, .. }
+            | PortError::Invariant { op, .. } => op,
         }
     }
 }

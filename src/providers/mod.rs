@@ -10,8 +10,8 @@ pub mod sns;
 
 use std::time::Duration;
 
-use crate::aws::ConfigError;
 use crate::clock::Clock;
+use crate::config::ConfigError;
 use crate::domain::{Channel, PerChannel};
 use crate::policy::Outcome;
 use crate::ports::{GatePartition, Provider, SendRequest};
@@ -152,44 +152,14 @@ pub fn from_lookup<C: Clock + Clone>(
                 AnyProvider::Http(http_from(&get, channel, clock.clone(), timeout)?)
             }
             (Some("ses"), Channel::Email) => {
-                let from = get(v.ses_from).ok_or(ConfigError::Missing(v.ses_from))?;
-                crate::domain::Recipient::parse(Channel::Email, &from).map_err(|e| {
-                    ConfigError::Invalid {
-                        var: v.ses_from,
-                        problem: e.to_string(),
-                    }
-                })?;
-                let domain = from.rsplit('@').next().unwrap_or("ses").to_owned();
-                let cfg = SesConfig {
-                    from,
-                    configuration_set: get(v.ses_configuration_set),
-                    partition: get(v.partition).unwrap_or(format!("ses:{domain}")),
-                };
-                AnyProvider::Ses(SesProvider::new(&provider_sdk, cfg, clock.clone()))
+                AnyProvider::Ses(SesProvider::new(&provider_sdk, ses_from(&get, &v)?, clock.clone()))
             }
             (Some("sns"), Channel::Sms) => {
-                let sms_type = get(v.sns_sms_type).unwrap_or("Transactional".into());
-                if !matches!(sms_type.as_str(), "Transactional" | "Promotional") {
-                    return Err(ConfigError::Invalid {
-                        var: v.sns_sms_type,
-                        problem: "use Transactional or Promotional".into(),
-                    });
-                }
-                let cfg = SnsSmsConfig {
-                    sms_type,
-                    sender_id: get(v.sns_sender_id),
-                    partition: get(v.partition).unwrap_or("sns-sms".into()),
-                };
+                let cfg = sns_sms_from(&get, &v)?;
                 AnyProvider::SnsSms(SnsSmsProvider::new(&provider_sdk, cfg, clock.clone()))
             }
             (Some("sns"), Channel::Push) => {
-                let app = get(v.sns_platform_application);
-                let cfg = SnsPushConfig {
-                    partition: get(v.partition)
-                        .or_else(|| app.clone())
-                        .unwrap_or("sns-push".into()),
-                    platform_application_arn: app,
-                };
+                let cfg = sns_push_from(&get, &v);
                 AnyProvider::SnsPush(SnsPushProvider::new(&provider_sdk, cfg, clock.clone()))
             }
             (Some(other), _) => {
@@ -203,6 +173,46 @@ pub fn from_lookup<C: Clock + Clone>(
     let mut it = out.into_iter();
     let mut next = || it.next().unwrap_or(AnyProvider::Disabled);
     Ok(PerChannel::from_fn(|_| next()))
+}
+
+fn ses_from(get: &impl Fn(&str) -> Option<String>, v: &Vars) -> Result<SesConfig, ConfigError> {
+    let from = get(v.ses_from).ok_or(ConfigError::Missing(v.ses_from))?;
+    crate::domain::Recipient::parse(Channel::Email, &from)
+        .map_err(|e| ConfigError::invalid(v.ses_from, e.to_string()))?;
+    let domain = from.rsplit('@').next().unwrap_or("ses").to_owned();
+    Ok(SesConfig {
+        from,
+        configuration_set: get(v.ses_configuration_set),
+        partition: get(v.partition).unwrap_or(format!("ses:{domain}")),
+    })
+}
+
+fn sns_sms_from(
+    get: &impl Fn(&str) -> Option<String>,
+    v: &Vars,
+) -> Result<SnsSmsConfig, ConfigError> {
+    let sms_type = get(v.sns_sms_type).unwrap_or("Transactional".into());
+    if !matches!(sms_type.as_str(), "Transactional" | "Promotional") {
+        return Err(ConfigError::invalid(
+            v.sns_sms_type,
+            "use Transactional or Promotional",
+        ));
+    }
+    Ok(SnsSmsConfig {
+        sms_type,
+        sender_id: get(v.sns_sender_id),
+        partition: get(v.partition).unwrap_or("sns-sms".into()),
+    })
+}
+
+fn sns_push_from(get: &impl Fn(&str) -> Option<String>, v: &Vars) -> SnsPushConfig {
+    let app = get(v.sns_platform_application);
+    SnsPushConfig {
+        partition: get(v.partition)
+            .or_else(|| app.clone())
+            .unwrap_or("sns-push".into()),
+        platform_application_arn: app,
+    }
 }
 
 fn http_from<C: Clock>(

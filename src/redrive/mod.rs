@@ -9,6 +9,7 @@
 //! receive would return them again), and a run stops after a bounded number of messages.
 //! Redriving the same batch twice sends nothing twice: the ledger decides.
 
+mod one;
 pub mod request;
 
 use std::sync::Mutex;
@@ -18,13 +19,10 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::clock::{Clock, Timestamp};
-use crate::delivery::state::{Change, Ctx, RedriveAudit};
-use crate::delivery::{transition, Written};
-use crate::domain::{DeadReason, DeliveryMessage, RedriveMarker};
-use crate::outbox::{self, Edit, Edited, Retention};
-use crate::ports::{
-    DeadLetterMessage, DeadLetters, DeliveryQueue, OutgoingMessage, PortError, Ports, ReminderStore,
-};
+use crate::config::{ConfigError, Vars};
+use crate::domain::retention::{Retention, RETENTION_VAR};
+use crate::domain::DeadReason;
+use crate::ports::{DeadLetterMessage, DeadLetters, PortError, Ports};
 pub use request::{Counts, RedriveRequest, RedriveSummary, RequestError};
 
 #[derive(Debug, thiserror::Error)]
@@ -39,17 +37,34 @@ pub enum RedriveError {
 pub struct RedriveConfig {
     /// How long messages stay held (invisible) if a run dies before releasing them.
     pub hold_secs: u32,
-    pub retention: Duration,
+    /// Of the ledger items it writes, and of a reminder whose freshness it extends.
+    pub retention: Retention,
     pub deadline_margin: Duration,
 }
+
+/// Every variable [`RedriveConfig`] reads.
+pub const VARS: [&str; 1] = [RETENTION_VAR];
 
 impl Default for RedriveConfig {
     fn default() -> Self {
         Self {
             hold_secs: 900,
-            retention: Duration::from_secs(15 * 24 * 3600),
+            retention: Retention::default(),
             deadline_margin: Duration::from_secs(10),
         }
+    }
+}
+
+impl RedriveConfig {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(crate::config::env)
+    }
+
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        Ok(Self {
+            retention: Retention::from_vars(&Vars::new(get))?,
+            ..Self::default()
+        })
     }
 }
 
@@ -85,193 +100,134 @@ impl<P: Ports> Redriver<P> {
         deadline: Option<Timestamp>,
     ) -> Result<RedriveSummary, RedriveError> {
         req.validate()?;
-        let clock = self.ports.clock();
         let seed = self
             .rng
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .next_u64();
-        let mut summary = RedriveSummary {
-            batch_id: format!("rd-{seed:016x}"),
-            dry_run: req.dry_run,
-            ..RedriveSummary::default()
+        let mut sweep = Sweep {
+            summary: RedriveSummary {
+                batch_id: format!("rd-{seed:016x}"),
+                dry_run: req.dry_run,
+                ..RedriveSummary::default()
+            },
+            seen: 0,
+            matched: 0,
+            empty_polls: 0,
+            held: Vec::new(),
         };
+        let result = self.sweep(req, deadline, &mut sweep).await;
+        // Whatever happened, what was held becomes visible again.
+        self.release_held(req, &mut sweep).await;
+        result?;
+        log_run(req, &sweep.summary);
+        Ok(sweep.summary)
+    }
+
+    /// Receive and take messages until the request's bounds, the DLQ's end or the deadline.
+    async fn sweep(
+        &self,
+        req: &RedriveRequest,
+        deadline: Option<Timestamp>,
+        s: &mut Sweep,
+    ) -> Result<(), PortError> {
+        let clock = self.ports.clock();
         // Bounded so that releasing what was held fits in the invocation, too.
         let max_seen = req.max_messages.saturating_mul(5).clamp(100, 2_000);
-        let (mut seen, mut matched, mut empty_polls) = (0u32, 0u32, 0u32);
-        let mut held: Vec<(DeadReason, String)> = Vec::new();
-        let dlq = self.ports.dead_letters();
-        let result = async {
-            while matched < req.max_messages && seen < max_seen && empty_polls < 2 {
-                if deadline.is_some_and(|d| clock.now().plus(self.cfg.deadline_margin) >= d) {
-                    summary.stopped_at_deadline = true;
-                    break;
-                }
-                let batch = dlq
-                    .receive_dead(req.channel, 10, self.cfg.hold_secs)
-                    .await?;
-                empty_polls = if batch.is_empty() { empty_polls + 1 } else { 0 };
-                for dm in batch {
-                    seen += 1;
-                    let reason = dm.letter.reason;
-                    let counts = summary.by_reason.entry(reason).or_default();
-                    counts.seen += 1;
-                    if matched >= req.max_messages || !req.matches(&dm.letter) {
-                        held.push((reason, dm.message.receipt_handle));
-                        continue;
-                    }
-                    matched += 1;
-                    counts.matched += 1;
-                    if req.dry_run {
-                        held.push((reason, dm.message.receipt_handle));
-                        continue;
-                    }
-                    match self.redrive_one(req, &summary.batch_id, &dm).await {
-                        One::Moved => {
-                            counts.moved += 1;
-                            let pause =
-                                Duration::from_secs_f64(1.0 / f64::from(req.max_per_second));
-                            clock.sleep(pause).await;
-                        }
-                        One::Skipped => counts.skipped += 1,
-                        One::Stale => {
-                            counts.stale += 1;
-                            held.push((reason, dm.message.receipt_handle));
-                        }
-                        One::Failed => {
-                            counts.failed += 1;
-                            held.push((reason, dm.message.receipt_handle));
-                        }
-                    }
-                }
+        while s.matched < req.max_messages && s.seen < max_seen && s.empty_polls < 2 {
+            if deadline.is_some_and(|d| clock.now().plus(self.cfg.deadline_margin) >= d) {
+                s.summary.stopped_at_deadline = true;
+                break;
             }
-            Ok::<(), PortError>(())
+            let batch = self
+                .ports
+                .dead_letters()
+                .receive_dead(req.channel, 10, self.cfg.hold_secs)
+                .await?;
+            s.empty_polls = if batch.is_empty() {
+                s.empty_polls + 1
+            } else {
+                0
+            };
+            for dm in batch {
+                self.take(req, s, dm).await;
+            }
         }
-        .await;
-        // Whatever happened, what was held becomes visible again.
-        for (reason, receipt) in held {
+        Ok(())
+    }
+
+    /// One received message: held if it does not match (or on a dry run), else redriven.
+    async fn take(&self, req: &RedriveRequest, s: &mut Sweep, dm: DeadLetterMessage) {
+        s.seen += 1;
+        let reason = dm.letter.reason;
+        s.summary.by_reason.entry(reason).or_default().seen += 1;
+        if s.matched >= req.max_messages || !req.matches(&dm.letter) {
+            s.held.push((reason, dm.message.receipt_handle));
+            return;
+        }
+        s.matched += 1;
+        s.summary.by_reason.entry(reason).or_default().matched += 1;
+        if req.dry_run {
+            s.held.push((reason, dm.message.receipt_handle));
+            return;
+        }
+        let one = self.redrive_one(req, &s.summary.batch_id, &dm).await;
+        let counts = s.summary.by_reason.entry(reason).or_default();
+        match one {
+            One::Moved => {
+                counts.moved += 1;
+                let pause = Duration::from_secs_f64(1.0 / f64::from(req.max_per_second));
+                self.ports.clock().sleep(pause).await;
+            }
+            One::Skipped => counts.skipped += 1,
+            One::Stale => {
+                counts.stale += 1;
+                s.held.push((reason, dm.message.receipt_handle));
+            }
+            One::Failed => {
+                counts.failed += 1;
+                s.held.push((reason, dm.message.receipt_handle));
+            }
+        }
+    }
+
+    async fn release_held(&self, req: &RedriveRequest, s: &mut Sweep) {
+        let dlq = self.ports.dead_letters();
+        for (reason, receipt) in s.held.drain(..) {
             match dlq.release_dead(req.channel, &receipt).await {
-                Ok(()) => summary.by_reason.entry(reason).or_default().released += 1,
+                Ok(()) => s.summary.by_reason.entry(reason).or_default().released += 1,
                 Err(e) => {
                     tracing::warn!(error = %e, "release failed; visible again after the hold")
                 }
             }
         }
-        result?;
-        let total = summary.total();
-        tracing::info!(
-            batch_id = %summary.batch_id,
-            operator = %req.operator,
-            dry_run = req.dry_run,
-            seen = total.seen,
-            matched = total.matched,
-            moved = total.moved,
-            skipped = total.skipped,
-            stale = total.stale,
-            failed = total.failed,
-            "redrive run"
-        );
-        Ok(summary)
     }
+}
 
-    async fn redrive_one(
-        &self,
-        req: &RedriveRequest,
-        batch_id: &str,
-        dm: &DeadLetterMessage,
-    ) -> One {
-        match self.try_redrive(req, batch_id, dm).await {
-            Ok(one) => one,
-            Err(e) => {
-                tracing::warn!(error = %e, message_id = %dm.message.message_id, "redrive of one message failed; left in the DLQ");
-                One::Failed
-            }
-        }
-    }
+/// One run's bookkeeping.
+struct Sweep {
+    summary: RedriveSummary,
+    seen: u32,
+    matched: u32,
+    empty_polls: u32,
+    /// Receipt handles held invisible until the run ends.
+    held: Vec<(DeadReason, String)>,
+}
 
-    async fn try_redrive(
-        &self,
-        req: &RedriveRequest,
-        batch_id: &str,
-        dm: &DeadLetterMessage,
-    ) -> Result<One, PortError> {
-        let Ok(msg) = DeliveryMessage::decode(&dm.message.body) else {
-            tracing::warn!(message_id = %dm.message.message_id, "undecodable message cannot be redriven");
-            return Ok(One::Failed);
-        };
-        let now = self.ports.clock().now();
-        let Some(reminder) = self.ports.reminders().get(&msg.reminder_id).await? else {
-            tracing::warn!(delivery_key = %msg.delivery_key, "reminder is gone; nothing to redrive");
-            return Ok(One::Failed);
-        };
-        let mut fresh_until = reminder.fresh_until;
-        if now > fresh_until {
-            let Some(extra) = req.extend_freshness_secs else {
-                return Ok(One::Stale);
-            };
-            let changes = Edit {
-                fresh_until: Some(now.plus(Duration::from_secs(extra))),
-                ..Edit::default()
-            };
-            let retention = Retention(self.cfg.retention);
-            match outbox::edit(self.ports.reminders(), &msg.reminder_id, changes, retention).await {
-                Ok(Edited::Edited(r)) => fresh_until = r.fresh_until,
-                Ok(_) => return Ok(One::Stale),
-                Err(outbox::OutboxError::Port(e)) => return Err(e),
-                Err(_) => return Ok(One::Failed),
-            }
-        }
-        let ctx = Ctx {
-            key: msg.delivery_key.clone(),
-            now,
-            expires_at: fresh_until.plus(self.cfg.retention).as_epoch_seconds_ceil(),
-        };
-        let audit = RedriveAudit {
-            batch_id: batch_id.to_owned(),
-            operator: req.operator.clone(),
-            note: req.note.clone(),
-        };
-        let dlq = self.ports.dead_letters();
-        match transition(self.ports.ledger(), None, Change::Redrive { audit }, &ctx).await? {
-            Written::Applied(_) => {}
-            // No item: still `scheduled`. Ready (a crashed run), sending or deferred: the
-            // ledger guards the resend.
-            Written::Refused { current: None, .. } => {}
-            Written::Refused {
-                current: Some(r), ..
-            } if r.status().is_terminal() => {
-                dlq.delete_dead(req.channel, &dm.message.receipt_handle)
-                    .await?;
-                return Ok(One::Skipped);
-            }
-            Written::Refused { .. } => {}
-        }
-        let mut copy = msg;
-        copy.not_before = None;
-        copy.redrive = Some(RedriveMarker {
-            batch_id: batch_id.to_owned(),
-            operator: req.operator.clone(),
-            at: now,
-        });
-        let entry = OutgoingMessage {
-            entry_id: "0".into(),
-            body: copy.encode(),
-            delay_secs: 0,
-        };
-        let failed = self.ports.queue().send_batch(req.channel, &[entry]).await?;
-        if let Some(f) = failed.first() {
-            return Err(PortError::Unavailable {
-                op: "redrive.enqueue",
-                message: f.code.clone(),
-            });
-        }
-        // Only after the re-enqueue succeeded. A crash here leaves a duplicate in the DLQ,
-        // which the ledger makes harmless.
-        dlq.delete_dead(req.channel, &dm.message.receipt_handle)
-            .await?;
-        tracing::info!(delivery_key = %copy.delivery_key, batch_id, operator = %req.operator, "redriven");
-        Ok(One::Moved)
-    }
+fn log_run(req: &RedriveRequest, summary: &RedriveSummary) {
+    let total = summary.total();
+    tracing::info!(
+        batch_id = %summary.batch_id,
+        operator = %req.operator,
+        dry_run = req.dry_run,
+        seen = total.seen,
+        matched = total.matched,
+        moved = total.moved,
+        skipped = total.skipped,
+        stale = total.stale,
+        failed = total.failed,
+        "redrive run"
+    );
 }
 
 /// Read up to `max` messages of a channel's DLQ without moving them: each is held while the

@@ -6,14 +6,12 @@
 //! Idempotent by construction: a double run, or a crash between send and mark, can enqueue a
 //! delivery twice, and the ledger makes that one send.
 
+pub mod config;
 mod scan;
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::time::Duration;
-
 use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
 
-use crate::aws::ConfigError;
 use crate::clock::{ceil_secs, Clock, Timestamp};
 use crate::domain::{Channel, DeliveryMessage, ReminderId, ReminderStatus};
 use crate::policy::MAX_DELAY_SECS;
@@ -21,111 +19,7 @@ use crate::ports::queue::MAX_BATCH;
 use crate::ports::{
     DeliveryQueue, DueReminder, Marked, OutgoingMessage, PortError, Ports, ReminderStore,
 };
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SchedulerConfig {
-    /// Reminders due up to now + this are enqueued, with DelaySeconds for their due time.
-    pub look_ahead: Duration,
-    /// How often the schedule invokes the scheduler.
-    pub schedule_period: Duration,
-    pub per_subscriber_cap: u32,
-    /// Reminders taken per run; a larger backlog drains over later runs, oldest first.
-    pub max_per_run: u32,
-    /// Index items read per run at most (skipped ones included).
-    pub max_scan: u32,
-    pub page_size: u32,
-    /// Stop this long before the invocation deadline.
-    pub deadline_margin: Duration,
-    /// Retries of a batch's failed entries.
-    pub send_retries: u32,
-}
-
-impl Default for SchedulerConfig {
-    fn default() -> Self {
-        Self {
-            look_ahead: Duration::from_secs(120),
-            schedule_period: Duration::from_secs(60),
-            per_subscriber_cap: 100,
-            max_per_run: 2_000,
-            max_scan: 20_000,
-            page_size: 250,
-            deadline_margin: Duration::from_secs(5),
-            send_retries: 3,
-        }
-    }
-}
-
-/// Every variable [`SchedulerConfig`] reads.
-pub const VARS: [&str; 6] = [
-    "LOOK_AHEAD_SECS",
-    "SCHEDULE_PERIOD_SECS",
-    "PER_SUBSCRIBER_CAP",
-    "MAX_PER_RUN",
-    "MAX_SCAN",
-    "PAGE_SIZE",
-];
-
-fn invalid(var: &'static str, problem: &str) -> ConfigError {
-    ConfigError::Invalid {
-        var,
-        problem: problem.into(),
-    }
-}
-
-impl SchedulerConfig {
-    /// The cold-start checks: the look-ahead must exceed the schedule period (or reminders
-    /// fall between runs) and stay within SQS's 900 s DelaySeconds.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.look_ahead <= self.schedule_period {
-            return Err(invalid(
-                "LOOK_AHEAD_SECS",
-                "must be longer than SCHEDULE_PERIOD_SECS",
-            ));
-        }
-        if self.look_ahead > Duration::from_secs(MAX_DELAY_SECS) {
-            return Err(invalid(
-                "LOOK_AHEAD_SECS",
-                "must be at most 900 (SQS DelaySeconds)",
-            ));
-        }
-        if self.per_subscriber_cap == 0 || self.max_per_run == 0 || self.max_scan == 0 {
-            return Err(invalid("PER_SUBSCRIBER_CAP", "caps must be at least 1"));
-        }
-        if !(1..=1_000).contains(&self.page_size) {
-            return Err(invalid("PAGE_SIZE", "must be 1 to 1000"));
-        }
-        Ok(())
-    }
-
-    pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_lookup(crate::aws::config::env)
-    }
-
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let d = Self::default();
-        let num = |var: &'static str, default: u64| -> Result<u64, ConfigError> {
-            get(var).map_or(Ok(default), |v| {
-                v.trim()
-                    .parse()
-                    .map_err(|_| invalid(var, "not a whole number"))
-            })
-        };
-        let cfg = Self {
-            look_ahead: Duration::from_secs(num("LOOK_AHEAD_SECS", d.look_ahead.as_secs())?),
-            schedule_period: Duration::from_secs(num(
-                "SCHEDULE_PERIOD_SECS",
-                d.schedule_period.as_secs(),
-            )?),
-            per_subscriber_cap: num("PER_SUBSCRIBER_CAP", d.per_subscriber_cap.into())? as u32,
-            max_per_run: num("MAX_PER_RUN", d.max_per_run.into())? as u32,
-            max_scan: num("MAX_SCAN", d.max_scan.into())? as u32,
-            page_size: num("PAGE_SIZE", d.page_size.into())? as u32,
-            ..d
-        };
-        cfg.validate()?;
-        Ok(cfg)
-    }
-}
+pub use config::SchedulerConfig;
 
 /// DelaySeconds for a message of a reminder due at `due_at`, sent at `now`: whole seconds,
 /// rounded up (never early), at most 900.
@@ -363,6 +257,8 @@ impl<P: Ports> Scheduler<P> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]
@@ -377,36 +273,5 @@ mod tests {
         assert_eq!(delay_secs(now.plus(Duration::from_millis(45_001)), now), 46);
         assert_eq!(delay_secs(now.plus(Duration::from_secs(90)), now), 90);
         assert_eq!(delay_secs(now.plus(Duration::from_secs(2_000)), now), 900);
-    }
-
-    #[test]
-    fn reads_only_the_variables_it_declares() {
-        let asked = std::cell::RefCell::new(Vec::new());
-        let _ = SchedulerConfig::from_lookup(|k| {
-            asked.borrow_mut().push(k.to_owned());
-            None
-        });
-        let asked = asked.into_inner();
-        assert_eq!(asked.len(), VARS.len());
-        for k in &asked {
-            assert!(VARS.contains(&k.as_str()), "{k} is read but not declared");
-        }
-    }
-
-    #[test]
-    fn cold_start_checks_the_look_ahead() {
-        let get = |pairs: &'static [(&'static str, &'static str)]| {
-            move |k: &str| {
-                pairs
-                    .iter()
-                    .find(|(n, _)| *n == k)
-                    .map(|(_, v)| v.to_string())
-            }
-        };
-        assert!(SchedulerConfig::from_lookup(get(&[])).is_ok());
-        let short = SchedulerConfig::from_lookup(get(&[("LOOK_AHEAD_SECS", "60")])).unwrap_err();
-        assert!(short.to_string().contains("LOOK_AHEAD_SECS"), "{short}");
-        let long = SchedulerConfig::from_lookup(get(&[("LOOK_AHEAD_SECS", "901")])).unwrap_err();
-        assert!(long.to_string().contains("900"), "{long}");
     }
 }

@@ -133,7 +133,6 @@ impl<C: Clock> SimProvider<C> {
     fn answer(&self, request: &SendRequest) -> Outcome {
         let now = self.clock.now();
         let channel = request.recipient.channel();
-        let p = &self.profile;
         let mut st = self.lock();
         let first = st
             .tally
@@ -143,17 +142,13 @@ impl<C: Clock> SimProvider<C> {
             .entry(request.delivery_key.clone())
             .or_default()
             .calls += 1;
-        let in_outage = p.outage_start_secs.is_some_and(|s| {
-            let from = self.start.plus(Duration::from_secs(s));
-            now >= from && now < from.plus(Duration::from_secs(p.outage_secs))
-        }) && p.outage_channel.is_none_or(|c| c == channel);
-        if in_outage {
+        if self.in_outage(now, channel) {
             return Outcome::Transient {
                 error: "http_503".into(),
             };
         }
         // Throughput: refill, then take a token or answer 429 with the wait for the next.
-        let rate = p.per_sec(channel).max(0.001);
+        let rate = self.profile.per_sec(channel).max(0.001);
         let bucket = st.buckets.get_mut(channel);
         let elapsed = now.since(bucket.at).as_secs_f64();
         bucket.tokens = (bucket.tokens + elapsed * rate).min(rate.max(1.0));
@@ -165,6 +160,20 @@ impl<C: Clock> SimProvider<C> {
             };
         }
         bucket.tokens -= 1.0;
+        self.roll(&mut st, request, first, now)
+    }
+
+    fn in_outage(&self, now: Timestamp, channel: Channel) -> bool {
+        let p = &self.profile;
+        p.outage_start_secs.is_some_and(|s| {
+            let from = self.start.plus(Duration::from_secs(s));
+            now >= from && now < from.plus(Duration::from_secs(p.outage_secs))
+        }) && p.outage_channel.is_none_or(|c| c == channel)
+    }
+
+    /// The failure profile's dice, for a call the provider had capacity for.
+    fn roll(&self, st: &mut State, request: &SendRequest, first: bool, now: Timestamp) -> Outcome {
+        let p = &self.profile;
         let roll: f64 = st.rng.random();
         let mut edge = p.rate_429;
         if roll < edge {
@@ -187,13 +196,13 @@ impl<C: Clock> SimProvider<C> {
         edge += p.rate_timeout;
         if roll < edge && (first || !p.timeout_first_attempt_only) {
             if st.rng.random_bool(0.5) {
-                self.accept(&mut st, &request.delivery_key);
+                self.accept(st, &request.delivery_key);
             }
             return Outcome::Ambiguous {
                 error: "timeout_after_write".into(),
             };
         }
-        self.accept(&mut st, &request.delivery_key);
+        self.accept(st, &request.delivery_key);
         Outcome::Delivered {
             receipt: Some(format!("sim-{}", request.delivery_key)),
         }

@@ -4,5 +4,6 @@
 mod emulator;
 mod harness;
 mod memory;
+mod retention;
 #[path = "../support/mod.rs"]
 mod support;

@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use reminders::aws::ConfigError;
 use reminders::clock::{ManualClock, Timestamp};
+use reminders::config::ConfigError;
 use reminders::domain::{
     Channel, Content, DeliveryKey, NewReminder, Recipient, Reminder, ReminderId, SubscriberId,
 };

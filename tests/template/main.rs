@@ -8,8 +8,8 @@ use reminders::aws::bootstrap::{
     create_channel_queues, create_deliveries_table, create_reminders_table, QueueSpec,
     DUE_INDEX_PROJECTION, TTL_ATTR,
 };
-use reminders::aws::config::reads;
 use reminders::aws::dynamo::DUE_INDEX;
+use reminders::wiring::reads;
 use serde_norway::Value;
 
 fn template() -> Value {
@@ -289,4 +289,39 @@ async fn the_bootstrap_creates_the_same_resources_on_the_emulator() {
             &resource(&t, "SmsDeadLetterQueue")["MessageRetentionPeriod"]
         )
     );
+}
+
+#[test]
+fn every_alarmed_consumer_metric_is_emitted_and_retention_is_one_value() {
+    let t = template();
+    let line = reminders::consumer::Metrics::default().emf(
+        reminders::domain::Channel::Sms,
+        reminders::clock::Timestamp::from_millis(0),
+    );
+    let emitted: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let mut alarmed = BTreeSet::new();
+    for (name, r) in t["Resources"].as_mapping().unwrap() {
+        let p = &r["Properties"];
+        if r["Type"].as_str() == Some("AWS::CloudWatch::Alarm")
+            && p["Namespace"].as_str() == Some("Reminders")
+        {
+            let metric = p["MetricName"].as_str().unwrap();
+            assert!(
+                emitted.get(metric).is_some(),
+                "{name:?} alarms on {metric}, which the consumer does not emit"
+            );
+            alarmed.insert(metric.to_owned());
+        }
+    }
+    for metric in ["infra_errors", "invariant_errors", "dead_total"] {
+        assert!(alarmed.contains(metric), "no alarm on {metric}");
+    }
+    // The consumer and the redrive function write ledger TTLs: one retention for both.
+    let retention = |f: &str| {
+        scalar(
+            &t,
+            &resource(&t, f)["Environment"]["Variables"]["RETENTION_SECS"],
+        )
+    };
+    assert_eq!(retention("ConsumerFunction"), retention("RedriveFunction"));
 }

@@ -13,11 +13,11 @@ use reminders::ports::PortSet;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
-    let start = reminders::aws::cold_start("consumer").await?;
+    let start = reminders::wiring::cold_start("consumer").await?;
     let (settings, adapters) = (start.settings, start.adapters);
     let cfg = ConsumerConfig::from_env()?;
     let providers = reminders::providers::from_lookup(
-        reminders::aws::config::env,
+        reminders::config::env,
         SystemClock,
         cfg.provider_timeout,
         &start.sdk,

@@ -12,7 +12,7 @@ use reminders::redrive::{RedriveConfig, RedriveRequest, RedriveSummary, Redriver
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
-    let adapters = reminders::aws::cold_start("redrive").await?.adapters;
+    let adapters = reminders::wiring::cold_start("redrive").await?.adapters;
     let ports = PortSet {
         clock: SystemClock,
         reminders: adapters.reminders,
@@ -23,7 +23,7 @@ async fn main() -> Result<(), Error> {
         // Redrive never sends to a provider.
         providers: PerChannel::from_fn(|_| AnyProvider::<SystemClock>::Disabled),
     };
-    let redriver = Redriver::new(ports, RedriveConfig::default(), rand::random());
+    let redriver = Redriver::new(ports, RedriveConfig::from_env()?, rand::random());
     let redriver = &redriver;
     run(service_fn(
         move |event: LambdaEvent<RedriveRequest>| async move {

@@ -12,7 +12,7 @@ use reminders::scheduler::{RunReport, Scheduler, SchedulerConfig};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
-    let adapters = reminders::aws::cold_start("scheduler").await?.adapters;
+    let adapters = reminders::wiring::cold_start("scheduler").await?.adapters;
     let cfg = SchedulerConfig::from_env()?;
     let ports = PortSet {
         clock: SystemClock,

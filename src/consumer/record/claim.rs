@@ -1,0 +1,234 @@
+//! Step 2: the provider gate, then the claim — one conditional write that takes the lease.
+//! A lease that ran out mid-send (a crashed worker) is resolved by the ambiguous rule
+//! ([`crate::policy::decide_abandoned`]): taken over to resend with the same key, or dead as
+//! `ambiguous` for reconciliation.
+
+use std::ops::ControlFlow::{Break, Continue};
+use std::time::Duration;
+
+use rand::RngExt;
+
+use super::dead::Facts;
+use super::{log_transition, Action, Delivery, Lease, Record, Step};
+use crate::clock::Timestamp;
+use crate::delivery::state::{Change, Ctx, DeliveryRecord, LeaseToken};
+use crate::delivery::{claim, transition, Claim, ClaimRequest, Written};
+use crate::domain::{DeadReason, DeliveryMessage};
+use crate::policy::{decide_abandoned, Next, Spent, ABANDONED};
+use crate::ports::{Gate, GatePartition, PortError, Ports};
+
+impl<P: Ports> Record<'_, P> {
+    pub(super) async fn claim(&mut self, d: &Delivery) -> Step<Lease> {
+        let now = self.now();
+        if let Some(until) = self.gate_closed_until(&d.partition, now).await? {
+            self.m.deferred_gate += 1;
+            let jitter = Duration::from_millis(self.rng.random_range(0..=1_000));
+            log_transition(&d.msg, 0, "gate_closed", "hold", until.since(now));
+            return self.hold(&d.msg, until.plus(jitter), now).await.map(Break);
+        }
+        // The lease counts from the claim, not from the start of the record; freshness is
+        // checked again at that moment.
+        let now = self.now();
+        let ctx = self.ctx(&d.msg, d.reminder.fresh_until, now);
+        if d.reminder.is_stale_at(now) {
+            return self.finish(&d.msg, Change::Expire, &ctx).await.map(Break);
+        }
+        let token = LeaseToken::generate(self.rng);
+        let req = ClaimRequest {
+            token: token.clone(),
+            lease_expires_at: now.plus(self.consumer.cfg.lease),
+            payload_version: d.reminder.payload_version,
+            policy: self.consumer.cfg.policy.clone(),
+        };
+        let record = match claim(self.consumer.ports.ledger(), req, &ctx).await? {
+            Claim::Acquired(record) => record,
+            Claim::LeaseExpired(stale) => match self.take_over(d, stale, &token, &ctx).await? {
+                Continue(record) => record,
+                Break(action) => return Ok(Break(action)),
+            },
+            other => return self.not_ours(&d.msg, other, now).await.map(Break),
+        };
+        Ok(Continue(Lease { record, token }))
+    }
+
+    /// A claim that did not give us the lease: a duplicate, a finished or dead delivery, or
+    /// one to look at again later.
+    async fn not_ours(
+        &mut self,
+        msg: &DeliveryMessage,
+        claim: Claim,
+        now: Timestamp,
+    ) -> Result<Action, PortError> {
+        match claim {
+            Claim::AlreadyDelivered(_) => {
+                self.m.duplicates_suppressed += 1;
+                log_transition(msg, 0, "duplicate", "ack", Duration::ZERO);
+                Ok(Action::Ack)
+            }
+            Claim::Dead(record) => {
+                // Died before (perhaps crashed before its DLQ copy): make sure the evidence
+                // exists.
+                let reason = record.dead_reason().unwrap_or(DeadReason::Rejected);
+                self.dead_letter(reason, Facts::of(&record), now).await?;
+                Ok(Action::Ack)
+            }
+            Claim::HeldByOther { until } => {
+                self.hold(msg, until.plus(Duration::from_secs(1)), now)
+                    .await
+            }
+            Claim::NotYetEligible { at } => self.hold(msg, at, now).await,
+            Claim::Finished(_) | Claim::Acquired(_) | Claim::LeaseExpired(_) => Ok(Action::Ack),
+        }
+    }
+
+    /// A lease ran out mid-send: the ambiguous rule decides between resending with the same
+    /// key (a takeover under our lease) and dead as `ambiguous`.
+    async fn take_over(
+        &mut self,
+        d: &Delivery,
+        stale: DeliveryRecord,
+        token: &LeaseToken,
+        ctx: &Ctx,
+    ) -> Step<DeliveryRecord> {
+        let Some(stale_token) = stale.lease_token().cloned() else {
+            return Ok(Break(Action::Retry));
+        };
+        let policy = stale
+            .policy()
+            .cloned()
+            .unwrap_or_else(|| self.consumer.cfg.policy.clone());
+        let spent = Spent {
+            attempts: stale.attempt_count(),
+            throttles: stale.throttle_count(),
+        };
+        let next = decide_abandoned(
+            &policy,
+            spent,
+            self.idempotent(),
+            true,
+            d.reminder.fresh_until,
+            ctx.now,
+            self.rng,
+        );
+        let change = match next {
+            Next::Dead(reason) => abandoned_dies(stale_token, reason),
+            _ => Change::Takeover {
+                stale_token,
+                token: token.clone(),
+                lease_expires_at: ctx.now.plus(self.consumer.cfg.lease),
+            },
+        };
+        let is_takeover = matches!(change, Change::Takeover { .. });
+        let ledger = self.consumer.ports.ledger();
+        match transition(ledger, Some(stale), change, ctx).await? {
+            Written::Applied(record) if is_takeover => {
+                let attempt = record.attempt_count();
+                log_transition(
+                    &d.msg,
+                    attempt,
+                    "ambiguous",
+                    "resend_same_key",
+                    Duration::ZERO,
+                );
+                Ok(Continue(record))
+            }
+            Written::Applied(dead) => self.died_abandoned(&d.msg, dead, ctx.now).await.map(Break),
+            // Another worker got there first: look again shortly.
+            Written::Refused { .. } => {
+                let again = ctx.now.plus(Duration::from_secs(1));
+                self.hold(&d.msg, again, ctx.now).await.map(Break)
+            }
+        }
+    }
+
+    /// A delivery found `sending` when it should be cancelled or expired: once its lease ran
+    /// out, it is too late to resend, and the send may have happened — the ambiguous rule
+    /// with no resend allowed.
+    pub(super) async fn resolve_abandoned(
+        &mut self,
+        msg: &DeliveryMessage,
+        sending: DeliveryRecord,
+        ctx: &Ctx,
+    ) -> Result<Action, PortError> {
+        let (Some(until), Some(stale_token)) =
+            (sending.lease_expires_at(), sending.lease_token().cloned())
+        else {
+            return Ok(Action::Retry);
+        };
+        if until > ctx.now {
+            return self
+                .hold(msg, until.plus(Duration::from_secs(1)), ctx.now)
+                .await;
+        }
+        let policy = self.consumer.cfg.policy.clone();
+        let spent = Spent::default();
+        let next = decide_abandoned(
+            &policy,
+            spent,
+            self.idempotent(),
+            false,
+            ctx.now,
+            ctx.now,
+            self.rng,
+        );
+        let reason = match next {
+            Next::Dead(reason) => reason,
+            _ => DeadReason::Ambiguous,
+        };
+        let change = abandoned_dies(stale_token, reason);
+        match transition(self.consumer.ports.ledger(), Some(sending), change, ctx).await? {
+            Written::Applied(dead) => self.died_abandoned(msg, dead, ctx.now).await,
+            Written::Refused { .. } => {
+                let again = ctx.now.plus(Duration::from_secs(1));
+                self.hold(msg, again, ctx.now).await
+            }
+        }
+    }
+
+    async fn died_abandoned(
+        &mut self,
+        msg: &DeliveryMessage,
+        dead: DeliveryRecord,
+        now: Timestamp,
+    ) -> Result<Action, PortError> {
+        let reason = dead.dead_reason().unwrap_or(DeadReason::Ambiguous);
+        self.m.dead(reason);
+        log_transition(
+            msg,
+            dead.attempt_count(),
+            "ambiguous",
+            "dead",
+            Duration::ZERO,
+        );
+        self.dead_letter(reason, Facts::of(&dead), now).await?;
+        Ok(Action::Ack)
+    }
+
+    async fn gate_closed_until(
+        &self,
+        partition: &GatePartition,
+        now: Timestamp,
+    ) -> Result<Option<Timestamp>, PortError> {
+        let c = self.consumer;
+        let cached = crate::consumer::lock(&c.gates).get(partition).copied();
+        let until = match cached {
+            Some((read_at, until)) if now.since(read_at) < c.cfg.gate_cache => until,
+            _ => {
+                let until = c.ports.gate().throttled_until(partition).await?;
+                crate::consumer::lock(&c.gates).insert(partition.clone(), (now, until));
+                until
+            }
+        };
+        Ok(until.filter(|u| *u > now))
+    }
+}
+
+/// The dead write for a send whose outcome nobody recorded.
+fn abandoned_dies(stale_token: LeaseToken, reason: DeadReason) -> Change {
+    Change::Die {
+        token: Some(stale_token),
+        reason,
+        spends_attempt: true,
+        error: Some(ABANDONED.into()),
+    }
+}

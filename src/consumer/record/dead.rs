@@ -1,0 +1,110 @@
+//! Dead letters, the one place their evidence is built (DESIGN §7): the original body, the
+//! reason, and what the ledger knew — attempts, first seen, last error, policy version — or,
+//! for a message that never reached a claim, what the consumer knew.
+
+use super::{Action, Record};
+use crate::clock::Timestamp;
+use crate::consumer::config::ConsumerConfig;
+use crate::consumer::event::queue_name;
+use crate::deadletter::{DeadLetter, Evidence};
+use crate::delivery::state::DeliveryRecord;
+use crate::domain::DeadReason;
+use crate::ports::{DeadLetters, PortError, Ports};
+
+/// What the evidence says about the delivery.
+pub(super) struct Facts {
+    attempts: u32,
+    first_seen_at: Option<Timestamp>,
+    last_error: Option<String>,
+    policy_version: Option<String>,
+}
+
+impl Facts {
+    /// From the ledger item that went dead.
+    pub(super) fn of(record: &DeliveryRecord) -> Self {
+        Self {
+            attempts: record.attempt_count(),
+            first_seen_at: Some(record.first_seen_at()),
+            last_error: record.last_error().map(str::to_owned),
+            policy_version: record.policy().map(|p| p.version.clone()),
+        }
+    }
+
+    /// For a delivery that never reached a claim: no attempt, the consumer's policy.
+    pub(super) fn unclaimed(
+        first_seen_at: Option<Timestamp>,
+        error: &str,
+        cfg: &ConsumerConfig,
+    ) -> Self {
+        Self {
+            attempts: 0,
+            first_seen_at,
+            last_error: Some(error.to_owned()),
+            policy_version: Some(cfg.policy.version.clone()),
+        }
+    }
+}
+
+impl<P: Ports> Record<'_, P> {
+    /// Copy the message, as received, to its channel's DLQ with the reason and evidence.
+    pub(super) async fn dead_letter(
+        &self,
+        reason: DeadReason,
+        facts: Facts,
+        now: Timestamp,
+    ) -> Result<(), PortError> {
+        let queue_url = self.consumer.queue_urls.get(self.inc.channel);
+        let evidence = Evidence {
+            attempts: facts.attempts,
+            first_seen_at: facts.first_seen_at,
+            dead_at: now,
+            last_error: facts.last_error,
+            policy_version: facts.policy_version,
+            source_queue: queue_name(queue_url).to_owned(),
+        };
+        self.consumer
+            .ports
+            .dead_letters()
+            .dead_letter(
+                self.inc.channel,
+                &self.inc.body,
+                &DeadLetter::new(reason, evidence),
+            )
+            .await
+    }
+
+    /// A body that is not a message this consumer can read: dead as `schema`, at once.
+    pub(super) async fn dead_schema(
+        &mut self,
+        class: &'static str,
+        now: Timestamp,
+    ) -> Result<Action, PortError> {
+        let facts = Facts::unclaimed(None, class, &self.consumer.cfg);
+        self.dead_letter(DeadReason::Schema, facts, now).await?;
+        self.m.dead(DeadReason::Schema);
+        tracing::warn!(message_id = %self.inc.message_id, error = class, next_action = "dead", "undecodable message dead-lettered");
+        Ok(Action::Ack)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::RetryPolicy;
+
+    #[test]
+    fn unclaimed_facts_carry_the_consumers_policy_and_no_attempt() {
+        let cfg = ConsumerConfig {
+            policy: RetryPolicy {
+                version: "v9".into(),
+                ..RetryPolicy::default()
+            },
+            ..ConsumerConfig::default()
+        };
+        let f = Facts::unclaimed(Some(Timestamp::from_millis(3)), "reminder_not_found", &cfg);
+        assert_eq!(f.attempts, 0);
+        assert_eq!(f.first_seen_at, Some(Timestamp::from_millis(3)));
+        assert_eq!(f.last_error.as_deref(), Some("reminder_not_found"));
+        assert_eq!(f.policy_version.as_deref(), Some("v9"));
+    }
+}

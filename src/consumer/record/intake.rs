@@ -1,0 +1,140 @@
+//! Step 1: decode the message and settle everything that needs no claim — a message for
+//! later (`not_before`), an unknown reminder, a channel edited away, a cancelled or stale
+//! reminder, a due time moved later. What passes is a [`Delivery`] ready to claim.
+
+use std::ops::ControlFlow::{Break, Continue};
+
+use super::dead::Facts;
+use super::{Delivery, Record, Step};
+use crate::delivery::state::{Change, Ctx, Status};
+use crate::delivery::{transition, Written};
+use crate::domain::{DeadReason, DecodeError, DeliveryMessage, ReminderStatus};
+use crate::ports::{Ports, Provider, ReminderStore, SendRequest};
+
+fn decode_class(e: &DecodeError) -> &'static str {
+    match e {
+        DecodeError::Malformed(_) => "malformed_message",
+        DecodeError::MissingVersion => "missing_version",
+        DecodeError::UnknownVersion(_) => "unknown_version",
+        DecodeError::KeyMismatch => "key_mismatch",
+    }
+}
+
+impl<P: Ports> Record<'_, P> {
+    /// The body as message v1, on the channel whose queue it came from; anything else is a
+    /// `schema` dead letter.
+    pub(super) async fn decode(&mut self) -> Step<DeliveryMessage> {
+        let class = match DeliveryMessage::decode(&self.inc.body) {
+            Ok(msg) if msg.channel == self.inc.channel => {
+                tracing::Span::current().record("delivery_key", msg.delivery_key.as_str());
+                return Ok(Continue(msg));
+            }
+            Ok(_) => "channel_mismatch",
+            Err(e) => decode_class(&e),
+        };
+        let now = self.now();
+        self.dead_schema(class, now).await.map(Break)
+    }
+
+    pub(super) async fn intake(&mut self, msg: DeliveryMessage) -> Step<Delivery> {
+        let now = self.now();
+        if let Some(not_before) = msg.not_before.filter(|nb| *nb > now) {
+            return self.hold(&msg, not_before, now).await.map(Break);
+        }
+        let reminders = self.consumer.ports.reminders();
+        let Some(reminder) = reminders.get(&msg.reminder_id).await? else {
+            return self.unknown_reminder(&msg, now).await.map(Break);
+        };
+        let ctx = self.ctx(&msg, reminder.fresh_until, now);
+        let Some(recipient) = reminder.recipients.get(&self.inc.channel).cloned() else {
+            // The channel was edited away before dispatch: nothing to send here.
+            return self.finish(&msg, Change::Cancel, &ctx).await.map(Break);
+        };
+        if reminder.status == ReminderStatus::Cancelled {
+            return self.finish(&msg, Change::Cancel, &ctx).await.map(Break);
+        }
+        if reminder.is_stale_at(now) || reminder.status == ReminderStatus::Expired {
+            return self.finish(&msg, Change::Expire, &ctx).await.map(Break);
+        }
+        if reminder.due_at > now {
+            // Edited to a later time after it was enqueued: wait for the new due time.
+            return self.hold(&msg, reminder.due_at, now).await.map(Break);
+        }
+        let request = SendRequest {
+            delivery_key: msg.delivery_key.clone(),
+            recipient,
+            content: reminder.content.clone(),
+            payload_version: reminder.payload_version,
+        };
+        let partition = self
+            .consumer
+            .ports
+            .provider(self.inc.channel)
+            .partition(&request);
+        Ok(Continue(Delivery {
+            msg,
+            reminder,
+            request,
+            partition,
+        }))
+    }
+
+    /// Cancel or expire before any claim: never sent. A delivery still `sending` was claimed
+    /// by a worker that never recorded an outcome: resolve it ([`Record::resolve_abandoned`]),
+    /// never ack it as it is.
+    pub(super) async fn finish(
+        &mut self,
+        msg: &DeliveryMessage,
+        change: Change,
+        ctx: &Ctx,
+    ) -> Result<super::Action, crate::ports::PortError> {
+        let cancelled = change == Change::Cancel;
+        let written = transition(self.consumer.ports.ledger(), None, change, ctx).await?;
+        match written {
+            Written::Applied(_) if cancelled => self.m.cancelled += 1,
+            Written::Applied(_) => self.m.expired += 1,
+            Written::Refused {
+                current: Some(r), ..
+            } if r.status() == Status::Sending => {
+                return self.resolve_abandoned(msg, r, ctx).await;
+            }
+            Written::Refused { .. } => {}
+        }
+        let what = if cancelled { "cancelled" } else { "stale" };
+        tracing::info!(delivery_key = %ctx.key, outcome_class = what, next_action = "ack", "transition");
+        Ok(super::Action::Ack)
+    }
+
+    /// No such reminder: dead as `unknown_reminder` (a delivery already in the ledger keeps
+    /// its state), with the evidence in the DLQ either way.
+    async fn unknown_reminder(
+        &mut self,
+        msg: &DeliveryMessage,
+        now: crate::clock::Timestamp,
+    ) -> Result<super::Action, crate::ports::PortError> {
+        let ctx = self.ctx(msg, msg.fresh_until, now);
+        let change = Change::Die {
+            token: None,
+            reason: DeadReason::UnknownReminder,
+            spends_attempt: false,
+            error: Some("reminder_not_found".into()),
+        };
+        let written = transition(self.consumer.ports.ledger(), None, change, &ctx).await?;
+        let first_seen_at = match &written {
+            Written::Applied(r) => Some(r.first_seen_at()),
+            Written::Refused { current, .. } => current.as_ref().map(|r| r.first_seen_at()),
+        };
+        let facts = Facts::unclaimed(first_seen_at, "reminder_not_found", &self.consumer.cfg);
+        self.dead_letter(DeadReason::UnknownReminder, facts, now)
+            .await?;
+        self.m.dead(DeadReason::UnknownReminder);
+        super::log_transition(
+            msg,
+            0,
+            "unknown_reminder",
+            "dead",
+            std::time::Duration::ZERO,
+        );
+        Ok(super::Action::Ack)
+    }
+}

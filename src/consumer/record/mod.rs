@@ -1,0 +1,136 @@
+//! One record's pipeline (DESIGN §4–5), in the order a reader follows it:
+//!
+//! 1. [`intake`]: decode the message, wait out `not_before`, load the reminder and settle what
+//!    needs no claim (unknown, cancelled, stale, due later, channel edited away);
+//! 2. [`claim`]: the provider gate, then one conditional write for the lease (a lease that ran
+//!    out mid-send is taken over or killed by the ambiguous rule);
+//! 3. send, with the delivery key as idempotency key;
+//! 4. [`settle`]: the outcome, written fenced by the lease, and what the policy decides next.
+//!
+//! Waits go through [`hold`] (visibility, or a delayed copy), dead letters through [`dead`],
+//! the one place their evidence is built. Each step answers `Continue(next input)` or
+//! `Break(action)`: the record is done with that action.
+
+/// Unwrap a step's `Continue`, or end the record with its action.
+macro_rules! step {
+    ($e:expr) => {
+        match $e? {
+            ::std::ops::ControlFlow::Continue(v) => v,
+            ::std::ops::ControlFlow::Break(action) => return Ok(action),
+        }
+    };
+}
+
+mod claim;
+mod dead;
+mod hold;
+mod intake;
+mod settle;
+
+use std::ops::ControlFlow;
+use std::time::Duration;
+
+use rand::rngs::StdRng;
+
+use super::{Action, Consumer, Incoming, Metrics};
+use crate::clock::{Clock, Timestamp};
+use crate::delivery::state::{Ctx, DeliveryRecord, LeaseToken};
+use crate::domain::{DeliveryMessage, Reminder};
+use crate::policy::OutcomeClass;
+use crate::ports::{GatePartition, PortError, Ports, Provider, SendRequest};
+
+/// What one step hands to the next, or the action that ends the record.
+type Step<T> = Result<ControlFlow<Action, T>, PortError>;
+
+/// One record in flight: the consumer, the message as received, and the record's own random
+/// source and counters.
+struct Record<'a, P: Ports> {
+    consumer: &'a Consumer<P>,
+    inc: &'a Incoming,
+    rng: &'a mut StdRng,
+    m: &'a mut Metrics,
+}
+
+/// A delivery that passed intake: what to send, to whom, through which gate partition.
+struct Delivery {
+    msg: DeliveryMessage,
+    reminder: Reminder,
+    request: SendRequest,
+    partition: GatePartition,
+}
+
+/// Our lease on a delivery.
+struct Lease {
+    record: DeliveryRecord,
+    token: LeaseToken,
+}
+
+impl<P: Ports> Consumer<P> {
+    pub(super) async fn process(
+        &self,
+        inc: &Incoming,
+        rng: &mut StdRng,
+        m: &mut Metrics,
+    ) -> Result<Action, PortError> {
+        let mut record = Record {
+            consumer: self,
+            inc,
+            rng,
+            m,
+        };
+        record.run().await
+    }
+}
+
+impl<P: Ports> Record<'_, P> {
+    async fn run(&mut self) -> Result<Action, PortError> {
+        let msg = step!(self.decode().await);
+        let delivery = step!(self.intake(msg).await);
+        let lease = step!(self.claim(&delivery).await);
+        let provider = self.consumer.ports.provider(self.inc.channel);
+        let outcome = provider.send(&delivery.request).await;
+        self.settle(&delivery, lease, outcome).await
+    }
+
+    fn now(&self) -> Timestamp {
+        self.consumer.ports.clock().now()
+    }
+
+    /// The state machine's context: TTLs follow the reminder's freshness (one retention).
+    fn ctx(&self, msg: &DeliveryMessage, fresh_until: Timestamp, now: Timestamp) -> Ctx {
+        Ctx {
+            key: msg.delivery_key.clone(),
+            now,
+            expires_at: self.consumer.cfg.retention.expires_at(fresh_until),
+        }
+    }
+
+    fn idempotent(&self) -> bool {
+        let provider = self.consumer.ports.provider(self.inc.channel);
+        provider.honours_idempotency_key()
+    }
+}
+
+fn class_name(class: OutcomeClass) -> &'static str {
+    match class {
+        OutcomeClass::Delivered => "delivered",
+        OutcomeClass::Throttled => "throttled",
+        OutcomeClass::Transient => "transient",
+        OutcomeClass::Permanent => "permanent",
+        OutcomeClass::Ambiguous => "ambiguous",
+        OutcomeClass::Stale => "stale",
+        OutcomeClass::Cancelled => "cancelled",
+    }
+}
+
+/// The one structured line per transition (DESIGN §8). No recipient, ever.
+fn log_transition(msg: &DeliveryMessage, attempt: u32, outcome: &str, next: &str, delay: Duration) {
+    tracing::info!(
+        delivery_key = %msg.delivery_key,
+        attempt,
+        outcome_class = outcome,
+        next_action = next,
+        delay_secs = delay.as_secs(),
+        "transition"
+    );
+}

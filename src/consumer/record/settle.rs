@@ -1,0 +1,239 @@
+//! Step 4: record the provider's answer, fenced by our lease, and act on the policy's
+//! decision — ack a delivery, hold a retry, dead-letter a dead one, expire a stale one.
+
+use std::time::Duration;
+
+use super::dead::Facts;
+use super::{class_name, log_transition, Action, Delivery, Lease, Record};
+use crate::clock::Timestamp;
+use crate::delivery::state::{Change, Ctx};
+use crate::delivery::{transition, Written};
+use crate::domain::DeadReason;
+use crate::policy::{decide, Next, Outcome, OutcomeClass, Spent};
+use crate::ports::{Gate, GatePartition, PortError, Ports};
+
+/// The provider's answer, with what the ledger records of it.
+struct Answer {
+    outcome: Outcome,
+    class: OutcomeClass,
+    error: Option<String>,
+}
+
+impl Answer {
+    fn new(outcome: Outcome) -> Self {
+        let error = match &outcome {
+            Outcome::Transient { error }
+            | Outcome::Permanent { error }
+            | Outcome::Ambiguous { error }
+            | Outcome::Blocked { error, .. } => Some(error.clone()),
+            Outcome::Throttled { .. } => Some("throttled".into()),
+            Outcome::Delivered { .. } => None,
+        };
+        Self {
+            class: outcome.class(),
+            error,
+            outcome,
+        }
+    }
+
+    /// When the provider said it would take requests again, if it said.
+    fn retry_after(&self) -> Option<Timestamp> {
+        match &self.outcome {
+            Outcome::Throttled { retry_after } => *retry_after,
+            Outcome::Blocked { retry_after, .. } => Some(*retry_after),
+            _ => None,
+        }
+    }
+}
+
+impl<P: Ports> Record<'_, P> {
+    pub(super) async fn settle(
+        &mut self,
+        d: &Delivery,
+        lease: Lease,
+        outcome: Outcome,
+    ) -> Result<Action, PortError> {
+        let now = self.now();
+        let ctx = self.ctx(&d.msg, d.reminder.fresh_until, now);
+        let policy = lease
+            .record
+            .policy()
+            .cloned()
+            .unwrap_or_else(|| self.consumer.cfg.policy.clone());
+        let spent = Spent {
+            attempts: lease.record.attempt_count(),
+            throttles: lease.record.throttle_count(),
+        };
+        let idempotent = self.idempotent();
+        let answer = Answer::new(outcome);
+        let fresh_until = d.reminder.fresh_until;
+        let next = decide(
+            &policy,
+            spent,
+            &answer.outcome,
+            idempotent,
+            fresh_until,
+            now,
+            self.rng,
+        );
+        match next {
+            Next::Delivered => self.delivered(d, lease, answer, &ctx).await,
+            Next::Retry { at, class, .. } => self.retry(d, lease, answer, at, class, &ctx).await,
+            Next::Dead(reason) => self.died(d, lease, answer, reason, &ctx).await,
+            Next::Expire => self.expired(d, lease, answer, spent, &ctx).await,
+        }
+    }
+
+    async fn delivered(
+        &mut self,
+        d: &Delivery,
+        lease: Lease,
+        answer: Answer,
+        ctx: &Ctx,
+    ) -> Result<Action, PortError> {
+        let receipt = match answer.outcome {
+            Outcome::Delivered { receipt } => receipt,
+            _ => None,
+        };
+        let change = Change::Deliver {
+            token: lease.token,
+            receipt,
+        };
+        let ledger = self.consumer.ports.ledger();
+        match transition(ledger, Some(lease.record), change, ctx).await? {
+            Written::Applied(done) => {
+                self.m.delivered += 1;
+                let lateness = ctx.now.as_millis() - d.msg.due_at.as_millis();
+                self.m.lateness_ms.push(lateness);
+                self.m.attempts.push(done.attempt_count());
+                let attempt = done.attempt_count();
+                log_transition(&d.msg, attempt, "delivered", "ack", Duration::ZERO);
+            }
+            Written::Refused { refused, current } => {
+                // The send outlived the lease and another worker took over. With an
+                // idempotent provider its resend is deduplicated; otherwise the ledger may
+                // now say dead/ambiguous for a delivered message: say so loudly, with the
+                // receipt, for reconciliation.
+                self.m.delivered_after_takeover += 1;
+                tracing::error!(
+                    delivery_key = %d.msg.delivery_key,
+                    %refused,
+                    ledger_status = ?current.as_ref().map(|c| c.status()),
+                    "delivered after the lease was taken over"
+                );
+            }
+        }
+        Ok(Action::Ack)
+    }
+
+    async fn retry(
+        &mut self,
+        d: &Delivery,
+        lease: Lease,
+        answer: Answer,
+        at: Timestamp,
+        class: OutcomeClass,
+        ctx: &Ctx,
+    ) -> Result<Action, PortError> {
+        if class == OutcomeClass::Throttled {
+            self.m.deferred_provider += 1;
+            // The gate closes until the provider said (its Retry-After), not until this
+            // delivery's jittered retry: deferred workers add their own jitter.
+            let until = answer.retry_after().unwrap_or(at);
+            self.close_gate(&d.partition, until).await;
+        } else {
+            self.m.retried += 1;
+        }
+        let change = Change::Defer {
+            token: lease.token,
+            next_eligible_at: at,
+            class,
+            error: answer.error,
+        };
+        let ledger = self.consumer.ports.ledger();
+        match transition(ledger, Some(lease.record), change, ctx).await? {
+            Written::Applied(deferred) => {
+                let attempt = deferred.attempt_count();
+                log_transition(
+                    &d.msg,
+                    attempt,
+                    class_name(class),
+                    "retry",
+                    at.since(ctx.now),
+                );
+                self.hold(&d.msg, at, ctx.now).await
+            }
+            // Our lease was taken over: the new holder's message carries on.
+            Written::Refused { .. } => Ok(Action::Ack),
+        }
+    }
+
+    async fn died(
+        &mut self,
+        d: &Delivery,
+        lease: Lease,
+        answer: Answer,
+        reason: DeadReason,
+        ctx: &Ctx,
+    ) -> Result<Action, PortError> {
+        let change = Change::Die {
+            token: Some(lease.token),
+            reason,
+            spends_attempt: answer.class != OutcomeClass::Throttled,
+            error: answer.error,
+        };
+        let ledger = self.consumer.ports.ledger();
+        if let Written::Applied(dead) = transition(ledger, Some(lease.record), change, ctx).await? {
+            self.m.dead(reason);
+            let attempt = dead.attempt_count();
+            log_transition(
+                &d.msg,
+                attempt,
+                class_name(answer.class),
+                "dead",
+                Duration::ZERO,
+            );
+            self.dead_letter(reason, Facts::of(&dead), ctx.now).await?;
+        }
+        Ok(Action::Ack)
+    }
+
+    /// The next chance lands after `fresh_until`: defer (fenced), then expire.
+    async fn expired(
+        &mut self,
+        d: &Delivery,
+        lease: Lease,
+        answer: Answer,
+        spent: Spent,
+        ctx: &Ctx,
+    ) -> Result<Action, PortError> {
+        let change = Change::Defer {
+            token: lease.token,
+            next_eligible_at: d.reminder.fresh_until,
+            class: answer.class,
+            error: answer.error,
+        };
+        let ledger = self.consumer.ports.ledger();
+        if let Written::Applied(deferred) =
+            transition(ledger, Some(lease.record), change, ctx).await?
+        {
+            if let Written::Applied(_) =
+                transition(ledger, Some(deferred), Change::Expire, ctx).await?
+            {
+                self.m.expired += 1;
+                log_transition(&d.msg, spent.attempts, "stale", "ack", Duration::ZERO);
+            }
+        }
+        Ok(Action::Ack)
+    }
+
+    /// Close the provider partition; a failure here only costs other workers a 429 each.
+    async fn close_gate(&self, partition: &GatePartition, until: Timestamp) {
+        let c = self.consumer;
+        let now = self.now();
+        crate::consumer::lock(&c.gates).insert(partition.clone(), (now, Some(until)));
+        if let Err(e) = c.ports.gate().throttle(partition, until).await {
+            tracing::warn!(error = %e, partition = %partition.item_key(), "could not close the provider gate");
+        }
+    }
+}

@@ -1,0 +1,285 @@
+//! [`apply`]: the one way to change a delivery's state, one function per kind of change.
+//! Each checks the state it starts from (and the lease, when the change is fenced), edits the
+//! next record, and names the state it lands in; [`apply`] stamps what every write carries.
+
+use super::{
+    Change, Ctx, DeliveryRecord, HistoryEntry, LeaseToken, RedriveAudit, Refused, Status, Why,
+};
+use crate::clock::Timestamp;
+use crate::domain::DeadReason;
+use crate::policy::{OutcomeClass, RetryPolicy};
+
+/// Where a change lands, and what its history entry says.
+struct Landed {
+    to: Status,
+    detail: Option<String>,
+    redrive: Option<RedriveAudit>,
+}
+
+impl Landed {
+    fn at(to: Status) -> Self {
+        Self {
+            to,
+            detail: None,
+            redrive: None,
+        }
+    }
+
+    fn saying(to: Status, detail: String) -> Self {
+        Self {
+            detail: Some(detail),
+            ..Self::at(to)
+        }
+    }
+}
+
+/// The current record, as the change sees it.
+struct From<'a> {
+    current: Option<&'a DeliveryRecord>,
+    status: Status,
+    change: &'static str,
+}
+
+impl From<'_> {
+    fn refuse(&self, why: Why) -> Refused {
+        Refused {
+            change: self.change,
+            from: self.status,
+            why,
+        }
+    }
+
+    /// A fenced change needs the delivery `sending` under `token`.
+    fn fenced(&self, token: &LeaseToken) -> Result<(), Refused> {
+        match self.current {
+            Some(r) if r.status == Status::Sending && r.lease_token.as_ref() == Some(token) => {
+                Ok(())
+            }
+            Some(r) if r.status == Status::Sending => Err(self.refuse(Why::WrongLease)),
+            _ => Err(self.refuse(Why::NotAllowed)),
+        }
+    }
+}
+
+/// The one way to change a delivery's state.
+pub fn apply(
+    current: Option<&DeliveryRecord>,
+    change: Change,
+    ctx: &Ctx,
+) -> Result<DeliveryRecord, Refused> {
+    let from = From {
+        current,
+        status: current.map_or(Status::Scheduled, |r| r.status),
+        change: change.name(),
+    };
+    let mut next = current
+        .cloned()
+        .unwrap_or_else(|| DeliveryRecord::fresh(ctx));
+    let landed = land(&from, &mut next, &change, ctx)?;
+    next.status = landed.to;
+    next.seq += 1;
+    next.updated_at = ctx.now;
+    next.expires_at = next.expires_at.max(ctx.expires_at);
+    next.push_history(HistoryEntry {
+        at: ctx.now,
+        from: from.status,
+        to: landed.to,
+        detail: landed.detail,
+        redrive: landed.redrive,
+    });
+    Ok(next)
+}
+
+/// The change's own edits to `next`, and where it lands.
+fn land(
+    from: &From,
+    next: &mut DeliveryRecord,
+    change: &Change,
+    ctx: &Ctx,
+) -> Result<Landed, Refused> {
+    Ok(match change {
+        Change::Claim {
+            token,
+            lease_expires_at,
+            payload_version,
+            policy,
+        } => {
+            let lease = (token, *lease_expires_at);
+            claim(from, next, lease, *payload_version, policy, ctx)?
+        }
+        Change::Takeover {
+            stale_token,
+            token,
+            lease_expires_at,
+        } => takeover(from, next, stale_token, (token, *lease_expires_at), ctx)?,
+        Change::Deliver { token, receipt } => deliver(from, next, token, receipt)?,
+        Change::Defer {
+            token,
+            next_eligible_at,
+            class,
+            error,
+        } => defer(from, next, token, *next_eligible_at, *class, error)?,
+        Change::Die {
+            token,
+            reason,
+            spends_attempt,
+            error,
+        } => die(from, next, token.as_ref(), *reason, *spends_attempt, error)?,
+        Change::Expire => finish(from, next, OutcomeClass::Stale, Status::Expired)?,
+        Change::Cancel => finish(from, next, OutcomeClass::Cancelled, Status::Cancelled)?,
+        Change::Redrive { audit } => redrive(from, next, audit)?,
+    })
+}
+
+/// scheduled, ready, deferred (eligible) → sending.
+fn claim(
+    from: &From,
+    next: &mut DeliveryRecord,
+    (token, lease_expires_at): (&LeaseToken, Timestamp),
+    payload_version: u64,
+    policy: &RetryPolicy,
+    ctx: &Ctx,
+) -> Result<Landed, Refused> {
+    match from.status {
+        Status::Scheduled | Status::Ready => {}
+        Status::Deferred => {
+            if let Some(at) = next.next_eligible_at.filter(|at| *at > ctx.now) {
+                return Err(from.refuse(Why::NotYetEligible(at)));
+            }
+        }
+        _ => return Err(from.refuse(Why::NotAllowed)),
+    }
+    next.lease_token = Some(token.clone());
+    next.lease_expires_at = Some(lease_expires_at);
+    next.next_eligible_at = None;
+    next.payload_version = payload_version;
+    // The policy is snapshotted at the first claim and kept thereafter.
+    next.policy.get_or_insert_with(|| policy.clone());
+    Ok(Landed::at(Status::Sending))
+}
+
+/// sending (lease expired, named token) → sending under a new lease; the lost attempt counts.
+fn takeover(
+    from: &From,
+    next: &mut DeliveryRecord,
+    stale_token: &LeaseToken,
+    (token, lease_expires_at): (&LeaseToken, Timestamp),
+    ctx: &Ctx,
+) -> Result<Landed, Refused> {
+    from.fenced(stale_token)?;
+    if let Some(until) = next.lease_expires_at.filter(|until| *until > ctx.now) {
+        return Err(from.refuse(Why::LeaseLive(until)));
+    }
+    next.lease_token = Some(token.clone());
+    next.lease_expires_at = Some(lease_expires_at);
+    next.attempt_count += 1;
+    let detail = "lease expired: ambiguous takeover".to_owned();
+    Ok(Landed::saying(Status::Sending, detail))
+}
+
+/// sending (fenced) → delivered; counts the attempt.
+fn deliver(
+    from: &From,
+    next: &mut DeliveryRecord,
+    token: &LeaseToken,
+    receipt: &Option<String>,
+) -> Result<Landed, Refused> {
+    from.fenced(token)?;
+    next.attempt_count += 1;
+    next.provider_receipt = receipt.clone();
+    next.last_outcome_class = Some(OutcomeClass::Delivered);
+    next.clear_lease();
+    Ok(Landed::at(Status::Delivered))
+}
+
+/// sending (fenced) → deferred: a throttle spends no attempt, a transient or ambiguous
+/// failure one.
+fn defer(
+    from: &From,
+    next: &mut DeliveryRecord,
+    token: &LeaseToken,
+    next_eligible_at: Timestamp,
+    class: OutcomeClass,
+    error: &Option<String>,
+) -> Result<Landed, Refused> {
+    from.fenced(token)?;
+    match class {
+        OutcomeClass::Throttled => next.throttle_count += 1,
+        OutcomeClass::Transient | OutcomeClass::Ambiguous => next.attempt_count += 1,
+        _ => return Err(from.refuse(Why::NotAllowed)),
+    }
+    next.next_eligible_at = Some(next_eligible_at);
+    next.last_outcome_class = Some(class);
+    next.set_error(error.as_deref());
+    next.clear_lease();
+    let detail = format!("{class:?}").to_lowercase();
+    Ok(Landed::saying(Status::Deferred, detail))
+}
+
+/// sending (fenced) or deferred → dead for a provider or budget reason; scheduled → dead for
+/// an unknown reminder only.
+fn die(
+    from: &From,
+    next: &mut DeliveryRecord,
+    token: Option<&LeaseToken>,
+    reason: DeadReason,
+    spends_attempt: bool,
+    error: &Option<String>,
+) -> Result<Landed, Refused> {
+    let budget_or_provider = matches!(
+        reason,
+        DeadReason::Rejected
+            | DeadReason::AttemptsExhausted
+            | DeadReason::ThrottleExhausted
+            | DeadReason::Ambiguous
+    );
+    match (from.status, token) {
+        (Status::Sending, Some(t)) if budget_or_provider => from.fenced(t)?,
+        (Status::Deferred, None) if budget_or_provider => {}
+        (Status::Scheduled, None) if reason == DeadReason::UnknownReminder => {}
+        _ => return Err(from.refuse(Why::NotAllowed)),
+    }
+    next.attempt_count += u32::from(spends_attempt);
+    next.dead_reason = Some(reason);
+    next.set_error(error.as_deref());
+    next.clear_lease();
+    next.next_eligible_at = None;
+    Ok(Landed::saying(Status::Dead, reason.as_str().to_owned()))
+}
+
+/// scheduled, ready, deferred → expired or cancelled.
+fn finish(
+    from: &From,
+    next: &mut DeliveryRecord,
+    class: OutcomeClass,
+    to: Status,
+) -> Result<Landed, Refused> {
+    if !matches!(
+        from.status,
+        Status::Scheduled | Status::Ready | Status::Deferred
+    ) {
+        return Err(from.refuse(Why::NotAllowed));
+    }
+    next.next_eligible_at = None;
+    next.last_outcome_class = Some(class);
+    Ok(Landed::at(to))
+}
+
+/// dead → ready: fresh budgets, an audit entry.
+fn redrive(
+    from: &From,
+    next: &mut DeliveryRecord,
+    audit: &RedriveAudit,
+) -> Result<Landed, Refused> {
+    if from.status != Status::Dead {
+        return Err(from.refuse(Why::NotAllowed));
+    }
+    next.attempt_count = 0;
+    next.throttle_count = 0;
+    next.dead_reason = None;
+    next.next_eligible_at = None;
+    Ok(Landed {
+        redrive: Some(audit.clone()),
+        ..Landed::at(Status::Ready)
+    })
+}

@@ -1,0 +1,167 @@
+//! One matching DLQ message, redriven: freshness (left stale unless the operator extends it),
+//! the ledger's `dead → ready` with its audit entry (an already finished delivery is removed
+//! from the DLQ and skipped), the re-enqueue with the same delivery key and a `redrive`
+//! marker, and only then the delete from the DLQ.
+
+use std::ops::ControlFlow::{self, Break, Continue};
+use std::time::Duration;
+
+use super::{One, Redriver};
+use crate::clock::{Clock, Timestamp};
+use crate::delivery::state::{Change, Ctx, RedriveAudit};
+use crate::delivery::{transition, Written};
+use crate::domain::{DeliveryMessage, RedriveMarker};
+use crate::outbox::{self, Edit, Edited};
+use crate::ports::{
+    DeadLetterMessage, DeadLetters, DeliveryQueue, OutgoingMessage, PortError, Ports, ReminderStore,
+};
+use crate::redrive::RedriveRequest;
+
+type Step<T> = Result<ControlFlow<One, T>, PortError>;
+
+impl<P: Ports> Redriver<P> {
+    pub(super) async fn redrive_one(
+        &self,
+        req: &RedriveRequest,
+        batch_id: &str,
+        dm: &DeadLetterMessage,
+    ) -> One {
+        match self.try_redrive(req, batch_id, dm).await {
+            Ok(Continue(())) => One::Moved,
+            Ok(Break(one)) => one,
+            Err(e) => {
+                tracing::warn!(error = %e, message_id = %dm.message.message_id, "redrive of one message failed; left in the DLQ");
+                One::Failed
+            }
+        }
+    }
+
+    async fn try_redrive(
+        &self,
+        req: &RedriveRequest,
+        batch_id: &str,
+        dm: &DeadLetterMessage,
+    ) -> Step<()> {
+        let Ok(msg) = DeliveryMessage::decode(&dm.message.body) else {
+            tracing::warn!(message_id = %dm.message.message_id, "undecodable message cannot be redriven");
+            return Ok(Break(One::Failed));
+        };
+        let now = self.ports.clock().now();
+        let fresh_until = match self.fresh_until(req, &msg, now).await? {
+            Continue(at) => at,
+            Break(one) => return Ok(Break(one)),
+        };
+        if let Break(one) = self
+            .make_ready(req, batch_id, &msg, fresh_until, now, dm)
+            .await?
+        {
+            return Ok(Break(one));
+        }
+        self.reenqueue(req, batch_id, msg, now).await?;
+        // Only after the re-enqueue succeeded. A crash here leaves a duplicate in the DLQ,
+        // which the ledger makes harmless.
+        self.ports
+            .dead_letters()
+            .delete_dead(req.channel, &dm.message.receipt_handle)
+            .await?;
+        Ok(Continue(()))
+    }
+
+    /// The reminder's freshness: stale is left alone unless the operator extends it.
+    async fn fresh_until(
+        &self,
+        req: &RedriveRequest,
+        msg: &DeliveryMessage,
+        now: Timestamp,
+    ) -> Step<Timestamp> {
+        let Some(reminder) = self.ports.reminders().get(&msg.reminder_id).await? else {
+            tracing::warn!(delivery_key = %msg.delivery_key, "reminder is gone; nothing to redrive");
+            return Ok(Break(One::Failed));
+        };
+        if now <= reminder.fresh_until {
+            return Ok(Continue(reminder.fresh_until));
+        }
+        let Some(extra) = req.extend_freshness_secs else {
+            return Ok(Break(One::Stale));
+        };
+        let changes = Edit {
+            fresh_until: Some(now.plus(Duration::from_secs(extra))),
+            ..Edit::default()
+        };
+        let retention = self.cfg.retention;
+        match outbox::edit(self.ports.reminders(), &msg.reminder_id, changes, retention).await {
+            Ok(Edited::Edited(r)) => Ok(Continue(r.fresh_until)),
+            Ok(_) => Ok(Break(One::Stale)),
+            Err(outbox::OutboxError::Port(e)) => Err(e),
+            Err(_) => Ok(Break(One::Failed)),
+        }
+    }
+
+    /// `dead → ready` on the ledger, with the audit entry. A finished delivery is removed
+    /// from the DLQ and skipped, never resent.
+    async fn make_ready(
+        &self,
+        req: &RedriveRequest,
+        batch_id: &str,
+        msg: &DeliveryMessage,
+        fresh_until: Timestamp,
+        now: Timestamp,
+        dm: &DeadLetterMessage,
+    ) -> Step<()> {
+        let ctx = Ctx {
+            key: msg.delivery_key.clone(),
+            now,
+            expires_at: self.cfg.retention.expires_at(fresh_until),
+        };
+        let audit = RedriveAudit {
+            batch_id: batch_id.to_owned(),
+            operator: req.operator.clone(),
+            note: req.note.clone(),
+        };
+        match transition(self.ports.ledger(), None, Change::Redrive { audit }, &ctx).await? {
+            Written::Refused {
+                current: Some(r), ..
+            } if r.status().is_terminal() => {
+                self.ports
+                    .dead_letters()
+                    .delete_dead(req.channel, &dm.message.receipt_handle)
+                    .await?;
+                Ok(Break(One::Skipped))
+            }
+            // Applied; or no item (still `scheduled`); or ready (a crashed run), sending or
+            // deferred: the ledger guards the resend.
+            _ => Ok(Continue(())),
+        }
+    }
+
+    /// The same body and delivery key back on the channel's queue, with a `redrive` marker.
+    async fn reenqueue(
+        &self,
+        req: &RedriveRequest,
+        batch_id: &str,
+        msg: DeliveryMessage,
+        now: Timestamp,
+    ) -> Result<(), PortError> {
+        let mut copy = msg;
+        copy.not_before = None;
+        copy.redrive = Some(RedriveMarker {
+            batch_id: batch_id.to_owned(),
+            operator: req.operator.clone(),
+            at: now,
+        });
+        let entry = OutgoingMessage {
+            entry_id: "0".into(),
+            body: copy.encode(),
+            delay_secs: 0,
+        };
+        let failed = self.ports.queue().send_batch(req.channel, &[entry]).await?;
+        if let Some(f) = failed.first() {
+            return Err(PortError::Unavailable {
+                op: "redrive.enqueue",
+                message: f.code.clone(),
+            });
+        }
+        tracing::info!(delivery_key = %copy.delivery_key, batch_id, operator = %req.operator, "redriven");
+        Ok(())
+    }
+}
