@@ -7,9 +7,9 @@
 //!
 //! ## Layout
 //!
-//! Dependencies point one way, from the bottom of this table to the top: configuration and
-//! the vocabulary below, the ports above them, the pipelines over the ports, the adapters
-//! implementing the ports, and the wiring that knows them all.
+//! Configuration and the vocabulary sit at the bottom, the state machine and the ports (which
+//! speak the ledger's record type) above them, the pipelines over the ports, the adapters
+//! implementing the ports, and the wiring, which alone knows them all.
 //!
 //! | module | owns |
 //! |---|---|

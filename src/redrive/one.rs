@@ -57,6 +57,7 @@ impl<P: Ports> Redriver<P> {
         {
             return Ok(Break(one));
         }
+        let key = msg.delivery_key.clone();
         self.reenqueue(req, batch_id, msg, now).await?;
         // Only after the re-enqueue succeeded. A crash here leaves a duplicate in the DLQ,
         // which the ledger makes harmless.
@@ -64,6 +65,7 @@ impl<P: Ports> Redriver<P> {
             .dead_letters()
             .delete_dead(req.channel, &dm.message.receipt_handle)
             .await?;
+        tracing::info!(delivery_key = %key, batch_id, operator = %req.operator, "redriven");
         Ok(Continue(()))
     }
 
@@ -161,7 +163,6 @@ impl<P: Ports> Redriver<P> {
                 message: f.code.clone(),
             });
         }
-        tracing::info!(delivery_key = %copy.delivery_key, batch_id, operator = %req.operator, "redriven");
         Ok(())
     }
 }

@@ -171,7 +171,7 @@ async fn seed_reminders(w: &World, cfg: &SimConfig) {
                 recipients: vec![recipient(channel, i)],
             },
             cfg.freshness,
-            Duration::from_secs(86_400),
+            crate::domain::Retention::default().0,
         );
         if let Ok(r) = reminder {
             let _ = w.store.insert(&r).await;

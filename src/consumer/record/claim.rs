@@ -19,7 +19,7 @@ use crate::ports::{Gate, GatePartition, PortError, Ports};
 
 impl<P: Ports> Record<'_, P> {
     pub(super) async fn claim(&mut self, d: &Delivery) -> Step<Lease> {
-        let now = self.now();
+        let now = d.seen.now;
         if let Some(until) = self.gate_closed_until(&d.partition, now).await? {
             self.m.deferred_gate += 1;
             let jitter = Duration::from_millis(self.rng.random_range(0..=1_000));
@@ -29,10 +29,13 @@ impl<P: Ports> Record<'_, P> {
         // The lease counts from the claim, not from the start of the record; freshness is
         // checked again at that moment.
         let now = self.now();
-        let ctx = self.ctx(&d.msg, d.reminder.fresh_until, now);
         if d.reminder.is_stale_at(now) {
-            return self.finish(&d.msg, Change::Expire, &ctx).await.map(Break);
+            return self
+                .finish(&d.msg, Change::Expire, &d.seen)
+                .await
+                .map(Break);
         }
+        let ctx = self.ctx(&d.msg, d.reminder.fresh_until, now);
         let token = LeaseToken::generate(self.rng);
         let req = ClaimRequest {
             token: token.clone(),
@@ -77,7 +80,11 @@ impl<P: Ports> Record<'_, P> {
                     .await
             }
             Claim::NotYetEligible { at } => self.hold(msg, at, now).await,
-            Claim::Finished(_) | Claim::Acquired(_) | Claim::LeaseExpired(_) => Ok(Action::Ack),
+            Claim::Finished(_) => Ok(Action::Ack),
+            Claim::Acquired(_) | Claim::LeaseExpired(_) => Err(PortError::Invariant {
+                op: "consumer.claim",
+                message: "a claim that acquired the lease was handled as not ours".into(),
+            }),
         }
     }
 
@@ -91,7 +98,7 @@ impl<P: Ports> Record<'_, P> {
         ctx: &Ctx,
     ) -> Step<DeliveryRecord> {
         let Some(stale_token) = stale.lease_token().cloned() else {
-            return Ok(Break(Action::Retry));
+            return Err(no_lease_token());
         };
         let policy = stale
             .policy()
@@ -153,7 +160,7 @@ impl<P: Ports> Record<'_, P> {
         let (Some(until), Some(stale_token)) =
             (sending.lease_expires_at(), sending.lease_token().cloned())
         else {
-            return Ok(Action::Retry);
+            return Err(no_lease_token());
         };
         if until > ctx.now {
             return self
@@ -220,6 +227,14 @@ impl<P: Ports> Record<'_, P> {
             }
         };
         Ok(until.filter(|u| *u > now))
+    }
+}
+
+/// The state machine never writes `sending` without a lease.
+fn no_lease_token() -> PortError {
+    PortError::Invariant {
+        op: "consumer.take_over",
+        message: "a sending delivery has no lease".into(),
     }
 }
 

@@ -73,6 +73,7 @@ impl<P: Ports> Record<'_, P> {
             .partition(&request);
         Ok(Continue(Delivery {
             msg,
+            seen: ctx,
             reminder,
             request,
             partition,

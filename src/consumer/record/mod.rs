@@ -51,9 +51,13 @@ struct Record<'a, P: Ports> {
     m: &'a mut Metrics,
 }
 
-/// A delivery that passed intake: what to send, to whom, through which gate partition.
+/// A delivery that passed intake: what to send, to whom, through which gate partition, and
+/// the moment intake looked at it.
 struct Delivery {
     msg: DeliveryMessage,
+    /// Intake's clock reading and context: the gate is checked at that moment, and a delivery
+    /// gone stale before its claim is expired with them.
+    seen: Ctx,
     reminder: Reminder,
     request: SendRequest,
     partition: GatePartition,
