@@ -164,8 +164,16 @@ pub async fn nothing_pending<P: Ports>(ports: &P) -> Result<bool, PortError> {
     }
     let far = Timestamp::from_millis(i64::MAX / 2);
     let store = ports.reminders();
+    let skip = std::collections::BTreeSet::new();
     for shard in 0..store.shards() {
-        if !store.query_due(shard, far, 1, None).await?.items.is_empty() {
+        let q = crate::ports::DueQuery {
+            shard,
+            until: far,
+            limit: 1,
+            after: None,
+            skip: &skip,
+        };
+        if !store.query_due(&q).await?.items.is_empty() {
             return Ok(false);
         }
     }

@@ -1,8 +1,9 @@
 //! The reminders table as applications use it: create, edit and cancel (DESIGN §1, §4).
 //!
 //! Creating and editing write only the reminders table; an edit bumps `payload_version`, so the
-//! consumer sends the current version, and never moves a reminder that was already enqueued
-//! back into the due index. Cancelling writes the ledger first — one conditional write per
+//! consumer sends the current version. An edit moves an enqueued reminder back into the due
+//! index only when it adds a channel (the new channel is sent; the ledger keeps the others
+//! single). Cancelling writes the ledger first — one conditional write per
 //! delivery, which DynamoDB orders against claims — then flips the reminder's status.
 
 use std::time::Duration;
@@ -85,14 +86,27 @@ pub async fn edit<S: ReminderStore>(
         };
         let mut next = Reminder::new(new, Duration::ZERO, retention.0)?;
         next.payload_version = current.payload_version + 1;
-        next.status = current.status;
-        match store.replace(&next, current.payload_version).await? {
+        next.status = status_after_edit(&current, &next);
+        let expected = (current.payload_version, current.status);
+        match store.replace(&next, expected.0, expected.1).await? {
             Marked::Marked => return Ok(Edited::Edited(next)),
             Marked::Missing => return Ok(Edited::Missing),
             Marked::Changed => continue,
         }
     }
     Err(OutboxError::Contended)
+}
+
+/// An edit keeps the status, except that a channel added to an enqueued reminder puts it back
+/// into scheduling: the scheduler enqueues every channel again, and the ledger keeps the ones
+/// already sent (or in flight) single, so only the new channel is sent.
+fn status_after_edit(current: &Reminder, next: &Reminder) -> ReminderStatus {
+    let added = next.channels().any(|c| !current.recipients.contains_key(&c));
+    if current.status == ReminderStatus::Enqueued && added {
+        ReminderStatus::Scheduled
+    } else {
+        current.status
+    }
 }
 
 /// What a cancel did, per channel, and to the reminder.

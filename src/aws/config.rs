@@ -13,8 +13,7 @@ pub const DLQ_URL_VARS: [&str; 3] = ["PUSH_DLQ_URL", "EMAIL_DLQ_URL", "SMS_DLQ_U
 
 /// Default number of due-index shards.
 pub const DEFAULT_DUE_SHARDS: u32 = 8;
-/// More shards than this only adds queries per scheduler run.
-pub const MAX_DUE_SHARDS: u32 = 64;
+pub use crate::domain::MAX_DUE_SHARDS;
 
 /// Where the system's resources are.
 #[derive(Debug, Clone, PartialEq, Eq)]

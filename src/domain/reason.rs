@@ -21,10 +21,14 @@ pub enum DeadReason {
     Ambiguous,
     /// Reached the DLQ through the queue's redrive policy (a crash loop), with no reason.
     ReceiveCountExceeded,
+    /// The stored reminder cannot be read or sent (a malformed field, a listed channel without
+    /// a valid recipient, an unknown content kind or status): the evidence names the field.
+    /// Redrivable once the item is fixed.
+    InvalidReminder,
 }
 
 impl DeadReason {
-    pub const ALL: [DeadReason; 7] = [
+    pub const ALL: [DeadReason; 8] = [
         DeadReason::Schema,
         DeadReason::UnknownReminder,
         DeadReason::Rejected,
@@ -32,6 +36,7 @@ impl DeadReason {
         DeadReason::ThrottleExhausted,
         DeadReason::Ambiguous,
         DeadReason::ReceiveCountExceeded,
+        DeadReason::InvalidReminder,
     ];
 
     pub const fn as_str(self) -> &'static str {
@@ -43,6 +48,7 @@ impl DeadReason {
             DeadReason::ThrottleExhausted => "throttle_exhausted",
             DeadReason::Ambiguous => "ambiguous",
             DeadReason::ReceiveCountExceeded => "receive_count_exceeded",
+            DeadReason::InvalidReminder => "invalid_reminder",
         }
     }
 }
@@ -83,7 +89,8 @@ mod tests {
                 "attempts_exhausted",
                 "throttle_exhausted",
                 "ambiguous",
-                "receive_count_exceeded"
+                "receive_count_exceeded",
+                "invalid_reminder"
             ]
         );
         for r in DeadReason::ALL {

@@ -20,6 +20,10 @@ pub enum ReminderStatus {
     Enqueued,
     Cancelled,
     Expired,
+    /// Quarantined by the scheduler: the item could not be scheduled (`invalid_reason` names
+    /// the field). It left the due index; fixing the item and writing it back as `scheduled`
+    /// (with its `due_shard`) schedules it again.
+    Invalid,
 }
 
 impl ReminderStatus {
@@ -29,6 +33,7 @@ impl ReminderStatus {
             ReminderStatus::Enqueued => "enqueued",
             ReminderStatus::Cancelled => "cancelled",
             ReminderStatus::Expired => "expired",
+            ReminderStatus::Invalid => "invalid",
         }
     }
 }
@@ -73,6 +78,8 @@ pub struct Reminder {
     /// Bumped on every edit; the consumer sends the current version.
     pub payload_version: u64,
     pub status: ReminderStatus,
+    /// Why the scheduler quarantined it (status `invalid`), naming the field.
+    pub invalid_reason: Option<String>,
     /// DynamoDB TTL, epoch seconds: `fresh_until` + retention.
     pub expires_at: i64,
 }
@@ -122,6 +129,7 @@ impl Reminder {
             recipients,
             payload_version: 1,
             status: ReminderStatus::Scheduled,
+            invalid_reason: None,
             expires_at: super::Retention(retention).expires_at(fresh_until),
         })
     }
@@ -155,6 +163,10 @@ fn check_content(content: &Content) -> Result<(), ReminderError> {
     }
     Ok(())
 }
+
+/// The virtual shards of the due index: writers spread over `DUE_SHARDS` of them (1 to this),
+/// the scheduler reads them all, so changing `DUE_SHARDS` strands nothing.
+pub const MAX_DUE_SHARDS: u32 = 64;
 
 /// The due-index shard of a reminder: the first 8 bytes of SHA-256(reminder_id), big-endian,
 /// modulo the shard count. Fixed forever for a given shard count (documented in the README).

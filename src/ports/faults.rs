@@ -120,10 +120,11 @@ impl<T: super::ReminderStore> super::ReminderStore for Faulty<T> {
         &self,
         r: &crate::domain::Reminder,
         expected_version: u64,
+        expected_status: crate::domain::ReminderStatus,
     ) -> Result<super::Marked, PortError> {
         let op = super::reminders::OP_REPLACE;
-        self.around(op, self.inner.replace(r, expected_version))
-            .await
+        let call = self.inner.replace(r, expected_version, expected_status);
+        self.around(op, call).await
     }
 
     async fn get(
@@ -136,14 +137,15 @@ impl<T: super::ReminderStore> super::ReminderStore for Faulty<T> {
 
     async fn query_due(
         &self,
-        shard: u32,
-        until: crate::clock::Timestamp,
-        limit: u32,
-        after: Option<&super::DueCursor>,
+        q: &super::DueQuery<'_>,
     ) -> Result<super::DuePage, PortError> {
-        let op = super::reminders::OP_QUERY;
-        self.around(op, self.inner.query_due(shard, until, limit, after))
+        self.around(super::reminders::OP_QUERY, self.inner.query_due(q))
             .await
+    }
+
+    async fn quarantine(&self, key: &str, reason: &str) -> Result<super::Marked, PortError> {
+        let op = super::reminders::OP_QUARANTINE;
+        self.around(op, self.inner.quarantine(key, reason)).await
     }
 
     async fn mark(

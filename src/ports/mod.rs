@@ -20,7 +20,8 @@ pub use queue::{
     ReceivedMessage, SendFailure,
 };
 pub use reminders::{
-    DueCursor, DuePage, DueReminder, Inserted, Marked, MemoryReminderStore, ReminderStore,
+    DueCursor, DueEntry, DuePage, DueQuery, DueReminder, Inserted, Marked, MemoryReminderStore,
+    ReminderStore,
 };
 
 /// Upper bound of one storage call (DynamoDB, SQS), retries included: every adapter honours

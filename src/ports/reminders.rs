@@ -4,8 +4,9 @@
 //! [`due_shard`]; marking a reminder enqueued, expired or cancelled removes it from the index in
 //! the same conditional write.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
+use std::ops::Bound;
 use std::sync::Mutex;
 
 use super::faults::{lock, FaultPoint, Faults};
@@ -18,6 +19,7 @@ pub const OP_REPLACE: &str = "reminders.replace";
 pub const OP_GET: &str = "reminders.get";
 pub const OP_QUERY: &str = "reminders.query_due";
 pub const OP_MARK: &str = "reminders.mark";
+pub const OP_QUARANTINE: &str = "reminders.quarantine";
 
 /// What the scheduler reads from the index: identities, times, version, channels. No content,
 /// no recipients.
@@ -29,6 +31,19 @@ pub struct DueReminder {
     pub fresh_until: Timestamp,
     pub payload_version: u64,
     pub channels: Vec<Channel>,
+}
+
+impl DueReminder {
+    /// Why a readable index item still cannot be scheduled, naming the field.
+    pub fn problem(&self) -> Option<String> {
+        if self.channels.is_empty() {
+            return Some("channels: empty (no channel to send to)".into());
+        }
+        if self.fresh_until <= self.due_at {
+            return Some("fresh_until: not after due_at".into());
+        }
+        None
+    }
 }
 
 impl From<&Reminder> for DueReminder {
@@ -44,18 +59,56 @@ impl From<&Reminder> for DueReminder {
     }
 }
 
-/// Where a due-index page ended (exclusive).
+/// One item of the due index, decoded on its own: a bad item never fails its page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DueEntry {
+    Due(DueReminder),
+    /// An item the scheduler cannot schedule; it is quarantined by its raw key.
+    Unschedulable {
+        key: String,
+        due_at: Timestamp,
+        reason: String,
+    },
+}
+
+impl DueEntry {
+    /// Index order: due time, then id.
+    pub fn order(&self) -> (Timestamp, &str) {
+        match self {
+            DueEntry::Due(d) => (d.due_at, d.reminder_id.as_str()),
+            DueEntry::Unschedulable { key, due_at, .. } => (*due_at, key),
+        }
+    }
+}
+
+/// Where a due-index page ended (exclusive). The id is the raw key: an item whose id does not
+/// parse still has a place in the index.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DueCursor {
     pub due_at: Timestamp,
-    pub reminder_id: ReminderId,
+    pub reminder_id: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct DuePage {
     /// Oldest first.
-    pub items: Vec<DueReminder>,
+    pub items: Vec<DueEntry>,
+    /// Where to go on; `None` when the shard has nothing more due.
     pub next: Option<DueCursor>,
+}
+
+/// One page of one shard of the due index.
+#[derive(Debug, Clone, Copy)]
+pub struct DueQuery<'a> {
+    pub shard: u32,
+    /// Due at or before this.
+    pub until: Timestamp,
+    /// Items per page, at most.
+    pub limit: u32,
+    pub after: Option<&'a DueCursor>,
+    /// Subscribers whose items the store leaves out (they reached their cap this run): the
+    /// store filters them, so they cost no one else's scan budget.
+    pub skip: &'a BTreeSet<SubscriberId>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,19 +126,21 @@ pub enum Marked {
 }
 
 pub trait ReminderStore: Send + Sync {
-    /// Number of due-index shards this store writes.
+    /// Number of due-index shards the scheduler reads (`0..shards()`): every shard an item
+    /// may sit in, whatever shard count wrote it.
     fn shards(&self) -> u32;
 
     /// Create; never overwrites.
     fn insert(&self, r: &Reminder) -> impl Future<Output = Result<Inserted, PortError>> + Send;
 
     /// Replace a reminder whose stored `payload_version` is `expected_version` and whose status
-    /// is still `r.status` (an edit). Only `scheduled` and `enqueued` reminders can be edited;
-    /// an enqueued one stays out of the due index.
+    /// is still `expected_status` (an edit). Only `scheduled` and `enqueued` reminders can be
+    /// edited; the new status decides whether it is in the due index.
     fn replace(
         &self,
         r: &Reminder,
         expected_version: u64,
+        expected_status: ReminderStatus,
     ) -> impl Future<Output = Result<Marked, PortError>> + Send;
 
     fn get(
@@ -93,14 +148,20 @@ pub trait ReminderStore: Send + Sync {
         id: &ReminderId,
     ) -> impl Future<Output = Result<Option<Reminder>, PortError>> + Send;
 
-    /// Scheduled reminders of one shard due at or before `until`, oldest first.
+    /// Items of one shard of the due index due at or before `q.until`, oldest first, each
+    /// decoded on its own.
     fn query_due(
         &self,
-        shard: u32,
-        until: Timestamp,
-        limit: u32,
-        after: Option<&DueCursor>,
+        q: &DueQuery<'_>,
     ) -> impl Future<Output = Result<DuePage, PortError>> + Send;
+
+    /// Take an item the scheduler cannot schedule out of the due index: status `invalid` and
+    /// `invalid_reason`, conditional on the item still being in the index.
+    fn quarantine(
+        &self,
+        key: &str,
+        reason: &str,
+    ) -> impl Future<Output = Result<Marked, PortError>> + Send;
 
     /// `scheduled` at `payload_version` → `to` (enqueued or expired), leaving the due index.
     /// `to = Cancelled` accepts any version from `scheduled` or `enqueued`.
@@ -123,8 +184,9 @@ impl<T: ReminderStore> ReminderStore for std::sync::Arc<T> {
         &self,
         r: &Reminder,
         expected_version: u64,
+        expected_status: ReminderStatus,
     ) -> impl Future<Output = Result<Marked, PortError>> + Send {
-        (**self).replace(r, expected_version)
+        (**self).replace(r, expected_version, expected_status)
     }
     fn get(
         &self,
@@ -134,12 +196,16 @@ impl<T: ReminderStore> ReminderStore for std::sync::Arc<T> {
     }
     fn query_due(
         &self,
-        shard: u32,
-        until: Timestamp,
-        limit: u32,
-        after: Option<&DueCursor>,
+        q: &DueQuery<'_>,
     ) -> impl Future<Output = Result<DuePage, PortError>> + Send {
-        (**self).query_due(shard, until, limit, after)
+        (**self).query_due(q)
+    }
+    fn quarantine(
+        &self,
+        key: &str,
+        reason: &str,
+    ) -> impl Future<Output = Result<Marked, PortError>> + Send {
+        (**self).quarantine(key, reason)
     }
     fn mark(
         &self,
@@ -151,11 +217,36 @@ impl<T: ReminderStore> ReminderStore for std::sync::Arc<T> {
     }
 }
 
+/// The reminders table in memory, with its due index kept ordered by (shard, due, id) as
+/// DynamoDB keeps it: a page costs its own length plus what it skips, not the whole table.
 #[derive(Debug, Default)]
 pub struct MemoryReminderStore {
-    items: Mutex<BTreeMap<ReminderId, Reminder>>,
+    state: Mutex<Table>,
     shards: u32,
     faults: Faults,
+}
+
+#[derive(Debug, Default)]
+struct Table {
+    /// By raw id, as DynamoDB keys them.
+    items: BTreeMap<String, Reminder>,
+    due: BTreeSet<(u32, Timestamp, String)>,
+}
+
+impl Table {
+    /// Write `r`, keeping the index in step: a scheduled reminder is in it, nothing else is.
+    fn put(&mut self, r: Reminder, shards: u32) {
+        let key = r.reminder_id.as_str().to_owned();
+        if let Some(old) = self.items.get(&key) {
+            let shard = due_shard(&old.reminder_id, shards);
+            self.due.remove(&(shard, old.due_at, key.clone()));
+        }
+        if r.status == ReminderStatus::Scheduled {
+            let shard = due_shard(&r.reminder_id, shards);
+            self.due.insert((shard, r.due_at, key.clone()));
+        }
+        self.items.insert(key, r);
+    }
 }
 
 impl MemoryReminderStore {
@@ -165,19 +256,15 @@ impl MemoryReminderStore {
 
     pub fn with_faults(shards: u32, faults: Faults) -> Self {
         Self {
-            items: Mutex::default(),
+            state: Mutex::default(),
             shards: shards.max(1),
             faults,
         }
     }
 
-    fn guarded<T>(
-        &self,
-        op: &'static str,
-        f: impl FnOnce(&mut BTreeMap<ReminderId, Reminder>) -> T,
-    ) -> Result<T, PortError> {
+    fn guarded<T>(&self, op: &'static str, f: impl FnOnce(&mut Table) -> T) -> Result<T, PortError> {
         self.faults.check(op, FaultPoint::Before)?;
-        let out = f(&mut lock(&self.items));
+        let out = f(&mut lock(&self.state));
         self.faults.check(op, FaultPoint::After)?;
         Ok(out)
     }
@@ -199,7 +286,7 @@ pub fn mark_allowed(current: &Reminder, payload_version: u64, to: ReminderStatus
             current.status == ReminderStatus::Scheduled
                 && current.payload_version == payload_version
         }
-        ReminderStatus::Scheduled => false,
+        ReminderStatus::Scheduled | ReminderStatus::Invalid => false,
     }
 }
 
@@ -209,65 +296,95 @@ impl ReminderStore for MemoryReminderStore {
     }
 
     async fn insert(&self, r: &Reminder) -> Result<Inserted, PortError> {
-        self.guarded(OP_INSERT, |items| {
-            if items.contains_key(&r.reminder_id) {
+        let shards = self.shards;
+        self.guarded(OP_INSERT, |t| {
+            if t.items.contains_key(r.reminder_id.as_str()) {
                 return Inserted::AlreadyExists;
             }
-            items.insert(r.reminder_id.clone(), r.clone());
+            t.put(r.clone(), shards);
             Inserted::Created
         })
     }
 
-    async fn replace(&self, r: &Reminder, expected_version: u64) -> Result<Marked, PortError> {
-        self.guarded(OP_REPLACE, |items| match items.get(&r.reminder_id) {
+    async fn replace(
+        &self,
+        r: &Reminder,
+        expected_version: u64,
+        expected_status: ReminderStatus,
+    ) -> Result<Marked, PortError> {
+        let shards = self.shards;
+        self.guarded(OP_REPLACE, |t| match t.items.get(r.reminder_id.as_str()) {
             None => Marked::Missing,
             Some(cur)
                 if cur.payload_version != expected_version
-                    || cur.status != r.status
+                    || cur.status != expected_status
+                    || !editable(cur.status)
                     || !editable(r.status) =>
             {
                 Marked::Changed
             }
             Some(_) => {
-                items.insert(r.reminder_id.clone(), r.clone());
+                t.put(r.clone(), shards);
                 Marked::Marked
             }
         })
     }
 
     async fn get(&self, id: &ReminderId) -> Result<Option<Reminder>, PortError> {
-        self.guarded(OP_GET, |items| items.get(id).cloned())
+        self.guarded(OP_GET, |t| t.items.get(id.as_str()).cloned())
     }
 
-    async fn query_due(
-        &self,
-        shard: u32,
-        until: Timestamp,
-        limit: u32,
-        after: Option<&DueCursor>,
-    ) -> Result<DuePage, PortError> {
-        let shards = self.shards;
-        self.guarded(OP_QUERY, |items| {
-            let mut due: Vec<&Reminder> = items
-                .values()
-                .filter(|r| r.status == ReminderStatus::Scheduled)
-                .filter(|r| due_shard(&r.reminder_id, shards) == shard && r.due_at <= until)
-                .filter(|r| match after {
-                    Some(c) => (r.due_at, &r.reminder_id) > (c.due_at, &c.reminder_id),
-                    None => true,
-                })
-                .collect();
-            due.sort_by(|a, b| (a.due_at, &a.reminder_id).cmp(&(b.due_at, &b.reminder_id)));
-            let more = due.len() > limit as usize;
-            due.truncate(limit as usize);
-            let next = more.then(|| due.last()).flatten().map(|r| DueCursor {
-                due_at: r.due_at,
-                reminder_id: r.reminder_id.clone(),
-            });
-            DuePage {
-                items: due.into_iter().map(DueReminder::from).collect(),
-                next,
+    async fn query_due(&self, q: &DueQuery<'_>) -> Result<DuePage, PortError> {
+        self.guarded(OP_QUERY, |t| {
+            let from = match q.after {
+                Some(c) => Bound::Excluded((q.shard, c.due_at, c.reminder_id.clone())),
+                None => Bound::Included((q.shard, Timestamp::from_millis(i64::MIN), String::new())),
+            };
+            let mut items = Vec::new();
+            let mut next = None;
+            for (shard, due_at, id) in t.due.range((from, Bound::Unbounded)) {
+                if *shard != q.shard || *due_at > q.until {
+                    break;
+                }
+                let Some(r) = t.items.get(id) else { continue };
+                if q.skip.contains(&r.subscriber_id) {
+                    continue;
+                }
+                let due = DueReminder::from(r);
+                items.push(match due.problem() {
+                    None => DueEntry::Due(due),
+                    Some(reason) => DueEntry::Unschedulable {
+                        key: id.clone(),
+                        due_at: *due_at,
+                        reason,
+                    },
+                });
+                if items.len() >= q.limit.max(1) as usize {
+                    next = Some(DueCursor {
+                        due_at: *due_at,
+                        reminder_id: id.clone(),
+                    });
+                    break;
+                }
             }
+            DuePage { items, next }
+        })
+    }
+
+    async fn quarantine(&self, key: &str, reason: &str) -> Result<Marked, PortError> {
+        let shards = self.shards;
+        self.guarded(OP_QUARANTINE, |t| {
+            let Some(cur) = t.items.get(key).cloned() else {
+                return Marked::Missing;
+            };
+            if cur.status != ReminderStatus::Scheduled {
+                return Marked::Changed;
+            }
+            let mut next = cur;
+            next.status = ReminderStatus::Invalid;
+            next.invalid_reason = Some(reason.to_owned());
+            t.put(next, shards);
+            Marked::Marked
         })
     }
 
@@ -277,11 +394,14 @@ impl ReminderStore for MemoryReminderStore {
         payload_version: u64,
         to: ReminderStatus,
     ) -> Result<Marked, PortError> {
-        self.guarded(OP_MARK, |items| match items.get_mut(id) {
+        let shards = self.shards;
+        self.guarded(OP_MARK, |t| match t.items.get(id.as_str()) {
             None => Marked::Missing,
             Some(cur) if !mark_allowed(cur, payload_version, to) => Marked::Changed,
             Some(cur) => {
-                cur.status = to;
+                let mut next = cur.clone();
+                next.status = to;
+                t.put(next, shards);
                 Marked::Marked
             }
         })

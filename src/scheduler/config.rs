@@ -22,6 +22,8 @@ pub struct SchedulerConfig {
     pub deadline_margin: Duration,
     /// Retries of a batch's failed entries.
     pub send_retries: u32,
+    /// Groups of reminders (at most one batch of ten per channel each) in flight at once.
+    pub send_concurrency: usize,
 }
 
 impl Default for SchedulerConfig {
@@ -35,6 +37,7 @@ impl Default for SchedulerConfig {
             page_size: 250,
             deadline_margin: Duration::from_secs(5),
             send_retries: 3,
+            send_concurrency: 4,
         }
     }
 }

@@ -1,12 +1,21 @@
 //! Taking due reminders fairly: a merge of the shards' due-time pages, oldest first, with a
-//! per-subscriber cap per run (DESIGN §6). Reminders over the cap are skipped, not taken:
-//! they stay in the index and lead the next run.
+//! per-subscriber cap per run (DESIGN §6).
+//!
+//! A subscriber that reaches its cap is added to the skip set the store filters on: its
+//! remaining items are neither taken nor counted against the run's scan budget, so a
+//! subscriber with a backlog of any size delays no one else. Items the index holds but the
+//! scheduler cannot schedule come back as [`DueEntry::Unschedulable`], to be quarantined.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use futures::stream::{self, StreamExt};
 
 use crate::clock::Timestamp;
 use crate::domain::SubscriberId;
-use crate::ports::{DueCursor, DueReminder, PortError, ReminderStore};
+use crate::ports::{DueCursor, DueEntry, DuePage, DueQuery, DueReminder, PortError, ReminderStore};
+
+/// Shard queries in flight at once while refilling.
+const QUERY_CONCURRENCY: usize = 8;
 
 pub(super) struct Limits {
     pub until: Timestamp,
@@ -19,16 +28,29 @@ pub(super) struct Limits {
 #[derive(Debug, Default)]
 pub(super) struct Taken {
     pub picked: Vec<DueReminder>,
+    /// Index items that cannot be scheduled: (raw key, reason naming the field).
+    pub unschedulable: Vec<(String, String)>,
+    /// Items counted against the scan budget (taken or unschedulable).
     pub scanned: u32,
+    /// Items of subscribers over their cap seen this run (not counted against the budget).
     pub skipped_over_cap: u32,
     pub queries: u32,
 }
 
 struct Shard {
     id: u32,
-    buf: VecDeque<DueReminder>,
+    buf: VecDeque<DueEntry>,
     cursor: Option<DueCursor>,
     done: bool,
+}
+
+struct Scan<'a, S> {
+    store: &'a S,
+    limits: &'a Limits,
+    shards: Vec<Shard>,
+    skip: BTreeSet<SubscriberId>,
+    per_subscriber: BTreeMap<SubscriberId, u32>,
+    taken: Taken,
 }
 
 pub(super) async fn take_due<S: ReminderStore>(
@@ -36,7 +58,7 @@ pub(super) async fn take_due<S: ReminderStore>(
     limits: &Limits,
     mut out_of_time: impl FnMut() -> bool,
 ) -> Result<Taken, PortError> {
-    let mut shards: Vec<Shard> = (0..store.shards())
+    let shards = (0..store.shards())
         .map(|id| Shard {
             id,
             buf: VecDeque::new(),
@@ -44,50 +66,113 @@ pub(super) async fn take_due<S: ReminderStore>(
             done: false,
         })
         .collect();
-    let mut taken = Taken::default();
-    let mut per_subscriber: BTreeMap<SubscriberId, u32> = BTreeMap::new();
-    while (taken.picked.len() as u32) < limits.max_take
-        && taken.scanned < limits.max_scan
+    let mut scan = Scan {
+        store,
+        limits,
+        shards,
+        skip: BTreeSet::new(),
+        per_subscriber: BTreeMap::new(),
+        taken: Taken::default(),
+    };
+    while (scan.taken.picked.len() as u32) < limits.max_take
+        && scan.taken.scanned < limits.max_scan
         && !out_of_time()
     {
-        for shard in shards.iter_mut().filter(|s| s.buf.is_empty() && !s.done) {
-            let page = store
-                .query_due(
-                    shard.id,
-                    limits.until,
-                    limits.page_size,
-                    shard.cursor.as_ref(),
-                )
-                .await?;
-            taken.queries += 1;
+        scan.refill().await?;
+        let Some(entry) = scan.next_oldest() else {
+            break;
+        };
+        scan.take(entry);
+    }
+    Ok(scan.taken)
+}
+
+impl<S: ReminderStore> Scan<'_, S> {
+    /// Query every shard whose buffer ran dry, a few at a time.
+    async fn refill(&mut self) -> Result<(), PortError> {
+        let (store, limits, skip) = (self.store, self.limits, &self.skip);
+        let wanted: Vec<(usize, u32, Option<DueCursor>)> = self
+            .shards
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.buf.is_empty() && !s.done)
+            .map(|(i, s)| (i, s.id, s.cursor.clone()))
+            .collect();
+        let pages: Vec<(usize, Result<DuePage, PortError>)> = stream::iter(wanted)
+            .map(|(i, shard, cursor)| async move {
+                let q = DueQuery {
+                    shard,
+                    until: limits.until,
+                    limit: limits.page_size,
+                    after: cursor.as_ref(),
+                    skip,
+                };
+                (i, store.query_due(&q).await)
+            })
+            .buffer_unordered(QUERY_CONCURRENCY)
+            .collect()
+            .await;
+        for (i, page) in pages {
+            let page = page?;
+            self.taken.queries += 1;
+            let shard = &mut self.shards[i];
             shard.buf.extend(page.items);
             shard.done = page.next.is_none();
             shard.cursor = page.next;
         }
-        // The oldest head across shards (ties broken by id, so a run is deterministic).
-        let Some(next) = shards
+        self.drop_skipped();
+        Ok(())
+    }
+
+    /// The oldest head across shards (ties broken by id, so a run is deterministic).
+    fn next_oldest(&mut self) -> Option<DueEntry> {
+        self.shards
             .iter_mut()
             .filter(|s| !s.buf.is_empty())
-            .min_by(|a, b| {
-                let (x, y) = (&a.buf[0], &b.buf[0]);
-                (x.due_at, &x.reminder_id).cmp(&(y.due_at, &y.reminder_id))
-            })
-        else {
-            break;
+            .min_by(|a, b| a.buf[0].order().cmp(&b.buf[0].order()))?
+            .buf
+            .pop_front()
+    }
+
+    fn take(&mut self, entry: DueEntry) {
+        let item = match entry {
+            DueEntry::Due(item) => item,
+            DueEntry::Unschedulable { key, reason, .. } => {
+                self.taken.scanned += 1;
+                self.taken.unschedulable.push((key, reason));
+                return;
+            }
         };
-        let Some(item) = next.buf.pop_front() else {
-            break;
-        };
-        taken.scanned += 1;
-        let count = per_subscriber
+        if self.skip.contains(&item.subscriber_id) {
+            self.taken.skipped_over_cap += 1;
+            return;
+        }
+        self.taken.scanned += 1;
+        let count = self
+            .per_subscriber
             .entry(item.subscriber_id.clone())
             .or_default();
-        if *count >= limits.per_subscriber_cap {
-            taken.skipped_over_cap += 1;
-            continue;
-        }
         *count += 1;
-        taken.picked.push(item);
+        if *count >= self.limits.per_subscriber_cap {
+            // At the cap: the store leaves this subscriber out from now on.
+            self.skip.insert(item.subscriber_id.clone());
+            self.drop_skipped();
+        }
+        self.taken.picked.push(item);
     }
-    Ok(taken)
+
+    /// Items already buffered for subscribers at their cap: skipped, not scanned.
+    fn drop_skipped(&mut self) {
+        if self.skip.is_empty() {
+            return;
+        }
+        for shard in &mut self.shards {
+            let before = shard.buf.len();
+            shard.buf.retain(|e| match e {
+                DueEntry::Due(d) => !self.skip.contains(&d.subscriber_id),
+                DueEntry::Unschedulable { .. } => true,
+            });
+            self.taken.skipped_over_cap += (before - shard.buf.len()) as u32;
+        }
+    }
 }

@@ -15,7 +15,7 @@ use reminders::domain::{
     ReminderId, ReminderStatus, SubscriberId,
 };
 use reminders::ports::{
-    Cas, DeliveryQueue, DueCursor, DuePage, Expected, Inserted, Ledger, Marked, MemoryGate,
+    Cas, DeliveryQueue, DuePage, DueQuery, Expected, Inserted, Ledger, Marked, MemoryGate,
     MemoryLedger, MemoryQueue, MemoryReminderStore, OutgoingMessage, PortError, PortSet,
     QueueDepth, ReceivedMessage, ReminderStore, ScriptedProvider, SendFailure,
 };
@@ -55,23 +55,21 @@ impl<T: ReminderStore> ReminderStore for Counted<T> {
     async fn insert(&self, r: &Reminder) -> Result<Inserted, PortError> {
         self.inner.insert(r).await
     }
-    async fn replace(&self, r: &Reminder, v: u64) -> Result<Marked, PortError> {
+    async fn replace(&self, r: &Reminder, v: u64, st: ReminderStatus) -> Result<Marked, PortError> {
         self.calls.hit("reminders.write");
-        self.inner.replace(r, v).await
+        self.inner.replace(r, v, st).await
     }
     async fn get(&self, id: &ReminderId) -> Result<Option<Reminder>, PortError> {
         self.calls.hit("reminders.get");
         self.inner.get(id).await
     }
-    async fn query_due(
-        &self,
-        shard: u32,
-        until: Timestamp,
-        limit: u32,
-        after: Option<&DueCursor>,
-    ) -> Result<DuePage, PortError> {
+    async fn query_due(&self, q: &DueQuery<'_>) -> Result<DuePage, PortError> {
         self.calls.hit("reminders.query");
-        self.inner.query_due(shard, until, limit, after).await
+        self.inner.query_due(q).await
+    }
+    async fn quarantine(&self, key: &str, reason: &str) -> Result<Marked, PortError> {
+        self.calls.hit("reminders.write");
+        self.inner.quarantine(key, reason).await
     }
     async fn mark(&self, id: &ReminderId, v: u64, to: ReminderStatus) -> Result<Marked, PortError> {
         self.calls.hit("reminders.write");

@@ -6,6 +6,7 @@
 //! TTL attribute `expires_at`, in epoch seconds.
 
 pub mod gate;
+mod item;
 pub mod ledger;
 pub mod reminders;
 

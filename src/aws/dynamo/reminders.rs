@@ -2,7 +2,7 @@
 //! `due_shard`, which puts it in the sparse `due-index` (`due_shard` HASH, `due_at` RANGE);
 //! every mark out of `scheduled` removes `due_shard` in the same conditional write.
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::get_item::GetItemError;
@@ -11,90 +11,22 @@ use aws_sdk_dynamodb::operation::query::QueryError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
 use aws_sdk_dynamodb::Client;
-use serde::{Deserialize, Serialize};
-use serde_dynamo::aws_sdk_dynamodb_1::{from_item, to_item};
+use serde_dynamo::aws_sdk_dynamodb_1::to_item;
 
+use super::item::{self, ReminderItem};
 use super::{dynamo_kind, n, s, DUE_INDEX};
 use crate::aws::error::{corrupt, port_error};
 use crate::clock::Timestamp;
-use crate::domain::{
-    due_shard, Channel, Content, Recipient, Reminder, ReminderId, ReminderStatus, SubscriberId,
+use crate::domain::{Reminder, ReminderId, ReminderStatus, SubscriberId, MAX_DUE_SHARDS};
+use crate::ports::reminders::{
+    editable, OP_GET, OP_INSERT, OP_MARK, OP_QUARANTINE, OP_QUERY, OP_REPLACE,
 };
-use crate::ports::reminders::{editable, OP_GET, OP_INSERT, OP_MARK, OP_QUERY, OP_REPLACE};
-use crate::ports::{DueCursor, DuePage, DueReminder, Inserted, Marked, PortError, ReminderStore};
+use crate::ports::{DueCursor, DuePage, DueQuery, Inserted, Marked, PortError, ReminderStore};
 
-/// The item as stored; applications in other languages write the same shape (README).
-#[derive(Debug, Serialize, Deserialize)]
-struct ReminderItem {
-    reminder_id: ReminderId,
-    subscriber_id: SubscriberId,
-    due_at: Timestamp,
-    fresh_until: Timestamp,
-    payload_version: u64,
-    status: ReminderStatus,
-    /// Projected into the index, so the scheduler needs no read of the item.
-    channels: Vec<Channel>,
-    /// Channel wire name → address.
-    recipients: BTreeMap<String, String>,
-    content: Content,
-    expires_at: i64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    due_shard: Option<u32>,
-}
-
-/// The index projection: keys plus the INCLUDE attributes.
-#[derive(Debug, Deserialize)]
-struct DueItem {
-    reminder_id: ReminderId,
-    subscriber_id: SubscriberId,
-    due_at: Timestamp,
-    fresh_until: Timestamp,
-    payload_version: u64,
-    channels: Vec<Channel>,
-}
-
-impl ReminderItem {
-    fn from_reminder(r: &Reminder, shards: u32) -> Self {
-        Self {
-            reminder_id: r.reminder_id.clone(),
-            subscriber_id: r.subscriber_id.clone(),
-            due_at: r.due_at,
-            fresh_until: r.fresh_until,
-            payload_version: r.payload_version,
-            status: r.status,
-            channels: r.channels().collect(),
-            recipients: r
-                .recipients
-                .iter()
-                .map(|(c, rec)| (c.as_str().to_owned(), rec.expose().to_owned()))
-                .collect(),
-            content: r.content.clone(),
-            expires_at: r.expires_at,
-            due_shard: (r.status == ReminderStatus::Scheduled)
-                .then(|| due_shard(&r.reminder_id, shards)),
-        }
-    }
-
-    fn into_reminder(self) -> Result<Reminder, String> {
-        let mut recipients = BTreeMap::new();
-        for (channel, address) in self.recipients {
-            let channel: Channel = channel.parse().map_err(|e| format!("{e}"))?;
-            let r = Recipient::parse(channel, &address).map_err(|e| format!("{channel}: {e}"))?;
-            recipients.insert(channel, r);
-        }
-        Ok(Reminder {
-            reminder_id: self.reminder_id,
-            subscriber_id: self.subscriber_id,
-            due_at: self.due_at,
-            fresh_until: self.fresh_until,
-            content: self.content,
-            recipients,
-            payload_version: self.payload_version,
-            status: self.status,
-            expires_at: self.expires_at,
-        })
-    }
-}
+/// Values of one `IN` list (DynamoDB's limit).
+const MAX_IN_LIST: usize = 100;
+/// Subscribers the store filters out per query; past this the scheduler drops the rest itself.
+const MAX_SKIPPED: usize = 300;
 
 #[derive(Debug, Clone)]
 pub struct DynamoReminderStore {
@@ -153,8 +85,10 @@ impl DynamoReminderStore {
 }
 
 impl ReminderStore for DynamoReminderStore {
+    /// Every virtual shard: items written under any `DUE_SHARDS` are found, so changing it
+    /// loses nothing (writes spread over `self.shards`).
     fn shards(&self) -> u32 {
-        self.shards
+        MAX_DUE_SHARDS
     }
 
     async fn insert(&self, r: &Reminder) -> Result<Inserted, PortError> {
@@ -165,14 +99,19 @@ impl ReminderStore for DynamoReminderStore {
         })
     }
 
-    async fn replace(&self, r: &Reminder, expected_version: u64) -> Result<Marked, PortError> {
-        if !editable(r.status) {
+    async fn replace(
+        &self,
+        r: &Reminder,
+        expected_version: u64,
+        expected_status: ReminderStatus,
+    ) -> Result<Marked, PortError> {
+        if !editable(r.status) || !editable(expected_status) {
             return Ok(Marked::Changed);
         }
         let cond = "payload_version = :expected AND #status = :status";
         let values = [
             (":expected", n(expected_version)),
-            (":status", s(r.status.as_str())),
+            (":status", s(expected_status.as_str())),
         ];
         Ok(
             match self.put_conditional(OP_REPLACE, r, cond, &values).await? {
@@ -196,59 +135,78 @@ impl ReminderStore for DynamoReminderStore {
         let Some(item) = out.item else {
             return Ok(None);
         };
-        let item: ReminderItem = from_item(item).map_err(|e| corrupt(OP_GET, e))?;
-        item.into_reminder()
+        item::reminder(item)
             .map(Some)
             .map_err(|e| corrupt(OP_GET, e))
     }
 
-    async fn query_due(
-        &self,
-        shard: u32,
-        until: Timestamp,
-        limit: u32,
-        after: Option<&DueCursor>,
-    ) -> Result<DuePage, PortError> {
+    async fn query_due(&self, dq: &DueQuery<'_>) -> Result<DuePage, PortError> {
         let mut q = self
             .client
             .query()
             .table_name(&self.table)
             .index_name(DUE_INDEX)
             .key_condition_expression("due_shard = :shard AND due_at <= :until")
-            .expression_attribute_values(":shard", n(shard))
-            .expression_attribute_values(":until", n(until.as_millis()))
-            .scan_index_forward(true)
-            .limit(i32::try_from(limit.max(1)).unwrap_or(i32::MAX));
-        if let Some(c) = after {
+            .expression_attribute_values(":shard", n(dq.shard))
+            .expression_attribute_values(":until", n(dq.until.as_millis()))
+            .scan_index_forward(true);
+        if dq.skip.is_empty() {
+            q = q.limit(i32::try_from(dq.limit.max(1)).unwrap_or(i32::MAX));
+        } else {
+            // Limit counts the items DynamoDB evaluates, filtered or not: without it a page
+            // skips up to 1 MB of a capped subscriber's items in one request.
+            let (filter, values) = skip_filter(dq.skip);
+            q = q.filter_expression(filter);
+            for (k, v) in values {
+                q = q.expression_attribute_values(k, v);
+            }
+        }
+        if let Some(c) = dq.after {
             q = q
                 .exclusive_start_key("reminder_id", s(c.reminder_id.as_str()))
-                .exclusive_start_key("due_shard", n(shard))
+                .exclusive_start_key("due_shard", n(dq.shard))
                 .exclusive_start_key("due_at", n(c.due_at.as_millis()));
         }
         let out = q
             .send()
             .await
             .map_err(|e| port_error(OP_QUERY, e, dynamo_kind!(QueryError)))?;
-        let mut items = Vec::new();
-        for item in out.items.unwrap_or_default() {
-            let d: DueItem = from_item(item).map_err(|e| corrupt(OP_QUERY, e))?;
-            items.push(DueReminder {
-                reminder_id: d.reminder_id,
-                subscriber_id: d.subscriber_id,
-                due_at: d.due_at,
-                fresh_until: d.fresh_until,
-                payload_version: d.payload_version,
-                channels: d.channels,
-            });
-        }
-        let next = match (out.last_evaluated_key.is_some(), items.last()) {
-            (true, Some(last)) => Some(DueCursor {
-                due_at: last.due_at,
-                reminder_id: last.reminder_id.clone(),
-            }),
-            _ => None,
-        };
+        let items = out
+            .items
+            .unwrap_or_default()
+            .into_iter()
+            .map(item::due_entry)
+            .collect();
+        let next = out.last_evaluated_key.as_ref().and_then(cursor);
         Ok(DuePage { items, next })
+    }
+
+    async fn quarantine(&self, key: &str, reason: &str) -> Result<Marked, PortError> {
+        let up = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("reminder_id", s(key))
+            .update_expression("SET #status = :invalid, invalid_reason = :reason REMOVE due_shard")
+            .condition_expression("attribute_exists(due_shard)")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":invalid", s(ReminderStatus::Invalid.as_str()))
+            .expression_attribute_values(":reason", s(reason))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        match up.send().await {
+            Ok(_) => Ok(Marked::Marked),
+            Err(SdkError::ServiceError(e))
+                if matches!(e.err(), UpdateItemError::ConditionalCheckFailedException(_)) =>
+            {
+                Ok(match e.into_err() {
+                    UpdateItemError::ConditionalCheckFailedException(f) if f.item.is_some() => {
+                        Marked::Changed
+                    }
+                    _ => Marked::Missing,
+                })
+            }
+            Err(e) => Err(port_error(OP_QUARANTINE, e, dynamo_kind!(UpdateItemError))),
+        }
     }
 
     async fn mark(
@@ -293,4 +251,38 @@ impl ReminderStore for DynamoReminderStore {
             Err(e) => Err(port_error(OP_MARK, e, dynamo_kind!(UpdateItemError))),
         }
     }
+}
+
+/// `NOT (subscriber_id IN (…)) AND …`, in lists of at most 100 values.
+fn skip_filter(
+    skip: &BTreeSet<SubscriberId>,
+) -> (String, Vec<(String, aws_sdk_dynamodb::types::AttributeValue)>) {
+    let ids: Vec<&SubscriberId> = skip.iter().take(MAX_SKIPPED).collect();
+    let mut clauses = Vec::new();
+    let mut values = Vec::new();
+    for (c, chunk) in ids.chunks(MAX_IN_LIST).enumerate() {
+        let names: Vec<String> = (0..chunk.len()).map(|i| format!(":skip{c}_{i}")).collect();
+        for (name, id) in names.iter().zip(chunk) {
+            values.push((name.clone(), s(id.as_str())));
+        }
+        clauses.push(format!("NOT (subscriber_id IN ({}))", names.join(", ")));
+    }
+    (clauses.join(" AND "), values)
+}
+
+/// Where a page ended, from DynamoDB's `LastEvaluatedKey`.
+fn cursor(
+    key: &std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>,
+) -> Option<DueCursor> {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let (Some(AttributeValue::S(id)), Some(AttributeValue::N(due))) =
+        (key.get("reminder_id"), key.get("due_at"))
+    else {
+        return None;
+    };
+    let due_at = due.parse::<i64>().ok().map(Timestamp::from_millis)?;
+    Some(DueCursor {
+        due_at,
+        reminder_id: id.clone(),
+    })
 }

@@ -39,10 +39,20 @@ impl Facts {
         Self {
             attempts: 0,
             first_seen_at,
-            last_error: Some(error.to_owned()),
+            last_error: Some(short(error)),
             policy_version: Some(cfg.policy.version.clone()),
         }
     }
+}
+
+/// Evidence stays short (the ledger keeps as much).
+fn short(error: &str) -> String {
+    let max = crate::delivery::state::MAX_ERROR_LEN;
+    let mut cut = error.len().min(max);
+    while !error.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    error[..cut].to_owned()
 }
 
 impl<P: Ports> Record<'_, P> {

@@ -9,7 +9,7 @@ use super::{Delivery, Record, Step};
 use crate::delivery::state::{Change, Ctx, Status};
 use crate::delivery::{transition, Written};
 use crate::domain::{DeadReason, DecodeError, DeliveryMessage, ReminderStatus};
-use crate::ports::{Ports, Provider, ReminderStore, SendRequest};
+use crate::ports::{PortError, Ports, Provider, ReminderStore, SendRequest};
 
 fn decode_class(e: &DecodeError) -> &'static str {
     match e {
@@ -38,14 +38,23 @@ impl<P: Ports> Record<'_, P> {
 
     pub(super) async fn intake(&mut self, msg: DeliveryMessage) -> Step<Delivery> {
         let now = self.now();
-        if let Some(not_before) = msg.not_before.filter(|nb| *nb > now) {
-            return self.hold(&msg, not_before, now).await.map(Break);
+        let not_before = msg.not_before.filter(|nb| *nb > now);
+        if let Some(nb) = not_before.filter(|nb| *nb <= msg.fresh_until) {
+            return self.hold(&msg, nb, now).await.map(Break);
         }
-        let reminders = self.consumer.ports.reminders();
-        let Some(reminder) = reminders.get(&msg.reminder_id).await? else {
-            return self.unknown_reminder(&msg, now).await.map(Break);
+        let reminder = match self.reminder(&msg, now).await? {
+            Continue(reminder) => reminder,
+            Break(action) => return Ok(Break(action)),
         };
         let ctx = self.ctx(&msg, reminder.fresh_until, now);
+        if let Some(nb) = not_before {
+            // A wait that ends past freshness (the message's, or the reminder's now): the
+            // delivery can never be sent fresh.
+            if nb > reminder.fresh_until {
+                return self.finish(&msg, Change::Expire, &ctx).await.map(Break);
+            }
+            return self.hold(&msg, nb, now).await.map(Break);
+        }
         let Some(recipient) = reminder.recipients.get(&self.inc.channel).cloned() else {
             // The channel was edited away before dispatch: nothing to send here.
             return self.finish(&msg, Change::Cancel, &ctx).await.map(Break);
@@ -80,6 +89,28 @@ impl<P: Ports> Record<'_, P> {
         }))
     }
 
+    /// The reminder the message names. An item that cannot be read is data, not an outage:
+    /// dead at once naming the field, never retried for hours as an infrastructure error.
+    async fn reminder(
+        &mut self,
+        msg: &DeliveryMessage,
+        now: crate::clock::Timestamp,
+    ) -> Step<crate::domain::Reminder> {
+        let (reason, error) = match self.consumer.ports.reminders().get(&msg.reminder_id).await {
+            Ok(Some(r)) if r.status == ReminderStatus::Invalid => {
+                let why = r.invalid_reason.as_deref().unwrap_or("quarantined");
+                (DeadReason::InvalidReminder, format!("invalid: {why}"))
+            }
+            Ok(Some(r)) => return Ok(Continue(r)),
+            Ok(None) => (DeadReason::UnknownReminder, "reminder_not_found".to_owned()),
+            Err(PortError::Corrupt { message, .. }) => {
+                (DeadReason::InvalidReminder, format!("unreadable: {message}"))
+            }
+            Err(e) => return Err(e),
+        };
+        self.dead_unsendable(msg, reason, error, now).await.map(Break)
+    }
+
     /// Cancel or expire before any claim: never sent. A delivery still `sending` was claimed
     /// by a worker that never recorded an outcome: resolve it ([`Record::resolve_abandoned`]),
     /// never ack it as it is.
@@ -106,36 +137,33 @@ impl<P: Ports> Record<'_, P> {
         Ok(super::Action::Ack)
     }
 
-    /// No such reminder: dead as `unknown_reminder` (a delivery already in the ledger keeps
-    /// its state), with the evidence in the DLQ either way.
-    async fn unknown_reminder(
+    /// No such reminder, or one that cannot be read or sent: dead with its reason and an
+    /// error naming the field (a delivery already in the ledger in another state keeps it),
+    /// with the evidence in the DLQ either way.
+    async fn dead_unsendable(
         &mut self,
         msg: &DeliveryMessage,
+        reason: DeadReason,
+        error: String,
         now: crate::clock::Timestamp,
-    ) -> Result<super::Action, crate::ports::PortError> {
+    ) -> Result<super::Action, PortError> {
         let ctx = self.ctx(msg, msg.fresh_until, now);
         let change = Change::Die {
             token: None,
-            reason: DeadReason::UnknownReminder,
+            reason,
             spends_attempt: false,
-            error: Some("reminder_not_found".into()),
+            error: Some(error.clone()),
         };
         let written = transition(self.consumer.ports.ledger(), None, change, &ctx).await?;
         let first_seen_at = match &written {
             Written::Applied(r) => Some(r.first_seen_at()),
             Written::Refused { current, .. } => current.as_ref().map(|r| r.first_seen_at()),
         };
-        let facts = Facts::unclaimed(first_seen_at, "reminder_not_found", &self.consumer.cfg);
-        self.dead_letter(DeadReason::UnknownReminder, facts, now)
-            .await?;
-        self.m.dead(DeadReason::UnknownReminder);
-        super::log_transition(
-            msg,
-            0,
-            "unknown_reminder",
-            "dead",
-            std::time::Duration::ZERO,
-        );
+        let facts = Facts::unclaimed(first_seen_at, &error, &self.consumer.cfg);
+        self.dead_letter(reason, facts, now).await?;
+        self.m.dead(reason);
+        let what = reason.as_str();
+        super::log_transition(msg, 0, what, "dead", std::time::Duration::ZERO);
         Ok(super::Action::Ack)
     }
 }

@@ -179,6 +179,16 @@ fn unfenced_table() -> Vec<(Change, Vec<Status>, Status)> {
             vec![Scheduled],
             Dead,
         ),
+        (
+            Change::Die {
+                token: None,
+                reason: DeadReason::InvalidReminder,
+                spends_attempt: false,
+                error: Some("recipients.sms: missing for a listed channel".into()),
+            },
+            vec![Scheduled, Ready, Deferred],
+            Dead,
+        ),
         (Change::Expire, vec![Scheduled, Ready, Deferred], Expired),
         (Change::Cancel, vec![Scheduled, Ready, Deferred], Cancelled),
         (
@@ -378,6 +388,7 @@ fn dead_reasons_and_defer_classes_are_the_listed_ones() {
         DeadReason::Schema,
         DeadReason::UnknownReminder,
         DeadReason::ReceiveCountExceeded,
+        DeadReason::InvalidReminder,
     ] {
         let refused = apply(Some(&sending), die(reason), &ctx_at(T0)).unwrap_err();
         assert_eq!(refused.why, Why::NotAllowed, "{reason}");

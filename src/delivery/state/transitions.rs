@@ -217,7 +217,8 @@ fn defer(
 }
 
 /// sending (fenced) or deferred → dead for a provider or budget reason; scheduled → dead for
-/// an unknown reminder only.
+/// an unknown reminder; scheduled, ready or deferred → dead for a reminder that cannot be
+/// read or sent (never from `sending`: a live lease finishes its own send).
 fn die(
     from: &From,
     next: &mut DeliveryRecord,
@@ -237,6 +238,8 @@ fn die(
         (Status::Sending, Some(t)) if budget_or_provider => from.fenced(t)?,
         (Status::Deferred, None) if budget_or_provider => {}
         (Status::Scheduled, None) if reason == DeadReason::UnknownReminder => {}
+        (Status::Scheduled | Status::Ready | Status::Deferred, None)
+            if reason == DeadReason::InvalidReminder => {}
         _ => return Err(from.refuse(Why::NotAllowed)),
     }
     next.attempt_count += u32::from(spends_attempt);

@@ -1,0 +1,157 @@
+//! The reminders table's items as stored, and their decoding: every item on its own, and a
+//! failure names the attribute at fault (`recipients.sms: …`, `content.kind: …`), never the
+//! value of a recipient. Applications in other languages write the same shape (README).
+
+use std::collections::{BTreeMap, HashMap};
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use serde::{Deserialize, Serialize};
+
+use crate::clock::Timestamp;
+use crate::domain::{
+    due_shard, Channel, Content, Recipient, Reminder, ReminderId, ReminderStatus, SubscriberId,
+};
+use crate::ports::{DueEntry, DueReminder};
+
+/// The item as stored.
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct ReminderItem {
+    reminder_id: ReminderId,
+    subscriber_id: SubscriberId,
+    due_at: Timestamp,
+    fresh_until: Timestamp,
+    payload_version: u64,
+    status: ReminderStatus,
+    /// Projected into the index, so the scheduler needs no read of the item.
+    channels: Vec<Channel>,
+    /// Channel wire name → address.
+    recipients: BTreeMap<String, String>,
+    content: Content,
+    expires_at: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    due_shard: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    invalid_reason: Option<String>,
+}
+
+/// The index projection: keys plus the INCLUDE attributes.
+#[derive(Debug, Deserialize)]
+struct DueItem {
+    reminder_id: ReminderId,
+    subscriber_id: SubscriberId,
+    due_at: Timestamp,
+    fresh_until: Timestamp,
+    payload_version: u64,
+    channels: Vec<Channel>,
+    status: ReminderStatus,
+}
+
+/// Decode one item, naming the attribute that failed.
+fn decode<T: for<'de> Deserialize<'de>>(item: HashMap<String, AttributeValue>) -> Result<T, String> {
+    let item: serde_dynamo::Item = item.into();
+    let de = serde_dynamo::Deserializer::from_attribute_value(serde_dynamo::AttributeValue::M(
+        item.into(),
+    ));
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let path = if path == "." { "item".to_owned() } else { path };
+        format!("{path}: {}", e.into_inner())
+    })
+}
+
+/// A whole reminder, or why it cannot be sent.
+pub(super) fn reminder(item: HashMap<String, AttributeValue>) -> Result<Reminder, String> {
+    decode::<ReminderItem>(item)?.into_reminder()
+}
+
+/// One due-index item, decoded on its own.
+pub(super) fn due_entry(item: HashMap<String, AttributeValue>) -> DueEntry {
+    let key = match item.get("reminder_id") {
+        Some(AttributeValue::S(id)) => id.clone(),
+        _ => String::new(),
+    };
+    // The index's sort key: always a number.
+    let due_at = match item.get("due_at") {
+        Some(AttributeValue::N(n)) => n.parse().ok(),
+        _ => None,
+    };
+    let due_at = Timestamp::from_millis(due_at.unwrap_or(0));
+    let bad = |reason| DueEntry::Unschedulable {
+        key: key.clone(),
+        due_at,
+        reason,
+    };
+    let d = match decode::<DueItem>(item) {
+        Ok(d) => d,
+        Err(reason) => return bad(reason),
+    };
+    if d.status != ReminderStatus::Scheduled {
+        return bad(format!("status: {} but still in the due index", d.status.as_str()));
+    }
+    let due = DueReminder {
+        reminder_id: d.reminder_id,
+        subscriber_id: d.subscriber_id,
+        due_at: d.due_at,
+        fresh_until: d.fresh_until,
+        payload_version: d.payload_version,
+        channels: d.channels,
+    };
+    match due.problem() {
+        None => DueEntry::Due(due),
+        Some(reason) => bad(reason),
+    }
+}
+
+impl ReminderItem {
+    pub(super) fn from_reminder(r: &Reminder, shards: u32) -> Self {
+        Self {
+            reminder_id: r.reminder_id.clone(),
+            subscriber_id: r.subscriber_id.clone(),
+            due_at: r.due_at,
+            fresh_until: r.fresh_until,
+            payload_version: r.payload_version,
+            status: r.status,
+            channels: r.channels().collect(),
+            recipients: r
+                .recipients
+                .iter()
+                .map(|(c, rec)| (c.as_str().to_owned(), rec.expose().to_owned()))
+                .collect(),
+            content: r.content.clone(),
+            expires_at: r.expires_at,
+            due_shard: (r.status == ReminderStatus::Scheduled)
+                .then(|| due_shard(&r.reminder_id, shards)),
+            invalid_reason: r.invalid_reason.clone(),
+        }
+    }
+
+    fn into_reminder(self) -> Result<Reminder, String> {
+        let mut recipients = BTreeMap::new();
+        for (channel, address) in self.recipients {
+            let channel: Channel = channel
+                .parse()
+                .map_err(|e| format!("recipients.{channel}: {e}"))?;
+            let r = Recipient::parse(channel, &address)
+                .map_err(|e| format!("recipients.{channel}: {e}"))?;
+            recipients.insert(channel, r);
+        }
+        if let Some(c) = self.channels.iter().find(|c| !recipients.contains_key(c)) {
+            return Err(format!("recipients.{c}: missing for a listed channel"));
+        }
+        if recipients.is_empty() {
+            return Err("recipients: empty".into());
+        }
+        Ok(Reminder {
+            reminder_id: self.reminder_id,
+            subscriber_id: self.subscriber_id,
+            due_at: self.due_at,
+            fresh_until: self.fresh_until,
+            content: self.content,
+            recipients,
+            payload_version: self.payload_version,
+            status: self.status,
+            invalid_reason: self.invalid_reason,
+            expires_at: self.expires_at,
+        })
+    }
+}
