@@ -101,7 +101,9 @@ pub async fn edit<S: ReminderStore>(
 /// into scheduling: the scheduler enqueues every channel again, and the ledger keeps the ones
 /// already sent (or in flight) single, so only the new channel is sent.
 fn status_after_edit(current: &Reminder, next: &Reminder) -> ReminderStatus {
-    let added = next.channels().any(|c| !current.recipients.contains_key(&c));
+    let added = next
+        .channels()
+        .any(|c| !current.recipients.contains_key(&c));
     if current.status == ReminderStatus::Enqueued && added {
         ReminderStatus::Scheduled
     } else {

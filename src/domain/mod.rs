@@ -14,5 +14,7 @@ pub use key::{DeliveryKey, KeyError};
 pub use message::{DecodeError, DeliveryMessage, RedriveMarker};
 pub use reason::DeadReason;
 pub use recipient::{Recipient, RecipientError};
-pub use reminder::{due_shard, Content, MAX_DUE_SHARDS, NewReminder, Reminder, ReminderError, ReminderStatus};
+pub use reminder::{
+    due_shard, Content, NewReminder, Reminder, ReminderError, ReminderStatus, MAX_DUE_SHARDS,
+};
 pub use retention::Retention;

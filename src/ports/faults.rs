@@ -135,10 +135,7 @@ impl<T: super::ReminderStore> super::ReminderStore for Faulty<T> {
             .await
     }
 
-    async fn query_due(
-        &self,
-        q: &super::DueQuery<'_>,
-    ) -> Result<super::DuePage, PortError> {
+    async fn query_due(&self, q: &super::DueQuery<'_>) -> Result<super::DuePage, PortError> {
         self.around(super::reminders::OP_QUERY, self.inner.query_due(q))
             .await
     }
@@ -244,5 +241,108 @@ mod tests {
         assert!(f.check("x", FaultPoint::After).is_err());
         assert!(f.check("x", FaultPoint::After).is_err());
         assert!(f.check("x", FaultPoint::After).is_ok());
+    }
+}
+
+/// A port whose every call first waits `latency` on `clock` (virtual time with the manual
+/// clock): a slow dependency, for tests of progress under load.
+#[derive(Debug, Clone)]
+pub struct Slowed<T, C> {
+    pub inner: T,
+    pub clock: C,
+    pub latency: std::time::Duration,
+}
+
+impl<T, C: crate::clock::Clock> Slowed<T, C> {
+    async fn wait(&self) {
+        self.clock.sleep(self.latency).await;
+    }
+}
+
+impl<T: super::ReminderStore, C: crate::clock::Clock> super::ReminderStore for Slowed<T, C> {
+    fn shards(&self) -> u32 {
+        self.inner.shards()
+    }
+    async fn insert(&self, r: &crate::domain::Reminder) -> Result<super::Inserted, PortError> {
+        self.wait().await;
+        self.inner.insert(r).await
+    }
+    async fn replace(
+        &self,
+        r: &crate::domain::Reminder,
+        expected_version: u64,
+        expected_status: crate::domain::ReminderStatus,
+    ) -> Result<super::Marked, PortError> {
+        self.wait().await;
+        self.inner
+            .replace(r, expected_version, expected_status)
+            .await
+    }
+    async fn get(
+        &self,
+        id: &crate::domain::ReminderId,
+    ) -> Result<Option<crate::domain::Reminder>, PortError> {
+        self.wait().await;
+        self.inner.get(id).await
+    }
+    async fn query_due(&self, q: &super::DueQuery<'_>) -> Result<super::DuePage, PortError> {
+        self.wait().await;
+        self.inner.query_due(q).await
+    }
+    async fn quarantine(&self, key: &str, reason: &str) -> Result<super::Marked, PortError> {
+        self.wait().await;
+        self.inner.quarantine(key, reason).await
+    }
+    async fn mark(
+        &self,
+        id: &crate::domain::ReminderId,
+        payload_version: u64,
+        to: crate::domain::ReminderStatus,
+    ) -> Result<super::Marked, PortError> {
+        self.wait().await;
+        self.inner.mark(id, payload_version, to).await
+    }
+}
+
+impl<T: super::DeliveryQueue, C: crate::clock::Clock> super::DeliveryQueue for Slowed<T, C> {
+    async fn send_batch(
+        &self,
+        channel: crate::domain::Channel,
+        messages: &[super::OutgoingMessage],
+    ) -> Result<Vec<super::SendFailure>, PortError> {
+        self.wait().await;
+        self.inner.send_batch(channel, messages).await
+    }
+    async fn change_visibility(
+        &self,
+        channel: crate::domain::Channel,
+        receipt_handle: &str,
+        secs: u32,
+    ) -> Result<(), PortError> {
+        self.wait().await;
+        self.inner
+            .change_visibility(channel, receipt_handle, secs)
+            .await
+    }
+    async fn delete(
+        &self,
+        channel: crate::domain::Channel,
+        receipt_handle: &str,
+    ) -> Result<(), PortError> {
+        self.wait().await;
+        self.inner.delete(channel, receipt_handle).await
+    }
+    async fn receive(
+        &self,
+        channel: crate::domain::Channel,
+        max: u32,
+        visibility_secs: u32,
+    ) -> Result<Vec<super::ReceivedMessage>, PortError> {
+        self.wait().await;
+        self.inner.receive(channel, max, visibility_secs).await
+    }
+    async fn depth(&self, channel: crate::domain::Channel) -> Result<super::QueueDepth, PortError> {
+        self.wait().await;
+        self.inner.depth(channel).await
     }
 }

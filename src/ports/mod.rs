@@ -11,7 +11,7 @@ pub mod provider;
 pub mod queue;
 pub mod reminders;
 
-pub use faults::{FaultPoint, Faults, Faulty};
+pub use faults::{FaultPoint, Faults, Faulty, Slowed};
 pub use gate::{Gate, GatePartition, MemoryGate};
 pub use ledger::{Cas, Expected, Ledger, MemoryLedger};
 pub use provider::{Answer, Provider, ScriptedProvider, SendRequest};

@@ -262,7 +262,11 @@ impl MemoryReminderStore {
         }
     }
 
-    fn guarded<T>(&self, op: &'static str, f: impl FnOnce(&mut Table) -> T) -> Result<T, PortError> {
+    fn guarded<T>(
+        &self,
+        op: &'static str,
+        f: impl FnOnce(&mut Table) -> T,
+    ) -> Result<T, PortError> {
         self.faults.check(op, FaultPoint::Before)?;
         let out = f(&mut lock(&self.state));
         self.faults.check(op, FaultPoint::After)?;

@@ -70,9 +70,13 @@ impl<P: Ports> Scheduler<P> {
         let mut done: Vec<Option<Group>> = (0..ranges.len()).map(|_| None).collect();
         let mut in_flight = FuturesUnordered::new();
         let (mut next, mut slowest, mut stopped) = (0, Duration::ZERO, false);
+        let mut finished = 0;
         loop {
-            while !stopped && in_flight.len() < self.cfg.send_concurrency && next < ranges.len() {
-                if self.out_of_time(deadline, self.cfg.deadline_margin + slowest) {
+            while !stopped && next < ranges.len() && self.may_start(in_flight.len(), finished) {
+                // Room for this group and those in flight, each as slow as the slowest yet.
+                let k = u32::try_from(in_flight.len()).unwrap_or(u32::MAX);
+                let reserve = self.cfg.deadline_margin + slowest * (k + 1);
+                if self.out_of_time(deadline, reserve) {
                     stopped = true;
                     break;
                 }
@@ -85,6 +89,7 @@ impl<P: Ports> Scheduler<P> {
                 break;
             };
             slowest = slowest.max(group.took);
+            finished += 1;
             done[i] = Some(group);
         }
         report.stopped_at_deadline |= stopped;
@@ -101,6 +106,17 @@ impl<P: Ports> Scheduler<P> {
             report.changed += g.changed;
             report.mark_failed += g.mark_failed;
         }
+    }
+
+    /// The first group runs alone, to measure how long one takes; then up to
+    /// `send_concurrency` at once.
+    fn may_start(&self, in_flight: usize, finished: usize) -> bool {
+        let limit = if finished == 0 {
+            1
+        } else {
+            self.cfg.send_concurrency
+        };
+        in_flight < limit
     }
 
     /// Send one group's messages, one batch per channel at once, then mark each reminder

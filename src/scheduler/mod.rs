@@ -80,7 +80,10 @@ impl RunReport {
             ("scheduler_send_failed", self.send_failed),
             ("scheduler_mark_failed", self.mark_failed),
             ("scheduler_skipped_over_cap", self.skipped_over_cap),
-            ("scheduler_stopped_at_deadline", u32::from(self.stopped_at_deadline)),
+            (
+                "scheduler_stopped_at_deadline",
+                u32::from(self.stopped_at_deadline),
+            ),
         ];
         let mut line = serde_json::Map::new();
         let mut defs = Vec::new();

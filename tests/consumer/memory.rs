@@ -251,7 +251,10 @@ async fn an_edited_reminder_sends_its_current_version() {
         subject: "Pickup moved".into(),
         body: "6pm".into(),
     };
-    w.store.replace(&edited, 1, ReminderStatus::Scheduled).await.unwrap();
+    w.store
+        .replace(&edited, 1, ReminderStatus::Scheduled)
+        .await
+        .unwrap();
     w.enqueue(&msg).await;
     w.run(SMS).await.unwrap();
     assert_eq!(w.provider.versions_for(&msg.delivery_key), [2]);
@@ -635,7 +638,10 @@ async fn a_due_time_edited_later_after_enqueue_is_waited_for() {
         .mark(&r.reminder_id, 1, ReminderStatus::Enqueued)
         .await
         .unwrap();
-    w.store.replace(&later, 1, ReminderStatus::Enqueued).await.unwrap();
+    w.store
+        .replace(&later, 1, ReminderStatus::Enqueued)
+        .await
+        .unwrap();
     w.enqueue(&msg).await;
     let out = w.run(SMS).await.unwrap();
     assert_eq!(actions(&out), [Action::Hold { secs: 600 }]);

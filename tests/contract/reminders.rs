@@ -70,7 +70,10 @@ async fn drain_shard<S: ReminderStore>(
             let DueEntry::Due(item) = entry else {
                 panic!("a valid reminder came back unschedulable: {entry:?}");
             };
-            assert!(!skip.contains(&item.subscriber_id), "skipped subscribers are filtered");
+            assert!(
+                !skip.contains(&item.subscriber_id),
+                "skipped subscribers are filtered"
+            );
             assert!(item.due_at >= last_due, "oldest first within a shard");
             assert!(item.due_at <= until);
             assert_eq!(item.channels, vec![Channel::Email, Channel::Sms]);
@@ -175,17 +178,29 @@ async fn suite<S: ReminderStore>(store: &S) {
     let mut edited = reminder("r-03", 500);
     edited.payload_version = 2;
     let sched = ReminderStatus::Scheduled;
-    assert_eq!(store.replace(&edited, 5, sched).await.unwrap(), Marked::Changed);
-    assert_eq!(store.replace(&edited, 1, sched).await.unwrap(), Marked::Marked);
     assert_eq!(
-        store.replace(&reminder("ghost", 0), 1, sched).await.unwrap(),
+        store.replace(&edited, 5, sched).await.unwrap(),
+        Marked::Changed
+    );
+    assert_eq!(
+        store.replace(&edited, 1, sched).await.unwrap(),
+        Marked::Marked
+    );
+    assert_eq!(
+        store
+            .replace(&reminder("ghost", 0), 1, sched)
+            .await
+            .unwrap(),
         Marked::Missing
     );
     // An edit names the status it keeps: a cancelled reminder cannot be edited back into the
     // index, and an enqueued one stays out of it.
     let mut revived = reminder("r-01", 5);
     revived.payload_version = 2;
-    assert_eq!(store.replace(&revived, 1, sched).await.unwrap(), Marked::Changed);
+    assert_eq!(
+        store.replace(&revived, 1, sched).await.unwrap(),
+        Marked::Changed
+    );
     let cancelled = ReminderStatus::Cancelled;
     assert_eq!(
         store.replace(&revived, 1, cancelled).await.unwrap(),
@@ -249,7 +264,10 @@ async fn skip_and_quarantine<S: ReminderStore>(
         Marked::Changed,
         "only an item still in the index is quarantined"
     );
-    assert_eq!(store.quarantine("nope", "x").await.unwrap(), Marked::Missing);
+    assert_eq!(
+        store.quarantine("nope", "x").await.unwrap(),
+        Marked::Missing
+    );
     let got = store
         .get(&ReminderId::parse(r5).unwrap())
         .await

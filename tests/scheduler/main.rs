@@ -4,6 +4,7 @@
 
 mod emulator;
 mod memory;
+mod poison;
 #[path = "../support/mod.rs"]
 mod support;
 

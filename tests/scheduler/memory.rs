@@ -1,7 +1,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use reminders::clock::{ManualClock, Timestamp};
+use reminders::clock::{Clock, ManualClock, Timestamp};
 use reminders::domain::{Channel, DeliveryMessage, PerChannel};
 use reminders::ports::queue::OP_SEND_ENTRY;
 use reminders::ports::{
@@ -133,4 +133,139 @@ async fn a_message_that_never_goes_out_leaves_its_reminder_for_the_next_run() {
     assert_eq!((report.enqueued, report.send_failed), (0, 1));
     let again = w.scheduler.run(None).await.unwrap();
     assert_eq!(again.enqueued, 1, "marked once every message went out");
+}
+
+/// Storage and queue calls each take 200 ms of virtual time; a run has 20 s before its
+/// deadline, far less than the backlog needs. Every run marks everything it sent, no message
+/// is sent twice, and consecutive runs drain the backlog.
+#[tokio::test]
+async fn slow_dependencies_mark_everything_sent_and_never_send_twice() {
+    use reminders::ports::{DueEntry, DueQuery, Slowed};
+    let clock = ManualClock::at(T0);
+    let store = Arc::new(MemoryReminderStore::new(4));
+    let queue = Arc::new(MemoryQueue::new(clock.clone()));
+    let latency = Duration::from_millis(200);
+    let ports = PortSet {
+        clock: clock.clone(),
+        reminders: Slowed {
+            inner: store.clone(),
+            clock: clock.clone(),
+            latency,
+        },
+        ledger: Arc::new(MemoryLedger::default()),
+        gate: Arc::new(MemoryGate::default()),
+        queue: Slowed {
+            inner: queue.clone(),
+            clock: clock.clone(),
+            latency,
+        },
+        dead_letters: Arc::new(MemoryQueue::new(clock.clone())),
+        providers: PerChannel::from_fn(|_| AnyProvider::<ManualClock>::Disabled),
+    };
+    let scheduler = Scheduler::new(ports, SchedulerConfig::default());
+    let backlog = 400;
+    for i in 0..backlog {
+        let due = T0.minus(Duration::from_secs(600 - i));
+        let channels: &[Channel] = match i % 3 {
+            0 => &[Channel::Push],
+            1 => &[Channel::Email, Channel::Sms],
+            _ => &[Channel::Sms],
+        };
+        let r = reminder(&format!("slow-{i:04}"), &format!("s{i}"), due, channels);
+        store.insert(&r).await.unwrap();
+    }
+    let expected_messages: usize = (0..backlog).map(|i| if i % 3 == 1 { 2 } else { 1 }).sum();
+    let mut enqueued = 0;
+    let mut runs = 0;
+    while enqueued < backlog {
+        runs += 1;
+        assert!(runs <= 40, "the backlog stopped draining");
+        let deadline = clock.now().plus(Duration::from_secs(20));
+        let report = scheduler.run(Some(deadline)).await.unwrap();
+        assert!(clock.now() <= deadline, "run {runs} outlived its deadline");
+        assert_eq!(report.mark_failed, 0);
+        enqueued += u64::from(report.enqueued);
+        // Everything sent so far is marked: the queue holds exactly the enqueued reminders'
+        // messages, each once.
+        let mut per_reminder = std::collections::BTreeMap::<String, u32>::new();
+        let mut total = 0;
+        for c in Channel::ALL {
+            for m in queue.peek_all(c) {
+                let msg = DeliveryMessage::decode(&m).unwrap();
+                *per_reminder
+                    .entry(format!("{}/{}", msg.reminder_id, msg.channel))
+                    .or_default() += 1;
+                total += 1;
+            }
+        }
+        assert!(
+            per_reminder.values().all(|n| *n == 1),
+            "a message was sent twice"
+        );
+        let sent_reminders: std::collections::BTreeSet<String> = per_reminder
+            .keys()
+            .map(|k| k.split('/').next().unwrap().to_owned())
+            .collect();
+        assert_eq!(
+            sent_reminders.len() as u64,
+            enqueued,
+            "run {runs}: a reminder was sent but not marked"
+        );
+        assert!(total <= expected_messages);
+    }
+    assert!(
+        runs >= 2,
+        "the backlog must need more than one run ({runs})"
+    );
+    let skip = std::collections::BTreeSet::new();
+    for shard in 0..store.shards() {
+        let q = DueQuery {
+            shard,
+            until: clock.now(),
+            limit: 10,
+            after: None,
+            skip: &skip,
+        };
+        let page = store.query_due(&q).await.unwrap();
+        assert!(
+            page.items.iter().all(|e| !matches!(e, DueEntry::Due(_))),
+            "nothing left in the index"
+        );
+    }
+}
+
+/// A channel added to an enqueued reminder is sent: the reminder re-enters scheduling, and
+/// only the new channel's delivery is new.
+#[tokio::test]
+async fn a_channel_added_after_enqueue_is_scheduled() {
+    use reminders::domain::{Recipient, ReminderStatus};
+    use reminders::outbox::{self, Edit, Edited, Retention};
+    let w = world(SchedulerConfig::default());
+    let r = reminder("grow", "s1", T0, &[Channel::Push]);
+    w.store.insert(&r).await.unwrap();
+    assert_eq!(w.scheduler.run(None).await.unwrap().enqueued, 1);
+    let changes = Edit {
+        recipients: Some(vec![
+            Recipient::parse(Channel::Push, "device-token-1").unwrap(),
+            Recipient::parse(Channel::Sms, "+14155550123").unwrap(),
+        ]),
+        ..Edit::default()
+    };
+    let retention = Retention::default();
+    let Edited::Edited(v2) = outbox::edit(&*w.store, &r.reminder_id, changes, retention)
+        .await
+        .unwrap()
+    else {
+        panic!("edit refused")
+    };
+    assert_eq!(v2.status, ReminderStatus::Scheduled, "back into scheduling");
+    let again = w.scheduler.run(None).await.unwrap();
+    assert_eq!(again.enqueued, 1);
+    assert_eq!(w.queue.len(Channel::Sms), 1, "the new channel goes out");
+    // An edit that adds nothing leaves an enqueued reminder out of the index.
+    let same = outbox::edit(&*w.store, &r.reminder_id, Edit::default(), retention)
+        .await
+        .unwrap();
+    assert!(matches!(same, Edited::Edited(ref e) if e.status == ReminderStatus::Enqueued));
+    assert_eq!(w.scheduler.run(None).await.unwrap().enqueued, 0);
 }

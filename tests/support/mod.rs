@@ -36,6 +36,8 @@ pub struct AwsWorld {
     pub faults: Faults,
     pub queues: ChannelUrls,
     pub dlqs: ChannelUrls,
+    pub dynamo: aws_sdk_dynamodb::Client,
+    pub reminders_table: String,
 }
 
 pub fn unique(prefix: &str) -> String {
@@ -76,7 +78,7 @@ impl AwsWorld {
                 faults: faults.clone(),
             },
             ledger: wrap(DynamoLedger::new(dynamo.clone(), &del)),
-            gate: DynamoGate::new(dynamo, &del),
+            gate: DynamoGate::new(dynamo.clone(), &del),
             queue: SqsQueues::new(sqs.clone(), queues.clone()),
             dead_letters: Faulty {
                 inner: SqsDeadLetters::new(sqs, dlqs.clone()),
@@ -90,6 +92,8 @@ impl AwsWorld {
             faults,
             queues,
             dlqs,
+            dynamo,
+            reminders_table: rem,
         }
     }
 

@@ -47,7 +47,9 @@ struct DueItem {
 }
 
 /// Decode one item, naming the attribute that failed.
-fn decode<T: for<'de> Deserialize<'de>>(item: HashMap<String, AttributeValue>) -> Result<T, String> {
+fn decode<T: for<'de> Deserialize<'de>>(
+    item: HashMap<String, AttributeValue>,
+) -> Result<T, String> {
     let item: serde_dynamo::Item = item.into();
     let de = serde_dynamo::Deserializer::from_attribute_value(serde_dynamo::AttributeValue::M(
         item.into(),
@@ -86,7 +88,10 @@ pub(super) fn due_entry(item: HashMap<String, AttributeValue>) -> DueEntry {
         Err(reason) => return bad(reason),
     };
     if d.status != ReminderStatus::Scheduled {
-        return bad(format!("status: {} but still in the due index", d.status.as_str()));
+        return bad(format!(
+            "status: {} but still in the due index",
+            d.status.as_str()
+        ));
     }
     let due = DueReminder {
         reminder_id: d.reminder_id,

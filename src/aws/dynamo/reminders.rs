@@ -256,7 +256,10 @@ impl ReminderStore for DynamoReminderStore {
 /// `NOT (subscriber_id IN (…)) AND …`, in lists of at most 100 values.
 fn skip_filter(
     skip: &BTreeSet<SubscriberId>,
-) -> (String, Vec<(String, aws_sdk_dynamodb::types::AttributeValue)>) {
+) -> (
+    String,
+    Vec<(String, aws_sdk_dynamodb::types::AttributeValue)>,
+) {
     let ids: Vec<&SubscriberId> = skip.iter().take(MAX_SKIPPED).collect();
     let mut clauses = Vec::new();
     let mut values = Vec::new();

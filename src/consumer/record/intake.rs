@@ -103,12 +103,15 @@ impl<P: Ports> Record<'_, P> {
             }
             Ok(Some(r)) => return Ok(Continue(r)),
             Ok(None) => (DeadReason::UnknownReminder, "reminder_not_found".to_owned()),
-            Err(PortError::Corrupt { message, .. }) => {
-                (DeadReason::InvalidReminder, format!("unreadable: {message}"))
-            }
+            Err(PortError::Corrupt { message, .. }) => (
+                DeadReason::InvalidReminder,
+                format!("unreadable: {message}"),
+            ),
             Err(e) => return Err(e),
         };
-        self.dead_unsendable(msg, reason, error, now).await.map(Break)
+        self.dead_unsendable(msg, reason, error, now)
+            .await
+            .map(Break)
     }
 
     /// Cancel or expire before any claim: never sent. A delivery still `sending` was claimed

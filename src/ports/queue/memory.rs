@@ -64,6 +64,15 @@ impl<C: Clock> MemoryQueue<C> {
         lock(&self.queues).get(&channel).map_or(0, Vec::len)
     }
 
+    /// The bodies of every message in the channel's queue, visible or not, without receiving
+    /// them (for tests and the simulation's accounting).
+    pub fn peek_all(&self, channel: Channel) -> Vec<String> {
+        lock(&self.queues)
+            .get(&channel)
+            .map(|q| q.iter().map(|m| m.body.clone()).collect())
+            .unwrap_or_default()
+    }
+
     /// Whether the channel's queue holds no message at all.
     pub fn is_empty(&self, channel: Channel) -> bool {
         self.len(channel) == 0

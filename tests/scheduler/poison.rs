@@ -1,0 +1,295 @@
+//! Bad items beside a valid reminder, written as another application might write them: the
+//! valid one is delivered in the same run; each bad one is quarantined by the scheduler
+//! (status `invalid`, `invalid_reason` naming the field) or dead-lettered by the consumer at
+//! once as `invalid_reminder` with evidence naming the field — never a failed run, never a
+//! retry loop, never a silent cancel.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use reminders::aws::bootstrap::QueueSpec;
+use reminders::delivery::state::Status;
+use reminders::domain::{
+    Channel, DeadReason, DeliveryKey, ReminderId, ReminderStatus, SubscriberId,
+};
+use reminders::ports::{DeadLetters, Ledger, ReminderStore};
+use reminders::scheduler::{Scheduler, SchedulerConfig};
+
+use crate::support::{now, AwsWorld};
+
+type Item = HashMap<String, AttributeValue>;
+
+fn s(v: &str) -> AttributeValue {
+    AttributeValue::S(v.to_owned())
+}
+
+fn n(v: i64) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+
+/// A well-formed scheduled SMS reminder, as stored, due a minute ago.
+fn item(id: &str) -> Item {
+    let due = now().minus(Duration::from_secs(60)).as_millis();
+    let content = HashMap::from([
+        ("kind".to_owned(), s("text")),
+        ("subject".to_owned(), s("Reminder")),
+        ("body".to_owned(), s("Something is due")),
+    ]);
+    HashMap::from([
+        ("reminder_id".to_owned(), s(id)),
+        ("subscriber_id".to_owned(), s("sub-poison")),
+        ("due_at".to_owned(), n(due)),
+        ("fresh_until".to_owned(), n(due + 3_600_000)),
+        ("payload_version".to_owned(), n(1)),
+        ("status".to_owned(), s("scheduled")),
+        ("channels".to_owned(), AttributeValue::L(vec![s("sms")])),
+        (
+            "recipients".to_owned(),
+            AttributeValue::M(HashMap::from([("sms".to_owned(), s("+14155550123"))])),
+        ),
+        ("content".to_owned(), AttributeValue::M(content)),
+        ("expires_at".to_owned(), n(due / 1000 + 86_400)),
+        ("due_shard".to_owned(), n(3)),
+    ])
+}
+
+fn without(mut i: Item, attr: &str) -> Item {
+    i.remove(attr);
+    i
+}
+
+fn with(mut i: Item, attr: &str, v: AttributeValue) -> Item {
+    i.insert(attr.to_owned(), v);
+    i
+}
+
+/// Bad in the index: the scheduler cannot schedule them. (id, item, field the reason names)
+fn index_poison() -> Vec<(String, Item, &'static str)> {
+    vec![
+        (
+            "p-no-channels".into(),
+            without(item("p-no-channels"), "channels"),
+            "channels",
+        ),
+        (
+            "p-no-sub".into(),
+            without(item("p-no-sub"), "subscriber_id"),
+            "subscriber_id",
+        ),
+        (
+            "p-no-fresh".into(),
+            without(item("p-no-fresh"), "fresh_until"),
+            "fresh_until",
+        ),
+        (
+            "p-no-version".into(),
+            without(item("p-no-version"), "payload_version"),
+            "payload_version",
+        ),
+        (
+            "p-fax".into(),
+            with(item("p-fax"), "channels", AttributeValue::L(vec![s("fax")])),
+            "channels",
+        ),
+        ("p space".into(), item("p space"), "reminder_id"),
+        (
+            "p-empty-channels".into(),
+            with(
+                item("p-empty-channels"),
+                "channels",
+                AttributeValue::L(vec![]),
+            ),
+            "channels",
+        ),
+        (
+            "p-bogus".into(),
+            with(item("p-bogus"), "status", s("bogus")),
+            "status",
+        ),
+    ]
+}
+
+/// Fine in the index, bad as a whole item: the consumer cannot send them.
+fn item_poison() -> Vec<(String, Item, &'static str)> {
+    let recipients = |k: &str, v: &str| AttributeValue::M(HashMap::from([(k.to_owned(), s(v))]));
+    let video = AttributeValue::M(HashMap::from([("kind".to_owned(), s("video"))]));
+    let two = AttributeValue::L(vec![s("sms"), s("email")]);
+    vec![
+        (
+            "c-bad-email".into(),
+            with(
+                with(
+                    item("c-bad-email"),
+                    "channels",
+                    AttributeValue::L(vec![s("email")]),
+                ),
+                "recipients",
+                recipients("email", "not-an-address"),
+            ),
+            "recipients.email",
+        ),
+        (
+            "c-bad-phone".into(),
+            with(
+                item("c-bad-phone"),
+                "recipients",
+                recipients("sms", "555-0100"),
+            ),
+            "recipients.sms",
+        ),
+        (
+            "c-no-recipients".into(),
+            without(item("c-no-recipients"), "recipients"),
+            "recipients",
+        ),
+        (
+            "c-no-content".into(),
+            without(item("c-no-content"), "content"),
+            "content",
+        ),
+        (
+            "c-video".into(),
+            with(item("c-video"), "content", video),
+            "content",
+        ),
+        (
+            "c-unlisted".into(),
+            with(item("c-unlisted"), "channels", two),
+            "recipients.email",
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn bad_items_are_quarantined_or_dead_lettered_beside_a_valid_one() {
+    let w = AwsWorld::new(QueueSpec::default()).await;
+    let valid = crate::support::reminder("p-valid", Channel::Sms);
+    w.ports.reminders.insert(&valid).await.unwrap();
+    for (_, it, _) in index_poison().into_iter().chain(item_poison()) {
+        w.dynamo
+            .put_item()
+            .table_name(&w.reminders_table)
+            .set_item(Some(it))
+            .send()
+            .await
+            .unwrap();
+    }
+    let scheduler = Scheduler::new(w.ports.clone(), SchedulerConfig::default());
+    let report = scheduler
+        .run(None)
+        .await
+        .expect("one bad item never fails a run");
+    assert_eq!(report.quarantined, 8, "{report:?}");
+    // The valid one and the item-level poison go out (one SMS each; c-unlisted two messages).
+    assert_eq!(report.enqueued, 1 + 6, "{report:?}");
+
+    for (id, _, field) in index_poison() {
+        let got = w
+            .dynamo
+            .get_item()
+            .table_name(&w.reminders_table)
+            .key("reminder_id", s(&id))
+            .send()
+            .await
+            .unwrap()
+            .item
+            .unwrap();
+        assert_eq!(got.get("status"), Some(&s("invalid")), "{id}");
+        assert!(got.get("due_shard").is_none(), "{id} left the due index");
+        let reason = match got.get("invalid_reason") {
+            Some(AttributeValue::S(r)) => r.clone(),
+            other => panic!("{id}: no invalid_reason: {other:?}"),
+        };
+        eprintln!("quarantined {id}: {reason}");
+        assert!(
+            reason.contains(field),
+            "{id}: {reason:?} does not name {field}"
+        );
+    }
+    if let Ok(id) = ReminderId::parse("p-bogus") {
+        let r = w.ports.reminders.get(&id).await.unwrap().unwrap();
+        assert_eq!(r.status, ReminderStatus::Invalid);
+    }
+    assert_eq!(
+        scheduler.run(None).await.unwrap().enqueued,
+        0,
+        "nothing is re-sent"
+    );
+
+    let consumer = w.consumer();
+    w.consume(&consumer, Channel::Sms).await;
+    w.consume(&consumer, Channel::Email).await;
+    let key = |id: &str, c| {
+        DeliveryKey::derive(
+            &ReminderId::parse(id).unwrap(),
+            &SubscriberId::parse(if id == "p-valid" {
+                "sub-1"
+            } else {
+                "sub-poison"
+            })
+            .unwrap(),
+            c,
+        )
+    };
+    let ledger = &w.ports.ledger;
+    let delivered = ledger
+        .get(&key("p-valid", Channel::Sms))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        delivered.status(),
+        Status::Delivered,
+        "the valid one, in the same run"
+    );
+
+    let mut letters = BTreeMap::new();
+    for channel in [Channel::Sms, Channel::Email] {
+        for m in w
+            .ports
+            .dead_letters
+            .receive_dead(channel, 10, 60)
+            .await
+            .unwrap()
+        {
+            let msg = reminders::domain::DeliveryMessage::decode(&m.message.body).unwrap();
+            letters.insert((msg.reminder_id.to_string(), channel), m.letter);
+        }
+    }
+    for (id, _, field) in item_poison() {
+        let channel = if id == "c-bad-email" {
+            Channel::Email
+        } else {
+            Channel::Sms
+        };
+        let rec = ledger.get(&key(&id, channel)).await.unwrap().unwrap();
+        assert_eq!(rec.status(), Status::Dead, "{id}");
+        assert_eq!(rec.dead_reason(), Some(DeadReason::InvalidReminder), "{id}");
+        let letter = &letters[&(id.clone(), channel)];
+        assert_eq!(letter.reason, DeadReason::InvalidReminder, "{id}");
+        let error = letter
+            .evidence
+            .as_ref()
+            .unwrap()
+            .last_error
+            .clone()
+            .unwrap();
+        eprintln!("dead-lettered {id}: {error}");
+        assert!(
+            error.contains(field),
+            "{id}: {error:?} does not name {field}"
+        );
+        assert!(
+            !error.contains("not-an-address") && !error.contains("555-0100"),
+            "no PII: {error}"
+        );
+    }
+    // The listed channel without a recipient is a dead letter too, not a silent cancel.
+    let unlisted = ledger
+        .get(&key("c-unlisted", Channel::Email))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(unlisted.dead_reason(), Some(DeadReason::InvalidReminder));
+}
