@@ -650,3 +650,53 @@ async fn a_due_time_edited_later_after_enqueue_is_waited_for() {
     w.run(SMS).await.unwrap();
     assert_eq!(w.provider.versions_for(&msg.delivery_key), [2]);
 }
+
+/// A wait that would end past freshness (a `not_before` beyond `fresh_until`) is never
+/// re-enqueued forever: the delivery expires at once, unsent.
+#[tokio::test]
+async fn a_not_before_past_freshness_expires() {
+    let w = Mem::new(test_config(), true);
+    let r = w.reminder("late-wait", &[SMS]).await;
+    let mut msg = message(&r, SMS);
+    msg.not_before = Some(r.fresh_until.plus(Duration::from_secs(3600)));
+    w.enqueue(&msg).await;
+    let out = w.run(SMS).await.unwrap();
+    assert_eq!(out.records[0].action, Action::Ack);
+    let rec = w.record(&msg.delivery_key).await.unwrap();
+    assert_eq!(rec.status(), Status::Expired);
+    assert_eq!(w.provider.calls_for(&msg.delivery_key), 0);
+    assert!(w.queue.is_empty(SMS), "no copy re-enqueued");
+    // A not_before inside freshness is still waited for.
+    let r2 = w.reminder("short-wait", &[SMS]).await;
+    let mut msg2 = message(&r2, SMS);
+    msg2.not_before = Some(T0.plus(Duration::from_secs(600)));
+    w.enqueue(&msg2).await;
+    let out = w.run(SMS).await.unwrap();
+    assert!(matches!(
+        out.records[0].action,
+        Action::Hold { .. } | Action::Reenqueued
+    ));
+    assert!(w.record(&msg2.delivery_key).await.is_none());
+}
+
+/// A reminder the scheduler quarantined (or whose item is unreadable: see the emulator's
+/// poison test) is dead at once as `invalid_reminder` (not an
+/// infrastructure error retried for hours), with the field in the evidence.
+#[tokio::test]
+async fn an_unreadable_reminder_is_dead_at_once_not_an_outage() {
+    let w = Mem::new(test_config(), true);
+    let r = w.reminder("quarantined", &[SMS]).await;
+    let marked = w.store.quarantine("quarantined", "channels: empty").await;
+    assert_eq!(marked.unwrap(), reminders::ports::Marked::Marked);
+    let msg = message(&r, SMS);
+    w.enqueue(&msg).await;
+    let out = w.run(SMS).await.unwrap();
+    assert_eq!(out.records[0].action, Action::Ack);
+    let m = out.metrics.get(SMS);
+    assert_eq!((m.infra_errors, m.dead_total()), (0, 1));
+    let rec = w.record(&msg.delivery_key).await.unwrap();
+    assert_eq!(rec.dead_reason(), Some(DeadReason::InvalidReminder));
+    let letters = w.dead_letters(SMS).await;
+    let evidence = letters[0].1.evidence.clone().unwrap();
+    assert!(evidence.last_error.unwrap().contains("channels"));
+}

@@ -293,3 +293,88 @@ async fn bad_items_are_quarantined_or_dead_lettered_beside_a_valid_one() {
         .unwrap();
     assert_eq!(unlisted.dead_reason(), Some(DeadReason::InvalidReminder));
 }
+
+/// `DUE_SHARDS` lowered and raised with reminders waiting: the scheduler reads every virtual
+/// shard, so items written under any shard count are found.
+#[tokio::test]
+async fn changing_due_shards_loses_nothing() {
+    use reminders::aws::dynamo::DynamoReminderStore;
+    use reminders::domain::MAX_DUE_SHARDS;
+    let w = AwsWorld::new(QueueSpec::default()).await;
+    let store_with =
+        |shards| DynamoReminderStore::new(w.dynamo.clone(), &w.reminders_table, shards);
+    let mut ids = Vec::new();
+    for (shards, prefix) in [
+        (8, "eight"),
+        (2, "two"),
+        (MAX_DUE_SHARDS, "all"),
+        (1, "one"),
+    ] {
+        let store = store_with(shards);
+        for i in 0..6 {
+            let r = crate::support::reminder(&format!("{prefix}-{i}"), Channel::Email);
+            store.insert(&r).await.unwrap();
+            ids.push(r.reminder_id);
+        }
+    }
+    // A scheduler configured with fewer shards than some writers used, then with more.
+    let mut enqueued = 0;
+    for shards in [2, 8] {
+        let mut ports = w.ports.clone();
+        ports.reminders.inner = store_with(shards);
+        let report = Scheduler::new(ports, SchedulerConfig::default())
+            .run(None)
+            .await
+            .unwrap();
+        enqueued += report.enqueued;
+    }
+    assert_eq!(
+        enqueued, 24,
+        "every reminder found, whatever shard count wrote it"
+    );
+    for id in &ids {
+        let r = w.ports.reminders.get(id).await.unwrap().unwrap();
+        assert_eq!(r.status, ReminderStatus::Enqueued, "{id}");
+    }
+}
+
+/// A subscriber far over its cap costs no one else's scan budget (smaller than production
+/// limits, same shape): everyone else's reminders are taken in the first run.
+#[tokio::test]
+async fn a_heavy_subscriber_does_not_use_up_the_scan_budget() {
+    let w = AwsWorld::new(QueueSpec::default()).await;
+    let base = now().minus(Duration::from_secs(3600));
+    for i in 0..300u64 {
+        let mut r = crate::support::reminder(&format!("heavy-{i:03}"), Channel::Push);
+        r.subscriber_id = SubscriberId::parse("heavy").unwrap();
+        r.due_at = base.plus(Duration::from_millis(i));
+        w.ports.reminders.insert(&r).await.unwrap();
+    }
+    for i in 0..20 {
+        // Due after every heavy item: oldest-first alone would never reach them.
+        let r = crate::support::reminder(&format!("light-{i:02}"), Channel::Push);
+        let mut r = r;
+        r.subscriber_id = SubscriberId::parse(format!("light-{i:02}")).unwrap();
+        w.ports.reminders.insert(&r).await.unwrap();
+    }
+    let cfg = SchedulerConfig {
+        per_subscriber_cap: 10,
+        max_scan: 100,
+        page_size: 50,
+        ..SchedulerConfig::default()
+    };
+    let report = Scheduler::new(w.ports.clone(), cfg)
+        .run(None)
+        .await
+        .unwrap();
+    assert_eq!(
+        report.enqueued, 30,
+        "10 of the heavy one, all 20 others: {report:?}"
+    );
+    assert!(report.scanned <= 100, "{report:?}");
+    for i in 0..20 {
+        let id = ReminderId::parse(format!("light-{i:02}")).unwrap();
+        let r = w.ports.reminders.get(&id).await.unwrap().unwrap();
+        assert_eq!(r.status, ReminderStatus::Enqueued, "{id}");
+    }
+}

@@ -6,6 +6,8 @@ use std::time::Duration;
 use reminders::sim::plan::{estimate, plan, PlanInput};
 use reminders::sim::{simulate, Profile, SimConfig};
 
+mod fairness;
+
 fn small(seed: u64) -> SimConfig {
     SimConfig {
         reminders: 1_500,
