@@ -185,9 +185,9 @@ enum RemindCommand {
         /// Due at this epoch-ms time.
         #[arg(long)]
         due_at: Option<i64>,
-        /// Worth sending for this long after it is due.
-        #[arg(long, default_value_t = 3600)]
-        fresh_secs: u64,
+        /// Worth sending for this long after it is due [default: $FRESHNESS_SECS, else 3600].
+        #[arg(long)]
+        fresh_secs: Option<u64>,
         #[arg(long, default_value = "")]
         subject: String,
         #[arg(long)]

@@ -58,7 +58,7 @@ pub struct CreateArgs {
     pub subscriber: String,
     pub due_in_secs: Option<u64>,
     pub due_at_ms: Option<i64>,
-    pub fresh_secs: u64,
+    pub fresh_secs: Option<u64>,
     pub subject: String,
     pub body: String,
     pub email: Option<String>,
@@ -67,6 +67,12 @@ pub struct CreateArgs {
 }
 
 pub async fn create(a: CreateArgs) -> Result<(), String> {
+    let fresh_secs = match a.fresh_secs {
+        Some(secs) => secs,
+        None => reminders::config::Vars::env()
+            .u64_or("FRESHNESS_SECS", 3600)
+            .map_err(|e| e.to_string())?,
+    };
     let p = ports().await?;
     let now = p.clock.now();
     let due_at = match (a.due_at_ms, a.due_in_secs) {
@@ -89,7 +95,7 @@ pub async fn create(a: CreateArgs) -> Result<(), String> {
         reminder_id: ReminderId::parse(a.id).map_err(err)?,
         subscriber_id: SubscriberId::parse(a.subscriber).map_err(err)?,
         due_at,
-        fresh_until: Some(due_at.plus(Duration::from_secs(a.fresh_secs))),
+        fresh_until: Some(due_at.plus(Duration::from_secs(fresh_secs))),
         content: Content::Text {
             subject: a.subject,
             body: a.body,
@@ -99,7 +105,7 @@ pub async fn create(a: CreateArgs) -> Result<(), String> {
     match outbox::create(
         &p.reminders,
         new,
-        Duration::from_secs(a.fresh_secs),
+        Duration::from_secs(fresh_secs),
         retention()?,
     )
     .await
@@ -153,6 +159,9 @@ pub async fn show(id: String) -> Result<(), String> {
         r.status.as_str(),
         r.payload_version
     );
+    if let Some(why) = &r.invalid_reason {
+        println!("invalid      {why} (quarantined by the scheduler)");
+    }
     println!(
         "due          {} · fresh until {}",
         r.due_at.as_millis(),

@@ -50,11 +50,10 @@ impl Default for ConsumerConfig {
 }
 
 /// Every variable [`ConsumerConfig`] reads.
-pub const VARS: [&str; 15] = [
+pub const VARS: [&str; 14] = [
     "POLICY_VERSION",
     "MAX_ATTEMPTS",
     "BACKOFF",
-    "FRESHNESS_SECS",
     "MAX_THROTTLE_DEFERRALS",
     "THROTTLE_BASE_SECS",
     "THROTTLE_CAP_SECS",
@@ -145,7 +144,9 @@ fn policy_from<F: Fn(&str) -> Option<String>>(
             None => d.backoff.clone(),
             Some(v) => parse_backoff(&v)?,
         },
-        freshness_default_secs: vars.u64_or("FRESHNESS_SECS", d.freshness_default_secs)?,
+        // Reminders carry their own fresh_until; the default window is the writer's
+        // (`remindctl remind create` reads FRESHNESS_SECS), not the consumer's.
+        freshness_default_secs: d.freshness_default_secs,
         max_throttle_deferrals: vars.u32_or("MAX_THROTTLE_DEFERRALS", d.max_throttle_deferrals)?,
         throttle_base_secs: vars.u64_or("THROTTLE_BASE_SECS", d.throttle_base_secs)?,
         throttle_cap_secs: vars.u64_or("THROTTLE_CAP_SECS", d.throttle_cap_secs)?,

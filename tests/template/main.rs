@@ -298,7 +298,13 @@ fn every_alarmed_consumer_metric_is_emitted_and_retention_is_one_value() {
         reminders::domain::Channel::Sms,
         reminders::clock::Timestamp::from_millis(0),
     );
-    let emitted: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let mut emitted: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let scheduler =
+        reminders::scheduler::RunReport::default().emf(reminders::clock::Timestamp::from_millis(0));
+    let scheduler: serde_json::Value = serde_json::from_str(&scheduler).unwrap();
+    for (k, v) in scheduler.as_object().unwrap() {
+        emitted[k] = v.clone();
+    }
     let mut alarmed = BTreeSet::new();
     for (name, r) in t["Resources"].as_mapping().unwrap() {
         let p = &r["Properties"];
@@ -308,12 +314,17 @@ fn every_alarmed_consumer_metric_is_emitted_and_retention_is_one_value() {
             let metric = p["MetricName"].as_str().unwrap();
             assert!(
                 emitted.get(metric).is_some(),
-                "{name:?} alarms on {metric}, which the consumer does not emit"
+                "{name:?} alarms on {metric}, which no function emits"
             );
             alarmed.insert(metric.to_owned());
         }
     }
-    for metric in ["infra_errors", "invariant_errors", "dead_total"] {
+    for metric in [
+        "infra_errors",
+        "invariant_errors",
+        "dead_total",
+        "scheduler_quarantined",
+    ] {
         assert!(alarmed.contains(metric), "no alarm on {metric}");
     }
     // The consumer and the redrive function write ledger TTLs: one retention for both.

@@ -31,7 +31,10 @@ async fn main() -> Result<(), Error> {
             let deadline = i64::try_from(event.context.deadline)
                 .ok()
                 .map(Timestamp::from_millis);
-            Ok::<RunReport, Error>(scheduler.run(deadline).await?)
+            let report = scheduler.run(deadline).await?;
+            // EMF must be a bare JSON line on stdout: quarantined items and early stops alarm.
+            println!("{}", report.emf(reminders::clock::Clock::now(&SystemClock)));
+            Ok::<RunReport, Error>(report)
         },
     ))
     .await
