@@ -154,11 +154,20 @@ fn classify_error(e: &reqwest::Error) -> Outcome {
     }
 }
 
-/// The JSON `id` of a success response, if any; a body that is not JSON is no error.
-async fn receipt(resp: reqwest::Response) -> Option<String> {
-    let bytes = resp.bytes().await.ok()?;
-    if bytes.len() > MAX_RESPONSE_BYTES {
+/// The JSON `id` of a success response, if any; a body that is not JSON is no error. The body
+/// is read a chunk at a time and abandoned past `MAX_RESPONSE_BYTES`: a provider that answers
+/// 2xx with a huge (or endless) body costs neither memory nor the rest of the timeout.
+async fn receipt(mut resp: reqwest::Response) -> Option<String> {
+    let max = u64::try_from(MAX_RESPONSE_BYTES).unwrap_or(u64::MAX);
+    if resp.content_length().is_some_and(|n| n > max) {
         return None;
+    }
+    let mut bytes = Vec::new();
+    while let Some(chunk) = resp.chunk().await.ok()? {
+        if bytes.len() + chunk.len() > MAX_RESPONSE_BYTES {
+            return None;
+        }
+        bytes.extend_from_slice(&chunk);
     }
     let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
     match &v["id"] {

@@ -72,12 +72,13 @@ where
         },
         SdkError::DispatchFailure(d) => {
             // Only connect is bounded below the operation timeout (no read timeout is set),
-            // so a connector timeout or refusal happened before the request was written.
-            let refused_or_connect = d.is_timeout()
+            // so a connector timeout happened before the request was written; so did a
+            // refusal, a DNS failure and a failed TLS handshake.
+            let before_write = d.is_timeout()
                 || d.as_connector_error()
                     .and_then(|c| std::error::Error::source(c))
-                    .is_some_and(is_connect_refusal);
-            if refused_or_connect || d.is_user() {
+                    .is_some_and(failed_to_connect);
+            if before_write || d.is_user() {
                 Outcome::Transient {
                     error: format!("{prefix}_connect_failed"),
                 }
@@ -99,15 +100,30 @@ where
     }
 }
 
-fn is_connect_refusal(mut e: &(dyn std::error::Error + 'static)) -> bool {
+/// Whether the connection was never established — refused, unresolvable, or its TLS
+/// handshake failed — so no byte of the request was written.
+fn failed_to_connect(mut e: &(dyn std::error::Error + 'static)) -> bool {
+    use aws_smithy_runtime_api::client::dns::ResolveDnsError;
     loop {
+        if e.downcast_ref::<ResolveDnsError>().is_some() {
+            return true;
+        }
+        // hyper's client says whether an error came from establishing the connection (TCP
+        // connect, DNS, the TLS handshake) rather than from using it.
+        if let Some(h) = e.downcast_ref::<hyper_util::client::legacy::Error>() {
+            if h.is_connect() {
+                return true;
+            }
+        }
         if let Some(io) = e.downcast_ref::<std::io::Error>() {
-            return matches!(
+            if matches!(
                 io.kind(),
                 std::io::ErrorKind::ConnectionRefused
                     | std::io::ErrorKind::AddrNotAvailable
                     | std::io::ErrorKind::NotFound
-            );
+            ) {
+                return true;
+            }
         }
         match e.source() {
             Some(next) => e = next,
@@ -138,6 +154,21 @@ mod tests {
         let meta = ErrorMetadata::builder().code(code).build();
         let raw = Response::new(StatusCode::try_from(status).unwrap(), SdkBody::empty());
         SdkError::service_error(PublishError::generic(meta), raw)
+    }
+
+    #[test]
+    fn a_dns_failure_is_transient_not_ambiguous() {
+        use aws_smithy_runtime_api::client::dns::ResolveDnsError;
+        use aws_smithy_runtime_api::client::result::ConnectorError;
+        let dns = ResolveDnsError::new(std::io::Error::other("no such host"));
+        let err: SdkError<PublishError, Response> =
+            SdkError::dispatch_failure(ConnectorError::io(Box::new(dns)));
+        assert_eq!(
+            classify("sns", &err, |_| None),
+            Outcome::Transient {
+                error: "sns_connect_failed".into()
+            }
+        );
     }
 
     #[test]

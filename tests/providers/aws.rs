@@ -200,6 +200,41 @@ async fn a_refused_connection_is_transient_and_not_retried_by_the_sdk() {
     );
 }
 
+/// A TLS handshake that fails (the server answers the ClientHello by closing): nothing of the
+/// request was written, so transient, not ambiguous — an SES or SNS delivery in flight must not
+/// die as `ambiguous` over it.
+#[tokio::test]
+async fn a_failed_tls_handshake_is_transient() {
+    use std::io::Read;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("https://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            let mut hello = [0u8; 512];
+            let _ = conn.read(&mut hello);
+            drop(conn);
+        }
+    });
+    use aws_sdk_sesv2::config::{Credentials, Region, SharedCredentialsProvider};
+    let base = aws_config::SdkConfig::builder()
+        .behavior_version(aws_config::BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(SharedCredentialsProvider::new(Credentials::for_tests()))
+        .endpoint_url(url)
+        .build();
+    let sdk = no_retries(&base, Duration::from_secs(5));
+    let got = ses(&sdk, "a@example.com")
+        .send(&request(Channel::Email, "to@example.com"))
+        .await;
+    assert_eq!(
+        got,
+        Outcome::Transient {
+            error: "ses_connect_failed".into()
+        }
+    );
+}
+
 /// A connection that dies after the request was written: ambiguous, and exactly one
 /// connection — the SDK's own retry would be a silent second send.
 #[tokio::test]

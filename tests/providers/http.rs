@@ -54,6 +54,35 @@ async fn send_to(script: Vec<Behaviour>) -> Outcome {
     provider(&server.url, 2_000).send(&request()).await
 }
 
+/// A 2xx with an endless body: delivered at once, without reading the body past the receipt
+/// limit (reading it all would hold the record for the whole timeout and its memory).
+#[tokio::test]
+async fn an_endless_success_body_is_not_read_to_the_end() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/send", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        if let Some(Ok(mut conn)) = listener.incoming().next() {
+            let mut buf = [0u8; 16384];
+            let _ = conn.read(&mut buf);
+            let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+            if conn.write_all(head.as_bytes()).is_err() {
+                return;
+            }
+            let chunk = format!("{:x}\r\n{}\r\n", 65_536, " ".repeat(65_536));
+            while conn.write_all(chunk.as_bytes()).is_ok() {}
+        }
+    });
+    let started = std::time::Instant::now();
+    let outcome = provider(&url, 8_000).send(&request()).await;
+    assert_eq!(outcome, Outcome::Delivered { receipt: None });
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "the body was read until the timeout: {:?}",
+        started.elapsed()
+    );
+}
+
 #[tokio::test]
 async fn success_carries_the_receipt_and_the_contract_request() {
     let server = serve(vec![respond(202, r#"{"id":"msg-77"}"#)]).await;
