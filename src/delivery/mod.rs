@@ -52,7 +52,11 @@ pub async fn transition<L: Ledger>(
                 })
             }
         };
-        match ledger.put_if(&next, Expected::of(seen.as_ref())).await? {
+        let cas = match ledger.put_if(&next, Expected::of(seen.as_ref())).await {
+            Ok(cas) => cas,
+            Err(e) => return read_back(ledger, &next, &change, ctx, e).await,
+        };
+        match cas {
             Cas::Applied => return Ok(Written::Applied(next)),
             Cas::Conflict(current) => {
                 verified = true;
@@ -88,6 +92,25 @@ pub async fn transition<L: Ledger>(
         op: "ledger.transition",
         message: "too many concurrent writers on one delivery".into(),
     })
+}
+
+/// A write that failed (a timeout, a lost response) may have been applied all the same: read
+/// the item once; if it is what we wrote (or carries our own fresh lease), the write was ours
+/// and the caller goes on. Otherwise the error stands.
+async fn read_back<L: Ledger>(
+    ledger: &L,
+    next: &DeliveryRecord,
+    change: &Change,
+    ctx: &Ctx,
+    err: PortError,
+) -> Result<Written, PortError> {
+    if !err.is_retryable() {
+        return Err(err);
+    }
+    match ledger.get(&ctx.key).await {
+        Ok(Some(cur)) if is_ours(&cur, next, change) => Ok(Written::Applied(cur)),
+        _ => Err(err),
+    }
 }
 
 fn is_ours(current: &DeliveryRecord, attempted: &DeliveryRecord, change: &Change) -> bool {

@@ -700,3 +700,41 @@ async fn an_unreadable_reminder_is_dead_at_once_not_an_outage() {
     let evidence = letters[0].1.evidence.clone().unwrap();
     assert!(evidence.last_error.unwrap().contains("channels"));
 }
+
+/// A claim applied but answered with an error (a timeout after DynamoDB took the write) is
+/// recognised as ours by one read, and the send goes ahead: with a provider that ignores
+/// idempotency keys it must not die later as `ambiguous` when nothing was sent.
+#[tokio::test]
+async fn a_claim_applied_late_is_still_ours() {
+    let w = Mem::new(test_config(), false);
+    let r = w.reminder("late-claim", &[SMS]).await;
+    let msg = message(&r, SMS);
+    w.ledger_faults.fail(OP_PUT, FaultPoint::After, 1);
+    w.enqueue(&msg).await;
+    let out = w.run(SMS).await.unwrap();
+    assert_eq!(out.records[0].action, Action::Ack);
+    let m = out.metrics.get(SMS);
+    assert_eq!((m.delivered, m.infra_errors), (1, 0));
+    assert_eq!(w.provider.sends_for(&msg.delivery_key), 1);
+    let rec = w.record(&msg.delivery_key).await.unwrap();
+    assert_eq!(rec.status(), Status::Delivered);
+}
+
+/// The outcome write applied but answered with an error: one read shows it was ours, and the
+/// message is acked at once instead of coming back as a duplicate.
+#[tokio::test]
+async fn an_outcome_write_applied_late_is_still_ours() {
+    let w = Mem::new(test_config(), false);
+    let r = w.reminder("late-outcome", &[SMS]).await;
+    let msg = message(&r, SMS);
+    w.ledger_faults.fail_after(OP_PUT, FaultPoint::After, 1, 1);
+    w.enqueue(&msg).await;
+    let out = w.run(SMS).await.unwrap();
+    assert_eq!(out.records[0].action, Action::Ack);
+    assert_eq!(out.metrics.get(SMS).infra_errors, 0);
+    assert_eq!(
+        w.record(&msg.delivery_key).await.unwrap().status(),
+        Status::Delivered
+    );
+    assert!(w.queue.is_empty(SMS), "nothing comes back");
+}
