@@ -24,6 +24,17 @@ pub const OP_SEND_ENTRY: &str = "queue.send_entry";
 
 /// SQS batch limit.
 pub const MAX_BATCH: usize = 10;
+/// SQS's largest message: body and message attributes (names, types and values) together.
+pub const MAX_MESSAGE_BYTES: usize = 262_144;
+
+/// A message's size as SQS counts it against [`MAX_MESSAGE_BYTES`] (string attributes).
+pub fn message_size(body: &str, attributes: &BTreeMap<String, String>) -> usize {
+    body.len()
+        + attributes
+            .iter()
+            .map(|(k, v)| k.len() + "String".len() + v.len())
+            .sum::<usize>()
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutgoingMessage {

@@ -738,3 +738,28 @@ async fn an_outcome_write_applied_late_is_still_ours() {
     );
     assert!(w.queue.is_empty(SMS), "nothing comes back");
 }
+
+/// A schema failure whose body is near SQS's 256 KiB: the DLQ copy keeps the head of the body
+/// and says it was truncated, instead of being refused and looping to
+/// `receive_count_exceeded`.
+#[tokio::test]
+async fn a_huge_undecodable_body_is_dead_lettered_truncated() {
+    let w = Mem::new(test_config(), true);
+    let body = format!("{{\"v\":1,\"junk\":\"{}\"}}", "x".repeat(262_000));
+    w.enqueue_raw(SMS, &body).await;
+    let out = w.run(SMS).await.unwrap();
+    assert_eq!(out.records[0].action, Action::Ack);
+    let letters = w.dead_letters(SMS).await;
+    assert_eq!(letters.len(), 1);
+    let (copy, letter) = &letters[0];
+    assert_eq!(letter.reason, DeadReason::Schema);
+    assert!(body.starts_with(copy.as_str()) && copy.len() < body.len());
+    let error = letter
+        .evidence
+        .as_ref()
+        .unwrap()
+        .last_error
+        .clone()
+        .unwrap();
+    assert!(error.contains("truncated from"), "{error}");
+}

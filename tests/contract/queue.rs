@@ -134,6 +134,13 @@ fn letter() -> DeadLetter {
 
 async fn dead_letter_suite<D: DeadLetters>(d: &D) {
     let ch = Channel::Email;
+    // SQS's size limit counts the body and the attributes together: both sides refuse more.
+    let huge = "x".repeat(reminders::ports::queue::MAX_MESSAGE_BYTES);
+    let refused = d.dead_letter(ch, &huge, &letter()).await;
+    assert!(
+        matches!(refused, Err(ref e) if !e.is_retryable()),
+        "{refused:?}"
+    );
     d.dead_letter(ch, r#"{"v":1}"#, &letter()).await.unwrap();
     let got = receive_dead_n(d, ch, 1).await;
     assert_eq!(got.len(), 1);

@@ -9,6 +9,7 @@ use crate::consumer::event::queue_name;
 use crate::deadletter::{DeadLetter, Evidence};
 use crate::delivery::state::DeliveryRecord;
 use crate::domain::DeadReason;
+use crate::ports::queue::{message_size, MAX_MESSAGE_BYTES};
 use crate::ports::{DeadLetters, PortError, Ports};
 
 /// What the evidence says about the delivery.
@@ -45,6 +46,31 @@ impl Facts {
     }
 }
 
+/// The body as received, unless it and the evidence would not fit in one SQS message (a body
+/// near 256 KiB): then its head, with the truncation said in the evidence. A copy that does not
+/// fit would be refused, and the message would loop to `receive_count_exceeded`.
+fn fit_body<'b>(body: &'b str, evidence: &mut Evidence, reason: DeadReason) -> &'b str {
+    // Room for the note added below.
+    const MARGIN: usize = 128;
+    let attrs = DeadLetter::new(reason, evidence.clone()).to_attributes();
+    let attrs_size = message_size("", &attrs);
+    if body.len() + attrs_size + MARGIN <= MAX_MESSAGE_BYTES {
+        return body;
+    }
+    let mut cut = MAX_MESSAGE_BYTES
+        .saturating_sub(attrs_size + MARGIN)
+        .min(body.len());
+    while !body.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let note = format!("body truncated from {} bytes", body.len());
+    evidence.last_error = Some(match evidence.last_error.take() {
+        Some(e) => format!("{e}; {note}"),
+        None => note,
+    });
+    &body[..cut]
+}
+
 /// Evidence stays short (the ledger keeps as much).
 fn short(error: &str) -> String {
     let max = crate::delivery::state::MAX_ERROR_LEN;
@@ -64,7 +90,7 @@ impl<P: Ports> Record<'_, P> {
         now: Timestamp,
     ) -> Result<(), PortError> {
         let queue_url = self.consumer.queue_urls.get(self.inc.channel);
-        let evidence = Evidence {
+        let mut evidence = Evidence {
             attempts: facts.attempts,
             first_seen_at: facts.first_seen_at,
             dead_at: now,
@@ -72,15 +98,10 @@ impl<P: Ports> Record<'_, P> {
             policy_version: facts.policy_version,
             source_queue: queue_name(queue_url).to_owned(),
         };
-        self.consumer
-            .ports
-            .dead_letters()
-            .dead_letter(
-                self.inc.channel,
-                &self.inc.body,
-                &DeadLetter::new(reason, evidence),
-            )
-            .await
+        let body = fit_body(&self.inc.body, &mut evidence, reason);
+        let letter = DeadLetter::new(reason, evidence);
+        let dlq = self.consumer.ports.dead_letters();
+        dlq.dead_letter(self.inc.channel, body, &letter).await
     }
 
     /// A body that is not a message this consumer can read: dead as `schema`, at once.

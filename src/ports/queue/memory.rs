@@ -286,7 +286,15 @@ impl<C: Clock> DeadLetters for MemoryQueue<C> {
         letter: &DeadLetter,
     ) -> Result<(), PortError> {
         self.guarded(OP_DEAD_LETTER, || {
-            self.push(channel, body, letter.to_attributes(), 0);
+            let attributes = letter.to_attributes();
+            if message_size(body, &attributes) > MAX_MESSAGE_BYTES {
+                // As SQS refuses it.
+                return Err(PortError::Refused {
+                    op: OP_DEAD_LETTER,
+                    message: "message too long".into(),
+                });
+            }
+            self.push(channel, body, attributes, 0);
             Ok(())
         })
     }
