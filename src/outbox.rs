@@ -51,6 +51,8 @@ pub struct Edit {
     pub recipients: Option<Vec<Recipient>>,
 }
 
+// Returned once per edit, and the reminder is what the caller wants: boxing buys nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Edited {
     Edited(Reminder),

@@ -80,6 +80,10 @@ pub struct Reminder {
     pub status: ReminderStatus,
     /// Why the scheduler quarantined it (status `invalid`), naming the field.
     pub invalid_reason: Option<String>,
+    /// Channels the stored item lists but cannot send to (no recipient, or one that does not
+    /// validate), each with the reason naming the field: those deliveries are dead letters,
+    /// the others go out. Empty for reminders built by [`Reminder::new`].
+    pub unsendable: BTreeMap<Channel, String>,
     /// DynamoDB TTL, epoch seconds: `fresh_until` + retention.
     pub expires_at: i64,
 }
@@ -130,6 +134,7 @@ impl Reminder {
             payload_version: 1,
             status: ReminderStatus::Scheduled,
             invalid_reason: None,
+            unsendable: BTreeMap::new(),
             expires_at: super::Retention(retention).expires_at(fresh_until),
         })
     }

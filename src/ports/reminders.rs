@@ -59,6 +59,10 @@ impl From<&Reminder> for DueReminder {
     }
 }
 
+/// Items a page evaluates when it filters out skipped subscribers (DynamoDB's `Limit` counts
+/// items evaluated, not returned).
+pub const FILTERED_PAGE: u32 = 1_000;
+
 /// One item of the due index, decoded on its own: a bad item never fails its page.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DueEntry {
@@ -344,12 +348,28 @@ impl ReminderStore for MemoryReminderStore {
                 Some(c) => Bound::Excluded((q.shard, c.due_at, c.reminder_id.clone())),
                 None => Bound::Included((q.shard, Timestamp::from_millis(i64::MIN), String::new())),
             };
-            let mut items = Vec::new();
-            let mut next = None;
+            // As DynamoDB: the limit counts evaluated items, filtered out or not; a filtered
+            // page evaluates more, and may come back empty with a cursor.
+            let budget = match q.skip.is_empty() {
+                true => q.limit.max(1),
+                false => q.limit.max(FILTERED_PAGE),
+            };
+            let budget = usize::try_from(budget).unwrap_or(usize::MAX);
+            let (mut items, mut evaluated, mut next) = (Vec::new(), 0, None);
+            let mut last: Option<(Timestamp, &String)> = None;
             for (shard, due_at, id) in t.due.range((from, Bound::Unbounded)) {
                 if *shard != q.shard || *due_at > q.until {
                     break;
                 }
+                if evaluated == budget {
+                    next = last.map(|(due_at, id)| DueCursor {
+                        due_at,
+                        reminder_id: id.clone(),
+                    });
+                    break;
+                }
+                evaluated += 1;
+                last = Some((*due_at, id));
                 let Some(r) = t.items.get(id) else { continue };
                 if q.skip.contains(&r.subscriber_id) {
                     continue;
@@ -363,13 +383,6 @@ impl ReminderStore for MemoryReminderStore {
                         reason,
                     },
                 });
-                if items.len() >= q.limit.max(1) as usize {
-                    next = Some(DueCursor {
-                        due_at: *due_at,
-                        reminder_id: id.clone(),
-                    });
-                    break;
-                }
             }
             DuePage { items, next }
         })

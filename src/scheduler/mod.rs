@@ -51,6 +51,8 @@ pub struct RunReport {
     pub skipped_over_cap: u32,
     /// Items taken out of the due index as `invalid`, with the field at fault.
     pub quarantined: u32,
+    /// Due-index queries that failed (those shards wait for the next run).
+    pub query_failures: u32,
     pub enqueued: u32,
     pub messages_sent: u32,
     pub expired: u32,
@@ -79,6 +81,7 @@ impl RunReport {
             ("scheduler_quarantined", self.quarantined),
             ("scheduler_send_failed", self.send_failed),
             ("scheduler_mark_failed", self.mark_failed),
+            ("scheduler_query_failures", self.query_failures),
             ("scheduler_skipped_over_cap", self.skipped_over_cap),
             (
                 "scheduler_stopped_at_deadline",
@@ -131,12 +134,15 @@ impl<P: Ports> Scheduler<P> {
             max_scan: self.cfg.max_scan,
             page_size: self.cfg.page_size,
         };
-        let out_of_time = || self.out_of_time(deadline, self.cfg.deadline_margin);
+        // The scan stops a margin earlier than the sends, so a run that spent its time
+        // scanning still has the time to send and mark its first group.
+        let out_of_time = || self.out_of_time(deadline, self.cfg.deadline_margin * 2);
         let taken = scan::take_due(self.ports.reminders(), &limits, out_of_time).await?;
         let mut report = RunReport {
             scanned: taken.scanned,
             picked: u32::try_from(taken.picked.len()).unwrap_or(u32::MAX),
             skipped_over_cap: taken.skipped_over_cap,
+            query_failures: taken.query_failures,
             requests: Requests {
                 queries: taken.queries,
                 ..Requests::default()

@@ -35,6 +35,8 @@ pub(super) struct Taken {
     /// Items of subscribers over their cap seen this run (not counted against the budget).
     pub skipped_over_cap: u32,
     pub queries: u32,
+    /// Shard queries that failed: those shards wait for the next run; the others go on.
+    pub query_failures: u32,
 }
 
 struct Shard {
@@ -51,6 +53,7 @@ struct Scan<'a, S> {
     skip: BTreeSet<SubscriberId>,
     per_subscriber: BTreeMap<SubscriberId, u32>,
     taken: Taken,
+    last_error: Option<PortError>,
 }
 
 pub(super) async fn take_due<S: ReminderStore>(
@@ -73,23 +76,32 @@ pub(super) async fn take_due<S: ReminderStore>(
         skip: BTreeSet::new(),
         per_subscriber: BTreeMap::new(),
         taken: Taken::default(),
+        last_error: None,
     };
     while (scan.taken.picked.len() as u32) < limits.max_take
         && scan.taken.scanned < limits.max_scan
         && !out_of_time()
     {
-        scan.refill().await?;
-        let Some(entry) = scan.next_oldest() else {
-            break;
-        };
-        scan.take(entry);
+        scan.refill().await;
+        match scan.next_oldest() {
+            Some(entry) => scan.take(entry),
+            // A filtered page can come back empty with more to read: refill again.
+            None if scan.shards.iter().any(|s| !s.done) => continue,
+            None => break,
+        }
+    }
+    let every_query_failed = scan.taken.queries == 0 && scan.taken.query_failures > 0;
+    if let (true, Some(e)) = (every_query_failed, scan.last_error.take()) {
+        // Not one shard answered: a failed run, so the function's alarms see it.
+        return Err(e);
     }
     Ok(scan.taken)
 }
 
 impl<S: ReminderStore> Scan<'_, S> {
-    /// Query every shard whose buffer ran dry, a few at a time.
-    async fn refill(&mut self) -> Result<(), PortError> {
+    /// Query every shard whose buffer ran dry, a few at a time. A shard whose query fails is
+    /// done for this run (its items wait for the next); the others go on.
+    async fn refill(&mut self) {
         let (store, limits, skip) = (self.store, self.limits, &self.skip);
         let wanted: Vec<(usize, u32, Option<DueCursor>)> = self
             .shards
@@ -113,15 +125,30 @@ impl<S: ReminderStore> Scan<'_, S> {
             .collect()
             .await;
         for (i, page) in pages {
-            let page = page?;
-            self.taken.queries += 1;
             let shard = &mut self.shards[i];
-            shard.buf.extend(page.items);
+            let page = match page {
+                Ok(page) => page,
+                Err(e) => {
+                    tracing::warn!(shard = shard.id, error = %e, "due-index query failed; shard left for the next run");
+                    self.taken.query_failures += 1;
+                    shard.done = true;
+                    self.last_error = Some(e);
+                    continue;
+                }
+            };
+            self.taken.queries += 1;
+            // Only the new page is filtered here; buffers were purged when a cap was reached.
+            for entry in page.items {
+                match &entry {
+                    DueEntry::Due(d) if self.skip.contains(&d.subscriber_id) => {
+                        self.taken.skipped_over_cap += 1;
+                    }
+                    _ => shard.buf.push_back(entry),
+                }
+            }
             shard.done = page.next.is_none();
             shard.cursor = page.next;
         }
-        self.drop_skipped();
-        Ok(())
     }
 
     /// The oldest head across shards (ties broken by id, so a run is deterministic).
@@ -156,23 +183,22 @@ impl<S: ReminderStore> Scan<'_, S> {
         if *count >= self.limits.per_subscriber_cap {
             // At the cap: the store leaves this subscriber out from now on.
             self.skip.insert(item.subscriber_id.clone());
-            self.drop_skipped();
+            self.purge(&item.subscriber_id);
         }
         self.taken.picked.push(item);
     }
 
-    /// Items already buffered for subscribers at their cap: skipped, not scanned.
-    fn drop_skipped(&mut self) {
-        if self.skip.is_empty() {
-            return;
-        }
+    /// Items already buffered for a subscriber that just reached its cap: skipped, not
+    /// scanned. Once per subscriber per run.
+    fn purge(&mut self, subscriber: &SubscriberId) {
         for shard in &mut self.shards {
             let before = shard.buf.len();
             shard.buf.retain(|e| match e {
-                DueEntry::Due(d) => !self.skip.contains(&d.subscriber_id),
+                DueEntry::Due(d) => d.subscriber_id != *subscriber,
                 DueEntry::Unschedulable { .. } => true,
             });
-            self.taken.skipped_over_cap += (before - shard.buf.len()) as u32;
+            let dropped = u32::try_from(before - shard.buf.len()).unwrap_or(u32::MAX);
+            self.taken.skipped_over_cap += dropped;
         }
     }
 }

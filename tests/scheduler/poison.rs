@@ -110,53 +110,68 @@ fn index_poison() -> Vec<(String, Item, &'static str)> {
     ]
 }
 
-/// Fine in the index, bad as a whole item: the consumer cannot send them.
-fn item_poison() -> Vec<(String, Item, &'static str)> {
+/// Fine in the index, bad as an item: the consumer cannot send them on the channel given.
+/// (id, item, field the reason names, channel at fault)
+fn item_poison() -> Vec<(String, Item, &'static str, Channel)> {
     let recipients = |k: &str, v: &str| AttributeValue::M(HashMap::from([(k.to_owned(), s(v))]));
     let video = AttributeValue::M(HashMap::from([("kind".to_owned(), s("video"))]));
     let two = AttributeValue::L(vec![s("sms"), s("email")]);
+    let email_only = AttributeValue::L(vec![s("email")]);
+    let bad_email = with(item("c-bad-email"), "channels", email_only);
+    let bad_email = with(
+        bad_email,
+        "recipients",
+        recipients("email", "not-an-address"),
+    );
+    let bad_phone = with(
+        item("c-bad-phone"),
+        "recipients",
+        recipients("sms", "555-0100"),
+    );
+    // Content written as a plain string by another application: the error must not echo it.
+    let text = s("Dear Ana, your code is 4711");
     vec![
         (
             "c-bad-email".into(),
-            with(
-                with(
-                    item("c-bad-email"),
-                    "channels",
-                    AttributeValue::L(vec![s("email")]),
-                ),
-                "recipients",
-                recipients("email", "not-an-address"),
-            ),
+            bad_email,
             "recipients.email",
+            Channel::Email,
         ),
         (
             "c-bad-phone".into(),
-            with(
-                item("c-bad-phone"),
-                "recipients",
-                recipients("sms", "555-0100"),
-            ),
+            bad_phone,
             "recipients.sms",
+            Channel::Sms,
         ),
         (
             "c-no-recipients".into(),
             without(item("c-no-recipients"), "recipients"),
             "recipients",
+            Channel::Sms,
         ),
         (
             "c-no-content".into(),
             without(item("c-no-content"), "content"),
             "content",
+            Channel::Sms,
         ),
         (
             "c-video".into(),
             with(item("c-video"), "content", video),
             "content",
+            Channel::Sms,
+        ),
+        (
+            "c-content-text".into(),
+            with(item("c-content-text"), "content", text),
+            "content",
+            Channel::Sms,
         ),
         (
             "c-unlisted".into(),
             with(item("c-unlisted"), "channels", two),
             "recipients.email",
+            Channel::Email,
         ),
     ]
 }
@@ -166,7 +181,10 @@ async fn bad_items_are_quarantined_or_dead_lettered_beside_a_valid_one() {
     let w = AwsWorld::new(QueueSpec::default()).await;
     let valid = crate::support::reminder("p-valid", Channel::Sms);
     w.ports.reminders.insert(&valid).await.unwrap();
-    for (_, it, _) in index_poison().into_iter().chain(item_poison()) {
+    let stray = with(item("p-stray"), "status", s("enqueued"));
+    let items = index_poison().into_iter().map(|(_, it, _)| it);
+    let items = items.chain(item_poison().into_iter().map(|(_, it, _, _)| it));
+    for it in items.chain([stray]) {
         w.dynamo
             .put_item()
             .table_name(&w.reminders_table)
@@ -181,8 +199,16 @@ async fn bad_items_are_quarantined_or_dead_lettered_beside_a_valid_one() {
         .await
         .expect("one bad item never fails a run");
     assert_eq!(report.quarantined, 8, "{report:?}");
-    // The valid one and the item-level poison go out (one SMS each; c-unlisted two messages).
-    assert_eq!(report.enqueued, 1 + 6, "{report:?}");
+    // The valid one and the item-level poison go out (c-unlisted with two messages); the
+    // enqueued item with a stray due_shard only leaves the index, its status untouched.
+    assert_eq!(report.enqueued, 1 + 7, "{report:?}");
+    let stray = ReminderId::parse("p-stray").unwrap();
+    let stray = w.ports.reminders.get(&stray).await.unwrap().unwrap();
+    assert_eq!(
+        stray.status,
+        ReminderStatus::Enqueued,
+        "a settled status is left alone"
+    );
 
     for (id, _, field) in index_poison() {
         let got = w
@@ -257,12 +283,7 @@ async fn bad_items_are_quarantined_or_dead_lettered_beside_a_valid_one() {
             letters.insert((msg.reminder_id.to_string(), channel), m.letter);
         }
     }
-    for (id, _, field) in item_poison() {
-        let channel = if id == "c-bad-email" {
-            Channel::Email
-        } else {
-            Channel::Sms
-        };
+    for (id, _, field, channel) in item_poison() {
         let rec = ledger.get(&key(&id, channel)).await.unwrap().unwrap();
         assert_eq!(rec.status(), Status::Dead, "{id}");
         assert_eq!(rec.dead_reason(), Some(DeadReason::InvalidReminder), "{id}");
@@ -281,17 +302,26 @@ async fn bad_items_are_quarantined_or_dead_lettered_beside_a_valid_one() {
             "{id}: {error:?} does not name {field}"
         );
         assert!(
-            !error.contains("not-an-address") && !error.contains("555-0100"),
+            !["not-an-address", "555-0100", "Ana", "4711"]
+                .iter()
+                .any(|v| error.contains(v)),
             "no PII: {error}"
         );
     }
-    // The listed channel without a recipient is a dead letter too, not a silent cancel.
+    // The listed channel without a recipient is a dead letter, not a silent cancel; the
+    // reminder's other channel still goes out.
     let unlisted = ledger
         .get(&key("c-unlisted", Channel::Email))
         .await
         .unwrap()
         .unwrap();
     assert_eq!(unlisted.dead_reason(), Some(DeadReason::InvalidReminder));
+    let sms = ledger
+        .get(&key("c-unlisted", Channel::Sms))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(sms.status(), Status::Delivered);
 }
 
 /// `DUE_SHARDS` lowered and raised with reminders waiting: the scheduler reads every virtual

@@ -57,8 +57,22 @@ fn decode<T: for<'de> Deserialize<'de>>(
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
         let path = if path == "." { "item".to_owned() } else { path };
-        format!("{path}: {}", e.into_inner())
+        format!("{path}: {}", redact(&e.into_inner().to_string()))
     })
+}
+
+/// serde's type and value errors quote the value they met (`invalid type: string "…"`), which
+/// could be a recipient or the content: keep what was expected, never the value.
+fn redact(message: &str) -> String {
+    for kind in ["invalid type", "invalid value", "invalid length"] {
+        if message.starts_with(kind) {
+            return match message.find(", expected") {
+                Some(i) => format!("{kind}{}", &message[i..]),
+                None => kind.to_owned(),
+            };
+        }
+    }
+    message.to_owned()
 }
 
 /// A whole reminder, or why it cannot be sent.
@@ -130,20 +144,30 @@ impl ReminderItem {
         }
     }
 
+    /// Each channel on its own: a listed channel whose recipient is missing or invalid is
+    /// unsendable (its delivery dies naming the field); the other channels still go out.
     fn into_reminder(self) -> Result<Reminder, String> {
-        let mut recipients = BTreeMap::new();
-        for (channel, address) in self.recipients {
-            let channel: Channel = channel
+        let (mut recipients, mut unsendable) = (BTreeMap::new(), BTreeMap::new());
+        for (name, address) in self.recipients {
+            let channel: Channel = name
                 .parse()
-                .map_err(|e| format!("recipients.{channel}: {e}"))?;
-            let r = Recipient::parse(channel, &address)
-                .map_err(|e| format!("recipients.{channel}: {e}"))?;
-            recipients.insert(channel, r);
+                .map_err(|e| format!("recipients.{name}: {e}"))?;
+            match Recipient::parse(channel, &address) {
+                Ok(r) => {
+                    recipients.insert(channel, r);
+                }
+                Err(e) => {
+                    unsendable.insert(channel, format!("recipients.{channel}: {e}"));
+                }
+            }
         }
-        if let Some(c) = self.channels.iter().find(|c| !recipients.contains_key(c)) {
-            return Err(format!("recipients.{c}: missing for a listed channel"));
+        for c in &self.channels {
+            if !recipients.contains_key(c) && !unsendable.contains_key(c) {
+                let why = format!("recipients.{c}: missing for a listed channel");
+                unsendable.insert(*c, why);
+            }
         }
-        if recipients.is_empty() {
+        if recipients.is_empty() && unsendable.is_empty() {
             return Err("recipients: empty".into());
         }
         Ok(Reminder {
@@ -156,6 +180,7 @@ impl ReminderItem {
             payload_version: self.payload_version,
             status: self.status,
             invalid_reason: self.invalid_reason,
+            unsendable,
             expires_at: self.expires_at,
         })
     }

@@ -19,7 +19,7 @@ use crate::aws::error::{corrupt, port_error};
 use crate::clock::Timestamp;
 use crate::domain::{Reminder, ReminderId, ReminderStatus, SubscriberId, MAX_DUE_SHARDS};
 use crate::ports::reminders::{
-    editable, OP_GET, OP_INSERT, OP_MARK, OP_QUARANTINE, OP_QUERY, OP_REPLACE,
+    editable, FILTERED_PAGE, OP_GET, OP_INSERT, OP_MARK, OP_QUARANTINE, OP_QUERY, OP_REPLACE,
 };
 use crate::ports::{DueCursor, DuePage, DueQuery, Inserted, Marked, PortError, ReminderStore};
 
@@ -150,11 +150,15 @@ impl ReminderStore for DynamoReminderStore {
             .expression_attribute_values(":shard", n(dq.shard))
             .expression_attribute_values(":until", n(dq.until.as_millis()))
             .scan_index_forward(true);
-        if dq.skip.is_empty() {
-            q = q.limit(i32::try_from(dq.limit.max(1)).unwrap_or(i32::MAX));
-        } else {
-            // Limit counts the items DynamoDB evaluates, filtered or not: without it a page
-            // skips up to 1 MB of a capped subscriber's items in one request.
+        // Limit counts the items DynamoDB evaluates, filtered out or not: a filtered page
+        // evaluates more, so skipping a capped subscriber's backlog takes few requests, and
+        // it may come back empty with a cursor (the scan reads on).
+        let evaluated = match dq.skip.is_empty() {
+            true => dq.limit.max(1),
+            false => dq.limit.max(FILTERED_PAGE),
+        };
+        q = q.limit(i32::try_from(evaluated).unwrap_or(i32::MAX));
+        if !dq.skip.is_empty() {
             let (filter, values) = skip_filter(dq.skip);
             q = q.filter_expression(filter);
             for (k, v) in values {
@@ -181,32 +185,44 @@ impl ReminderStore for DynamoReminderStore {
         Ok(DuePage { items, next })
     }
 
+    /// Only an item still in the index whose status is `scheduled`, missing or unknown
+    /// becomes `invalid`. One that says `enqueued`, `cancelled`, `expired` or `invalid` but
+    /// kept a stray `due_shard` (a writer's mistake) only leaves the index: its status, and
+    /// the deliveries in flight for it, are left alone.
     async fn quarantine(&self, key: &str, reason: &str) -> Result<Marked, PortError> {
+        let settled = "(:enqueued, :cancelled, :expired, :invalid)";
         let up = self
             .client
             .update_item()
             .table_name(&self.table)
             .key("reminder_id", s(key))
             .update_expression("SET #status = :invalid, invalid_reason = :reason REMOVE due_shard")
-            .condition_expression("attribute_exists(due_shard)")
+            .condition_expression(format!(
+                "attribute_exists(due_shard) AND NOT (#status IN {settled})"
+            ))
             .expression_attribute_names("#status", "status")
-            .expression_attribute_values(":invalid", s(ReminderStatus::Invalid.as_str()))
             .expression_attribute_values(":reason", s(reason))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
-        match up.send().await {
-            Ok(_) => Ok(Marked::Marked),
+        let up = settled_values(up);
+        let old = match up.send().await {
+            Ok(_) => return Ok(Marked::Marked),
             Err(SdkError::ServiceError(e))
                 if matches!(e.err(), UpdateItemError::ConditionalCheckFailedException(_)) =>
             {
-                Ok(match e.into_err() {
-                    UpdateItemError::ConditionalCheckFailedException(f) if f.item.is_some() => {
-                        Marked::Changed
-                    }
-                    _ => Marked::Missing,
-                })
+                match e.into_err() {
+                    UpdateItemError::ConditionalCheckFailedException(f) => f.item,
+                    _ => None,
+                }
             }
-            Err(e) => Err(port_error(OP_QUARANTINE, e, dynamo_kind!(UpdateItemError))),
+            Err(e) => return Err(port_error(OP_QUARANTINE, e, dynamo_kind!(UpdateItemError))),
+        };
+        let Some(old) = old else {
+            return Ok(Marked::Missing);
+        };
+        if old.contains_key("due_shard") {
+            self.unindex(key).await?;
         }
+        Ok(Marked::Changed)
     }
 
     async fn mark(
@@ -251,6 +267,44 @@ impl ReminderStore for DynamoReminderStore {
             Err(e) => Err(port_error(OP_MARK, e, dynamo_kind!(UpdateItemError))),
         }
     }
+}
+
+impl DynamoReminderStore {
+    /// Take a settled item out of the index, its status untouched.
+    async fn unindex(&self, key: &str) -> Result<(), PortError> {
+        let up = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("reminder_id", s(key))
+            .update_expression("REMOVE due_shard")
+            .condition_expression("#status IN (:enqueued, :cancelled, :expired, :invalid)")
+            .expression_attribute_names("#status", "status");
+        match settled_values(up).send().await {
+            Ok(_) => {
+                tracing::warn!(
+                    reminder_id = key,
+                    "a settled reminder kept its due_shard; removed"
+                );
+                Ok(())
+            }
+            Err(SdkError::ServiceError(e))
+                if matches!(e.err(), UpdateItemError::ConditionalCheckFailedException(_)) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(port_error(OP_QUARANTINE, e, dynamo_kind!(UpdateItemError))),
+        }
+    }
+}
+
+fn settled_values(
+    up: aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder,
+) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
+    up.expression_attribute_values(":enqueued", s(ReminderStatus::Enqueued.as_str()))
+        .expression_attribute_values(":cancelled", s(ReminderStatus::Cancelled.as_str()))
+        .expression_attribute_values(":expired", s(ReminderStatus::Expired.as_str()))
+        .expression_attribute_values(":invalid", s(ReminderStatus::Invalid.as_str()))
 }
 
 /// `NOT (subscriber_id IN (…)) AND …`, in lists of at most 100 values.

@@ -55,6 +55,16 @@ impl<P: Ports> Record<'_, P> {
             }
             return self.hold(&msg, nb, now).await.map(Break);
         }
+        if let Some(why) = reminder.unsendable.get(&self.inc.channel) {
+            // Listed, but nothing valid to send to: a dead letter naming the field, not a
+            // silent cancel.
+            let error = format!("unreadable: {why}");
+            let reason = DeadReason::InvalidReminder;
+            return self
+                .dead_unsendable(&msg, reason, error, now)
+                .await
+                .map(Break);
+        }
         let Some(recipient) = reminder.recipients.get(&self.inc.channel).cloned() else {
             // The channel was edited away before dispatch: nothing to send here.
             return self.finish(&msg, Change::Cancel, &ctx).await.map(Break);
@@ -158,13 +168,28 @@ impl<P: Ports> Record<'_, P> {
             error: Some(error.clone()),
         };
         let written = transition(self.consumer.ports.ledger(), None, change, &ctx).await?;
-        let first_seen_at = match &written {
-            Written::Applied(r) => Some(r.first_seen_at()),
-            Written::Refused { current, .. } => current.as_ref().map(|r| r.first_seen_at()),
+        let first_seen_at = match written {
+            Written::Applied(r) => {
+                self.m.dead(reason);
+                r.first_seen_at()
+            }
+            // Died before (perhaps crashed before its copy): make sure the evidence exists.
+            Written::Refused {
+                current: Some(r), ..
+            } if r.status() == Status::Dead => r.first_seen_at(),
+            // A worker holds it mid-send: look again once its lease is over.
+            Written::Refused {
+                current: Some(r), ..
+            } if r.status() == Status::Sending => {
+                let until = r.lease_expires_at().unwrap_or(now).max(now);
+                let again = until.plus(std::time::Duration::from_secs(1));
+                return self.hold(msg, again, now).await;
+            }
+            // Already delivered, expired or cancelled: nothing died.
+            Written::Refused { .. } => return Ok(super::Action::Ack),
         };
-        let facts = Facts::unclaimed(first_seen_at, &error, &self.consumer.cfg);
+        let facts = Facts::unclaimed(Some(first_seen_at), &error, &self.consumer.cfg);
         self.dead_letter(reason, facts, now).await?;
-        self.m.dead(reason);
         let what = reason.as_str();
         super::log_transition(msg, 0, what, "dead", std::time::Duration::ZERO);
         Ok(super::Action::Ack)

@@ -176,7 +176,7 @@ fn unfenced_table() -> Vec<(Change, Vec<Status>, Status)> {
                 spends_attempt: false,
                 error: None,
             },
-            vec![Scheduled],
+            vec![Scheduled, Ready, Deferred],
             Dead,
         ),
         (

@@ -216,9 +216,9 @@ fn defer(
     Ok(Landed::saying(Status::Deferred, detail))
 }
 
-/// sending (fenced) or deferred → dead for a provider or budget reason; scheduled → dead for
-/// an unknown reminder; scheduled, ready or deferred → dead for a reminder that cannot be
-/// read or sent (never from `sending`: a live lease finishes its own send).
+/// sending (fenced) or deferred → dead for a provider or budget reason; scheduled, ready or
+/// deferred → dead for a reminder that is gone or cannot be read or sent (never from
+/// `sending`: a lease holder finishes its own send).
 fn die(
     from: &From,
     next: &mut DeliveryRecord,
@@ -237,9 +237,11 @@ fn die(
     match (from.status, token) {
         (Status::Sending, Some(t)) if budget_or_provider => from.fenced(t)?,
         (Status::Deferred, None) if budget_or_provider => {}
-        (Status::Scheduled, None) if reason == DeadReason::UnknownReminder => {}
         (Status::Scheduled | Status::Ready | Status::Deferred, None)
-            if reason == DeadReason::InvalidReminder => {}
+            if matches!(
+                reason,
+                DeadReason::UnknownReminder | DeadReason::InvalidReminder
+            ) => {}
         _ => return Err(from.refuse(Why::NotAllowed)),
     }
     next.attempt_count += u32::from(spends_attempt);
