@@ -53,6 +53,19 @@ fn err(e: impl std::fmt::Display) -> String {
     e.to_string().lines().next().unwrap_or_default().to_owned()
 }
 
+async fn show_unreadable(p: &OpsPorts, raw_id: &str, problem: &str) -> Result<(), String> {
+    let Some((status, why)) = p.reminders.raw_status(raw_id).await.map_err(err)? else {
+        return Err("no such reminder".into());
+    };
+    println!("reminder     {raw_id}");
+    println!("status       {}", status.as_deref().unwrap_or("(none)"));
+    if let Some(why) = why {
+        println!("invalid      {why} (quarantined by the scheduler)");
+    }
+    println!("unreadable   {problem}");
+    Ok(())
+}
+
 pub struct CreateArgs {
     pub id: String,
     pub subscriber: String,
@@ -141,15 +154,26 @@ pub async fn cancel(id: String) -> Result<(), String> {
     Ok(())
 }
 
-pub async fn show(id: String) -> Result<(), String> {
+pub async fn show(raw_id: String) -> Result<(), String> {
     let p = ports().await?;
-    let id = ReminderId::parse(id).map_err(err)?;
-    let r = p
-        .reminders
-        .get(&id)
-        .await
-        .map_err(err)?
-        .ok_or("no such reminder")?;
+    // An item another writer got wrong (an id outside the alphabet, a missing attribute) is
+    // still shown: its raw status, why it was quarantined, and what cannot be read.
+    let parsed = ReminderId::parse(raw_id.clone());
+    let got = match &parsed {
+        Ok(id) => p.reminders.get(id).await,
+        Err(e) => Err(reminders::ports::PortError::Corrupt {
+            op: "reminders.get",
+            message: format!("reminder_id: {e}"),
+        }),
+    };
+    let r = match got {
+        Ok(Some(r)) => r,
+        Ok(None) => return Err("no such reminder".into()),
+        Err(reminders::ports::PortError::Corrupt { message, .. }) => {
+            return show_unreadable(&p, &raw_id, &message).await
+        }
+        Err(e) => return Err(err(e)),
+    };
     println!(
         "reminder     {} (subscriber {})",
         r.reminder_id, r.subscriber_id

@@ -157,3 +157,36 @@ fn operator_commands_against_the_emulator() {
         "{shown}"
     );
 }
+
+/// An item the scheduler quarantined, or one that does not decode at all, is still shown:
+/// its raw status, the reason naming the attribute, and what cannot be read.
+#[tokio::test]
+async fn remind_show_explains_a_quarantined_item() {
+    use aws_sdk_dynamodb::types::AttributeValue as Av;
+    std::env::var("AWS_ENDPOINT_URL")
+        .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");
+    let prefix = format!("show-{}", std::process::id());
+    let mut env = BTreeMap::new();
+    let up = ok(&["local", "up", "--prefix", &prefix], &env);
+    for line in up.lines().filter_map(|l| l.strip_prefix("export ")) {
+        let (k, v) = line.split_once('=').unwrap();
+        env.insert(k.to_owned(), v.to_owned());
+    }
+    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let dynamo = aws_sdk_dynamodb::Client::new(&sdk);
+    let reason = "reminder_id: reminder_id contains a character outside [A-Za-z0-9._:-]";
+    dynamo
+        .put_item()
+        .table_name(&env["REMINDERS_TABLE"])
+        .item("reminder_id", Av::S("bad id".into()))
+        .item("status", Av::S("invalid".into()))
+        .item("invalid_reason", Av::S(reason.into()))
+        .item("due_at", Av::N("1800000000000".into()))
+        .send()
+        .await
+        .unwrap();
+    let shown = ok(&["remind", "show", "--id", "bad id"], &env);
+    assert!(shown.contains("status       invalid"), "{shown}");
+    assert!(shown.contains(reason), "{shown}");
+    assert!(shown.contains("unreadable"), "{shown}");
+}

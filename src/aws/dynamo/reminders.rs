@@ -270,6 +270,32 @@ impl ReminderStore for DynamoReminderStore {
 }
 
 impl DynamoReminderStore {
+    /// The raw `status` and `invalid_reason` of an item, whatever else it holds: for showing
+    /// an item that does not decode.
+    pub async fn raw_status(
+        &self,
+        key: &str,
+    ) -> Result<Option<(Option<String>, Option<String>)>, PortError> {
+        use aws_sdk_dynamodb::types::AttributeValue;
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("reminder_id", s(key))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| port_error(OP_GET, e, dynamo_kind!(GetItemError)))?;
+        let text =
+            |item: &std::collections::HashMap<String, AttributeValue>, k: &str| match item.get(k) {
+                Some(AttributeValue::S(v)) => Some(v.clone()),
+                _ => None,
+            };
+        Ok(out
+            .item
+            .map(|item| (text(&item, "status"), text(&item, "invalid_reason"))))
+    }
+
     /// Take a settled item out of the index, its status untouched.
     async fn unindex(&self, key: &str) -> Result<(), PortError> {
         let up = self
