@@ -115,6 +115,10 @@ pub struct DeliveryRecord {
     last_error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     dead_reason: Option<DeadReason>,
+    /// When the DLQ copy of this death was made: a dead delivery has exactly one copy, and a
+    /// later message for it adds none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    dlq_copied_at: Option<Timestamp>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     provider_receipt: Option<String>,
     payload_version: u64,
@@ -162,6 +166,22 @@ impl DeliveryRecord {
     pub fn dead_reason(&self) -> Option<DeadReason> {
         self.dead_reason
     }
+    pub fn dlq_copied_at(&self) -> Option<Timestamp> {
+        self.dlq_copied_at
+    }
+
+    /// When it last went dead: the time its evidence states, however often it is looked at.
+    pub fn dead_at(&self) -> Option<Timestamp> {
+        if self.status != Status::Dead {
+            return None;
+        }
+        self.history()
+            .into_iter()
+            .rev()
+            .find(|(_, h)| h.to == Status::Dead && h.from != Status::Dead)
+            .map(|(_, h)| h.at)
+    }
+
     pub fn provider_receipt(&self) -> Option<&str> {
         self.provider_receipt.as_deref()
     }
@@ -236,6 +256,8 @@ pub enum Change {
     Cancel,
     /// dead → ready, fresh budgets, audit entry.
     Redrive { audit: RedriveAudit },
+    /// dead → dead: its DLQ copy exists (written once, after the copy).
+    CopiedToDlq,
 }
 
 impl Change {
@@ -249,6 +271,7 @@ impl Change {
             Change::Expire => "expire",
             Change::Cancel => "cancel",
             Change::Redrive { .. } => "redrive",
+            Change::CopiedToDlq => "copied_to_dlq",
         }
     }
 }
@@ -298,6 +321,7 @@ impl DeliveryRecord {
             last_outcome_class: None,
             last_error: None,
             dead_reason: None,
+            dlq_copied_at: None,
             provider_receipt: None,
             payload_version: 0,
             policy: None,

@@ -763,3 +763,28 @@ async fn a_huge_undecodable_body_is_dead_lettered_truncated() {
         .unwrap();
     assert!(error.contains("truncated from"), "{error}");
 }
+
+/// A dead delivery has exactly one DLQ copy: messages that arrive for it later (duplicates, a
+/// crash-looped copy) add none, and the copy states when it died.
+#[tokio::test]
+async fn a_dead_delivery_is_copied_to_the_dlq_once() {
+    let w = Mem::new(test_config(), true);
+    let r = w.reminder("dies-once", &[SMS]).await;
+    let msg = message(&r, SMS);
+    w.provider
+        .script_for(&msg.delivery_key, [Answer::Permanent]);
+    w.enqueue(&msg).await;
+    w.run(SMS).await.unwrap();
+    let died_at = reminders::clock::Clock::now(&w.clock);
+    for _ in 0..3 {
+        w.advance(60);
+        w.enqueue(&msg).await;
+        assert_eq!(w.run(SMS).await.unwrap().records[0].action, Action::Ack);
+    }
+    let letters = w.dead_letters(SMS).await;
+    assert_eq!(letters.len(), 1, "one copy per death");
+    let evidence = letters[0].1.evidence.clone().unwrap();
+    assert_eq!(evidence.dead_at, died_at);
+    let rec = w.record(&msg.delivery_key).await.unwrap();
+    assert_eq!(rec.dlq_copied_at(), Some(died_at));
+}

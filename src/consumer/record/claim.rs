@@ -72,7 +72,8 @@ impl<P: Ports> Record<'_, P> {
                 // Died before (perhaps crashed before its DLQ copy): make sure the evidence
                 // exists.
                 let reason = record.dead_reason().unwrap_or(DeadReason::Rejected);
-                self.dead_letter(reason, Facts::of(&record), now).await?;
+                let facts = Facts::of(&record);
+                self.copy_once(reason, record, facts).await?;
                 Ok(Action::Ack)
             }
             Claim::HeldByOther { until } => {
@@ -139,7 +140,7 @@ impl<P: Ports> Record<'_, P> {
                 );
                 Ok(Continue(record))
             }
-            Written::Applied(dead) => self.died_abandoned(&d.msg, dead, ctx.now).await.map(Break),
+            Written::Applied(dead) => self.died_abandoned(&d.msg, dead).await.map(Break),
             // Another worker got there first: look again shortly.
             Written::Refused { .. } => {
                 let again = ctx.now.plus(Duration::from_secs(1));
@@ -184,7 +185,7 @@ impl<P: Ports> Record<'_, P> {
         };
         let change = abandoned_dies(stale_token, reason);
         match transition(self.consumer.ports.ledger(), Some(sending), change, ctx).await? {
-            Written::Applied(dead) => self.died_abandoned(msg, dead, ctx.now).await,
+            Written::Applied(dead) => self.died_abandoned(msg, dead).await,
             Written::Refused { .. } => {
                 let again = ctx.now.plus(Duration::from_secs(1));
                 self.hold(msg, again, ctx.now).await
@@ -196,7 +197,6 @@ impl<P: Ports> Record<'_, P> {
         &mut self,
         msg: &DeliveryMessage,
         dead: DeliveryRecord,
-        now: Timestamp,
     ) -> Result<Action, PortError> {
         let reason = dead.dead_reason().unwrap_or(DeadReason::Ambiguous);
         self.m.dead(reason);
@@ -207,7 +207,8 @@ impl<P: Ports> Record<'_, P> {
             "dead",
             Duration::ZERO,
         );
-        self.dead_letter(reason, Facts::of(&dead), now).await?;
+        let facts = Facts::of(&dead);
+        self.copy_once(reason, dead, facts).await?;
         Ok(Action::Ack)
     }
 

@@ -104,6 +104,35 @@ impl<P: Ports> Record<'_, P> {
         dlq.dead_letter(self.inc.channel, body, &letter).await
     }
 
+    /// The DLQ copy of a dead delivery, exactly once: none when the ledger says it was made,
+    /// else the copy (stating when it died, however late it is made) and then the marker.
+    /// A crash between the two leaves at most one extra copy.
+    pub(super) async fn copy_once(
+        &self,
+        reason: DeadReason,
+        dead: DeliveryRecord,
+        facts: Facts,
+    ) -> Result<(), PortError> {
+        if dead.dlq_copied_at().is_some() {
+            return Ok(());
+        }
+        let now = self.now();
+        let dead_at = dead.dead_at().unwrap_or(now);
+        self.dead_letter(reason, facts, dead_at).await?;
+        let ctx = crate::delivery::state::Ctx {
+            key: dead.key().clone(),
+            now,
+            expires_at: dead.expires_at(),
+        };
+        let ledger = self.consumer.ports.ledger();
+        let change = crate::delivery::state::Change::CopiedToDlq;
+        if let Err(e) = crate::delivery::transition(ledger, Some(dead), change, &ctx).await {
+            // The copy exists; only a later message for this delivery could copy it again.
+            tracing::warn!(error = %e, "could not record the DLQ copy on the ledger");
+        }
+        Ok(())
+    }
+
     /// A body that is not a message this consumer can read: dead as `schema`, at once.
     pub(super) async fn dead_schema(
         &mut self,

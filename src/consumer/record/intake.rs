@@ -168,15 +168,15 @@ impl<P: Ports> Record<'_, P> {
             error: Some(error.clone()),
         };
         let written = transition(self.consumer.ports.ledger(), None, change, &ctx).await?;
-        let first_seen_at = match written {
+        let dead = match written {
             Written::Applied(r) => {
                 self.m.dead(reason);
-                r.first_seen_at()
+                r
             }
             // Died before (perhaps crashed before its copy): make sure the evidence exists.
             Written::Refused {
                 current: Some(r), ..
-            } if r.status() == Status::Dead => r.first_seen_at(),
+            } if r.status() == Status::Dead => r,
             // A worker holds it mid-send: look again once its lease is over.
             Written::Refused {
                 current: Some(r), ..
@@ -188,8 +188,9 @@ impl<P: Ports> Record<'_, P> {
             // Already delivered, expired or cancelled: nothing died.
             Written::Refused { .. } => return Ok(super::Action::Ack),
         };
-        let facts = Facts::unclaimed(Some(first_seen_at), &error, &self.consumer.cfg);
-        self.dead_letter(reason, facts, now).await?;
+        let facts = Facts::unclaimed(Some(dead.first_seen_at()), &error, &self.consumer.cfg);
+        let reason = dead.dead_reason().unwrap_or(reason);
+        self.copy_once(reason, dead, facts).await?;
         let what = reason.as_str();
         super::log_transition(msg, 0, what, "dead", std::time::Duration::ZERO);
         Ok(super::Action::Ack)

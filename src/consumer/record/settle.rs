@@ -193,7 +193,8 @@ impl<P: Ports> Record<'_, P> {
                 "dead",
                 Duration::ZERO,
             );
-            self.dead_letter(reason, Facts::of(&dead), ctx.now).await?;
+            let facts = Facts::of(&dead);
+            self.copy_once(reason, dead, facts).await?;
         }
         Ok(Action::Ack)
     }

@@ -128,6 +128,13 @@ fn land(
         Change::Expire => finish(from, next, OutcomeClass::Stale, Status::Expired)?,
         Change::Cancel => finish(from, next, OutcomeClass::Cancelled, Status::Cancelled)?,
         Change::Redrive { audit } => redrive(from, next, audit)?,
+        Change::CopiedToDlq => {
+            if from.status != Status::Dead || next.dlq_copied_at.is_some() {
+                return Err(from.refuse(Why::NotAllowed));
+            }
+            next.dlq_copied_at = Some(ctx.now);
+            Landed::saying(Status::Dead, "dlq_copy".to_owned())
+        }
     })
 }
 
@@ -282,6 +289,8 @@ fn redrive(
     next.attempt_count = 0;
     next.throttle_count = 0;
     next.dead_reason = None;
+    // A later death gets its own copy.
+    next.dlq_copied_at = None;
     next.next_eligible_at = None;
     Ok(Landed {
         redrive: Some(audit.clone()),
