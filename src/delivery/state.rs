@@ -258,6 +258,8 @@ pub enum Change {
     Redrive { audit: RedriveAudit },
     /// dead → dead: its DLQ copy exists (written once, after the copy).
     CopiedToDlq,
+    /// sending (fenced) → expired: the lease holder found it stale right before sending.
+    ExpireHeld { token: LeaseToken },
 }
 
 impl Change {
@@ -272,6 +274,7 @@ impl Change {
             Change::Cancel => "cancel",
             Change::Redrive { .. } => "redrive",
             Change::CopiedToDlq => "copied_to_dlq",
+            Change::ExpireHeld { .. } => "expire_held",
         }
     }
 }

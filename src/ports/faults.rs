@@ -346,3 +346,22 @@ impl<T: super::DeliveryQueue, C: crate::clock::Clock> super::DeliveryQueue for S
         self.inner.depth(channel).await
     }
 }
+
+impl<T: super::Ledger, C: crate::clock::Clock> super::Ledger for Slowed<T, C> {
+    async fn get(
+        &self,
+        key: &crate::domain::DeliveryKey,
+    ) -> Result<Option<crate::delivery::state::DeliveryRecord>, PortError> {
+        self.wait().await;
+        self.inner.get(key).await
+    }
+
+    async fn put_if(
+        &self,
+        record: &crate::delivery::state::DeliveryRecord,
+        expected: super::Expected,
+    ) -> Result<super::Cas, PortError> {
+        self.wait().await;
+        self.inner.put_if(record, expected).await
+    }
+}

@@ -788,3 +788,62 @@ async fn a_dead_delivery_is_copied_to_the_dlq_once() {
     let rec = w.record(&msg.delivery_key).await.unwrap();
     assert_eq!(rec.dlq_copied_at(), Some(died_at));
 }
+
+/// Freshness is checked again right before the send: a claim that took long enough for the
+/// reminder to go stale ends as expired under its own lease, and nothing is sent.
+#[tokio::test]
+async fn a_reminder_gone_stale_during_its_claim_is_not_sent() {
+    use reminders::clock::{Clock, ManualClock};
+    use reminders::consumer::Consumer;
+    use reminders::domain::PerChannel;
+    use reminders::ports::{
+        MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet, ScriptedProvider,
+        Slowed,
+    };
+    let r = crate::harness::reminder("stale-in-claim", &[SMS]);
+    let clock = ManualClock::at(r.fresh_until.minus(Duration::from_millis(100)));
+    let store = Arc::new(MemoryReminderStore::new(4));
+    store.insert(&r).await.unwrap();
+    let ledger = Arc::new(MemoryLedger::default());
+    let queue = Arc::new(MemoryQueue::new(clock.clone()));
+    let provider = Arc::new(ScriptedProvider::new(clock.clone(), true));
+    let ports = PortSet {
+        clock: clock.clone(),
+        reminders: store,
+        // The claim's write takes 200 ms: the reminder goes stale while it is in flight.
+        ledger: Slowed {
+            inner: ledger.clone(),
+            clock: clock.clone(),
+            latency: Duration::from_millis(200),
+        },
+        gate: Arc::new(MemoryGate::default()),
+        queue: queue.clone(),
+        dead_letters: Arc::new(MemoryQueue::new(clock.clone())),
+        providers: PerChannel::from_fn(|_| provider.clone()),
+    };
+    let urls = crate::harness::queue_urls();
+    let consumer = Consumer::new(ports, test_config(), urls.clone(), 9);
+    let msg = message(&r, SMS);
+    let entry = reminders::ports::OutgoingMessage {
+        entry_id: "0".into(),
+        body: msg.encode(),
+        delay_secs: 0,
+    };
+    queue.send_batch(SMS, &[entry]).await.unwrap();
+    let out = reminders::local::poll_once(&consumer, &urls, SMS, 10, 30, None)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(out.records[0].action, Action::Ack);
+    assert!(clock.now() > r.fresh_until, "the claim crossed fresh_until");
+    assert_eq!(
+        provider.calls_for(&msg.delivery_key),
+        0,
+        "nothing sent stale"
+    );
+    let rec = reminders::ports::Ledger::get(&*ledger, &msg.delivery_key)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(rec.status(), Status::Expired);
+}

@@ -91,6 +91,11 @@ impl<P: Ports> Record<'_, P> {
         let msg = step!(self.decode().await);
         let delivery = step!(self.intake(msg).await);
         let lease = step!(self.claim(&delivery).await);
+        // The claim may have taken conflict rounds or a slow write: freshness is checked
+        // again right before the send, never only before the claim.
+        if delivery.reminder.is_stale_at(self.now()) {
+            return self.expire_held(&delivery, lease).await;
+        }
         let provider = self.consumer.ports.provider(self.inc.channel);
         let outcome = provider.send(&delivery.request).await;
         self.settle(&delivery, lease, outcome).await

@@ -228,6 +228,23 @@ impl<P: Ports> Record<'_, P> {
         Ok(Action::Ack)
     }
 
+    /// Stale under our lease, before any send: expired (fenced), never sent.
+    pub(super) async fn expire_held(
+        &mut self,
+        d: &Delivery,
+        lease: Lease,
+    ) -> Result<Action, PortError> {
+        let now = self.now();
+        let ctx = self.ctx(&d.msg, d.reminder.fresh_until, now);
+        let change = Change::ExpireHeld { token: lease.token };
+        let ledger = self.consumer.ports.ledger();
+        if let Written::Applied(_) = transition(ledger, Some(lease.record), change, &ctx).await? {
+            self.m.expired += 1;
+            log_transition(&d.msg, 0, "stale", "ack", Duration::ZERO);
+        }
+        Ok(Action::Ack)
+    }
+
     /// Close the provider partition; a failure here only costs other workers a 429 each.
     async fn close_gate(&self, partition: &GatePartition, until: Timestamp) {
         let c = self.consumer;

@@ -114,6 +114,7 @@ fn table() -> Vec<(Change, Vec<Status>, Status)> {
 fn fenced_table() -> Vec<(Change, Vec<Status>, Status)> {
     use Status::*;
     vec![
+        (Change::ExpireHeld { token: tok(1) }, vec![Sending], Expired),
         (
             Change::Takeover {
                 stale_token: tok(1),

@@ -128,6 +128,12 @@ fn land(
         Change::Expire => finish(from, next, OutcomeClass::Stale, Status::Expired)?,
         Change::Cancel => finish(from, next, OutcomeClass::Cancelled, Status::Cancelled)?,
         Change::Redrive { audit } => redrive(from, next, audit)?,
+        Change::ExpireHeld { token } => {
+            from.fenced(token)?;
+            next.clear_lease();
+            next.last_outcome_class = Some(OutcomeClass::Stale);
+            Landed::saying(Status::Expired, "stale before send".to_owned())
+        }
         Change::CopiedToDlq => {
             if from.status != Status::Dead || next.dlq_copied_at.is_some() {
                 return Err(from.refuse(Why::NotAllowed));
