@@ -166,6 +166,10 @@ enum Command {
         /// Give stale reminders this many more seconds of freshness.
         #[arg(long)]
         extend_freshness_secs: Option<u64>,
+        /// Needed to redrive `ambiguous`: a provider that ignores idempotency keys may
+        /// deliver those twice.
+        #[arg(long)]
+        accept_duplicates: bool,
     },
 }
 
@@ -408,6 +412,7 @@ fn run(cli: Cli) -> Result<(), String> {
             dead_after,
             dead_before,
             extend_freshness_secs,
+            accept_duplicates,
         } => {
             let request = reminders::redrive::RedriveRequest {
                 channel,
@@ -422,6 +427,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 operator: operator.unwrap_or_else(ops::operator_default),
                 note,
                 extend_freshness_secs,
+                accept_duplicates,
             };
             return block_on(ops::redrive(ops::RedriveArgs { request, yes }));
         }

@@ -334,12 +334,12 @@ pub async fn redrive(args: RedriveArgs) -> Result<(), String> {
         }
     );
     println!(
-        "{:<24}{:>6}{:>8}{:>6}{:>8}{:>6}{:>9}{:>7}",
-        "reason", "seen", "matched", "moved", "skipped", "stale", "released", "failed"
+        "{:<24}{:>6}{:>8}{:>6}{:>8}{:>6}{:>9}{:>8}{:>7}",
+        "reason", "seen", "matched", "moved", "skipped", "stale", "released", "refused", "failed"
     );
     for (reason, c) in &summary.by_reason {
         println!(
-            "{:<24}{:>6}{:>8}{:>6}{:>8}{:>6}{:>9}{:>7}",
+            "{:<24}{:>6}{:>8}{:>6}{:>8}{:>6}{:>9}{:>8}{:>7}",
             reason.as_str(),
             c.seen,
             c.matched,
@@ -347,6 +347,7 @@ pub async fn redrive(args: RedriveArgs) -> Result<(), String> {
             c.skipped,
             c.stale,
             c.released,
+            c.refused,
             c.failed
         );
     }

@@ -254,8 +254,13 @@ pub enum Change {
     Expire,
     /// scheduled, ready, deferred → cancelled.
     Cancel,
-    /// dead → ready, fresh budgets, audit entry.
-    Redrive { audit: RedriveAudit },
+    /// dead → ready, fresh budgets, audit entry — only when the ledger's `dead_reason` is one
+    /// the operator selected (a stale or crash-looped DLQ copy cannot redrive a delivery the
+    /// ledger holds dead for another reason).
+    Redrive {
+        audit: RedriveAudit,
+        reasons: std::collections::BTreeSet<DeadReason>,
+    },
     /// dead → dead: its DLQ copy exists (written once, after the copy).
     CopiedToDlq,
     /// sending (fenced) → expired: the lease holder found it stale right before sending.
@@ -300,6 +305,8 @@ pub enum Why {
     LeaseLive(Timestamp),
     /// The item changed since the decision was made; decide again from the current item.
     Stale,
+    /// A redrive whose reason set does not hold the ledger's dead reason.
+    ReasonNotSelected(DeadReason),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

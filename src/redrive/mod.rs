@@ -72,6 +72,7 @@ enum One {
     Moved,
     Skipped,
     Stale,
+    Refused,
     Failed,
 }
 
@@ -182,6 +183,10 @@ impl<P: Ports> Redriver<P> {
             One::Skipped => counts.skipped += 1,
             One::Stale => {
                 counts.stale += 1;
+                s.held.push((reason, dm.message.receipt_handle));
+            }
+            One::Refused => {
+                counts.refused += 1;
                 s.held.push((reason, dm.message.receipt_handle));
             }
             One::Failed => {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::{One, Redriver};
 use crate::clock::{Clock, Timestamp};
-use crate::delivery::state::{Change, Ctx, RedriveAudit};
+use crate::delivery::state::{Change, Ctx, RedriveAudit, Refused, Why};
 use crate::delivery::{transition, Written};
 use crate::domain::{DeliveryMessage, RedriveMarker};
 use crate::outbox::{self, Edit, Edited};
@@ -120,7 +120,20 @@ impl<P: Ports> Redriver<P> {
             operator: req.operator.clone(),
             note: req.note.clone(),
         };
-        match transition(self.ports.ledger(), None, Change::Redrive { audit }, &ctx).await? {
+        let reasons = req.reasons.clone();
+        let change = Change::Redrive { audit, reasons };
+        match transition(self.ports.ledger(), None, change, &ctx).await? {
+            Written::Refused {
+                refused:
+                    Refused {
+                        why: Why::ReasonNotSelected(held),
+                        ..
+                    },
+                ..
+            } => {
+                tracing::warn!(delivery_key = %msg.delivery_key, ledger_reason = %held, "the ledger holds it dead for a reason not selected; left in the DLQ");
+                Ok(Break(One::Refused))
+            }
             Written::Refused {
                 current: Some(r), ..
             } if r.status().is_terminal() => {

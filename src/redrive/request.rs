@@ -38,6 +38,10 @@ pub struct RedriveRequest {
     /// Give stale reminders this many more seconds of freshness (explicit opt-in).
     #[serde(default)]
     pub extend_freshness_secs: Option<u64>,
+    /// Required to redrive `ambiguous`: the send may have happened, and a provider that
+    /// ignores idempotency keys would deliver it twice.
+    #[serde(default)]
+    pub accept_duplicates: bool,
 }
 
 fn default_rate() -> u32 {
@@ -60,6 +64,8 @@ pub enum RequestError {
     NoOperator,
     #[error("note is longer than 500 characters")]
     LongNote,
+    #[error("redriving ambiguous may deliver twice through a provider that ignores idempotency keys: set accept_duplicates (--accept-duplicates)")]
+    AmbiguousNeedsConsent,
 }
 
 impl RedriveRequest {
@@ -78,6 +84,9 @@ impl RedriveRequest {
         }
         if self.note.chars().count() > 500 {
             return Err(RequestError::LongNote);
+        }
+        if self.reasons.contains(&DeadReason::Ambiguous) && !self.accept_duplicates {
+            return Err(RequestError::AmbiguousNeedsConsent);
         }
         Ok(())
     }
@@ -123,6 +132,9 @@ pub struct Counts {
     pub stale: u32,
     /// Held during the run and made visible again at its end.
     pub released: u32,
+    /// The ledger holds the delivery dead for a reason the request did not select (a stale
+    /// or crash-looped copy): left in the DLQ.
+    pub refused: u32,
     pub failed: u32,
 }
 
@@ -145,6 +157,7 @@ impl RedriveSummary {
                 skipped: a.skipped + c.skipped,
                 stale: a.stale + c.stale,
                 released: a.released + c.released,
+                refused: a.refused + c.refused,
                 failed: a.failed + c.failed,
             })
     }

@@ -117,6 +117,7 @@ async fn ttls_with(retention_secs: &str) -> Vec<(&'static str, i64, Timestamp)> 
         operator: "ana".into(),
         note: "retention".into(),
         extend_freshness_secs: None,
+        accept_duplicates: false,
     };
     let summary = redriver.run(&req, None).await.unwrap();
     assert_eq!(summary.total().moved, 1);

@@ -34,6 +34,7 @@ fn request(reasons: &[DeadReason], max: u32, dry_run: bool) -> RedriveRequest {
         operator: "ana".into(),
         note: "provider fixed".into(),
         extend_freshness_secs: None,
+        accept_duplicates: false,
     }
 }
 
@@ -375,4 +376,59 @@ async fn stale_deliveries_stay_unless_freshness_is_extended() {
     assert!(now_r.fresh_until > now());
     w.consume(&w.consumer(), SMS).await;
     assert_eq!(w.provider.sends_for(&msg.delivery_key), 1);
+}
+
+/// The operator's reasons reach the ledger: a DLQ copy that says one reason (a stale copy, a
+/// crash-looped one) cannot redrive a delivery the ledger holds dead for another. And
+/// `ambiguous` is only redriven with explicit consent to duplicates.
+#[tokio::test]
+async fn redrive_follows_the_ledgers_dead_reason() {
+    let w = AwsWorld::new(QueueSpec::default()).await;
+    let consumer = w.consumer();
+    let r = reminder("held-ambiguous", SMS);
+    w.ports.reminders.insert(&r).await.unwrap();
+    let msg = support_message(&r);
+    w.provider
+        .script_for(&msg.delivery_key, [Answer::Permanent]);
+    let entry = OutgoingMessage {
+        entry_id: "0".into(),
+        body: msg.encode(),
+        delay_secs: 0,
+    };
+    w.ports.queue.send_batch(SMS, &[entry]).await.unwrap();
+    w.consume(&consumer, SMS).await;
+    assert_eq!(
+        dlq_len(&w).await,
+        1,
+        "its own copy (held, then visible again)"
+    );
+    // A copy claiming another reason, as a crash loop leaves it (no attributes).
+    w.ports
+        .dead_letters
+        .dead_letter(SMS, &msg.encode(), &letter(DeadReason::AttemptsExhausted))
+        .await
+        .unwrap();
+    let req = request(&[DeadReason::AttemptsExhausted], 10, false);
+    let run = redriver(&w).run(&req, None).await.unwrap();
+    let c = run.by_reason[&DeadReason::AttemptsExhausted];
+    assert_eq!((c.moved, c.refused), (0, 1), "{run:?}");
+    let rec = w
+        .ports
+        .ledger
+        .get(&msg.delivery_key)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(rec.status(), Status::Dead);
+    assert_eq!(rec.dead_reason(), Some(DeadReason::Rejected));
+    assert!(queue_messages(&w).await.is_empty(), "nothing re-enqueued");
+
+    let mut ambiguous = request(&[DeadReason::Ambiguous], 10, false);
+    let refused = redriver(&w).run(&ambiguous, None).await.unwrap_err();
+    assert!(
+        refused.to_string().contains("accept_duplicates"),
+        "{refused}"
+    );
+    ambiguous.accept_duplicates = true;
+    assert!(redriver(&w).run(&ambiguous, None).await.is_ok());
 }

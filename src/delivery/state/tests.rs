@@ -84,6 +84,7 @@ fn in_state(s: Status) -> Option<DeliveryRecord> {
                     operator: "op".into(),
                     note: "n".into(),
                 },
+                reasons: DeadReason::ALL.into_iter().collect(),
             },
         ),
     };
@@ -200,6 +201,7 @@ fn unfenced_table() -> Vec<(Change, Vec<Status>, Status)> {
                     operator: "op".into(),
                     note: "".into(),
                 },
+                reasons: DeadReason::ALL.into_iter().collect(),
             },
             vec![Dead],
             Ready,
@@ -441,4 +443,26 @@ fn errors_are_truncated_on_a_char_boundary() {
         },
     );
     assert!(dead.last_error().unwrap().len() <= MAX_ERROR_LEN);
+}
+
+#[test]
+fn a_redrive_needs_the_ledgers_own_reason() {
+    let dead = in_state(Status::Dead).unwrap();
+    let reason = dead.dead_reason().unwrap();
+    let others = DeadReason::ALL
+        .into_iter()
+        .filter(|r| *r != reason)
+        .collect();
+    let redrive = |reasons| Change::Redrive {
+        audit: RedriveAudit {
+            batch_id: "b".into(),
+            operator: "op".into(),
+            note: "".into(),
+        },
+        reasons,
+    };
+    let refused = apply(Some(&dead), redrive(others), &ctx_at(T0)).unwrap_err();
+    assert_eq!(refused.why, Why::ReasonNotSelected(reason));
+    let ready = apply(Some(&dead), redrive([reason].into()), &ctx_at(T0)).unwrap();
+    assert_eq!(ready.status(), Status::Ready);
 }

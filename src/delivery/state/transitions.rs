@@ -127,7 +127,7 @@ fn land(
         } => die(from, next, token.as_ref(), *reason, *spends_attempt, error)?,
         Change::Expire => finish(from, next, OutcomeClass::Stale, Status::Expired)?,
         Change::Cancel => finish(from, next, OutcomeClass::Cancelled, Status::Cancelled)?,
-        Change::Redrive { audit } => redrive(from, next, audit)?,
+        Change::Redrive { audit, reasons } => redrive(from, next, audit, reasons)?,
         Change::ExpireHeld { token } => {
             from.fenced(token)?;
             next.clear_lease();
@@ -288,9 +288,13 @@ fn redrive(
     from: &From,
     next: &mut DeliveryRecord,
     audit: &RedriveAudit,
+    reasons: &std::collections::BTreeSet<DeadReason>,
 ) -> Result<Landed, Refused> {
     if from.status != Status::Dead {
         return Err(from.refuse(Why::NotAllowed));
+    }
+    if let Some(reason) = next.dead_reason.filter(|r| !reasons.contains(r)) {
+        return Err(from.refuse(Why::ReasonNotSelected(reason)));
     }
     next.attempt_count = 0;
     next.throttle_count = 0;
