@@ -144,7 +144,13 @@ async fn emulator_same_message_twice_in_sequence_sends_once() {
 
 #[tokio::test]
 async fn emulator_lost_outcome_write_resolves_by_the_ambiguous_rule() {
-    let w = Aws::new(seconds_config()).await;
+    // No backoff after the lost attempt, so the resend follows the lease at once (the wait a
+    // backoff adds is tested in memory, on virtual time).
+    let mut cfg = seconds_config();
+    cfg.policy.backoff = reminders::policy::Backoff::Schedule {
+        schedule_secs: vec![0],
+    };
+    let w = Aws::new(cfg).await;
     let msg = message(&w.reminder("lost").await, SMS);
     w.enqueue(&msg).await;
     w.faults.fail_after(OP_PUT, FaultPoint::Before, 1, 1);

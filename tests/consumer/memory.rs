@@ -359,7 +359,20 @@ async fn lost_outcome_write_resolves_by_the_ambiguous_rule() {
         assert_eq!(actions(&out), [Action::Retry]);
         assert_eq!(w.provider.sends_for(&msg.delivery_key), 1);
         w.advance(181);
-        let again = w.run(SMS).await.unwrap();
+        let mut again = w.run(SMS).await.unwrap();
+        if idempotent {
+            // The abandoned attempt is spent and the policy's backoff holds before the resend.
+            let [Action::Hold { secs }] = actions(&again)[..] else {
+                panic!("{:?}", actions(&again))
+            };
+            assert_eq!(
+                w.provider.calls_for(&msg.delivery_key),
+                1,
+                "not before the backoff"
+            );
+            w.advance(u64::from(secs) + 1);
+            again = w.run(SMS).await.unwrap();
+        }
         assert_eq!(actions(&again), [Action::Ack]);
         let rec = w.record(&msg.delivery_key).await.unwrap();
         if idempotent {
@@ -846,4 +859,26 @@ async fn a_reminder_gone_stale_during_its_claim_is_not_sent() {
         .unwrap()
         .unwrap();
     assert_eq!(rec.status(), Status::Expired);
+}
+
+/// A send abandoned by its worker is resolved by the policy's decision, not by an immediate
+/// takeover: when the next chance would land past freshness, it expires unsent again.
+#[tokio::test]
+async fn an_abandoned_send_whose_retry_lands_past_freshness_expires() {
+    let mut cfg = test_config();
+    cfg.policy.backoff = Backoff::Schedule {
+        schedule_secs: vec![0, 7_200],
+    };
+    let w = Mem::new(cfg, true);
+    let r = w.reminder("abandoned-late", &[SMS]).await;
+    let msg = message(&r, SMS);
+    w.enqueue(&msg).await;
+    // The claim goes through, the send is accepted, the outcome write fails.
+    w.ledger_faults.fail_after(OP_PUT, FaultPoint::Before, 1, 1);
+    assert_eq!(actions(&w.run(SMS).await.unwrap()), [Action::Retry]);
+    w.advance(181);
+    assert_eq!(actions(&w.run(SMS).await.unwrap()), [Action::Ack]);
+    let rec = w.record(&msg.delivery_key).await.unwrap();
+    assert_eq!(rec.status(), Status::Expired);
+    assert_eq!(w.provider.calls_for(&msg.delivery_key), 1, "no resend");
 }

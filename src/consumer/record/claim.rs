@@ -14,7 +14,7 @@ use crate::clock::Timestamp;
 use crate::delivery::state::{Change, Ctx, DeliveryRecord, LeaseToken};
 use crate::delivery::{claim, transition, Claim, ClaimRequest, Written};
 use crate::domain::{DeadReason, DeliveryMessage};
-use crate::policy::{decide_abandoned, Next, Spent, ABANDONED};
+use crate::policy::{decide_abandoned, Next, OutcomeClass, Spent, ABANDONED};
 use crate::ports::{Gate, GatePartition, PortError, Ports};
 
 impl<P: Ports> Record<'_, P> {
@@ -120,16 +120,21 @@ impl<P: Ports> Record<'_, P> {
         );
         let change = match next {
             Next::Dead(reason) => abandoned_dies(stale_token, reason),
-            _ => Change::Takeover {
+            // The policy's backoff holds for an abandoned send as for a timed-out one: wait
+            // (the attempt is spent), then resend with the same key.
+            Next::Retry { at, .. } if at > ctx.now => abandoned_waits(stale_token, at),
+            // The next chance lands after fresh_until: wait until then, then expire.
+            Next::Expire => abandoned_waits(stale_token, d.reminder.fresh_until),
+            Next::Retry { .. } | Next::Delivered => Change::Takeover {
                 stale_token,
                 token: token.clone(),
                 lease_expires_at: ctx.now.plus(self.consumer.cfg.lease),
             },
         };
-        let is_takeover = matches!(change, Change::Takeover { .. });
         let ledger = self.consumer.ports.ledger();
-        match transition(ledger, Some(stale), change, ctx).await? {
-            Written::Applied(record) if is_takeover => {
+        let written = transition(ledger, Some(stale), change.clone(), ctx).await?;
+        match (written, change) {
+            (Written::Applied(record), Change::Takeover { .. }) => {
                 let attempt = record.attempt_count();
                 log_transition(
                     &d.msg,
@@ -140,13 +145,39 @@ impl<P: Ports> Record<'_, P> {
                 );
                 Ok(Continue(record))
             }
-            Written::Applied(dead) => self.died_abandoned(&d.msg, dead).await.map(Break),
+            (Written::Applied(deferred), Change::Defer { .. }) => {
+                self.abandoned_deferred(d, deferred, ctx).await.map(Break)
+            }
+            (Written::Applied(dead), _) => self.died_abandoned(&d.msg, dead).await.map(Break),
             // Another worker got there first: look again shortly.
-            Written::Refused { .. } => {
+            (Written::Refused { .. }, _) => {
                 let again = ctx.now.plus(Duration::from_secs(1));
                 self.hold(&d.msg, again, ctx.now).await.map(Break)
             }
         }
+    }
+
+    /// An abandoned send now deferred: wait for its retry time, or expire it if that time is
+    /// past freshness.
+    async fn abandoned_deferred(
+        &mut self,
+        d: &Delivery,
+        deferred: DeliveryRecord,
+        ctx: &Ctx,
+    ) -> Result<Action, PortError> {
+        let at = deferred.next_eligible_at().unwrap_or(ctx.now);
+        if at < d.reminder.fresh_until {
+            let attempt = deferred.attempt_count();
+            log_transition(&d.msg, attempt, "ambiguous", "retry", at.since(ctx.now));
+            return self.hold(&d.msg, at, ctx.now).await;
+        }
+        let ledger = self.consumer.ports.ledger();
+        if let Written::Applied(_) = transition(ledger, Some(deferred), Change::Expire, ctx).await?
+        {
+            self.m.expired += 1;
+            log_transition(&d.msg, 0, "stale", "ack", Duration::ZERO);
+        }
+        Ok(Action::Ack)
     }
 
     /// A delivery found `sending` when it should be cancelled or expired: once its lease ran
@@ -236,6 +267,17 @@ fn no_lease_token() -> PortError {
     PortError::Invariant {
         op: "consumer.take_over",
         message: "a sending delivery has no lease".into(),
+    }
+}
+
+/// The wait for a send whose outcome nobody recorded (fenced by the lapsed lease; the attempt
+/// is spent, as for a timeout).
+fn abandoned_waits(stale_token: LeaseToken, at: Timestamp) -> Change {
+    Change::Defer {
+        token: stale_token,
+        next_eligible_at: at,
+        class: OutcomeClass::Ambiguous,
+        error: Some(ABANDONED.into()),
     }
 }
 
