@@ -213,6 +213,12 @@ enum RemindCommand {
         #[arg(long)]
         id: String,
     },
+    /// Reminders the scheduler quarantined (status invalid), each with the attribute at
+    /// fault. Reads the whole table (a scan), up to --limit items.
+    Quarantined {
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -385,6 +391,7 @@ fn run(cli: Cli) -> Result<(), String> {
                     }
                     RemindCommand::Cancel { id } => ops::cancel(id).await,
                     RemindCommand::Show { id } => ops::show(id).await,
+                    RemindCommand::Quarantined { limit } => ops::quarantined(limit).await,
                 }
             });
         }

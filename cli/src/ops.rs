@@ -53,6 +53,21 @@ fn err(e: impl std::fmt::Display) -> String {
     e.to_string().lines().next().unwrap_or_default().to_owned()
 }
 
+pub async fn quarantined(limit: u32) -> Result<(), String> {
+    let p = ports().await?;
+    let found = p.reminders.quarantined(limit).await.map_err(err)?;
+    if found.is_empty() {
+        println!("no quarantined reminders");
+    }
+    for (id, why) in found {
+        println!(
+            "{id:<40} {}",
+            why.as_deref().unwrap_or("(no reason recorded)")
+        );
+    }
+    Ok(())
+}
+
 async fn show_unreadable(p: &OpsPorts, raw_id: &str, problem: &str) -> Result<(), String> {
     let Some((status, why)) = p.reminders.raw_status(raw_id).await.map_err(err)? else {
         return Err("no such reminder".into());

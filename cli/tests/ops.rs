@@ -189,4 +189,9 @@ async fn remind_show_explains_a_quarantined_item() {
     assert!(shown.contains("status       invalid"), "{shown}");
     assert!(shown.contains(reason), "{shown}");
     assert!(shown.contains("unreadable"), "{shown}");
+    let listed = ok(&["remind", "quarantined"], &env);
+    assert!(
+        listed.contains("bad id") && listed.contains(reason),
+        "{listed}"
+    );
 }
