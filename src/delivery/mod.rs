@@ -68,12 +68,17 @@ pub async fn transition<L: Ledger>(
                 if let Some(cur) = current.as_ref().filter(|cur| is_ours(cur, &next, &change)) {
                     return Ok(Written::Applied(cur.clone()));
                 }
-                // A claim, cancel, expiry or redrive states an intent that holds whatever the
-                // item now is; an outcome or a takeover was decided on what was seen, so it is
-                // not re-applied to a newer item.
+                // A claim, cancel, expiry, redrive or an unfenced death (the reminder is gone
+                // or unreadable) states an intent that holds whatever the item now is; an
+                // outcome or a takeover was decided on what was seen, so it is not re-applied
+                // to a newer item.
                 if !matches!(
                     change,
-                    Change::Claim { .. } | Change::Cancel | Change::Expire | Change::Redrive { .. }
+                    Change::Claim { .. }
+                        | Change::Cancel
+                        | Change::Expire
+                        | Change::Redrive { .. }
+                        | Change::Die { token: None, .. }
                 ) {
                     return Ok(Written::Refused {
                         refused: Refused {

@@ -265,6 +265,9 @@ pub enum Change {
     CopiedToDlq,
     /// sending (fenced) → expired: the lease holder found it stale right before sending.
     ExpireHeld { token: LeaseToken },
+    /// sending (fenced) → ready, nothing spent: the claim took so long that the lease left
+    /// could not cover a provider call; nothing was sent.
+    Release { token: LeaseToken },
 }
 
 impl Change {
@@ -280,6 +283,7 @@ impl Change {
             Change::Redrive { .. } => "redrive",
             Change::CopiedToDlq => "copied_to_dlq",
             Change::ExpireHeld { .. } => "expire_held",
+            Change::Release { .. } => "release",
         }
     }
 }

@@ -862,9 +862,10 @@ async fn a_reminder_gone_stale_during_its_claim_is_not_sent() {
 }
 
 /// A send abandoned by its worker is resolved by the policy's decision, not by an immediate
-/// takeover: when the next chance would land past freshness, it expires unsent again.
+/// takeover: when the next chance would land past freshness, it is not resent, and since the
+/// send may have happened it dies as `ambiguous` (not `expired`, which means never sent).
 #[tokio::test]
-async fn an_abandoned_send_whose_retry_lands_past_freshness_expires() {
+async fn an_abandoned_send_whose_retry_lands_past_freshness_dies_ambiguous() {
     let mut cfg = test_config();
     cfg.policy.backoff = Backoff::Schedule {
         schedule_secs: vec![0, 7_200],
@@ -879,6 +880,93 @@ async fn an_abandoned_send_whose_retry_lands_past_freshness_expires() {
     w.advance(181);
     assert_eq!(actions(&w.run(SMS).await.unwrap()), [Action::Ack]);
     let rec = w.record(&msg.delivery_key).await.unwrap();
-    assert_eq!(rec.status(), Status::Expired);
+    assert_eq!(rec.dead_reason(), Some(DeadReason::Ambiguous));
     assert_eq!(w.provider.calls_for(&msg.delivery_key), 1, "no resend");
+    assert_eq!(w.dead_letters(SMS).await.len(), 1);
+}
+
+/// A delivery waiting out a backoff whose reminder becomes unreadable dies at once as
+/// `invalid_reminder`, with its copy: the unfenced death applies to the item as it now is.
+#[tokio::test]
+async fn a_deferred_delivery_whose_reminder_turns_invalid_dies() {
+    let w = Mem::new(test_config(), true);
+    let r = w.reminder("turns-invalid", &[SMS]).await;
+    let msg = message(&r, SMS);
+    w.provider
+        .script_for(&msg.delivery_key, [Answer::Transient]);
+    w.enqueue(&msg).await;
+    w.run(SMS).await.unwrap();
+    assert_eq!(
+        w.record(&msg.delivery_key).await.unwrap().status(),
+        Status::Deferred
+    );
+    let marked = w
+        .store
+        .quarantine("turns-invalid", "content.kind: unknown")
+        .await;
+    assert_eq!(marked.unwrap(), reminders::ports::Marked::Marked);
+    w.advance(3_600 - 1);
+    let out = w.run(SMS).await.unwrap();
+    assert_eq!(actions(&out), [Action::Ack]);
+    let rec = w.record(&msg.delivery_key).await.unwrap();
+    assert_eq!(rec.dead_reason(), Some(DeadReason::InvalidReminder));
+    let letters = w.dead_letters(SMS).await;
+    assert_eq!(letters.len(), 1);
+    assert_eq!(letters[0].1.evidence.as_ref().unwrap().attempts, 1);
+}
+
+/// A claim slowed past most of its lease gives the delivery back unsent instead of sending
+/// with too little lease left (another worker would take over mid-send).
+#[tokio::test]
+async fn a_claim_that_used_up_its_lease_sends_nothing() {
+    use reminders::clock::ManualClock;
+    use reminders::consumer::Consumer;
+    use reminders::domain::PerChannel;
+    use reminders::ports::{
+        MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet, ScriptedProvider,
+        Slowed,
+    };
+    let r = crate::harness::reminder("slow-claim", &[SMS]);
+    let clock = ManualClock::at(T0);
+    let store = Arc::new(MemoryReminderStore::new(4));
+    store.insert(&r).await.unwrap();
+    let ledger = Arc::new(MemoryLedger::default());
+    let queue = Arc::new(MemoryQueue::new(clock.clone()));
+    let provider = Arc::new(ScriptedProvider::new(clock.clone(), false));
+    let cfg = test_config();
+    // The claim's write takes most of the lease.
+    let latency = cfg.lease - cfg.provider_timeout / 2;
+    let ports = PortSet {
+        clock: clock.clone(),
+        reminders: store,
+        ledger: Slowed {
+            inner: ledger.clone(),
+            clock: clock.clone(),
+            latency,
+        },
+        gate: Arc::new(MemoryGate::default()),
+        queue: queue.clone(),
+        dead_letters: Arc::new(MemoryQueue::new(clock.clone())),
+        providers: PerChannel::from_fn(|_| provider.clone()),
+    };
+    let urls = crate::harness::queue_urls();
+    let consumer = Consumer::new(ports, cfg, urls.clone(), 9);
+    let msg = message(&r, SMS);
+    let entry = reminders::ports::OutgoingMessage {
+        entry_id: "0".into(),
+        body: msg.encode(),
+        delay_secs: 0,
+    };
+    queue.send_batch(SMS, &[entry]).await.unwrap();
+    let out = reminders::local::poll_once(&consumer, &urls, SMS, 10, 30, None)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(matches!(out.records[0].action, Action::Hold { .. }));
+    assert_eq!(provider.calls_for(&msg.delivery_key), 0, "nothing sent");
+    let rec = reminders::ports::Ledger::get(&*ledger, &msg.delivery_key)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((rec.status(), rec.attempt_count()), (Status::Ready, 0));
 }

@@ -423,12 +423,66 @@ async fn redrive_follows_the_ledgers_dead_reason() {
     assert_eq!(rec.dead_reason(), Some(DeadReason::Rejected));
     assert!(queue_messages(&w).await.is_empty(), "nothing re-enqueued");
 
+    // A delivery the ledger holds dead as ambiguous: redriven only with consent.
+    let r2 = reminder("was-ambiguous", SMS);
+    w.ports.reminders.insert(&r2).await.unwrap();
+    let msg2 = support_message(&r2);
+    let ctx = reminders::delivery::state::Ctx {
+        key: msg2.delivery_key.clone(),
+        now: now(),
+        expires_at: r2.expires_at,
+    };
+    let token = reminders::delivery::state::LeaseToken::generate(&mut rand::rng());
+    let req_claim = reminders::delivery::ClaimRequest {
+        token: token.clone(),
+        lease_expires_at: now().plus(std::time::Duration::from_secs(60)),
+        payload_version: 1,
+        policy: reminders::policy::RetryPolicy::default(),
+    };
+    let reminders::delivery::Claim::Acquired(held) =
+        reminders::delivery::claim(&w.ports.ledger, req_claim, &ctx)
+            .await
+            .unwrap()
+    else {
+        panic!("claim")
+    };
+    let die = reminders::delivery::state::Change::Die {
+        token: Some(token),
+        reason: DeadReason::Ambiguous,
+        spends_attempt: true,
+        error: Some("timeout_after_write".into()),
+    };
+    reminders::delivery::transition(&w.ports.ledger, Some(held), die, &ctx)
+        .await
+        .unwrap();
+    w.ports
+        .dead_letters
+        .dead_letter(SMS, &msg2.encode(), &letter(DeadReason::Ambiguous))
+        .await
+        .unwrap();
     let mut ambiguous = request(&[DeadReason::Ambiguous], 10, false);
     let refused = redriver(&w).run(&ambiguous, None).await.unwrap_err();
     assert!(
         refused.to_string().contains("accept_duplicates"),
         "{refused}"
     );
+    let rec = w
+        .ports
+        .ledger
+        .get(&msg2.delivery_key)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(rec.status(), Status::Dead, "nothing moved without consent");
     ambiguous.accept_duplicates = true;
-    assert!(redriver(&w).run(&ambiguous, None).await.is_ok());
+    let run = redriver(&w).run(&ambiguous, None).await.unwrap();
+    assert_eq!(run.by_reason[&DeadReason::Ambiguous].moved, 1, "{run:?}");
+    let rec = w
+        .ports
+        .ledger
+        .get(&msg2.delivery_key)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(rec.status(), Status::Ready);
 }

@@ -123,8 +123,9 @@ impl<P: Ports> Record<'_, P> {
             // The policy's backoff holds for an abandoned send as for a timed-out one: wait
             // (the attempt is spent), then resend with the same key.
             Next::Retry { at, .. } if at > ctx.now => abandoned_waits(stale_token, at),
-            // The next chance lands after fresh_until: wait until then, then expire.
-            Next::Expire => abandoned_waits(stale_token, d.reminder.fresh_until),
+            // The next chance lands after fresh_until, and the send may have happened: it is
+            // not "expired" (never sent) but ambiguous, for reconciliation.
+            Next::Expire => abandoned_dies(stale_token, DeadReason::Ambiguous),
             Next::Retry { .. } | Next::Delivered => Change::Takeover {
                 stale_token,
                 token: token.clone(),
@@ -157,8 +158,7 @@ impl<P: Ports> Record<'_, P> {
         }
     }
 
-    /// An abandoned send now deferred: wait for its retry time, or expire it if that time is
-    /// past freshness.
+    /// An abandoned send now deferred: wait for its retry time.
     async fn abandoned_deferred(
         &mut self,
         d: &Delivery,
@@ -166,18 +166,9 @@ impl<P: Ports> Record<'_, P> {
         ctx: &Ctx,
     ) -> Result<Action, PortError> {
         let at = deferred.next_eligible_at().unwrap_or(ctx.now);
-        if at < d.reminder.fresh_until {
-            let attempt = deferred.attempt_count();
-            log_transition(&d.msg, attempt, "ambiguous", "retry", at.since(ctx.now));
-            return self.hold(&d.msg, at, ctx.now).await;
-        }
-        let ledger = self.consumer.ports.ledger();
-        if let Written::Applied(_) = transition(ledger, Some(deferred), Change::Expire, ctx).await?
-        {
-            self.m.expired += 1;
-            log_transition(&d.msg, 0, "stale", "ack", Duration::ZERO);
-        }
-        Ok(Action::Ack)
+        let attempt = deferred.attempt_count();
+        log_transition(&d.msg, attempt, "ambiguous", "retry", at.since(ctx.now));
+        self.hold(&d.msg, at, ctx.now).await
     }
 
     /// A delivery found `sending` when it should be cancelled or expired: once its lease ran

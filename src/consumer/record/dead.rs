@@ -31,6 +31,17 @@ impl Facts {
         }
     }
 
+    /// From the ledger item our own death wrote; a delivery never claimed carries no policy
+    /// snapshot, so the consumer's policy is named.
+    pub(super) fn of_ours(record: &DeliveryRecord, cfg: &ConsumerConfig) -> Self {
+        let mut facts = Self::of(record);
+        facts.last_error = facts.last_error.map(|e| short(&e));
+        if facts.policy_version.is_none() {
+            facts.policy_version = Some(cfg.policy.version.clone());
+        }
+        facts
+    }
+
     /// For a delivery that never reached a claim: no attempt, the consumer's policy.
     pub(super) fn unclaimed(
         first_seen_at: Option<Timestamp>,

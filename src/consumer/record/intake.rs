@@ -168,27 +168,38 @@ impl<P: Ports> Record<'_, P> {
             error: Some(error.clone()),
         };
         let written = transition(self.consumer.ports.ledger(), None, change, &ctx).await?;
-        let dead = match written {
+        let (dead, facts) = match written {
             Written::Applied(r) => {
                 self.m.dead(reason);
-                r
+                let facts = Facts::of_ours(&r, &self.consumer.cfg);
+                (r, facts)
             }
-            // Died before (perhaps crashed before its copy): make sure the evidence exists.
+            // Died before (perhaps crashed before its copy): make sure the evidence exists,
+            // as the ledger tells it.
             Written::Refused {
                 current: Some(r), ..
-            } if r.status() == Status::Dead => r,
-            // A worker holds it mid-send: look again once its lease is over.
+            } if r.status() == Status::Dead => {
+                let facts = Facts::of(&r);
+                (r, facts)
+            }
+            // Claimed and never settled: wait for its lease, then the ambiguous rule (a
+            // resend is no longer wanted).
             Written::Refused {
                 current: Some(r), ..
             } if r.status() == Status::Sending => {
-                let until = r.lease_expires_at().unwrap_or(now).max(now);
-                let again = until.plus(std::time::Duration::from_secs(1));
-                return self.hold(msg, again, now).await;
+                return self.resolve_abandoned(msg, r, &ctx).await;
             }
             // Already delivered, expired or cancelled: nothing died.
-            Written::Refused { .. } => return Ok(super::Action::Ack),
+            Written::Refused {
+                current: Some(r), ..
+            } if r.status().is_terminal() => return Ok(super::Action::Ack),
+            Written::Refused { refused, .. } => {
+                return Err(PortError::Invariant {
+                    op: "consumer.dead_unsendable",
+                    message: format!("an unfenced death was refused: {refused}"),
+                })
+            }
         };
-        let facts = Facts::unclaimed(Some(dead.first_seen_at()), &error, &self.consumer.cfg);
         let reason = dead.dead_reason().unwrap_or(reason);
         self.copy_once(reason, dead, facts).await?;
         let what = reason.as_str();

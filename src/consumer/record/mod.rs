@@ -96,6 +96,15 @@ impl<P: Ports> Record<'_, P> {
         if delivery.reminder.is_stale_at(self.now()) {
             return self.expire_held(&delivery, lease).await;
         }
+        // A claim slowed by conflicts or storage may leave too little lease for a provider
+        // call: sending then would let another worker take over mid-send. Give it back.
+        let left = lease
+            .record
+            .lease_expires_at()
+            .map_or(std::time::Duration::ZERO, |until| until.since(self.now()));
+        if left < self.consumer.cfg.provider_timeout {
+            return self.release_unsent(&delivery, lease).await;
+        }
         let provider = self.consumer.ports.provider(self.inc.channel);
         let outcome = provider.send(&delivery.request).await;
         self.settle(&delivery, lease, outcome).await

@@ -245,6 +245,28 @@ impl<P: Ports> Record<'_, P> {
         Ok(Action::Ack)
     }
 
+    /// Give back a lease too short to send under: ready again at once, nothing spent.
+    pub(super) async fn release_unsent(
+        &mut self,
+        d: &Delivery,
+        lease: Lease,
+    ) -> Result<Action, PortError> {
+        let now = self.now();
+        let ctx = self.ctx(&d.msg, d.reminder.fresh_until, now);
+        let change = Change::Release { token: lease.token };
+        let ledger = self.consumer.ports.ledger();
+        transition(ledger, Some(lease.record), change, &ctx).await?;
+        log_transition(
+            &d.msg,
+            0,
+            "lease_too_short",
+            "retry",
+            Duration::from_secs(1),
+        );
+        self.hold(&d.msg, now.plus(Duration::from_secs(1)), now)
+            .await
+    }
+
     /// Close the provider partition; a failure here only costs other workers a 429 each.
     async fn close_gate(&self, partition: &GatePartition, until: Timestamp) {
         let c = self.consumer;

@@ -116,6 +116,7 @@ fn fenced_table() -> Vec<(Change, Vec<Status>, Status)> {
     use Status::*;
     vec![
         (Change::ExpireHeld { token: tok(1) }, vec![Sending], Expired),
+        (Change::Release { token: tok(1) }, vec![Sending], Ready),
         (
             Change::Takeover {
                 stale_token: tok(1),

@@ -134,6 +134,11 @@ fn land(
             next.last_outcome_class = Some(OutcomeClass::Stale);
             Landed::saying(Status::Expired, "stale before send".to_owned())
         }
+        Change::Release { token } => {
+            from.fenced(token)?;
+            next.clear_lease();
+            Landed::saying(Status::Ready, "released unsent: lease too short".to_owned())
+        }
         Change::CopiedToDlq => {
             if from.status != Status::Dead || next.dlq_copied_at.is_some() {
                 return Err(from.refuse(Why::NotAllowed));
