@@ -119,6 +119,10 @@ pub struct DeliveryRecord {
     /// later message for it adds none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     dlq_copied_at: Option<Timestamp>,
+    /// The lease a delivery was holding when it died as `ambiguous`: only that worker can
+    /// reconcile it (its send turned out to succeed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ambiguous_lease: Option<LeaseToken>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     provider_receipt: Option<String>,
     payload_version: u64,
@@ -265,6 +269,12 @@ pub enum Change {
     CopiedToDlq,
     /// sending (fenced) → expired: the lease holder found it stale right before sending.
     ExpireHeld { token: LeaseToken },
+    /// dead (ambiguous) → delivered: the worker whose lapsed lease the delivery died under
+    /// learned its send succeeded (fenced by that lease's token).
+    Reconcile {
+        token: LeaseToken,
+        receipt: Option<String>,
+    },
     /// sending (fenced) → ready, nothing spent: the claim took so long that the lease left
     /// could not cover a provider call; nothing was sent.
     Release { token: LeaseToken },
@@ -284,6 +294,7 @@ impl Change {
             Change::CopiedToDlq => "copied_to_dlq",
             Change::ExpireHeld { .. } => "expire_held",
             Change::Release { .. } => "release",
+            Change::Reconcile { .. } => "reconcile",
         }
     }
 }
@@ -336,6 +347,7 @@ impl DeliveryRecord {
             last_error: None,
             dead_reason: None,
             dlq_copied_at: None,
+            ambiguous_lease: None,
             provider_receipt: None,
             payload_version: 0,
             policy: None,

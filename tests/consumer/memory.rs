@@ -970,3 +970,107 @@ async fn a_claim_that_used_up_its_lease_sends_nothing() {
         .unwrap();
     assert_eq!((rec.status(), rec.attempt_count()), (Status::Ready, 0));
 }
+
+/// A provider whose send outlives the lease: while it is in flight, a duplicate of the
+/// message finds the lease lapsed and — the provider ignoring idempotency keys — kills the
+/// delivery as `ambiguous`. Then the send comes back accepted.
+struct OutlivesItsLease {
+    clock: reminders::clock::ManualClock,
+    ledger: Arc<reminders::ports::MemoryLedger>,
+    calls: std::sync::atomic::AtomicU32,
+}
+
+impl reminders::ports::Provider for OutlivesItsLease {
+    fn honours_idempotency_key(&self) -> bool {
+        false
+    }
+    fn partition(
+        &self,
+        request: &reminders::ports::SendRequest,
+    ) -> reminders::ports::GatePartition {
+        reminders::ports::GatePartition::new(request.recipient.channel(), "slow")
+    }
+    async fn send(&self, request: &reminders::ports::SendRequest) -> reminders::policy::Outcome {
+        use reminders::delivery::state::{Change, Ctx};
+        use reminders::ports::Ledger;
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        reminders::clock::Clock::sleep(&self.clock, Duration::from_secs(61)).await;
+        let held = self
+            .ledger
+            .get(&request.delivery_key)
+            .await
+            .unwrap()
+            .unwrap();
+        let ctx = Ctx {
+            key: request.delivery_key.clone(),
+            now: reminders::clock::Clock::now(&self.clock),
+            expires_at: held.expires_at(),
+        };
+        let die = Change::Die {
+            token: held.lease_token().cloned(),
+            reason: DeadReason::Ambiguous,
+            spends_attempt: true,
+            error: Some("lease_expired_without_outcome".into()),
+        };
+        reminders::delivery::transition(&*self.ledger, Some(held), die, &ctx)
+            .await
+            .unwrap();
+        reminders::policy::Outcome::Delivered {
+            receipt: Some("late-receipt".into()),
+        }
+    }
+}
+
+/// A late success is reconciled: the lease holder whose send outlived its lease, finding the
+/// delivery dead as ambiguous, moves it to delivered (fenced by its lapsed lease) and says so.
+#[tokio::test]
+async fn a_send_that_outlived_its_lease_is_reconciled_as_delivered() {
+    use reminders::clock::ManualClock;
+    use reminders::consumer::Consumer;
+    use reminders::domain::PerChannel;
+    use reminders::ports::{MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet};
+    let r = crate::harness::reminder("late-success", &[SMS]);
+    let clock = ManualClock::at(T0);
+    let store = Arc::new(MemoryReminderStore::new(4));
+    store.insert(&r).await.unwrap();
+    let ledger = Arc::new(MemoryLedger::default());
+    let queue = Arc::new(MemoryQueue::new(clock.clone()));
+    let provider = Arc::new(OutlivesItsLease {
+        clock: clock.clone(),
+        ledger: ledger.clone(),
+        calls: Default::default(),
+    });
+    let ports = PortSet {
+        clock: clock.clone(),
+        reminders: store,
+        ledger: ledger.clone(),
+        gate: Arc::new(MemoryGate::default()),
+        queue: queue.clone(),
+        dead_letters: Arc::new(MemoryQueue::new(clock.clone())),
+        providers: PerChannel::from_fn(|_| provider.clone()),
+    };
+    let urls = crate::harness::queue_urls();
+    let consumer = Consumer::new(ports, test_config(), urls.clone(), 9);
+    let msg = message(&r, SMS);
+    let entry = reminders::ports::OutgoingMessage {
+        entry_id: "0".into(),
+        body: msg.encode(),
+        delay_secs: 0,
+    };
+    queue.send_batch(SMS, &[entry]).await.unwrap();
+    let out = reminders::local::poll_once(&consumer, &urls, SMS, 10, 300, None)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(out.records[0].action, Action::Ack);
+    let m = out.metrics.get(SMS);
+    assert_eq!((m.delivered, m.delivered_after_takeover), (1, 1));
+    let rec = reminders::ports::Ledger::get(&*ledger, &msg.delivery_key)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(rec.status(), Status::Delivered);
+    assert_eq!(rec.provider_receipt(), Some("late-receipt"));
+    let (_, last) = *rec.history().last().unwrap();
+    assert_eq!((last.from, last.to), (Status::Dead, Status::Delivered));
+}

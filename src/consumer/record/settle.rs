@@ -95,6 +95,7 @@ impl<P: Ports> Record<'_, P> {
             Outcome::Delivered { receipt } => receipt,
             _ => None,
         };
+        let (lease_token, receipt_kept) = (lease.token.clone(), receipt.clone());
         let change = Change::Deliver {
             token: lease.token,
             receipt,
@@ -108,6 +109,24 @@ impl<P: Ports> Record<'_, P> {
                 self.m.attempts.push(done.attempt_count());
                 let attempt = done.attempt_count();
                 log_transition(&d.msg, attempt, "delivered", "ack", Duration::ZERO);
+            }
+            Written::Refused {
+                current: Some(dead),
+                ..
+            } if dead.dead_reason() == Some(crate::domain::DeadReason::Ambiguous) => {
+                // The send outlived the lease and the delivery died as ambiguous meanwhile:
+                // it was delivered after all. Reconcile, fenced by our lapsed lease.
+                self.m.delivered_after_takeover += 1;
+                let change = Change::Reconcile {
+                    token: lease_token,
+                    receipt: receipt_kept,
+                };
+                let ledger = self.consumer.ports.ledger();
+                if let Written::Applied(done) = transition(ledger, Some(dead), change, ctx).await? {
+                    self.m.delivered += 1;
+                    let attempt = done.attempt_count();
+                    log_transition(&d.msg, attempt, "delivered", "reconciled", Duration::ZERO);
+                }
             }
             Written::Refused { refused, current } => {
                 // The send outlived the lease and another worker took over. With an

@@ -467,3 +467,43 @@ fn a_redrive_needs_the_ledgers_own_reason() {
     let ready = apply(Some(&dead), redrive([reason].into()), &ctx_at(T0)).unwrap();
     assert_eq!(ready.status(), Status::Ready);
 }
+
+#[test]
+fn only_the_lapsed_lease_holder_reconciles_an_ambiguous_death() {
+    let sending = in_state(Status::Sending).unwrap();
+    let dead = apply(
+        Some(&sending),
+        Change::Die {
+            token: Some(tok(1)),
+            reason: DeadReason::Ambiguous,
+            spends_attempt: true,
+            error: Some("lease_expired_without_outcome".into()),
+        },
+        &ctx_at(LATER),
+    )
+    .unwrap();
+    let reconcile = |t| Change::Reconcile {
+        token: tok(t),
+        receipt: Some("r-1".into()),
+    };
+    let other = apply(Some(&dead), reconcile(2), &ctx_at(LATER)).unwrap_err();
+    assert_eq!(other.why, Why::WrongLease);
+    let done = apply(Some(&dead), reconcile(1), &ctx_at(LATER)).unwrap();
+    assert_eq!(done.status(), Status::Delivered);
+    assert_eq!(done.dead_reason(), None);
+    assert_eq!(done.provider_receipt(), Some("r-1"));
+    // Any other death stays dead: only an ambiguous one may have been delivered.
+    let rejected = apply(
+        Some(&sending),
+        Change::Die {
+            token: Some(tok(1)),
+            reason: DeadReason::Rejected,
+            spends_attempt: true,
+            error: None,
+        },
+        &ctx_at(LATER),
+    )
+    .unwrap();
+    let refused = apply(Some(&rejected), reconcile(1), &ctx_at(LATER)).unwrap_err();
+    assert_eq!(refused.why, Why::NotAllowed);
+}

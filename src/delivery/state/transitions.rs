@@ -134,6 +134,24 @@ fn land(
             next.last_outcome_class = Some(OutcomeClass::Stale);
             Landed::saying(Status::Expired, "stale before send".to_owned())
         }
+        Change::Reconcile { token, receipt } => {
+            let held = next.ambiguous_lease.as_ref() == Some(token);
+            let ambiguous = next.dead_reason == Some(DeadReason::Ambiguous);
+            if from.status != Status::Dead || !ambiguous {
+                return Err(from.refuse(Why::NotAllowed));
+            }
+            if !held {
+                return Err(from.refuse(Why::WrongLease));
+            }
+            next.dead_reason = None;
+            next.ambiguous_lease = None;
+            next.provider_receipt = receipt.clone();
+            next.last_outcome_class = Some(OutcomeClass::Delivered);
+            Landed::saying(
+                Status::Delivered,
+                "reconciled: delivered after takeover".to_owned(),
+            )
+        }
         Change::Release { token } => {
             from.fenced(token)?;
             next.clear_lease();
@@ -264,6 +282,10 @@ fn die(
     }
     next.attempt_count += u32::from(spends_attempt);
     next.dead_reason = Some(reason);
+    next.ambiguous_lease = match (reason, from.status) {
+        (DeadReason::Ambiguous, Status::Sending) => next.lease_token.clone(),
+        _ => None,
+    };
     next.set_error(error.as_deref());
     next.clear_lease();
     next.next_eligible_at = None;
