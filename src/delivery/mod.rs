@@ -61,33 +61,8 @@ pub async fn transition<L: Ledger>(
             Cas::Conflict(current) => {
                 verified = true;
                 let current = current.map(|boxed| *boxed);
-                // The SDK retried a write whose first response was lost: the item already is
-                // what we wrote, or carries our own fresh lease. That write was ours. (An
-                // identical write repeated at the same instant is indistinguishable from it,
-                // and equally done.)
-                if let Some(cur) = current.as_ref().filter(|cur| is_ours(cur, &next, &change)) {
-                    return Ok(Written::Applied(cur.clone()));
-                }
-                // A claim, cancel, expiry, redrive or an unfenced death (the reminder is gone
-                // or unreadable) states an intent that holds whatever the item now is; an
-                // outcome or a takeover was decided on what was seen, so it is not re-applied
-                // to a newer item.
-                if !matches!(
-                    change,
-                    Change::Claim { .. }
-                        | Change::Cancel
-                        | Change::Expire
-                        | Change::Redrive { .. }
-                        | Change::Die { token: None, .. }
-                ) {
-                    return Ok(Written::Refused {
-                        refused: Refused {
-                            change: change.name(),
-                            from: current.as_ref().map_or(Status::Scheduled, |c| c.status()),
-                            why: state::Why::Stale,
-                        },
-                        current,
-                    });
+                if let Some(done) = on_conflict(&current, &next, &change) {
+                    return Ok(done);
                 }
                 seen = current;
             }
@@ -96,6 +71,39 @@ pub async fn transition<L: Ledger>(
     Err(PortError::Unavailable {
         op: "ledger.transition",
         message: "too many concurrent writers on one delivery".into(),
+    })
+}
+
+/// What a conflict means for `change`, or `None` to re-apply it to the current item.
+fn on_conflict(
+    current: &Option<DeliveryRecord>,
+    next: &DeliveryRecord,
+    change: &Change,
+) -> Option<Written> {
+    // The SDK retried a write whose first response was lost: the item already is what we
+    // wrote, or carries our own fresh lease. That write was ours. (An identical write
+    // repeated at the same instant is indistinguishable from it, and equally done.)
+    if let Some(cur) = current.as_ref().filter(|cur| is_ours(cur, next, change)) {
+        return Some(Written::Applied(cur.clone()));
+    }
+    // A claim, cancel, expiry, redrive or an unfenced death (the reminder is gone or
+    // unreadable) states an intent that holds whatever the item now is; an outcome or a
+    // takeover was decided on what was seen, so it is not re-applied to a newer item.
+    let intent = matches!(
+        change,
+        Change::Claim { .. }
+            | Change::Cancel
+            | Change::Expire
+            | Change::Redrive { .. }
+            | Change::Die { token: None, .. }
+    );
+    (!intent).then(|| Written::Refused {
+        refused: Refused {
+            change: change.name(),
+            from: current.as_ref().map_or(Status::Scheduled, |c| c.status()),
+            why: state::Why::Stale,
+        },
+        current: current.clone(),
     })
 }
 

@@ -8,6 +8,7 @@
 pub mod gate;
 mod item;
 pub mod ledger;
+mod operator;
 pub mod reminders;
 
 pub use gate::DynamoGate;

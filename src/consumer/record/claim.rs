@@ -98,40 +98,7 @@ impl<P: Ports> Record<'_, P> {
         token: &LeaseToken,
         ctx: &Ctx,
     ) -> Step<DeliveryRecord> {
-        let Some(stale_token) = stale.lease_token().cloned() else {
-            return Err(no_lease_token());
-        };
-        let policy = stale
-            .policy()
-            .cloned()
-            .unwrap_or_else(|| self.consumer.cfg.policy.clone());
-        let spent = Spent {
-            attempts: stale.attempt_count(),
-            throttles: stale.throttle_count(),
-        };
-        let next = decide_abandoned(
-            &policy,
-            spent,
-            self.idempotent(),
-            true,
-            d.reminder.fresh_until,
-            ctx.now,
-            self.rng,
-        );
-        let change = match next {
-            Next::Dead(reason) => abandoned_dies(stale_token, reason),
-            // The policy's backoff holds for an abandoned send as for a timed-out one: wait
-            // (the attempt is spent), then resend with the same key.
-            Next::Retry { at, .. } if at > ctx.now => abandoned_waits(stale_token, at),
-            // The next chance lands after fresh_until, and the send may have happened: it is
-            // not "expired" (never sent) but ambiguous, for reconciliation.
-            Next::Expire => abandoned_dies(stale_token, DeadReason::Ambiguous),
-            Next::Retry { .. } | Next::Delivered => Change::Takeover {
-                stale_token,
-                token: token.clone(),
-                lease_expires_at: ctx.now.plus(self.consumer.cfg.lease),
-            },
-        };
+        let change = self.abandoned_change(d, &stale, token, ctx)?;
         let ledger = self.consumer.ports.ledger();
         let written = transition(ledger, Some(stale), change.clone(), ctx).await?;
         match (written, change) {
@@ -156,6 +123,50 @@ impl<P: Ports> Record<'_, P> {
                 self.hold(&d.msg, again, ctx.now).await.map(Break)
             }
         }
+    }
+
+    /// What the ambiguous rule decides for a send whose lease lapsed without an outcome.
+    fn abandoned_change(
+        &mut self,
+        d: &Delivery,
+        stale: &DeliveryRecord,
+        token: &LeaseToken,
+        ctx: &Ctx,
+    ) -> Result<Change, PortError> {
+        let stale_token = stale.lease_token().cloned().ok_or_else(no_lease_token)?;
+        let policy = stale
+            .policy()
+            .cloned()
+            .unwrap_or_else(|| self.consumer.cfg.policy.clone());
+        let spent = Spent {
+            attempts: stale.attempt_count(),
+            throttles: stale.throttle_count(),
+        };
+        let idempotent = self.idempotent();
+        let fresh_until = d.reminder.fresh_until;
+        let next = decide_abandoned(
+            &policy,
+            spent,
+            idempotent,
+            true,
+            fresh_until,
+            ctx.now,
+            self.rng,
+        );
+        Ok(match next {
+            Next::Dead(reason) => abandoned_dies(stale_token, reason),
+            // The policy's backoff holds for an abandoned send as for a timed-out one: wait
+            // (the attempt is spent), then resend with the same key.
+            Next::Retry { at, .. } if at > ctx.now => abandoned_waits(stale_token, at),
+            // The next chance lands after fresh_until, and the send may have happened: it is
+            // not "expired" (never sent) but ambiguous, for reconciliation.
+            Next::Expire => abandoned_dies(stale_token, DeadReason::Ambiguous),
+            Next::Retry { .. } | Next::Delivered => Change::Takeover {
+                stale_token,
+                token: token.clone(),
+                lease_expires_at: ctx.now.plus(self.consumer.cfg.lease),
+            },
+        })
     }
 
     /// An abandoned send now deferred: wait for its retry time.

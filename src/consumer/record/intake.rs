@@ -55,16 +55,6 @@ impl<P: Ports> Record<'_, P> {
             }
             return self.hold(&msg, nb, now).await.map(Break);
         }
-        if let Some(why) = reminder.unsendable.get(&self.inc.channel) {
-            // Listed, but nothing valid to send to: a dead letter naming the field, not a
-            // silent cancel.
-            let error = format!("unreadable: {why}");
-            let reason = DeadReason::InvalidReminder;
-            return self
-                .dead_unsendable(&msg, reason, error, now)
-                .await
-                .map(Break);
-        }
         let Some(recipient) = reminder.recipients.get(&self.inc.channel).cloned() else {
             // The channel was edited away before dispatch: nothing to send here.
             return self.finish(&msg, Change::Cancel, &ctx).await.map(Break);
@@ -110,6 +100,12 @@ impl<P: Ports> Record<'_, P> {
             Ok(Some(r)) if r.status == ReminderStatus::Invalid => {
                 let why = r.invalid_reason.as_deref().unwrap_or("quarantined");
                 (DeadReason::InvalidReminder, format!("invalid: {why}"))
+            }
+            // Listed, but nothing valid to send to on this channel: a dead letter naming the
+            // field, not a silent cancel (the reminder's other channels still go out).
+            Ok(Some(r)) if r.unsendable.contains_key(&self.inc.channel) => {
+                let why = &r.unsendable[&self.inc.channel];
+                (DeadReason::InvalidReminder, format!("unreadable: {why}"))
             }
             Ok(Some(r)) => return Ok(Continue(r)),
             Ok(None) => (DeadReason::UnknownReminder, "reminder_not_found".to_owned()),

@@ -128,42 +128,10 @@ fn land(
         Change::Expire => finish(from, next, OutcomeClass::Stale, Status::Expired)?,
         Change::Cancel => finish(from, next, OutcomeClass::Cancelled, Status::Cancelled)?,
         Change::Redrive { audit, reasons } => redrive(from, next, audit, reasons)?,
-        Change::ExpireHeld { token } => {
-            from.fenced(token)?;
-            next.clear_lease();
-            next.last_outcome_class = Some(OutcomeClass::Stale);
-            Landed::saying(Status::Expired, "stale before send".to_owned())
-        }
-        Change::Reconcile { token, receipt } => {
-            let held = next.ambiguous_lease.as_ref() == Some(token);
-            let ambiguous = next.dead_reason == Some(DeadReason::Ambiguous);
-            if from.status != Status::Dead || !ambiguous {
-                return Err(from.refuse(Why::NotAllowed));
-            }
-            if !held {
-                return Err(from.refuse(Why::WrongLease));
-            }
-            next.dead_reason = None;
-            next.ambiguous_lease = None;
-            next.provider_receipt = receipt.clone();
-            next.last_outcome_class = Some(OutcomeClass::Delivered);
-            Landed::saying(
-                Status::Delivered,
-                "reconciled: delivered after takeover".to_owned(),
-            )
-        }
-        Change::Release { token } => {
-            from.fenced(token)?;
-            next.clear_lease();
-            Landed::saying(Status::Ready, "released unsent: lease too short".to_owned())
-        }
-        Change::CopiedToDlq => {
-            if from.status != Status::Dead || next.dlq_copied_at.is_some() {
-                return Err(from.refuse(Why::NotAllowed));
-            }
-            next.dlq_copied_at = Some(ctx.now);
-            Landed::saying(Status::Dead, "dlq_copy".to_owned())
-        }
+        Change::ExpireHeld { token } => released(from, next, token, Status::Expired)?,
+        Change::Release { token } => released(from, next, token, Status::Ready)?,
+        Change::Reconcile { token, receipt } => reconcile(from, next, token, receipt)?,
+        Change::CopiedToDlq => copied(from, next, ctx)?,
     })
 }
 
@@ -333,4 +301,55 @@ fn redrive(
         redrive: Some(audit.clone()),
         ..Landed::at(Status::Ready)
     })
+}
+
+/// sending (fenced) → expired (stale right before the send) or ready (the lease left could
+/// not cover a provider call): never sent, nothing spent.
+fn released(
+    from: &From,
+    next: &mut DeliveryRecord,
+    token: &LeaseToken,
+    to: Status,
+) -> Result<Landed, Refused> {
+    from.fenced(token)?;
+    next.clear_lease();
+    if to == Status::Expired {
+        next.last_outcome_class = Some(OutcomeClass::Stale);
+        return Ok(Landed::saying(to, "stale before send".to_owned()));
+    }
+    Ok(Landed::saying(
+        to,
+        "released unsent: lease too short".to_owned(),
+    ))
+}
+
+/// dead (ambiguous) → delivered, by the worker whose lapsed lease it died under.
+fn reconcile(
+    from: &From,
+    next: &mut DeliveryRecord,
+    token: &LeaseToken,
+    receipt: &Option<String>,
+) -> Result<Landed, Refused> {
+    let ambiguous = next.dead_reason == Some(DeadReason::Ambiguous);
+    if from.status != Status::Dead || !ambiguous {
+        return Err(from.refuse(Why::NotAllowed));
+    }
+    if next.ambiguous_lease.as_ref() != Some(token) {
+        return Err(from.refuse(Why::WrongLease));
+    }
+    next.dead_reason = None;
+    next.ambiguous_lease = None;
+    next.provider_receipt = receipt.clone();
+    next.last_outcome_class = Some(OutcomeClass::Delivered);
+    let detail = "reconciled: delivered after takeover".to_owned();
+    Ok(Landed::saying(Status::Delivered, detail))
+}
+
+/// dead → dead: its DLQ copy exists, once.
+fn copied(from: &From, next: &mut DeliveryRecord, ctx: &Ctx) -> Result<Landed, Refused> {
+    if from.status != Status::Dead || next.dlq_copied_at.is_some() {
+        return Err(from.refuse(Why::NotAllowed));
+    }
+    next.dlq_copied_at = Some(ctx.now);
+    Ok(Landed::saying(Status::Dead, "dlq_copy".to_owned()))
 }

@@ -1,0 +1,194 @@
+//! [`MemoryReminderStore`]: the reminders table in memory, for the simulation and tests, with
+//! DynamoDB's semantics where they matter (conditional writes, the sparse index, a page's
+//! limit counting evaluated items).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
+use std::sync::Mutex;
+
+use super::*;
+use crate::ports::faults::{lock, FaultPoint, Faults};
+
+/// The reminders table in memory, with its due index kept ordered by (shard, due, id) as
+/// DynamoDB keeps it: a page costs its own length plus what it skips, not the whole table.
+#[derive(Debug, Default)]
+pub struct MemoryReminderStore {
+    state: Mutex<Table>,
+    shards: u32,
+    faults: Faults,
+}
+
+#[derive(Debug, Default)]
+struct Table {
+    /// By raw id, as DynamoDB keys them.
+    items: BTreeMap<String, Reminder>,
+    due: BTreeSet<(u32, Timestamp, String)>,
+}
+
+impl Table {
+    /// Write `r`, keeping the index in step: a scheduled reminder is in it, nothing else is.
+    fn put(&mut self, r: Reminder, shards: u32) {
+        let key = r.reminder_id.as_str().to_owned();
+        if let Some(old) = self.items.get(&key) {
+            let shard = due_shard(&old.reminder_id, shards);
+            self.due.remove(&(shard, old.due_at, key.clone()));
+        }
+        if r.status == ReminderStatus::Scheduled {
+            let shard = due_shard(&r.reminder_id, shards);
+            self.due.insert((shard, r.due_at, key.clone()));
+        }
+        self.items.insert(key, r);
+    }
+}
+
+impl MemoryReminderStore {
+    pub fn new(shards: u32) -> Self {
+        Self::with_faults(shards, Faults::default())
+    }
+
+    pub fn with_faults(shards: u32, faults: Faults) -> Self {
+        Self {
+            state: Mutex::default(),
+            shards: shards.max(1),
+            faults,
+        }
+    }
+
+    fn guarded<T>(
+        &self,
+        op: &'static str,
+        f: impl FnOnce(&mut Table) -> T,
+    ) -> Result<T, PortError> {
+        self.faults.check(op, FaultPoint::Before)?;
+        let out = f(&mut lock(&self.state));
+        self.faults.check(op, FaultPoint::After)?;
+        Ok(out)
+    }
+}
+
+impl ReminderStore for MemoryReminderStore {
+    fn shards(&self) -> u32 {
+        self.shards
+    }
+
+    async fn insert(&self, r: &Reminder) -> Result<Inserted, PortError> {
+        let shards = self.shards;
+        self.guarded(OP_INSERT, |t| {
+            if t.items.contains_key(r.reminder_id.as_str()) {
+                return Inserted::AlreadyExists;
+            }
+            t.put(r.clone(), shards);
+            Inserted::Created
+        })
+    }
+
+    async fn replace(
+        &self,
+        r: &Reminder,
+        expected_version: u64,
+        expected_status: ReminderStatus,
+    ) -> Result<Marked, PortError> {
+        let shards = self.shards;
+        self.guarded(OP_REPLACE, |t| match t.items.get(r.reminder_id.as_str()) {
+            None => Marked::Missing,
+            Some(cur)
+                if cur.payload_version != expected_version
+                    || cur.status != expected_status
+                    || !editable(cur.status)
+                    || !editable(r.status) =>
+            {
+                Marked::Changed
+            }
+            Some(_) => {
+                t.put(r.clone(), shards);
+                Marked::Marked
+            }
+        })
+    }
+
+    async fn get(&self, id: &ReminderId) -> Result<Option<Reminder>, PortError> {
+        self.guarded(OP_GET, |t| t.items.get(id.as_str()).cloned())
+    }
+
+    async fn query_due(&self, q: &DueQuery<'_>) -> Result<DuePage, PortError> {
+        self.guarded(OP_QUERY, |t| {
+            let from = match q.after {
+                Some(c) => Bound::Excluded((q.shard, c.due_at, c.reminder_id.clone())),
+                None => Bound::Included((q.shard, Timestamp::from_millis(i64::MIN), String::new())),
+            };
+            // As DynamoDB: the limit counts evaluated items, filtered out or not; a filtered
+            // page evaluates more, and may come back empty with a cursor.
+            let budget = match q.skip.is_empty() {
+                true => q.limit.max(1),
+                false => q.limit.max(FILTERED_PAGE),
+            };
+            let budget = usize::try_from(budget).unwrap_or(usize::MAX);
+            let (mut items, mut evaluated, mut next) = (Vec::new(), 0, None);
+            let mut last: Option<(Timestamp, &String)> = None;
+            for (shard, due_at, id) in t.due.range((from, Bound::Unbounded)) {
+                if *shard != q.shard || *due_at > q.until {
+                    break;
+                }
+                if evaluated == budget {
+                    next = last.map(|(due_at, id)| DueCursor {
+                        due_at,
+                        reminder_id: id.clone(),
+                    });
+                    break;
+                }
+                evaluated += 1;
+                last = Some((*due_at, id));
+                let Some(r) = t.items.get(id) else { continue };
+                if q.skip.contains(&r.subscriber_id) {
+                    continue;
+                }
+                let due = DueReminder::from(r);
+                items.push(match due.problem() {
+                    None => DueEntry::Due(due),
+                    Some(reason) => DueEntry::Unschedulable {
+                        key: id.clone(),
+                        due_at: *due_at,
+                        reason,
+                    },
+                });
+            }
+            DuePage { items, next }
+        })
+    }
+
+    async fn quarantine(&self, key: &str, reason: &str) -> Result<Marked, PortError> {
+        let shards = self.shards;
+        self.guarded(OP_QUARANTINE, |t| {
+            let Some(cur) = t.items.get(key).cloned() else {
+                return Marked::Missing;
+            };
+            if cur.status != ReminderStatus::Scheduled {
+                return Marked::Changed;
+            }
+            let mut next = cur;
+            next.status = ReminderStatus::Invalid;
+            next.invalid_reason = Some(reason.to_owned());
+            t.put(next, shards);
+            Marked::Marked
+        })
+    }
+
+    async fn mark(
+        &self,
+        id: &ReminderId,
+        payload_version: u64,
+        to: ReminderStatus,
+    ) -> Result<Marked, PortError> {
+        let shards = self.shards;
+        self.guarded(OP_MARK, |t| match t.items.get(id.as_str()) {
+            None => Marked::Missing,
+            Some(cur) if !mark_allowed(cur, payload_version, to) => Marked::Changed,
+            Some(cur) => {
+                let mut next = cur.clone();
+                next.status = to;
+                t.put(next, shards);
+                Marked::Marked
+            }
+        })
+    }
+}
