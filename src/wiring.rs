@@ -47,3 +47,62 @@ pub async fn cold_start(function: &'static str) -> Result<ColdStart, ConfigError
         sdk,
     })
 }
+
+/// The invocation's deadline from the runtime's `Lambda-Runtime-Deadline-Ms` (epoch ms), or
+/// `None` when it is implausible: `cargo lambda watch` sends a relative `600000`, which read
+/// as an epoch is in 1970 — every record would be released and every run stopped at once.
+/// A Lambda runs at most 15 minutes, so a real deadline lies within that of now.
+pub fn invocation_deadline(
+    raw_ms: u64,
+    now: crate::clock::Timestamp,
+) -> Option<crate::clock::Timestamp> {
+    let deadline = crate::clock::Timestamp::from_millis(i64::try_from(raw_ms).ok()?);
+    let latest = now.plus(std::time::Duration::from_secs(16 * 60));
+    // A little behind now is a deadline already passed, not a wrong clock.
+    let earliest = now.minus(std::time::Duration::from_secs(60));
+    if deadline < earliest || deadline > latest {
+        tracing::warn!(
+            raw_ms,
+            "implausible invocation deadline (a relative one, as cargo lambda watch sends?): running without one"
+        );
+        return None;
+    }
+    Some(deadline)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::Timestamp;
+
+    #[test]
+    fn a_relative_or_absurd_deadline_is_treated_as_absent() {
+        let now = Timestamp::from_millis(1_800_000_000_000);
+        assert_eq!(
+            invocation_deadline(600_000, now),
+            None,
+            "cargo lambda watch"
+        );
+        assert_eq!(invocation_deadline(u64::MAX, now), None);
+        let real = 1_800_000_000_000 + 50_000;
+        assert_eq!(
+            invocation_deadline(real, now),
+            Some(Timestamp::from_millis(1_800_000_050_000))
+        );
+        let just_passed = 1_800_000_000_000 - 5_000;
+        assert!(invocation_deadline(just_passed, now).is_some());
+    }
+
+    #[test]
+    fn every_function_reads_the_shared_settings() {
+        for f in FUNCTIONS {
+            let vars = reads(f);
+            assert!(
+                vars.contains(&"REMINDERS_TABLE") && vars.contains(&"RUST_LOG"),
+                "{f}"
+            );
+        }
+        assert!(reads("consumer").contains(&"RETENTION_SECS"));
+        assert!(reads("redrive").contains(&"RETENTION_SECS"));
+    }
+}

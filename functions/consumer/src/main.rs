@@ -7,7 +7,7 @@
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
-use reminders::clock::{SystemClock, Timestamp};
+use reminders::clock::SystemClock;
 use reminders::consumer::{Consumer, ConsumerConfig};
 use reminders::ports::PortSet;
 
@@ -34,9 +34,8 @@ async fn main() -> Result<(), Error> {
     let consumer = Consumer::new(ports, cfg, settings.queue_urls, rand::random());
     let consumer = &consumer;
     run(service_fn(move |event: LambdaEvent<SqsEvent>| async move {
-        let deadline = i64::try_from(event.context.deadline)
-            .ok()
-            .map(Timestamp::from_millis);
+        let now = reminders::clock::Clock::now(&SystemClock);
+        let deadline = reminders::wiring::invocation_deadline(event.context.deadline, now);
         let outcome = consumer.handle(event.payload, deadline).await;
         Ok::<SqsBatchResponse, Error>(outcome.response)
     }))

@@ -4,7 +4,7 @@
 //! output is the summary by reason. All of it is `reminders::redrive`; this file wires.
 
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
-use reminders::clock::{SystemClock, Timestamp};
+use reminders::clock::SystemClock;
 use reminders::domain::PerChannel;
 use reminders::ports::PortSet;
 use reminders::providers::AnyProvider;
@@ -27,9 +27,8 @@ async fn main() -> Result<(), Error> {
     let redriver = &redriver;
     run(service_fn(
         move |event: LambdaEvent<RedriveRequest>| async move {
-            let deadline = i64::try_from(event.context.deadline)
-                .ok()
-                .map(Timestamp::from_millis);
+            let now = reminders::clock::Clock::now(&SystemClock);
+            let deadline = reminders::wiring::invocation_deadline(event.context.deadline, now);
             Ok::<RedriveSummary, Error>(redriver.run(&event.payload, deadline).await?)
         },
     ))

@@ -4,7 +4,7 @@
 //! envelope, so any JSON is accepted and ignored.
 
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
-use reminders::clock::{SystemClock, Timestamp};
+use reminders::clock::SystemClock;
 use reminders::domain::PerChannel;
 use reminders::ports::PortSet;
 use reminders::providers::AnyProvider;
@@ -28,9 +28,8 @@ async fn main() -> Result<(), Error> {
     let scheduler = &scheduler;
     run(service_fn(
         move |event: LambdaEvent<serde_json::Value>| async move {
-            let deadline = i64::try_from(event.context.deadline)
-                .ok()
-                .map(Timestamp::from_millis);
+            let now = reminders::clock::Clock::now(&SystemClock);
+            let deadline = reminders::wiring::invocation_deadline(event.context.deadline, now);
             let report = scheduler.run(deadline).await?;
             // EMF must be a bare JSON line on stdout: quarantined items and early stops alarm.
             println!("{}", report.emf(reminders::clock::Clock::now(&SystemClock)));
