@@ -145,6 +145,20 @@ impl<T: super::ReminderStore> super::ReminderStore for Faulty<T> {
         self.around(op, self.inner.quarantine(key, reason)).await
     }
 
+    async fn extend_freshness(
+        &self,
+        id: &crate::domain::ReminderId,
+        payload_version: u64,
+        fresh_until: crate::clock::Timestamp,
+        expires_at: i64,
+    ) -> Result<super::Marked, PortError> {
+        let op = super::reminders::OP_EXTEND;
+        let call = self
+            .inner
+            .extend_freshness(id, payload_version, fresh_until, expires_at);
+        self.around(op, call).await
+    }
+
     async fn mark(
         &self,
         id: &crate::domain::ReminderId,
@@ -292,6 +306,19 @@ impl<T: super::ReminderStore, C: crate::clock::Clock> super::ReminderStore for S
     async fn quarantine(&self, key: &str, reason: &str) -> Result<super::Marked, PortError> {
         self.wait().await;
         self.inner.quarantine(key, reason).await
+    }
+    async fn extend_freshness(
+        &self,
+        id: &crate::domain::ReminderId,
+        payload_version: u64,
+        fresh_until: crate::clock::Timestamp,
+        expires_at: i64,
+    ) -> Result<super::Marked, PortError> {
+        self.wait().await;
+        let call = self
+            .inner
+            .extend_freshness(id, payload_version, fresh_until, expires_at);
+        call.await
     }
     async fn mark(
         &self,

@@ -20,6 +20,7 @@ pub const OP_GET: &str = "reminders.get";
 pub const OP_QUERY: &str = "reminders.query_due";
 pub const OP_MARK: &str = "reminders.mark";
 pub const OP_QUARANTINE: &str = "reminders.quarantine";
+pub const OP_EXTEND: &str = "reminders.extend_freshness";
 
 /// What the scheduler reads from the index: identities, times, version, channels. No content,
 /// no recipients.
@@ -159,6 +160,17 @@ pub trait ReminderStore: Send + Sync {
         q: &DueQuery<'_>,
     ) -> impl Future<Output = Result<DuePage, PortError>> + Send;
 
+    /// Move `fresh_until` (and the TTL with it) of a reminder still at `payload_version` and
+    /// not final: two attributes, nothing else of the item rewritten (redrive's operator
+    /// extension; its role needs no whole-item write).
+    fn extend_freshness(
+        &self,
+        id: &ReminderId,
+        payload_version: u64,
+        fresh_until: Timestamp,
+        expires_at: i64,
+    ) -> impl Future<Output = Result<Marked, PortError>> + Send;
+
     /// Take an item the scheduler cannot schedule out of the due index: status `invalid` and
     /// `invalid_reason`, conditional on the item still being in the index.
     fn quarantine(
@@ -210,6 +222,15 @@ impl<T: ReminderStore> ReminderStore for std::sync::Arc<T> {
         reason: &str,
     ) -> impl Future<Output = Result<Marked, PortError>> + Send {
         (**self).quarantine(key, reason)
+    }
+    fn extend_freshness(
+        &self,
+        id: &ReminderId,
+        payload_version: u64,
+        fresh_until: Timestamp,
+        expires_at: i64,
+    ) -> impl Future<Output = Result<Marked, PortError>> + Send {
+        (**self).extend_freshness(id, payload_version, fresh_until, expires_at)
     }
     fn mark(
         &self,

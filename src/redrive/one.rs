@@ -11,9 +11,9 @@ use crate::clock::{Clock, Timestamp};
 use crate::delivery::state::{Change, Ctx, RedriveAudit, Refused, Why};
 use crate::delivery::{transition, Written};
 use crate::domain::{DeliveryMessage, RedriveMarker};
-use crate::outbox::{self, Edit, Edited};
 use crate::ports::{
-    DeadLetterMessage, DeadLetters, DeliveryQueue, OutgoingMessage, PortError, Ports, ReminderStore,
+    DeadLetterMessage, DeadLetters, DeliveryQueue, Marked, OutgoingMessage, PortError, Ports,
+    ReminderStore,
 };
 use crate::redrive::RedriveRequest;
 
@@ -86,16 +86,18 @@ impl<P: Ports> Redriver<P> {
         let Some(extra) = req.extend_freshness_secs else {
             return Ok(Break(One::Stale));
         };
-        let changes = Edit {
-            fresh_until: Some(now.plus(Duration::from_secs(extra))),
-            ..Edit::default()
-        };
-        let retention = self.cfg.retention;
-        match outbox::edit(self.ports.reminders(), &msg.reminder_id, changes, retention).await {
-            Ok(Edited::Edited(r)) => Ok(Continue(r.fresh_until)),
-            Ok(_) => Ok(Break(One::Stale)),
-            Err(outbox::OutboxError::Port(e)) => Err(e),
-            Err(_) => Ok(Break(One::Failed)),
+        // Two attributes, conditional on the version read: never a whole-item rewrite.
+        let fresh_until = now.plus(Duration::from_secs(extra));
+        let expires_at = self.cfg.retention.expires_at(fresh_until);
+        let store = self.ports.reminders();
+        let version = reminder.payload_version;
+        match store
+            .extend_freshness(&msg.reminder_id, version, fresh_until, expires_at)
+            .await?
+        {
+            Marked::Marked => Ok(Continue(fresh_until)),
+            // Edited, cancelled or gone meanwhile: the next run looks again.
+            Marked::Changed | Marked::Missing => Ok(Break(One::Stale)),
         }
     }
 

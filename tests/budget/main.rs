@@ -71,6 +71,18 @@ impl<T: ReminderStore> ReminderStore for Counted<T> {
         self.calls.hit("reminders.write");
         self.inner.quarantine(key, reason).await
     }
+    async fn extend_freshness(
+        &self,
+        id: &ReminderId,
+        v: u64,
+        fresh_until: Timestamp,
+        expires_at: i64,
+    ) -> Result<Marked, PortError> {
+        self.calls.hit("reminders.write");
+        self.inner
+            .extend_freshness(id, v, fresh_until, expires_at)
+            .await
+    }
     async fn mark(&self, id: &ReminderId, v: u64, to: ReminderStatus) -> Result<Marked, PortError> {
         self.calls.hit("reminders.write");
         self.inner.mark(id, v, to).await

@@ -239,6 +239,34 @@ async fn suite<S: ReminderStore>(store: &S) {
         Some(&edited)
     );
     skip_and_quarantine(store, until, expected).await;
+    extend_freshness(store).await;
+}
+
+/// Freshness moves by two attributes, conditional on the version; nothing else changes.
+async fn extend_freshness<S: ReminderStore>(store: &S) {
+    let id = ReminderId::parse("r-06").unwrap();
+    let before = store.get(&id).await.unwrap().unwrap();
+    let later = before.fresh_until.plus(Duration::from_secs(600));
+    let ttl = before.expires_at + 600;
+    assert_eq!(
+        store.extend_freshness(&id, 9, later, ttl).await.unwrap(),
+        Marked::Changed
+    );
+    assert_eq!(
+        store.extend_freshness(&id, 1, later, ttl).await.unwrap(),
+        Marked::Marked
+    );
+    let after = store.get(&id).await.unwrap().unwrap();
+    assert_eq!((after.fresh_until, after.expires_at), (later, ttl));
+    assert_eq!(
+        (after.recipients, after.content, after.payload_version),
+        (before.recipients, before.content, before.payload_version)
+    );
+    let ghost = ReminderId::parse("ghost-2").unwrap();
+    assert_eq!(
+        store.extend_freshness(&ghost, 1, later, ttl).await.unwrap(),
+        Marked::Missing
+    );
 }
 
 /// A skipped subscriber's items are filtered by the store; a quarantined item leaves the

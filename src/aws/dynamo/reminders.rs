@@ -19,7 +19,8 @@ use crate::aws::error::{corrupt, port_error};
 use crate::clock::Timestamp;
 use crate::domain::{Reminder, ReminderId, ReminderStatus, SubscriberId, MAX_DUE_SHARDS};
 use crate::ports::reminders::{
-    editable, FILTERED_PAGE, OP_GET, OP_INSERT, OP_MARK, OP_QUARANTINE, OP_QUERY, OP_REPLACE,
+    editable, FILTERED_PAGE, OP_EXTEND, OP_GET, OP_INSERT, OP_MARK, OP_QUARANTINE, OP_QUERY,
+    OP_REPLACE,
 };
 use crate::ports::{DueCursor, DuePage, DueQuery, Inserted, Marked, PortError, ReminderStore};
 
@@ -183,6 +184,43 @@ impl ReminderStore for DynamoReminderStore {
             .collect();
         let next = out.last_evaluated_key.as_ref().and_then(cursor);
         Ok(DuePage { items, next })
+    }
+
+    async fn extend_freshness(
+        &self,
+        id: &ReminderId,
+        payload_version: u64,
+        fresh_until: Timestamp,
+        expires_at: i64,
+    ) -> Result<Marked, PortError> {
+        let up = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("reminder_id", s(id.as_str()))
+            .update_expression("SET fresh_until = :fresh, expires_at = :ttl")
+            .condition_expression("payload_version = :v AND #status IN (:scheduled, :enqueued)")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":fresh", n(fresh_until.as_millis()))
+            .expression_attribute_values(":ttl", n(expires_at))
+            .expression_attribute_values(":v", n(payload_version))
+            .expression_attribute_values(":scheduled", s(ReminderStatus::Scheduled.as_str()))
+            .expression_attribute_values(":enqueued", s(ReminderStatus::Enqueued.as_str()))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        match up.send().await {
+            Ok(_) => Ok(Marked::Marked),
+            Err(SdkError::ServiceError(e))
+                if matches!(e.err(), UpdateItemError::ConditionalCheckFailedException(_)) =>
+            {
+                Ok(match e.into_err() {
+                    UpdateItemError::ConditionalCheckFailedException(f) if f.item.is_some() => {
+                        Marked::Changed
+                    }
+                    _ => Marked::Missing,
+                })
+            }
+            Err(e) => Err(port_error(OP_EXTEND, e, dynamo_kind!(UpdateItemError))),
+        }
     }
 
     /// Only an item still in the index whose status is `scheduled`, missing or unknown

@@ -156,6 +156,29 @@ impl ReminderStore for MemoryReminderStore {
         })
     }
 
+    async fn extend_freshness(
+        &self,
+        id: &ReminderId,
+        payload_version: u64,
+        fresh_until: Timestamp,
+        expires_at: i64,
+    ) -> Result<Marked, PortError> {
+        let shards = self.shards;
+        self.guarded(OP_EXTEND, |t| match t.items.get(id.as_str()) {
+            None => Marked::Missing,
+            Some(cur) if cur.payload_version != payload_version || !editable(cur.status) => {
+                Marked::Changed
+            }
+            Some(cur) => {
+                let mut next = cur.clone();
+                next.fresh_until = fresh_until;
+                next.expires_at = expires_at;
+                t.put(next, shards);
+                Marked::Marked
+            }
+        })
+    }
+
     async fn quarantine(&self, key: &str, reason: &str) -> Result<Marked, PortError> {
         let shards = self.shards;
         self.guarded(OP_QUARANTINE, |t| {
