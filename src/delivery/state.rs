@@ -20,6 +20,8 @@ mod transitions;
 
 /// Transitions kept on the item; each write adds one and drops the oldest beyond this.
 pub const HISTORY_BOUND: u64 = 16;
+/// How long a claim to make a DLQ copy holds before another worker may take it over.
+pub const COPY_CLAIM_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
 /// Longest classified error kept on the item.
 pub const MAX_ERROR_LEN: usize = 200;
 
@@ -119,6 +121,10 @@ pub struct DeliveryRecord {
     /// later message for it adds none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     dlq_copied_at: Option<Timestamp>,
+    /// A worker is making the DLQ copy (since then): others make none. A claim older than
+    /// [`COPY_CLAIM_TIMEOUT`] is a crashed worker's, and may be taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    dlq_copy_claimed_at: Option<Timestamp>,
     /// The lease a delivery was holding when it died as `ambiguous`: only that worker can
     /// reconcile it (its send turned out to succeed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -172,6 +178,10 @@ impl DeliveryRecord {
     }
     pub fn dlq_copied_at(&self) -> Option<Timestamp> {
         self.dlq_copied_at
+    }
+
+    pub fn dlq_copy_claimed_at(&self) -> Option<Timestamp> {
+        self.dlq_copy_claimed_at
     }
 
     /// When it last went dead: the time its evidence states, however often it is looked at.
@@ -265,6 +275,8 @@ pub enum Change {
         audit: RedriveAudit,
         reasons: std::collections::BTreeSet<DeadReason>,
     },
+    /// dead → dead: this worker makes the DLQ copy (before the copy; one worker at a time).
+    ClaimDlqCopy,
     /// dead → dead: its DLQ copy exists (written once, after the copy).
     CopiedToDlq,
     /// sending (fenced) → expired: the lease holder found it stale right before sending.
@@ -291,6 +303,7 @@ impl Change {
             Change::Expire => "expire",
             Change::Cancel => "cancel",
             Change::Redrive { .. } => "redrive",
+            Change::ClaimDlqCopy => "claim_dlq_copy",
             Change::CopiedToDlq => "copied_to_dlq",
             Change::ExpireHeld { .. } => "expire_held",
             Change::Release { .. } => "release",
@@ -347,6 +360,7 @@ impl DeliveryRecord {
             last_error: None,
             dead_reason: None,
             dlq_copied_at: None,
+            dlq_copy_claimed_at: None,
             ambiguous_lease: None,
             provider_receipt: None,
             payload_version: 0,

@@ -1074,3 +1074,117 @@ async fn a_send_that_outlived_its_lease_is_reconciled_as_delivered() {
     let (_, last) = *rec.history().last().unwrap();
     assert_eq!((last.from, last.to), (Status::Dead, Status::Delivered));
 }
+
+/// A DLQ whose send yields to other tasks first: two records for one dead delivery interleave
+/// exactly between "no copy recorded" and "copy made".
+struct YieldingDlq(Arc<reminders::ports::MemoryQueue<reminders::clock::ManualClock>>);
+
+impl reminders::ports::DeadLetters for YieldingDlq {
+    async fn dead_letter(
+        &self,
+        channel: Channel,
+        body: &str,
+        letter: &reminders::deadletter::DeadLetter,
+    ) -> Result<(), reminders::ports::PortError> {
+        tokio::task::yield_now().await;
+        self.0.dead_letter(channel, body, letter).await
+    }
+    async fn receive_dead(
+        &self,
+        channel: Channel,
+        max: u32,
+        visibility_secs: u32,
+    ) -> Result<Vec<reminders::ports::DeadLetterMessage>, reminders::ports::PortError> {
+        self.0.receive_dead(channel, max, visibility_secs).await
+    }
+    async fn delete_dead(&self, c: Channel, r: &str) -> Result<(), reminders::ports::PortError> {
+        self.0.delete_dead(c, r).await
+    }
+    async fn release_dead(&self, c: Channel, r: &str) -> Result<(), reminders::ports::PortError> {
+        self.0.release_dead(c, r).await
+    }
+}
+
+/// Two records for one delivery that died meanwhile, handled at once: still one DLQ copy.
+#[tokio::test]
+async fn two_records_for_a_dead_delivery_at_once_copy_it_once() {
+    use reminders::clock::ManualClock;
+    use reminders::consumer::Consumer;
+    use reminders::delivery::state::{Change, Ctx, LeaseToken};
+    use reminders::domain::PerChannel;
+    use reminders::ports::{
+        MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet, ScriptedProvider,
+    };
+    let r = crate::harness::reminder("dead-twice", &[SMS]);
+    let clock = ManualClock::at(T0);
+    let store = Arc::new(MemoryReminderStore::new(4));
+    store.insert(&r).await.unwrap();
+    let ledger = Arc::new(MemoryLedger::default());
+    let queue = Arc::new(MemoryQueue::new(clock.clone()));
+    let dlq = Arc::new(MemoryQueue::new(clock.clone()));
+    let provider = Arc::new(ScriptedProvider::new(clock.clone(), true));
+    let ports = PortSet {
+        clock: clock.clone(),
+        reminders: store,
+        ledger: ledger.clone(),
+        gate: Arc::new(MemoryGate::default()),
+        queue: queue.clone(),
+        dead_letters: YieldingDlq(dlq.clone()),
+        providers: PerChannel::from_fn(|_| provider.clone()),
+    };
+    let urls = crate::harness::queue_urls();
+    let consumer = Arc::new(Consumer::new(ports, test_config(), urls.clone(), 9));
+    // Dead in the ledger (as if its worker crashed before the copy).
+    let msg = message(&r, SMS);
+    let ctx = Ctx {
+        key: msg.delivery_key.clone(),
+        now: T0,
+        expires_at: r.expires_at,
+    };
+    let token = LeaseToken::generate(&mut rand::rng());
+    let claim = reminders::delivery::ClaimRequest {
+        token: token.clone(),
+        lease_expires_at: T0.plus(Duration::from_secs(60)),
+        payload_version: 1,
+        policy: reminders::policy::RetryPolicy::default(),
+    };
+    let reminders::delivery::Claim::Acquired(held) =
+        reminders::delivery::claim(&*ledger, claim, &ctx)
+            .await
+            .unwrap()
+    else {
+        panic!("claim")
+    };
+    let die = Change::Die {
+        token: Some(token),
+        reason: DeadReason::Rejected,
+        spends_attempt: true,
+        error: Some("http_400".into()),
+    };
+    reminders::delivery::transition(&*ledger, Some(held), die, &ctx)
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        let entry = reminders::ports::OutgoingMessage {
+            entry_id: "0".into(),
+            body: msg.encode(),
+            delay_secs: 0,
+        };
+        queue.send_batch(SMS, &[entry]).await.unwrap();
+    }
+    let arn = reminders::consumer::event::arn_for_url(urls.get(SMS), "us-east-1");
+    let a =
+        reminders::consumer::event::to_sqs_event(&arn, &queue.receive(SMS, 1, 60).await.unwrap());
+    let b =
+        reminders::consumer::event::to_sqs_event(&arn, &queue.receive(SMS, 1, 60).await.unwrap());
+    let (ca, cb) = (consumer.clone(), consumer.clone());
+    let ta = tokio::spawn(async move { ca.handle(a, None).await });
+    let tb = tokio::spawn(async move { cb.handle(b, None).await });
+    let (ra, rb) = (ta.await.unwrap(), tb.await.unwrap());
+    assert_eq!(ra.records[0].action, Action::Ack);
+    assert!(matches!(
+        rb.records[0].action,
+        Action::Ack | Action::Hold { .. }
+    ));
+    assert_eq!(dlq.len(SMS), 1, "one copy per death");
+}

@@ -73,8 +73,15 @@ impl<P: Ports> Record<'_, P> {
                 // exists.
                 let reason = record.dead_reason().unwrap_or(DeadReason::Rejected);
                 let facts = Facts::of(&record);
-                self.copy_once(reason, record, facts).await?;
-                Ok(Action::Ack)
+                match self.copy_once(reason, record, facts).await? {
+                    // Another worker is copying: look again once its claim lapses, in case
+                    // its copy failed.
+                    Some(until) => {
+                        self.hold(msg, until.plus(Duration::from_secs(1)), now)
+                            .await
+                    }
+                    None => Ok(Action::Ack),
+                }
             }
             Claim::HeldByOther { until } => {
                 self.hold(msg, until.plus(Duration::from_secs(1)), now)

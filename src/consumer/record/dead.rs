@@ -115,33 +115,49 @@ impl<P: Ports> Record<'_, P> {
         dlq.dead_letter(self.inc.channel, body, &letter).await
     }
 
-    /// The DLQ copy of a dead delivery, exactly once: none when the ledger says it was made,
-    /// else the copy (stating when it died, however late it is made) and then the marker.
-    /// A crash between the two leaves at most one extra copy.
+    /// The DLQ copy of a dead delivery, exactly once: none when the ledger says it was made
+    /// or another worker is making it; else claim the copy on the ledger (one conditional
+    /// write, so two records for one death cannot both copy), copy (stating when it died,
+    /// however late it is made), and record it. A crash after the claim leaves the copy to a
+    /// later message once the claim times out.
+    /// Returns when another worker's claim to copy lapses, if one holds: a record that only
+    /// came to make sure of the copy waits for it, so a copy that failed is made later.
     pub(super) async fn copy_once(
         &self,
         reason: DeadReason,
         dead: DeliveryRecord,
         facts: Facts,
-    ) -> Result<(), PortError> {
+    ) -> Result<Option<Timestamp>, PortError> {
+        use crate::delivery::state::{Change, Ctx, COPY_CLAIM_TIMEOUT};
+        use crate::delivery::{transition, Written};
         if dead.dlq_copied_at().is_some() {
-            return Ok(());
+            return Ok(None);
         }
         let now = self.now();
-        let dead_at = dead.dead_at().unwrap_or(now);
-        self.dead_letter(reason, facts, dead_at).await?;
-        let ctx = crate::delivery::state::Ctx {
+        let ctx = Ctx {
             key: dead.key().clone(),
             now,
             expires_at: dead.expires_at(),
         };
         let ledger = self.consumer.ports.ledger();
-        let change = crate::delivery::state::Change::CopiedToDlq;
-        if let Err(e) = crate::delivery::transition(ledger, Some(dead), change, &ctx).await {
-            // The copy exists; only a later message for this delivery could copy it again.
+        let dead_at = dead.dead_at().unwrap_or(now);
+        let claimed = match transition(ledger, Some(dead), Change::ClaimDlqCopy, &ctx).await? {
+            Written::Applied(claimed) => claimed,
+            // Copied, or being copied, by another worker.
+            Written::Refused { current, .. } => {
+                let copied = current.as_ref().and_then(|c| c.dlq_copied_at()).is_some();
+                let claim = current.as_ref().and_then(|c| c.dlq_copy_claimed_at());
+                return Ok(claim
+                    .filter(|_| !copied)
+                    .map(|at| at.plus(COPY_CLAIM_TIMEOUT)));
+            }
+        };
+        self.dead_letter(reason, facts, dead_at).await?;
+        if let Err(e) = transition(ledger, Some(claimed), Change::CopiedToDlq, &ctx).await {
+            // The copy exists; its claim times out, and a later message could copy again.
             tracing::warn!(error = %e, "could not record the DLQ copy on the ledger");
         }
-        Ok(())
+        Ok(None)
     }
 
     /// A body that is not a message this consumer can read: dead as `schema`, at once.

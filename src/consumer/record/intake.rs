@@ -197,7 +197,11 @@ impl<P: Ports> Record<'_, P> {
             }
         };
         let reason = dead.dead_reason().unwrap_or(reason);
-        self.copy_once(reason, dead, facts).await?;
+        if let Some(until) = self.copy_once(reason, dead, facts).await? {
+            // Another worker is copying: look again once its claim lapses.
+            let again = until.plus(std::time::Duration::from_secs(1));
+            return self.hold(msg, again, now).await;
+        }
         let what = reason.as_str();
         super::log_transition(msg, 0, what, "dead", std::time::Duration::ZERO);
         Ok(super::Action::Ack)

@@ -131,6 +131,7 @@ fn land(
         Change::ExpireHeld { token } => released(from, next, token, Status::Expired)?,
         Change::Release { token } => released(from, next, token, Status::Ready)?,
         Change::Reconcile { token, receipt } => reconcile(from, next, token, receipt)?,
+        Change::ClaimDlqCopy => claim_copy(from, next, ctx)?,
         Change::CopiedToDlq => copied(from, next, ctx)?,
     })
 }
@@ -296,6 +297,7 @@ fn redrive(
     next.dead_reason = None;
     // A later death gets its own copy.
     next.dlq_copied_at = None;
+    next.dlq_copy_claimed_at = None;
     next.next_eligible_at = None;
     Ok(Landed {
         redrive: Some(audit.clone()),
@@ -345,11 +347,25 @@ fn reconcile(
     Ok(Landed::saying(Status::Delivered, detail))
 }
 
+/// dead → dead: one worker at a time makes the copy; a claim past its timeout was a
+/// crashed worker's.
+fn claim_copy(from: &From, next: &mut DeliveryRecord, ctx: &Ctx) -> Result<Landed, Refused> {
+    let held = next
+        .dlq_copy_claimed_at
+        .is_some_and(|at| ctx.now.since(at) < super::COPY_CLAIM_TIMEOUT);
+    if from.status != Status::Dead || next.dlq_copied_at.is_some() || held {
+        return Err(from.refuse(Why::NotAllowed));
+    }
+    next.dlq_copy_claimed_at = Some(ctx.now);
+    Ok(Landed::saying(Status::Dead, "dlq_copy_claimed".to_owned()))
+}
+
 /// dead → dead: its DLQ copy exists, once.
 fn copied(from: &From, next: &mut DeliveryRecord, ctx: &Ctx) -> Result<Landed, Refused> {
     if from.status != Status::Dead || next.dlq_copied_at.is_some() {
         return Err(from.refuse(Why::NotAllowed));
     }
     next.dlq_copied_at = Some(ctx.now);
+    next.dlq_copy_claimed_at = None;
     Ok(Landed::saying(Status::Dead, "dlq_copy".to_owned()))
 }

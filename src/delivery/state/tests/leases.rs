@@ -137,3 +137,17 @@ fn only_the_lapsed_lease_holder_reconciles_an_ambiguous_death() {
     let refused = apply(Some(&rejected), reconcile(1), &ctx_at(LATER)).unwrap_err();
     assert_eq!(refused.why, Why::NotAllowed);
 }
+
+#[test]
+fn one_worker_at_a_time_copies_a_death_and_a_lapsed_claim_is_taken_over() {
+    let dead = in_state(Status::Dead).unwrap();
+    let claimed = apply(Some(&dead), Change::ClaimDlqCopy, &ctx_at(T0)).unwrap();
+    let again = apply(Some(&claimed), Change::ClaimDlqCopy, &ctx_at(T0)).unwrap_err();
+    assert_eq!(again.why, Why::NotAllowed, "held by the first worker");
+    let lapsed = T0.plus(COPY_CLAIM_TIMEOUT);
+    let taken = apply(Some(&claimed), Change::ClaimDlqCopy, &ctx_at(lapsed)).unwrap();
+    let copied = apply(Some(&taken), Change::CopiedToDlq, &ctx_at(lapsed)).unwrap();
+    assert_eq!(copied.dlq_copied_at(), Some(lapsed));
+    let after = apply(Some(&copied), Change::ClaimDlqCopy, &ctx_at(lapsed)).unwrap_err();
+    assert_eq!(after.why, Why::NotAllowed, "copied once");
+}
