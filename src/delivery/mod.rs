@@ -96,6 +96,9 @@ fn on_conflict(
             | Change::Expire
             | Change::Redrive { .. }
             | Change::Die { token: None, .. }
+            // Fenced by the lease the delivery died under, whatever was written since (its
+            // DLQ copy, say).
+            | Change::Reconcile { .. }
     );
     (!intent).then(|| Written::Refused {
         refused: Refused {

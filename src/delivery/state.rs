@@ -20,8 +20,9 @@ mod transitions;
 
 /// Transitions kept on the item; each write adds one and drops the oldest beyond this.
 pub const HISTORY_BOUND: u64 = 16;
-/// How long a claim to make a DLQ copy holds before another worker may take it over.
-pub const COPY_CLAIM_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+/// How long a claim to make a DLQ copy holds before another worker may take it over: longer
+/// than any invocation (15 minutes), so a live claim never lapses.
+pub const COPY_CLAIM_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(16 * 60);
 /// Longest classified error kept on the item.
 pub const MAX_ERROR_LEN: usize = 200;
 
@@ -125,10 +126,14 @@ pub struct DeliveryRecord {
     /// [`COPY_CLAIM_TIMEOUT`] is a crashed worker's, and may be taken.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     dlq_copy_claimed_at: Option<Timestamp>,
-    /// The lease a delivery was holding when it died as `ambiguous`: only that worker can
-    /// reconcile it (its send turned out to succeed).
+    /// The lease a delivery was under when it died from `sending` (a lapsed one, when another
+    /// worker resolved it): only that worker can reconcile it, if its send turned out to
+    /// succeed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    ambiguous_lease: Option<LeaseToken>,
+    died_under_lease: Option<LeaseToken>,
+    /// The worker making the DLQ copy: its token, and since when.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    dlq_copy_claim: Option<LeaseToken>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     provider_receipt: Option<String>,
     payload_version: u64,
@@ -275,14 +280,15 @@ pub enum Change {
         audit: RedriveAudit,
         reasons: std::collections::BTreeSet<DeadReason>,
     },
-    /// dead → dead: this worker makes the DLQ copy (before the copy; one worker at a time).
-    ClaimDlqCopy,
+    /// dead → dead: this worker (its own token) makes the DLQ copy, before the copy; one
+    /// worker at a time.
+    ClaimDlqCopy { token: LeaseToken },
     /// dead → dead: its DLQ copy exists (written once, after the copy).
     CopiedToDlq,
     /// sending (fenced) → expired: the lease holder found it stale right before sending.
     ExpireHeld { token: LeaseToken },
-    /// dead (ambiguous) → delivered: the worker whose lapsed lease the delivery died under
-    /// learned its send succeeded (fenced by that lease's token).
+    /// dead → delivered: the worker whose lease the delivery died under (while its send was in
+    /// flight) learned the send succeeded (fenced by that lease's token).
     Reconcile {
         token: LeaseToken,
         receipt: Option<String>,
@@ -303,7 +309,7 @@ impl Change {
             Change::Expire => "expire",
             Change::Cancel => "cancel",
             Change::Redrive { .. } => "redrive",
-            Change::ClaimDlqCopy => "claim_dlq_copy",
+            Change::ClaimDlqCopy { .. } => "claim_dlq_copy",
             Change::CopiedToDlq => "copied_to_dlq",
             Change::ExpireHeld { .. } => "expire_held",
             Change::Release { .. } => "release",
@@ -361,7 +367,8 @@ impl DeliveryRecord {
             dead_reason: None,
             dlq_copied_at: None,
             dlq_copy_claimed_at: None,
-            ambiguous_lease: None,
+            died_under_lease: None,
+            dlq_copy_claim: None,
             provider_receipt: None,
             payload_version: 0,
             policy: None,

@@ -7,7 +7,7 @@ use crate::clock::Timestamp;
 use crate::consumer::config::ConsumerConfig;
 use crate::consumer::event::queue_name;
 use crate::deadletter::{DeadLetter, Evidence};
-use crate::delivery::state::DeliveryRecord;
+use crate::delivery::state::{DeliveryRecord, Status};
 use crate::domain::DeadReason;
 use crate::ports::queue::{message_size, MAX_MESSAGE_BYTES};
 use crate::ports::{DeadLetters, PortError, Ports};
@@ -123,12 +123,12 @@ impl<P: Ports> Record<'_, P> {
     /// Returns when another worker's claim to copy lapses, if one holds: a record that only
     /// came to make sure of the copy waits for it, so a copy that failed is made later.
     pub(super) async fn copy_once(
-        &self,
+        &mut self,
         reason: DeadReason,
         dead: DeliveryRecord,
         facts: Facts,
     ) -> Result<Option<Timestamp>, PortError> {
-        use crate::delivery::state::{Change, Ctx, COPY_CLAIM_TIMEOUT};
+        use crate::delivery::state::{Change, Ctx, LeaseToken, COPY_CLAIM_TIMEOUT};
         use crate::delivery::{transition, Written};
         if dead.dlq_copied_at().is_some() {
             return Ok(None);
@@ -141,15 +141,19 @@ impl<P: Ports> Record<'_, P> {
         };
         let ledger = self.consumer.ports.ledger();
         let dead_at = dead.dead_at().unwrap_or(now);
-        let claimed = match transition(ledger, Some(dead), Change::ClaimDlqCopy, &ctx).await? {
+        // Our own token: two workers claiming in the same millisecond write different items,
+        // so neither mistakes the other's claim for its own.
+        let token = LeaseToken::generate(self.rng);
+        let change = Change::ClaimDlqCopy { token };
+        let claimed = match transition(ledger, Some(dead), change, &ctx).await? {
             Written::Applied(claimed) => claimed,
-            // Copied, or being copied, by another worker.
+            // Copied, being copied by another worker, or no longer dead (reconciled).
             Written::Refused { current, .. } => {
-                let copied = current.as_ref().and_then(|c| c.dlq_copied_at()).is_some();
-                let claim = current.as_ref().and_then(|c| c.dlq_copy_claimed_at());
-                return Ok(claim
-                    .filter(|_| !copied)
-                    .map(|at| at.plus(COPY_CLAIM_TIMEOUT)));
+                let pending = current
+                    .as_ref()
+                    .filter(|c| c.status() == Status::Dead && c.dlq_copied_at().is_none())
+                    .and_then(|c| c.dlq_copy_claimed_at());
+                return Ok(pending.map(|at| at.plus(COPY_CLAIM_TIMEOUT)));
             }
         };
         self.dead_letter(reason, facts, dead_at).await?;

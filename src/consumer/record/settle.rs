@@ -113,19 +113,26 @@ impl<P: Ports> Record<'_, P> {
             Written::Refused {
                 current: Some(dead),
                 ..
-            } if dead.dead_reason() == Some(crate::domain::DeadReason::Ambiguous) => {
-                // The send outlived the lease and the delivery died as ambiguous meanwhile:
-                // it was delivered after all. Reconcile, fenced by our lapsed lease.
+            } if dead.status() == crate::delivery::state::Status::Dead => {
+                // The send outlived the lease and the delivery died meanwhile: it was
+                // delivered after all. Reconcile, fenced by the lease it died under.
                 self.m.delivered_after_takeover += 1;
                 let change = Change::Reconcile {
                     token: lease_token,
                     receipt: receipt_kept,
                 };
                 let ledger = self.consumer.ports.ledger();
-                if let Written::Applied(done) = transition(ledger, Some(dead), change, ctx).await? {
-                    self.m.delivered += 1;
-                    let attempt = done.attempt_count();
-                    log_transition(&d.msg, attempt, "delivered", "reconciled", Duration::ZERO);
+                match transition(ledger, Some(dead), change, ctx).await? {
+                    Written::Applied(done) => {
+                        self.m.delivered += 1;
+                        let attempt = done.attempt_count();
+                        log_transition(&d.msg, attempt, "delivered", "reconciled", Duration::ZERO);
+                    }
+                    Written::Refused { refused, .. } => tracing::error!(
+                        delivery_key = %d.msg.delivery_key,
+                        %refused,
+                        "delivered, but the ledger could not be reconciled: it still says dead"
+                    ),
                 }
             }
             Written::Refused { refused, current } => {
@@ -274,7 +281,12 @@ impl<P: Ports> Record<'_, P> {
         let ctx = self.ctx(&d.msg, d.reminder.fresh_until, now);
         let change = Change::Release { token: lease.token };
         let ledger = self.consumer.ports.ledger();
-        transition(ledger, Some(lease.record), change, &ctx).await?;
+        if let Written::Refused { refused, .. } =
+            transition(ledger, Some(lease.record), change, &ctx).await?
+        {
+            // Another worker took the lapsed lease over; nothing was sent here.
+            tracing::warn!(delivery_key = %d.msg.delivery_key, %refused, "lease given back too late");
+        }
         log_transition(
             &d.msg,
             0,

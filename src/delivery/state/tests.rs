@@ -193,7 +193,7 @@ fn unfenced_table() -> Vec<(Change, Vec<Status>, Status)> {
             Dead,
         ),
         (Change::Expire, vec![Scheduled, Ready, Deferred], Expired),
-        (Change::ClaimDlqCopy, vec![Dead], Dead),
+        (Change::ClaimDlqCopy { token: tok(3) }, vec![Dead], Dead),
         (Change::CopiedToDlq, vec![Dead], Dead),
         (Change::Cancel, vec![Scheduled, Ready, Deferred], Cancelled),
         (

@@ -131,7 +131,7 @@ fn land(
         Change::ExpireHeld { token } => released(from, next, token, Status::Expired)?,
         Change::Release { token } => released(from, next, token, Status::Ready)?,
         Change::Reconcile { token, receipt } => reconcile(from, next, token, receipt)?,
-        Change::ClaimDlqCopy => claim_copy(from, next, ctx)?,
+        Change::ClaimDlqCopy { token } => claim_copy(from, next, token, ctx)?,
         Change::CopiedToDlq => copied(from, next, ctx)?,
     })
 }
@@ -251,8 +251,8 @@ fn die(
     }
     next.attempt_count += u32::from(spends_attempt);
     next.dead_reason = Some(reason);
-    next.ambiguous_lease = match (reason, from.status) {
-        (DeadReason::Ambiguous, Status::Sending) => next.lease_token.clone(),
+    next.died_under_lease = match from.status {
+        Status::Sending => next.lease_token.clone(),
         _ => None,
     };
     next.set_error(error.as_deref());
@@ -298,6 +298,8 @@ fn redrive(
     // A later death gets its own copy.
     next.dlq_copied_at = None;
     next.dlq_copy_claimed_at = None;
+    next.dlq_copy_claim = None;
+    next.died_under_lease = None;
     next.next_eligible_at = None;
     Ok(Landed {
         redrive: Some(audit.clone()),
@@ -325,22 +327,23 @@ fn released(
     ))
 }
 
-/// dead (ambiguous) → delivered, by the worker whose lapsed lease it died under.
+/// dead → delivered, by the worker whose lease it died under (its send succeeded after all).
 fn reconcile(
     from: &From,
     next: &mut DeliveryRecord,
     token: &LeaseToken,
     receipt: &Option<String>,
 ) -> Result<Landed, Refused> {
-    let ambiguous = next.dead_reason == Some(DeadReason::Ambiguous);
-    if from.status != Status::Dead || !ambiguous {
+    if from.status != Status::Dead || next.died_under_lease.is_none() {
         return Err(from.refuse(Why::NotAllowed));
     }
-    if next.ambiguous_lease.as_ref() != Some(token) {
+    if next.died_under_lease.as_ref() != Some(token) {
         return Err(from.refuse(Why::WrongLease));
     }
     next.dead_reason = None;
-    next.ambiguous_lease = None;
+    next.died_under_lease = None;
+    next.dlq_copy_claimed_at = None;
+    next.dlq_copy_claim = None;
     next.provider_receipt = receipt.clone();
     next.last_outcome_class = Some(OutcomeClass::Delivered);
     let detail = "reconciled: delivered after takeover".to_owned();
@@ -349,7 +352,12 @@ fn reconcile(
 
 /// dead → dead: one worker at a time makes the copy; a claim past its timeout was a
 /// crashed worker's.
-fn claim_copy(from: &From, next: &mut DeliveryRecord, ctx: &Ctx) -> Result<Landed, Refused> {
+fn claim_copy(
+    from: &From,
+    next: &mut DeliveryRecord,
+    token: &LeaseToken,
+    ctx: &Ctx,
+) -> Result<Landed, Refused> {
     let held = next
         .dlq_copy_claimed_at
         .is_some_and(|at| ctx.now.since(at) < super::COPY_CLAIM_TIMEOUT);
@@ -357,6 +365,7 @@ fn claim_copy(from: &From, next: &mut DeliveryRecord, ctx: &Ctx) -> Result<Lande
         return Err(from.refuse(Why::NotAllowed));
     }
     next.dlq_copy_claimed_at = Some(ctx.now);
+    next.dlq_copy_claim = Some(token.clone());
     Ok(Landed::saying(Status::Dead, "dlq_copy_claimed".to_owned()))
 }
 
@@ -367,5 +376,6 @@ fn copied(from: &From, next: &mut DeliveryRecord, ctx: &Ctx) -> Result<Landed, R
     }
     next.dlq_copied_at = Some(ctx.now);
     next.dlq_copy_claimed_at = None;
+    next.dlq_copy_claim = None;
     Ok(Landed::saying(Status::Dead, "dlq_copy".to_owned()))
 }

@@ -122,32 +122,53 @@ fn only_the_lapsed_lease_holder_reconciles_an_ambiguous_death() {
     assert_eq!(done.status(), Status::Delivered);
     assert_eq!(done.dead_reason(), None);
     assert_eq!(done.provider_receipt(), Some("r-1"));
-    // Any other death stays dead: only an ambiguous one may have been delivered.
-    let rejected = apply(
-        Some(&sending),
+    // A death not under a lease (from deferred) has no one to reconcile it.
+    let deferred = in_state(Status::Deferred).unwrap();
+    let budget = apply(
+        Some(&deferred),
         Change::Die {
-            token: Some(tok(1)),
-            reason: DeadReason::Rejected,
-            spends_attempt: true,
+            token: None,
+            reason: DeadReason::ThrottleExhausted,
+            spends_attempt: false,
             error: None,
         },
         &ctx_at(LATER),
     )
     .unwrap();
-    let refused = apply(Some(&rejected), reconcile(1), &ctx_at(LATER)).unwrap_err();
+    let refused = apply(Some(&budget), reconcile(1), &ctx_at(LATER)).unwrap_err();
     assert_eq!(refused.why, Why::NotAllowed);
 }
 
 #[test]
 fn one_worker_at_a_time_copies_a_death_and_a_lapsed_claim_is_taken_over() {
     let dead = in_state(Status::Dead).unwrap();
-    let claimed = apply(Some(&dead), Change::ClaimDlqCopy, &ctx_at(T0)).unwrap();
-    let again = apply(Some(&claimed), Change::ClaimDlqCopy, &ctx_at(T0)).unwrap_err();
+    let claimed = apply(
+        Some(&dead),
+        Change::ClaimDlqCopy { token: tok(7) },
+        &ctx_at(T0),
+    )
+    .unwrap();
+    let again = apply(
+        Some(&claimed),
+        Change::ClaimDlqCopy { token: tok(7) },
+        &ctx_at(T0),
+    )
+    .unwrap_err();
     assert_eq!(again.why, Why::NotAllowed, "held by the first worker");
     let lapsed = T0.plus(COPY_CLAIM_TIMEOUT);
-    let taken = apply(Some(&claimed), Change::ClaimDlqCopy, &ctx_at(lapsed)).unwrap();
+    let taken = apply(
+        Some(&claimed),
+        Change::ClaimDlqCopy { token: tok(7) },
+        &ctx_at(lapsed),
+    )
+    .unwrap();
     let copied = apply(Some(&taken), Change::CopiedToDlq, &ctx_at(lapsed)).unwrap();
     assert_eq!(copied.dlq_copied_at(), Some(lapsed));
-    let after = apply(Some(&copied), Change::ClaimDlqCopy, &ctx_at(lapsed)).unwrap_err();
+    let after = apply(
+        Some(&copied),
+        Change::ClaimDlqCopy { token: tok(7) },
+        &ctx_at(lapsed),
+    )
+    .unwrap_err();
     assert_eq!(after.why, Why::NotAllowed, "copied once");
 }
