@@ -207,20 +207,7 @@ impl ReminderStore for DynamoReminderStore {
             .expression_attribute_values(":scheduled", s(ReminderStatus::Scheduled.as_str()))
             .expression_attribute_values(":enqueued", s(ReminderStatus::Enqueued.as_str()))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
-        match up.send().await {
-            Ok(_) => Ok(Marked::Marked),
-            Err(SdkError::ServiceError(e))
-                if matches!(e.err(), UpdateItemError::ConditionalCheckFailedException(_)) =>
-            {
-                Ok(match e.into_err() {
-                    UpdateItemError::ConditionalCheckFailedException(f) if f.item.is_some() => {
-                        Marked::Changed
-                    }
-                    _ => Marked::Missing,
-                })
-            }
-            Err(e) => Err(port_error(OP_EXTEND, e, dynamo_kind!(UpdateItemError))),
-        }
+        marked(OP_EXTEND, up.send().await)
     }
 
     /// Only an item still in the index whose status is `scheduled`, missing or unknown
@@ -290,20 +277,7 @@ impl ReminderStore for DynamoReminderStore {
             up.condition_expression("#status = :scheduled AND payload_version = :v")
                 .expression_attribute_values(":v", n(payload_version))
         };
-        match up.send().await {
-            Ok(_) => Ok(Marked::Marked),
-            Err(SdkError::ServiceError(e))
-                if matches!(e.err(), UpdateItemError::ConditionalCheckFailedException(_)) =>
-            {
-                Ok(match e.into_err() {
-                    UpdateItemError::ConditionalCheckFailedException(f) if f.item.is_some() => {
-                        Marked::Changed
-                    }
-                    _ => Marked::Missing,
-                })
-            }
-            Err(e) => Err(port_error(OP_MARK, e, dynamo_kind!(UpdateItemError))),
-        }
+        marked(OP_MARK, up.send().await)
     }
 }
 
@@ -380,4 +354,26 @@ fn cursor(
         due_at,
         reminder_id: id.clone(),
     })
+}
+
+/// A conditional `UpdateItem`'s answer as [`Marked`]: applied, refused against an item
+/// (`ALL_OLD` returns it), or refused for want of one.
+fn marked<R>(
+    op: &'static str,
+    result: Result<R, SdkError<UpdateItemError, aws_smithy_runtime_api::http::Response>>,
+) -> Result<Marked, PortError> {
+    match result {
+        Ok(_) => Ok(Marked::Marked),
+        Err(SdkError::ServiceError(e))
+            if matches!(e.err(), UpdateItemError::ConditionalCheckFailedException(_)) =>
+        {
+            Ok(match e.into_err() {
+                UpdateItemError::ConditionalCheckFailedException(f) if f.item.is_some() => {
+                    Marked::Changed
+                }
+                _ => Marked::Missing,
+            })
+        }
+        Err(e) => Err(port_error(op, e, dynamo_kind!(UpdateItemError))),
+    }
 }
