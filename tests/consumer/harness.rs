@@ -214,3 +214,73 @@ pub fn message(r: &Reminder, channel: Channel) -> DeliveryMessage {
         r.fresh_until,
     )
 }
+
+/// The in-memory ports of [`Custom`], with the ledger, DLQ and provider a test picks.
+pub type CustomPorts<L, D, P> = PortSet<
+    ManualClock,
+    Arc<MemoryReminderStore>,
+    L,
+    Arc<MemoryGate>,
+    Arc<MemoryQueue<ManualClock>>,
+    D,
+    P,
+>;
+
+/// A consumer on ports a test picks (a slowed ledger, a provider of its own, a DLQ that
+/// yields), with one reminder stored and an in-memory channel queue.
+pub struct Custom<L, D, P>
+where
+    L: reminders::ports::Ledger,
+    D: DeadLetters,
+    P: reminders::ports::Provider,
+{
+    pub consumer: Arc<Consumer<CustomPorts<L, D, P>>>,
+    pub queue: Arc<MemoryQueue<ManualClock>>,
+}
+
+impl<L, D, P> Custom<L, D, P>
+where
+    L: reminders::ports::Ledger,
+    D: DeadLetters,
+    P: reminders::ports::Provider + Clone,
+{
+    pub async fn new(
+        clock: &ManualClock,
+        r: &Reminder,
+        (ledger, dead_letters, provider): (L, D, P),
+        cfg: ConsumerConfig,
+    ) -> Self {
+        let store = Arc::new(MemoryReminderStore::new(4));
+        store.insert(r).await.unwrap();
+        let queue = Arc::new(MemoryQueue::new(clock.clone()));
+        let ports = PortSet {
+            clock: clock.clone(),
+            reminders: store,
+            ledger,
+            gate: Arc::new(MemoryGate::default()),
+            queue: queue.clone(),
+            dead_letters,
+            providers: PerChannel::from_fn(|_| provider.clone()),
+        };
+        let consumer = Arc::new(Consumer::new(ports, cfg, queue_urls(), 9));
+        Self { consumer, queue }
+    }
+
+    pub async fn enqueue(&self, msg: &DeliveryMessage) {
+        let entry = OutgoingMessage {
+            entry_id: "0".into(),
+            body: msg.encode(),
+            delay_secs: 0,
+        };
+        self.queue.send_batch(msg.channel, &[entry]).await.unwrap();
+    }
+
+    /// One poll of the event source mapping, which must find a message.
+    pub async fn poll(&self, channel: Channel, visibility_secs: u32) -> BatchOutcome {
+        let urls = queue_urls();
+        reminders::local::poll_once(&*self.consumer, &urls, channel, 10, visibility_secs, None)
+            .await
+            .unwrap()
+            .expect("a message to poll")
+    }
+}

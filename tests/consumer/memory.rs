@@ -807,46 +807,23 @@ async fn a_dead_delivery_is_copied_to_the_dlq_once() {
 #[tokio::test]
 async fn a_reminder_gone_stale_during_its_claim_is_not_sent() {
     use reminders::clock::{Clock, ManualClock};
-    use reminders::consumer::Consumer;
-    use reminders::domain::PerChannel;
-    use reminders::ports::{
-        MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet, ScriptedProvider,
-        Slowed,
-    };
+    use reminders::ports::{MemoryLedger, MemoryQueue, ScriptedProvider, Slowed};
     let r = crate::harness::reminder("stale-in-claim", &[SMS]);
     let clock = ManualClock::at(r.fresh_until.minus(Duration::from_millis(100)));
-    let store = Arc::new(MemoryReminderStore::new(4));
-    store.insert(&r).await.unwrap();
     let ledger = Arc::new(MemoryLedger::default());
-    let queue = Arc::new(MemoryQueue::new(clock.clone()));
     let provider = Arc::new(ScriptedProvider::new(clock.clone(), true));
-    let ports = PortSet {
+    // The claim's write takes 200 ms: the reminder goes stale while it is in flight.
+    let slowed = Slowed {
+        inner: ledger.clone(),
         clock: clock.clone(),
-        reminders: store,
-        // The claim's write takes 200 ms: the reminder goes stale while it is in flight.
-        ledger: Slowed {
-            inner: ledger.clone(),
-            clock: clock.clone(),
-            latency: Duration::from_millis(200),
-        },
-        gate: Arc::new(MemoryGate::default()),
-        queue: queue.clone(),
-        dead_letters: Arc::new(MemoryQueue::new(clock.clone())),
-        providers: PerChannel::from_fn(|_| provider.clone()),
+        latency: Duration::from_millis(200),
     };
-    let urls = crate::harness::queue_urls();
-    let consumer = Consumer::new(ports, test_config(), urls.clone(), 9);
+    let dlq = Arc::new(MemoryQueue::new(clock.clone()));
+    let ports = (slowed, dlq, provider.clone());
+    let w = crate::harness::Custom::new(&clock, &r, ports, test_config()).await;
     let msg = message(&r, SMS);
-    let entry = reminders::ports::OutgoingMessage {
-        entry_id: "0".into(),
-        body: msg.encode(),
-        delay_secs: 0,
-    };
-    queue.send_batch(SMS, &[entry]).await.unwrap();
-    let out = reminders::local::poll_once(&consumer, &urls, SMS, 10, 30, None)
-        .await
-        .unwrap()
-        .unwrap();
+    w.enqueue(&msg).await;
+    let out = w.poll(SMS, 30).await;
     assert_eq!(out.records[0].action, Action::Ack);
     assert!(clock.now() > r.fresh_until, "the claim crossed fresh_until");
     assert_eq!(
@@ -920,48 +897,24 @@ async fn a_deferred_delivery_whose_reminder_turns_invalid_dies() {
 #[tokio::test]
 async fn a_claim_that_used_up_its_lease_sends_nothing() {
     use reminders::clock::ManualClock;
-    use reminders::consumer::Consumer;
-    use reminders::domain::PerChannel;
-    use reminders::ports::{
-        MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet, ScriptedProvider,
-        Slowed,
-    };
+    use reminders::ports::{MemoryLedger, MemoryQueue, ScriptedProvider, Slowed};
     let r = crate::harness::reminder("slow-claim", &[SMS]);
     let clock = ManualClock::at(T0);
-    let store = Arc::new(MemoryReminderStore::new(4));
-    store.insert(&r).await.unwrap();
     let ledger = Arc::new(MemoryLedger::default());
-    let queue = Arc::new(MemoryQueue::new(clock.clone()));
     let provider = Arc::new(ScriptedProvider::new(clock.clone(), false));
     let cfg = test_config();
     // The claim's write takes most of the lease.
     let latency = cfg.lease - cfg.provider_timeout / 2;
-    let ports = PortSet {
+    let slowed = Slowed {
+        inner: ledger.clone(),
         clock: clock.clone(),
-        reminders: store,
-        ledger: Slowed {
-            inner: ledger.clone(),
-            clock: clock.clone(),
-            latency,
-        },
-        gate: Arc::new(MemoryGate::default()),
-        queue: queue.clone(),
-        dead_letters: Arc::new(MemoryQueue::new(clock.clone())),
-        providers: PerChannel::from_fn(|_| provider.clone()),
+        latency,
     };
-    let urls = crate::harness::queue_urls();
-    let consumer = Consumer::new(ports, cfg, urls.clone(), 9);
+    let dlq = Arc::new(MemoryQueue::new(clock.clone()));
+    let w = crate::harness::Custom::new(&clock, &r, (slowed, dlq, provider.clone()), cfg).await;
     let msg = message(&r, SMS);
-    let entry = reminders::ports::OutgoingMessage {
-        entry_id: "0".into(),
-        body: msg.encode(),
-        delay_secs: 0,
-    };
-    queue.send_batch(SMS, &[entry]).await.unwrap();
-    let out = reminders::local::poll_once(&consumer, &urls, SMS, 10, 30, None)
-        .await
-        .unwrap()
-        .unwrap();
+    w.enqueue(&msg).await;
+    let out = w.poll(SMS, 30).await;
     assert!(matches!(out.records[0].action, Action::Hold { .. }));
     assert_eq!(provider.calls_for(&msg.delivery_key), 0, "nothing sent");
     let rec = reminders::ports::Ledger::get(&*ledger, &msg.delivery_key)
@@ -1026,42 +979,21 @@ impl reminders::ports::Provider for OutlivesItsLease {
 #[tokio::test]
 async fn a_send_that_outlived_its_lease_is_reconciled_as_delivered() {
     use reminders::clock::ManualClock;
-    use reminders::consumer::Consumer;
-    use reminders::domain::PerChannel;
-    use reminders::ports::{MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet};
+    use reminders::ports::{MemoryLedger, MemoryQueue};
     let r = crate::harness::reminder("late-success", &[SMS]);
     let clock = ManualClock::at(T0);
-    let store = Arc::new(MemoryReminderStore::new(4));
-    store.insert(&r).await.unwrap();
     let ledger = Arc::new(MemoryLedger::default());
-    let queue = Arc::new(MemoryQueue::new(clock.clone()));
     let provider = Arc::new(OutlivesItsLease {
         clock: clock.clone(),
         ledger: ledger.clone(),
         calls: Default::default(),
     });
-    let ports = PortSet {
-        clock: clock.clone(),
-        reminders: store,
-        ledger: ledger.clone(),
-        gate: Arc::new(MemoryGate::default()),
-        queue: queue.clone(),
-        dead_letters: Arc::new(MemoryQueue::new(clock.clone())),
-        providers: PerChannel::from_fn(|_| provider.clone()),
-    };
-    let urls = crate::harness::queue_urls();
-    let consumer = Consumer::new(ports, test_config(), urls.clone(), 9);
+    let dlq = Arc::new(MemoryQueue::new(clock.clone()));
+    let ports = (ledger.clone(), dlq, provider);
+    let w = crate::harness::Custom::new(&clock, &r, ports, test_config()).await;
     let msg = message(&r, SMS);
-    let entry = reminders::ports::OutgoingMessage {
-        entry_id: "0".into(),
-        body: msg.encode(),
-        delay_secs: 0,
-    };
-    queue.send_batch(SMS, &[entry]).await.unwrap();
-    let out = reminders::local::poll_once(&consumer, &urls, SMS, 10, 300, None)
-        .await
-        .unwrap()
-        .unwrap();
+    w.enqueue(&msg).await;
+    let out = w.poll(SMS, 300).await;
     assert_eq!(out.records[0].action, Action::Ack);
     let m = out.metrics.get(SMS);
     assert_eq!((m.delivered, m.delivered_after_takeover), (1, 1));
@@ -1109,31 +1041,20 @@ impl reminders::ports::DeadLetters for YieldingDlq {
 #[tokio::test]
 async fn two_records_for_a_dead_delivery_at_once_copy_it_once() {
     use reminders::clock::ManualClock;
-    use reminders::consumer::Consumer;
     use reminders::delivery::state::{Change, Ctx, LeaseToken};
-    use reminders::domain::PerChannel;
-    use reminders::ports::{
-        MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet, ScriptedProvider,
-    };
+    use reminders::ports::{MemoryLedger, MemoryQueue, ScriptedProvider};
     let r = crate::harness::reminder("dead-twice", &[SMS]);
     let clock = ManualClock::at(T0);
-    let store = Arc::new(MemoryReminderStore::new(4));
-    store.insert(&r).await.unwrap();
     let ledger = Arc::new(MemoryLedger::default());
-    let queue = Arc::new(MemoryQueue::new(clock.clone()));
     let dlq = Arc::new(MemoryQueue::new(clock.clone()));
     let provider = Arc::new(ScriptedProvider::new(clock.clone(), true));
-    let ports = PortSet {
-        clock: clock.clone(),
-        reminders: store,
-        ledger: ledger.clone(),
-        gate: Arc::new(MemoryGate::default()),
-        queue: queue.clone(),
-        dead_letters: YieldingDlq(dlq.clone()),
-        providers: PerChannel::from_fn(|_| provider.clone()),
-    };
-    let urls = crate::harness::queue_urls();
-    let consumer = Arc::new(Consumer::new(ports, test_config(), urls.clone(), 9));
+    let ports = (ledger.clone(), YieldingDlq(dlq.clone()), provider);
+    let w = crate::harness::Custom::new(&clock, &r, ports, test_config()).await;
+    let (consumer, queue, urls) = (
+        w.consumer.clone(),
+        w.queue.clone(),
+        crate::harness::queue_urls(),
+    );
     // Dead in the ledger (as if its worker crashed before the copy).
     let msg = message(&r, SMS);
     let ctx = Ctx {
@@ -1165,12 +1086,7 @@ async fn two_records_for_a_dead_delivery_at_once_copy_it_once() {
         .await
         .unwrap();
     for _ in 0..2 {
-        let entry = reminders::ports::OutgoingMessage {
-            entry_id: "0".into(),
-            body: msg.encode(),
-            delay_secs: 0,
-        };
-        queue.send_batch(SMS, &[entry]).await.unwrap();
+        w.enqueue(&msg).await;
     }
     let arn = reminders::consumer::event::arn_for_url(urls.get(SMS), "us-east-1");
     let a =

@@ -254,17 +254,25 @@ impl<P: Ports> Record<'_, P> {
         Ok(Action::Ack)
     }
 
+    /// A fenced change to the delivery we hold, written now.
+    async fn under_lease(
+        &self,
+        d: &Delivery,
+        held: crate::delivery::state::DeliveryRecord,
+        change: Change,
+    ) -> Result<Written, PortError> {
+        let ctx = self.ctx(&d.msg, d.reminder.fresh_until, self.now());
+        transition(self.consumer.ports.ledger(), Some(held), change, &ctx).await
+    }
+
     /// Stale under our lease, before any send: expired (fenced), never sent.
     pub(super) async fn expire_held(
         &mut self,
         d: &Delivery,
         lease: Lease,
     ) -> Result<Action, PortError> {
-        let now = self.now();
-        let ctx = self.ctx(&d.msg, d.reminder.fresh_until, now);
         let change = Change::ExpireHeld { token: lease.token };
-        let ledger = self.consumer.ports.ledger();
-        if let Written::Applied(_) = transition(ledger, Some(lease.record), change, &ctx).await? {
+        if let Written::Applied(_) = self.under_lease(d, lease.record, change).await? {
             self.m.expired += 1;
             log_transition(&d.msg, 0, "stale", "ack", Duration::ZERO);
         }
@@ -278,12 +286,8 @@ impl<P: Ports> Record<'_, P> {
         lease: Lease,
     ) -> Result<Action, PortError> {
         let now = self.now();
-        let ctx = self.ctx(&d.msg, d.reminder.fresh_until, now);
         let change = Change::Release { token: lease.token };
-        let ledger = self.consumer.ports.ledger();
-        if let Written::Refused { refused, .. } =
-            transition(ledger, Some(lease.record), change, &ctx).await?
-        {
+        if let Written::Refused { refused, .. } = self.under_lease(d, lease.record, change).await? {
             // Another worker took the lapsed lease over; nothing was sent here.
             tracing::warn!(delivery_key = %d.msg.delivery_key, %refused, "lease given back too late");
         }
