@@ -107,6 +107,12 @@ fn index_poison() -> Vec<(String, Item, &'static str)> {
             with(item("p-bogus"), "status", s("bogus")),
             "status",
         ),
+        // Not named in the issue, same kind: a field of the wrong type, not a missing one.
+        (
+            "p-fresh-text".into(),
+            with(item("p-fresh-text"), "fresh_until", s("tomorrow")),
+            "fresh_until",
+        ),
     ]
 }
 
@@ -198,7 +204,7 @@ async fn bad_items_are_quarantined_or_dead_lettered_beside_a_valid_one() {
         .run(None)
         .await
         .expect("one bad item never fails a run");
-    assert_eq!(report.quarantined, 8, "{report:?}");
+    assert_eq!(report.quarantined, 9, "{report:?}");
     // The valid one and the item-level poison go out (c-unlisted with two messages); the
     // enqueued item with a stray due_shard only leaves the index, its status untouched.
     assert_eq!(report.enqueued, 1 + 7, "{report:?}");
