@@ -37,6 +37,7 @@
 //! imports no pipeline.
 
 pub mod aws;
+pub mod chaos;
 pub mod clock;
 pub mod config;
 pub mod consumer;

@@ -17,3 +17,16 @@ pub fn init() {
         .with_env_filter(filter)
         .try_init();
 }
+
+/// For `remindctl`: transition logs on stderr, as text, only when `RUST_LOG` asks for them
+/// (stdout stays the command's answer).
+pub fn init_cli() {
+    let Ok(filter) = EnvFilter::try_from_default_env() else {
+        return;
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_env_filter(filter)
+        .try_init();
+}

@@ -12,8 +12,8 @@ use crate::delivery::state::{Change, Ctx, RedriveAudit, Refused, Why};
 use crate::delivery::{transition, Written};
 use crate::domain::{DeliveryMessage, RedriveMarker};
 use crate::ports::{
-    DeadLetterMessage, DeadLetters, DeliveryQueue, Marked, OutgoingMessage, PortError, Ports,
-    ReminderStore,
+    DeadLetterMessage, DeadLetters, DeliveryQueue, Ledger, Marked, OutgoingMessage, PortError,
+    Ports, ReminderStore,
 };
 use crate::redrive::RedriveRequest;
 
@@ -46,6 +46,9 @@ impl<P: Ports> Redriver<P> {
             tracing::warn!(message_id = %dm.message.message_id, "undecodable message cannot be redriven");
             return Ok(Break(One::Failed));
         };
+        if let Break(one) = self.skip_earlier_death(req, &msg, dm).await? {
+            return Ok(Break(one));
+        }
         let now = self.ports.clock().now();
         let fresh_until = match self.fresh_until(req, &msg, now).await? {
             Continue(at) => at,
@@ -67,6 +70,34 @@ impl<P: Ports> Redriver<P> {
             .await?;
         tracing::info!(delivery_key = %key, batch_id, operator = %req.operator, "redriven");
         Ok(Continue(()))
+    }
+
+    /// A copy of an earlier death, left by a run that stopped between its re-enqueue and its
+    /// delete: the delivery died again since, and that death has its own copy. Redriving this
+    /// one would redrive the later death under the earlier one's filters: it is removed and
+    /// counted as skipped.
+    async fn skip_earlier_death(
+        &self,
+        req: &RedriveRequest,
+        msg: &DeliveryMessage,
+        dm: &DeadLetterMessage,
+    ) -> Step<()> {
+        let Some(copy_dead_at) = dm.letter.evidence.as_ref().map(|e| e.dead_at) else {
+            return Ok(Continue(()));
+        };
+        let current = self.ports.ledger().get(&msg.delivery_key).await?;
+        let died_since = current
+            .and_then(|r| r.dead_at())
+            .is_some_and(|at| at > copy_dead_at);
+        if !died_since {
+            return Ok(Continue(()));
+        }
+        self.ports
+            .dead_letters()
+            .delete_dead(req.channel, &dm.message.receipt_handle)
+            .await?;
+        tracing::info!(delivery_key = %msg.delivery_key, "copy of an earlier death; removed");
+        Ok(Break(One::Skipped))
     }
 
     /// The reminder's freshness: stale is left alone unless the operator extends it.

@@ -68,21 +68,7 @@ impl<P: Ports> Record<'_, P> {
                 log_transition(msg, 0, "duplicate", "ack", Duration::ZERO);
                 Ok(Action::Ack)
             }
-            Claim::Dead(record) => {
-                // Died before (perhaps crashed before its DLQ copy): make sure the evidence
-                // exists.
-                let reason = record.dead_reason().unwrap_or(DeadReason::Rejected);
-                let facts = Facts::of(&record);
-                match self.copy_once(reason, record, facts).await? {
-                    // Another worker is copying: look again once its claim lapses, in case
-                    // its copy failed.
-                    Some(until) => {
-                        self.hold(msg, until.plus(Duration::from_secs(1)), now)
-                            .await
-                    }
-                    None => Ok(Action::Ack),
-                }
-            }
+            Claim::Dead(record) => self.ensure_copied(msg, record, now).await,
             Claim::HeldByOther { until } => {
                 self.hold(msg, until.plus(Duration::from_secs(1)), now)
                     .await

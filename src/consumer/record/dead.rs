@@ -164,6 +164,28 @@ impl<P: Ports> Record<'_, P> {
         Ok(None)
     }
 
+    /// A delivery found dead, by a message that came later (perhaps after a crash before its
+    /// copy): make sure the DLQ copy exists, or wait for the worker making it. Never acked
+    /// before the copy is made or being made.
+    pub(super) async fn ensure_copied(
+        &mut self,
+        msg: &crate::domain::DeliveryMessage,
+        record: DeliveryRecord,
+        now: Timestamp,
+    ) -> Result<Action, PortError> {
+        let reason = record.dead_reason().unwrap_or(DeadReason::Rejected);
+        let facts = Facts::of(&record);
+        match self.copy_once(reason, record, facts).await? {
+            // Another worker is copying: look again once its claim lapses, in case its copy
+            // failed.
+            Some(until) => {
+                let again = until.plus(std::time::Duration::from_secs(1));
+                self.hold(msg, again, now).await
+            }
+            None => Ok(Action::Ack),
+        }
+    }
+
     /// A body that is not a message this consumer can read: dead as `schema`, at once.
     pub(super) async fn dead_schema(
         &mut self,

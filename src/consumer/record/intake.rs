@@ -139,6 +139,13 @@ impl<P: Ports> Record<'_, P> {
             } if r.status() == Status::Sending => {
                 return self.resolve_abandoned(msg, r, ctx).await;
             }
+            // Died before, perhaps without its copy (a crash between the two): the evidence
+            // is made before this message goes.
+            Written::Refused {
+                current: Some(r), ..
+            } if r.status() == Status::Dead => {
+                return self.ensure_copied(msg, r, ctx.now).await;
+            }
             Written::Refused { .. } => {}
         }
         let what = if cancelled { "cancelled" } else { "stale" };

@@ -73,6 +73,19 @@ impl<C: Clock> MemoryQueue<C> {
             .unwrap_or_default()
     }
 
+    /// Every message of the channel's queue with its dead letter (reason and evidence), visible
+    /// or not, without receiving them.
+    pub fn peek_letters(&self, channel: Channel) -> Vec<(String, DeadLetter)> {
+        lock(&self.queues)
+            .get(&channel)
+            .map(|q| {
+                q.iter()
+                    .map(|m| (m.body.clone(), DeadLetter::from_attributes(&m.attributes)))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Whether the channel's queue holds no message at all.
     pub fn is_empty(&self, channel: Channel) -> bool {
         self.len(channel) == 0

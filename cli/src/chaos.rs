@@ -1,0 +1,79 @@
+//! `remindctl chaos`: the system checker over seeded worlds (see `reminders::chaos`).
+
+use indicatif::{ProgressBar, ProgressStyle};
+use reminders::chaos::{self, Plant};
+
+pub struct ChaosArgs {
+    pub seeds: u64,
+    pub from: u64,
+    pub json: bool,
+    pub plant: Option<String>,
+}
+
+pub fn chaos(args: ChaosArgs) -> Result<(), String> {
+    let plant = match &args.plant {
+        None => None,
+        Some(name) => Some(Plant::parse(name).ok_or_else(|| {
+            let names: Vec<&str> = Plant::ALL.iter().map(|p| p.name()).collect();
+            format!(
+                "--plant: unknown fault {name:?} (one of: {})",
+                names.join(", ")
+            )
+        })?),
+    };
+    if args.seeds == 0 {
+        return Err("--seeds: give at least 1".into());
+    }
+    let bar = if args.json {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(args.seeds).with_style(
+            ProgressStyle::with_template("{bar:40} {pos}/{len} worlds, {elapsed} ({eta} left)")
+                .map_err(|e| e.to_string())?,
+        )
+    };
+    let (total, failing) = chaos::run(args.from, args.seeds, plant, &|_| bar.inc(1));
+    bar.finish_and_clear();
+    for r in &failing {
+        eprintln!(
+            "seed {} broke a promise; replay: remindctl chaos --seeds 1 --from {}{}",
+            r.seed,
+            r.seed,
+            plant.map_or(String::new(), |p| format!(" --plant {}", p.name()))
+        );
+        for f in r.findings.iter().take(5) {
+            eprintln!("  {f}");
+        }
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string(&total).map_err(|e| e.to_string())?
+        );
+    } else {
+        print_human(&total);
+    }
+    if total.broken() > 0 {
+        return Err(format!(
+            "{} of {} worlds broke a promise",
+            failing.len(),
+            total.seeds
+        ));
+    }
+    Ok(())
+}
+
+fn print_human(t: &chaos::Tally) {
+    println!(
+        "{} worlds, {} deliveries, {} faults injected",
+        t.seeds, t.deliveries, t.faults_injected
+    );
+    println!(
+        "lost {}  duplicated {}  stale sends {}  early sends {}  sends after cancel {}",
+        t.lost, t.duplicated, t.stale_sends, t.early_sends, t.sends_after_cancel
+    );
+    println!(
+        "dead without DLQ copy {}  extra DLQ copies {}  budget exceeded {}  (flagged ambiguous {})",
+        t.dead_without_copy, t.extra_dlq_copies, t.budget_exceeded, t.flagged_ambiguous
+    );
+}

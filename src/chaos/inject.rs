@@ -1,0 +1,353 @@
+//! Faults at every port call, drawn from one seeded source: latency, a failure before the
+//! effect, a throttle, a crash of the invocation before or after the effect, and a lost
+//! response after it. [`Chaotic`] wraps any port with them; [`invoke`] runs an invocation that
+//! a crash can stop at any of its port calls.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use tokio::sync::Notify;
+
+use crate::clock::Timestamp;
+use crate::deadletter::DeadLetter;
+use crate::delivery::state::DeliveryRecord;
+use crate::domain::{Channel, DeliveryKey, Reminder, ReminderId, ReminderStatus};
+use crate::ports::{
+    Cas, DeadLetterMessage, DeadLetters, DeliveryQueue, DuePage, DueQuery, Expected, Gate,
+    GatePartition, Inserted, Ledger, Marked, OutgoingMessage, PortError, QueueDepth,
+    ReceivedMessage, ReminderStore, SendFailure,
+};
+
+/// How often each fault strikes a port call (probabilities per call).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Rates {
+    pub latency: f64,
+    pub fail_before: f64,
+    pub throttle: f64,
+    pub crash: f64,
+    pub lost_response: f64,
+    /// A received message is delivered a second time (SQS is at least once).
+    pub duplicate: f64,
+}
+
+/// The one random source of a world's faults, and their count.
+pub struct Dice {
+    rng: Mutex<StdRng>,
+    rates: Mutex<Rates>,
+    calm: AtomicBool,
+    injected: AtomicU64,
+}
+
+impl Dice {
+    pub fn new(seed: u64, rates: Rates) -> Self {
+        Self {
+            rng: Mutex::new(StdRng::seed_from_u64(seed)),
+            rates: Mutex::new(rates),
+            calm: AtomicBool::new(false),
+            injected: AtomicU64::new(0),
+        }
+    }
+
+    /// Stop injecting: the world must then converge.
+    pub fn calm(&self) {
+        self.calm.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_calm(&self) -> bool {
+        self.calm.load(Ordering::SeqCst)
+    }
+
+    pub fn injected(&self) -> u64 {
+        self.injected.load(Ordering::SeqCst)
+    }
+
+    pub fn count(&self) {
+        self.injected.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// A fair draw in `[0, 1)`, whatever the calm.
+    pub fn unit(&self) -> f64 {
+        crate::ports::faults::lock(&self.rng).random()
+    }
+
+    pub fn range(&self, lo: u64, hi: u64) -> u64 {
+        if hi <= lo {
+            return lo;
+        }
+        crate::ports::faults::lock(&self.rng).random_range(lo..hi)
+    }
+
+    /// Whether a fault with this rate strikes now (never once calm); counted when it does.
+    pub fn strikes(&self, rate: impl Fn(&Rates) -> f64) -> bool {
+        if self.is_calm() {
+            return false;
+        }
+        let p = rate(&crate::ports::faults::lock(&self.rates));
+        let hit = p > 0.0 && self.unit() < p;
+        if hit {
+            self.count();
+        }
+        hit
+    }
+
+    async fn before(&self, op: &'static str) -> Result<(), PortError> {
+        if self.strikes(|r| r.latency) {
+            tokio::time::sleep(Duration::from_millis(self.range(100, 4_000))).await;
+        }
+        if self.strikes(|r| r.crash) {
+            crash().await;
+        }
+        if self.strikes(|r| r.fail_before) {
+            return Err(PortError::Unavailable {
+                op,
+                message: "chaos: failed before the effect".into(),
+            });
+        }
+        if self.strikes(|r| r.throttle) {
+            return Err(PortError::Throttled {
+                op,
+                message: "chaos: throttled".into(),
+            });
+        }
+        Ok(())
+    }
+
+    async fn after(&self, op: &'static str) -> Result<(), PortError> {
+        if self.strikes(|r| r.crash) {
+            crash().await;
+        }
+        if self.strikes(|r| r.lost_response) {
+            return Err(PortError::Unavailable {
+                op,
+                message: "chaos: response lost after the effect".into(),
+            });
+        }
+        Ok(())
+    }
+
+    pub async fn around<R>(
+        &self,
+        op: &'static str,
+        call: impl Future<Output = Result<R, PortError>>,
+    ) -> Result<R, PortError> {
+        self.before(op).await?;
+        let out = call.await?;
+        self.after(op).await?;
+        Ok(out)
+    }
+}
+
+tokio::task_local! {
+    static INVOCATION: Arc<Notify>;
+}
+
+/// Stop the current invocation here (a Lambda killed mid-call): what it did so far stays done,
+/// the rest never happens. Outside an invocation (an operator's command) nothing stops.
+async fn crash() {
+    if INVOCATION.try_with(|kill| kill.notify_one()).is_ok() {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// Run `work` as one invocation: `None` when a crash stopped it or it outlived `timeout`
+/// (Lambda stops a function at its timeout, wherever it is).
+pub async fn invoke<F: Future>(work: F, timeout: Duration) -> Option<F::Output> {
+    let kill = Arc::new(Notify::new());
+    let watch = kill.clone();
+    INVOCATION
+        .scope(kill, async move {
+            tokio::select! {
+                biased;
+                () = watch.notified() => None,
+                () = tokio::time::sleep(timeout) => None,
+                out = work => Some(out),
+            }
+        })
+        .await
+}
+
+/// A port with the world's faults around each of its calls.
+pub struct Chaotic<T> {
+    pub inner: T,
+    pub dice: Arc<Dice>,
+    /// A planted bug of this adapter, if any.
+    pub plant: Option<super::Plant>,
+}
+
+impl<T> Chaotic<T> {
+    pub fn new(inner: T, dice: Arc<Dice>) -> Self {
+        Self {
+            inner,
+            dice,
+            plant: None,
+        }
+    }
+
+    pub fn planted(mut self, plant: Option<super::Plant>) -> Self {
+        self.plant = plant;
+        self
+    }
+}
+
+impl<T: ReminderStore> ReminderStore for Chaotic<T> {
+    fn shards(&self) -> u32 {
+        self.inner.shards()
+    }
+    async fn insert(&self, r: &Reminder) -> Result<Inserted, PortError> {
+        self.dice
+            .around("reminders.insert", self.inner.insert(r))
+            .await
+    }
+    async fn replace(
+        &self,
+        r: &Reminder,
+        version: u64,
+        status: ReminderStatus,
+    ) -> Result<Marked, PortError> {
+        let call = self.inner.replace(r, version, status);
+        self.dice.around("reminders.replace", call).await
+    }
+    async fn get(&self, id: &ReminderId) -> Result<Option<Reminder>, PortError> {
+        self.dice.around("reminders.get", self.inner.get(id)).await
+    }
+    async fn query_due(&self, q: &DueQuery<'_>) -> Result<DuePage, PortError> {
+        self.dice
+            .around("reminders.query", self.inner.query_due(q))
+            .await
+    }
+    async fn quarantine(&self, key: &str, reason: &str) -> Result<Marked, PortError> {
+        let call = self.inner.quarantine(key, reason);
+        self.dice.around("reminders.quarantine", call).await
+    }
+    async fn extend_freshness(
+        &self,
+        id: &ReminderId,
+        version: u64,
+        fresh_until: Timestamp,
+        expires_at: i64,
+    ) -> Result<Marked, PortError> {
+        let call = self
+            .inner
+            .extend_freshness(id, version, fresh_until, expires_at);
+        self.dice.around("reminders.extend", call).await
+    }
+    async fn mark(
+        &self,
+        id: &ReminderId,
+        version: u64,
+        to: ReminderStatus,
+    ) -> Result<Marked, PortError> {
+        let call = self.inner.mark(id, version, to);
+        self.dice.around("reminders.mark", call).await
+    }
+}
+
+impl<T: Ledger> Ledger for Chaotic<T> {
+    async fn get(&self, key: &DeliveryKey) -> Result<Option<DeliveryRecord>, PortError> {
+        self.dice.around("ledger.get", self.inner.get(key)).await
+    }
+    async fn put_if(&self, record: &DeliveryRecord, expected: Expected) -> Result<Cas, PortError> {
+        let call = self.inner.put_if(record, expected);
+        self.dice.around("ledger.put_if", call).await
+    }
+}
+
+impl<T: Gate> Gate for Chaotic<T> {
+    async fn throttled_until(&self, p: &GatePartition) -> Result<Option<Timestamp>, PortError> {
+        self.dice
+            .around("gate.get", self.inner.throttled_until(p))
+            .await
+    }
+    async fn throttle(&self, p: &GatePartition, until: Timestamp) -> Result<(), PortError> {
+        self.dice
+            .around("gate.throttle", self.inner.throttle(p, until))
+            .await
+    }
+}
+
+impl<T: DeliveryQueue> DeliveryQueue for Chaotic<T> {
+    async fn send_batch(
+        &self,
+        channel: Channel,
+        messages: &[OutgoingMessage],
+    ) -> Result<Vec<SendFailure>, PortError> {
+        let call = self.inner.send_batch(channel, messages);
+        self.dice.around("queue.send_batch", call).await
+    }
+    async fn change_visibility(
+        &self,
+        channel: Channel,
+        handle: &str,
+        secs: u32,
+    ) -> Result<(), PortError> {
+        let call = self.inner.change_visibility(channel, handle, secs);
+        self.dice.around("queue.visibility", call).await
+    }
+    async fn delete(&self, channel: Channel, handle: &str) -> Result<(), PortError> {
+        let call = self.inner.delete(channel, handle);
+        self.dice.around("queue.delete", call).await
+    }
+    async fn receive(
+        &self,
+        channel: Channel,
+        max: u32,
+        visibility_secs: u32,
+    ) -> Result<Vec<ReceivedMessage>, PortError> {
+        let call = self.inner.receive(channel, max, visibility_secs);
+        let got = self.dice.around("queue.receive", call).await?;
+        // At least once: sometimes a message also goes out again, as a second copy that
+        // another worker may take while this one works on the first.
+        for m in &got {
+            if self.dice.strikes(|r| r.duplicate) {
+                let copy = OutgoingMessage {
+                    entry_id: "dup".into(),
+                    body: m.body.clone(),
+                    delay_secs: u32::try_from(self.dice.range(0, 30)).unwrap_or(0),
+                };
+                let _ = self.inner.send_batch(channel, &[copy]).await;
+            }
+        }
+        Ok(got)
+    }
+    async fn depth(&self, channel: Channel) -> Result<QueueDepth, PortError> {
+        self.dice
+            .around("queue.depth", self.inner.depth(channel))
+            .await
+    }
+}
+
+impl<T: DeadLetters> DeadLetters for Chaotic<T> {
+    async fn dead_letter(
+        &self,
+        channel: Channel,
+        body: &str,
+        letter: &DeadLetter,
+    ) -> Result<(), PortError> {
+        if self.plant == Some(super::Plant::DropDeadLetters) {
+            return Ok(());
+        }
+        let call = self.inner.dead_letter(channel, body, letter);
+        self.dice.around("dlq.send", call).await
+    }
+    async fn receive_dead(
+        &self,
+        channel: Channel,
+        max: u32,
+        visibility_secs: u32,
+    ) -> Result<Vec<DeadLetterMessage>, PortError> {
+        let call = self.inner.receive_dead(channel, max, visibility_secs);
+        self.dice.around("dlq.receive", call).await
+    }
+    async fn delete_dead(&self, channel: Channel, handle: &str) -> Result<(), PortError> {
+        let call = self.inner.delete_dead(channel, handle);
+        self.dice.around("dlq.delete", call).await
+    }
+    async fn release_dead(&self, channel: Channel, handle: &str) -> Result<(), PortError> {
+        let call = self.inner.release_dead(channel, handle);
+        self.dice.around("dlq.release", call).await
+    }
+}

@@ -1,0 +1,214 @@
+//! The system checker: seeded worlds in which the real scheduler, consumer and redrive run on
+//! the in-memory ports, in virtual time, while faults strike at every port call — latency,
+//! failures before the effect, throttles, lost responses after it, crashes of the invocation
+//! before or after a call — and around them: duplicate queue deliveries, concurrent workers on
+//! one message (visibility shorter than the work), two schedulers at once, a provider that
+//! throttles with Retry-After, fails, rejects, accepts then drops the connection or accepts
+//! after the caller's timeout, an outage, redrive runs, cancels and edits at random moments.
+//! Then the faults stop, the world must settle, and every delivery key is judged
+//! ([`check`]): never sent twice, none lost, nothing sent when it must not be.
+//!
+//! Time is tokio's paused clock: it jumps to the next timer whenever every task waits, so an
+//! hour of a world takes milliseconds, and one seed gives one run.
+
+mod check;
+pub mod inject;
+pub mod journal;
+pub mod provider;
+mod world;
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::clock::{Clock, Timestamp};
+
+/// A deliberately broken piece, to show the checker catches what it claims to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plant {
+    /// The event source glue deletes each message as soon as it is received, before its
+    /// outcome is recorded.
+    AckBeforeOutcome,
+    /// The provider adapter drops the Retry-After of a 429.
+    IgnoreRetryAfter,
+    /// The ledger adapter writes without its condition: no fencing of claims or outcomes.
+    UnfencedLedger,
+    /// The dead-letter adapter reports success without sending the copy.
+    DropDeadLetters,
+}
+
+impl Plant {
+    pub const ALL: [Plant; 4] = [
+        Plant::AckBeforeOutcome,
+        Plant::IgnoreRetryAfter,
+        Plant::UnfencedLedger,
+        Plant::DropDeadLetters,
+    ];
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            Plant::AckBeforeOutcome => "ack-before-outcome",
+            Plant::IgnoreRetryAfter => "ignore-retry-after",
+            Plant::UnfencedLedger => "unfenced-ledger",
+            Plant::DropDeadLetters => "drop-dead-letters",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.name() == s)
+    }
+}
+
+/// What a set of worlds came to. Every field but `seeds`, `deliveries`, `faults_injected` and
+/// `flagged_ambiguous` counts broken promises and must be 0.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Tally {
+    pub seeds: u64,
+    pub deliveries: u64,
+    pub faults_injected: u64,
+    /// Deliveries that ended neither delivered, dead with a reason, expired nor cancelled.
+    pub lost: u64,
+    /// Sent again after the ledger recorded the delivery, or accepted twice by a provider
+    /// that ignores idempotency keys without an operator having accepted that risk.
+    pub duplicated: u64,
+    /// Deliveries the ledger flags as possibly sent (dead/ambiguous), or sent twice after an
+    /// operator redrove them out of `ambiguous` with `accept_duplicates`.
+    pub flagged_ambiguous: u64,
+    pub stale_sends: u64,
+    pub early_sends: u64,
+    pub sends_after_cancel: u64,
+    pub dead_without_copy: u64,
+    /// DLQ copies telling of a death other than the delivery's one (a copy per message seen,
+    /// a stale copy with a new `dead_at`): what would make a reader count deaths twice.
+    pub extra_dlq_copies: u64,
+    /// Copies of one death made twice, because a worker stopped between sending the copy and
+    /// recording it (standard SQS cannot deduplicate): same key, same `dead_at`: `dlq summary`
+    /// counts them as one death, and the ledger keeps a redrive of both single. Reported, not
+    /// a broken promise.
+    pub duplicate_copies: u64,
+    /// Copies of an earlier death, since redriven, left because a redrive run stopped between
+    /// its re-enqueue and its delete; a later run skips them. Reported.
+    pub stale_copies: u64,
+    pub budget_exceeded: u64,
+}
+
+impl Tally {
+    pub fn broken(&self) -> u64 {
+        self.lost
+            + self.duplicated
+            + self.stale_sends
+            + self.early_sends
+            + self.sends_after_cancel
+            + self.dead_without_copy
+            + self.extra_dlq_copies
+            + self.budget_exceeded
+    }
+
+    pub fn add(&mut self, o: &Tally) {
+        self.seeds += o.seeds;
+        self.deliveries += o.deliveries;
+        self.faults_injected += o.faults_injected;
+        self.lost += o.lost;
+        self.duplicated += o.duplicated;
+        self.flagged_ambiguous += o.flagged_ambiguous;
+        self.stale_sends += o.stale_sends;
+        self.early_sends += o.early_sends;
+        self.sends_after_cancel += o.sends_after_cancel;
+        self.dead_without_copy += o.dead_without_copy;
+        self.extra_dlq_copies += o.extra_dlq_copies;
+        self.duplicate_copies += o.duplicate_copies;
+        self.stale_copies += o.stale_copies;
+        self.budget_exceeded += o.budget_exceeded;
+    }
+}
+
+/// One world's result, with a line per broken promise (key and what happened).
+#[derive(Debug, Clone, Default)]
+pub struct SeedReport {
+    pub seed: u64,
+    pub tally: Tally,
+    pub findings: Vec<String>,
+}
+
+/// Run one seeded world to the end.
+pub fn run_seed(seed: u64, plant: Option<Plant>) -> SeedReport {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build();
+    match rt {
+        Ok(rt) => {
+            let local = tokio::task::LocalSet::new();
+            rt.block_on(local.run_until(world::run(seed, plant)))
+        }
+        Err(e) => SeedReport {
+            seed,
+            findings: vec![format!("cannot start a runtime: {e}")],
+            tally: Tally {
+                lost: 1,
+                ..Tally::default()
+            },
+        },
+    }
+}
+
+/// The virtual clock of a world: tokio's paused time, from a fixed epoch.
+#[derive(Debug, Clone, Copy)]
+pub struct VirtualClock {
+    epoch: Timestamp,
+    start: tokio::time::Instant,
+}
+
+impl VirtualClock {
+    /// Must be made inside the world's runtime.
+    pub fn start(epoch: Timestamp) -> Self {
+        Self {
+            epoch,
+            start: tokio::time::Instant::now(),
+        }
+    }
+}
+
+impl Clock for VirtualClock {
+    fn now(&self) -> Timestamp {
+        self.epoch.plus(self.start.elapsed())
+    }
+    fn sleep(&self, d: Duration) -> impl std::future::Future<Output = ()> + Send {
+        tokio::time::sleep(d)
+    }
+}
+
+/// Seeds `from .. from + seeds`, on every core: the sum, and the worlds that broke a promise
+/// (by seed). `on_seed` hears of each world as it ends.
+pub fn run(
+    from: u64,
+    seeds: u64,
+    plant: Option<Plant>,
+    on_seed: &(dyn Fn(&SeedReport) + Sync),
+) -> (Tally, Vec<SeedReport>) {
+    let next = std::sync::atomic::AtomicU64::new(from);
+    let end = from.saturating_add(seeds);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let results = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let seed = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                if seed >= end {
+                    break;
+                }
+                let report = run_seed(seed, plant);
+                on_seed(&report);
+                crate::ports::faults::lock(&results).push(report);
+            });
+        }
+    });
+    let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    results.sort_by_key(|r| r.seed);
+    let mut total = Tally::default();
+    for r in &results {
+        total.add(&r.tally);
+    }
+    results.retain(|r| r.tally.broken() > 0);
+    (total, results)
+}

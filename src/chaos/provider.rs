@@ -1,0 +1,136 @@
+//! The provider as the checker sees it: every call is journalled when it starts, and the
+//! provider misbehaves from the world's dice — 429 with a Retry-After, 5xx, a permanent
+//! reject, accepting and then dropping the connection, or accepting only after the caller's
+//! timeout (later than a lease), and an outage window of 503s. Acceptances are counted as they
+//! happen, duplicates included: what the recipient would see without deduplication.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::inject::Dice;
+use super::journal::Journal;
+use super::{Plant, VirtualClock};
+use crate::clock::{Clock, Timestamp};
+use crate::domain::{DeliveryKey, ReminderId};
+use crate::policy::Outcome;
+use crate::ports::{GatePartition, MemoryReminderStore, Provider, ReminderStore, SendRequest};
+
+/// Per-call probabilities of each misbehaviour.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Misbehaviour {
+    pub throttle: f64,
+    pub transient: f64,
+    pub permanent: f64,
+    /// Accepted, then the connection dropped before the answer.
+    pub accept_then_drop: f64,
+    /// Accepted only after the caller gave up (past its timeout, possibly past the lease).
+    pub slow: f64,
+}
+
+pub struct ChaosProvider {
+    pub idempotent: bool,
+    pub dice: Arc<Dice>,
+    pub journal: Arc<Journal>,
+    pub clock: VirtualClock,
+    pub store: Arc<MemoryReminderStore>,
+    /// Which reminder each delivery key belongs to.
+    pub owners: Arc<std::sync::Mutex<BTreeMap<DeliveryKey, ReminderId>>>,
+    pub misbehaviour: Misbehaviour,
+    pub outage: (Timestamp, Timestamp),
+    /// The adapter's own request timeout.
+    pub timeout: Duration,
+    pub plant: Option<Plant>,
+}
+
+impl ChaosProvider {
+    async fn fresh_until(&self, key: &DeliveryKey) -> Timestamp {
+        let owner = crate::ports::faults::lock(&self.owners).get(key).cloned();
+        let Some(id) = owner else {
+            return Timestamp::from_millis(i64::MIN);
+        };
+        match self.store.get(&id).await {
+            Ok(Some(r)) => r.fresh_until,
+            _ => Timestamp::from_millis(i64::MIN),
+        }
+    }
+
+    fn strikes(&self, p: f64) -> bool {
+        if self.dice.is_calm() || p <= 0.0 || self.dice.unit() >= p {
+            return false;
+        }
+        self.dice.count();
+        true
+    }
+
+    fn throttle(&self, key: &DeliveryKey, now: Timestamp) -> Outcome {
+        let until = now.plus(Duration::from_secs(self.dice.range(10, 120)));
+        self.journal.throttled(key, until);
+        let retry_after = match self.plant {
+            Some(Plant::IgnoreRetryAfter) => None,
+            _ => Some(until),
+        };
+        Outcome::Throttled { retry_after }
+    }
+
+    /// Accepted once the caller has given up: the acceptance happens whatever becomes of it.
+    async fn slow(&self, key: &DeliveryKey) -> Outcome {
+        let late = Duration::from_secs(self.dice.range(self.timeout.as_secs() + 1, 150));
+        let journal = self.journal.clone();
+        let key = key.clone();
+        tokio::task::spawn_local(async move {
+            tokio::time::sleep(late).await;
+            journal.accepted(&key);
+        });
+        tokio::time::sleep(self.timeout).await;
+        Outcome::Ambiguous {
+            error: "chaos: timed out after writing the request".into(),
+        }
+    }
+}
+
+impl Provider for ChaosProvider {
+    fn honours_idempotency_key(&self) -> bool {
+        self.idempotent
+    }
+
+    fn partition(&self, request: &SendRequest) -> GatePartition {
+        GatePartition::new(request.recipient.channel(), "chaos")
+    }
+
+    async fn send(&self, request: &SendRequest) -> Outcome {
+        let key = &request.delivery_key;
+        let now = self.clock.now();
+        let fresh_until = self.fresh_until(key).await;
+        self.journal.send_started(key, now, fresh_until);
+        tokio::time::sleep(Duration::from_millis(self.dice.range(20, 800))).await;
+        let m = self.misbehaviour;
+        if self.strikes(m.throttle) {
+            return self.throttle(key, now);
+        }
+        self.journal.attempt(key);
+        let in_outage = now >= self.outage.0 && now < self.outage.1 && !self.dice.is_calm();
+        if in_outage || self.strikes(m.transient) {
+            return Outcome::Transient {
+                error: "http_503".into(),
+            };
+        }
+        if self.strikes(m.permanent) {
+            return Outcome::Permanent {
+                error: "http_400".into(),
+            };
+        }
+        if self.strikes(m.slow) {
+            return self.slow(key).await;
+        }
+        self.journal.accepted(key);
+        if self.strikes(m.accept_then_drop) {
+            return Outcome::Ambiguous {
+                error: "chaos: connection reset after the provider accepted".into(),
+            };
+        }
+        Outcome::Delivered {
+            receipt: Some(format!("chaos-{key}")),
+        }
+    }
+}

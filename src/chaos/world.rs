@@ -1,0 +1,411 @@
+//! One seeded world: its shape drawn from the seed, the deployed wiring played as tasks on
+//! virtual time (schedules, each channel's event source mapping with one to three workers,
+//! redrive runs, an operator's cancels and edits), faults for forty minutes, then calm until
+//! everything settles.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use tokio::task::JoinSet;
+
+use super::check;
+use super::inject::{invoke, Chaotic, Dice, Rates};
+use super::journal::{Journal, Observed};
+use super::provider::{ChaosProvider, Misbehaviour};
+use super::{Plant, SeedReport, VirtualClock};
+use crate::clock::{Clock, Timestamp};
+use crate::consumer::event::{arn_for_url, to_sqs_event};
+use crate::consumer::{Consumer, ConsumerConfig};
+use crate::domain::{
+    Channel, Content, DeadReason, DeliveryKey, NewReminder, PerChannel, Recipient, Reminder,
+    ReminderId, Retention, SubscriberId,
+};
+use crate::outbox::{self, Edit};
+use crate::ports::{
+    DeliveryQueue, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet,
+};
+use crate::redrive::{RedriveConfig, RedriveRequest, Redriver};
+use crate::scheduler::{Scheduler, SchedulerConfig};
+
+const EPOCH: Timestamp = Timestamp::from_millis(1_700_000_000_000);
+/// How long faults strike; then the world must settle.
+const CHAOS: Duration = Duration::from_secs(40 * 60);
+/// Settled by then, or what is left is lost.
+const SETTLE_BY: Duration = Duration::from_secs(12 * 3600);
+const FUNCTION_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub(super) type ChaosPorts = PortSet<
+    VirtualClock,
+    Arc<Chaotic<Arc<MemoryReminderStore>>>,
+    Arc<Chaotic<Observed<VirtualClock>>>,
+    Arc<Chaotic<Arc<MemoryGate>>>,
+    Arc<Chaotic<Arc<MemoryQueue<VirtualClock>>>>,
+    Arc<Chaotic<Arc<MemoryQueue<VirtualClock>>>>,
+    Arc<ChaosProvider>,
+>;
+
+/// The world's shape, drawn from its seed.
+pub(super) struct Shape {
+    pub reminders: u32,
+    pub idempotent: PerChannel<bool>,
+    pub workers: u32,
+    pub twin_scheduler: bool,
+    pub visibility_secs: u32,
+    pub max_receive_count: u32,
+    pub rates: Rates,
+    pub misbehaviour: Misbehaviour,
+    pub ops: u32,
+}
+
+impl Shape {
+    fn draw(rng: &mut StdRng) -> Self {
+        let mut rate = |max: f64| rng.random_range(0.0..max);
+        let rates = Rates {
+            latency: rate(0.1),
+            fail_before: rate(0.05),
+            throttle: rate(0.03),
+            crash: rate(0.02),
+            lost_response: rate(0.05),
+            duplicate: rate(0.1),
+        };
+        let misbehaviour = Misbehaviour {
+            throttle: rate(0.15),
+            transient: rate(0.15),
+            permanent: rate(0.03),
+            accept_then_drop: rate(0.08),
+            slow: rate(0.05),
+        };
+        Self {
+            reminders: rng.random_range(4..16),
+            idempotent: PerChannel::from_fn(|_| rng.random_bool(0.5)),
+            workers: rng.random_range(1..4),
+            twin_scheduler: rng.random_bool(0.5),
+            // Sometimes shorter than the work: a second worker gets the same message.
+            visibility_secs: if rng.random_bool(0.3) { 20 } else { 180 },
+            max_receive_count: if rng.random_bool(0.3) { 12 } else { 100 },
+            rates,
+            misbehaviour,
+            ops: rng.random_range(0..6),
+        }
+    }
+}
+
+pub(super) struct World {
+    pub shape: Shape,
+    pub clock: VirtualClock,
+    pub dice: Arc<Dice>,
+    pub journal: Arc<Journal>,
+    pub store: Arc<MemoryReminderStore>,
+    pub ledger: Arc<MemoryLedger>,
+    pub dlq: Arc<MemoryQueue<VirtualClock>>,
+    pub ports: ChaosPorts,
+    pub urls: PerChannel<String>,
+    pub ids: Vec<ReminderId>,
+    pub owners: Arc<Mutex<BTreeMap<DeliveryKey, ReminderId>>>,
+    pub consumer_cfg: ConsumerConfig,
+    pub plant: Option<Plant>,
+}
+
+pub(super) async fn run(seed: u64, plant: Option<Plant>) -> SeedReport {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut world = build(Shape::draw(&mut rng), seed, plant);
+    seed_reminders(&mut world, &mut rng).await;
+    let world = Arc::new(world);
+    let mut tasks = JoinSet::new();
+    start(&world, &mut tasks, seed);
+    tokio::time::sleep(CHAOS).await;
+    world.dice.calm();
+    settle(&world).await;
+    tasks.abort_all();
+    check::judge(&world, seed).await
+}
+
+fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
+    let clock = VirtualClock::start(EPOCH);
+    let dice = Arc::new(Dice::new(seed ^ 0xc4a0_5eed, shape.rates));
+    let journal = Arc::new(Journal::default());
+    let store = Arc::new(MemoryReminderStore::new(4));
+    let ledger = Arc::new(MemoryLedger::default());
+    let dlq = Arc::new(MemoryQueue::new(clock));
+    let queue =
+        Arc::new(MemoryQueue::new(clock).with_redrive(shape.max_receive_count, dlq.clone()));
+    let owners = Arc::new(Mutex::new(BTreeMap::new()));
+    let consumer_cfg = ConsumerConfig {
+        max_receive_count: shape.max_receive_count,
+        emit_metrics: false,
+        ..ConsumerConfig::default()
+    };
+    let provider = |channel: Channel| {
+        Arc::new(ChaosProvider {
+            idempotent: *shape.idempotent.get(channel),
+            dice: dice.clone(),
+            journal: journal.clone(),
+            clock,
+            store: store.clone(),
+            owners: owners.clone(),
+            misbehaviour: shape.misbehaviour,
+            outage: outage(seed, channel),
+            timeout: consumer_cfg.provider_timeout,
+            plant,
+        })
+    };
+    let chaotic = |inner| Arc::new(Chaotic::new(inner, dice.clone()));
+    let ports = PortSet {
+        clock,
+        reminders: Arc::new(Chaotic::new(store.clone(), dice.clone())),
+        ledger: Arc::new(Chaotic::new(
+            Observed {
+                inner: ledger.clone(),
+                journal: journal.clone(),
+                clock,
+                plant,
+            },
+            dice.clone(),
+        )),
+        gate: Arc::new(Chaotic::new(Arc::new(MemoryGate::default()), dice.clone())),
+        queue: chaotic(queue),
+        dead_letters: Arc::new(Chaotic::new(dlq.clone(), dice.clone()).planted(plant)),
+        providers: PerChannel::from_fn(provider),
+    };
+    World {
+        shape,
+        clock,
+        dice,
+        journal,
+        store,
+        ledger,
+        dlq,
+        ports,
+        urls: PerChannel::from_fn(|c| format!("http://chaos/000000000000/reminders-{c}")),
+        ids: Vec::new(),
+        owners,
+        consumer_cfg,
+        plant,
+    }
+}
+
+/// A five-minute outage of one channel's provider somewhere in the fault phase.
+fn outage(seed: u64, channel: Channel) -> (Timestamp, Timestamp) {
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x07a6e ^ channel as u64);
+    let from = EPOCH.plus(Duration::from_secs(rng.random_range(0..CHAOS.as_secs())));
+    (from, from.plus(Duration::from_secs(300)))
+}
+
+fn recipient(channel: Channel, i: u32) -> Recipient {
+    let raw = match channel {
+        Channel::Push => format!("device-{i:08}"),
+        Channel::Email => format!("person{i}@example.com"),
+        Channel::Sms => format!("+1415555{i:04}"),
+    };
+    Recipient::parse(channel, &raw).unwrap_or_else(|_| unreachable!("chaos recipient {raw}"))
+}
+
+async fn seed_reminders(world: &mut World, rng: &mut StdRng) {
+    use crate::ports::ReminderStore;
+    let mut ids = Vec::new();
+    for i in 0..world.shape.reminders {
+        let due = EPOCH.plus(Duration::from_secs(rng.random_range(0..1_200)));
+        let channels: Vec<Channel> = Channel::ALL
+            .into_iter()
+            .filter(|_| rng.random_bool(0.6))
+            .collect();
+        let channels = if channels.is_empty() {
+            vec![Channel::ALL[i as usize % 3]]
+        } else {
+            channels
+        };
+        let new = NewReminder {
+            reminder_id: ReminderId::parse(format!("r-{i:03}")).unwrap_or_else(|_| unreachable!()),
+            subscriber_id: SubscriberId::parse(format!("s-{}", i % 3))
+                .unwrap_or_else(|_| unreachable!()),
+            due_at: due,
+            fresh_until: Some(due.plus(Duration::from_secs(rng.random_range(300..3_600)))),
+            content: Content::Text {
+                subject: "Reminder".into(),
+                body: "v1".into(),
+            },
+            recipients: channels.iter().map(|c| recipient(*c, i)).collect(),
+        };
+        let Ok(r) = Reminder::new(new, Duration::from_secs(3600), Retention::default().0) else {
+            continue;
+        };
+        own(world, &r);
+        if world.store.insert(&r).await.is_ok() {
+            ids.push(r.reminder_id.clone());
+        }
+    }
+    world.ids = ids;
+}
+
+/// Remember which reminder each of its possible delivery keys belongs to.
+fn own(world: &World, r: &Reminder) {
+    let mut owners = crate::ports::faults::lock(&world.owners);
+    for channel in Channel::ALL {
+        let key = DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, channel);
+        owners.insert(key, r.reminder_id.clone());
+    }
+}
+
+fn start(world: &Arc<World>, tasks: &mut JoinSet<()>, seed: u64) {
+    let schedulers = if world.shape.twin_scheduler { 2 } else { 1 };
+    for n in 0..schedulers {
+        tasks.spawn_local(schedule(world.clone(), n));
+    }
+    for channel in Channel::ALL {
+        for n in 0..world.shape.workers {
+            let consumer = Consumer::new(
+                world.ports.clone(),
+                world.consumer_cfg.clone(),
+                world.urls.clone(),
+                seed ^ (u64::from(n) << 8) ^ channel as u64,
+            );
+            tasks.spawn_local(event_source(world.clone(), consumer, channel));
+        }
+    }
+    tasks.spawn_local(redrives(world.clone(), seed));
+    tasks.spawn_local(operator(world.clone(), seed));
+}
+
+/// EventBridge Scheduler: a run every minute (a twin runs off-beat, as a double schedule).
+async fn schedule(world: Arc<World>, n: u64) {
+    let scheduler = Scheduler::new(world.ports.clone(), SchedulerConfig::default());
+    tokio::time::sleep(Duration::from_secs(n * 29)).await;
+    loop {
+        let deadline = world.clock.now().plus(Duration::from_secs(50));
+        let _ = invoke(scheduler.run(Some(deadline)), Duration::from_secs(60)).await;
+        tokio::time::sleep(Duration::from_secs(60)).await;
+    }
+}
+
+/// One worker of a channel's event source mapping: receive, invoke the consumer, delete what
+/// succeeded; an empty receive waits (long polling).
+async fn event_source(world: Arc<World>, consumer: Consumer<ChaosPorts>, channel: Channel) {
+    loop {
+        let polled = invoke(poll(&world, &consumer, channel), FUNCTION_TIMEOUT).await;
+        if polled != Some(true) {
+            let idle = world.dice.range(1, 20);
+            tokio::time::sleep(Duration::from_secs(idle)).await;
+        }
+    }
+}
+
+async fn poll(world: &World, consumer: &Consumer<ChaosPorts>, channel: Channel) -> bool {
+    let queue = &world.ports.queue;
+    let got = match queue
+        .receive(channel, 10, world.shape.visibility_secs)
+        .await
+    {
+        Ok(got) if !got.is_empty() => got,
+        _ => return false,
+    };
+    if world.plant == Some(Plant::AckBeforeOutcome) {
+        for m in &got {
+            let _ = queue.delete(channel, &m.receipt_handle).await;
+        }
+    }
+    let arn = arn_for_url(world.urls.get(channel), "local");
+    let deadline = world.clock.now().plus(FUNCTION_TIMEOUT);
+    let out = consumer
+        .handle(to_sqs_event(&arn, &got), Some(deadline))
+        .await;
+    let failed: BTreeSet<&str> = out
+        .response
+        .batch_item_failures
+        .iter()
+        .map(|f| f.item_identifier.as_str())
+        .collect();
+    for m in got
+        .iter()
+        .filter(|m| !failed.contains(m.message_id.as_str()))
+    {
+        let _ = queue.delete(channel, &m.receipt_handle).await;
+    }
+    true
+}
+
+/// An operator redriving a channel's DLQ now and then, during the faults.
+async fn redrives(world: Arc<World>, seed: u64) {
+    let redriver = Redriver::new(world.ports.clone(), RedriveConfig::default(), seed);
+    while !world.dice.is_calm() {
+        tokio::time::sleep(Duration::from_secs(world.dice.range(300, 1_200))).await;
+        let channel = Channel::ALL[world.dice.range(0, 3) as usize];
+        let mut reasons: BTreeSet<DeadReason> = [
+            DeadReason::AttemptsExhausted,
+            DeadReason::ThrottleExhausted,
+            DeadReason::ReceiveCountExceeded,
+            DeadReason::Rejected,
+        ]
+        .into();
+        let accept_duplicates = world.dice.unit() < 0.3;
+        if accept_duplicates {
+            reasons.insert(DeadReason::Ambiguous);
+        }
+        let req = RedriveRequest {
+            channel,
+            reasons,
+            first_seen_after: None,
+            first_seen_before: None,
+            dead_after: None,
+            dead_before: None,
+            max_messages: 20,
+            max_per_second: 10,
+            dry_run: false,
+            operator: "chaos".into(),
+            note: String::new(),
+            extend_freshness_secs: (world.dice.unit() < 0.3).then_some(900),
+            accept_duplicates,
+        };
+        let deadline = world.clock.now().plus(Duration::from_secs(60));
+        let _ = invoke(redriver.run(&req, Some(deadline)), Duration::from_secs(90)).await;
+    }
+}
+
+/// Cancels and edits at random moments of the fault phase.
+async fn operator(world: Arc<World>, seed: u64) {
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x0e7a);
+    let mut at: Vec<u64> = (0..world.shape.ops)
+        .map(|_| rng.random_range(0..CHAOS.as_secs()))
+        .collect();
+    at.sort_unstable();
+    let mut elapsed = 0;
+    let retention = Retention::default();
+    for t in at {
+        tokio::time::sleep(Duration::from_secs(t - elapsed)).await;
+        elapsed = t;
+        let Some(id) = world.ids.get(rng.random_range(0..world.ids.len().max(1))) else {
+            return;
+        };
+        let ports = &world.ports;
+        if rng.random_bool(0.5) {
+            let now = world.clock.now();
+            let _ = outbox::cancel(&ports.reminders, &ports.ledger, id, now, retention).await;
+        } else {
+            let edit = Edit {
+                content: Some(Content::Text {
+                    subject: "Reminder".into(),
+                    body: format!("edited at {t}"),
+                }),
+                ..Edit::default()
+            };
+            let _ = outbox::edit(&ports.reminders, id, edit, retention).await;
+        }
+    }
+}
+
+/// Wait, once the faults stop, until nothing is pending anywhere (and a late acceptance has
+/// had its time), or the settling time runs out.
+async fn settle(world: &World) {
+    let give_up = world.clock.now().plus(SETTLE_BY);
+    while world.clock.now() < give_up {
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        if matches!(crate::local::nothing_pending(&world.ports).await, Ok(true)) {
+            tokio::time::sleep(Duration::from_secs(300)).await;
+            if matches!(crate::local::nothing_pending(&world.ports).await, Ok(true)) {
+                return;
+            }
+        }
+    }
+}
