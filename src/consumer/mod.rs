@@ -131,7 +131,7 @@ impl<P: Ports> Consumer<P> {
                     continue;
                 }
                 let seed = self.next_seed();
-                in_flight.push(self.run_one(inc, StdRng::seed_from_u64(seed)));
+                in_flight.push(self.run_one(inc, StdRng::seed_from_u64(seed), deadline));
             }
             let Some((report, channel, m)) = in_flight.next().await else {
                 break;
@@ -159,7 +159,12 @@ impl<P: Ports> Consumer<P> {
         }
     }
 
-    async fn run_one(&self, inc: Incoming, mut rng: StdRng) -> (RecordReport, Channel, Metrics) {
+    async fn run_one(
+        &self,
+        inc: Incoming,
+        mut rng: StdRng,
+        deadline: Option<Timestamp>,
+    ) -> (RecordReport, Channel, Metrics) {
         let mut m = Metrics::default();
         let span = tracing::info_span!(
             "record",
@@ -169,7 +174,7 @@ impl<P: Ports> Consumer<P> {
             delivery_key = tracing::field::Empty,
         );
         let outcome = AssertUnwindSafe(
-            self.process(&inc, &mut rng, &mut m)
+            self.process(&inc, deadline, &mut rng, &mut m)
                 .instrument(span.clone()),
         )
         .catch_unwind()

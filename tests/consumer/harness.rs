@@ -277,8 +277,19 @@ where
 
     /// One poll of the event source mapping, which must find a message.
     pub async fn poll(&self, channel: Channel, visibility_secs: u32) -> BatchOutcome {
+        self.poll_by(channel, visibility_secs, None).await
+    }
+
+    /// One poll by an invocation that must end by `deadline`.
+    pub async fn poll_by(
+        &self,
+        channel: Channel,
+        visibility_secs: u32,
+        deadline: Option<Timestamp>,
+    ) -> BatchOutcome {
         let urls = queue_urls();
-        reminders::local::poll_once(&*self.consumer, &urls, channel, 10, visibility_secs, None)
+        let consumer = &*self.consumer;
+        reminders::local::poll_once(consumer, &urls, channel, 10, visibility_secs, deadline)
             .await
             .unwrap()
             .expect("a message to poll")

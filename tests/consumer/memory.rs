@@ -509,18 +509,22 @@ async fn a_batch_that_cannot_finish_releases_the_rest() {
         );
         w.enqueue(&message(&r, SMS)).await;
     }
-    let deadline = T0.plus(cfg.deadline_margin).plus(Duration::from_secs(3));
+    // Each record needs up to 20 s to claim, send and record (5 s storage calls, a 10 s
+    // provider call); on the virtual clock each send here takes 5 s, one after another. Three
+    // fit before the deadline; the rest are released unclaimed, and the handler ends in time.
+    let deadline = T0.plus(Duration::from_secs(30));
     let out = w.run_with_deadline(SMS, Some(deadline)).await.unwrap();
     let m = out.metrics.get(SMS);
-    assert_eq!((m.delivered, m.released), (4, 6));
-    assert_eq!(out.response.batch_item_failures.len(), 6);
+    assert_eq!((m.delivered, m.released), (3, 7));
+    assert_eq!(out.response.batch_item_failures.len(), 7);
     assert_eq!(
         w.provider.total_calls(),
-        4,
-        "released records were never started"
+        3,
+        "released records were never sent"
     );
+    assert!(reminders::clock::Clock::now(&w.clock) <= deadline);
     // Released means visible again at once.
-    assert_eq!(w.run(SMS).await.unwrap().records.len(), 6);
+    assert_eq!(w.run(SMS).await.unwrap().records.len(), 7);
 }
 
 #[tokio::test]
@@ -1103,4 +1107,52 @@ async fn two_records_for_a_dead_delivery_at_once_copy_it_once() {
         Action::Ack | Action::Hold { .. }
     ));
     assert_eq!(dlq.len(SMS), 1, "one copy per death");
+}
+
+/// Window 6: a record that passed the start check still has to fit its claim, send and
+/// outcome before the invocation's deadline. With slow storage and a slow provider it would
+/// outlive the deadline (and a Lambda timeout fails the whole batch); it gives the delivery
+/// back unsent instead, and the handler returns in time.
+#[tokio::test]
+async fn a_record_that_cannot_finish_before_the_deadline_sends_nothing() {
+    use reminders::clock::{Clock, ManualClock};
+    use reminders::ports::{MemoryLedger, MemoryQueue, ScriptedProvider, Slowed};
+    let r = crate::harness::reminder("late-in-invocation", &[SMS]);
+    let clock = ManualClock::at(T0);
+    let ledger = Arc::new(MemoryLedger::default());
+    let provider = Arc::new(ScriptedProvider::new(clock.clone(), true));
+    let cfg = test_config();
+    // Each ledger call takes 4 s (within the storage timeout); the send would take 9 s.
+    let slowed = Slowed {
+        inner: ledger.clone(),
+        clock: clock.clone(),
+        latency: Duration::from_secs(4),
+    };
+    let dlq = Arc::new(MemoryQueue::new(clock.clone()));
+    let w = crate::harness::Custom::new(&clock, &r, (slowed, dlq, provider.clone()), cfg).await;
+    let msg = message(&r, SMS);
+    provider.script_for(
+        &msg.delivery_key,
+        [Answer::SlowDeliver(Duration::from_secs(9))],
+    );
+    w.enqueue(&msg).await;
+    // 13 s left: past the start check (12 s), not enough to claim, send and record (before,
+    // the record claimed, sent, and wrote its outcome 4 s past the deadline).
+    let deadline = T0.plus(Duration::from_secs(13));
+    let out = w.poll_by(SMS, 30, Some(deadline)).await;
+    assert_eq!(out.records[0].action, Action::Released, "{:?}", out.records);
+    assert!(
+        clock.now() <= deadline,
+        "ran {:?} past the deadline",
+        clock.now().since(deadline)
+    );
+    assert_eq!(provider.calls_for(&msg.delivery_key), 0, "nothing sent");
+    let rec = reminders::ports::Ledger::get(&*ledger, &msg.delivery_key).await;
+    assert_eq!(rec.unwrap(), None, "not claimed");
+    // Released means visible again at once, for an invocation with time to spare.
+    let again = w
+        .poll_by(SMS, 30, Some(clock.now().plus(Duration::from_secs(60))))
+        .await;
+    assert_eq!(again.records[0].action, Action::Ack);
+    assert_eq!(provider.calls_for(&msg.delivery_key), 1);
 }

@@ -37,7 +37,7 @@ use crate::clock::{Clock, Timestamp};
 use crate::delivery::state::{Ctx, DeliveryRecord, LeaseToken};
 use crate::domain::{DeliveryMessage, Reminder};
 use crate::policy::OutcomeClass;
-use crate::ports::{GatePartition, PortError, Ports, Provider, SendRequest};
+use crate::ports::{DeliveryQueue, GatePartition, PortError, Ports, Provider, SendRequest};
 
 /// What one step hands to the next, or the action that ends the record.
 type Step<T> = Result<ControlFlow<Action, T>, PortError>;
@@ -47,6 +47,8 @@ type Step<T> = Result<ControlFlow<Action, T>, PortError>;
 struct Record<'a, P: Ports> {
     consumer: &'a Consumer<P>,
     inc: &'a Incoming,
+    /// The invocation's deadline: no step starts that could outlast it.
+    deadline: Option<Timestamp>,
     rng: &'a mut StdRng,
     m: &'a mut Metrics,
 }
@@ -73,12 +75,14 @@ impl<P: Ports> Consumer<P> {
     pub(super) async fn process(
         &self,
         inc: &Incoming,
+        deadline: Option<Timestamp>,
         rng: &mut StdRng,
         m: &mut Metrics,
     ) -> Result<Action, PortError> {
         let mut record = Record {
             consumer: self,
             inc,
+            deadline,
             rng,
             m,
         };
@@ -90,6 +94,13 @@ impl<P: Ports> Record<'_, P> {
     async fn run(&mut self) -> Result<Action, PortError> {
         let msg = step!(self.decode().await);
         let delivery = step!(self.intake(msg).await);
+        // A claim, a send and its outcome must fit before the deadline; a Lambda timeout
+        // would fail the whole batch. Released now, the message is back at once.
+        let cfg = &self.consumer.cfg;
+        let storage = crate::ports::STORAGE_OPERATION_TIMEOUT;
+        if !self.time_left_for(storage + cfg.provider_timeout + storage) {
+            return self.release_unclaimed().await;
+        }
         let lease = step!(self.claim(&delivery).await);
         // The claim may have taken conflict rounds or a slow write: freshness is checked
         // again right before the send, never only before the claim.
@@ -102,7 +113,9 @@ impl<P: Ports> Record<'_, P> {
             .record
             .lease_expires_at()
             .map_or(std::time::Duration::ZERO, |until| until.since(self.now()));
-        if left < self.consumer.cfg.provider_timeout {
+        let send_and_record =
+            self.consumer.cfg.provider_timeout + crate::ports::STORAGE_OPERATION_TIMEOUT;
+        if left < self.consumer.cfg.provider_timeout || !self.time_left_for(send_and_record) {
             return self.release_unsent(&delivery, lease).await;
         }
         let provider = self.consumer.ports.provider(self.inc.channel);
@@ -112,6 +125,21 @@ impl<P: Ports> Record<'_, P> {
 
     fn now(&self) -> Timestamp {
         self.consumer.ports.clock().now()
+    }
+
+    /// Whether `work` fits before the invocation's deadline.
+    fn time_left_for(&self, work: Duration) -> bool {
+        self.deadline.is_none_or(|d| self.now().plus(work) <= d)
+    }
+
+    /// Not claimed, for want of time: visible again at once for the next invocation.
+    async fn release_unclaimed(&mut self) -> Result<Action, PortError> {
+        self.m.released += 1;
+        let queue = self.consumer.ports.queue();
+        queue
+            .change_visibility(self.inc.channel, &self.inc.receipt_handle, 0)
+            .await?;
+        Ok(Action::Released)
     }
 
     /// The state machine's context: TTLs follow the reminder's freshness (one retention).
