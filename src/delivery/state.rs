@@ -341,6 +341,9 @@ pub enum Why {
     Stale,
     /// A redrive whose reason set does not hold the ledger's dead reason.
     ReasonNotSelected(DeadReason),
+    /// The policy's attempt budget leaves no attempt for this send (a redrive grants a new
+    /// one): the state machine holds the budget itself, whatever the caller decided.
+    BudgetSpent { attempts: u32, max: u32 },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

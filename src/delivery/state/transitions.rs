@@ -154,11 +154,16 @@ fn claim(
         }
         _ => return Err(from.refuse(Why::NotAllowed)),
     }
+    // The policy is snapshotted at the first claim and kept thereafter.
+    let max = next.policy.as_ref().unwrap_or(policy).max_attempts;
+    if next.attempt_count >= max {
+        let attempts = next.attempt_count;
+        return Err(from.refuse(Why::BudgetSpent { attempts, max }));
+    }
     next.lease_token = Some(token.clone());
     next.lease_expires_at = Some(lease_expires_at);
     next.next_eligible_at = None;
     next.payload_version = payload_version;
-    // The policy is snapshotted at the first claim and kept thereafter.
     next.policy.get_or_insert_with(|| policy.clone());
     Ok(Landed::at(Status::Sending))
 }
@@ -174,6 +179,12 @@ fn takeover(
     from.fenced(stale_token)?;
     if let Some(until) = next.lease_expires_at.filter(|until| *until > ctx.now) {
         return Err(from.refuse(Why::LeaseLive(until)));
+    }
+    // The lost attempt counts; the resend needs one more.
+    let max = next.policy.as_ref().map_or(u32::MAX, |p| p.max_attempts);
+    if next.attempt_count + 1 >= max {
+        let attempts = next.attempt_count + 1;
+        return Err(from.refuse(Why::BudgetSpent { attempts, max }));
     }
     next.lease_token = Some(token.clone());
     next.lease_expires_at = Some(lease_expires_at);
@@ -248,6 +259,10 @@ fn die(
                 DeadReason::UnknownReminder | DeadReason::InvalidReminder
             ) => {}
         _ => return Err(from.refuse(Why::NotAllowed)),
+    }
+    // Only a send spends an attempt, and only a lease holder sends.
+    if spends_attempt && from.status != Status::Sending {
+        return Err(from.refuse(Why::NotAllowed));
     }
     next.attempt_count += u32::from(spends_attempt);
     next.dead_reason = Some(reason);
