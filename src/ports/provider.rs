@@ -76,6 +76,9 @@ struct Tally {
     /// Sends the recipient would have seen: with an idempotent provider, repeated accepted
     /// calls with one key count once.
     accepted: u32,
+    /// Every call the provider accepted, repeats with one key included: what this code did,
+    /// before the provider's deduplication hid it.
+    acceptances: u32,
 }
 
 /// A provider that answers from a script — per key first, then a shared queue, then
@@ -124,6 +127,12 @@ impl<C: Clock> ScriptedProvider<C> {
         lock(&self.tally).get(key).map_or(0, |t| t.accepted)
     }
 
+    /// Every accepted call with this key, repeats included (an idempotent provider's
+    /// deduplication does not hide them here).
+    pub fn acceptances_for(&self, key: &DeliveryKey) -> u32 {
+        lock(&self.tally).get(key).map_or(0, |t| t.acceptances)
+    }
+
     /// The payload version sent by each call with this key, in order.
     pub fn versions_for(&self, key: &DeliveryKey) -> Vec<u64> {
         lock(&self.tally)
@@ -159,6 +168,7 @@ impl<C: Clock> ScriptedProvider<C> {
     fn accept(&self, key: &DeliveryKey) {
         let mut tally = lock(&self.tally);
         let t = tally.entry(key.clone()).or_default();
+        t.acceptances += 1;
         if !(self.idempotent && t.accepted > 0) {
             t.accepted += 1;
         }

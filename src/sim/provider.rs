@@ -78,7 +78,11 @@ struct Bucket {
 #[derive(Default, Clone, Copy)]
 struct Tally {
     calls: u32,
+    /// Every accepted call, repeats under one key included.
     accepted: u32,
+    /// Calls answered "delivered": the system was told, so a second is a resend it knew not
+    /// to make, whatever the provider's deduplication hides.
+    confirmed: u32,
 }
 
 struct State {
@@ -117,12 +121,15 @@ impl<C: Clock> SimProvider<C> {
         self.lock().tally.values().map(|t| u64::from(t.calls)).sum()
     }
 
-    /// Keys the recipient saw more than once.
+    /// Keys sent again after the provider confirmed them, or accepted twice by a provider
+    /// that ignores idempotency keys (the recipient saw it twice). Counted from acceptances,
+    /// not distinct keys: with an idempotent provider a resend after a confirmation counts.
     pub fn duplicates(&self) -> u64 {
+        let idempotent = self.profile.idempotent;
         self.lock()
             .tally
             .values()
-            .filter(|t| t.accepted > 1)
+            .filter(|t| t.confirmed > 1 || (!idempotent && t.accepted > 1))
             .count() as u64
     }
 
@@ -203,16 +210,16 @@ impl<C: Clock> SimProvider<C> {
             };
         }
         self.accept(st, &request.delivery_key);
+        if let Some(t) = st.tally.get_mut(&request.delivery_key) {
+            t.confirmed += 1;
+        }
         Outcome::Delivered {
             receipt: Some(format!("sim-{}", request.delivery_key)),
         }
     }
 
     fn accept(&self, st: &mut State, key: &DeliveryKey) {
-        let t = st.tally.entry(key.clone()).or_default();
-        if !(self.profile.idempotent && t.accepted > 0) {
-            t.accepted += 1;
-        }
+        st.tally.entry(key.clone()).or_default().accepted += 1;
     }
 }
 

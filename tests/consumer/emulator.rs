@@ -32,6 +32,15 @@ struct Aws {
     queues: ChannelUrls,
 }
 
+/// A lease no slow emulator call outlives: for tests where a takeover would be a race.
+fn long_lease_config() -> ConsumerConfig {
+    ConsumerConfig {
+        lease: Duration::from_secs(60),
+        ..seconds_config()
+    }
+}
+
+/// A 2 s lease, for the test that needs one to lapse (it waits for it on the ledger).
 fn seconds_config() -> ConsumerConfig {
     ConsumerConfig {
         lease: Duration::from_secs(2),
@@ -128,7 +137,7 @@ fn actions(o: &BatchOutcome) -> Vec<Action> {
 
 #[tokio::test]
 async fn emulator_same_message_twice_in_sequence_sends_once() {
-    let w = Aws::new(seconds_config()).await;
+    let w = Aws::new(long_lease_config()).await;
     let msg = message(&w.reminder("dup").await, SMS);
     w.enqueue(&msg).await;
     assert_eq!(actions(&w.run().await.unwrap()), [Action::Ack]);
@@ -156,7 +165,16 @@ async fn emulator_lost_outcome_write_resolves_by_the_ambiguous_rule() {
     w.faults.fail_after(OP_PUT, FaultPoint::Before, 1, 1);
     assert_eq!(actions(&w.run().await.unwrap()), [Action::Retry]);
     assert_eq!(w.provider.sends_for(&msg.delivery_key), 1);
-    // Back after its 3 s visibility; the 2 s lease has run out: takeover, same key.
+    // Back after its 3 s visibility. The takeover needs the 2 s lease to have run out: wait
+    // for it on the ledger's own clock rather than race it against the visibility (a slow
+    // claim could leave the lease live when the message returns).
+    let lease = w
+        .record(&msg.delivery_key)
+        .await
+        .lease_expires_at()
+        .unwrap();
+    let left = lease.since(reminders::clock::Clock::now(&SystemClock));
+    tokio::time::sleep(left + Duration::from_millis(50)).await;
     let again = w.run().await.expect("the failed message comes back");
     assert_eq!(actions(&again), [Action::Ack]);
     let rec = w.record(&msg.delivery_key).await;
@@ -167,7 +185,7 @@ async fn emulator_lost_outcome_write_resolves_by_the_ambiguous_rule() {
 
 #[tokio::test]
 async fn emulator_no_call_before_retry_after_and_no_attempt_spent() {
-    let w = Aws::new(seconds_config()).await;
+    let w = Aws::new(long_lease_config()).await;
     let msg = message(&w.reminder("throttled").await, SMS);
     w.provider
         .script_for(&msg.delivery_key, [Answer::ThrottleSecs(2)]);
@@ -183,7 +201,11 @@ async fn emulator_no_call_before_retry_after_and_no_attempt_spent() {
     assert_eq!(gated.metrics.get(SMS).deferred_gate, 1);
     assert_eq!(w.provider.calls_for(&msg.delivery_key), 1);
     let mut delivered = false;
-    while !delivered {
+    // Bounded: two held copies, each back once its hold ends.
+    for _ in 0..6 {
+        if delivered {
+            break;
+        }
         let out = w.run().await.expect("held messages come back");
         delivered = out.metrics.get(SMS).delivered == 1;
         if w.provider.calls_for(&msg.delivery_key) >= 2 {
@@ -193,6 +215,7 @@ async fn emulator_no_call_before_retry_after_and_no_attempt_spent() {
             );
         }
     }
+    assert!(delivered, "delivered within six polls");
     assert_eq!(w.provider.calls_for(&msg.delivery_key), 2);
     let rec = w.record(&msg.delivery_key).await;
     assert_eq!((rec.status(), rec.attempt_count()), (Status::Delivered, 1));
@@ -208,7 +231,7 @@ async fn emulator_attempts_exhausted_dead_letters_with_evidence() {
             },
             ..RetryPolicy::default()
         },
-        ..seconds_config()
+        ..long_lease_config()
     };
     let w = Aws::new(cfg).await;
     let msg = message(&w.reminder("exhausted").await, SMS);

@@ -158,6 +158,18 @@ impl Mem {
         .unwrap()
     }
 
+    /// Poll until a poll finds nothing, advancing `step_secs` between polls; fails the test
+    /// if that takes more than `max_polls`.
+    pub async fn run_until_idle(&self, channel: Channel, step_secs: u64, max_polls: u32) {
+        for _ in 0..max_polls {
+            if self.run(channel).await.is_none() {
+                return;
+            }
+            self.advance(step_secs);
+        }
+        panic!("still busy after {max_polls} polls");
+    }
+
     pub async fn record(&self, key: &DeliveryKey) -> Option<DeliveryRecord> {
         self.ledger.get(key).await.unwrap()
     }

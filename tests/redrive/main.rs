@@ -260,7 +260,7 @@ async fn redriving_the_same_batch_twice_sends_nothing_twice() {
     w.consume(&consumer, SMS).await;
     for m in &msgs {
         assert_eq!(
-            w.provider.sends_for(&m.delivery_key),
+            w.provider.acceptances_for(&m.delivery_key),
             1,
             "one send per delivery"
         );
@@ -375,7 +375,7 @@ async fn stale_deliveries_stay_unless_freshness_is_extended() {
         .unwrap();
     assert!(now_r.fresh_until > now());
     w.consume(&w.consumer(), SMS).await;
-    assert_eq!(w.provider.sends_for(&msg.delivery_key), 1);
+    assert_eq!(w.provider.acceptances_for(&msg.delivery_key), 1);
 }
 
 /// The operator's reasons reach the ledger: a DLQ copy that says one reason (a stale copy, a

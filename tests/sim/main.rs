@@ -96,3 +96,37 @@ async fn plan_reproduces_the_arithmetic() {
     assert_eq!(p.simulated.delivered, 10_000);
     assert_eq!(p.simulated.duplicates, 0);
 }
+
+/// The simulation's `duplicates` can fail: a key sent again after the provider confirmed it
+/// counts, even though an idempotent provider would show the recipient one message.
+#[tokio::test]
+async fn a_resend_after_a_confirmation_counts_as_a_duplicate() {
+    use reminders::clock::{ManualClock, Timestamp};
+    use reminders::domain::{Channel, Content, DeliveryKey, Recipient, ReminderId, SubscriberId};
+    use reminders::ports::{Provider, SendRequest};
+    use reminders::sim::{Profile, SimProvider};
+    let calm = Profile {
+        rate_429: 0.0,
+        rate_5xx: 0.0,
+        rate_timeout: 0.0,
+        rate_permanent: 0.0,
+        outage_start_secs: None,
+        ..Profile::default()
+    };
+    let provider = SimProvider::new(ManualClock::at(Timestamp::from_millis(0)), calm, 1);
+    let id = ReminderId::parse("r").unwrap();
+    let sub = SubscriberId::parse("s").unwrap();
+    let request = SendRequest {
+        delivery_key: DeliveryKey::derive(&id, &sub, Channel::Push),
+        recipient: Recipient::parse(Channel::Push, "device-00000001").unwrap(),
+        content: Content::Text {
+            subject: "s".into(),
+            body: "b".into(),
+        },
+        payload_version: 1,
+    };
+    provider.send(&request).await;
+    assert_eq!(provider.duplicates(), 0);
+    provider.send(&request).await;
+    assert_eq!(provider.duplicates(), 1);
+}
