@@ -85,7 +85,8 @@ impl Shape {
             twin_scheduler: rng.random_bool(0.5),
             // Sometimes shorter than the work: a second worker gets the same message.
             visibility_secs: if rng.random_bool(0.3) { 20 } else { 180 },
-            max_receive_count: if rng.random_bool(0.3) { 12 } else { 100 },
+            // The template's lowest maxReceiveCount (20), or its default.
+            max_receive_count: if rng.random_bool(0.3) { 20 } else { 100 },
             rates,
             misbehaviour,
             ops: rng.random_range(0..6),

@@ -31,11 +31,12 @@ fn three_hundred_worlds_keep_every_promise() {
 /// Each of these broke a promise once: a death whose copy failed and whose reminder then went
 /// stale was acked without its DLQ copy (196, 165, …); a stale DLQ copy left by a redrive
 /// stopped before its delete redrove a later death (2286); a 429 whose worker stopped before
-/// recording it (1833) is one the system never heard.
+/// recording it (1833) is one the system never heard; a world with maxReceiveCount 12, below
+/// the template's minimum of 20, moved a message out while its copy claim was held (5282).
 #[test]
 fn seeds_that_once_broke_a_promise_keep_them() {
     for seed in [
-        125, 165, 196, 197, 203, 260, 286, 288, 787, 1767, 1833, 2286,
+        125, 165, 196, 197, 203, 260, 286, 288, 787, 1767, 1833, 2286, 5282,
     ] {
         let report = chaos::run_seed(seed, None);
         assert_eq!(
