@@ -1164,3 +1164,24 @@ async fn a_record_that_cannot_finish_before_the_deadline_sends_nothing() {
     assert_eq!(again.records[0].action, Action::Ack);
     assert_eq!(provider.calls_for(&msg.delivery_key), 1);
 }
+
+/// A reminder cancelled by the operator (the ledger first, then the reminder) counts as
+/// cancelled when its message is consumed: the metric stayed 0 before, the ledger write being
+/// the operator's.
+#[tokio::test]
+async fn an_operator_cancel_is_counted_when_its_message_is_consumed() {
+    let w = Mem::new(test_config(), true);
+    let r = w.reminder("op-cancel", &[SMS]).await;
+    let now = reminders::clock::Clock::now(&w.clock);
+    let retention = reminders::domain::Retention::default();
+    let report = reminders::outbox::cancel(&*w.store, &*w.ledger, &r.reminder_id, now, retention)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(report.deliveries.len(), 1);
+    w.enqueue(&message(&r, SMS)).await;
+    let out = w.run(SMS).await.unwrap();
+    assert_eq!(actions(&out), [Action::Ack]);
+    assert_eq!(out.metrics.get(SMS).cancelled, 1);
+    assert_eq!(w.provider.total_calls(), 0);
+}

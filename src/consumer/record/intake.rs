@@ -134,6 +134,11 @@ impl<P: Ports> Record<'_, P> {
         match written {
             Written::Applied(_) if cancelled => self.m.cancelled += 1,
             Written::Applied(_) => self.m.expired += 1,
+            // Cancelled by the operator's cancel, which writes the ledger first: this message
+            // is a cancelled delivery, consumed as such.
+            Written::Refused {
+                current: Some(r), ..
+            } if r.status() == Status::Cancelled && cancelled => self.m.cancelled += 1,
             Written::Refused {
                 current: Some(r), ..
             } if r.status() == Status::Sending => {
