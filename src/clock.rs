@@ -50,6 +50,32 @@ impl Timestamp {
     }
 }
 
+impl Timestamp {
+    /// UTC as `2026-12-01T07:56:57.123Z` (RFC 3339), for people reading it.
+    pub fn to_rfc3339(self) -> String {
+        let ms = self.0.rem_euclid(1000);
+        let secs = self.0.div_euclid(1000);
+        let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+        let (y, m, d) = civil_from_days(days);
+        let (hh, mm, ss) = (rem / 3600, rem % 3600 / 60, rem % 60);
+        format!("{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}.{ms:03}Z")
+    }
+}
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
 impl std::fmt::Display for Timestamp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}ms", self.0)
@@ -132,6 +158,22 @@ mod tests {
         assert_eq!(Timestamp::from_millis(1_001).as_epoch_seconds_ceil(), 2);
         assert_eq!(ceil_secs(Duration::from_millis(1_001)), 2);
         assert_eq!(ceil_secs(Duration::from_secs(3)), 3);
+    }
+
+    #[test]
+    fn rfc3339_in_utc() {
+        assert_eq!(
+            Timestamp::from_millis(0).to_rfc3339(),
+            "1970-01-01T00:00:00.000Z"
+        );
+        let t = Timestamp::from_millis(1_700_000_000_123);
+        assert_eq!(t.to_rfc3339(), "2023-11-14T22:13:20.123Z");
+        let leap = Timestamp::from_millis(951_782_400_000);
+        assert_eq!(leap.to_rfc3339(), "2000-02-29T00:00:00.000Z");
+        assert_eq!(
+            Timestamp::from_millis(-1).to_rfc3339(),
+            "1969-12-31T23:59:59.999Z"
+        );
     }
 
     #[tokio::test]

@@ -82,11 +82,13 @@ enum Command {
         #[arg(long)]
         non_idempotent: bool,
     },
-    /// The system checker: seeded worlds of the real scheduler, consumer and redrive on
-    /// in-memory ports, with faults at every port call, crashes, duplicate deliveries,
-    /// concurrent workers, redrives, cancels and edits; then every delivery is judged (never
-    /// sent twice, none lost, nothing stale, early or after a cancel, budgets kept, one DLQ
-    /// copy per death). Exits non-zero, naming the seed to replay, if any world breaks one.
+    /// The system checker: seeded worlds with faults everywhere, every delivery judged.
+    ///
+    /// Each world runs the real scheduler, consumer and redrive on in-memory ports, with faults
+    /// at every port call, crashes, duplicate deliveries, concurrent workers, redrives, cancels
+    /// and edits; then every delivery is judged (never sent twice, none lost, nothing stale,
+    /// early or after a cancel, budgets kept, one DLQ copy per death). Exits non-zero, naming
+    /// the seed to replay, if any world breaks one.
     ///
     /// Example: remindctl chaos --seeds 300 --json
     Chaos {
@@ -206,11 +208,12 @@ enum RemindCommand {
         id: String,
         #[arg(long)]
         subscriber: String,
-        /// Due in this many seconds.
-        #[arg(long)]
-        due_in: Option<u64>,
+        /// Due in this many seconds (negative: that long ago). Without --due-in or --due-at,
+        /// it is due now.
+        #[arg(long, allow_negative_numbers = true)]
+        due_in: Option<i64>,
         /// Due at this epoch-ms time.
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true)]
         due_at: Option<i64>,
         /// Worth sending for this long after it is due [default: $FRESHNESS_SECS, else 3600].
         #[arg(long)]

@@ -84,7 +84,7 @@ async fn show_unreadable(p: &OpsPorts, raw_id: &str, problem: &str) -> Result<()
 pub struct CreateArgs {
     pub id: String,
     pub subscriber: String,
-    pub due_in_secs: Option<u64>,
+    pub due_in_secs: Option<i64>,
     pub due_at_ms: Option<i64>,
     pub fresh_secs: Option<u64>,
     pub subject: String,
@@ -105,7 +105,8 @@ pub async fn create(a: CreateArgs) -> Result<(), String> {
     let now = p.clock.now();
     let due_at = match (a.due_at_ms, a.due_in_secs) {
         (Some(ms), None) => Timestamp::from_millis(ms),
-        (None, Some(secs)) => now.plus(Duration::from_secs(secs)),
+        (None, Some(secs)) if secs >= 0 => now.plus(Duration::from_secs(secs.unsigned_abs())),
+        (None, Some(secs)) => now.minus(Duration::from_secs(secs.unsigned_abs())),
         (None, None) => now,
         (Some(_), Some(_)) => return Err("give --due-at or --due-in, not both".into()),
     };
@@ -143,7 +144,7 @@ pub async fn create(a: CreateArgs) -> Result<(), String> {
             println!(
                 "created {} (payload v1, due {})",
                 r.reminder_id,
-                r.due_at.as_millis()
+                r.due_at.to_rfc3339()
             );
             for c in r.channels() {
                 let key = DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, c);
@@ -162,11 +163,45 @@ pub async fn cancel(id: String) -> Result<(), String> {
         .await
         .map_err(err)?
         .ok_or("no such reminder")?;
+    use reminders::delivery::Cancelled;
     for (channel, outcome) in report.deliveries {
-        println!("{channel:<6} {outcome:?}");
+        let what = match outcome {
+            Cancelled::Cancelled => "cancelled: it will not be sent".to_owned(),
+            Cancelled::AlreadyInFlight => {
+                "too late: a worker is sending it now (it may arrive)".to_owned()
+            }
+            Cancelled::AlreadyDelivered => "too late: already delivered".to_owned(),
+            Cancelled::AlreadyFinal(status) => format!("already {}", status.as_str()),
+        };
+        println!("{channel:<6} {what}");
     }
-    println!("reminder {:?}", report.reminder);
+    let reminder = match report.reminder {
+        reminders::ports::Marked::Marked => "reminder cancelled".to_owned(),
+        reminders::ports::Marked::Changed => match p.reminders.get(&id).await.map_err(err)? {
+            Some(r) if r.status == reminders::domain::ReminderStatus::Cancelled => {
+                "reminder already cancelled".to_owned()
+            }
+            Some(r) if !reminders::ports::reminders::editable(r.status) => {
+                format!("reminder already {}", r.status.as_str())
+            }
+            _ => "reminder changed meanwhile: run cancel again".to_owned(),
+        },
+        reminders::ports::Marked::Missing => "reminder is gone".to_owned(),
+    };
+    println!("{reminder}");
     Ok(())
+}
+
+/// What a delivery with no ledger item means, by the reminder's status.
+fn never_claimed(status: reminders::domain::ReminderStatus) -> &'static str {
+    use reminders::domain::ReminderStatus as S;
+    match status {
+        S::Scheduled => "not enqueued yet",
+        S::Enqueued => "enqueued, not yet claimed by a worker",
+        S::Expired => "expired before it was sent",
+        S::Cancelled => "cancelled before it was sent",
+        S::Invalid => "never sent: the reminder is invalid",
+    }
 }
 
 pub async fn show(raw_id: String) -> Result<(), String> {
@@ -203,8 +238,8 @@ pub async fn show(raw_id: String) -> Result<(), String> {
     }
     println!(
         "due          {} · fresh until {}",
-        r.due_at.as_millis(),
-        r.fresh_until.as_millis()
+        r.due_at.to_rfc3339(),
+        r.fresh_until.to_rfc3339()
     );
     for (channel, recipient) in &r.recipients {
         let key = DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, *channel);
@@ -214,7 +249,7 @@ pub async fn show(raw_id: String) -> Result<(), String> {
             recipient.fingerprint()
         );
         match p.ledger.get(&key).await.map_err(err)? {
-            None => println!("  ledger     scheduled (no item yet)"),
+            None => println!("  ledger     no item: {}", never_claimed(r.status)),
             Some(rec) => {
                 println!(
                     "  ledger     {} · attempts {} · throttles {}{}{}",
@@ -224,7 +259,9 @@ pub async fn show(raw_id: String) -> Result<(), String> {
                     rec.dead_reason()
                         .map(|d| format!(" · reason {d}"))
                         .unwrap_or_default(),
+                    // An error from before a delivery is history, not its state.
                     rec.last_error()
+                        .filter(|_| rec.status() != reminders::delivery::state::Status::Delivered)
                         .map(|e| format!(" · last error {e}"))
                         .unwrap_or_default(),
                 );
@@ -236,7 +273,7 @@ pub async fn show(raw_id: String) -> Result<(), String> {
                         .unwrap_or_default();
                     println!(
                         "  #{n:<3} {} {} → {}{}{audit}",
-                        h.at.as_millis(),
+                        h.at.to_rfc3339(),
                         h.from.as_str(),
                         h.to.as_str(),
                         h.detail
@@ -260,15 +297,34 @@ pub async fn dlq_summary(channel: Option<Channel>) -> Result<(), String> {
     let now = p.clock.now();
     for c in channels(channel) {
         let msgs = peek(&p.dead_letters, c, 10_000, 120).await.map_err(err)?;
+        // One death copied twice (a worker stopped between the copy and recording it) is one
+        // death: same delivery key, same `dead_at`.
+        let mut deaths = std::collections::BTreeSet::new();
         let mut by: BTreeMap<DeadReason, (u32, Option<Timestamp>)> = BTreeMap::new();
         for m in &msgs {
+            let key = DeliveryMessage::decode(&m.message.body)
+                .map(|d| d.delivery_key.to_string())
+                .unwrap_or_else(|_| m.message.message_id.clone());
+            let dead_at = m.letter.evidence.as_ref().map(|e| e.dead_at);
+            if !deaths.insert((key, dead_at, m.letter.reason)) {
+                continue;
+            }
             let e = by.entry(m.letter.reason).or_insert((0, None));
             e.0 += 1;
             if let Some(ev) = &m.letter.evidence {
                 e.1 = Some(e.1.map_or(ev.dead_at, |t: Timestamp| t.min(ev.dead_at)));
             }
         }
-        println!("{c}: {} dead", msgs.len());
+        let repeats = msgs.len() - deaths.len();
+        let note = if repeats > 0 {
+            format!(
+                " ({} messages: {repeats} repeated copies of one death)",
+                msgs.len()
+            )
+        } else {
+            String::new()
+        };
+        println!("{c}: {} dead{note}", deaths.len());
         for (reason, (n, oldest)) in by {
             let age = oldest.map_or("age unknown".to_owned(), |t| {
                 format!("oldest {} s", now.since(t).as_secs())
@@ -299,9 +355,8 @@ pub async fn dlq_show(channel: Channel, reason: DeadReason, limit: u32) -> Resul
                 "  attempts {} · last error {} · dead at {} · first seen {} · policy {}",
                 ev.attempts,
                 ev.last_error.as_deref().unwrap_or("-"),
-                ev.dead_at.as_millis(),
-                ev.first_seen_at
-                    .map_or("-".into(), |t| t.as_millis().to_string()),
+                ev.dead_at.to_rfc3339(),
+                ev.first_seen_at.map_or("-".into(), |t| t.to_rfc3339()),
                 ev.policy_version.as_deref().unwrap_or("-"),
             );
         }

@@ -64,7 +64,7 @@ fn operator_commands_against_the_emulator() {
     );
     assert!(created.contains("created op-1"), "{created}");
     let shown = ok(&["remind", "show", "--id", "op-1"], &env);
-    assert!(shown.contains("scheduled (no item yet)"), "{shown}");
+    assert!(shown.contains("no item: not enqueued yet"), "{shown}");
     assert!(
         !shown.contains("secret-token-1"),
         "recipients are never shown"
@@ -150,7 +150,16 @@ fn operator_commands_against_the_emulator() {
         &env,
     );
     let cancelled = ok(&["remind", "cancel", "--id", "op-2"], &env);
-    assert!(cancelled.contains("sms    Cancelled"), "{cancelled}");
+    assert!(
+        cancelled.contains("sms    cancelled: it will not be sent")
+            && cancelled.contains("reminder cancelled"),
+        "{cancelled}"
+    );
+    let again = ok(&["remind", "cancel", "--id", "op-2"], &env);
+    assert!(
+        again.contains("sms    already cancelled") && again.contains("reminder already cancelled"),
+        "{again}"
+    );
     let shown = ok(&["remind", "show", "--id", "op-2"], &env);
     assert!(
         shown.contains("status       cancelled") && shown.contains("scheduled → cancelled"),

@@ -3,7 +3,6 @@
 //! kept is for logs only, never compared.
 
 use aws_smithy_runtime_api::client::result::SdkError;
-use aws_smithy_types::error::display::DisplayErrorContext;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 
 use crate::ports::PortError;
@@ -30,12 +29,27 @@ where
         SdkError::ConstructionFailure(_) => Kind::Refused,
         _ => Kind::Unavailable,
     };
-    let message = DisplayErrorContext(&err).to_string();
+    let message = chain(&err);
     match kind {
         Kind::Throttled => PortError::Throttled { op, message },
         Kind::Refused => PortError::Refused { op, message },
         Kind::Unavailable => PortError::Unavailable { op, message },
     }
+}
+
+/// An error and its causes, as `outer: cause: root cause` — no debug dump of the SDK's types
+/// (what an operator reads on one line). Repeats of a cause already said are left out.
+fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts = vec![err.to_string()];
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        source = cause.source();
+    }
+    parts.join(": ")
 }
 
 pub(crate) fn corrupt(op: &'static str, err: impl std::fmt::Display) -> PortError {
