@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Run every check the project has, on a machine with only the Rust toolchain, Python 3.11 and
 # pip: install the pinned emulator and linters into .venv (once), start moto server on a free
-# 127.0.0.1 port, then rustfmt, clippy, all tests and cfn-lint. The emulator is stopped on
-# every exit path.
+# 127.0.0.1 port, then rustfmt, clippy, all tests, cfn-lint, sam validate and checkov. The
+# emulator is stopped on every exit path.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -18,6 +18,11 @@ STAMP="$VENV/.installed-$(printf '%s\n' "${PY_REQS[@]}" | cksum | cut -d' ' -f1)
 SAM_VENV="$ROOT/.venv-sam"
 SAM_REQ='aws-sam-cli==1.170.0'
 SAM_STAMP="$SAM_VENV/.installed-$(printf '%s\n' "$SAM_REQ" | cksum | cut -d' ' -f1)"
+# checkov pins boto3 1.35.x and networkx < 2.7: in .venv it would downgrade the boto3/botocore
+# under moto (1.44 -> 1.35) and the networkx under cfn-lint (3.6 -> 2.6), so it gets its own.
+CHECKOV_VENV="$ROOT/.venv-checkov"
+CHECKOV_REQ='checkov==3.3.30'
+CHECKOV_STAMP="$CHECKOV_VENV/.installed-$(printf '%s\n' "$CHECKOV_REQ" | cksum | cut -d' ' -f1)"
 
 step() { printf '\n==> %s\n' "$*"; }
 
@@ -32,6 +37,13 @@ if [[ ! -f "$SAM_STAMP" ]]; then
   python3 -m venv "$SAM_VENV"
   "$SAM_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$SAM_REQ"
   touch "$SAM_STAMP"
+fi
+if [[ ! -f "$CHECKOV_STAMP" ]]; then
+  step "installing checkov into .venv-checkov"
+  python3 -m venv "$CHECKOV_VENV"
+  printf '*\n' >"$CHECKOV_VENV/.gitignore"   # as Python 3.13's venv does: never committed
+  "$CHECKOV_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$CHECKOV_REQ"
+  touch "$CHECKOV_STAMP"
 fi
 
 PORT="$("$VENV/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
@@ -82,5 +94,10 @@ step "cfn-lint template.yaml"
 
 step "sam validate --lint"
 SAM_CLI_TELEMETRY=0 "$SAM_VENV/bin/sam" validate --lint --region us-east-1 -t template.yaml
+
+# Fails on any finding not suppressed in template.yaml (each suppression carries its reason in
+# the resource's Metadata). --skip-download: no Prisma Cloud calls (no API key, offline CI).
+step "checkov template.yaml"
+"$CHECKOV_VENV/bin/checkov" -f template.yaml --framework cloudformation --compact --quiet --skip-download
 
 step "all checks passed"
