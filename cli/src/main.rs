@@ -102,7 +102,7 @@ enum Command {
         #[arg(long)]
         json: bool,
         /// Break the system on purpose, to see the checker catch it: ack-before-outcome,
-        /// ignore-retry-after, unfenced-ledger or drop-dead-letters.
+        /// ignore-retry-after, unfenced-ledger, drop-dead-letters or 5xx-permanent.
         #[arg(long)]
         plant: Option<String>,
     },

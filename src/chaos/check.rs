@@ -2,12 +2,26 @@
 
 use std::collections::BTreeMap;
 
+use super::journal::KeyFacts;
 use super::world::World;
 use super::{SeedReport, Tally};
 use crate::clock::Timestamp;
 use crate::delivery::state::{DeliveryRecord, Status};
-use crate::domain::{DeadReason, DeliveryKey, DeliveryMessage, ReminderStatus};
+use crate::domain::{DeadReason, DeliveryKey, DeliveryMessage, Reminder, ReminderStatus};
 use crate::ports::ReminderStore;
+
+/// One delivery key as the world left it.
+struct Verdict<'a> {
+    reminder: &'a Reminder,
+    rec: Option<&'a DeliveryRecord>,
+    copies: &'a [Copy],
+    facts: &'a KeyFacts,
+    idempotent: bool,
+    /// The operator asked to cancel this reminder at some point.
+    cancel_requested: bool,
+    max_attempts: u32,
+    what: String,
+}
 
 pub(super) async fn judge(world: &World, seed: u64) -> SeedReport {
     let ledger: BTreeMap<DeliveryKey, DeliveryRecord> = world
@@ -18,6 +32,7 @@ pub(super) async fn judge(world: &World, seed: u64) -> SeedReport {
         .collect();
     let copies = dlq_copies(world);
     let facts = world.journal.facts();
+    let cancels = crate::ports::faults::lock(&world.cancel_requests).clone();
     let mut report = SeedReport {
         seed,
         tally: Tally {
@@ -27,7 +42,6 @@ pub(super) async fn judge(world: &World, seed: u64) -> SeedReport {
         },
         findings: Vec::new(),
     };
-    let max_attempts = world.consumer_cfg.policy.max_attempts;
     for id in &world.ids {
         let Ok(Some(r)) = world.store.get(id).await else {
             report.broken(|t| &mut t.lost, format!("reminder {id} is gone"));
@@ -36,92 +50,188 @@ pub(super) async fn judge(world: &World, seed: u64) -> SeedReport {
         for channel in r.channels() {
             let key = DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, channel);
             let rec = ledger.get(&key);
-            let reasons = copies.get(&key).cloned().unwrap_or_default();
-            let f = facts.get(&key).cloned().unwrap_or_default();
-            let status = rec.map(DeliveryRecord::status);
-            let current = rec.and_then(DeliveryRecord::dead_at);
-            let c = classify(&reasons, &f.deaths, current);
-            let t = &mut report.tally;
-            t.deliveries += 1;
-            t.duplicate_copies += c.duplicates;
-            t.stale_copies += c.stale;
-            let history: Vec<String> = rec
-                .map(|rec| {
-                    rec.history()
-                        .into_iter()
-                        .map(|(n, h)| {
-                            let detail = h.detail.as_deref().unwrap_or("");
-                            format!("{n}:{}->{} {detail}", h.from.as_str(), h.to.as_str())
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            let what = format!(
-                "{key} ({channel}, idempotent {}): ledger {status:?} [{}], reminder {:?}, DLQ copies {reasons:?}, {f:?}",
-                world.shape.idempotent.get(channel),
-                history.join(", "),
-                r.status
-            );
-            let settled = match status {
-                Some(Status::Delivered | Status::Expired | Status::Cancelled) => true,
-                Some(Status::Dead) => {
-                    if !c.current {
-                        report.broken(|t| &mut t.dead_without_copy, what.clone());
-                    }
-                    true
-                }
-                None if matches!(
-                    r.status,
-                    ReminderStatus::Cancelled | ReminderStatus::Expired
-                ) =>
-                {
-                    true
-                }
-                _ => !reasons.is_empty(),
-            };
-            if !settled {
-                report.broken(|t| &mut t.lost, what.clone());
-            }
-            if c.extra > 0 {
-                report.tally.extra_dlq_copies += c.extra;
-                report
-                    .findings
-                    .push(format!("DLQ copies of no death the ledger saw: {what}"));
-            }
+            let copies = copies.get(&key).map_or(&[][..], Vec::as_slice);
+            let none = KeyFacts::default();
+            let f = facts.get(&key).unwrap_or(&none);
             let idempotent = *world.shape.idempotent.get(channel);
-            let twice = !idempotent && f.acceptances > 1;
-            if f.sends_after_delivered > 0 || (twice && !f.redriven_ambiguous) {
-                report.broken(|t| &mut t.duplicated, what.clone());
-            }
-            let dead_ambiguous = rec.and_then(DeliveryRecord::dead_reason)
-                == Some(DeadReason::Ambiguous)
-                && status == Some(Status::Dead);
-            if dead_ambiguous || (twice && f.redriven_ambiguous) {
-                report.tally.flagged_ambiguous += 1;
-            }
-            for (n, field, label) in [
-                (f.stale_sends, 0, "sent after fresh_until"),
-                (f.early_sends, 1, "sent before its Retry-After"),
-                (f.sends_after_cancel, 2, "sent after its cancel"),
-            ] {
-                if n > 0 {
-                    let what = format!("{label}: {what}");
-                    report.broken(
-                        |t| match field {
-                            0 => &mut t.stale_sends,
-                            1 => &mut t.early_sends,
-                            _ => &mut t.sends_after_cancel,
-                        },
-                        what,
-                    );
-                }
-            }
-            if f.attempts > max_attempts * (1 + f.redrives) {
-                report.broken(|t| &mut t.budget_exceeded, what.clone());
-            }
+            let v = Verdict {
+                reminder: &r,
+                rec,
+                copies,
+                facts: f,
+                idempotent,
+                cancel_requested: cancels.contains(&r.reminder_id),
+                max_attempts: world.consumer_cfg.policy.max_attempts,
+                what: describe(&key, channel, idempotent, rec, &r, copies, f),
+            };
+            v.judge(&mut report);
         }
     }
     report
+}
+
+impl Verdict<'_> {
+    fn status(&self) -> Option<Status> {
+        self.rec.map(DeliveryRecord::status)
+    }
+
+    fn copy_of_last_death(&self) -> bool {
+        let last = self.facts.deaths.last().copied();
+        last.is_some() && self.copies.iter().any(|c| c.dead_at == last)
+    }
+
+    fn judge(&self, report: &mut SeedReport) {
+        report.tally.deliveries += 1;
+        self.ending(report);
+        self.dlq(report);
+        self.sends(report);
+    }
+
+    /// Settled, and for a reason the world gave.
+    fn ending(&self, report: &mut SeedReport) {
+        let t = &mut report.tally;
+        let reminder_status = self.reminder.status;
+        let settled = match self.status() {
+            Some(Status::Delivered) => {
+                t.delivered += 1;
+                true
+            }
+            Some(Status::Expired) => {
+                t.expired += 1;
+                true
+            }
+            Some(Status::Cancelled) => {
+                t.cancelled += 1;
+                true
+            }
+            Some(Status::Dead) => {
+                t.dead += 1;
+                true
+            }
+            None if reminder_status == ReminderStatus::Cancelled => {
+                t.cancelled += 1;
+                true
+            }
+            None if reminder_status == ReminderStatus::Expired => {
+                t.expired += 1;
+                true
+            }
+            // Not final on the ledger: settled only if its own message reached the DLQ through
+            // the queue's redrive policy (a crash loop), never by a stale copy of an earlier
+            // death.
+            _ if self.copies.iter().any(|c| c.dead_at.is_none()) => {
+                t.dead += 1;
+                true
+            }
+            // Made `ready` by a redrive run that stopped before its re-enqueue: the copy of its
+            // last death is still in the DLQ, and the next redrive of that reason resends it.
+            Some(Status::Ready) if self.copy_of_last_death() => {
+                t.dead += 1;
+                t.awaiting_redrive += 1;
+                true
+            }
+            _ => false,
+        };
+        if !settled {
+            report.broken(|t| &mut t.lost, self.what.clone());
+        }
+        let cancelled = self.status() == Some(Status::Cancelled)
+            || reminder_status == ReminderStatus::Cancelled;
+        if cancelled && !self.cancel_requested {
+            let what = format!("cancelled with no cancel asked: {}", self.what);
+            report.broken(|t| &mut t.unjustified_endings, what);
+        }
+        if let Some(why) = self.facts.unjustified.first() {
+            let what = format!("{why}: {}", self.what);
+            report.broken(|t| &mut t.unjustified_endings, what);
+        }
+    }
+
+    /// One DLQ copy of the current death; a second only if a second claim to copy was made.
+    fn dlq(&self, report: &mut SeedReport) {
+        // The death as the journal saw it land (the item's own history is bounded).
+        let current = match self.status() {
+            Some(Status::Dead) => self.facts.deaths.last().copied(),
+            _ => None,
+        };
+        let c = classify(self.copies, &self.facts.deaths, current);
+        let allowed = u64::from(self.facts.copy_claims.max(1));
+        let t = &mut report.tally;
+        t.stale_copies += c.stale;
+        t.duplicate_copies += c.of_current.min(allowed).saturating_sub(1);
+        if self.status() == Some(Status::Dead) && c.of_current == 0 && current.is_some() {
+            report.broken(|t| &mut t.dead_without_copy, self.what.clone());
+        }
+        let extra = c.unknown + c.of_current.saturating_sub(allowed);
+        if extra > 0 {
+            report.tally.extra_dlq_copies += extra;
+            let what = format!("DLQ copies beyond the deaths and claims: {}", self.what);
+            report.findings.push(what);
+        }
+    }
+
+    fn sends(&self, report: &mut SeedReport) {
+        let f = self.facts;
+        // Without deduplication, a second acceptance is allowed only by an operator's redrive
+        // out of `ambiguous` (one each).
+        let twice = !self.idempotent && f.acceptances > 1;
+        let beyond_consent = !self.idempotent && f.acceptances > 1 + f.ambiguous_redrives;
+        if f.sends_after_delivered > 0 || beyond_consent {
+            report.broken(|t| &mut t.duplicated, self.what.clone());
+        }
+        let dead_ambiguous = self.status() == Some(Status::Dead)
+            && self.rec.and_then(DeliveryRecord::dead_reason) == Some(DeadReason::Ambiguous);
+        if dead_ambiguous || (twice && !beyond_consent) {
+            report.tally.flagged_ambiguous += 1;
+        }
+        let checks: [(u32, &str, fn(&mut Tally) -> &mut u64); 3] = [
+            (f.stale_sends, "sent after fresh_until", |t| {
+                &mut t.stale_sends
+            }),
+            (f.early_sends, "sent before its Retry-After", |t| {
+                &mut t.early_sends
+            }),
+            (f.sends_after_cancel, "sent after its cancel", |t| {
+                &mut t.sends_after_cancel
+            }),
+        ];
+        for (n, label, counter) in checks {
+            if n > 0 {
+                report.broken(counter, format!("{label}: {}", self.what));
+            }
+        }
+        if f.max_epoch_attempts > self.max_attempts {
+            report.broken(|t| &mut t.budget_exceeded, self.what.clone());
+        }
+    }
+}
+
+fn describe(
+    key: &DeliveryKey,
+    channel: crate::domain::Channel,
+    idempotent: bool,
+    rec: Option<&DeliveryRecord>,
+    r: &Reminder,
+    copies: &[Copy],
+    f: &KeyFacts,
+) -> String {
+    let history: Vec<String> = rec
+        .map(|rec| {
+            rec.history()
+                .into_iter()
+                .map(|(n, h)| {
+                    let detail = h.detail.as_deref().unwrap_or("");
+                    format!("{n}:{}->{} {detail}", h.from.as_str(), h.to.as_str())
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let status = rec.map(DeliveryRecord::status);
+    format!(
+        "{key} ({channel}, idempotent {idempotent}): ledger {status:?} [{}], reminder {:?}, DLQ copies {copies:?}, {f:?}",
+        history.join(", "),
+        r.status
+    )
 }
 
 /// DLQ copies per delivery key: the death each states (`dead_at`, none for a message the
@@ -149,30 +259,25 @@ struct Copy {
 
 /// What a key's DLQ copies say, against the deaths the ledger saw.
 struct Copies {
-    /// A copy states the current death (or the ledger no longer knows when that was).
-    current: bool,
-    /// Distinct copies stating a death the ledger never had.
-    extra: u64,
+    /// Copies stating the current death.
+    of_current: u64,
+    /// Distinct deaths stated that the ledger never had.
+    unknown: u64,
     /// Copies of an earlier death, since redriven (a redrive run stopped between re-enqueue
-    /// and delete; later runs skip them).
+    /// and delete; later runs remove them).
     stale: u64,
-    /// Second copies of one death.
-    duplicates: u64,
 }
 
 fn classify(copies: &[Copy], deaths: &[Timestamp], current: Option<Timestamp>) -> Copies {
-    let made: Vec<&Copy> = copies.iter().filter(|c| c.dead_at.is_some()).collect();
-    let distinct: std::collections::BTreeSet<Option<Timestamp>> =
-        made.iter().map(|c| c.dead_at).collect();
-    let seen = |at: &Option<Timestamp>| at.is_some_and(|at| deaths.contains(&at));
+    let made: Vec<Timestamp> = copies.iter().filter_map(|c| c.dead_at).collect();
+    let distinct: std::collections::BTreeSet<Timestamp> = made.iter().copied().collect();
     Copies {
-        current: current.is_none_or(|now| distinct.contains(&Some(now))),
-        extra: distinct.iter().filter(|at| !seen(at)).count() as u64,
+        of_current: made.iter().filter(|at| Some(**at) == current).count() as u64,
+        unknown: distinct.iter().filter(|at| !deaths.contains(at)).count() as u64,
         stale: distinct
             .iter()
-            .filter(|at| seen(at) && **at != current)
+            .filter(|at| deaths.contains(at) && Some(**at) != current)
             .count() as u64,
-        duplicates: (made.len() - distinct.len()) as u64,
     }
 }
 

@@ -34,8 +34,18 @@ pub struct KeyFacts {
     pub deaths: Vec<Timestamp>,
     /// `dead → ready` transitions (each grants a fresh budget).
     pub redrives: u32,
-    /// Redriven out of `dead/ambiguous` (an operator accepted a possible second send).
-    pub redriven_ambiguous: bool,
+    /// Redrives out of `dead/ambiguous` (each an operator accepting a possible second send).
+    pub ambiguous_redrives: u32,
+    /// Attempts since the last redrive, and the most any budget epoch spent.
+    pub epoch_attempts: u32,
+    pub max_epoch_attempts: u32,
+    /// Claims to make the DLQ copy of the current death (a second copy is benign only when a
+    /// second claim was made: the first claimer stopped between copying and recording it).
+    pub copy_claims: u32,
+    /// Permanent answers from the provider (what justifies `dead/rejected`).
+    pub permanent_answers: u32,
+    /// Endings the system had no reason for (a death without its cause), as they landed.
+    pub unjustified: Vec<String>,
     pub stale_sends: u32,
     pub early_sends: u32,
     pub sends_after_cancel: u32,
@@ -67,7 +77,15 @@ impl Journal {
     }
 
     pub fn attempt(&self, key: &DeliveryKey) {
-        self.with(key, |k| k.attempts += 1);
+        self.with(key, |k| {
+            k.attempts += 1;
+            k.epoch_attempts += 1;
+            k.max_epoch_attempts = k.max_epoch_attempts.max(k.epoch_attempts);
+        });
+    }
+
+    pub fn permanent(&self, key: &DeliveryKey) {
+        self.with(key, |k| k.permanent_answers += 1);
     }
 
     pub fn accepted(&self, key: &DeliveryKey) {
@@ -96,14 +114,54 @@ impl Journal {
             }
             if to == Status::Dead && from != Status::Dead {
                 k.deaths.push(after.dead_at().unwrap_or(now));
+                k.copy_claims = 0;
+                if let Some(why) = unjustified_death(k, after) {
+                    k.unjustified.push(why);
+                }
+            }
+            let claimed = after.dlq_copy_claimed_at();
+            if to == Status::Dead
+                && claimed.is_some()
+                && claimed != before.and_then(|b| b.dlq_copy_claimed_at())
+            {
+                k.copy_claims += 1;
             }
             if from == Status::Dead && to == Status::Ready {
                 k.redrives += 1;
+                k.epoch_attempts = 0;
                 let reason = before.and_then(DeliveryRecord::dead_reason);
-                k.redriven_ambiguous |= reason == Some(DeadReason::Ambiguous);
+                k.ambiguous_redrives += u32::from(reason == Some(DeadReason::Ambiguous));
             }
         });
     }
+}
+
+/// A death the world gave no cause for: rejected without a permanent answer, attempts or
+/// throttles exhausted with budget left, or a reason no valid reminder in these worlds has.
+fn unjustified_death(k: &KeyFacts, dead: &DeliveryRecord) -> Option<String> {
+    let within = |used: u32, max: Option<u32>| max.is_some_and(|max| used < max);
+    let policy = dead.policy();
+    let why = match dead.dead_reason()? {
+        DeadReason::Rejected if k.permanent_answers == 0 => "rejected without a permanent answer",
+        DeadReason::AttemptsExhausted
+            if within(dead.attempt_count(), policy.map(|p| p.max_attempts)) =>
+        {
+            "attempts_exhausted with attempts left"
+        }
+        DeadReason::ThrottleExhausted
+            if within(
+                dead.throttle_count(),
+                policy.map(|p| p.max_throttle_deferrals),
+            ) =>
+        {
+            "throttle_exhausted with throttles left"
+        }
+        DeadReason::Schema | DeadReason::UnknownReminder | DeadReason::InvalidReminder => {
+            "a data error, with valid reminders"
+        }
+        _ => return None,
+    };
+    Some(format!("{why} (seq {})", dead.seq()))
 }
 
 /// The in-memory ledger, telling the journal about every write that lands. With the

@@ -35,14 +35,17 @@ pub enum Plant {
     UnfencedLedger,
     /// The dead-letter adapter reports success without sending the copy.
     DropDeadLetters,
+    /// The provider adapter classifies a 5xx as permanent.
+    FiveXxPermanent,
 }
 
 impl Plant {
-    pub const ALL: [Plant; 4] = [
+    pub const ALL: [Plant; 5] = [
         Plant::AckBeforeOutcome,
         Plant::IgnoreRetryAfter,
         Plant::UnfencedLedger,
         Plant::DropDeadLetters,
+        Plant::FiveXxPermanent,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -51,6 +54,7 @@ impl Plant {
             Plant::IgnoreRetryAfter => "ignore-retry-after",
             Plant::UnfencedLedger => "unfenced-ledger",
             Plant::DropDeadLetters => "drop-dead-letters",
+            Plant::FiveXxPermanent => "5xx-permanent",
         }
     }
 
@@ -59,12 +63,17 @@ impl Plant {
     }
 }
 
-/// What a set of worlds came to. Every field but `seeds`, `deliveries`, `faults_injected` and
-/// `flagged_ambiguous` counts broken promises and must be 0.
+/// What a set of worlds came to: [`Tally::broken`] sums the fields that count broken promises
+/// (each must be 0); the others describe the worlds.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Tally {
     pub seeds: u64,
     pub deliveries: u64,
+    /// How the deliveries ended (a world where nothing is delivered is not green by default).
+    pub delivered: u64,
+    pub expired: u64,
+    pub cancelled: u64,
+    pub dead: u64,
     pub faults_injected: u64,
     /// Deliveries that ended neither delivered, dead with a reason, expired nor cancelled.
     pub lost: u64,
@@ -86,10 +95,17 @@ pub struct Tally {
     /// counts them as one death, and the ledger keeps a redrive of both single. Reported, not
     /// a broken promise.
     pub duplicate_copies: u64,
+    /// Made `ready` by a redrive run that stopped before re-enqueueing: the copy of its last
+    /// death is still in the DLQ, and the next redrive of its reason resends it. Reported.
+    pub awaiting_redrive: u64,
     /// Copies of an earlier death, since redriven, left because a redrive run stopped between
     /// its re-enqueue and its delete; a later run skips them. Reported.
     pub stale_copies: u64,
     pub budget_exceeded: u64,
+    /// Endings without their cause: cancelled with no cancel asked, dead as `rejected` with no
+    /// permanent answer, `attempts_exhausted` or `throttle_exhausted` with budget left, a data
+    /// error on a valid reminder.
+    pub unjustified_endings: u64,
 }
 
 impl Tally {
@@ -102,11 +118,17 @@ impl Tally {
             + self.dead_without_copy
             + self.extra_dlq_copies
             + self.budget_exceeded
+            + self.unjustified_endings
     }
 
     pub fn add(&mut self, o: &Tally) {
         self.seeds += o.seeds;
         self.deliveries += o.deliveries;
+        self.delivered += o.delivered;
+        self.expired += o.expired;
+        self.cancelled += o.cancelled;
+        self.dead += o.dead;
+        self.unjustified_endings += o.unjustified_endings;
         self.faults_injected += o.faults_injected;
         self.lost += o.lost;
         self.duplicated += o.duplicated;
@@ -118,6 +140,7 @@ impl Tally {
         self.extra_dlq_copies += o.extra_dlq_copies;
         self.duplicate_copies += o.duplicate_copies;
         self.stale_copies += o.stale_copies;
+        self.awaiting_redrive += o.awaiting_redrive;
         self.budget_exceeded += o.budget_exceeded;
     }
 }

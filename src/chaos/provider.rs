@@ -111,11 +111,17 @@ impl Provider for ChaosProvider {
         self.journal.attempt(key);
         let in_outage = now >= self.outage.0 && now < self.outage.1 && !self.dice.is_calm();
         if in_outage || self.strikes(m.transient) {
+            if self.plant == Some(Plant::FiveXxPermanent) {
+                return Outcome::Permanent {
+                    error: "http_503".into(),
+                };
+            }
             return Outcome::Transient {
                 error: "http_503".into(),
             };
         }
         if self.strikes(m.permanent) {
+            self.journal.permanent(key);
             return Outcome::Permanent {
                 error: "http_400".into(),
             };

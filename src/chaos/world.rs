@@ -106,6 +106,8 @@ pub(super) struct World {
     pub urls: PerChannel<String>,
     pub ids: Vec<ReminderId>,
     pub owners: Arc<Mutex<BTreeMap<DeliveryKey, ReminderId>>>,
+    /// Reminders the operator asked to cancel (whether or not the cancel went through).
+    pub cancel_requests: Mutex<BTreeSet<ReminderId>>,
     pub consumer_cfg: ConsumerConfig,
     pub plant: Option<Plant>,
 }
@@ -183,6 +185,7 @@ fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
         urls: PerChannel::from_fn(|c| format!("http://chaos/000000000000/reminders-{c}")),
         ids: Vec::new(),
         owners,
+        cancel_requests: Mutex::new(BTreeSet::new()),
         consumer_cfg,
         plant,
     }
@@ -381,6 +384,7 @@ async fn operator(world: Arc<World>, seed: u64) {
         };
         let ports = &world.ports;
         if rng.random_bool(0.5) {
+            crate::ports::faults::lock(&world.cancel_requests).insert(id.clone());
             let now = world.clock.now();
             let _ = outbox::cancel(&ports.reminders, &ports.ledger, id, now, retention).await;
         } else {

@@ -158,6 +158,8 @@ pub enum Claim {
     LeaseExpired(DeliveryRecord),
     /// Deferred, and not eligible before then.
     NotYetEligible { at: Timestamp },
+    /// No attempt left in the budget (the state machine refuses the claim).
+    BudgetSpent(DeliveryRecord),
 }
 
 /// Parameters of a claim.
@@ -185,6 +187,11 @@ pub async fn claim<L: Ledger>(
         Written::Applied(record) => return Ok(Claim::Acquired(record)),
         Written::Refused { refused, current } => (refused, current),
     };
+    if matches!(refused.why, state::Why::BudgetSpent { .. }) {
+        if let Some(cur) = current {
+            return Ok(Claim::BudgetSpent(cur));
+        }
+    }
     let Some(cur) = current else {
         // Unreachable by construction: a claim from nothing is always allowed.
         return Err(PortError::Invariant {

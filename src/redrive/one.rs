@@ -73,9 +73,9 @@ impl<P: Ports> Redriver<P> {
     }
 
     /// A copy of an earlier death, left by a run that stopped between its re-enqueue and its
-    /// delete: the delivery died again since, and that death has its own copy. Redriving this
-    /// one would redrive the later death under the earlier one's filters: it is removed and
-    /// counted as skipped.
+    /// delete: the delivery died again since (the consumer copies that death on its own).
+    /// Redriving this one would redrive the later death under the earlier one's filters: it is
+    /// removed and counted as skipped.
     async fn skip_earlier_death(
         &self,
         req: &RedriveRequest,

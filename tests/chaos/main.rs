@@ -85,3 +85,8 @@ fn an_unfenced_ledger_is_caught_as_duplicates() {
 fn dropping_dead_letters_is_caught_as_deaths_without_copy() {
     caught(Plant::DropDeadLetters, |t| t.dead_without_copy);
 }
+
+#[test]
+fn a_5xx_classified_permanent_is_caught_as_an_unjustified_ending() {
+    caught(Plant::FiveXxPermanent, |t| t.unjustified_endings);
+}

@@ -1185,3 +1185,50 @@ async fn an_operator_cancel_is_counted_when_its_message_is_consumed() {
     assert_eq!(out.metrics.get(SMS).cancelled, 1);
     assert_eq!(w.provider.total_calls(), 0);
 }
+
+/// A deferred delivery whose budget is already spent (the policy agreed with the state
+/// machine until now, so only a disagreement gets here): the claim is refused by the state
+/// machine, and the consumer kills it as `attempts_exhausted` with its copy, never looping and
+/// never calling the provider.
+#[tokio::test]
+async fn a_claim_with_no_attempt_left_dies_instead_of_looping() {
+    use reminders::delivery::state::{apply, Change, Ctx, LeaseToken};
+    use reminders::policy::OutcomeClass;
+    use reminders::ports::{Expected, Ledger};
+    let w = Mem::new(test_config(), true);
+    let r = w.reminder("spent", &[SMS]).await;
+    let msg = message(&r, SMS);
+    let ctx = Ctx {
+        key: msg.delivery_key.clone(),
+        now: T0,
+        expires_at: 2_000_000_000,
+    };
+    let token = LeaseToken::generate(&mut rand::rng());
+    let policy = RetryPolicy {
+        max_attempts: 1,
+        ..RetryPolicy::default()
+    };
+    let claim = Change::Claim {
+        token: token.clone(),
+        lease_expires_at: T0.plus(Duration::from_secs(60)),
+        payload_version: 1,
+        policy,
+    };
+    let claimed = apply(None, claim, &ctx).unwrap();
+    let defer = Change::Defer {
+        token,
+        next_eligible_at: T0,
+        class: OutcomeClass::Transient,
+        error: None,
+    };
+    let deferred = apply(Some(&claimed), defer, &ctx).unwrap();
+    assert_eq!(deferred.attempt_count(), 1);
+    w.ledger.put_if(&deferred, Expected::Absent).await.unwrap();
+    w.enqueue(&msg).await;
+    let out = w.run(SMS).await.unwrap();
+    assert_eq!(actions(&out), [Action::Ack]);
+    assert_eq!(w.provider.total_calls(), 0);
+    let rec = w.record(&msg.delivery_key).await.unwrap();
+    assert_eq!(rec.dead_reason(), Some(DeadReason::AttemptsExhausted));
+    assert_eq!(w.dead_letters(SMS).await.len(), 1);
+}

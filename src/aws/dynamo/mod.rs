@@ -12,6 +12,21 @@ mod operator;
 pub mod reminders;
 
 pub use gate::DynamoGate;
+
+/// The stored-reminder decoder, on its own (for fuzzing and tests): a whole reminder, or why it
+/// cannot be sent, naming the attribute at fault.
+pub fn decode_reminder_item(
+    item: std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>,
+) -> Result<crate::domain::Reminder, String> {
+    item::reminder(item)
+}
+
+/// One due-index item, decoded on its own (for fuzzing and tests).
+pub fn decode_due_item(
+    item: std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>,
+) -> crate::ports::DueEntry {
+    item::due_entry(item)
+}
 pub use ledger::DynamoLedger;
 pub use reminders::DynamoReminderStore;
 

@@ -74,12 +74,53 @@ impl<P: Ports> Record<'_, P> {
                     .await
             }
             Claim::NotYetEligible { at } => self.hold(msg, at, now).await,
+            // The state machine holds the budget itself: a delivery with no attempt left dies
+            // as `attempts_exhausted` (with its copy), never loops.
+            Claim::BudgetSpent(record) => self.die_budget_spent(msg, record, now).await,
             Claim::Finished(_) => Ok(Action::Ack),
             Claim::Acquired(_) | Claim::LeaseExpired(_) => Err(PortError::Invariant {
                 op: "consumer.claim",
                 message: "a claim that acquired the lease was handled as not ours".into(),
             }),
         }
+    }
+
+    async fn die_budget_spent(
+        &mut self,
+        msg: &DeliveryMessage,
+        record: DeliveryRecord,
+        now: Timestamp,
+    ) -> Result<Action, PortError> {
+        let ctx = Ctx {
+            key: record.key().clone(),
+            now,
+            expires_at: record.expires_at(),
+        };
+        let change = Change::Die {
+            token: None,
+            reason: DeadReason::AttemptsExhausted,
+            spends_attempt: false,
+            error: Some("no attempt left in the budget".into()),
+        };
+        let ledger = self.consumer.ports.ledger();
+        let dead = match transition(ledger, Some(record), change, &ctx).await? {
+            Written::Applied(dead) => {
+                self.m.dead(DeadReason::AttemptsExhausted);
+                dead
+            }
+            // Changed meanwhile: the next look decides again.
+            Written::Refused { .. } => {
+                return self.hold(msg, now.plus(Duration::from_secs(1)), now).await
+            }
+        };
+        log_transition(
+            msg,
+            dead.attempt_count(),
+            "attempts_exhausted",
+            "dead",
+            Duration::ZERO,
+        );
+        self.ensure_copied(msg, dead, now).await
     }
 
     /// A lease ran out mid-send: the ambiguous rule decides between resending with the same
