@@ -24,6 +24,8 @@ pub struct LocalConfig {
     pub scheduler_timeout: Duration,
     /// Pause between polls when nothing happened.
     pub poll_interval: Duration,
+    /// An idle run stops when nothing is due before now + this (and every queue is empty).
+    pub idle_horizon: Duration,
 }
 
 impl Default for LocalConfig {
@@ -35,6 +37,7 @@ impl Default for LocalConfig {
             function_timeout: Duration::from_secs(30),
             scheduler_timeout: Duration::from_secs(50),
             poll_interval: Duration::from_millis(500),
+            idle_horizon: Duration::from_secs(120),
         }
     }
 }
@@ -42,7 +45,7 @@ impl Default for LocalConfig {
 /// When to stop.
 #[derive(Debug, Clone, Copy)]
 pub enum Stop {
-    /// Once nothing is pending: no reminder left to schedule, every queue empty.
+    /// Once every queue is empty and nothing is due within the idle horizon.
     Idle {
         at_most: Duration,
     },
@@ -55,73 +58,236 @@ pub struct LocalReport {
     pub enqueued: u32,
     pub batches: u32,
     pub metrics: PerChannel<Metrics>,
+    /// Stopped because nothing was due within the horizon and every queue was empty.
     pub idle: bool,
+    /// Transient errors retried (each logged).
+    pub retried_errors: u32,
+    /// When the next scheduled reminder is due, if one is (after an idle stop).
+    pub next_due: Option<Timestamp>,
 }
 
+/// Shared by the loops of one run: the report, and whether to stop.
+struct Shared {
+    report: std::sync::Mutex<LocalReport>,
+    stop: std::sync::atomic::AtomicBool,
+}
+
+impl Shared {
+    fn report(&self) -> std::sync::MutexGuard<'_, LocalReport> {
+        self.report.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    fn stopped(&self) -> bool {
+        self.stop.load(std::sync::atomic::Ordering::SeqCst)
+    }
+    fn halt(&self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Play the deployed wiring until `stop` (or `interrupt` is set): the schedule and each
+/// channel's event source mapping run concurrently and independently, as on AWS. A transient
+/// error (throttling, an unreachable endpoint) is logged and retried with backoff, as an event
+/// source mapping would; any other error stops the run.
 pub async fn run<P: Ports>(
     scheduler: &Scheduler<P>,
     consumer: &Consumer<P>,
     queue_urls: &PerChannel<String>,
     cfg: &LocalConfig,
     stop: Stop,
+    interrupt: &std::sync::atomic::AtomicBool,
 ) -> Result<LocalReport, PortError> {
     let clock = consumer.ports().clock();
-    let start = clock.now();
     let limit = match stop {
-        Stop::Idle { at_most } | Stop::For(at_most) => start.plus(at_most),
+        Stop::Idle { at_most } | Stop::For(at_most) => clock.now().plus(at_most),
     };
-    let mut report = LocalReport::default();
-    let mut next_run = start;
-    while clock.now() < limit {
-        let now = clock.now();
-        let mut busy = false;
-        if now >= next_run {
-            let run = scheduler.run(Some(now.plus(cfg.scheduler_timeout))).await?;
-            report.scheduler_runs += 1;
-            report.enqueued += run.enqueued;
-            busy |= run.picked > 0;
-            next_run = now.plus(cfg.schedule_period);
-        }
-        for channel in Channel::ALL {
-            busy |= poll_channel(consumer, queue_urls, cfg, channel, &mut report).await?;
-        }
-        if matches!(stop, Stop::Idle { .. }) && !busy && nothing_pending(consumer.ports()).await? {
-            report.idle = true;
-            return Ok(report);
-        }
-        if !busy {
-            clock.sleep(cfg.poll_interval).await;
-        }
-    }
+    let shared = Shared {
+        report: std::sync::Mutex::new(LocalReport::default()),
+        stop: std::sync::atomic::AtomicBool::new(false),
+    };
+    let channels = Channel::ALL.map(|c| channel_loop(consumer, queue_urls, cfg, c, &shared));
+    let (scheduled, polled, watched) = futures::join!(
+        schedule_loop(scheduler, cfg, &shared),
+        futures::future::join_all(channels),
+        watch(consumer, cfg, stop, limit, interrupt, &shared),
+    );
+    let report = shared.report().clone();
+    scheduled?;
+    polled.into_iter().collect::<Result<Vec<()>, _>>()?;
+    watched?;
     Ok(report)
 }
 
-/// One poll of one channel's event source mapping. Returns whether there was a batch.
-async fn poll_channel<P: Ports>(
+/// Sleep `d`, in steps, returning early once the run stops.
+async fn pause<C: Clock>(clock: &C, d: Duration, shared: &Shared) {
+    let step = Duration::from_millis(200);
+    let until = clock.now().plus(d);
+    while !shared.stopped() && clock.now() < until {
+        clock.sleep(step.min(until.since(clock.now()))).await;
+    }
+}
+
+/// A failed step: transient errors are logged and waited out (doubling, up to 30 s); any
+/// other error stops the run.
+async fn on_error<C: Clock>(
+    clock: &C,
+    e: PortError,
+    what: &str,
+    backoff: &mut Duration,
+    shared: &Shared,
+) -> Result<(), PortError> {
+    if !e.is_retryable() {
+        shared.halt();
+        return Err(e);
+    }
+    shared.report().retried_errors += 1;
+    tracing::warn!(error = %e, retry_in_secs = backoff.as_secs_f64(), "{what} failed; retrying");
+    pause(clock, *backoff, shared).await;
+    *backoff = (*backoff * 2).min(Duration::from_secs(30));
+    Ok(())
+}
+
+/// EventBridge Scheduler: a run every period.
+async fn schedule_loop<P: Ports>(
+    scheduler: &Scheduler<P>,
+    cfg: &LocalConfig,
+    shared: &Shared,
+) -> Result<(), PortError> {
+    let clock = scheduler.ports().clock();
+    let mut backoff = Duration::from_secs(1);
+    while !shared.stopped() {
+        let now = clock.now();
+        match scheduler.run(Some(now.plus(cfg.scheduler_timeout))).await {
+            Ok(run) => {
+                backoff = Duration::from_secs(1);
+                let mut r = shared.report();
+                r.scheduler_runs += 1;
+                r.enqueued += run.enqueued;
+            }
+            Err(e) => on_error(clock, e, "scheduler run", &mut backoff, shared).await?,
+        }
+        let next = now.plus(cfg.schedule_period);
+        pause(clock, next.since(clock.now()), shared).await;
+    }
+    Ok(())
+}
+
+/// One channel's event source mapping: poll, hand the batch to the consumer, delete what
+/// succeeded; an empty poll waits `poll_interval`.
+async fn channel_loop<P: Ports>(
     consumer: &Consumer<P>,
     queue_urls: &PerChannel<String>,
     cfg: &LocalConfig,
     channel: Channel,
-    report: &mut LocalReport,
-) -> Result<bool, PortError> {
-    let deadline = consumer.ports().clock().now().plus(cfg.function_timeout);
-    let polled = poll_once(
-        consumer,
-        queue_urls,
-        channel,
-        cfg.batch_size,
-        cfg.visibility_secs,
-        Some(deadline),
-    )
-    .await?;
-    let Some(out) = polled else {
-        return Ok(false);
-    };
-    report.batches += 1;
-    for c in Channel::ALL {
-        report.metrics.get_mut(c).merge(out.metrics.get(c).clone());
+    shared: &Shared,
+) -> Result<(), PortError> {
+    let clock = consumer.ports().clock();
+    let mut backoff = Duration::from_secs(1);
+    while !shared.stopped() {
+        let deadline = clock.now().plus(cfg.function_timeout);
+        let polled = poll_once(
+            consumer,
+            queue_urls,
+            channel,
+            cfg.batch_size,
+            cfg.visibility_secs,
+            Some(deadline),
+        )
+        .await;
+        match polled {
+            Ok(Some(out)) => {
+                backoff = Duration::from_secs(1);
+                let mut r = shared.report();
+                r.batches += 1;
+                for c in Channel::ALL {
+                    r.metrics.get_mut(c).merge(out.metrics.get(c).clone());
+                }
+            }
+            Ok(None) => pause(clock, cfg.poll_interval, shared).await,
+            Err(e) => on_error(clock, e, "poll", &mut backoff, shared).await?,
+        }
     }
-    Ok(true)
+    Ok(())
+}
+
+/// Decides when the run ends: the time limit, an interrupt, or (for [`Stop::Idle`]) nothing
+/// due within the horizon and every queue empty, twice in a row.
+async fn watch<P: Ports>(
+    consumer: &Consumer<P>,
+    cfg: &LocalConfig,
+    stop: Stop,
+    limit: Timestamp,
+    interrupt: &std::sync::atomic::AtomicBool,
+    shared: &Shared,
+) -> Result<(), PortError> {
+    let clock = consumer.ports().clock();
+    let mut quiet = 0;
+    while !shared.stopped() {
+        let now = clock.now();
+        if now >= limit || interrupt.load(std::sync::atomic::Ordering::SeqCst) {
+            break;
+        }
+        if let Stop::Idle { .. } = stop {
+            let horizon = now.plus(cfg.idle_horizon);
+            match idle_until(consumer.ports(), horizon).await {
+                Ok(Some(next_due)) => {
+                    quiet += 1;
+                    if quiet >= 2 {
+                        let mut r = shared.report();
+                        r.idle = true;
+                        r.next_due = next_due;
+                        break;
+                    }
+                }
+                Ok(None) => quiet = 0,
+                Err(e) => tracing::warn!(error = %e, "idle check failed; retrying"),
+            }
+        }
+        clock
+            .sleep(cfg.poll_interval.max(Duration::from_millis(200)))
+            .await;
+    }
+    shared.halt();
+    Ok(())
+}
+
+/// `Some(next due)` when every queue is empty and nothing is due before `horizon` (the next
+/// due time after it, if any); `None` while there is work.
+async fn idle_until<P: Ports>(
+    ports: &P,
+    horizon: Timestamp,
+) -> Result<Option<Option<Timestamp>>, PortError> {
+    for channel in Channel::ALL {
+        if ports.queue().depth(channel).await?.total() > 0 {
+            return Ok(None);
+        }
+    }
+    let next = next_due(ports).await?;
+    Ok(match next {
+        Some(at) if at <= horizon => None,
+        next => Some(next),
+    })
+}
+
+/// The earliest due time in the due index, if any reminder is scheduled.
+pub async fn next_due<P: Ports>(ports: &P) -> Result<Option<Timestamp>, PortError> {
+    let far = Timestamp::from_millis(i64::MAX / 2);
+    let store = ports.reminders();
+    let skip = std::collections::BTreeSet::new();
+    let mut next: Option<Timestamp> = None;
+    for shard in 0..store.shards() {
+        let q = crate::ports::DueQuery {
+            shard,
+            until: far,
+            limit: 1,
+            after: None,
+            skip: &skip,
+        };
+        for entry in store.query_due(&q).await?.items {
+            let at = entry.order().0;
+            next = Some(next.map_or(at, |n: Timestamp| n.min(at)));
+        }
+    }
+    Ok(next)
 }
 
 /// What an event source mapping does once: receive up to `batch_size` messages, build the

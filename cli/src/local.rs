@@ -79,10 +79,19 @@ fn one_line(e: &dyn std::error::Error) -> String {
     s.lines().next().unwrap_or_default().to_owned()
 }
 
-pub async fn run(duration: Option<u64>, schedule_period: u64) -> Result<(), String> {
+pub struct RunArgs {
+    pub for_secs: Option<u64>,
+    pub schedule_period: u64,
+    pub idle_horizon: u64,
+    pub json: bool,
+    pub emf: bool,
+}
+
+pub async fn run(args: RunArgs) -> Result<(), String> {
     require_emulator()?;
     let settings = Settings::from_env().map_err(|e| e.to_string())?;
-    let consumer_cfg = ConsumerConfig::from_env().map_err(|e| e.to_string())?;
+    let mut consumer_cfg = ConsumerConfig::from_env().map_err(|e| e.to_string())?;
+    consumer_cfg.emit_metrics = args.emf;
     let scheduler_cfg = SchedulerConfig::from_env().map_err(|e| e.to_string())?;
     let sdk = reminders::aws::sdk_config().await;
     let adapters = Adapters::new(&sdk, &settings);
@@ -106,24 +115,68 @@ pub async fn run(duration: Option<u64>, schedule_period: u64) -> Result<(), Stri
     );
     let scheduler = Scheduler::new(ports, scheduler_cfg);
     let cfg = LocalConfig {
-        schedule_period: Duration::from_secs(schedule_period.max(1)),
+        schedule_period: Duration::from_secs(args.schedule_period.max(1)),
+        idle_horizon: Duration::from_secs(args.idle_horizon),
         ..LocalConfig::default()
     };
-    let stop = match duration {
+    let stop = match args.for_secs {
         Some(secs) => Stop::For(Duration::from_secs(secs)),
         None => Stop::Idle {
             at_most: Duration::from_secs(24 * 3600),
         },
     };
-    let report = local::run(&scheduler, &consumer, &settings.queue_urls, &cfg, stop)
+    // Ctrl-C (or SIGTERM) ends the run at the next step; the summary is still printed.
+    let interrupt = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = interrupt.clone();
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        flag.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    let urls = &settings.queue_urls;
+    let report = local::run(&scheduler, &consumer, urls, &cfg, stop, &interrupt)
         .await
         .map_err(|e| e.to_string())?;
+    let interrupted = interrupt.load(std::sync::atomic::Ordering::SeqCst);
+    if args.json {
+        println!("{}", summary_json(&report, interrupted));
+    } else {
+        print_summary(&report, interrupted);
+    }
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+fn why_stopped(report: &local::LocalReport, interrupted: bool) -> String {
+    match (interrupted, report.idle, report.next_due) {
+        (true, _, _) => "interrupted".into(),
+        (_, true, Some(at)) => format!("idle; next reminder due {}", at.to_rfc3339()),
+        (_, true, None) => "idle; nothing scheduled".into(),
+        _ => "time limit".into(),
+    }
+}
+
+fn print_summary(report: &local::LocalReport, interrupted: bool) {
     println!(
-        "scheduler runs {}, reminders enqueued {}, batches {}{}",
+        "stopped: {} · scheduler runs {}, reminders enqueued {}, batches {}, transient errors retried {}",
+        why_stopped(report, interrupted),
         report.scheduler_runs,
         report.enqueued,
         report.batches,
-        if report.idle { ", idle" } else { "" }
+        report.retried_errors,
     );
     for c in Channel::ALL {
         let m = report.metrics.get(c);
@@ -137,7 +190,35 @@ pub async fn run(duration: Option<u64>, schedule_period: u64) -> Result<(), Stri
             m.duplicates_suppressed
         );
     }
-    Ok(())
+}
+
+fn summary_json(report: &local::LocalReport, interrupted: bool) -> String {
+    let channels: serde_json::Map<String, serde_json::Value> = Channel::ALL
+        .iter()
+        .map(|c| {
+            let m = report.metrics.get(*c);
+            let v = serde_json::json!({
+                "delivered": m.delivered,
+                "dead": m.dead_total(),
+                "expired": m.expired,
+                "cancelled": m.cancelled,
+                "deferred": m.deferred_gate + m.deferred_provider + m.retried,
+                "duplicates_suppressed": m.duplicates_suppressed,
+            });
+            (c.as_str().to_owned(), v)
+        })
+        .collect();
+    serde_json::json!({
+        "stopped": why_stopped(report, interrupted),
+        "idle": report.idle,
+        "next_due": report.next_due.map(|t| t.to_rfc3339()),
+        "scheduler_runs": report.scheduler_runs,
+        "enqueued": report.enqueued,
+        "batches": report.batches,
+        "retried_errors": report.retried_errors,
+        "channels": channels,
+    })
+    .to_string()
 }
 
 fn rand_seed() -> u64 {

@@ -285,12 +285,13 @@ enum LocalCommand {
         /// Prefix of every table and queue name.
         #[arg(long, default_value = "reminders-local")]
         prefix: String,
-        /// Due-index shards (export the same DUE_SHARDS for `run`).
-        #[arg(long, default_value_t = 8)]
+        /// Due-index shards, 1 to 64 (export the same DUE_SHARDS for `run`).
+        #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=64))]
         shards: u32,
     },
     /// Play the scheduler's schedule and each channel's event source mapping with the same
-    /// handler code, until nothing is pending (or for --for seconds).
+    /// handler code, concurrently, until idle (every queue empty and nothing due within
+    /// --idle-horizon), for --for seconds, or Ctrl-C; then print a summary.
     ///
     /// Example: eval "$(remindctl local up)"; EMAIL_PROVIDER=http EMAIL_HTTP_ENDPOINT=… remindctl local run --for 300
     Run {
@@ -298,8 +299,17 @@ enum LocalCommand {
         #[arg(long = "for")]
         for_secs: Option<u64>,
         /// Seconds between scheduler runs.
-        #[arg(long, default_value_t = 60)]
+        #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
         schedule_period: u64,
+        /// Idle means: every queue empty and nothing due within this many seconds.
+        #[arg(long, default_value_t = 120)]
+        idle_horizon: u64,
+        /// Print the summary as one JSON line.
+        #[arg(long)]
+        json: bool,
+        /// Also print the consumer's EMF metric lines (what CloudWatch would ingest).
+        #[arg(long)]
+        emf: bool,
     },
 }
 
@@ -484,7 +494,19 @@ fn run(cli: Cli) -> Result<(), String> {
                     LocalCommand::Run {
                         for_secs,
                         schedule_period,
-                    } => local::run(for_secs, schedule_period).await,
+                        idle_horizon,
+                        json,
+                        emf,
+                    } => {
+                        let args = local::RunArgs {
+                            for_secs,
+                            schedule_period,
+                            idle_horizon,
+                            json,
+                            emf,
+                        };
+                        local::run(args).await
+                    }
                 }
             });
         }

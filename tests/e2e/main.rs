@@ -222,6 +222,7 @@ async fn one_hundred_fifty_reminders_end_delivered_dead_or_expired_and_none_twic
         Stop::Idle {
             at_most: Duration::from_secs(240),
         },
+        &std::sync::atomic::AtomicBool::new(false),
     )
     .await
     .unwrap();
