@@ -10,6 +10,9 @@ use crate::delivery::state::{DeliveryRecord, Status};
 use crate::domain::{DeadReason, DeliveryKey, DeliveryMessage, Reminder, ReminderStatus};
 use crate::ports::ReminderStore;
 
+/// Which tally field a broken promise goes to.
+type Counter = fn(&mut Tally) -> &mut u64;
+
 /// One delivery key as the world left it.
 struct Verdict<'a> {
     reminder: &'a Reminder,
@@ -184,7 +187,7 @@ impl Verdict<'_> {
         if dead_ambiguous || (twice && !beyond_consent) {
             report.tally.flagged_ambiguous += 1;
         }
-        let checks: [(u32, &str, fn(&mut Tally) -> &mut u64); 3] = [
+        let checks: [(u32, &str, Counter); 3] = [
             (f.stale_sends, "sent after fresh_until", |t| {
                 &mut t.stale_sends
             }),
