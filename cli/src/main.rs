@@ -480,7 +480,10 @@ fn run(cli: Cli) -> Result<(), String> {
                 max_messages,
                 max_per_second,
                 dry_run: !execute,
-                operator: operator.unwrap_or_else(ops::operator_default),
+                operator: match operator {
+                    Some(o) => o,
+                    None => ops::operator_default()?,
+                },
                 note,
                 extend_freshness_secs,
                 accept_duplicates,
@@ -528,6 +531,18 @@ fn run(cli: Cli) -> Result<(), String> {
             for c in Channel::ALL {
                 println!("{c:<6} queue: {}", s.queue_urls.get(c));
                 println!("{c:<6} dlq:   {}", s.dlq_urls.get(c));
+            }
+            // The consumer refuses to start without a provider per channel: so does this.
+            for c in Channel::ALL {
+                let var = format!("{}_PROVIDER", c.as_str().to_uppercase());
+                match reminders::config::env(&var) {
+                    Some(p) => println!("{c:<6} provider: {p}"),
+                    None => {
+                        return Err(format!(
+                            "{var} is not set (http, ses, sns or none): the consumer would refuse to start"
+                        ))
+                    }
+                }
             }
         }
     }

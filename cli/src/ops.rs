@@ -431,6 +431,11 @@ fn seed() -> u64 {
         .unwrap_or(0)
 }
 
-pub fn operator_default() -> String {
-    env("USER").unwrap_or_else(|| "operator".into())
+/// Who runs the command, for the audit trail: `$USER` or `$LOGNAME`; none is an error (an
+/// audit entry must name someone).
+pub fn operator_default() -> Result<String, String> {
+    env("USER")
+        .or_else(|| env("LOGNAME"))
+        .filter(|u| !u.trim().is_empty())
+        .ok_or_else(|| "--operator: required (no $USER or $LOGNAME to default to)".into())
 }

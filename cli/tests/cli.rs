@@ -49,6 +49,12 @@ fn bad_flags_and_missing_configuration_give_one_line() {
         (vec!["plan"], "--throughput"),
         (vec!["local", "up"], "AWS_ENDPOINT_URL"),
         (vec!["frobnicate"], "unrecognized subcommand"),
+        (vec!["local", "up", "--shards", "0"], "--shards"),
+        (vec!["local", "up", "--shards", "65"], "--shards"),
+        (
+            vec!["local", "run", "--schedule-period", "0"],
+            "--schedule-period",
+        ),
     ] {
         let out = remindctl(&args);
         assert!(!out.status.success(), "{args:?}");

@@ -67,6 +67,17 @@ pub const VARS: [&str; 14] = [
     RETENTION_VAR,
 ];
 
+/// The variable a policy error is about.
+fn policy_variable(e: &crate::policy::PolicyError) -> &'static str {
+    use crate::policy::PolicyError as E;
+    match e {
+        E::NoVersion => "POLICY_VERSION",
+        E::NoAttempts => "MAX_ATTEMPTS",
+        E::BadBackoff | E::EmptySchedule => "BACKOFF",
+        E::NoFreshness => "freshness_default_secs",
+    }
+}
+
 fn invalid(var: &'static str, problem: impl Into<String>) -> ConfigError {
     ConfigError::invalid(var, problem)
 }
@@ -76,7 +87,7 @@ impl ConsumerConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.policy
             .validate()
-            .map_err(|e| invalid("POLICY_*", e.to_string()))?;
+            .map_err(|e| invalid(policy_variable(&e), e.to_string()))?;
         if self.lease <= self.provider_timeout + STORAGE_OPERATION_TIMEOUT {
             return Err(invalid(
                 "LEASE_SECS",
@@ -217,6 +228,13 @@ mod tests {
         for k in &asked {
             assert!(VARS.contains(&k.as_str()), "{k} is read but not declared");
         }
+    }
+
+    #[test]
+    fn a_bad_policy_names_its_variable() {
+        let err = load(&[("MAX_ATTEMPTS", "0")]).unwrap_err().to_string();
+        assert!(err.contains("MAX_ATTEMPTS"), "{err}");
+        assert!(!err.contains("POLICY_*"), "{err}");
     }
 
     #[test]

@@ -64,6 +64,8 @@ pub enum RequestError {
     NoOperator,
     #[error("note is longer than 500 characters")]
     LongNote,
+    #[error("{0}: the `after` bound is not before the `before` bound, so nothing can match")]
+    EmptyWindow(&'static str),
     #[error("redriving ambiguous may deliver twice through a provider that ignores idempotency keys: set accept_duplicates (--accept-duplicates)")]
     AmbiguousNeedsConsent,
 }
@@ -87,6 +89,21 @@ impl RedriveRequest {
         }
         if self.reasons.contains(&DeadReason::Ambiguous) && !self.accept_duplicates {
             return Err(RequestError::AmbiguousNeedsConsent);
+        }
+        let windows = [
+            ("dead_after/dead_before", self.dead_after, self.dead_before),
+            (
+                "first_seen_after/first_seen_before",
+                self.first_seen_after,
+                self.first_seen_before,
+            ),
+        ];
+        for (name, after, before) in windows {
+            if let (Some(a), Some(b)) = (after, before) {
+                if a >= b {
+                    return Err(RequestError::EmptyWindow(name));
+                }
+            }
         }
         Ok(())
     }
@@ -160,5 +177,30 @@ impl RedriveSummary {
                 refused: a.refused + c.refused,
                 failed: a.failed + c.failed,
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(json: &str) -> RedriveRequest {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn a_time_window_that_cannot_match_is_refused() {
+        let base = r#""channel":"sms","reasons":["rejected"],"max_messages":5,"operator":"ana""#;
+        let bad = request(&format!("{{{base},\"dead_after\":20,\"dead_before\":10}}"));
+        assert_eq!(
+            bad.validate(),
+            Err(RequestError::EmptyWindow("dead_after/dead_before"))
+        );
+        let bad = request(&format!(
+            "{{{base},\"first_seen_after\":5,\"first_seen_before\":5}}"
+        ));
+        assert!(matches!(bad.validate(), Err(RequestError::EmptyWindow(_))));
+        let ok = request(&format!("{{{base},\"dead_after\":10,\"dead_before\":20}}"));
+        assert_eq!(ok.validate(), Ok(()));
     }
 }
