@@ -291,3 +291,61 @@ fn every_alarmed_consumer_metric_is_emitted_and_retention_is_one_value() {
     };
     assert_eq!(retention("ConsumerFunction"), retention("RedriveFunction"));
 }
+
+/// Two stacks in one account and region: every name the template sets itself (tables,
+/// queues, functions, log groups, the schedule, the dashboard, alarms) carries the stack name,
+/// so a second stack never collides with the first.
+#[test]
+fn every_name_the_template_sets_carries_the_stack_name() {
+    let t = template();
+    let mut named = 0;
+    for (resource, r) in t["Resources"].as_mapping().unwrap() {
+        let resource = resource.as_str().unwrap();
+        let mut names = Vec::new();
+        collect_names(&r["Properties"], "", &mut names);
+        for (field, value) in names {
+            named += 1;
+            assert!(
+                value.contains("${AWS::StackName}"),
+                "{resource}.{field} = {value:?} does not carry the stack name"
+            );
+        }
+    }
+    assert!(named >= 14, "found only {named} names");
+}
+
+/// `(field, text)` of every `…Name` field (and a schedule's `Name`), anywhere in `v`; a `!Sub`
+/// is read as its template text.
+fn collect_names(v: &Value, field: &str, out: &mut Vec<(String, String)>) {
+    let is_name = field == "Name" || (field.ends_with("Name") && !NOT_NAMES.contains(&field));
+    match v {
+        Value::Mapping(m) => {
+            for (k, v) in m {
+                let k = k.as_str().unwrap_or("");
+                // Metric dimensions are `{Name, Value}` pairs, not resource names.
+                if k != "Dimensions" {
+                    collect_names(v, k, out);
+                }
+            }
+        }
+        Value::Sequence(s) if !is_name => s.iter().for_each(|v| collect_names(v, field, out)),
+        Value::Tagged(t) if is_name && t.tag == "Sub" => {
+            out.push((field.to_owned(), t.value.as_str().unwrap_or("").to_owned()));
+        }
+        // A reference to another resource (`!Ref`, `!GetAtt`) names nothing new.
+        Value::Tagged(_) if is_name => {}
+        Value::Tagged(t) => collect_names(&t.value, field, out),
+        Value::String(s) if is_name => out.push((field.to_owned(), s.clone())),
+        _ => {}
+    }
+}
+
+/// Fields named `…Name` that name no resource of this stack (attributes, metrics, policies
+/// inside a role, references to other resources).
+const NOT_NAMES: [&str; 5] = [
+    "AttributeName",
+    "IndexName",
+    "MetricName",
+    "PolicyName",
+    "KeyName",
+];
