@@ -480,9 +480,11 @@ fn run(cli: Cli) -> Result<(), String> {
                 max_messages,
                 max_per_second,
                 dry_run: !execute,
-                operator: match operator {
-                    Some(o) => o,
-                    None => ops::operator_default()?,
+                // A dry run writes no audit entry; an executed one must name someone.
+                operator: match (operator, execute) {
+                    (Some(o), _) => o,
+                    (None, true) => ops::operator_default()?,
+                    (None, false) => ops::operator_default().unwrap_or_else(|_| "dry-run".into()),
                 },
                 note,
                 extend_freshness_secs,

@@ -272,7 +272,7 @@ mod tests {
             "{receives}"
         );
         let attempts = load(&[("MAX_ATTEMPTS", "0")]).unwrap_err();
-        assert!(attempts.to_string().contains("POLICY"), "{attempts}");
+        assert!(attempts.to_string().contains("MAX_ATTEMPTS"), "{attempts}");
         let nan = load(&[("LEASE_SECS", "soon")]).unwrap_err();
         assert!(nan.to_string().contains("LEASE_SECS"), "{nan}");
     }

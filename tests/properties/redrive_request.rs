@@ -114,12 +114,25 @@ impl Fields {
                 ambiguous && self.accept_duplicates != Some(true),
                 RequestError::AmbiguousNeedsConsent,
             ),
+            (
+                empty(self.times[2], self.times[3]),
+                RequestError::EmptyWindow("dead_after/dead_before"),
+            ),
+            (
+                empty(self.times[0], self.times[1]),
+                RequestError::EmptyWindow("first_seen_after/first_seen_before"),
+            ),
         ];
         rules
             .into_iter()
             .find(|(broken, _)| *broken)
             .map(|(_, e)| e)
     }
+}
+
+/// A time window whose `after` is not before its `before`: nothing can match.
+fn empty(after: Option<i64>, before: Option<i64>) -> bool {
+    matches!((after, before), (Some(a), Some(b)) if a >= b)
 }
 
 fn parse(body: &str) -> Result<RedriveRequest, serde_json::Error> {
