@@ -63,3 +63,53 @@ fn bad_flags_and_missing_configuration_give_one_line() {
         assert!(err.contains(needle), "{args:?}: {err}");
     }
 }
+
+/// The system checker as a user runs it: one JSON line of zeros for the promises; a planted
+/// fault fails the run and prints the command that replays the failing world.
+#[test]
+fn chaos_reports_one_json_line_and_names_the_seed_to_replay() {
+    let ok = remindctl(&["chaos", "--seeds", "20", "--json"]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let line = String::from_utf8(ok.stdout).unwrap();
+    assert_eq!(line.trim().lines().count(), 1, "{line}");
+    let v: serde_json::Value = serde_json::from_str(line.trim()).unwrap();
+    assert_eq!(v["seeds"], 20);
+    assert!(v["faults_injected"].as_u64().unwrap() > 100, "{v}");
+    for field in [
+        "lost",
+        "duplicated",
+        "stale_sends",
+        "early_sends",
+        "sends_after_cancel",
+        "dead_without_copy",
+        "extra_dlq_copies",
+        "budget_exceeded",
+        "unjustified_endings",
+    ] {
+        assert_eq!(v[field], 0, "{field}: {v}");
+    }
+    let planted = remindctl(&[
+        "chaos",
+        "--seeds",
+        "20",
+        "--json",
+        "--plant",
+        "drop-dead-letters",
+    ]);
+    assert!(!planted.status.success());
+    let err = String::from_utf8(planted.stderr).unwrap();
+    assert!(
+        err.contains("replay: remindctl chaos --seeds 1 --from "),
+        "{err}"
+    );
+    let bad = remindctl(&["chaos", "--plant", "nonsense"]);
+    let err = String::from_utf8(bad.stderr).unwrap();
+    assert!(
+        !bad.status.success() && err.trim().lines().count() == 1,
+        "{err}"
+    );
+}
