@@ -256,10 +256,8 @@ async fn idle_until<P: Ports>(
     ports: &P,
     horizon: Timestamp,
 ) -> Result<Option<Option<Timestamp>>, PortError> {
-    for channel in Channel::ALL {
-        if ports.queue().depth(channel).await?.total() > 0 {
-            return Ok(None);
-        }
+    if !queues_empty(ports).await? {
+        return Ok(None);
     }
     let next = next_due(ports).await?;
     Ok(match next {
@@ -323,23 +321,13 @@ pub async fn poll_once<P: Ports>(
 
 /// Nothing left anywhere: no scheduled reminder in any shard, no message in any queue.
 pub async fn nothing_pending<P: Ports>(ports: &P) -> Result<bool, PortError> {
+    Ok(queues_empty(ports).await? && next_due(ports).await?.is_none())
+}
+
+/// No message in any channel's queue (visible, in flight or delayed).
+async fn queues_empty<P: Ports>(ports: &P) -> Result<bool, PortError> {
     for channel in Channel::ALL {
         if ports.queue().depth(channel).await?.total() > 0 {
-            return Ok(false);
-        }
-    }
-    let far = Timestamp::from_millis(i64::MAX / 2);
-    let store = ports.reminders();
-    let skip = std::collections::BTreeSet::new();
-    for shard in 0..store.shards() {
-        let q = crate::ports::DueQuery {
-            shard,
-            until: far,
-            limit: 1,
-            after: None,
-            skip: &skip,
-        };
-        if !store.query_due(&q).await?.items.is_empty() {
             return Ok(false);
         }
     }
