@@ -12,10 +12,10 @@
 
 pub mod config;
 pub mod event;
+mod gate_cache;
 pub mod metrics;
 mod record;
 
-use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Mutex;
 
@@ -28,9 +28,10 @@ use tracing::Instrument;
 
 use crate::clock::{Clock, Timestamp};
 use crate::domain::{Channel, PerChannel};
-use crate::ports::{DeliveryQueue, GatePartition, Ports};
+use crate::ports::{DeliveryQueue, Ports};
 pub use config::ConsumerConfig;
 pub use event::Incoming;
+use gate_cache::GateCache;
 pub use metrics::Metrics;
 
 /// What happened to one message.
@@ -74,8 +75,8 @@ pub struct Consumer<P: Ports> {
     cfg: ConsumerConfig,
     queue_urls: PerChannel<String>,
     rng: Mutex<StdRng>,
-    /// Warm-container cache of provider gates: (read at, closed until).
-    gates: Mutex<BTreeMap<GatePartition, (Timestamp, Option<Timestamp>)>>,
+    /// The warm container's copy of the provider gates, shared by the records in flight.
+    gates: GateCache,
     concurrency: Mutex<usize>,
 }
 
@@ -83,12 +84,13 @@ impl<P: Ports> Consumer<P> {
     /// `seed` makes every random choice (lease tokens, jitter) reproducible.
     pub fn new(ports: P, cfg: ConsumerConfig, queue_urls: PerChannel<String>, seed: u64) -> Self {
         let concurrency = cfg.initial_concurrency;
+        let gate_cache = cfg.gate_cache;
         Self {
             ports,
             cfg,
             queue_urls,
             rng: Mutex::new(StdRng::seed_from_u64(seed)),
-            gates: Mutex::default(),
+            gates: GateCache::new(gate_cache),
             concurrency: Mutex::new(concurrency),
         }
     }

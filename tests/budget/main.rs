@@ -1,6 +1,7 @@
-//! DESIGN §10's happy-path budget, counted: per delivered reminder the consumer makes one
-//! read (the reminder) and two conditional writes (claim, outcome), and no SQS call of its own
-//! (the event source mapping deletes what succeeded). Counts, not timings.
+//! DESIGN §10's happy-path budget, counted at every port: per delivered reminder the consumer
+//! makes one read (the reminder), two conditional writes (claim, outcome), at most 0.05 gate
+//! reads (one shared, single-flight read per partition while the warm copy lasts), and no SQS
+//! call of its own (the event source mapping deletes what succeeded). Counts, not timings.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -15,9 +16,9 @@ use reminders::domain::{
     ReminderId, ReminderStatus, SubscriberId,
 };
 use reminders::ports::{
-    Cas, DeliveryQueue, DuePage, DueQuery, Expected, Inserted, Ledger, Marked, MemoryGate,
-    MemoryLedger, MemoryQueue, MemoryReminderStore, OutgoingMessage, PortError, PortSet,
-    QueueDepth, ReceivedMessage, ReminderStore, ScriptedProvider, SendFailure,
+    Cas, DeliveryQueue, DuePage, DueQuery, Expected, Gate, GatePartition, Inserted, Ledger, Marked,
+    MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, OutgoingMessage, PortError,
+    PortSet, QueueDepth, ReceivedMessage, ReminderStore, ScriptedProvider, SendFailure,
 };
 
 #[derive(Clone, Default)]
@@ -45,6 +46,17 @@ impl<T: Ledger> Ledger for Counted<T> {
     async fn put_if(&self, r: &DeliveryRecord, e: Expected) -> Result<Cas, PortError> {
         self.calls.hit("ledger.write");
         self.inner.put_if(r, e).await
+    }
+}
+
+impl<T: Gate> Gate for Counted<T> {
+    async fn throttled_until(&self, p: &GatePartition) -> Result<Option<Timestamp>, PortError> {
+        self.calls.hit("gate.get");
+        self.inner.throttled_until(p).await
+    }
+    async fn throttle(&self, p: &GatePartition, until: Timestamp) -> Result<(), PortError> {
+        self.calls.hit("gate.throttle");
+        self.inner.throttle(p, until).await
     }
 }
 
@@ -121,7 +133,8 @@ impl<T: DeliveryQueue> DeliveryQueue for Counted<T> {
 }
 
 #[tokio::test]
-async fn a_delivered_reminder_costs_one_read_and_two_conditional_writes() {
+async fn a_delivered_reminder_costs_one_read_two_conditional_writes_and_a_twentieth_of_a_gate_read()
+{
     let t0 = Timestamp::from_millis(1_800_000_000_000);
     let clock = ManualClock::at(t0);
     let calls = Calls::default();
@@ -137,7 +150,10 @@ async fn a_delivered_reminder_costs_one_read_and_two_conditional_writes() {
             inner: Arc::new(MemoryLedger::default()),
             calls: calls.clone(),
         },
-        gate: Arc::new(MemoryGate::default()),
+        gate: Counted {
+            inner: Arc::new(MemoryGate::default()),
+            calls: calls.clone(),
+        },
         queue: Counted {
             inner: queue.clone(),
             calls: calls.clone(),
@@ -151,45 +167,22 @@ async fn a_delivered_reminder_costs_one_read_and_two_conditional_writes() {
         ..ConsumerConfig::default()
     };
     let consumer = Consumer::new(ports, cfg, urls.clone(), 1);
-    let n = 10;
-    let mut received = Vec::new();
-    for i in 0..n {
-        let r = Reminder::new(
-            NewReminder {
-                reminder_id: ReminderId::parse(format!("b{i}")).unwrap(),
-                subscriber_id: SubscriberId::parse("s").unwrap(),
-                due_at: t0,
-                fresh_until: None,
-                content: Content::Text {
-                    subject: "s".into(),
-                    body: "b".into(),
-                },
-                recipients: vec![Recipient::parse(Channel::Push, "tok").unwrap()],
-            },
-            Duration::from_secs(3600),
-            Duration::from_secs(3600),
-        )
-        .unwrap();
-        store.insert(&r).await.unwrap();
-        let msg = DeliveryMessage::new(
-            r.reminder_id,
-            r.subscriber_id,
-            Channel::Push,
-            1,
-            t0,
-            r.fresh_until,
-        );
-        let entry = OutgoingMessage {
-            entry_id: "0".into(),
-            body: msg.encode(),
-            delay_secs: 0,
-        };
-        queue.send_batch(Channel::Push, &[entry]).await.unwrap();
+    // Five batches of ten, one second apart: a warm container's steady state.
+    let (batches, per_batch) = (5u32, 10u32);
+    let n = batches * per_batch;
+    let mut delivered = 0;
+    for b in 0..batches {
+        for i in 0..per_batch {
+            enqueue(&store, &queue, format!("b{b}-{i}"), t0).await;
+        }
+        let received = queue.receive(Channel::Push, 10, 180).await.unwrap();
+        assert_eq!(received.len(), per_batch as usize);
+        let event = to_sqs_event(&arn_for_url(urls.get(Channel::Push), "x"), &received);
+        let out = consumer.handle(event, None).await;
+        delivered += out.metrics.get(Channel::Push).delivered;
+        clock.advance(Duration::from_secs(1));
     }
-    received.extend(queue.receive(Channel::Push, 10, 180).await.unwrap());
-    let event = to_sqs_event(&arn_for_url(urls.get(Channel::Push), "x"), &received);
-    let out = consumer.handle(event, None).await;
-    assert_eq!(out.metrics.get(Channel::Push).delivered, n);
+    assert_eq!(delivered, n);
     let counts = calls.take();
     assert_eq!(counts.get("reminders.get"), Some(&n), "{counts:?}");
     assert_eq!(counts.get("ledger.write"), Some(&(2 * n)), "{counts:?}");
@@ -198,6 +191,52 @@ async fn a_delivered_reminder_costs_one_read_and_two_conditional_writes() {
         None,
         "no ledger read on the happy path"
     );
+    let gate_reads = counts.get("gate.get").copied().unwrap_or(0);
+    assert!(
+        f64::from(gate_reads) / f64::from(n) <= 0.05,
+        "{gate_reads} gate reads for {n} deliveries: {counts:?}"
+    );
+    assert_eq!(gate_reads, 1, "one read while the copy lasts: {counts:?}");
+    assert_eq!(counts.get("gate.throttle"), None);
     assert_eq!(counts.get("sqs"), None, "no SQS call of the consumer's own");
     assert_eq!(counts.get("reminders.write"), None);
+}
+
+async fn enqueue(
+    store: &MemoryReminderStore,
+    queue: &MemoryQueue<ManualClock>,
+    id: String,
+    t0: Timestamp,
+) {
+    let r = Reminder::new(
+        NewReminder {
+            reminder_id: ReminderId::parse(id).unwrap(),
+            subscriber_id: SubscriberId::parse("s").unwrap(),
+            due_at: t0,
+            fresh_until: None,
+            content: Content::Text {
+                subject: "s".into(),
+                body: "b".into(),
+            },
+            recipients: vec![Recipient::parse(Channel::Push, "tok").unwrap()],
+        },
+        Duration::from_secs(3600),
+        Duration::from_secs(3600),
+    )
+    .unwrap();
+    store.insert(&r).await.unwrap();
+    let msg = DeliveryMessage::new(
+        r.reminder_id,
+        r.subscriber_id,
+        Channel::Push,
+        1,
+        t0,
+        r.fresh_until,
+    );
+    let entry = OutgoingMessage {
+        entry_id: "0".into(),
+        body: msg.encode(),
+        delay_secs: 0,
+    };
+    queue.send_batch(Channel::Push, &[entry]).await.unwrap();
 }

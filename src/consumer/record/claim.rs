@@ -15,7 +15,7 @@ use crate::delivery::state::{Change, Ctx, DeliveryRecord, LeaseToken};
 use crate::delivery::{claim, transition, Claim, ClaimRequest, Written};
 use crate::domain::{DeadReason, DeliveryMessage};
 use crate::policy::{decide_abandoned, Next, OutcomeClass, Spent, ABANDONED};
-use crate::ports::{Gate, GatePartition, PortError, Ports};
+use crate::ports::{GatePartition, PortError, Ports};
 
 impl<P: Ports> Record<'_, P> {
     pub(super) async fn claim(&mut self, d: &Delivery) -> Step<Lease> {
@@ -285,16 +285,7 @@ impl<P: Ports> Record<'_, P> {
         now: Timestamp,
     ) -> Result<Option<Timestamp>, PortError> {
         let c = self.consumer;
-        let cached = crate::consumer::lock(&c.gates).get(partition).copied();
-        let until = match cached {
-            Some((read_at, until)) if now.since(read_at) < c.cfg.gate_cache => until,
-            _ => {
-                let until = c.ports.gate().throttled_until(partition).await?;
-                crate::consumer::lock(&c.gates).insert(partition.clone(), (now, until));
-                until
-            }
-        };
-        Ok(until.filter(|u| *u > now))
+        c.gates.closed_until(c.ports.gate(), partition, now).await
     }
 }
 

@@ -306,7 +306,7 @@ impl<P: Ports> Record<'_, P> {
     async fn close_gate(&self, partition: &GatePartition, until: Timestamp) {
         let c = self.consumer;
         let now = self.now();
-        crate::consumer::lock(&c.gates).insert(partition.clone(), (now, Some(until)));
+        c.gates.learned(partition, now, until).await;
         if let Err(e) = c.ports.gate().throttle(partition, until).await {
             tracing::warn!(error = %e, partition = %partition.item_key(), "could not close the provider gate");
         }

@@ -1,0 +1,177 @@
+//! The warm container's copy of the provider gates (DESIGN §6), shared by every record in
+//! flight and refreshed single-flight: when a partition's copy has expired, one record reads
+//! the gate item and the others wait for that read instead of issuing their own. A 429 seen
+//! here updates the copy at once, without a read.
+//!
+//! Staleness is cheap: a worker that has not yet seen another worker's closing sends, gets the
+//! provider's own 429 (which never spends the attempt budget) and learns from it.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::clock::Timestamp;
+use crate::ports::{Gate, GatePartition, PortError};
+
+/// One partition's copy: when it was read, and until when the gate was closed then.
+#[derive(Debug, Clone, Copy)]
+struct Copy {
+    read_at: Timestamp,
+    until: Option<Timestamp>,
+}
+
+type Slot = Arc<tokio::sync::Mutex<Option<Copy>>>;
+
+#[derive(Debug)]
+pub(crate) struct GateCache {
+    ttl: Duration,
+    slots: Mutex<BTreeMap<GatePartition, Slot>>,
+}
+
+impl GateCache {
+    pub(crate) fn new(ttl: Duration) -> Self {
+        Self {
+            ttl,
+            slots: Mutex::default(),
+        }
+    }
+
+    fn slot(&self, partition: &GatePartition) -> Slot {
+        let mut slots = super::lock(&self.slots);
+        match slots.get(partition) {
+            Some(slot) => slot.clone(),
+            None => {
+                let slot = Slot::default();
+                slots.insert(partition.clone(), slot.clone());
+                slot
+            }
+        }
+    }
+
+    /// Until when `partition` is closed, as of `now`: from the copy while it is younger than
+    /// the TTL, otherwise from one read of the gate item that concurrent callers share.
+    pub(crate) async fn closed_until(
+        &self,
+        gate: &impl Gate,
+        partition: &GatePartition,
+        now: Timestamp,
+    ) -> Result<Option<Timestamp>, PortError> {
+        let slot = self.slot(partition);
+        let mut copy = slot.lock().await;
+        let until = match *copy {
+            Some(c) if now.since(c.read_at) < self.ttl => c.until,
+            _ => {
+                let until = gate.throttled_until(partition).await?;
+                *copy = Some(Copy {
+                    read_at: now,
+                    until,
+                });
+                until
+            }
+        };
+        Ok(until.filter(|u| *u > now))
+    }
+
+    /// A 429 said the partition is closed until `until`: the copy takes it (never shortening a
+    /// later closing) and counts as fresh from `now`.
+    pub(crate) async fn learned(
+        &self,
+        partition: &GatePartition,
+        now: Timestamp,
+        until: Timestamp,
+    ) {
+        let slot = self.slot(partition);
+        let mut copy = slot.lock().await;
+        let later = copy.and_then(|c| c.until).map_or(until, |u| u.max(until));
+        *copy = Some(Copy {
+            read_at: now,
+            until: Some(later),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use super::*;
+    use crate::domain::Channel;
+    use crate::ports::MemoryGate;
+
+    /// A gate that counts its reads and takes a while to answer, so that callers overlap.
+    #[derive(Default)]
+    struct Slow {
+        inner: MemoryGate,
+        reads: AtomicU32,
+    }
+
+    impl Gate for Slow {
+        async fn throttled_until(&self, p: &GatePartition) -> Result<Option<Timestamp>, PortError> {
+            self.reads.fetch_add(1, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            self.inner.throttled_until(p).await
+        }
+        async fn throttle(&self, p: &GatePartition, until: Timestamp) -> Result<(), PortError> {
+            self.inner.throttle(p, until).await
+        }
+    }
+
+    fn t(ms: i64) -> Timestamp {
+        Timestamp::from_millis(1_800_000_000_000 + ms)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn ten_concurrent_records_share_one_read() {
+        let gate = Slow::default();
+        let p = GatePartition::new(Channel::Push, "fcm");
+        gate.inner.throttle(&p, t(500)).await.unwrap();
+        let cache = GateCache::new(Duration::from_secs(5));
+        let answers =
+            futures::future::join_all((0..10).map(|_| cache.closed_until(&gate, &p, t(0)))).await;
+        assert!(answers.iter().all(|a| *a.as_ref().unwrap() == Some(t(500))));
+        assert_eq!(gate.reads.load(Ordering::SeqCst), 1);
+        // Within the TTL: no read; the closing has passed by then.
+        assert_eq!(cache.closed_until(&gate, &p, t(4_999)).await.unwrap(), None);
+        assert_eq!(gate.reads.load(Ordering::SeqCst), 1);
+        // Expired: one more read.
+        cache.closed_until(&gate, &p, t(5_000)).await.unwrap();
+        assert_eq!(gate.reads.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_429_updates_the_copy_without_a_read_and_never_shortens_it() {
+        let gate = Slow::default();
+        let p = GatePartition::new(Channel::Sms, "sns-sms");
+        let cache = GateCache::new(Duration::from_secs(5));
+        assert_eq!(cache.closed_until(&gate, &p, t(0)).await.unwrap(), None);
+        cache.learned(&p, t(100), t(9_000)).await;
+        cache.learned(&p, t(200), t(3_000)).await;
+        assert_eq!(
+            cache.closed_until(&gate, &p, t(300)).await.unwrap(),
+            Some(t(9_000))
+        );
+        assert_eq!(gate.reads.load(Ordering::SeqCst), 1);
+        // Partitions are independent.
+        let other = GatePartition::new(Channel::Sms, "other");
+        assert_eq!(
+            cache.closed_until(&gate, &other, t(300)).await.unwrap(),
+            None
+        );
+        assert_eq!(gate.reads.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failed_read_is_not_cached() {
+        let faults = crate::ports::Faults::default();
+        let gate = MemoryGate::with_faults(faults.clone());
+        faults.fail(
+            crate::ports::gate::OP_GET,
+            crate::ports::FaultPoint::Before,
+            1,
+        );
+        let p = GatePartition::new(Channel::Email, "ses:example.com");
+        let cache = GateCache::new(Duration::from_secs(5));
+        assert!(cache.closed_until(&gate, &p, t(0)).await.is_err());
+        assert_eq!(cache.closed_until(&gate, &p, t(1)).await.unwrap(), None);
+    }
+}
