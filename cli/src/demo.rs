@@ -11,7 +11,8 @@ use reminders::sim::{chart, simulate, Profile, SimConfig};
 
 pub struct DemoArgs {
     pub reminders: u32,
-    pub window_secs: u64,
+    /// `None`: the default density ([`SimConfig::default_window`]).
+    pub window_secs: Option<u64>,
     pub freshness_secs: u64,
     pub seed: u64,
     pub json: bool,
@@ -110,7 +111,10 @@ pub async fn demo(args: DemoArgs) -> Result<(), String> {
     let profile = load_profile(args.profile.as_ref(), &args.overrides)?;
     let cfg = SimConfig {
         reminders: args.reminders,
-        window: Duration::from_secs(args.window_secs.max(1)),
+        window: args.window_secs.map_or_else(
+            || SimConfig::default_window(args.reminders),
+            |s| Duration::from_secs(s.max(1)),
+        ),
         freshness: Duration::from_secs(args.freshness_secs.max(1)),
         seed: args.seed,
         profile,

@@ -34,9 +34,10 @@ enum Command {
         /// Reminders, spread over the three channels.
         #[arg(long, default_value_t = 10_000)]
         reminders: u32,
-        /// Due times spread over this many seconds.
-        #[arg(long, default_value_t = 1800)]
-        window_secs: u64,
+        /// Due times spread over this many seconds [default: 1800 for up to 10,000 reminders,
+        /// then the same density: 18,000 for 100,000].
+        #[arg(long)]
+        window_secs: Option<u64>,
         /// How long after its due time a reminder is still worth sending.
         #[arg(long, default_value_t = 3600)]
         freshness_secs: u64,

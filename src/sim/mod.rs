@@ -51,7 +51,7 @@ pub struct SimConfig {
     pub policy: RetryPolicy,
     /// Event source mapping capacity per channel: batches of ten per virtual second.
     pub batches_per_second: u32,
-    /// Give up after this much virtual time.
+    /// Give up this long (virtual time) after the window closes.
     pub max_time: Duration,
 }
 
@@ -69,6 +69,20 @@ impl Default for SimConfig {
             batches_per_second: 20,
             max_time: Duration::from_secs(12 * 3600),
         }
+    }
+}
+
+/// The demo's default load: reminders per second of the due window (10,000 over 30 minutes).
+/// A run with more reminders spreads them over a longer window at this density unless told
+/// otherwise, so that the same providers and failure profile see the same load.
+pub const DEFAULT_DENSITY_PER_SEC: f64 = 10_000.0 / 1_800.0;
+
+impl SimConfig {
+    /// The due window that keeps [`DEFAULT_DENSITY_PER_SEC`] for `reminders` (30 minutes at
+    /// least).
+    pub fn default_window(reminders: u32) -> Duration {
+        let secs = (f64::from(reminders) / DEFAULT_DENSITY_PER_SEC).ceil() as u64;
+        Duration::from_secs(secs.max(1_800))
     }
 }
 
@@ -189,7 +203,9 @@ pub async fn simulate(cfg: &SimConfig, mut progress: impl FnMut(u64, u64)) -> Si
     let mut drained_at = None;
     let total = u64::from(cfg.reminders);
     let mut t = 0u64;
-    while t <= cfg.max_time.as_secs() {
+    // The run may take `max_time` past the last due time.
+    let give_up = cfg.window.as_secs() + cfg.max_time.as_secs();
+    while t <= give_up {
         if t.is_multiple_of(60) {
             // A failed run is retried by the next one, as EventBridge Scheduler would.
             let _ = w.scheduler.run(None).await;

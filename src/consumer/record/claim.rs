@@ -22,7 +22,8 @@ impl<P: Ports> Record<'_, P> {
         let now = d.seen.now;
         if let Some(until) = self.gate_closed_until(&d.partition, now).await? {
             self.m.deferred_gate += 1;
-            let jitter = Duration::from_millis(self.rng.random_range(0..=1_000));
+            let spread = gate_hold_spread(self.inc.receive_count);
+            let jitter = Duration::from_millis(self.rng.random_range(0..=spread));
             log_transition(&d.msg, 0, "gate_closed", "hold", until.since(now));
             return self.hold(&d.msg, until.plus(jitter), now).await.map(Break);
         }
@@ -289,6 +290,16 @@ impl<P: Ports> Record<'_, P> {
     }
 }
 
+/// How widely (ms) a gate hold spreads the message past the reopening: a second on the first
+/// receive, doubling with each receive to a minute (exponential backoff with full jitter).
+/// Every message held by one closing comes back at once otherwise; the provider takes a
+/// second's worth, throttles the rest, and the gate closes again over a backlog that is
+/// received once per closing — work that grows with the square of the backlog.
+pub(crate) fn gate_hold_spread(receive_count: u32) -> u64 {
+    let doublings = receive_count.saturating_sub(1).min(6);
+    (1_000u64 << doublings).min(60_000)
+}
+
 /// The state machine never writes `sending` without a lease.
 fn no_lease_token() -> PortError {
     PortError::Invariant {
@@ -315,5 +326,20 @@ fn abandoned_dies(stale_token: LeaseToken, reason: DeadReason) -> Change {
         reason,
         spends_attempt: true,
         error: Some(ABANDONED.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gate_hold_spread;
+
+    #[test]
+    fn a_gate_hold_spreads_wider_with_each_receive_up_to_a_minute() {
+        let spreads: Vec<u64> = (0..=9).map(gate_hold_spread).collect();
+        assert_eq!(
+            spreads,
+            [1_000, 1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 60_000, 60_000, 60_000]
+        );
+        assert_eq!(gate_hold_spread(u32::MAX), 60_000);
     }
 }

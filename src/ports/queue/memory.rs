@@ -2,7 +2,7 @@
 //! timeouts and receive counts behave as SQS's do (to the second), receipt handles change per
 //! receive, and batches follow SQS's rules.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -24,6 +24,114 @@ struct Stored {
     visible_at: Timestamp,
     receive_count: u32,
     receipt: Option<String>,
+    /// Which index holds it.
+    place: Place,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// Invisible (delayed or in flight) until `visible_at`.
+    Waiting,
+    /// Visible and receivable.
+    Ready,
+    /// Visible, but past the redrive policy's receive count: moves to the DLQ on the next
+    /// receive, as SQS moves it.
+    Spent,
+}
+
+/// One channel's queue, indexed as a real queue is: receiving, deleting and changing a
+/// message's visibility cost O(log n), never a scan of the backlog. Visible messages are
+/// received in the order they were sent (a deterministic choice; SQS promises no order).
+#[derive(Debug, Default)]
+struct Channelq {
+    /// By send sequence.
+    messages: BTreeMap<u64, Stored>,
+    /// Invisible messages by (visible_at, seq); they move to `ready` once visible.
+    waiting: BTreeSet<(Timestamp, u64)>,
+    ready: BTreeSet<u64>,
+    spent: BTreeSet<u64>,
+    /// Current receipt handle -> seq.
+    receipts: HashMap<String, u64>,
+    /// Every message by (ready_at, seq): the oldest one's age.
+    by_age: BTreeSet<(Timestamp, u64)>,
+    /// Waiting messages never received (delayed, not in flight).
+    delayed: usize,
+}
+
+impl Channelq {
+    /// Move every message visible at `now` out of `waiting`; one whose receive count reached
+    /// `max_receives` is spent.
+    fn promote(&mut self, now: Timestamp, max_receives: Option<u32>) {
+        while let Some(&(at, seq)) = self.waiting.first() {
+            if at > now {
+                break;
+            }
+            self.waiting.pop_first();
+            let m = self.messages.get_mut(&seq).expect("indexed message exists");
+            if m.receive_count == 0 {
+                self.delayed -= 1;
+            }
+            m.place = match max_receives {
+                Some(max) if m.receive_count >= max => Place::Spent,
+                _ => Place::Ready,
+            };
+            match m.place {
+                Place::Spent => self.spent.insert(seq),
+                _ => self.ready.insert(seq),
+            };
+        }
+    }
+
+    /// Take `seq` out of whichever visibility index holds it.
+    fn unplace(&mut self, seq: u64) {
+        let m = &self.messages[&seq];
+        match m.place {
+            Place::Waiting => {
+                self.waiting.remove(&(m.visible_at, seq));
+                if m.receive_count == 0 {
+                    self.delayed -= 1;
+                }
+            }
+            Place::Ready => {
+                self.ready.remove(&seq);
+            }
+            Place::Spent => {
+                self.spent.remove(&seq);
+            }
+        }
+    }
+
+    /// Make `seq` invisible until `at`.
+    fn hide(&mut self, seq: u64, at: Timestamp) {
+        self.unplace(seq);
+        let m = self.messages.get_mut(&seq).expect("indexed message exists");
+        m.visible_at = at;
+        m.place = Place::Waiting;
+        if m.receive_count == 0 {
+            self.delayed += 1;
+        }
+        self.waiting.insert((at, seq));
+    }
+
+    fn insert(&mut self, seq: u64, m: Stored) {
+        debug_assert_eq!(m.place, Place::Waiting);
+        self.waiting.insert((m.visible_at, seq));
+        self.by_age.insert((m.ready_at, seq));
+        if m.receive_count == 0 {
+            self.delayed += 1;
+        }
+        self.messages.insert(seq, m);
+    }
+
+    fn remove(&mut self, seq: u64) -> Stored {
+        self.unplace(seq);
+        let m = self.messages.remove(&seq).expect("indexed message exists");
+        self.by_age.remove(&(m.ready_at, seq));
+        if let Some(r) = &m.receipt {
+            self.receipts.remove(r);
+        }
+        m
+    }
 }
 
 /// In-memory queues, one per channel. Use one instance as the delivery queues and another as
@@ -31,7 +139,7 @@ struct Stored {
 #[derive(Debug)]
 pub struct MemoryQueue<C> {
     clock: C,
-    queues: Mutex<BTreeMap<Channel, Vec<Stored>>>,
+    queues: Mutex<BTreeMap<Channel, Channelq>>,
     next_id: Mutex<u64>,
     faults: Faults,
     /// The queue's redrive policy: past this many receives, a message moves to the DLQ.
@@ -59,9 +167,15 @@ impl<C: Clock> MemoryQueue<C> {
         self
     }
 
+    fn max_receives(&self) -> Option<u32> {
+        self.redrive.as_ref().map(|(max, _)| *max)
+    }
+
     /// Messages in the channel's queue, visible or not.
     pub fn len(&self, channel: Channel) -> usize {
-        lock(&self.queues).get(&channel).map_or(0, Vec::len)
+        lock(&self.queues)
+            .get(&channel)
+            .map_or(0, |q| q.messages.len())
     }
 
     /// The bodies of every message in the channel's queue, visible or not, without receiving
@@ -69,7 +183,7 @@ impl<C: Clock> MemoryQueue<C> {
     pub fn peek_all(&self, channel: Channel) -> Vec<String> {
         lock(&self.queues)
             .get(&channel)
-            .map(|q| q.iter().map(|m| m.body.clone()).collect())
+            .map(|q| q.messages.values().map(|m| m.body.clone()).collect())
             .unwrap_or_default()
     }
 
@@ -79,7 +193,8 @@ impl<C: Clock> MemoryQueue<C> {
         lock(&self.queues)
             .get(&channel)
             .map(|q| {
-                q.iter()
+                q.messages
+                    .values()
                     .map(|m| (m.body.clone(), DeadLetter::from_attributes(&m.attributes)))
                     .collect()
             })
@@ -93,16 +208,16 @@ impl<C: Clock> MemoryQueue<C> {
 
     fn counts(&self, channel: Channel) -> QueueDepth {
         let now = self.clock.now();
-        let queues = lock(&self.queues);
-        let mut d = QueueDepth::default();
-        for m in queues.get(&channel).into_iter().flatten() {
-            match (m.visible_at <= now, m.receive_count) {
-                (true, _) => d.visible += 1,
-                (false, 0) => d.delayed += 1,
-                (false, _) => d.in_flight += 1,
-            }
+        let mut queues = lock(&self.queues);
+        let Some(q) = queues.get_mut(&channel) else {
+            return QueueDepth::default();
+        };
+        q.promote(now, self.max_receives());
+        QueueDepth {
+            visible: count(q.ready.len() + q.spent.len()),
+            delayed: count(q.delayed),
+            in_flight: count(q.waiting.len() - q.delayed),
         }
-        d
     }
 
     /// When the oldest receivable message of the channel became receivable (a message still
@@ -111,26 +226,34 @@ impl<C: Clock> MemoryQueue<C> {
         let now = self.clock.now();
         lock(&self.queues)
             .get(&channel)
-            .and_then(|q| q.iter().map(|m| m.ready_at).filter(|r| *r <= now).min())
+            .and_then(|q| q.by_age.first())
+            .map(|(ready_at, _)| *ready_at)
+            .filter(|r| *r <= now)
     }
 
     fn push(&self, channel: Channel, body: &str, attrs: BTreeMap<String, String>, delay: u32) {
         let now = self.clock.now();
-        let id = {
+        let seq = {
             let mut n = lock(&self.next_id);
             *n += 1;
-            format!("m-{:08}", *n)
+            *n
         };
-        lock(&self.queues).entry(channel).or_default().push(Stored {
-            id,
+        let at = now.plus(Duration::from_secs(u64::from(delay)));
+        let stored = Stored {
+            id: format!("m-{seq:08}"),
             body: body.to_owned(),
             attributes: attrs,
             sent_at: now,
-            ready_at: now.plus(Duration::from_secs(u64::from(delay))),
-            visible_at: now.plus(Duration::from_secs(u64::from(delay))),
+            ready_at: at,
+            visible_at: at,
             receive_count: 0,
             receipt: None,
-        });
+            place: Place::Waiting,
+        };
+        lock(&self.queues)
+            .entry(channel)
+            .or_default()
+            .insert(seq, stored);
     }
 
     fn take(&self, channel: Channel, max: u32, visibility: u32) -> Vec<ReceivedMessage> {
@@ -139,24 +262,28 @@ impl<C: Clock> MemoryQueue<C> {
         let Some(q) = queues.get_mut(&channel) else {
             return Vec::new();
         };
-        if let Some((max_receives, dlq)) = &self.redrive {
-            let (dead, alive): (Vec<Stored>, Vec<Stored>) = std::mem::take(q)
-                .into_iter()
-                .partition(|m| m.visible_at <= now && m.receive_count >= *max_receives);
-            *q = alive;
-            for m in dead {
+        q.promote(now, self.max_receives());
+        if let Some((_, dlq)) = &self.redrive {
+            while let Some(seq) = q.spent.first().copied() {
                 // Moved by the redrive policy: body and attributes as they were.
+                let m = q.remove(seq);
                 dlq.push(channel, &m.body, m.attributes, 0);
             }
         }
-        q.iter_mut()
-            .filter(|m| m.visible_at <= now)
-            .take(max as usize)
-            .map(|m| {
+        let chosen: Vec<u64> = q.ready.iter().take(max as usize).copied().collect();
+        let hidden_until = now.plus(Duration::from_secs(u64::from(visibility)));
+        chosen
+            .into_iter()
+            .map(|seq| {
+                // Counted first: a received message is in flight, not delayed, once hidden.
+                let m = q.messages.get_mut(&seq).expect("indexed message exists");
                 m.receive_count += 1;
-                m.visible_at = now.plus(Duration::from_secs(u64::from(visibility)));
+                q.hide(seq, hidden_until);
+                let m = q.messages.get_mut(&seq).expect("indexed message exists");
                 let receipt = format!("{}#{}", m.id, m.receive_count);
-                m.receipt = Some(receipt.clone());
+                if let Some(old) = m.receipt.replace(receipt.clone()) {
+                    q.receipts.remove(&old);
+                }
                 let mut system = BTreeMap::new();
                 system.insert(
                     "ApproximateReceiveCount".to_owned(),
@@ -166,13 +293,15 @@ impl<C: Clock> MemoryQueue<C> {
                     "SentTimestamp".to_owned(),
                     m.sent_at.as_millis().to_string(),
                 );
-                ReceivedMessage {
+                let received = ReceivedMessage {
                     message_id: m.id.clone(),
-                    receipt_handle: receipt,
+                    receipt_handle: receipt.clone(),
                     body: m.body.clone(),
                     attributes: m.attributes.clone(),
                     system,
-                }
+                };
+                q.receipts.insert(receipt, seq);
+                received
             })
             .collect()
     }
@@ -182,10 +311,10 @@ impl<C: Clock> MemoryQueue<C> {
         let mut queues = lock(&self.queues);
         let found = queues
             .get_mut(&channel)
-            .and_then(|q| q.iter_mut().find(|m| m.receipt.as_deref() == Some(receipt)));
+            .and_then(|q| q.receipts.get(receipt).copied().map(|seq| (q, seq)));
         match found {
-            Some(m) => {
-                m.visible_at = now.plus(Duration::from_secs(u64::from(secs)));
+            Some((q, seq)) => {
+                q.hide(seq, now.plus(Duration::from_secs(u64::from(secs))));
                 Ok(())
             }
             None => Err(PortError::Refused {
@@ -197,7 +326,9 @@ impl<C: Clock> MemoryQueue<C> {
 
     fn remove(&self, channel: Channel, receipt: &str) {
         if let Some(q) = lock(&self.queues).get_mut(&channel) {
-            q.retain(|m| m.receipt.as_deref() != Some(receipt));
+            if let Some(seq) = q.receipts.get(receipt).copied() {
+                q.remove(seq);
+            }
         }
     }
 
@@ -211,6 +342,10 @@ impl<C: Clock> MemoryQueue<C> {
         self.faults.check(op, FaultPoint::After)?;
         Ok(out)
     }
+}
+
+fn count(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
 }
 
 /// SQS's batch rules: 1 to 10 entries with distinct ids.
