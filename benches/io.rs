@@ -178,15 +178,19 @@ async fn consumer_io(n: u32, events_out: Option<&str>) {
         m.entry_id = batch.len().to_string();
         batch.push(m);
         if batch.len() == 10 || i + 1 == n {
-            ports.queue.send_batch(Channel::Push, &batch).await.unwrap();
+            let failed = ports.queue.send_batch(Channel::Push, &batch).await.unwrap();
+            assert!(failed.is_empty(), "the emulator refused entries: {failed:?}");
             batch.clear();
         }
     }
     let arn = arn_for_url(queues.get(Channel::Push), "bench");
     let mut events: Vec<SqsEvent> = Vec::new();
     let mut received = 0;
+    let mut empty_polls = 0;
     while received < n {
         let got = ports.queue.receive(Channel::Push, 10, 900).await.unwrap();
+        empty_polls += u32::from(got.is_empty());
+        assert!(empty_polls < 50, "only {received} of {n} messages came back");
         received += got.len() as u32;
         if !got.is_empty() {
             events.push(to_sqs_event(&arn, &got));

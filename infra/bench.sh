@@ -26,7 +26,13 @@ fi
 
 echo "==> release builds: the three bootstraps, remindctl, the io bench"
 cargo build --release -p scheduler -p consumer -p redrive -p remindctl
-cargo bench --bench io --no-run
+BENCH_IO="$(cargo bench --bench io --no-run --message-format=json \
+  | "$VENV/bin/python" -c 'import json,sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "io" and m.get("executable"):
+        print(m["executable"])')"
+export BENCH_IO
 
 echo "==> measuring"
 "$VENV/bin/python" benches/baseline/run.py "$ROOT" "$ROOT/BENCHMARKS.md" "$@"
