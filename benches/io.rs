@@ -179,7 +179,10 @@ async fn consumer_io(n: u32, events_out: Option<&str>) {
         batch.push(m);
         if batch.len() == 10 || i + 1 == n {
             let failed = ports.queue.send_batch(Channel::Push, &batch).await.unwrap();
-            assert!(failed.is_empty(), "the emulator refused entries: {failed:?}");
+            assert!(
+                failed.is_empty(),
+                "the emulator refused entries: {failed:?}"
+            );
             batch.clear();
         }
     }
@@ -190,7 +193,10 @@ async fn consumer_io(n: u32, events_out: Option<&str>) {
     while received < n {
         let got = ports.queue.receive(Channel::Push, 10, 900).await.unwrap();
         empty_polls += u32::from(got.is_empty());
-        assert!(empty_polls < 50, "only {received} of {n} messages came back");
+        assert!(
+            empty_polls < 50,
+            "only {received} of {n} messages came back"
+        );
         received += got.len() as u32;
         if !got.is_empty() {
             events.push(to_sqs_event(&arn, &got));

@@ -1,32 +1,59 @@
 //! Structured logs: one JSON object per line on stdout, which CloudWatch Logs indexes.
-//! `RUST_LOG` filters (default `info`). Recipients never reach a log line: domain types that
-//! hold them print a fingerprint instead.
+//! `RUST_LOG` filters (default `info`): a level, or `target=level` directives separated by
+//! commas (`info,reminders::consumer=debug`). Span and field filters are not supported: that
+//! would bring a regex engine into every bootstrap. Recipients never reach a log line: domain
+//! types that hold them print a fingerprint instead.
 
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::Layer;
 
-/// Install the JSON subscriber once, at cold start. A second call is a no-op.
+/// `RUST_LOG` as directives: `None` when unset, `Err` naming the problem when unreadable.
+fn rust_log() -> Option<Result<Targets, String>> {
+    let raw = std::env::var("RUST_LOG").ok()?;
+    Some(
+        raw.parse::<Targets>()
+            .map_err(|e| format!("RUST_LOG={raw:?} is not a filter ({e})")),
+    )
+}
+
+/// Install the JSON subscriber once, at cold start. A second call is a no-op. An unreadable
+/// `RUST_LOG` falls back to `info`, and says so in the first line.
 pub fn init() {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
+    let (filter, problem) = match rust_log() {
+        None => (Targets::new().with_default(tracing::Level::INFO), None),
+        Some(Ok(t)) => (t, None),
+        Some(Err(e)) => (Targets::new().with_default(tracing::Level::INFO), Some(e)),
+    };
+    let layer = tracing_subscriber::fmt::layer()
         .json()
         .flatten_event(true)
         .with_current_span(true)
         .with_span_list(false)
         .with_target(false)
         .with_ansi(false)
-        .with_env_filter(filter)
-        .try_init();
+        .with_filter(filter);
+    let _ = tracing_subscriber::registry().with(layer).try_init();
+    if let Some(problem) = problem {
+        tracing::warn!("{problem}; logging at info");
+    }
 }
 
 /// For `remindctl`: transition logs on stderr, as text, only when `RUST_LOG` asks for them
-/// (stdout stays the command's answer).
+/// (stdout stays the command's answer). An unreadable `RUST_LOG` is one line on stderr.
 pub fn init_cli() {
-    let Ok(filter) = EnvFilter::try_from_default_env() else {
-        return;
+    let filter = match rust_log() {
+        None => return,
+        Some(Ok(t)) => t,
+        Some(Err(e)) => {
+            eprintln!("{e}; no logs");
+            return;
+        }
     };
-    let _ = tracing_subscriber::fmt()
+    let layer = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_target(false)
-        .with_env_filter(filter)
-        .try_init();
+        .with_filter(filter);
+    let _ = tracing_subscriber::registry().with(layer).try_init();
 }

@@ -187,7 +187,20 @@ pub async fn create_channel_queues(
 /// Load the shared SDK configuration: region, credentials and endpoint from the standard
 /// chain (`AWS_ENDPOINT_URL` selects an emulator).
 pub async fn sdk_config() -> aws_config::SdkConfig {
+    install_crypto();
+    let https = aws_smithy_http_client::Builder::new()
+        .tls_provider(aws_smithy_http_client::tls::Provider::Rustls(
+            aws_smithy_http_client::tls::rustls_provider::CryptoMode::Ring,
+        ))
+        .build_https();
     aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(https)
         .load()
         .await
+}
+
+/// Make ring the process's TLS crypto (the HTTP provider's client uses the process default).
+/// Idempotent; the first caller wins.
+pub fn install_crypto() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }

@@ -42,7 +42,7 @@ impl Default for ConsumerConfig {
             deadline_margin: Duration::from_secs(12),
             initial_concurrency: 4,
             max_concurrency: 10,
-            gate_cache: Duration::from_secs(5),
+            gate_cache: Duration::from_secs(1),
             retention: Retention::default(),
             emit_metrics: true,
         }

@@ -56,6 +56,7 @@ pub struct HttpProvider<C> {
 
 impl<C: Clock> HttpProvider<C> {
     pub fn new(cfg: HttpConfig, clock: C) -> Result<Self, reqwest::Error> {
+        crate::aws::bootstrap::install_crypto();
         let client = reqwest::Client::builder()
             .timeout(cfg.timeout)
             // A connect timeout is a failure before the request was written: transient.

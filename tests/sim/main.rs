@@ -135,8 +135,14 @@ async fn a_resend_after_a_confirmation_counts_as_a_duplicate() {
 fn the_default_window_keeps_the_default_density() {
     use std::time::Duration;
     assert_eq!(SimConfig::default_window(1), Duration::from_secs(1_800));
-    assert_eq!(SimConfig::default_window(10_000), Duration::from_secs(1_800));
-    assert_eq!(SimConfig::default_window(100_000), Duration::from_secs(18_000));
+    assert_eq!(
+        SimConfig::default_window(10_000),
+        Duration::from_secs(1_800)
+    );
+    assert_eq!(
+        SimConfig::default_window(100_000),
+        Duration::from_secs(18_000)
+    );
     assert_eq!(
         SimConfig::default_window(1_000_000),
         Duration::from_secs(180_000)

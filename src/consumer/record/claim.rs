@@ -22,7 +22,9 @@ impl<P: Ports> Record<'_, P> {
         let now = d.seen.now;
         if let Some(until) = self.gate_closed_until(&d.partition, now).await? {
             self.m.deferred_gate += 1;
-            let spread = gate_hold_spread(self.inc.receive_count);
+            // Never spread past the reminder's freshness: the hold ends while it can still go.
+            let room = d.reminder.fresh_until.since(until).as_millis() / 2;
+            let spread = gate_hold_spread(self.inc.receive_count).min(room as u64);
             let jitter = Duration::from_millis(self.rng.random_range(0..=spread));
             log_transition(&d.msg, 0, "gate_closed", "hold", until.since(now));
             return self.hold(&d.msg, until.plus(jitter), now).await.map(Break);
