@@ -10,7 +10,7 @@ cd "$ROOT"
 
 VENV="$ROOT/.venv"
 PY_REQS=(
-  'moto[server,sqs,dynamodb,events,scheduler,ses,sns]==5.2.5'
+  'moto[server,sqs,dynamodb,events,scheduler,ses,sns,secretsmanager]==5.2.5'
   'cfn-lint==1.58.0'
 )
 STAMP="$VENV/.installed-$(printf '%s\n' "${PY_REQS[@]}" | cksum | cut -d' ' -f1)"

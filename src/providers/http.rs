@@ -15,15 +15,15 @@ use crate::clock::Clock;
 use crate::domain::Content;
 use crate::policy::{parse_retry_after, Outcome};
 use crate::ports::{GatePartition, Provider, SendRequest};
+use crate::providers::secret::Token;
 
 /// Largest response body read for a receipt.
 const MAX_RESPONSE_BYTES: usize = 64 * 1024;
 
-#[derive(Clone)]
 pub struct HttpConfig {
     pub endpoint: reqwest::Url,
     /// Sent as `Authorization: Bearer …`; never logged.
-    pub bearer_token: Option<String>,
+    pub token: Token,
     pub timeout: Duration,
     /// Whether the remote honours `Idempotency-Key` (the contract says it must).
     pub idempotent: bool,
@@ -35,10 +35,7 @@ impl std::fmt::Debug for HttpConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpConfig")
             .field("endpoint", &self.endpoint.as_str())
-            .field(
-                "bearer_token",
-                &self.bearer_token.as_ref().map(|_| "<redacted>"),
-            )
+            .field("token", &self.token)
             .field("timeout", &self.timeout)
             .field("idempotent", &self.idempotent)
             .field("partition", &self.partition)
@@ -50,7 +47,7 @@ impl std::fmt::Debug for HttpConfig {
 #[derive(Debug, Clone)]
 pub struct HttpProvider<C> {
     client: reqwest::Client,
-    cfg: HttpConfig,
+    cfg: std::sync::Arc<HttpConfig>,
     clock: C,
 }
 
@@ -63,7 +60,11 @@ impl<C: Clock> HttpProvider<C> {
             .connect_timeout((cfg.timeout / 2).min(Duration::from_secs(3)))
             .redirect(reqwest::redirect::Policy::none())
             .build()?;
-        Ok(Self { client, cfg, clock })
+        Ok(Self {
+            client,
+            cfg: std::sync::Arc::new(cfg),
+            clock,
+        })
     }
 }
 
@@ -110,8 +111,16 @@ impl<C: Clock> Provider for HttpProvider<C> {
             .post(self.cfg.endpoint.clone())
             .header("Idempotency-Key", request.delivery_key.as_str())
             .json(&payload(request));
-        if let Some(token) = &self.cfg.bearer_token {
-            req = req.bearer_auth(token);
+        match self.cfg.token.current().await {
+            Ok(Some(token)) => req = req.bearer_auth(token),
+            Ok(None) => {}
+            // Nothing was sent: an attempt, retried with backoff.
+            Err(e) => {
+                tracing::warn!(error = %e.0, "no bearer token");
+                return Outcome::Transient {
+                    error: "token_unavailable".into(),
+                };
+            }
         }
         let resp = match req.send().await {
             Ok(resp) => resp,
@@ -128,6 +137,10 @@ impl<C: Clock> Provider for HttpProvider<C> {
                 receipt: receipt(resp).await,
             },
             429 => Outcome::Throttled { retry_after },
+            // A secret may have been rotated: read it again and retry (an attempt spent).
+            401 if self.cfg.token.refused().await => Outcome::Transient {
+                error: "http_401".into(),
+            },
             408 | 500..=599 => Outcome::Transient {
                 error: format!("http_{status}"),
             },

@@ -5,6 +5,7 @@
 
 pub mod http;
 pub mod sdk;
+pub mod secret;
 pub mod ses;
 pub mod sns;
 
@@ -16,6 +17,7 @@ use crate::domain::{Channel, PerChannel};
 use crate::policy::Outcome;
 use crate::ports::{GatePartition, Provider, SendRequest};
 pub use http::{HttpConfig, HttpProvider};
+pub use secret::{SecretToken, Token};
 pub use ses::{SesConfig, SesProvider};
 pub use sns::{SnsPushConfig, SnsPushProvider, SnsSmsConfig, SnsSmsProvider};
 
@@ -70,6 +72,7 @@ struct Vars {
     provider: &'static str,
     endpoint: &'static str,
     token: &'static str,
+    token_secret: &'static str,
     idempotent: &'static str,
     partition: &'static str,
     ses_from: &'static str,
@@ -85,6 +88,7 @@ macro_rules! vars {
             provider: concat!($p, "_PROVIDER"),
             endpoint: concat!($p, "_HTTP_ENDPOINT"),
             token: concat!($p, "_HTTP_TOKEN"),
+            token_secret: concat!($p, "_HTTP_TOKEN_SECRET_ARN"),
             idempotent: concat!($p, "_HTTP_IDEMPOTENT"),
             partition: concat!($p, "_PARTITION"),
             ses_from: concat!($p, "_SES_FROM"),
@@ -96,22 +100,22 @@ macro_rules! vars {
     };
 }
 
-/// Every variable the providers read.
+/// Every variable the providers read on Lambda (the template sets each for the consumer).
 pub const VARS: [&str; 20] = [
     "PUSH_PROVIDER",
     "PUSH_PARTITION",
     "PUSH_HTTP_ENDPOINT",
-    "PUSH_HTTP_TOKEN",
+    "PUSH_HTTP_TOKEN_SECRET_ARN",
     "PUSH_HTTP_IDEMPOTENT",
     "EMAIL_PROVIDER",
     "EMAIL_PARTITION",
     "EMAIL_HTTP_ENDPOINT",
-    "EMAIL_HTTP_TOKEN",
+    "EMAIL_HTTP_TOKEN_SECRET_ARN",
     "EMAIL_HTTP_IDEMPOTENT",
     "SMS_PROVIDER",
     "SMS_PARTITION",
     "SMS_HTTP_ENDPOINT",
-    "SMS_HTTP_TOKEN",
+    "SMS_HTTP_TOKEN_SECRET_ARN",
     "SMS_HTTP_IDEMPOTENT",
     "EMAIL_SES_FROM",
     "EMAIL_SES_CONFIGURATION_SET",
@@ -119,6 +123,9 @@ pub const VARS: [&str; 20] = [
     "SMS_SNS_SENDER_ID",
     "PUSH_SNS_PLATFORM_APPLICATION_ARN",
 ];
+
+/// Plain bearer tokens: read only off Lambda (local runs), refused on it.
+pub const LOCAL_ONLY_VARS: [&str; 3] = ["PUSH_HTTP_TOKEN", "EMAIL_HTTP_TOKEN", "SMS_HTTP_TOKEN"];
 
 fn vars(channel: Channel) -> Vars {
     match channel {
@@ -149,7 +156,8 @@ pub fn from_lookup<C: Clock + Clone>(
             (None, _) => return Err(ConfigError::Missing(kind_var)),
             (Some("none"), _) => AnyProvider::Disabled,
             (Some("http"), _) => {
-                AnyProvider::Http(http_from(&get, channel, clock.clone(), timeout)?)
+                let token = token_from(&get, &v, sdk)?;
+                AnyProvider::Http(http_from(&get, channel, clock.clone(), timeout, token)?)
             }
             (Some("ses"), Channel::Email) => {
                 AnyProvider::Ses(SesProvider::new(&provider_sdk, ses_from(&get, &v)?, clock.clone()))
@@ -215,11 +223,43 @@ fn sns_push_from(get: &impl Fn(&str) -> Option<String>, v: &Vars) -> SnsPushConf
     }
 }
 
+/// The bearer token's source: a Secrets Manager ARN, or (off Lambda only) a plain value.
+fn token_from(
+    get: &impl Fn(&str) -> Option<String>,
+    v: &Vars,
+    sdk: &aws_config::SdkConfig,
+) -> Result<Token, ConfigError> {
+    let plain = get(v.token).filter(|t| !t.is_empty());
+    let secret = get(v.token_secret).filter(|t| !t.is_empty());
+    let on_lambda = get("AWS_LAMBDA_FUNCTION_NAME").is_some();
+    match (plain, secret) {
+        (Some(_), Some(_)) => Err(ConfigError::invalid(
+            v.token,
+            format!("set {} or {}, not both", v.token, v.token_secret),
+        )),
+        (Some(_), None) if on_lambda => Err(ConfigError::invalid(
+            v.token,
+            format!(
+                "a plain token is for local runs; on Lambda give {} (Secrets Manager)",
+                v.token_secret
+            ),
+        )),
+        (Some(t), None) => Ok(Token::Plain(t)),
+        (None, Some(arn)) if !arn.starts_with("arn:") => Err(ConfigError::invalid(
+            v.token_secret,
+            "must be a Secrets Manager secret ARN",
+        )),
+        (None, Some(arn)) => Ok(Token::Secret(SecretToken::new(sdk, arn))),
+        (None, None) => Ok(Token::None),
+    }
+}
+
 fn http_from<C: Clock>(
     get: &impl Fn(&str) -> Option<String>,
     channel: Channel,
     clock: C,
     timeout: Duration,
+    token: Token,
 ) -> Result<HttpProvider<C>, ConfigError> {
     let v = vars(channel);
     let endpoint_var = v.endpoint;
@@ -249,7 +289,7 @@ fn http_from<C: Clock>(
         get(v.partition).unwrap_or_else(|| endpoint.host_str().unwrap_or("http").to_owned());
     let cfg = HttpConfig {
         endpoint,
-        bearer_token: get(v.token).filter(|t| !t.is_empty()),
+        token,
         timeout,
         idempotent,
         partition,

@@ -4,6 +4,7 @@
 
 mod aws;
 mod http;
+mod secret;
 #[path = "../support/server.rs"]
 mod server;
 mod world;

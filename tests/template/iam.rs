@@ -417,3 +417,62 @@ fn sns_grants_follow_the_providers() {
     let (allow, deny, create) = sns(&[]);
     assert!(allow.is_empty() && deny.is_empty() && create.is_empty());
 }
+
+/// HTTP bearer tokens: GetSecretValue on exactly the secrets the parameters name, nothing
+/// without one; and no function is given a plain token in its environment.
+#[test]
+fn token_secrets_are_granted_one_by_one_and_never_in_the_environment() {
+    let t = template();
+    let granted = |overrides: &[(&str, &str)]| {
+        let p = params(&t, overrides);
+        resources_for(
+            &deployed_statements(&t, &p, "ConsumerRole"),
+            "Allow",
+            "secretsmanager:GetSecretValue",
+        )
+    };
+    let push = "arn:aws:secretsmanager:us-east-1:123456789012:secret:push-token-AbCdEf";
+    let sms = "arn:aws:secretsmanager:us-east-1:123456789012:secret:sms-token-GhIjKl";
+    assert!(granted(&[]).is_empty(), "no secret, no grant");
+    assert_eq!(
+        granted(&[("PushHttpTokenSecretArn", push)]),
+        BTreeSet::from([push.to_owned()])
+    );
+    assert_eq!(
+        granted(&[
+            ("PushHttpTokenSecretArn", push),
+            ("SmsHttpTokenSecretArn", sms)
+        ]),
+        BTreeSet::from([push.to_owned(), sms.to_owned()])
+    );
+    for role in ["SchedulerRole", "RedriveRole"] {
+        let p = params(&t, &[("PushHttpTokenSecretArn", push)]);
+        assert!(
+            resources_for(
+                &deployed_statements(&t, &p, role),
+                "Allow",
+                "secretsmanager:GetSecretValue"
+            )
+            .is_empty(),
+            "{role} reads no secret"
+        );
+    }
+    let resources = t["Resources"].as_mapping().unwrap();
+    for (name, r) in resources {
+        let vars = &r["Properties"]["Environment"]["Variables"];
+        if let Some(vars) = vars.as_mapping() {
+            for k in vars.keys() {
+                let k = k.as_str().unwrap();
+                assert!(
+                    !reminders::providers::LOCAL_ONLY_VARS.contains(&k),
+                    "{name:?} gets a plain token in {k}"
+                );
+            }
+        }
+    }
+    assert!(t["Parameters"]
+        .as_mapping()
+        .unwrap()
+        .keys()
+        .all(|k| !k.as_str().unwrap().ends_with("HttpToken")));
+}
