@@ -199,8 +199,12 @@ def main():
              for b in ("scheduler", "consumer", "redrive")}
     demos = {}
     for n in ([10_000, 100_000] if QUICK else [10_000, 100_000, 1_000_000]):
-        log(f"demo --reminders {n}")
-        demos[n] = demo(n)
+        # The median of three runs (one for the million): a 0.4 s run is at the mercy of
+        # whatever else the machine does, and the scaling figure is a ratio of two of them.
+        runs = 1 if n >= 1_000_000 else 3
+        log(f"demo --reminders {n} (x{runs})")
+        results = sorted((demo(n) for _ in range(runs)), key=lambda r: r[0])
+        demos[n] = results[len(results) // 2]
     big = max(demos)
     wall_big, rss_big, report_big = demos[big]
     figures = {
@@ -272,7 +276,8 @@ def write(figures, derived, consumer, powertools, scheduler, init_runs, sizes, d
         row("scheduler SQS requests per delivery", "scheduler_sqs_requests_per_delivery",
             figures["scheduler_sqs_requests_per_delivery"], "SendMessageBatch of 10"),
         row("consumer CPU per delivery, real I/O (µs)", "consumer_cpu_us_per_delivery_io",
-            figures["consumer_cpu_us_per_delivery_io"], "process user+sys around the handling"),
+            figures["consumer_cpu_us_per_delivery_io"],
+            f"process user+sys around the handling ({consumer.get('sys_share', 0):.0%} kernel)"),
         row("Powertools CPU per record, real I/O (µs)", "powertools_cpu_us_per_record_io",
             figures["powertools_cpu_us_per_record_io"], "same events, same server, same 3 calls"),
         row("Powertools ÷ consumer CPU", "powertools_over_consumer_cpu",
@@ -293,7 +298,7 @@ def write(figures, derived, consumer, powertools, scheduler, init_runs, sizes, d
         row("demo deliveries per minute of wall time", "demo_deliveries_per_minute",
             figures["demo_deliveries_per_minute"], f"at {max(demos):,} reminders"),
         row("demo time(100k) ÷ time(10k)", "demo_scaling_100k_over_10k",
-            figures["demo_scaling_100k_over_10k"], "one run each, same build"),
+            figures["demo_scaling_100k_over_10k"], "median of 3 runs each, same build"),
         row("demo peak RSS at 1,000,000 reminders (bytes)", "demo_1m_peak_rss_bytes",
             derived["demo_1m_peak_rss_bytes"], "peak of the process (wait4)"),
         "",
