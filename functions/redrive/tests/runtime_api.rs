@@ -49,3 +49,39 @@ async fn the_redrive_bootstrap_reports_a_dry_run_under_cargo_lambda_watch() {
         answer.body
     );
 }
+
+/// A bad request is refused with an `errorType` an operator can read, naming the field.
+#[tokio::test]
+async fn a_bad_request_is_an_invalid_request_error_naming_the_field() {
+    let stack = Stack::create("rt-redr-bad").await;
+    for (request, mentions) in [
+        (
+            serde_json::json!({"channel": "push", "reasons": ["schema"], "operator": "me"}),
+            "max_messages",
+        ),
+        (
+            serde_json::json!({"channel": "fax", "reasons": ["schema"], "max_messages": 1, "operator": "me"}),
+            "channel",
+        ),
+        (
+            serde_json::json!({"channel": "push", "reasons": [], "max_messages": 1, "operator": "me"}),
+            "reason",
+        ),
+    ] {
+        let answer = invoke(
+            env!("CARGO_BIN_EXE_redrive"),
+            &stack.env(),
+            request.clone(),
+            CARGO_LAMBDA_WATCH_DEADLINE,
+        )
+        .await;
+        assert_eq!(answer.kind, "error", "{request}: {:?}", answer.body);
+        assert_eq!(
+            answer.body["errorType"], "InvalidRequest",
+            "{}",
+            answer.body
+        );
+        let message = answer.body["errorMessage"].as_str().unwrap_or_default();
+        assert!(message.contains(mentions), "{request}: {message}");
+    }
+}
