@@ -5,6 +5,7 @@
 //! types that hold them print a fingerprint instead.
 
 use tracing_subscriber::filter::Targets;
+use tracing_subscriber::layer::Context;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::Layer;
@@ -16,6 +17,52 @@ fn rust_log() -> Option<Result<Targets, String>> {
         raw.parse::<Targets>()
             .map_err(|e| format!("RUST_LOG={raw:?} is not a filter ({e})")),
     )
+}
+
+/// `RUST_LOG=…,reminders::aws_calls=debug` adds one line per AWS SDK call to stdout,
+/// `{"aws_call":"DynamoDB.GetItem"}`: what a function actually asks of AWS (its IAM role must
+/// grant each; the Runtime API tests compare them with [`crate::wiring::aws_calls`]).
+pub const AWS_CALLS_TARGET: &str = "reminders::aws_calls";
+
+/// Prints each SDK operation as its span opens (every SDK operation runs in a span carrying
+/// `rpc.service` and `rpc.method`).
+struct AwsCalls;
+
+#[derive(Default)]
+struct Rpc {
+    service: Option<String>,
+    method: Option<String>,
+}
+
+impl tracing::field::Visit for Rpc {
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        match field.name() {
+            "rpc.service" => self.service = Some(value.to_owned()),
+            "rpc.method" => self.method = Some(value.to_owned()),
+            _ => {}
+        }
+    }
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.record_str(field, format!("{value:?}").trim_matches('"'));
+    }
+}
+
+impl<S: tracing::Subscriber> Layer<S> for AwsCalls {
+    fn on_new_span(
+        &self,
+        attrs: &tracing::span::Attributes<'_>,
+        _id: &tracing::span::Id,
+        _ctx: Context<'_, S>,
+    ) {
+        let mut rpc = Rpc::default();
+        attrs.record(&mut rpc);
+        if let (Some(service), Some(method)) = (rpc.service, rpc.method) {
+            println!(
+                "{}",
+                serde_json::json!({ "aws_call": format!("{service}.{method}") })
+            );
+        }
+    }
 }
 
 /// Install the JSON subscriber once, at cold start. A second call is a no-op. An unreadable
@@ -33,8 +80,16 @@ pub fn init() {
         .with_span_list(false)
         .with_target(false)
         .with_ansi(false)
-        .with_filter(filter);
-    let _ = tracing_subscriber::registry().with(layer).try_init();
+        .with_filter(filter.clone());
+    let calls = filter
+        .would_enable(AWS_CALLS_TARGET, &tracing::Level::DEBUG)
+        .then(|| {
+            AwsCalls.with_filter(Targets::new().with_target("aws_sdk_", tracing::Level::DEBUG))
+        });
+    let _ = tracing_subscriber::registry()
+        .with(layer)
+        .with(calls)
+        .try_init();
     if let Some(problem) = problem {
         tracing::warn!("{problem}; logging at info");
     }

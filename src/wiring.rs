@@ -26,6 +26,42 @@ pub fn reads(function: &str) -> Vec<&'static str> {
     vars
 }
 
+/// Every AWS SDK operation `function`'s code can call, as the SDK names them
+/// (`Service.Operation`). The template test maps each to its IAM action and checks the
+/// function's role grants exactly those (plus what the platform needs on its behalf); the
+/// Runtime API tests check every call a bootstrap really made is listed here.
+pub fn aws_calls(function: &str) -> &'static [&'static str] {
+    match function {
+        "scheduler" => &[
+            "DynamoDB.Query",
+            "DynamoDB.UpdateItem",
+            "SQS.SendMessageBatch",
+        ],
+        "consumer" => &[
+            "DynamoDB.GetItem",
+            "DynamoDB.PutItem",
+            "DynamoDB.UpdateItem",
+            "SQS.ChangeMessageVisibility",
+            "SQS.SendMessageBatch",
+            "SQS.SendMessage",
+            "SESv2.SendEmail",
+            "SNS.Publish",
+            "SNS.CreatePlatformEndpoint",
+            "Secrets Manager.GetSecretValue",
+        ],
+        "redrive" => &[
+            "DynamoDB.GetItem",
+            "DynamoDB.PutItem",
+            "DynamoDB.UpdateItem",
+            "SQS.ReceiveMessage",
+            "SQS.DeleteMessage",
+            "SQS.ChangeMessageVisibility",
+            "SQS.SendMessageBatch",
+        ],
+        _ => &[],
+    }
+}
+
 /// What a function builds once per cold start.
 pub struct ColdStart {
     pub settings: Settings,

@@ -15,11 +15,24 @@ use tokio::sync::mpsc;
 /// The deadline header `cargo lambda watch` sends: relative milliseconds, not an epoch.
 pub const CARGO_LAMBDA_WATCH_DEADLINE: &str = "600000";
 
-/// What the function answered: `"response"` or `"error"`, and the JSON body.
+/// What the function answered: `"response"` or `"error"`, and the JSON body; and every AWS
+/// SDK call it made (`Service.Operation`, from its `reminders::aws_calls` log lines).
 #[derive(Debug)]
 pub struct Answer {
     pub kind: String,
     pub body: serde_json::Value,
+    pub aws_calls: std::collections::BTreeSet<String>,
+}
+
+/// Every AWS call the answer shows is one `function` declares (and so its role is granted).
+pub fn assert_calls_declared(function: &str, answer: &Answer) {
+    let declared = reminders::wiring::aws_calls(function);
+    for call in &answer.aws_calls {
+        assert!(
+            declared.contains(&call.as_str()),
+            "{function} called {call}, which reminders::wiring::aws_calls does not declare (nor its IAM role grant)"
+        );
+    }
 }
 
 /// Run `exe` with `env`, hand it `event` once with `deadline_ms` as `Lambda-Runtime-Deadline-Ms`,
@@ -54,16 +67,31 @@ pub async fn invoke(
         .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
         .env("AWS_LAMBDA_LOG_STREAM_NAME", "test")
         .env("AWS_LAMBDA_LOG_GROUP_NAME", "test")
-        .stdout(Stdio::null())
+        .env(
+            "RUST_LOG",
+            format!("warn,{}=debug", reminders::telemetry::AWS_CALLS_TARGET),
+        )
+        .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
     let answer = tokio::time::timeout(Duration::from_secs(60), rx.recv()).await;
     let _ = child.kill();
+    let mut out = String::new();
+    if let Some(mut stdout) = child.stdout.take() {
+        use std::io::Read;
+        let _ = stdout.read_to_string(&mut out);
+    }
     let _ = child.wait();
-    answer
+    let mut answer = answer
         .expect("the function never answered")
-        .expect("the stub stopped")
+        .expect("the stub stopped");
+    answer.aws_calls = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["aws_call"].as_str().map(str::to_owned))
+        .collect();
+    answer
 }
 
 /// One connection, any number of requests on it (the runtime client keeps it alive).
@@ -110,6 +138,7 @@ async fn serve(
             let _ = tx.send(Answer {
                 kind: kind.to_owned(),
                 body,
+                aws_calls: Default::default(),
             });
         } else {
             let _ = sock
@@ -162,7 +191,6 @@ pub fn stack_env(
     let mut env = vec![
         ("REMINDERS_TABLE".to_owned(), reminders_table.to_owned()),
         ("DELIVERIES_TABLE".to_owned(), deliveries_table.to_owned()),
-        ("RUST_LOG".to_owned(), "warn".to_owned()),
     ];
     env.extend(queues.iter().cloned());
     for k in [

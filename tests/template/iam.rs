@@ -476,3 +476,85 @@ fn token_secrets_are_granted_one_by_one_and_never_in_the_environment() {
         .keys()
         .all(|k| !k.as_str().unwrap().ends_with("HttpToken")));
 }
+
+/// The IAM action an SDK operation is authorized as (batch operations by their single form).
+fn iam_action(call: &str) -> String {
+    let (service, op) = call.split_once('.').unwrap();
+    let op = op
+        .strip_suffix("Batch")
+        .filter(|_| service == "SQS")
+        .unwrap_or(op);
+    let prefix = match service {
+        "DynamoDB" => "dynamodb",
+        "SQS" => "sqs",
+        "SESv2" => "ses",
+        "SNS" => "sns",
+        "Secrets Manager" => "secretsmanager",
+        other => panic!("no IAM prefix known for {other}"),
+    };
+    format!("{prefix}:{op}")
+}
+
+/// Each role allows exactly the actions of the SDK operations its function's code calls
+/// (`wiring::aws_calls`; the Runtime API tests hold the code to that list) plus what the
+/// platform does on the function's behalf — with every provider configured, so every
+/// conditional grant is present. A call the role does not grant, or a grant no call uses,
+/// fails here.
+#[test]
+fn each_role_grants_exactly_what_its_code_calls() {
+    let t = template();
+    let p = params(
+        &t,
+        &[
+            ("EmailProvider", "ses"),
+            ("EmailSesFrom", "noreply@mail.example.com"),
+            ("EmailSesConfigurationSet", "events"),
+            ("SmsProvider", "sns"),
+            ("PushProvider", "sns"),
+            (
+                "PushSnsPlatformApplicationArn",
+                "arn:aws:sns:us-east-1:123456789012:app/GCM/reminders",
+            ),
+            (
+                "EmailHttpTokenSecretArn",
+                "arn:aws:secretsmanager:us-east-1:123456789012:secret:t-AbCdEf",
+            ),
+        ],
+    );
+    // Logs for every function; the consumer's event source mappings receive, delete and read
+    // queue attributes with its role; the scheduler's failed async invocations go to its DLQ
+    // (sqs:SendMessage, which its SendMessageBatch needs anyway).
+    let platform: &[(&str, &[&str])] = &[
+        ("scheduler", &["logs:CreateLogStream", "logs:PutLogEvents"]),
+        (
+            "consumer",
+            &[
+                "logs:CreateLogStream",
+                "logs:PutLogEvents",
+                "sqs:ReceiveMessage",
+                "sqs:DeleteMessage",
+                "sqs:GetQueueAttributes",
+            ],
+        ),
+        ("redrive", &["logs:CreateLogStream", "logs:PutLogEvents"]),
+    ];
+    for (function, extra) in platform {
+        let role = format!("{}{}Role", function[..1].to_uppercase(), &function[1..]);
+        let granted: BTreeSet<String> = deployed_statements(&t, &p, &role)
+            .iter()
+            .filter(|s| s["Effect"].as_str() == Some("Allow"))
+            .flat_map(|s| strings(&s["Action"]))
+            .collect();
+        let mut needed: BTreeSet<String> = reminders::wiring::aws_calls(function)
+            .iter()
+            .map(|c| iam_action(c))
+            .collect();
+        needed.extend(extra.iter().map(|a| a.to_string()));
+        let missing: Vec<_> = needed.difference(&granted).collect();
+        let unused: Vec<_> = granted.difference(&needed).collect();
+        assert!(
+            missing.is_empty() && unused.is_empty(),
+            "{role}: not granted {missing:?}; granted but never called {unused:?}"
+        );
+    }
+}

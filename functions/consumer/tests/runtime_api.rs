@@ -8,7 +8,7 @@ mod runtime_api;
 use reminders::consumer::event::arn_for_url;
 use reminders::domain::{Channel, DeadReason};
 use reminders::ports::DeadLetters;
-use runtime_api::{invoke, Stack, CARGO_LAMBDA_WATCH_DEADLINE};
+use runtime_api::{assert_calls_declared, invoke, Stack, CARGO_LAMBDA_WATCH_DEADLINE};
 
 #[tokio::test]
 async fn the_consumer_bootstrap_dead_letters_garbage_under_cargo_lambda_watch() {
@@ -43,6 +43,12 @@ async fn the_consumer_bootstrap_dead_letters_garbage_under_cargo_lambda_watch() 
         serde_json::json!([]),
         "the record was handled, not released: {}",
         answer.body
+    );
+    assert_calls_declared("consumer", &answer);
+    assert!(
+        answer.aws_calls.contains("SQS.SendMessage"),
+        "the dead letter went out: {:?}",
+        answer.aws_calls
     );
     let dlqs = reminders::aws::SqsDeadLetters::new(
         aws_sdk_sqs::Client::new(&stack.sdk),

@@ -7,7 +7,7 @@ mod runtime_api;
 
 use reminders::domain::Channel;
 use reminders::ports::{DeliveryQueue, OutgoingMessage};
-use runtime_api::{invoke, Stack, CARGO_LAMBDA_WATCH_DEADLINE};
+use runtime_api::{assert_calls_declared, invoke, Stack, CARGO_LAMBDA_WATCH_DEADLINE};
 
 #[tokio::test]
 async fn the_redrive_bootstrap_reports_a_dry_run_under_cargo_lambda_watch() {
@@ -47,6 +47,12 @@ async fn the_redrive_bootstrap_reports_a_dry_run_under_cargo_lambda_watch() {
         answer.body["by_reason"]["receive_count_exceeded"]["matched"], 1,
         "{}",
         answer.body
+    );
+    assert_calls_declared("redrive", &answer);
+    assert!(
+        answer.aws_calls.contains("SQS.ReceiveMessage"),
+        "{:?}",
+        answer.aws_calls
     );
 }
 

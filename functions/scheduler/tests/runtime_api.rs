@@ -13,7 +13,7 @@ use reminders::domain::{
     Channel, Content, NewReminder, Recipient, Reminder, ReminderId, SubscriberId,
 };
 use reminders::ports::{DeliveryQueue, ReminderStore};
-use runtime_api::{invoke, Stack, CARGO_LAMBDA_WATCH_DEADLINE};
+use runtime_api::{assert_calls_declared, invoke, Stack, CARGO_LAMBDA_WATCH_DEADLINE};
 
 #[tokio::test]
 async fn the_scheduler_bootstrap_fans_out_under_cargo_lambda_watch() {
@@ -51,6 +51,14 @@ async fn the_scheduler_bootstrap_fans_out_under_cargo_lambda_watch() {
     assert_eq!(answer.kind, "response", "{:?}", answer.body);
     assert_eq!(answer.body["enqueued"], 1, "{}", answer.body);
     assert_eq!(answer.body["stopped_at_deadline"], false, "{}", answer.body);
+    assert_calls_declared("scheduler", &answer);
+    for call in [
+        "DynamoDB.Query",
+        "DynamoDB.UpdateItem",
+        "SQS.SendMessageBatch",
+    ] {
+        assert!(answer.aws_calls.contains(call), "{:?}", answer.aws_calls);
+    }
     let queues =
         reminders::aws::SqsQueues::new(aws_sdk_sqs::Client::new(&stack.sdk), stack.queues.clone());
     let depth = queues.depth(Channel::Push).await.unwrap();
