@@ -297,8 +297,12 @@ enum LocalCommand {
     /// Example: eval "$(remindctl local up)"; EMAIL_PROVIDER=http EMAIL_HTTP_ENDPOINT=… remindctl local run --for 300
     Run {
         /// Stop after this many seconds instead of when idle.
-        #[arg(long = "for")]
+        #[arg(long = "for", conflicts_with = "until_idle")]
         for_secs: Option<u64>,
+        /// Stop when idle (the default without --for): every queue empty and nothing due
+        /// within --idle-horizon; the summary says when the next reminder is due.
+        #[arg(long)]
+        until_idle: bool,
         /// Seconds between scheduler runs.
         #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
         schedule_period: u64,
@@ -499,6 +503,8 @@ fn run(cli: Cli) -> Result<(), String> {
                     LocalCommand::Up { prefix, shards } => local::up(&prefix, shards).await,
                     LocalCommand::Run {
                         for_secs,
+                        // The default mode; the flag says so explicitly (and excludes --for).
+                        until_idle: _,
                         schedule_period,
                         idle_horizon,
                         json,
