@@ -533,19 +533,14 @@ fn run(cli: Cli) -> Result<(), String> {
             println!("{}", DeliveryKey::derive(&reminder, &subscriber, channel));
         }
         Command::Config => {
+            // Everything each function reads at cold start, checked as it would be: the first
+            // problem is one line naming the variable, and nothing is printed before it.
             let s = Settings::from_env().map_err(|e| e.to_string())?;
-            println!("reminders table:  {}", s.reminders_table);
-            println!("deliveries table: {}", s.deliveries_table);
-            println!("due shards:       {}", s.due_shards);
-            for c in Channel::ALL {
-                println!("{c:<6} queue: {}", s.queue_urls.get(c));
-                println!("{c:<6} dlq:   {}", s.dlq_urls.get(c));
-            }
-            // The consumer refuses to start without a provider per channel: so does this.
+            let mut providers = Vec::new();
             for c in Channel::ALL {
                 let var = format!("{}_PROVIDER", c.as_str().to_uppercase());
                 match reminders::config::env(&var) {
-                    Some(p) => println!("{c:<6} provider: {p}"),
+                    Some(p) => providers.push((c, p)),
                     None => {
                         return Err(format!(
                             "{var} is not set (http, ses, sns or none): the consumer would refuse to start"
@@ -553,6 +548,32 @@ fn run(cli: Cli) -> Result<(), String> {
                     }
                 }
             }
+            let consumer = reminders::consumer::ConsumerConfig::from_env()
+                .map_err(|e| format!("consumer: {e}"))?;
+            let scheduler = reminders::scheduler::SchedulerConfig::from_env()
+                .map_err(|e| format!("scheduler: {e}"))?;
+            reminders::redrive::RedriveConfig::from_env().map_err(|e| format!("redrive: {e}"))?;
+            println!("reminders table:  {}", s.reminders_table);
+            println!("deliveries table: {}", s.deliveries_table);
+            println!("due shards:       {}", s.due_shards);
+            for c in Channel::ALL {
+                println!("{c:<6} queue: {}", s.queue_urls.get(c));
+                println!("{c:<6} dlq:   {}", s.dlq_urls.get(c));
+            }
+            for (c, p) in providers {
+                println!("{c:<6} provider: {p}");
+            }
+            println!(
+                "consumer:         policy {}, {} attempts, lease {} s",
+                consumer.policy.version,
+                consumer.policy.max_attempts,
+                consumer.lease.as_secs()
+            );
+            println!(
+                "scheduler:        look-ahead {} s, every {} s",
+                scheduler.look_ahead.as_secs(),
+                scheduler.schedule_period.as_secs()
+            );
         }
     }
     Ok(())

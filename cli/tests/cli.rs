@@ -113,3 +113,139 @@ fn chaos_reports_one_json_line_and_names_the_seed_to_replay() {
         "{err}"
     );
 }
+
+/// The stack's variables, pointing at nothing (port 1): commands that validate before any
+/// call fail on their own error, never on the network.
+fn stack_env() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("REMINDERS_TABLE", "t-rem"),
+        ("DELIVERIES_TABLE", "t-del"),
+        ("PUSH_QUEUE_URL", "http://127.0.0.1:1/000000000000/p"),
+        ("EMAIL_QUEUE_URL", "http://127.0.0.1:1/000000000000/e"),
+        ("SMS_QUEUE_URL", "http://127.0.0.1:1/000000000000/s"),
+        ("PUSH_DLQ_URL", "http://127.0.0.1:1/000000000000/pd"),
+        ("EMAIL_DLQ_URL", "http://127.0.0.1:1/000000000000/ed"),
+        ("SMS_DLQ_URL", "http://127.0.0.1:1/000000000000/sd"),
+        ("AWS_ENDPOINT_URL", "http://127.0.0.1:1"),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+    ]
+}
+
+/// Each validation gap an operator hit, closed with one line naming the flag or variable.
+#[test]
+fn every_operator_bad_input_names_its_flag_or_variable() {
+    let providers = [
+        ("PUSH_PROVIDER", "none"),
+        ("EMAIL_PROVIDER", "none"),
+        ("SMS_PROVIDER", "none"),
+    ];
+    let cases: Vec<(Vec<&str>, Vec<(&str, &str)>, &str)> = vec![
+        // `config` passes only what every function would accept at cold start.
+        (vec!["config"], vec![], "PUSH_PROVIDER"),
+        (
+            vec!["config"],
+            [providers.as_slice(), &[("MAX_ATTEMPTS", "0")]].concat(),
+            "MAX_ATTEMPTS",
+        ),
+        (
+            vec!["config"],
+            [providers.as_slice(), &[("LOOK_AHEAD_SECS", "soon")]].concat(),
+            "LOOK_AHEAD_SECS",
+        ),
+        // A redrive window that cannot match anything is refused before any call.
+        (
+            vec![
+                "redrive",
+                "--channel",
+                "push",
+                "--reason",
+                "rejected",
+                "--max",
+                "5",
+                "--dead-after",
+                "2000",
+                "--dead-before",
+                "1000",
+                "--operator",
+                "ana",
+            ],
+            vec![],
+            "dead_after",
+        ),
+        (
+            vec![
+                "redrive",
+                "--channel",
+                "fax",
+                "--reason",
+                "rejected",
+                "--max",
+                "5",
+            ],
+            vec![],
+            "--channel",
+        ),
+    ];
+    for (args, extra, needle) in cases {
+        let out = Command::new(env!("CARGO_BIN_EXE_remindctl"))
+            .args(&args)
+            .env_clear()
+            .envs(stack_env())
+            .envs(extra.iter().copied())
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?} {extra:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?} {extra:?}: {err}");
+        assert!(
+            String::from_utf8(out.stdout).unwrap().is_empty(),
+            "{args:?}: nothing printed before the error"
+        );
+    }
+    // An executed redrive names someone: without --operator, $USER or $LOGNAME it is refused.
+    let out = Command::new(env!("CARGO_BIN_EXE_remindctl"))
+        .args([
+            "redrive",
+            "--channel",
+            "push",
+            "--reason",
+            "rejected",
+            "--max",
+            "5",
+            "--execute",
+            "--yes",
+        ])
+        .env_clear()
+        .envs(stack_env())
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(!out.status.success() && err.contains("--operator"), "{err}");
+    // A negative --due-in is a time in the past, not clap's "unexpected argument '-1'": the
+    // command gets as far as the (unreachable) table.
+    let out = Command::new(env!("CARGO_BIN_EXE_remindctl"))
+        .args([
+            "remind",
+            "create",
+            "--id",
+            "x",
+            "--subscriber",
+            "s",
+            "--body",
+            "b",
+            "--push",
+            "tok",
+            "--due-in",
+            "-100",
+        ])
+        .env_clear()
+        .envs(stack_env())
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(!err.contains("unexpected argument"), "{err}");
+    assert!(err.contains("reminders.insert"), "{err}");
+}
