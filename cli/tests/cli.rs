@@ -133,6 +133,13 @@ fn stack_env() -> Vec<(&'static str, &'static str)> {
     ]
 }
 
+/// Arguments, extra variables, and what the one error line must name.
+type Case = (
+    Vec<&'static str>,
+    Vec<(&'static str, &'static str)>,
+    &'static str,
+);
+
 /// Each validation gap an operator hit, closed with one line naming the flag or variable.
 #[test]
 fn every_operator_bad_input_names_its_flag_or_variable() {
@@ -141,7 +148,7 @@ fn every_operator_bad_input_names_its_flag_or_variable() {
         ("EMAIL_PROVIDER", "none"),
         ("SMS_PROVIDER", "none"),
     ];
-    let cases: Vec<(Vec<&str>, Vec<(&str, &str)>, &str)> = vec![
+    let cases: Vec<Case> = vec![
         // `config` passes only what every function would accept at cold start.
         (vec!["config"], vec![], "PUSH_PROVIDER"),
         (
