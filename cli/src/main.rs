@@ -178,6 +178,9 @@ enum Command {
         /// Do not ask for confirmation.
         #[arg(long)]
         yes: bool,
+        /// Print the summary as one JSON line.
+        #[arg(long)]
+        json: bool,
         /// Recorded in the audit entry (default: $USER).
         #[arg(long)]
         operator: Option<String>,
@@ -239,6 +242,9 @@ enum RemindCommand {
     Show {
         #[arg(long)]
         id: String,
+        /// One JSON object (times also as epoch milliseconds).
+        #[arg(long)]
+        json: bool,
     },
     /// Reminders the scheduler quarantined (status invalid), each with the attribute at
     /// fault. Reads the whole table (a scan), up to --limit items.
@@ -254,6 +260,9 @@ enum DlqCommand {
     Summary {
         #[arg(long, value_parser = parse_channel)]
         channel: Option<Channel>,
+        /// One JSON object by channel and reason.
+        #[arg(long)]
+        json: bool,
     },
     /// The dead deliveries of one reason, with their evidence.
     Show {
@@ -263,6 +272,9 @@ enum DlqCommand {
         reason: DeadReason,
         #[arg(long, default_value_t = 20)]
         limit: u32,
+        /// One JSON line per dead delivery.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -444,7 +456,7 @@ fn run(cli: Cli) -> Result<(), String> {
                         .await
                     }
                     RemindCommand::Cancel { id } => ops::cancel(id).await,
-                    RemindCommand::Show { id } => ops::show(id).await,
+                    RemindCommand::Show { id, json } => ops::show(id, json).await,
                     RemindCommand::Quarantined { limit } => ops::quarantined(limit).await,
                 }
             });
@@ -452,12 +464,13 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Dlq(cmd) => {
             return block_on(async {
                 match cmd {
-                    DlqCommand::Summary { channel } => ops::dlq_summary(channel).await,
+                    DlqCommand::Summary { channel, json } => ops::dlq_summary(channel, json).await,
                     DlqCommand::Show {
                         channel,
                         reason,
                         limit,
-                    } => ops::dlq_show(channel, reason, limit).await,
+                        json,
+                    } => ops::dlq_show(channel, reason, limit, json).await,
                 }
             });
         }
@@ -468,6 +481,7 @@ fn run(cli: Cli) -> Result<(), String> {
             max_per_second,
             execute,
             yes,
+            json,
             operator,
             note,
             dead_after,
@@ -495,7 +509,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 extend_freshness_secs,
                 accept_duplicates,
             };
-            return block_on(ops::redrive(ops::RedriveArgs { request, yes }));
+            return block_on(ops::redrive(ops::RedriveArgs { request, yes, json }));
         }
         Command::Local(cmd) => {
             return block_on(async {

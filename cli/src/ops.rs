@@ -68,10 +68,22 @@ pub async fn quarantined(limit: u32) -> Result<(), String> {
     Ok(())
 }
 
-async fn show_unreadable(p: &OpsPorts, raw_id: &str, problem: &str) -> Result<(), String> {
+async fn show_unreadable(
+    p: &OpsPorts,
+    raw_id: &str,
+    problem: &str,
+    json: bool,
+) -> Result<(), String> {
     let Some((status, why)) = p.reminders.raw_status(raw_id).await.map_err(err)? else {
         return Err("no such reminder".into());
     };
+    if json {
+        let out = serde_json::json!({
+            "reminder_id": raw_id, "status": status, "invalid_reason": why, "unreadable": problem,
+        });
+        println!("{out}");
+        return Ok(());
+    }
     println!("reminder     {raw_id}");
     println!("status       {}", status.as_deref().unwrap_or("(none)"));
     if let Some(why) = why {
@@ -204,7 +216,7 @@ fn never_claimed(status: reminders::domain::ReminderStatus) -> &'static str {
     }
 }
 
-pub async fn show(raw_id: String) -> Result<(), String> {
+pub async fn show(raw_id: String, json: bool) -> Result<(), String> {
     let p = ports().await?;
     // An item another writer got wrong (an id outside the alphabet, a missing attribute) is
     // still shown: its raw status, why it was quarantined, and what cannot be read.
@@ -220,10 +232,64 @@ pub async fn show(raw_id: String) -> Result<(), String> {
         Ok(Some(r)) => r,
         Ok(None) => return Err("no such reminder".into()),
         Err(reminders::ports::PortError::Corrupt { message, .. }) => {
-            return show_unreadable(&p, &raw_id, &message).await
+            return show_unreadable(&p, &raw_id, &message, json).await
         }
         Err(e) => return Err(err(e)),
     };
+    let mut deliveries = Vec::new();
+    for (channel, recipient) in &r.recipients {
+        let key = DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, *channel);
+        let rec = p.ledger.get(&key).await.map_err(err)?;
+        deliveries.push((*channel, recipient.fingerprint(), key, rec));
+    }
+    if json {
+        let deliveries: Vec<serde_json::Value> = deliveries
+            .iter()
+            .map(|(channel, fingerprint, key, rec)| {
+                let ledger = match rec {
+                    None => serde_json::json!({ "item": null, "meaning": never_claimed(r.status) }),
+                    Some(rec) => serde_json::json!({
+                        "status": rec.status().as_str(),
+                        "attempts": rec.attempt_count(),
+                        "throttles": rec.throttle_count(),
+                        "dead_reason": rec.dead_reason().map(|d| d.as_str()),
+                        "last_error": current_error(rec),
+                        "history": rec.history().into_iter().map(|(n, h)| serde_json::json!({
+                            "n": n,
+                            "at": h.at.to_rfc3339(),
+                            "at_ms": h.at.as_millis(),
+                            "from": h.from.as_str(),
+                            "to": h.to.as_str(),
+                            "detail": h.detail,
+                            "redrive": h.redrive.as_ref().map(|a| serde_json::json!({
+                                "batch_id": a.batch_id, "operator": a.operator, "note": a.note,
+                            })),
+                        })).collect::<Vec<_>>(),
+                    }),
+                };
+                serde_json::json!({
+                    "channel": channel.as_str(),
+                    "recipient_fingerprint": fingerprint.to_string(),
+                    "delivery_key": key.to_string(),
+                    "ledger": ledger,
+                })
+            })
+            .collect();
+        let out = serde_json::json!({
+            "reminder_id": r.reminder_id.to_string(),
+            "subscriber_id": r.subscriber_id.to_string(),
+            "status": r.status.as_str(),
+            "payload_version": r.payload_version,
+            "invalid_reason": r.invalid_reason,
+            "due_at": r.due_at.to_rfc3339(),
+            "due_at_ms": r.due_at.as_millis(),
+            "fresh_until": r.fresh_until.to_rfc3339(),
+            "fresh_until_ms": r.fresh_until.as_millis(),
+            "deliveries": deliveries,
+        });
+        println!("{out}");
+        return Ok(());
+    }
     println!(
         "reminder     {} (subscriber {})",
         r.reminder_id, r.subscriber_id
@@ -241,14 +307,10 @@ pub async fn show(raw_id: String) -> Result<(), String> {
         r.due_at.to_rfc3339(),
         r.fresh_until.to_rfc3339()
     );
-    for (channel, recipient) in &r.recipients {
-        let key = DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, *channel);
+    for (channel, fingerprint, key, rec) in &deliveries {
         // Recipients are personal data: a fingerprint only.
-        println!(
-            "\n{channel} → recipient #{} · key {key}",
-            recipient.fingerprint()
-        );
-        match p.ledger.get(&key).await.map_err(err)? {
+        println!("\n{channel} → recipient #{fingerprint} · key {key}");
+        match rec {
             None => println!("  ledger     no item: {}", never_claimed(r.status)),
             Some(rec) => {
                 println!(
@@ -259,9 +321,7 @@ pub async fn show(raw_id: String) -> Result<(), String> {
                     rec.dead_reason()
                         .map(|d| format!(" · reason {d}"))
                         .unwrap_or_default(),
-                    // An error from before a delivery is history, not its state.
-                    rec.last_error()
-                        .filter(|_| rec.status() != reminders::delivery::state::Status::Delivered)
+                    current_error(rec)
                         .map(|e| format!(" · last error {e}"))
                         .unwrap_or_default(),
                 );
@@ -288,13 +348,21 @@ pub async fn show(raw_id: String) -> Result<(), String> {
     Ok(())
 }
 
+/// The last error while it describes the delivery's state: an error from before a delivery
+/// is history, not its state.
+fn current_error(rec: &reminders::delivery::state::DeliveryRecord) -> Option<&str> {
+    rec.last_error()
+        .filter(|_| rec.status() != reminders::delivery::state::Status::Delivered)
+}
+
 fn channels(only: Option<Channel>) -> Vec<Channel> {
     only.map_or_else(|| Channel::ALL.to_vec(), |c| vec![c])
 }
 
-pub async fn dlq_summary(channel: Option<Channel>) -> Result<(), String> {
+pub async fn dlq_summary(channel: Option<Channel>, json: bool) -> Result<(), String> {
     let p = ports().await?;
     let now = p.clock.now();
+    let mut out = serde_json::Map::new();
     for c in channels(channel) {
         let msgs = peek(&p.dead_letters, c, 10_000, 120).await.map_err(err)?;
         // One death copied twice (a worker stopped between the copy and recording it) is one
@@ -324,6 +392,31 @@ pub async fn dlq_summary(channel: Option<Channel>) -> Result<(), String> {
         } else {
             String::new()
         };
+        if json {
+            let reasons: serde_json::Map<String, serde_json::Value> = by
+                .iter()
+                .map(|(reason, (n, oldest))| {
+                    (
+                        reason.as_str().to_owned(),
+                        serde_json::json!({
+                            "dead": n,
+                            "oldest_dead_at": oldest.map(|t| t.to_rfc3339()),
+                            "oldest_dead_at_ms": oldest.map(|t| t.as_millis()),
+                            "oldest_age_secs": oldest.map(|t| now.since(t).as_secs()),
+                        }),
+                    )
+                })
+                .collect();
+            out.insert(
+                c.as_str().to_owned(),
+                serde_json::json!({
+                    "dead": deaths.len(),
+                    "messages": msgs.len(),
+                    "by_reason": reasons,
+                }),
+            );
+            continue;
+        }
         println!("{c}: {} dead{note}", deaths.len());
         for (reason, (n, oldest)) in by {
             let age = oldest.map_or("age unknown".to_owned(), |t| {
@@ -332,10 +425,18 @@ pub async fn dlq_summary(channel: Option<Channel>) -> Result<(), String> {
             println!("  {:<24}{n:>6}   {age}", reason.as_str());
         }
     }
+    if json {
+        println!("{}", serde_json::Value::Object(out));
+    }
     Ok(())
 }
 
-pub async fn dlq_show(channel: Channel, reason: DeadReason, limit: u32) -> Result<(), String> {
+pub async fn dlq_show(
+    channel: Channel,
+    reason: DeadReason,
+    limit: u32,
+    json: bool,
+) -> Result<(), String> {
     let p = ports().await?;
     let msgs = peek(&p.dead_letters, channel, 10_000, 120)
         .await
@@ -345,7 +446,27 @@ pub async fn dlq_show(channel: Channel, reason: DeadReason, limit: u32) -> Resul
         .filter(|m| m.letter.reason == reason)
         .take(limit as usize)
     {
-        let what = match DeliveryMessage::decode(&m.message.body) {
+        let decoded = DeliveryMessage::decode(&m.message.body);
+        if json {
+            // One JSON line per dead delivery; never the recipient.
+            let ev = m.letter.evidence.as_ref();
+            let line = serde_json::json!({
+                "channel": channel.as_str(),
+                "reason": reason.as_str(),
+                "delivery_key": decoded.as_ref().ok().map(|d| d.delivery_key.to_string()),
+                "reminder_id": decoded.as_ref().ok().map(|d| d.reminder_id.to_string()),
+                "undecodable": decoded.as_ref().err().map(|e| e.to_string()),
+                "attempts": ev.map(|e| e.attempts),
+                "last_error": ev.and_then(|e| e.last_error.clone()),
+                "dead_at": ev.map(|e| e.dead_at.to_rfc3339()),
+                "dead_at_ms": ev.map(|e| e.dead_at.as_millis()),
+                "first_seen_at": ev.and_then(|e| e.first_seen_at).map(|t| t.to_rfc3339()),
+                "policy_version": ev.and_then(|e| e.policy_version.clone()),
+            });
+            println!("{line}");
+            continue;
+        }
+        let what = match decoded {
             Ok(d) => format!("{} reminder {}", d.delivery_key, d.reminder_id),
             Err(e) => format!("undecodable body: {e}"),
         };
@@ -367,6 +488,7 @@ pub async fn dlq_show(channel: Channel, reason: DeadReason, limit: u32) -> Resul
 pub struct RedriveArgs {
     pub request: RedriveRequest,
     pub yes: bool,
+    pub json: bool,
 }
 
 pub async fn redrive(args: RedriveArgs) -> Result<(), String> {
@@ -394,6 +516,10 @@ pub async fn redrive(args: RedriveArgs) -> Result<(), String> {
     let redriver = Redriver::new(p, cfg, seed());
     let summary = redriver.run(&req, None).await.map_err(err)?;
     bar.finish_and_clear();
+    if args.json {
+        println!("{}", serde_json::to_string(&summary).map_err(err)?);
+        return Ok(());
+    }
     println!(
         "batch {}{}",
         summary.batch_id,

@@ -91,6 +91,53 @@ fn operator_commands_against_the_emulator() {
     );
     assert!(show.contains("channel_disabled"), "{show}");
 
+    // The same, as JSON: times as RFC 3339 and epoch milliseconds, never a recipient.
+    let json = |args: &[&str]| -> Vec<serde_json::Value> {
+        let mut a = args.to_vec();
+        a.push("--json");
+        let text = ok(&a, &env);
+        assert!(
+            !text.contains("secret-token-1"),
+            "recipients are never shown"
+        );
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect()
+    };
+    let summary = json(&["dlq", "summary", "--channel", "push"]);
+    assert_eq!(summary.len(), 1, "one object");
+    assert_eq!(summary[0]["push"]["dead"], 1, "{}", summary[0]);
+    assert!(summary[0]["push"]["by_reason"]["rejected"]["oldest_dead_at_ms"].is_i64());
+    let dead = json(&["dlq", "show", "--channel", "push", "--reason", "rejected"]);
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0]["last_error"], "channel_disabled", "{}", dead[0]);
+    assert!(dead[0]["dead_at_ms"].is_i64() && dead[0]["dead_at"].is_string());
+    let shown = json(&["remind", "show", "--id", "op-1"]);
+    let delivery = &shown[0]["deliveries"][0];
+    assert_eq!(delivery["channel"], "push", "{}", shown[0]);
+    assert_eq!(delivery["ledger"]["status"], "dead", "{}", shown[0]);
+    assert_eq!(
+        delivery["ledger"]["dead_reason"], "rejected",
+        "{}",
+        shown[0]
+    );
+    assert!(shown[0]["due_at_ms"].is_i64());
+    let dry_json = json(&[
+        "redrive",
+        "--channel",
+        "push",
+        "--reason",
+        "rejected",
+        "--max",
+        "5",
+    ]);
+    assert_eq!(dry_json[0]["dry_run"], true, "{}", dry_json[0]);
+    assert_eq!(
+        dry_json[0]["by_reason"]["rejected"]["matched"], 1,
+        "{}",
+        dry_json[0]
+    );
+
     let base = [
         "redrive",
         "--channel",
