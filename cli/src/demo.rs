@@ -127,7 +127,19 @@ pub async fn demo(args: DemoArgs) -> Result<(), String> {
     })
     .await;
     bar.finish_and_clear();
-    std::fs::write(&args.chart, chart::svg(&report.samples))
+    // The outage as the profile has it, shaded on the chart.
+    let label = match cfg.profile.outage_channel {
+        Some(c) => format!("{c} provider outage"),
+        None => "provider outage".to_owned(),
+    };
+    let outage = cfg.profile.outage_start_secs.map(|start| {
+        (
+            start as f64,
+            (start + cfg.profile.outage_secs) as f64,
+            label.as_str(),
+        )
+    });
+    std::fs::write(&args.chart, chart::svg(&report.samples, outage))
         .map_err(|e| format!("cannot write {}: {e}", args.chart.display()))?;
     if args.json {
         println!("{}", report.to_json());

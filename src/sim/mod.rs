@@ -199,7 +199,7 @@ pub async fn simulate(cfg: &SimConfig, mut progress: impl FnMut(u64, u64)) -> Si
     seed_reminders(&w, cfg).await;
     let mut metrics = PerChannel::<Metrics>::default();
     let mut samples = Vec::new();
-    let mut delivered_so_far = 0u64;
+    let mut so_far = Outcomes4::default();
     let mut drained_at = None;
     let total = u64::from(cfg.reminders);
     let mut t = 0u64;
@@ -217,13 +217,11 @@ pub async fn simulate(cfg: &SimConfig, mut progress: impl FnMut(u64, u64)) -> Si
                 }
             }
         }
-        let delivered_now: u64 = Channel::ALL
-            .iter()
-            .map(|c| u64::from(metrics.get(*c).delivered))
-            .sum();
+        let now_totals = outcome_totals(&metrics);
         if t.is_multiple_of(10) {
-            samples.push(sample(&w, t, delivered_now - delivered_so_far).await);
-            delivered_so_far = delivered_now;
+            let since = Outcomes4::since(now_totals, so_far);
+            samples.push(sample(&w, t, since).await);
+            so_far = now_totals;
             if t >= cfg.window.as_secs() && idle(&w).await {
                 drained_at = Some(t);
                 break;
@@ -260,7 +258,29 @@ async fn esm_poll(w: &World, channel: Channel, metrics: &mut PerChannel<Metrics>
     true
 }
 
-async fn sample(w: &World, t: u64, delivered: u64) -> Sample {
+/// Deliveries by how they ended: delivered, expired, dead, cancelled.
+#[derive(Debug, Clone, Copy, Default)]
+struct Outcomes4([u64; 4]);
+
+impl Outcomes4 {
+    fn since(now: Self, before: Self) -> Self {
+        Self(std::array::from_fn(|i| now.0[i] - before.0[i]))
+    }
+}
+
+fn outcome_totals(m: &PerChannel<Metrics>) -> Outcomes4 {
+    let mut o = Outcomes4::default();
+    for c in Channel::ALL {
+        let m = m.get(c);
+        o.0[0] += u64::from(m.delivered);
+        o.0[1] += u64::from(m.expired);
+        o.0[2] += u64::from(m.dead_total());
+        o.0[3] += u64::from(m.cancelled);
+    }
+    o
+}
+
+async fn sample(w: &World, t: u64, since: Outcomes4) -> Sample {
     let now = crate::clock::Clock::now(&w.clock);
     Sample {
         t_secs: t,
@@ -270,7 +290,10 @@ async fn sample(w: &World, t: u64, delivered: u64) -> Sample {
                 .oldest_ready_at(c)
                 .map_or(0, |at| now.since(at).as_secs())
         }),
-        delivered,
+        delivered: since.0[0],
+        expired: since.0[1],
+        dead: since.0[2],
+        cancelled: since.0[3],
     }
 }
 

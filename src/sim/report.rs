@@ -18,6 +18,10 @@ pub struct Sample {
     pub oldest_age_secs: PerChannel<u64>,
     /// Deliveries since the previous sample.
     pub delivered: u64,
+    /// Deliveries that expired (went stale), died, or were cancelled since the previous one.
+    pub expired: u64,
+    pub dead: u64,
+    pub cancelled: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
