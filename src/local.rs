@@ -9,7 +9,7 @@ use crate::clock::{Clock, Timestamp};
 use crate::consumer::event::{arn_for_url, to_sqs_event};
 use crate::consumer::{BatchOutcome, Consumer, Metrics};
 use crate::domain::{Channel, PerChannel};
-use crate::ports::{DeliveryQueue, PortError, Ports, ReminderStore};
+use crate::ports::{DeliveryQueue, PortError, Ports, QueueDepth, ReminderStore};
 use crate::scheduler::Scheduler;
 
 #[derive(Debug, Clone)]
@@ -84,6 +84,14 @@ impl Shared {
     }
 }
 
+/// What a run has done so far, for a live progress line: the report, and each channel's
+/// queue depth (`None` when it could not be read this time).
+#[derive(Debug, Clone)]
+pub struct Progress {
+    pub report: LocalReport,
+    pub depths: PerChannel<Option<QueueDepth>>,
+}
+
 /// Play the deployed wiring until `stop` (or `interrupt` is set): the schedule and each
 /// channel's event source mapping run concurrently and independently, as on AWS. A transient
 /// error (throttling, an unreachable endpoint) is logged and retried with backoff, as an event
@@ -95,6 +103,20 @@ pub async fn run<P: Ports>(
     cfg: &LocalConfig,
     stop: Stop,
     interrupt: &std::sync::atomic::AtomicBool,
+) -> Result<LocalReport, PortError> {
+    run_with_progress(scheduler, consumer, queue_urls, cfg, stop, interrupt, None).await
+}
+
+/// [`run`], calling `on_progress` about every `poll_interval` (it reads the queue depths, so
+/// only a caller that shows them asks).
+pub async fn run_with_progress<P: Ports>(
+    scheduler: &Scheduler<P>,
+    consumer: &Consumer<P>,
+    queue_urls: &PerChannel<String>,
+    cfg: &LocalConfig,
+    stop: Stop,
+    interrupt: &std::sync::atomic::AtomicBool,
+    on_progress: Option<&(dyn Fn(&Progress) + Sync)>,
 ) -> Result<LocalReport, PortError> {
     let clock = consumer.ports().clock();
     let limit = match stop {
@@ -108,7 +130,7 @@ pub async fn run<P: Ports>(
     let (scheduled, polled, watched) = futures::join!(
         schedule_loop(scheduler, cfg, &shared),
         futures::future::join_all(channels),
-        watch(consumer, cfg, stop, limit, interrupt, &shared),
+        watch(consumer, cfg, stop, limit, interrupt, &shared, on_progress),
     );
     let report = shared.report().clone();
     scheduled?;
@@ -218,10 +240,19 @@ async fn watch<P: Ports>(
     limit: Timestamp,
     interrupt: &std::sync::atomic::AtomicBool,
     shared: &Shared,
+    on_progress: Option<&(dyn Fn(&Progress) + Sync)>,
 ) -> Result<(), PortError> {
     let clock = consumer.ports().clock();
     let mut quiet = 0;
     while !shared.stopped() {
+        if let Some(show) = on_progress {
+            let mut depths = PerChannel::<Option<QueueDepth>>::default();
+            for c in Channel::ALL {
+                *depths.get_mut(c) = consumer.ports().queue().depth(c).await.ok();
+            }
+            let report = shared.report().clone();
+            show(&Progress { report, depths });
+        }
         let now = clock.now();
         if now >= limit || interrupt.load(std::sync::atomic::Ordering::SeqCst) {
             break;

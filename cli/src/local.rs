@@ -133,9 +133,36 @@ pub async fn run(args: RunArgs) -> Result<(), String> {
         flag.store(true, std::sync::atomic::Ordering::SeqCst);
     });
     let urls = &settings.queue_urls;
-    let report = local::run(&scheduler, &consumer, urls, &cfg, stop, &interrupt)
-        .await
-        .map_err(|e| e.to_string())?;
+    // A live progress line on a terminal; nothing of the kind in a pipe or with --json.
+    use std::io::IsTerminal;
+    let bar = (!args.json && std::io::stderr().is_terminal()).then(|| {
+        let bar = indicatif::ProgressBar::new_spinner();
+        bar.enable_steady_tick(Duration::from_millis(200));
+        bar
+    });
+    let show = |p: &local::Progress| {
+        if let Some(bar) = &bar {
+            bar.set_message(progress_line(p));
+        }
+    };
+    let on_progress: Option<&(dyn Fn(&local::Progress) + Sync)> = match bar {
+        Some(_) => Some(&show),
+        None => None,
+    };
+    let report = local::run_with_progress(
+        &scheduler,
+        &consumer,
+        urls,
+        &cfg,
+        stop,
+        &interrupt,
+        on_progress,
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
     let interrupted = interrupt.load(std::sync::atomic::Ordering::SeqCst);
     if args.json {
         println!("{}", summary_json(&report, interrupted));
@@ -143,6 +170,40 @@ pub async fn run(args: RunArgs) -> Result<(), String> {
         print_summary(&report, interrupted);
     }
     Ok(())
+}
+
+/// `delivered 12 · expired 0 · dead 1 · cancelled 0 · retried errors 0 | push 3 (1 in flight, 2 delayed) · email 0 · sms ?`
+pub fn progress_line(p: &local::Progress) -> String {
+    let mut totals = [0u32; 4];
+    for c in Channel::ALL {
+        let m = p.report.metrics.get(c);
+        totals[0] += m.delivered;
+        totals[1] += m.expired;
+        totals[2] += m.dead_total();
+        totals[3] += m.cancelled;
+    }
+    let queues: Vec<String> = Channel::ALL
+        .iter()
+        .map(|c| match p.depths.get(*c) {
+            None => format!("{c} ?"),
+            Some(d) if d.total() == 0 => format!("{c} 0"),
+            Some(d) => format!(
+                "{c} {} ({} in flight, {} delayed)",
+                d.total(),
+                d.in_flight,
+                d.delayed
+            ),
+        })
+        .collect();
+    format!(
+        "delivered {} · expired {} · dead {} · cancelled {} · retried errors {} | {}",
+        totals[0],
+        totals[1],
+        totals[2],
+        totals[3],
+        p.report.retried_errors,
+        queues.join(" · ")
+    )
 }
 
 async fn shutdown_signal() {

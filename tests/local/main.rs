@@ -231,3 +231,47 @@ async fn an_idle_run_ends_on_its_own_with_the_next_reminder_an_hour_away() {
         "waited {took:?} for nothing"
     );
 }
+
+/// The live progress line's source: called as the run goes, with the report so far and each
+/// queue's depth.
+#[tokio::test(start_paused = true)]
+async fn progress_is_reported_as_the_run_goes() {
+    let w = world(None, Faults::default());
+    for i in 0..4u64 {
+        remind(
+            &w,
+            &format!("p{i}"),
+            Channel::Push,
+            EPOCH.plus(Duration::from_secs(30 + i)),
+        )
+        .await;
+    }
+    let seen = std::sync::Mutex::new(Vec::new());
+    let on_progress = |p: &reminders::local::Progress| {
+        let depth = p.depths.get(Channel::Push).map(|d| d.total());
+        seen.lock()
+            .unwrap()
+            .push((p.report.metrics.get(Channel::Push).delivered, depth));
+    };
+    let never = AtomicBool::new(false);
+    reminders::local::run_with_progress(
+        &w.scheduler,
+        &w.consumer,
+        &w.urls,
+        &cfg(),
+        Stop::Idle {
+            at_most: Duration::from_secs(3600),
+        },
+        &never,
+        Some(&on_progress),
+    )
+    .await
+    .unwrap();
+    let seen = seen.into_inner().unwrap();
+    assert!(seen.len() > 10, "{seen:?}");
+    assert!(
+        seen.iter().any(|(_, depth)| *depth == Some(4)),
+        "the backlog was shown: {seen:?}"
+    );
+    assert_eq!(seen.last().unwrap().0, 4, "{seen:?}");
+}
