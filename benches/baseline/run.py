@@ -232,6 +232,18 @@ def main():
     write(figures, derived, consumer, powertools, scheduler, init_runs, sizes, demos)
 
 
+def commit():
+    """The commit measured (with `+changes` when the tree differs from it)."""
+    try:
+        head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True).stdout.strip()
+        return head + ("+changes" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
 def verdict(key, value):
     if key not in TARGETS or value is None:
         return ""
@@ -251,7 +263,8 @@ def write(figures, derived, consumer, powertools, scheduler, init_runs, sizes, d
     lines = [
         "# Benchmarks",
         "",
-        f"Written by `infra/bench.sh` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: "
+        f"Written by `infra/bench.sh` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} "
+        f"at commit {commit()}: "
         f"{cores} cores, {platform.machine()}, {platform.system()}; emulator moto "
         f"{metadata.version('moto')} served with keep-alive; baseline aws-lambda-powertools "
         f"{metadata.version('aws-lambda-powertools')} with boto3 {metadata.version('boto3')} "
