@@ -133,6 +133,17 @@ fn stack_env() -> Vec<(&'static str, &'static str)> {
     ]
 }
 
+/// `remindctl args` with only the stack's variables and `extra`.
+fn against_stack(args: &[&str], extra: &[(&str, &str)]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_remindctl"))
+        .args(args)
+        .env_clear()
+        .envs(stack_env())
+        .envs(extra.iter().copied())
+        .output()
+        .unwrap()
+}
+
 /// Arguments, extra variables, and what the one error line must name.
 type Case = (
     Vec<&'static str>,
@@ -196,13 +207,7 @@ fn every_operator_bad_input_names_its_flag_or_variable() {
         ),
     ];
     for (args, extra, needle) in cases {
-        let out = Command::new(env!("CARGO_BIN_EXE_remindctl"))
-            .args(&args)
-            .env_clear()
-            .envs(stack_env())
-            .envs(extra.iter().copied())
-            .output()
-            .unwrap();
+        let out = against_stack(&args, &extra);
         assert!(!out.status.success(), "{args:?} {extra:?}");
         let err = String::from_utf8(out.stderr).unwrap();
         assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
@@ -213,8 +218,8 @@ fn every_operator_bad_input_names_its_flag_or_variable() {
         );
     }
     // An executed redrive names someone: without --operator, $USER or $LOGNAME it is refused.
-    let out = Command::new(env!("CARGO_BIN_EXE_remindctl"))
-        .args([
+    let out = against_stack(
+        &[
             "redrive",
             "--channel",
             "push",
@@ -224,17 +229,15 @@ fn every_operator_bad_input_names_its_flag_or_variable() {
             "5",
             "--execute",
             "--yes",
-        ])
-        .env_clear()
-        .envs(stack_env())
-        .output()
-        .unwrap();
+        ],
+        &[],
+    );
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(!out.status.success() && err.contains("--operator"), "{err}");
     // A negative --due-in is a time in the past, not clap's "unexpected argument '-1'": the
     // command gets as far as the (unreachable) table.
-    let out = Command::new(env!("CARGO_BIN_EXE_remindctl"))
-        .args([
+    let out = against_stack(
+        &[
             "remind",
             "create",
             "--id",
@@ -247,11 +250,9 @@ fn every_operator_bad_input_names_its_flag_or_variable() {
             "tok",
             "--due-in",
             "-100",
-        ])
-        .env_clear()
-        .envs(stack_env())
-        .output()
-        .unwrap();
+        ],
+        &[],
+    );
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(!err.contains("unexpected argument"), "{err}");
     assert!(err.contains("reminders.insert"), "{err}");

@@ -136,6 +136,23 @@ fn cfg() -> LocalConfig {
     }
 }
 
+/// Run until idle (at most `at_most` of virtual time), never interrupted.
+async fn run_idle(
+    w: &World,
+    at_most: Duration,
+) -> Result<reminders::local::LocalReport, reminders::ports::PortError> {
+    let never = AtomicBool::new(false);
+    run(
+        &w.scheduler,
+        &w.consumer,
+        &w.urls,
+        &cfg(),
+        Stop::Idle { at_most },
+        &never,
+    )
+    .await
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_slow_sms_provider_leaves_push_and_email_on_time() {
     let w = world(Some(Channel::Sms), Faults::default());
@@ -145,19 +162,7 @@ async fn a_slow_sms_provider_leaves_push_and_email_on_time() {
         remind(&w, &format!("e{i}"), Channel::Email, due).await;
         remind(&w, &format!("s{i}"), Channel::Sms, due).await;
     }
-    let never = AtomicBool::new(false);
-    let report = run(
-        &w.scheduler,
-        &w.consumer,
-        &w.urls,
-        &cfg(),
-        Stop::Idle {
-            at_most: Duration::from_secs(3600),
-        },
-        &never,
-    )
-    .await
-    .unwrap();
+    let report = run_idle(&w, Duration::from_secs(3600)).await.unwrap();
     for c in Channel::ALL {
         assert_eq!(report.metrics.get(c).delivered, 8, "{c}: {report:?}");
     }
@@ -187,19 +192,9 @@ async fn a_transient_receive_failure_is_retried_and_the_run_carries_on() {
         )
         .await;
     }
-    let never = AtomicBool::new(false);
-    let report = run(
-        &w.scheduler,
-        &w.consumer,
-        &w.urls,
-        &cfg(),
-        Stop::Idle {
-            at_most: Duration::from_secs(3600),
-        },
-        &never,
-    )
-    .await
-    .expect("a transient failure does not end the run");
+    let report = run_idle(&w, Duration::from_secs(3600))
+        .await
+        .expect("a transient failure does not end the run");
     assert_eq!(report.retried_errors, 3, "{report:?}");
     assert_eq!(report.metrics.get(Channel::Push).delivered, 5);
     assert!(report.idle);
@@ -210,19 +205,7 @@ async fn an_idle_run_ends_on_its_own_with_the_next_reminder_an_hour_away() {
     let w = world(None, Faults::default());
     let in_an_hour = EPOCH.plus(Duration::from_secs(3600));
     remind(&w, "later", Channel::Email, in_an_hour).await;
-    let never = AtomicBool::new(false);
-    let report = run(
-        &w.scheduler,
-        &w.consumer,
-        &w.urls,
-        &cfg(),
-        Stop::Idle {
-            at_most: Duration::from_secs(24 * 3600),
-        },
-        &never,
-    )
-    .await
-    .unwrap();
+    let report = run_idle(&w, Duration::from_secs(24 * 3600)).await.unwrap();
     assert!(report.idle, "{report:?}");
     assert_eq!(report.next_due, Some(in_an_hour));
     let took = w.clock.now().since(EPOCH);
