@@ -203,7 +203,7 @@ impl Verdict<'_> {
                 report.broken(counter, format!("{label}: {}", self.what));
             }
         }
-        if f.max_epoch_attempts > self.max_attempts {
+        if f.budget_spent() > self.max_attempts {
             report.broken(|t| &mut t.budget_exceeded, self.what.clone());
         }
     }

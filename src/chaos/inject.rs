@@ -16,6 +16,7 @@ use crate::clock::Timestamp;
 use crate::deadletter::DeadLetter;
 use crate::delivery::state::DeliveryRecord;
 use crate::domain::{Channel, DeliveryKey, Reminder, ReminderId, ReminderStatus};
+use crate::ports::gate::{BreakerChange, GateState};
 use crate::ports::{
     Cas, DeadLetterMessage, DeadLetters, DeliveryQueue, DuePage, DueQuery, Expected, Gate,
     GatePartition, Inserted, Ledger, Marked, OutgoingMessage, PortError, QueueDepth,
@@ -257,14 +258,22 @@ impl<T: Ledger> Ledger for Chaotic<T> {
 }
 
 impl<T: Gate> Gate for Chaotic<T> {
-    async fn throttled_until(&self, p: &GatePartition) -> Result<Option<Timestamp>, PortError> {
-        self.dice
-            .around("gate.get", self.inner.throttled_until(p))
-            .await
+    async fn state(&self, p: &GatePartition) -> Result<GateState, PortError> {
+        self.dice.around("gate.get", self.inner.state(p)).await
     }
     async fn throttle(&self, p: &GatePartition, until: Timestamp) -> Result<(), PortError> {
         self.dice
             .around("gate.throttle", self.inner.throttle(p, until))
+            .await
+    }
+    async fn failed(&self, p: &GatePartition, now: Timestamp) -> Result<u32, PortError> {
+        self.dice
+            .around("gate.failed", self.inner.failed(p, now))
+            .await
+    }
+    async fn breaker(&self, p: &GatePartition, change: BreakerChange) -> Result<bool, PortError> {
+        self.dice
+            .around("gate.breaker", self.inner.breaker(p, change))
             .await
     }
 }

@@ -36,7 +36,8 @@ pub struct KeyFacts {
     pub redrives: u32,
     /// Redrives out of `dead/ambiguous` (each an operator accepting a possible second send).
     pub ambiguous_redrives: u32,
-    /// Attempts since the last redrive, and the most any budget epoch spent.
+    /// Attempts since the last redrive, and the most an earlier budget epoch spent
+    /// ([`KeyFacts::budget_spent`] is the most of all).
     pub epoch_attempts: u32,
     pub max_epoch_attempts: u32,
     /// Claims to make the DLQ copy of the current death (a second copy is benign only when a
@@ -50,6 +51,18 @@ pub struct KeyFacts {
     pub early_sends: u32,
     pub sends_after_cancel: u32,
     pub sends_after_delivered: u32,
+    /// Failed breaker probes (provider calls the budget does not count), in all and in
+    /// this budget epoch.
+    pub probe_calls: u32,
+    pub epoch_probes: u32,
+}
+
+impl KeyFacts {
+    /// The most attempts any budget epoch charged: provider calls less failed probes.
+    pub fn budget_spent(&self) -> u32 {
+        let epoch = self.epoch_attempts.saturating_sub(self.epoch_probes);
+        self.max_epoch_attempts.max(epoch)
+    }
 }
 
 #[derive(Default)]
@@ -80,7 +93,6 @@ impl Journal {
         self.with(key, |k| {
             k.attempts += 1;
             k.epoch_attempts += 1;
-            k.max_epoch_attempts = k.max_epoch_attempts.max(k.epoch_attempts);
         });
     }
 
@@ -112,6 +124,13 @@ impl Journal {
                     k.retry_after = Some(k.retry_after.map_or(until, |t| t.max(until)));
                 }
             }
+            // A failed breaker probe is the outage's call, not the delivery's: its attempt is
+            // not charged (the provider saw it; the budget does not count it).
+            let probe_held = after.last_error() == Some(crate::policy::breaker::PROBE_FAILED);
+            if to == Status::Deferred && from == Status::Sending && probe_held {
+                k.probe_calls += 1;
+                k.epoch_probes += 1;
+            }
             if to == Status::Dead && from != Status::Dead {
                 k.deaths.push(after.dead_at().unwrap_or(now));
                 k.copy_claims = 0;
@@ -128,7 +147,9 @@ impl Journal {
             }
             if from == Status::Dead && to == Status::Ready {
                 k.redrives += 1;
+                k.max_epoch_attempts = k.budget_spent();
                 k.epoch_attempts = 0;
+                k.epoch_probes = 0;
                 let reason = before.and_then(DeliveryRecord::dead_reason);
                 k.ambiguous_redrives += u32::from(reason == Some(DeadReason::Ambiguous));
             }

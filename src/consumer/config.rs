@@ -5,12 +5,14 @@ use std::time::Duration;
 
 use crate::config::{ConfigError, Vars};
 use crate::domain::retention::{Retention, RETENTION_VAR};
-use crate::policy::{AmbiguousRule, Backoff, RetryPolicy};
+use crate::policy::{AmbiguousRule, Backoff, BreakerPolicy, RetryPolicy};
 use crate::ports::STORAGE_OPERATION_TIMEOUT;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConsumerConfig {
     pub policy: RetryPolicy,
+    /// When a provider partition's breaker opens, and how long it stays open.
+    pub breaker: BreakerPolicy,
     /// How long a claim owns a delivery; must outlast the provider call.
     pub lease: Duration,
     /// The providers' own request timeout.
@@ -35,6 +37,7 @@ impl Default for ConsumerConfig {
     fn default() -> Self {
         Self {
             policy: RetryPolicy::default(),
+            breaker: BreakerPolicy::default(),
             lease: Duration::from_secs(60),
             provider_timeout: Duration::from_secs(10),
             max_receive_count: 100,
@@ -50,8 +53,11 @@ impl Default for ConsumerConfig {
 }
 
 /// Every variable [`ConsumerConfig`] reads.
-pub const VARS: [&str; 14] = [
+pub const VARS: [&str; 17] = [
     "POLICY_VERSION",
+    "BREAKER_FAILURES",
+    "BREAKER_COOLDOWN_SECS",
+    "BREAKER_COOLDOWN_CAP_SECS",
     "MAX_ATTEMPTS",
     "BACKOFF",
     "MAX_THROTTLE_DEFERRALS",
@@ -73,7 +79,7 @@ fn policy_variable(e: &crate::policy::PolicyError) -> &'static str {
     match e {
         E::NoVersion => "POLICY_VERSION",
         E::NoAttempts => "MAX_ATTEMPTS",
-        E::BadBackoff | E::EmptySchedule => "BACKOFF",
+        E::BadBackoff | E::EmptySchedule | E::BadFactor => "BACKOFF",
         E::NoFreshness => "freshness_default_secs",
     }
 }
@@ -106,6 +112,16 @@ impl ConsumerConfig {
                 "must exceed PROVIDER_TIMEOUT_SECS, or a started record can outlive the invocation",
             ));
         }
+        let b = &self.breaker;
+        if b.failures == 0 {
+            return Err(invalid("BREAKER_FAILURES", "must be at least 1"));
+        }
+        if b.cooldown.is_zero() || b.cooldown_cap < b.cooldown {
+            return Err(invalid(
+                "BREAKER_COOLDOWN_CAP_SECS",
+                "BREAKER_COOLDOWN_SECS must be ≥ 1 and ≤ BREAKER_COOLDOWN_CAP_SECS",
+            ));
+        }
         if self.initial_concurrency == 0 || self.max_concurrency < self.initial_concurrency {
             return Err(invalid(
                 "MAX_CONCURRENCY",
@@ -124,6 +140,11 @@ impl ConsumerConfig {
         let d = Self::default();
         let cfg = Self {
             policy: policy_from(&vars, &d.policy)?,
+            breaker: BreakerPolicy {
+                failures: vars.u32_or("BREAKER_FAILURES", d.breaker.failures)?,
+                cooldown: vars.secs_or("BREAKER_COOLDOWN_SECS", d.breaker.cooldown)?,
+                cooldown_cap: vars.secs_or("BREAKER_COOLDOWN_CAP_SECS", d.breaker.cooldown_cap)?,
+            },
             lease: vars.secs_or("LEASE_SECS", d.lease)?,
             provider_timeout: vars.secs_or("PROVIDER_TIMEOUT_SECS", d.provider_timeout)?,
             max_receive_count: vars.u32_or("MAX_RECEIVE_COUNT", d.max_receive_count)?,
@@ -174,12 +195,12 @@ fn policy_from<F: Fn(&str) -> Option<String>>(
     })
 }
 
-/// `exponential:<base>:<cap>` or `schedule:<s0>,<s1>,…` (seconds).
-fn parse_backoff(v: &str) -> Result<Backoff, ConfigError> {
+/// `fitted:<factor>`, `exponential:<base>:<cap>` or `schedule:<s0>,<s1>,…` (seconds).
+pub fn parse_backoff(v: &str) -> Result<Backoff, ConfigError> {
     let bad = || {
         invalid(
             "BACKOFF",
-            format!("{v:?}: use exponential:<base>:<cap> or schedule:<s>,<s>,…"),
+            format!("{v:?}: use fitted:<factor>, exponential:<base>:<cap> or schedule:<s>,<s>,…"),
         )
     };
     let nums = |s: &str, sep: char| -> Result<Vec<u64>, ConfigError> {
@@ -192,6 +213,12 @@ fn parse_backoff(v: &str) -> Result<Backoff, ConfigError> {
             [base, cap] => Ok(Backoff::Exponential {
                 base_secs: *base,
                 cap_secs: *cap,
+            }),
+            _ => Err(bad()),
+        },
+        Some(("fitted", rest)) => match nums(rest, ':')?.as_slice() {
+            [factor] => Ok(Backoff::Fitted {
+                factor: u32::try_from(*factor).map_err(|_| bad())?,
             }),
             _ => Err(bad()),
         },

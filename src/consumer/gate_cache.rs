@@ -11,16 +11,19 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::clock::Timestamp;
+use crate::ports::gate::GateState;
 use crate::ports::{Gate, GatePartition, PortError};
 
-/// One partition's copy: when it was read, and until when the gate was closed then.
+/// One partition's copy: when it was read, and what the gate item said then.
 #[derive(Debug, Clone, Copy)]
 struct Copy {
     read_at: Timestamp,
-    until: Option<Timestamp>,
+    state: GateState,
 }
 
-type Slot = Arc<tokio::sync::Mutex<Option<Copy>>>;
+// futures' mutex, not tokio's: it takes no part in tokio's cooperative budget, so where a record
+// yields never depends on what ran before it in the task (the simulation stays byte for byte).
+type Slot = Arc<futures::lock::Mutex<Option<Copy>>>;
 
 #[derive(Debug)]
 pub(crate) struct GateCache {
@@ -48,28 +51,39 @@ impl GateCache {
         }
     }
 
-    /// Until when `partition` is closed, as of `now`: from the copy while it is younger than
-    /// the TTL, otherwise from one read of the gate item that concurrent callers share.
+    /// The partition's gate as of `now`: from the copy while it is younger than the TTL,
+    /// otherwise from one read of the gate item that concurrent callers share.
+    pub(crate) async fn state(
+        &self,
+        gate: &impl Gate,
+        partition: &GatePartition,
+        now: Timestamp,
+    ) -> Result<GateState, PortError> {
+        let slot = self.slot(partition);
+        let mut copy = slot.lock().await;
+        Ok(match *copy {
+            Some(c) if now.since(c.read_at) < self.ttl => c.state,
+            _ => {
+                let state = gate.state(partition).await?;
+                *copy = Some(Copy {
+                    read_at: now,
+                    state,
+                });
+                state
+            }
+        })
+    }
+
+    /// Until when `partition` is throttled, as of `now`.
+    #[cfg(test)]
     pub(crate) async fn closed_until(
         &self,
         gate: &impl Gate,
         partition: &GatePartition,
         now: Timestamp,
     ) -> Result<Option<Timestamp>, PortError> {
-        let slot = self.slot(partition);
-        let mut copy = slot.lock().await;
-        let until = match *copy {
-            Some(c) if now.since(c.read_at) < self.ttl => c.until,
-            _ => {
-                let until = gate.throttled_until(partition).await?;
-                *copy = Some(Copy {
-                    read_at: now,
-                    until,
-                });
-                until
-            }
-        };
-        Ok(until.filter(|u| *u > now))
+        let state = self.state(gate, partition, now).await?;
+        Ok(state.throttled_until.filter(|u| *u > now))
     }
 
     /// A 429 said the partition is closed until `until`: the copy takes it (never shortening a
@@ -80,13 +94,33 @@ impl GateCache {
         now: Timestamp,
         until: Timestamp,
     ) {
+        self.update(partition, now, |s| {
+            s.throttled_until = Some(s.throttled_until.map_or(until, |u| u.max(until)));
+        })
+        .await;
+    }
+
+    /// What this worker just wrote or learned of the breaker, in the copy at once (fresh from
+    /// `now`), so its next record acts on it without a read.
+    pub(crate) async fn update(
+        &self,
+        partition: &GatePartition,
+        now: Timestamp,
+        f: impl FnOnce(&mut GateState),
+    ) {
         let slot = self.slot(partition);
         let mut copy = slot.lock().await;
-        let later = copy.and_then(|c| c.until).map_or(until, |u| u.max(until));
+        let mut state = copy.map(|c| c.state).unwrap_or_default();
+        f(&mut state);
         *copy = Some(Copy {
             read_at: now,
-            until: Some(later),
+            state,
         });
+    }
+
+    /// Forget the copy: the next look reads the item.
+    pub(crate) async fn forget(&self, partition: &GatePartition) {
+        *self.slot(partition).lock().await = None;
     }
 }
 
@@ -106,13 +140,23 @@ mod tests {
     }
 
     impl Gate for Slow {
-        async fn throttled_until(&self, p: &GatePartition) -> Result<Option<Timestamp>, PortError> {
+        async fn state(&self, p: &GatePartition) -> Result<GateState, PortError> {
             self.reads.fetch_add(1, Ordering::SeqCst);
             tokio::time::sleep(Duration::from_millis(20)).await;
-            self.inner.throttled_until(p).await
+            self.inner.state(p).await
         }
         async fn throttle(&self, p: &GatePartition, until: Timestamp) -> Result<(), PortError> {
             self.inner.throttle(p, until).await
+        }
+        async fn failed(&self, p: &GatePartition, now: Timestamp) -> Result<u32, PortError> {
+            self.inner.failed(p, now).await
+        }
+        async fn breaker(
+            &self,
+            p: &GatePartition,
+            change: crate::ports::gate::BreakerChange,
+        ) -> Result<bool, PortError> {
+            self.inner.breaker(p, change).await
         }
     }
 

@@ -18,6 +18,14 @@ pub struct Metrics {
     pub deferred_gate: u32,
     /// Deferred after the provider throttled.
     pub deferred_provider: u32,
+    /// Held because the provider partition's breaker is open (no call, no attempt spent).
+    pub held_breaker: u32,
+    /// Breaker probes won (each one provider call while the partition is open).
+    pub breaker_probes: u32,
+    /// Partitions this batch opened (or reopened after a failed probe).
+    pub breaker_opened: u32,
+    /// The longest a breaker seen by this batch has been open, in seconds (0: none open).
+    pub breaker_open_secs: u64,
     /// Retried after a transient or ambiguous failure.
     pub retried: u32,
     /// Waits handed to a fresh copy (too long for visibility, or near maxReceiveCount).
@@ -54,6 +62,10 @@ impl Metrics {
         self.delivered += other.delivered;
         self.deferred_gate += other.deferred_gate;
         self.deferred_provider += other.deferred_provider;
+        self.held_breaker += other.held_breaker;
+        self.breaker_probes += other.breaker_probes;
+        self.breaker_opened += other.breaker_opened;
+        self.breaker_open_secs = self.breaker_open_secs.max(other.breaker_open_secs);
         self.retried += other.retried;
         self.reenqueued += other.reenqueued;
         for (reason, n) in other.dead {
@@ -82,6 +94,9 @@ impl Metrics {
         count("delivered".into(), self.delivered);
         count("deferred_gate".into(), self.deferred_gate);
         count("deferred_provider".into(), self.deferred_provider);
+        count("held_breaker".into(), self.held_breaker);
+        count("breaker_probes".into(), self.breaker_probes);
+        count("breaker_opened".into(), self.breaker_opened);
         count("retried".into(), self.retried);
         count("reenqueued".into(), self.reenqueued);
         count("expired".into(), self.expired);
@@ -105,6 +120,9 @@ impl Metrics {
                 self.dead.get(&reason).copied().unwrap_or(0),
             );
         }
+        // Its Maximum feeds the "open too long" alarm.
+        defs.push(json!({"Name": "breaker_open_seconds", "Unit": "Seconds"}));
+        values.insert("breaker_open_seconds".into(), json!(self.breaker_open_secs));
         if !self.lateness_ms.is_empty() {
             defs.push(json!({"Name": "lateness_ms", "Unit": "Milliseconds"}));
             values.insert("lateness_ms".into(), json!(self.lateness_ms));

@@ -261,6 +261,13 @@ pub enum Change {
         class: OutcomeClass,
         error: Option<String>,
     },
+    /// sending (fenced) → deferred, nothing spent: a breaker probe failed, which is the
+    /// outage's failure, not this delivery's (DESIGN §4, held by the breaker).
+    Hold {
+        token: LeaseToken,
+        next_eligible_at: Timestamp,
+        error: Option<String>,
+    },
     /// sending (fenced) or deferred → dead for a provider or budget reason; scheduled → dead
     /// for an unknown reminder only.
     Die {
@@ -305,6 +312,7 @@ impl Change {
             Change::Takeover { .. } => "takeover",
             Change::Deliver { .. } => "deliver",
             Change::Defer { .. } => "defer",
+            Change::Hold { .. } => "hold",
             Change::Die { .. } => "die",
             Change::Expire => "expire",
             Change::Cancel => "cancel",

@@ -2,6 +2,7 @@
 //! retry policy, and the pure decision [`decide`] — policy, ledger counts, outcome, now and a
 //! random source in; the next action and its delay out, clamped to what SQS can hold.
 
+pub mod breaker;
 pub mod retry_after;
 
 use std::time::Duration;
@@ -12,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::clock::{ceil_secs, Timestamp};
 use crate::domain::DeadReason;
 
+pub use breaker::BreakerPolicy;
 pub use retry_after::parse_retry_after;
 
 /// SQS caps a message's visibility at 12 h from its receive; keep a margin for the
@@ -85,6 +87,12 @@ pub enum Backoff {
     /// `schedule_secs[k]` is the wait before attempt k+1 (the first entry, usually 0, is the
     /// first attempt's); past its end the last entry repeats.
     Schedule { schedule_secs: Vec<u64> },
+    /// Fitted to the freshness left (DESIGN §5): the attempts left are spaced geometrically,
+    /// each wait `factor` times the one before, so that together they fill nine tenths of the
+    /// time until `fresh_until`; full jitter over the upper half of each wait. A reminder
+    /// good for an hour, with five attempts and factor 4, tries at about 0, 30 s, 2.5 min,
+    /// 12 min and 50 min; one good for a day at 0, 12 min, 1 h, 4 h and 19 h.
+    Fitted { factor: u32 },
 }
 
 /// What to do when a send may have happened.
@@ -114,15 +122,17 @@ pub struct RetryPolicy {
     pub ambiguous: AmbiguousRule,
 }
 
+/// The deployed policy's label and backoff (`template.yaml`'s `PolicyVersion` and `Backoff`
+/// defaults; a template test holds them equal).
+pub const DEFAULT_POLICY_VERSION: &str = "v2-fitted";
+pub const DEFAULT_BACKOFF: Backoff = Backoff::Fitted { factor: 4 };
+
 impl Default for RetryPolicy {
     fn default() -> Self {
         Self {
-            version: "v1-default".into(),
+            version: DEFAULT_POLICY_VERSION.into(),
             max_attempts: 5,
-            backoff: Backoff::Exponential {
-                base_secs: 30,
-                cap_secs: 3600,
-            },
+            backoff: DEFAULT_BACKOFF,
             freshness_default_secs: 3600,
             max_throttle_deferrals: 50,
             throttle_base_secs: 5,
@@ -144,6 +154,8 @@ pub enum PolicyError {
     EmptySchedule,
     #[error("policy: freshness_default_secs must be positive")]
     NoFreshness,
+    #[error("policy: a fitted backoff's factor must be 1 to 16")]
+    BadFactor,
 }
 
 impl RetryPolicy {
@@ -168,6 +180,9 @@ impl RetryPolicy {
             } if *base_secs == 0 || base_secs > cap_secs => return Err(PolicyError::BadBackoff),
             Backoff::Schedule { schedule_secs } if schedule_secs.is_empty() => {
                 return Err(PolicyError::EmptySchedule)
+            }
+            Backoff::Fitted { factor } if !(1..=16).contains(factor) => {
+                return Err(PolicyError::BadFactor)
             }
             _ => {}
         }
@@ -241,7 +256,21 @@ pub fn decide(
             if attempts >= policy.max_attempts {
                 return Next::Dead(DeadReason::AttemptsExhausted);
             }
-            (retry_delay(policy, attempts, rng), true)
+            let left = fresh_until.since(now);
+            let delay = retry_delay(policy, attempts, left, rng);
+            // No retry is scheduled past fresh_until: the last one goes in before it, while
+            // there is room for it.
+            let last_chance = left.saturating_sub(LAST_CHANCE_MARGIN);
+            if delay > last_chance && last_chance >= Duration::from_secs(1) {
+                let at = now.plus(last_chance);
+                return Next::Retry {
+                    at,
+                    wait: wait_until(now, at),
+                    spends_attempt: true,
+                    class: outcome.class(),
+                };
+            }
+            (delay, true)
         }
         Outcome::Throttled { .. } | Outcome::Blocked { .. } => {
             let retry_after = match outcome {
@@ -270,6 +299,10 @@ pub fn decide(
         class: outcome.class(),
     }
 }
+
+/// A retry that would land past `fresh_until` goes in this long before it instead: room for
+/// the receive, the claim and the send.
+pub const LAST_CHANCE_MARGIN: Duration = Duration::from_secs(30);
 
 /// The error recorded for a send whose lease ran out with no outcome recorded.
 pub const ABANDONED: &str = "lease_expired_without_outcome";
@@ -317,9 +350,18 @@ pub fn wait_until(now: Timestamp, at: Timestamp) -> Wait {
     }
 }
 
-/// Wait before the next attempt after `failures` failed attempts.
-fn retry_delay(policy: &RetryPolicy, failures: u32, rng: &mut impl Rng) -> Duration {
+/// Wait before the next attempt after `failures` failed attempts, `left` before `fresh_until`.
+fn retry_delay(
+    policy: &RetryPolicy,
+    failures: u32,
+    left: Duration,
+    rng: &mut impl Rng,
+) -> Duration {
     match &policy.backoff {
+        Backoff::Fitted { factor } => {
+            let remaining = policy.max_attempts.saturating_sub(failures).max(1);
+            fitted_delay(*factor, remaining, left, rng)
+        }
         Backoff::Exponential {
             base_secs,
             cap_secs,
@@ -329,6 +371,23 @@ fn retry_delay(policy: &RetryPolicy, failures: u32, rng: &mut impl Rng) -> Durat
             Duration::from_secs(schedule_secs.get(i).copied().unwrap_or(0))
         }
     }
+}
+
+/// The first of `remaining` waits, each `factor` times the one before, that together fill
+/// nine tenths of `left`; jittered uniformly over its upper half, from a second to a day.
+fn fitted_delay(factor: u32, remaining: u32, left: Duration, rng: &mut impl Rng) -> Duration {
+    let f = f64::from(factor.max(1));
+    let r = remaining.min(32) as i32;
+    // Sum of f^0 .. f^(r-1).
+    let parts = if factor <= 1 {
+        f64::from(remaining)
+    } else {
+        (f.powi(r) - 1.0) / (f - 1.0)
+    };
+    let budget_ms = left.as_millis() as f64 * 0.9;
+    // A day at most: a reminder good for a month is not tried once a week.
+    let ceiling = ((budget_ms / parts) as u64).clamp(1_000, 86_400_000);
+    Duration::from_millis(rng.random_range(ceiling / 2..=ceiling).max(1_000))
 }
 
 fn throttle_delay(

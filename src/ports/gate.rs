@@ -1,7 +1,14 @@
-//! The `Gate` port (DESIGN §6): per (channel, provider partition), the time until which the
-//! provider is known to be throttling. Workers defer that partition's deliveries without
-//! calling the provider. Items live in the deliveries table under the `gate#` prefix, which no
-//! delivery key can take.
+//! The `Gate` port (DESIGN §5–6): per (channel, provider partition), what every worker must
+//! know before calling the provider — the time until which it is throttling, and its breaker.
+//! Items live in the deliveries table under the `gate#` prefix, which no delivery key can take.
+//!
+//! The breaker: transient failures and timeouts in a row, across deliveries and workers, are
+//! counted on the item ([`Gate::failed`]); a success resets the count. At the threshold the
+//! partition opens: deliveries are held by visibility, with no provider call and no attempt
+//! spent. After the cool-down one worker wins the probe by a conditional write (half-open);
+//! its success closes the breaker, its failure reopens it with a longer cool-down. Every
+//! breaker write is conditional ([`BreakerChange`]), so two workers never both open, both
+//! probe or reopen over each other.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -14,6 +21,8 @@ use crate::domain::Channel;
 
 pub const OP_GET: &str = "gate.get";
 pub const OP_THROTTLE: &str = "gate.throttle";
+pub const OP_FAILED: &str = "gate.failed";
+pub const OP_BREAKER: &str = "gate.breaker";
 
 /// A provider partition: the unit a provider throttles (an account, a sender id, a host).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -36,12 +45,91 @@ impl GatePartition {
     }
 }
 
+/// An open breaker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenBreaker {
+    /// When this outage began (kept across reopenings, for the "open too long" alarm).
+    pub opened_at: Timestamp,
+    /// End of the cool-down: no probe before.
+    pub until: Timestamp,
+    /// Failed probes since it opened (the cool-down doubles with each, to its cap).
+    pub reopens: u32,
+    /// A probe in flight, and when its claim on the probe lapses (its worker may have died).
+    pub probe_until: Option<Timestamp>,
+}
+
+/// What the gate item says.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GateState {
+    /// When the partition takes requests again after a 429, if it is or was throttled.
+    pub throttled_until: Option<Timestamp>,
+    /// Transient failures and timeouts in a row, across deliveries (a success resets it).
+    pub failures: u32,
+    pub breaker: Option<OpenBreaker>,
+}
+
+/// A conditional breaker write; [`Gate::breaker`] answers whether it applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BreakerChange {
+    /// closed → open until `until`; refused when already open.
+    Open { now: Timestamp, until: Timestamp },
+    /// open, cool-down over, no live probe → probing until `probe_until` (the probe's token).
+    Probe {
+        now: Timestamp,
+        probe_until: Timestamp,
+    },
+    /// the probe `probe_until` failed → open again until `until`, one more reopening.
+    Reopen {
+        probe_until: Timestamp,
+        until: Timestamp,
+    },
+    /// a success: closed, the failure count reset; refused when already closed at zero.
+    Close,
+}
+
+impl BreakerChange {
+    /// The pure rule every adapter applies: `state` after the change, or `None` if refused.
+    pub fn apply(self, state: &GateState) -> Option<GateState> {
+        let mut next = *state;
+        match (self, state.breaker) {
+            (BreakerChange::Open { now, until }, None) => {
+                next.breaker = Some(OpenBreaker {
+                    opened_at: now,
+                    until,
+                    reopens: 0,
+                    probe_until: None,
+                });
+            }
+            (BreakerChange::Probe { now, probe_until }, Some(mut open))
+                if open.until <= now && open.probe_until.is_none_or(|p| p <= now) =>
+            {
+                open.probe_until = Some(probe_until);
+                next.breaker = Some(open);
+            }
+            (BreakerChange::Reopen { probe_until, until }, Some(mut open))
+                if open.probe_until == Some(probe_until) =>
+            {
+                open.until = until;
+                open.reopens += 1;
+                open.probe_until = None;
+                next.breaker = Some(open);
+            }
+            (BreakerChange::Close, b) if b.is_some() || state.failures > 0 => {
+                next.failures = 0;
+                next.breaker = None;
+            }
+            _ => return None,
+        }
+        Some(next)
+    }
+}
+
 pub trait Gate: Send + Sync {
-    /// When the partition opens again, if it is or was throttled.
-    fn throttled_until(
+    /// The partition's gate item (all defaults when there is none).
+    fn state(
         &self,
         partition: &GatePartition,
-    ) -> impl Future<Output = Result<Option<Timestamp>, PortError>> + Send;
+    ) -> impl Future<Output = Result<GateState, PortError>> + Send;
 
     /// Close the partition until `until`; never shortens a later closing.
     fn throttle(
@@ -49,14 +137,25 @@ pub trait Gate: Send + Sync {
         partition: &GatePartition,
         until: Timestamp,
     ) -> impl Future<Output = Result<(), PortError>> + Send;
+
+    /// Count one more failure in a row (atomic); answers the count after it.
+    fn failed(
+        &self,
+        partition: &GatePartition,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<u32, PortError>> + Send;
+
+    /// One conditional breaker write: whether it applied.
+    fn breaker(
+        &self,
+        partition: &GatePartition,
+        change: BreakerChange,
+    ) -> impl Future<Output = Result<bool, PortError>> + Send;
 }
 
 impl<T: Gate> Gate for std::sync::Arc<T> {
-    fn throttled_until(
-        &self,
-        p: &GatePartition,
-    ) -> impl Future<Output = Result<Option<Timestamp>, PortError>> + Send {
-        (**self).throttled_until(p)
+    fn state(&self, p: &GatePartition) -> impl Future<Output = Result<GateState, PortError>> + Send {
+        (**self).state(p)
     }
     fn throttle(
         &self,
@@ -65,38 +164,119 @@ impl<T: Gate> Gate for std::sync::Arc<T> {
     ) -> impl Future<Output = Result<(), PortError>> + Send {
         (**self).throttle(p, until)
     }
+    fn failed(
+        &self,
+        p: &GatePartition,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<u32, PortError>> + Send {
+        (**self).failed(p, now)
+    }
+    fn breaker(
+        &self,
+        p: &GatePartition,
+        change: BreakerChange,
+    ) -> impl Future<Output = Result<bool, PortError>> + Send {
+        (**self).breaker(p, change)
+    }
 }
 
 #[derive(Debug, Default)]
 pub struct MemoryGate {
-    until: Mutex<BTreeMap<GatePartition, Timestamp>>,
+    items: Mutex<BTreeMap<GatePartition, GateState>>,
     faults: Faults,
 }
 
 impl MemoryGate {
     pub fn with_faults(faults: Faults) -> Self {
         Self {
-            until: Mutex::default(),
+            items: Mutex::default(),
             faults,
         }
+    }
+
+    /// Run `f` on the partition's item atomically, between the fault points of `op`.
+    fn with_item<R>(
+        &self,
+        op: &'static str,
+        p: &GatePartition,
+        f: impl FnOnce(&mut GateState) -> R,
+    ) -> Result<R, PortError> {
+        self.faults.check(op, FaultPoint::Before)?;
+        let out = f(lock(&self.items).entry(p.clone()).or_default());
+        self.faults.check(op, FaultPoint::After)?;
+        Ok(out)
     }
 }
 
 impl Gate for MemoryGate {
-    async fn throttled_until(&self, p: &GatePartition) -> Result<Option<Timestamp>, PortError> {
-        self.faults.check(OP_GET, FaultPoint::Before)?;
-        let found = lock(&self.until).get(p).copied();
-        self.faults.check(OP_GET, FaultPoint::After)?;
-        Ok(found)
+    async fn state(&self, p: &GatePartition) -> Result<GateState, PortError> {
+        self.with_item(OP_GET, p, |s| *s)
     }
 
     async fn throttle(&self, p: &GatePartition, until: Timestamp) -> Result<(), PortError> {
-        self.faults.check(OP_THROTTLE, FaultPoint::Before)?;
-        {
-            let mut map = lock(&self.until);
-            let entry = map.entry(p.clone()).or_insert(until);
-            *entry = (*entry).max(until);
+        self.with_item(OP_THROTTLE, p, |s| {
+            s.throttled_until = Some(s.throttled_until.map_or(until, |u| u.max(until)));
+        })
+    }
+
+    async fn failed(&self, p: &GatePartition, _now: Timestamp) -> Result<u32, PortError> {
+        self.with_item(OP_FAILED, p, |s| {
+            s.failures = s.failures.saturating_add(1);
+            s.failures
+        })
+    }
+
+    async fn breaker(&self, p: &GatePartition, change: BreakerChange) -> Result<bool, PortError> {
+        self.with_item(OP_BREAKER, p, |s| match change.apply(s) {
+            Some(next) => {
+                *s = next;
+                true
+            }
+            None => false,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(ms: i64) -> Timestamp {
+        Timestamp::from_millis(ms)
+    }
+
+    #[test]
+    fn the_breaker_opens_once_probes_once_and_closes_on_a_success() {
+        let closed = GateState::default();
+        let open = BreakerChange::Open {
+            now: t(0),
+            until: t(100),
+        };
+        let s = open.apply(&closed).expect("a closed breaker opens");
+        assert!(open.apply(&s).is_none(), "an open breaker does not open twice");
+        let probe = |now, until| BreakerChange::Probe {
+            now: t(now),
+            probe_until: t(until),
+        };
+        assert!(probe(99, 200).apply(&s).is_none(), "no probe in the cool-down");
+        let probing = probe(100, 200).apply(&s).expect("the first probe wins");
+        assert!(probe(150, 250).apply(&probing).is_none(), "one probe at a time");
+        let lapsed = probe(200, 300).apply(&probing).expect("a dead probe's claim lapses");
+        let wrong = BreakerChange::Reopen {
+            probe_until: t(200),
+            until: t(400),
+        };
+        assert!(wrong.apply(&lapsed).is_none(), "a lapsed probe cannot reopen");
+        let reopened = BreakerChange::Reopen {
+            probe_until: t(300),
+            until: t(400),
         }
-        self.faults.check(OP_THROTTLE, FaultPoint::After)
+        .apply(&lapsed)
+        .unwrap();
+        let b = reopened.breaker.unwrap();
+        assert_eq!((b.until, b.reopens, b.opened_at), (t(400), 1, t(0)));
+        let shut = BreakerChange::Close.apply(&reopened).unwrap();
+        assert_eq!(shut, GateState::default());
+        assert!(BreakerChange::Close.apply(&shut).is_none());
     }
 }

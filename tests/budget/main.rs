@@ -15,6 +15,7 @@ use reminders::domain::{
     Channel, Content, DeliveryKey, DeliveryMessage, NewReminder, PerChannel, Recipient, Reminder,
     ReminderId, ReminderStatus, SubscriberId,
 };
+use reminders::ports::gate::{BreakerChange, GateState};
 use reminders::ports::{
     Cas, DeliveryQueue, DuePage, DueQuery, Expected, Gate, GatePartition, Inserted, Ledger, Marked,
     MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, OutgoingMessage, PortError,
@@ -50,13 +51,21 @@ impl<T: Ledger> Ledger for Counted<T> {
 }
 
 impl<T: Gate> Gate for Counted<T> {
-    async fn throttled_until(&self, p: &GatePartition) -> Result<Option<Timestamp>, PortError> {
+    async fn state(&self, p: &GatePartition) -> Result<GateState, PortError> {
         self.calls.hit("gate.get");
-        self.inner.throttled_until(p).await
+        self.inner.state(p).await
     }
     async fn throttle(&self, p: &GatePartition, until: Timestamp) -> Result<(), PortError> {
         self.calls.hit("gate.throttle");
         self.inner.throttle(p, until).await
+    }
+    async fn failed(&self, p: &GatePartition, now: Timestamp) -> Result<u32, PortError> {
+        self.calls.hit("gate.failed");
+        self.inner.failed(p, now).await
+    }
+    async fn breaker(&self, p: &GatePartition, c: BreakerChange) -> Result<bool, PortError> {
+        self.calls.hit("gate.breaker");
+        self.inner.breaker(p, c).await
     }
 }
 

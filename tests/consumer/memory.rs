@@ -851,8 +851,9 @@ async fn a_reminder_gone_stale_during_its_claim_is_not_sent() {
 }
 
 /// A send abandoned by its worker is resolved by the policy's decision, not by an immediate
-/// takeover: when the next chance would land past freshness, it is not resent, and since the
-/// send may have happened it dies as `ambiguous` (not `expired`, which means never sent).
+/// takeover: when the next chance would land past freshness and no last chance fits before
+/// it, it is not resent, and since the send may have happened it dies as `ambiguous` (not
+/// `expired`, which means never sent).
 #[tokio::test]
 async fn an_abandoned_send_whose_retry_lands_past_freshness_dies_ambiguous() {
     let mut cfg = test_config();
@@ -865,8 +866,10 @@ async fn an_abandoned_send_whose_retry_lands_past_freshness_dies_ambiguous() {
     w.enqueue(&msg).await;
     // The claim goes through, the send is accepted, the outcome write fails.
     w.ledger_faults.fail_after(OP_PUT, FaultPoint::Before, 1, 1);
+    let sent_at = reminders::clock::Clock::now(&w.clock);
     assert_eq!(actions(&w.run(SMS).await.unwrap()), [Action::Retry]);
-    w.advance(181);
+    // Found again 20 s before fresh_until: less than the last chance's margin is left.
+    w.advance(r.fresh_until.since(sent_at).as_secs() - 20);
     assert_eq!(actions(&w.run(SMS).await.unwrap()), [Action::Ack]);
     let rec = w.record(&msg.delivery_key).await.unwrap();
     assert_eq!(rec.dead_reason(), Some(DeadReason::Ambiguous));

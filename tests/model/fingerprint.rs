@@ -162,6 +162,15 @@ fn change<H: Hasher>(c: &Change, names: &mut Names, h: &mut H) {
             names.hash(token.as_ref(), h);
             (reason, spends_attempt, error).hash(h);
         }
+        Change::Hold {
+            token,
+            next_eligible_at,
+            error,
+        } => {
+            names.hash(Some(token), h);
+            next_eligible_at.hash(h);
+            error.hash(h);
+        }
         Change::Release { token }
         | Change::ExpireHeld { token }
         | Change::ClaimDlqCopy { token } => names.hash(Some(token), h),

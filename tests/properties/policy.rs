@@ -11,7 +11,7 @@ use reminders::clock::Timestamp;
 use reminders::domain::DeadReason;
 use reminders::policy::{
     decide, decide_abandoned, AmbiguousRule, Backoff, Next, Outcome, RetryPolicy, Spent, Wait,
-    MAX_DELAY_SECS, MAX_VISIBILITY_SECS,
+    LAST_CHANCE_MARGIN, MAX_DELAY_SECS, MAX_VISIBILITY_SECS,
 };
 
 use crate::strategies::policy;
@@ -264,15 +264,25 @@ proptest! {
     }
 
     /// Transient and ambiguous retries wait what the backoff says: full jitter within
-    /// `[1 s, min(cap, base × 2^attempts)]`, or the schedule's entry for the next attempt;
+    /// `[1 s, min(cap, base × 2^attempts)]`, the schedule's entry for the next attempt, or
+    /// for a fitted backoff at most nine tenths of the freshness left — unless that lands
+    /// past `fresh_until`, when the last attempt goes in `LAST_CHANCE_MARGIN` before it;
     /// a throttle without Retry-After within `[1 s, min(throttle cap, base × 2^throttles)]`.
     #[test]
     fn delays_are_within_the_backoff_cap(
         c in case(&[Kind::Transient, Kind::Ambiguous, Kind::ThrottledBare]),
     ) {
-        let Next::Retry { at, .. } = c.decide() else { return Ok(()) };
+        let next = c.decide();
+        prop_assume!(matches!(next, Next::Retry { .. }), "{:?}", next);
+        let Next::Retry { at, .. } = next else { unreachable!() };
         let delay = at.as_millis() - c.now.as_millis();
         let p = &c.policy;
+        let left = c.fresh_until.as_millis().saturating_sub(c.now.as_millis());
+        let last_chance = left - LAST_CHANCE_MARGIN.as_millis() as i64;
+        let failed = !matches!(c.outcome, Outcome::Throttled { .. });
+        if failed && delay == last_chance {
+            return Ok(());
+        }
         let (low, high) = match (&c.outcome, &p.backoff) {
             (Outcome::Throttled { .. }, _) => {
                 let ceiling = jitter_ceiling_ms(p.throttle_base_secs, p.throttle_cap_secs, c.spent.throttles);
@@ -286,8 +296,12 @@ proptest! {
                 let ms = schedule_secs[next_attempt] as i64 * 1000;
                 (ms, ms)
             }
+            (_, Backoff::Fitted { .. }) => (1000, (left / 10 * 9).clamp(1000, 86_400_000)),
         };
         prop_assert!(low <= delay && delay <= high, "delay {} ms not in [{}, {}]", delay, low, high);
+        if failed {
+            prop_assert!(delay <= last_chance.max(1000), "delay {} past the last chance {}", delay, last_chance);
+        }
     }
 
     /// How a wait is held fits SQS: visibility in whole seconds, rounded up, at least one and
@@ -311,8 +325,9 @@ proptest! {
         }
     }
 
-    /// Nothing is retried at a time past `fresh_until`: `decide` answers `Expire` instead,
-    /// exactly when the chosen time passes it (same random draw).
+    /// Nothing is retried at a time past `fresh_until`. A throttle whose chosen time passes
+    /// it expires, exactly then (same random draw); a failed attempt whose backoff passes it
+    /// gets its last attempt `LAST_CHANCE_MARGIN` before it, while there is room for one.
     #[test]
     fn nothing_past_fresh_until_is_retried(c in case(RETRYABLE)) {
         let next = c.decide();
@@ -324,11 +339,21 @@ proptest! {
             prop_assert!(!matches!(next, Next::Retry { .. }), "{:?} while stale", next);
         }
         let never = Timestamp::from_millis(i64::MAX);
-        if let Next::Retry { at, .. } = c.decide_until(never) {
+        let fitted = matches!(c.policy.backoff, Backoff::Fitted { .. });
+        let failed = matches!(c.outcome, Outcome::Transient { .. } | Outcome::Ambiguous { .. });
+        if let (Next::Retry { at, .. }, false) = (c.decide_until(never), fitted) {
             let again = c.decide_until(at);
             prop_assert!(matches!(again, Next::Retry { at: a, .. } if a == at), "{:?}", again);
             let just_before = Timestamp::from_millis(at.as_millis() - 1);
-            prop_assert_eq!(c.decide_until(just_before), Next::Expire);
+            let room = just_before.since(c.now).saturating_sub(LAST_CHANCE_MARGIN);
+            match c.decide_until(just_before) {
+                Next::Retry { at: last, .. } if failed => {
+                    prop_assert_eq!(last, c.now.plus(room), "the last chance");
+                    prop_assert!(room >= Duration::from_secs(1));
+                }
+                Next::Expire => prop_assert!(!failed || room < Duration::from_secs(1)),
+                other => prop_assert!(false, "{:?}", other),
+            }
         }
     }
 }

@@ -50,6 +50,7 @@ fn backoff() -> impl Strategy<Value = Backoff> {
         }),
         prop::collection::vec(0u64..=86_400, 1..6)
             .prop_map(|schedule_secs| Backoff::Schedule { schedule_secs }),
+        (1u32..=16).prop_map(|factor| Backoff::Fitted { factor }),
     ]
 }
 

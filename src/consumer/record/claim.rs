@@ -6,8 +6,7 @@
 use std::ops::ControlFlow::{Break, Continue};
 use std::time::Duration;
 
-use rand::RngExt;
-
+use super::breaker::Admit;
 use super::dead::Facts;
 use super::{log_transition, Action, Delivery, Lease, Record, Step};
 use crate::clock::Timestamp;
@@ -15,20 +14,14 @@ use crate::delivery::state::{Change, Ctx, DeliveryRecord, LeaseToken};
 use crate::delivery::{claim, transition, Claim, ClaimRequest, Written};
 use crate::domain::{DeadReason, DeliveryMessage};
 use crate::policy::{decide_abandoned, Next, OutcomeClass, Spent, ABANDONED};
-use crate::ports::{GatePartition, PortError, Ports};
+use crate::ports::{PortError, Ports};
 
 impl<P: Ports> Record<'_, P> {
     pub(super) async fn claim(&mut self, d: &Delivery) -> Step<Lease> {
-        let now = d.seen.now;
-        if let Some(until) = self.gate_closed_until(&d.partition, now).await? {
-            self.m.deferred_gate += 1;
-            // Never spread past the reminder's freshness: the hold ends while it can still go.
-            let room = d.reminder.fresh_until.since(until).as_millis() / 2;
-            let spread = gate_hold_spread(self.inc.receive_count).min(room as u64);
-            let jitter = Duration::from_millis(self.rng.random_range(0..=spread));
-            log_transition(&d.msg, 0, "gate_closed", "hold", until.since(now));
-            return self.hold(&d.msg, until.plus(jitter), now).await.map(Break);
-        }
+        let probe = match self.admit(d).await? {
+            Admit::Send { probe } => probe,
+            Admit::Hold { until, why } => return self.hold_at_gate(d, until, why).await,
+        };
         // The lease counts from the claim, not from the start of the record; freshness is
         // checked again at that moment.
         let now = self.now();
@@ -54,7 +47,11 @@ impl<P: Ports> Record<'_, P> {
             },
             other => return self.not_ours(&d.msg, other, now).await.map(Break),
         };
-        Ok(Continue(Lease { record, token }))
+        Ok(Continue(Lease {
+            record,
+            token,
+            probe,
+        }))
     }
 
     /// A claim that did not give us the lease: a duplicate, a finished or dead delivery, or
@@ -280,15 +277,6 @@ impl<P: Ports> Record<'_, P> {
         let facts = Facts::of(&dead);
         self.copy_once(reason, dead, facts).await?;
         Ok(Action::Ack)
-    }
-
-    async fn gate_closed_until(
-        &self,
-        partition: &GatePartition,
-        now: Timestamp,
-    ) -> Result<Option<Timestamp>, PortError> {
-        let c = self.consumer;
-        c.gates.closed_until(c.ports.gate(), partition, now).await
     }
 }
 

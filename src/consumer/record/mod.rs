@@ -21,6 +21,7 @@ macro_rules! step {
     };
 }
 
+mod breaker;
 mod claim;
 mod dead;
 mod hold;
@@ -69,6 +70,8 @@ struct Delivery {
 struct Lease {
     record: DeliveryRecord,
     token: LeaseToken,
+    /// The breaker probe this send is, if it is one (its claim on the probe lapses then).
+    probe: Option<Timestamp>,
 }
 
 impl<P: Ports> Consumer<P> {

@@ -53,6 +53,9 @@ impl<P: Ports> Record<'_, P> {
         lease: Lease,
         outcome: Outcome,
     ) -> Result<Action, PortError> {
+        if let Some(held) = self.breaker_learns(d, &lease, &outcome).await? {
+            return Ok(held);
+        }
         let now = self.now();
         let ctx = self.ctx(&d.msg, d.reminder.fresh_until, now);
         let policy = lease

@@ -119,6 +119,11 @@ fn land(
             class,
             error,
         } => defer(from, next, token, *next_eligible_at, *class, error)?,
+        Change::Hold {
+            token,
+            next_eligible_at,
+            error,
+        } => hold(from, next, token, *next_eligible_at, error)?,
         Change::Die {
             token,
             reason,
@@ -230,6 +235,22 @@ fn defer(
     next.clear_lease();
     let detail = format!("{class:?}").to_lowercase();
     Ok(Landed::saying(Status::Deferred, detail))
+}
+
+/// sending (fenced) → deferred with nothing spent: held by the breaker.
+fn hold(
+    from: &From,
+    next: &mut DeliveryRecord,
+    token: &LeaseToken,
+    next_eligible_at: Timestamp,
+    error: &Option<String>,
+) -> Result<Landed, Refused> {
+    from.fenced(token)?;
+    next.next_eligible_at = Some(next_eligible_at);
+    next.last_outcome_class = Some(OutcomeClass::Transient);
+    next.set_error(error.as_deref());
+    next.clear_lease();
+    Ok(Landed::saying(Status::Deferred, "held_by_breaker".into()))
 }
 
 /// sending (fenced) or deferred → dead for a provider or budget reason; scheduled, ready or

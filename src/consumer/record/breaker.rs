@@ -1,0 +1,274 @@
+//! The provider gate before a claim, and the breaker's bookkeeping after a send (DESIGN §5–6).
+//!
+//! Before: a throttled partition, or an open breaker, holds the delivery by visibility with no
+//! claim, no provider call and no attempt spent; once the cool-down is over, one worker wins
+//! the probe by a conditional write and sends. After: a transient failure or timeout counts
+//! toward opening; any other answer shows the provider up, and closes what was open. A probe
+//! that fails reopens the partition, and its delivery is held with nothing spent: the failure
+//! was the outage's.
+
+use std::time::Duration;
+
+use rand::RngExt;
+
+use super::{log_transition, Action, Delivery, Lease, Record, Step};
+use crate::clock::Timestamp;
+use crate::delivery::state::{Change, Ctx};
+use crate::delivery::{transition, Written};
+use crate::policy::Outcome;
+use crate::ports::gate::{BreakerChange, GateState, OpenBreaker};
+use crate::ports::{Gate, GatePartition, PortError, Ports};
+
+/// What the gate lets this delivery do now.
+pub(super) enum Admit {
+    /// Send; `probe` is the breaker probe this worker won, if it is one.
+    Send { probe: Option<Timestamp> },
+    Hold {
+        until: Timestamp,
+        why: &'static str,
+    },
+}
+
+impl<P: Ports> Record<'_, P> {
+    /// The gate's answer for `d` at intake's moment.
+    pub(super) async fn admit(&mut self, d: &Delivery) -> Result<Admit, PortError> {
+        let now = d.seen.now;
+        let c = self.consumer;
+        let state = c.gates.state(c.ports.gate(), &d.partition, now).await?;
+        if let Some(until) = state.throttled_until.filter(|u| *u > now) {
+            self.m.deferred_gate += 1;
+            return Ok(Admit::Hold {
+                until,
+                why: "gate_closed",
+            });
+        }
+        let Some(open) = state.breaker else {
+            return Ok(Admit::Send { probe: None });
+        };
+        self.m.breaker_open_secs = self
+            .m
+            .breaker_open_secs
+            .max(now.since(open.opened_at).as_secs());
+        if open.until > now {
+            return Ok(self.held_open(open.until));
+        }
+        // Half-open. One probe at a time; the others look again a cool-down later.
+        let again = now.plus(c.cfg.breaker.cooldown);
+        if open.probe_until.is_some_and(|p| p > now) {
+            return Ok(self.held_open(again));
+        }
+        let probe_until = now.plus(c.cfg.lease);
+        let change = BreakerChange::Probe { now, probe_until };
+        if c.ports.gate().breaker(&d.partition, change).await? {
+            self.m.breaker_probes += 1;
+            self.learn(&d.partition, now, change).await;
+            tracing::info!(partition = %d.partition.item_key(), "breaker half-open: probing");
+            return Ok(Admit::Send {
+                probe: Some(probe_until),
+            });
+        }
+        // Another worker probes, or the breaker closed meanwhile: read it afresh next time.
+        c.gates.forget(&d.partition).await;
+        Ok(self.held_open(again))
+    }
+
+    fn held_open(&mut self, until: Timestamp) -> Admit {
+        self.m.held_breaker += 1;
+        Admit::Hold {
+            until,
+            why: "breaker_open",
+        }
+    }
+
+    /// Hold `d` by visibility until the gate reopens, spread by a jitter that widens with each
+    /// receive, never past `fresh_until`: a held delivery still expires on time, never sent.
+    pub(super) async fn hold_at_gate(
+        &mut self,
+        d: &Delivery,
+        until: Timestamp,
+        why: &'static str,
+    ) -> Step<Lease> {
+        let now = d.seen.now;
+        let fresh_until = d.reminder.fresh_until;
+        // Never spread past the reminder's freshness: the hold ends while it can still go.
+        let room = fresh_until.since(until).as_millis() / 2;
+        let spread = super::claim::gate_hold_spread(self.inc.receive_count).min(room as u64);
+        let jitter = Duration::from_millis(self.rng.random_range(0..=spread));
+        let at = until.plus(jitter).min(fresh_until.plus(Duration::from_millis(1)));
+        log_transition(&d.msg, 0, why, "hold", at.since(now));
+        self.hold(&d.msg, at, now)
+            .await
+            .map(std::ops::ControlFlow::Break)
+    }
+
+    /// The breaker's bookkeeping for the provider's answer; `Some` when a failed probe holds
+    /// the delivery (the caller writes nothing more).
+    pub(super) async fn breaker_learns(
+        &mut self,
+        d: &Delivery,
+        lease: &Lease,
+        outcome: &Outcome,
+    ) -> Result<Option<Action>, PortError> {
+        let now = self.now();
+        let down = matches!(
+            outcome,
+            Outcome::Transient { .. } | Outcome::Ambiguous { .. }
+        );
+        if !down {
+            self.provider_up(&d.partition, lease.probe.is_some(), now)
+                .await;
+            return Ok(None);
+        }
+        if let Some(probe_until) = lease.probe {
+            self.reopen(&d.partition, probe_until, now).await;
+            // A failure before the request was written is the outage's: held, nothing spent.
+            // A timeout may have been sent: the ambiguous rule decides, as for any send.
+            let until = self.reopened_until(d, now).await;
+            if let (Outcome::Transient { .. }, Some(until)) = (outcome, until) {
+                return self.probe_failed(d, lease, until, now).await.map(Some);
+            }
+            return Ok(None);
+        }
+        self.count_failure(&d.partition, now).await;
+        Ok(None)
+    }
+
+    /// The provider answered: close what was open, reset a run of failures.
+    async fn provider_up(&mut self, partition: &GatePartition, probed: bool, now: Timestamp) {
+        let c = self.consumer;
+        let known = c.gates.state(c.ports.gate(), partition, now).await;
+        let dirty = known.is_ok_and(|s| s.failures > 0 || s.breaker.is_some());
+        if !(probed || dirty) {
+            return;
+        }
+        match c.ports.gate().breaker(partition, BreakerChange::Close).await {
+            Ok(closed) => {
+                if closed && probed {
+                    tracing::info!(partition = %partition.item_key(), "breaker closed: the probe succeeded");
+                }
+                self.learn(partition, now, BreakerChange::Close).await;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, partition = %partition.item_key(), "could not close the breaker")
+            }
+        }
+    }
+
+    /// One more failure in a row; at the threshold the partition opens for every worker.
+    async fn count_failure(&mut self, partition: &GatePartition, now: Timestamp) {
+        let c = self.consumer;
+        let gate = c.ports.gate();
+        let failures = match gate.failed(partition, now).await {
+            Ok(n) => n,
+            Err(e) => {
+                tracing::warn!(error = %e, partition = %partition.item_key(), "could not count a provider failure");
+                return;
+            }
+        };
+        c.gates
+            .update(partition, now, |s| s.failures = failures)
+            .await;
+        if !c.cfg.breaker.trips(failures) {
+            return;
+        }
+        let until = now.plus(c.cfg.breaker.cooldown(0, self.rng));
+        let change = BreakerChange::Open { now, until };
+        match gate.breaker(partition, change).await {
+            Ok(true) => {
+                self.m.breaker_opened += 1;
+                self.learn(partition, now, change).await;
+                tracing::warn!(partition = %partition.item_key(), failures, "breaker opened: the provider looks down");
+            }
+            // Already open: the next read shows how.
+            Ok(false) => c.gates.forget(partition).await,
+            Err(e) => {
+                tracing::warn!(error = %e, partition = %partition.item_key(), "could not open the breaker")
+            }
+        }
+    }
+
+    /// Our probe failed: open again (fenced by our probe), a longer cool-down than before.
+    async fn reopen(&mut self, partition: &GatePartition, probe_until: Timestamp, now: Timestamp) {
+        let c = self.consumer;
+        let known = c.gates.state(c.ports.gate(), partition, now).await;
+        let reopens = known
+            .ok()
+            .and_then(|s| s.breaker)
+            .map_or(0, |b| b.reopens + 1);
+        let until = now.plus(c.cfg.breaker.cooldown(reopens, self.rng));
+        let change = BreakerChange::Reopen { probe_until, until };
+        match c.ports.gate().breaker(partition, change).await {
+            Ok(true) => {
+                self.m.breaker_opened += 1;
+                self.learn(partition, now, change).await;
+            }
+            Ok(false) => c.gates.forget(partition).await,
+            Err(e) => {
+                tracing::warn!(error = %e, partition = %partition.item_key(), "could not reopen the breaker")
+            }
+        }
+    }
+
+    /// When the breaker reopened for lets the next probe in, as this worker's copy knows it.
+    async fn reopened_until(&self, d: &Delivery, now: Timestamp) -> Option<Timestamp> {
+        let c = self.consumer;
+        let known = c.gates.state(c.ports.gate(), &d.partition, now).await.ok()?;
+        let at = known.breaker.map_or(now.plus(c.cfg.breaker.cooldown), |b| b.until);
+        Some(at)
+    }
+
+    /// Hold the probe's own delivery until `until` with nothing spent (fenced by our lease).
+    async fn probe_failed(
+        &mut self,
+        d: &Delivery,
+        lease: &Lease,
+        until: Timestamp,
+        now: Timestamp,
+    ) -> Result<Action, PortError> {
+        let at = until.min(d.reminder.fresh_until);
+        let change = Change::Hold {
+            token: lease.token.clone(),
+            next_eligible_at: at,
+            error: Some(crate::policy::breaker::PROBE_FAILED.into()),
+        };
+        let ctx: Ctx = self.ctx(&d.msg, d.reminder.fresh_until, now);
+        let ledger = self.consumer.ports.ledger();
+        match transition(ledger, Some(lease.record.clone()), change, &ctx).await? {
+            Written::Applied(held) => {
+                self.m.held_breaker += 1;
+                log_transition(
+                    &d.msg,
+                    held.attempt_count(),
+                    "probe_failed",
+                    "hold",
+                    at.since(now),
+                );
+                self.hold(&d.msg, at, now).await
+            }
+            // Our lease was taken over: the new holder's message carries on.
+            Written::Refused { .. } => Ok(Action::Ack),
+        }
+    }
+
+    /// Apply a breaker write this worker made to its own copy of the gate.
+    async fn learn(&self, partition: &GatePartition, now: Timestamp, change: BreakerChange) {
+        let c = self.consumer;
+        c.gates
+            .update(partition, now, |s: &mut GateState| {
+                *s = match change {
+                    // The copy may not have seen the item's state; open from what we wrote.
+                    BreakerChange::Open { now, until } => GateState {
+                        breaker: Some(OpenBreaker {
+                            opened_at: now,
+                            until,
+                            reopens: 0,
+                            probe_until: None,
+                        }),
+                        ..*s
+                    },
+                    other => other.apply(s).unwrap_or(*s),
+                };
+            })
+            .await;
+    }
+}

@@ -1,0 +1,80 @@
+//! The breaker's rule (DESIGN §5: an outage is not N failures of N deliveries), pure.
+//!
+//! **Consecutive failures, across deliveries.** The partition opens after `failures`
+//! transient failures or timeouts in a row from any workers, with no success between them. A
+//! rate over a window would need every success counted on the shared item — a write per
+//! delivery, against the budget of DESIGN §10 — while a run of failures needs a write only
+//! on a failure, and one more on the first success after it. A provider that fails 2% of
+//! calls at random opens a five-failure breaker about once in 3·10⁸ calls; one that is down
+//! opens it after five calls, however many workers there are.
+//!
+//! The cool-down before a probe starts at `cooldown` and doubles with each failed probe, to
+//! `cooldown_cap`, with jitter over its upper half: the probes find a recovery within one
+//! cap of it, and workers of many containers do not probe in step.
+
+use std::time::Duration;
+
+use rand::{Rng, RngExt};
+
+/// The error a failed probe's delivery records: held by the breaker, nothing spent.
+pub const PROBE_FAILED: &str = "breaker_probe_failed";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BreakerPolicy {
+    /// Transient failures in a row that open the partition.
+    pub failures: u32,
+    /// The first cool-down.
+    pub cooldown: Duration,
+    /// The longest cool-down.
+    pub cooldown_cap: Duration,
+}
+
+impl Default for BreakerPolicy {
+    fn default() -> Self {
+        Self {
+            failures: 5,
+            cooldown: Duration::from_secs(5),
+            cooldown_cap: Duration::from_secs(30),
+        }
+    }
+}
+
+impl BreakerPolicy {
+    /// Whether a run of `failures` opens the partition.
+    pub fn trips(&self, failures: u32) -> bool {
+        failures >= self.failures
+    }
+
+    /// The cool-down after `reopens` failed probes: `cooldown × 2^reopens`, capped, jittered
+    /// uniformly over its upper half (whole milliseconds, never under half the first).
+    pub fn cooldown(&self, reopens: u32, rng: &mut impl Rng) -> Duration {
+        let base = self.cooldown.as_millis() as u64;
+        let cap = (self.cooldown_cap.as_millis() as u64).max(base);
+        let ceiling = base.saturating_mul(1u64 << reopens.min(20)).min(cap).max(1);
+        Duration::from_millis(rng.random_range(ceiling / 2..=ceiling))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::rngs::StdRng;
+    use rand::SeedableRng;
+
+    use super::*;
+
+    #[test]
+    fn the_cool_down_doubles_to_its_cap_with_jitter() {
+        let p = BreakerPolicy::default();
+        let mut rng = StdRng::seed_from_u64(1);
+        for (reopens, ceiling) in [(0, 5_000), (1, 10_000), (2, 20_000), (3, 30_000), (9, 30_000)]
+        {
+            let seen: Vec<u64> = (0..200)
+                .map(|_| p.cooldown(reopens, &mut rng).as_millis() as u64)
+                .collect();
+            assert!(seen.iter().all(|ms| (ceiling / 2..=ceiling).contains(ms)));
+            assert!(seen.iter().any(|ms| *ms != seen[0]), "jittered");
+        }
+        assert!(!p.trips(4));
+        assert!(p.trips(5));
+    }
+}
