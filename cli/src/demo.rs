@@ -9,8 +9,32 @@ use indicatif::{ProgressBar, ProgressStyle};
 use reminders::sim::plan::{self, PlanInput};
 use reminders::sim::{chart, simulate, Profile, SimConfig};
 
+/// The scheduler's deployment, for the demo and the planner: as the template deploys it
+/// unless told otherwise.
+#[derive(clap::Args, Debug, Clone, Copy, Default)]
+pub struct SchedulerFlags {
+    /// Scheduler schedules, each over its own share of the due index [default: as deployed]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub scheduler_parallelism: Option<u32>,
+    /// Reminders one scheduler run takes at most; a run also stops at its deadline [default: as deployed]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_per_run: Option<u32>,
+}
+
+impl SchedulerFlags {
+    /// (parallelism, max per run), the deployed values where not given.
+    pub fn resolve(self) -> (u32, u32) {
+        let (scheduler, _, parallelism) = reminders::sim::deployed();
+        (
+            self.scheduler_parallelism.unwrap_or(parallelism),
+            self.max_per_run.unwrap_or(scheduler.max_per_run),
+        )
+    }
+}
+
 pub struct DemoArgs {
     pub reminders: u32,
+    pub scheduler: SchedulerFlags,
     /// `None`: the default density ([`SimConfig::default_window`]).
     pub window_secs: Option<u64>,
     pub freshness_secs: u64,
@@ -118,6 +142,8 @@ pub async fn demo(args: DemoArgs) -> Result<(), String> {
         freshness: Duration::from_secs(args.freshness_secs.max(1)),
         seed: args.seed,
         profile,
+        scheduler_parallelism: args.scheduler.resolve().0,
+        max_per_run: args.scheduler.resolve().1,
         ..SimConfig::default()
     };
     let bar = progress_bar(u64::from(args.reminders), false);

@@ -50,6 +50,8 @@ enum Command {
         /// Where to write the SVG chart.
         #[arg(long, default_value = "remindctl-demo.svg")]
         chart: std::path::PathBuf,
+        #[command(flatten)]
+        scheduler: demo::SchedulerFlags,
         /// A TOML failure profile (fields: push_per_sec, email_per_sec, sms_per_sec, rate_429,
         /// retry_after_secs, rate_5xx, rate_timeout, rate_permanent, outage_start_secs,
         /// outage_secs, outage_channel, idempotent).
@@ -132,6 +134,8 @@ enum Command {
         seed: u64,
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        scheduler: demo::SchedulerFlags,
     },
     /// Print the delivery key of (reminder, subscriber, channel).
     ///
@@ -372,6 +376,7 @@ fn run(cli: Cli) -> Result<(), String> {
             seed,
             json,
             chart,
+            scheduler,
             profile,
             rate_429,
             rate_5xx,
@@ -385,6 +390,7 @@ fn run(cli: Cli) -> Result<(), String> {
         } => {
             let args = demo::DemoArgs {
                 reminders,
+                scheduler,
                 window_secs,
                 freshness_secs,
                 seed,
@@ -414,7 +420,9 @@ fn run(cli: Cli) -> Result<(), String> {
             outage,
             seed,
             json,
+            scheduler,
         } => {
+            let (scheduler_parallelism, max_per_run) = scheduler.resolve();
             let input = reminders::sim::plan::PlanInput {
                 reminders,
                 due_spread_secs,
@@ -423,6 +431,8 @@ fn run(cli: Cli) -> Result<(), String> {
                 freshness_secs,
                 outage,
                 seed,
+                scheduler_parallelism,
+                max_per_run,
             };
             return block_on(demo::plan(input, json));
         }

@@ -26,18 +26,28 @@ pub struct SchedulerConfig {
     pub send_concurrency: usize,
 }
 
+/// The deployed scheduler: one schedule per share (`template.yaml`'s `SchedulerParallelism`
+/// default), each run bounded by its deadline rather than a small cap.
+pub const DEFAULT_PARALLELISM: u32 = 4;
+/// The most schedules a stack deploys.
+pub const MAX_PARALLELISM: u32 = 16;
+/// The scheduler's timeout in the template (seconds): a run stops taking work before it.
+pub const FUNCTION_TIMEOUT_SECS: u64 = 50;
+
 impl Default for SchedulerConfig {
     fn default() -> Self {
         Self {
             look_ahead: Duration::from_secs(120),
             schedule_period: Duration::from_secs(60),
             per_subscriber_cap: 100,
-            max_per_run: 2_000,
-            max_scan: 20_000,
+            // A backstop, not the limit: a run stops at its deadline first (sized so that a
+            // 50 s run at DynamoDB and SQS latency never reaches it; README, Performance).
+            max_per_run: 100_000,
+            max_scan: 200_000,
             page_size: 250,
             deadline_margin: Duration::from_secs(5),
             send_retries: 3,
-            send_concurrency: 4,
+            send_concurrency: 8,
         }
     }
 }

@@ -32,6 +32,57 @@ pub fn delay_secs(due_at: Timestamp, now: Timestamp) -> u32 {
     u32::try_from(ceil_secs(due_at.since(now)).min(MAX_DELAY_SECS)).unwrap_or(u32::MAX)
 }
 
+/// A share of the virtual shards: schedule `index` of `of` reads the shards `s` with
+/// `s % of == index`, so `of` schedules split the index without overlap or gap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Share {
+    #[serde(rename = "share")]
+    pub index: u32,
+    #[serde(rename = "shares")]
+    pub of: u32,
+}
+
+impl Default for Share {
+    fn default() -> Self {
+        Self { index: 0, of: 1 }
+    }
+}
+
+impl Share {
+    pub fn new(index: u32, of: u32) -> Result<Self, String> {
+        if !(1..=config::MAX_PARALLELISM).contains(&of) {
+            return Err(format!(
+                "shares: must be 1 to {}, not {of}",
+                config::MAX_PARALLELISM
+            ));
+        }
+        if index >= of {
+            return Err(format!("share: must be below shares ({of}), not {index}"));
+        }
+        Ok(Self { index, of })
+    }
+
+    /// The share a schedule's input names: `{"share": i, "shares": n}`; any other JSON (a
+    /// manual invocation, an older schedule) is the whole index.
+    pub fn from_event(event: &serde_json::Value) -> Result<Self, String> {
+        match (event.get("share"), event.get("shares")) {
+            (None, None) => Ok(Self::default()),
+            (i, n) => {
+                let num = |v: Option<&serde_json::Value>, name: &str| {
+                    v.and_then(serde_json::Value::as_u64)
+                        .and_then(|v| u32::try_from(v).ok())
+                        .ok_or_else(|| format!("{name}: must be a whole number"))
+                };
+                Self::new(num(i, "share")?, num(n, "shares")?)
+            }
+        }
+    }
+
+    pub fn owns(&self, shard: u32) -> bool {
+        shard % self.of.max(1) == self.index
+    }
+}
+
 /// AWS requests made by a run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Requests {
@@ -124,10 +175,20 @@ impl<P: Ports> Scheduler<P> {
         &self.ports
     }
 
-    /// One run. `deadline` is the invocation's, if any.
+    /// One run over the whole index. `deadline` is the invocation's, if any.
     pub async fn run(&self, deadline: Option<Timestamp>) -> Result<RunReport, PortError> {
+        self.run_share(deadline, Share::default()).await
+    }
+
+    /// One run over `share` of the index (one of the stack's parallel schedules).
+    pub async fn run_share(
+        &self,
+        deadline: Option<Timestamp>,
+        share: Share,
+    ) -> Result<RunReport, PortError> {
         let now = self.ports.clock().now();
         let limits = scan::Limits {
+            share,
             until: now.plus(self.cfg.look_ahead),
             per_subscriber_cap: self.cfg.per_subscriber_cap,
             max_take: self.cfg.max_per_run,

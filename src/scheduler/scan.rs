@@ -19,6 +19,8 @@ const QUERY_CONCURRENCY: usize = 8;
 
 pub(super) struct Limits {
     pub until: Timestamp,
+    /// The share of the virtual shards this run reads.
+    pub share: super::Share,
     pub per_subscriber_cap: u32,
     pub max_take: u32,
     pub max_scan: u32,
@@ -62,6 +64,7 @@ pub(super) async fn take_due<S: ReminderStore>(
     mut out_of_time: impl FnMut() -> bool,
 ) -> Result<Taken, PortError> {
     let shards = (0..store.shards())
+        .filter(|id| limits.share.owns(*id))
         .map(|id| Shard {
             id,
             buf: VecDeque::new(),

@@ -9,6 +9,7 @@
 //! moved (crash loops).
 
 pub mod chart;
+pub mod latency;
 pub mod plan;
 pub mod provider;
 pub mod report;
@@ -30,7 +31,8 @@ use crate::policy::RetryPolicy;
 use crate::ports::{
     MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet, ReminderStore,
 };
-use crate::scheduler::{Scheduler, SchedulerConfig};
+use crate::scheduler::{Scheduler, SchedulerConfig, Share};
+use latency::{LatencyModel, RunClock, Timed};
 pub use provider::{Profile, SimProvider};
 pub use report::{Sample, SimReport};
 
@@ -53,6 +55,23 @@ pub struct SimConfig {
     pub batches_per_second: u32,
     /// Give up this long (virtual time) after the window closes.
     pub max_time: Duration,
+    /// The scheduler's schedules (one share of the due index each) and its per-run backstop,
+    /// as deployed unless told otherwise.
+    pub scheduler_parallelism: u32,
+    pub max_per_run: u32,
+    /// Modelled AWS latency and scheduler CPU, so the scheduler's ceiling shows.
+    pub latency: LatencyModel,
+}
+
+/// What the stack deploys, from the one source the template is tested against: the
+/// scheduler's and consumer's defaults and the number of schedules.
+pub fn deployed() -> (SchedulerConfig, ConsumerConfig, u32) {
+    let consumer = ConsumerConfig {
+        emit_metrics: false,
+        ..ConsumerConfig::default()
+    };
+    let parallelism = crate::scheduler::config::DEFAULT_PARALLELISM;
+    (SchedulerConfig::default(), consumer, parallelism)
 }
 
 impl Default for SimConfig {
@@ -68,6 +87,9 @@ impl Default for SimConfig {
             policy: RetryPolicy::default(),
             batches_per_second: 20,
             max_time: Duration::from_secs(12 * 3600),
+            scheduler_parallelism: deployed().2,
+            max_per_run: deployed().0.max_per_run,
+            latency: LatencyModel::default(),
         }
     }
 }
@@ -86,6 +108,17 @@ impl SimConfig {
     }
 }
 
+/// The scheduler's ports: its own run clock, the store and queues timed by the model.
+type SchedulerPorts = PortSet<
+    RunClock,
+    Arc<Timed<Arc<MemoryReminderStore>>>,
+    Arc<MemoryLedger>,
+    Arc<MemoryGate>,
+    Arc<Timed<Arc<MemoryQueue<ManualClock>>>>,
+    Arc<MemoryQueue<ManualClock>>,
+    Arc<SimProvider<ManualClock>>,
+>;
+
 type SimPorts = PortSet<
     ManualClock,
     Arc<MemoryReminderStore>,
@@ -103,7 +136,9 @@ struct World {
     queue: Arc<MemoryQueue<ManualClock>>,
     dlq: Arc<MemoryQueue<ManualClock>>,
     provider: Arc<SimProvider<ManualClock>>,
-    scheduler: Scheduler<SimPorts>,
+    scheduler: Scheduler<SchedulerPorts>,
+    run_clock: RunClock,
+    parallelism: u32,
     consumer: Consumer<SimPorts>,
     urls: PerChannel<String>,
 }
@@ -119,30 +154,49 @@ fn world(cfg: &SimConfig) -> World {
         cfg.profile.clone(),
         cfg.seed,
     ));
+    let gate = Arc::new(MemoryGate::default());
     let ports = PortSet {
         clock: clock.clone(),
         reminders: store.clone(),
         ledger: ledger.clone(),
-        gate: Arc::new(MemoryGate::default()),
+        gate: gate.clone(),
         queue: queue.clone(),
         dead_letters: dlq.clone(),
         providers: PerChannel::from_fn(|_| provider.clone()),
     };
     let urls = PerChannel::from_fn(|c| format!("http://sim/000000000000/reminders-{c}"));
+    let (deployed_scheduler, deployed_consumer, _) = deployed();
     let scheduler_cfg = SchedulerConfig {
-        max_per_run: 1_000_000,
-        max_scan: 10_000_000,
-        page_size: 1_000,
-        per_subscriber_cap: 1_000,
-        ..SchedulerConfig::default()
+        max_per_run: cfg.max_per_run,
+        ..deployed_scheduler
+    };
+    let run_clock = RunClock::new(clock.clone(), cfg.latency, cfg.seed ^ 0x1a7e);
+    let groups = scheduler_cfg.send_concurrency as f64;
+    let scheduler_ports = PortSet {
+        clock: run_clock.clone(),
+        reminders: Arc::new(Timed {
+            inner: store.clone(),
+            clock: run_clock.clone(),
+            groups,
+        }),
+        ledger: ledger.clone(),
+        gate,
+        queue: Arc::new(Timed {
+            inner: queue.clone(),
+            clock: run_clock.clone(),
+            groups,
+        }),
+        dead_letters: dlq.clone(),
+        providers: PerChannel::from_fn(|_| provider.clone()),
     };
     let consumer_cfg = ConsumerConfig {
         policy: cfg.policy.clone(),
-        emit_metrics: false,
-        ..ConsumerConfig::default()
+        ..deployed_consumer
     };
     World {
-        scheduler: Scheduler::new(ports.clone(), scheduler_cfg),
+        scheduler: Scheduler::new(scheduler_ports, scheduler_cfg),
+        run_clock,
+        parallelism: cfg.scheduler_parallelism.clamp(1, crate::scheduler::config::MAX_PARALLELISM),
         consumer: Consumer::new(ports, consumer_cfg, urls.clone(), cfg.seed),
         clock,
         store,
@@ -207,8 +261,7 @@ pub async fn simulate(cfg: &SimConfig, mut progress: impl FnMut(u64, u64)) -> Si
     let give_up = cfg.window.as_secs() + cfg.max_time.as_secs();
     while t <= give_up {
         if t.is_multiple_of(60) {
-            // A failed run is retried by the next one, as EventBridge Scheduler would.
-            let _ = w.scheduler.run(None).await;
+            run_schedules(&w).await;
         }
         for channel in Channel::ALL {
             for _ in 0..cfg.batches_per_second {
@@ -235,6 +288,21 @@ pub async fn simulate(cfg: &SimConfig, mut progress: impl FnMut(u64, u64)) -> Si
     }
     progress(total, total);
     report::build(cfg, &w, metrics, samples, drained_at).await
+}
+
+/// Every schedule's run of this minute, each over its share, each on its own run clock with
+/// the function's deadline (they run side by side on AWS). A failed run is retried by the
+/// next one, as EventBridge Scheduler would.
+async fn run_schedules(w: &World) {
+    let timeout = Duration::from_secs(crate::scheduler::config::FUNCTION_TIMEOUT_SECS);
+    for index in 0..w.parallelism {
+        let Ok(share) = Share::new(index, w.parallelism) else {
+            continue;
+        };
+        w.run_clock.start_run();
+        let deadline = crate::clock::Clock::now(&w.clock).plus(timeout);
+        let _ = w.scheduler.run_share(Some(deadline), share).await;
+    }
 }
 
 fn finished(m: &PerChannel<Metrics>) -> u64 {

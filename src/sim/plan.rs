@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::{simulate, Profile, SimConfig, SimReport};
 use crate::domain::Channel;
-use crate::policy::{Backoff, RetryPolicy};
+use crate::policy::RetryPolicy;
 
 #[derive(Debug, Clone)]
 pub struct PlanInput {
@@ -22,6 +22,28 @@ pub struct PlanInput {
     pub freshness_secs: u64,
     pub outage: Option<(u64, u64)>,
     pub seed: u64,
+    /// The scheduler as deployed unless told otherwise (`SchedulerParallelism`,
+    /// `SchedulerMaxPerRun`).
+    pub scheduler_parallelism: u32,
+    pub max_per_run: u32,
+}
+
+impl PlanInput {
+    /// A plan of the stack as deployed.
+    pub fn deployed(reminders: u32, throughput_per_sec: f64) -> Self {
+        let (scheduler, _, parallelism) = super::deployed();
+        Self {
+            reminders,
+            due_spread_secs: 0,
+            throughput_per_sec,
+            timeout_rate: 0.0,
+            freshness_secs: 3600,
+            outage: None,
+            seed: 1,
+            scheduler_parallelism: parallelism,
+            max_per_run: scheduler.max_per_run,
+        }
+    }
 }
 
 /// Back-of-the-envelope: every send, first or retried, costs one unit of throughput.
@@ -74,19 +96,16 @@ pub async fn plan(input: &PlanInput) -> Plan {
         channels: vec![Channel::Push],
         seed: input.seed,
         profile,
+        // The deployed policy, with the plan's freshness as its default.
         policy: RetryPolicy {
-            max_attempts: 5,
-            backoff: Backoff::Schedule {
-                schedule_secs: vec![0, 1],
-            },
-            max_throttle_deferrals: 10_000,
-            throttle_base_secs: 1,
-            throttle_cap_secs: 2,
             freshness_default_secs: input.freshness_secs.max(1),
             ..RetryPolicy::default()
         },
         batches_per_second: ((input.throughput_per_sec / 10.0).ceil() as u32 * 3).max(5),
         max_time: Duration::from_secs(24 * 3600),
+        scheduler_parallelism: input.scheduler_parallelism,
+        max_per_run: input.max_per_run,
+        ..SimConfig::default()
     };
     Plan {
         estimate: estimate(input),

@@ -74,13 +74,8 @@ async fn a_provider_without_idempotency_flags_ambiguous_sends_instead_of_repeati
 #[tokio::test]
 async fn plan_reproduces_the_arithmetic() {
     let input = PlanInput {
-        reminders: 10_000,
-        due_spread_secs: 0,
-        throughput_per_sec: 40.0,
         timeout_rate: 0.2,
-        freshness_secs: 3600,
-        outage: None,
-        seed: 1,
+        ..PlanInput::deployed(10_000, 40.0)
     };
     let e = estimate(&input);
     assert_eq!(

@@ -1,14 +1,15 @@
 //! Scheduler Lambda (EventBridge Scheduler, rate 1 minute): finds due reminders and fans them
 //! out, one SQS message per delivery, with DelaySeconds for sub-minute precision. All of it is
 //! `reminders::scheduler`; this file wires. The schedule passes its input as raw JSON with no
-//! envelope, so any JSON is accepted and ignored.
+//! envelope: `{"share": i, "shares": n}` names the share of the due index this schedule owns
+//! (one of `SchedulerParallelism`); any other JSON runs over the whole index.
 
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
 use reminders::clock::SystemClock;
 use reminders::domain::PerChannel;
 use reminders::ports::PortSet;
 use reminders::providers::AnyProvider;
-use reminders::scheduler::{RunReport, Scheduler, SchedulerConfig};
+use reminders::scheduler::{RunReport, Scheduler, SchedulerConfig, Share};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
@@ -30,7 +31,8 @@ async fn main() -> Result<(), Error> {
         move |event: LambdaEvent<serde_json::Value>| async move {
             let now = reminders::clock::Clock::now(&SystemClock);
             let deadline = reminders::wiring::invocation_deadline(event.context.deadline, now);
-            let report = scheduler.run(deadline).await?;
+            let share = Share::from_event(&event.payload)?;
+            let report = scheduler.run_share(deadline, share).await?;
             // EMF must be a bare JSON line on stdout: quarantined items and early stops alarm.
             println!("{}", report.emf(reminders::clock::Clock::now(&SystemClock)));
             Ok::<RunReport, Error>(report)
