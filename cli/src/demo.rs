@@ -206,6 +206,19 @@ pub async fn plan(input: PlanInput, json: bool) -> Result<(), String> {
         s.reminders,
         s.expired
     );
+    // Every reminder not delivered is accounted for, by what became of it: a loss never
+    // hides inside a percentage.
+    let dead: u64 = s.dead.values().sum();
+    let by_reason: Vec<String> = s.dead.iter().map(|(r, n)| format!("{r} {n}")).collect();
+    let reasons = if by_reason.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", by_reason.join(", "))
+    };
+    println!(
+        "not delivered       {} expired · {dead} dead{reasons} · {} cancelled · {} pending",
+        s.expired, s.cancelled, s.pending
+    );
     println!(
         "lateness            p50 {:.0} s · p95 {:.0} s · p99 {:.0} s",
         s.lateness_ms.p50 as f64 / 1000.0,

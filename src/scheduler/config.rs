@@ -33,6 +33,9 @@ pub const DEFAULT_PARALLELISM: u32 = 4;
 pub const MAX_PARALLELISM: u32 = 16;
 /// The scheduler's timeout in the template (seconds): a run stops taking work before it.
 pub const FUNCTION_TIMEOUT_SECS: u64 = 50;
+/// The scheduler's memory in the template: 1,769 MB is one full vCPU, and a run's CPU (about
+/// 0.4 ms per reminder) is what bounds it, with DynamoDB and SQS latency.
+pub const FUNCTION_MEMORY_MB: u32 = 1769;
 
 impl Default for SchedulerConfig {
     fn default() -> Self {

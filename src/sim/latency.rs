@@ -46,7 +46,7 @@ impl Default for LatencyModel {
             sqs_p50_ms: 10.0,
             sqs_p99_ms: 30.0,
             cpu_us_per_reminder: 387.0,
-            vcpu: 1.0,
+            vcpu: f64::from(crate::scheduler::config::FUNCTION_MEMORY_MB) / 1769.0,
         }
     }
 }

@@ -61,6 +61,8 @@ pub struct SimConfig {
     pub max_per_run: u32,
     /// Modelled AWS latency and scheduler CPU, so the scheduler's ceiling shows.
     pub latency: LatencyModel,
+    /// The consumer's breaker (deployed unless told otherwise).
+    pub breaker: crate::policy::BreakerPolicy,
 }
 
 /// What the stack deploys, from the one source the template is tested against: the
@@ -90,6 +92,7 @@ impl Default for SimConfig {
             scheduler_parallelism: deployed().2,
             max_per_run: deployed().0.max_per_run,
             latency: LatencyModel::default(),
+            breaker: deployed().1.breaker,
         }
     }
 }
@@ -191,6 +194,7 @@ fn world(cfg: &SimConfig) -> World {
     };
     let consumer_cfg = ConsumerConfig {
         policy: cfg.policy.clone(),
+        breaker: cfg.breaker,
         ..deployed_consumer
     };
     World {

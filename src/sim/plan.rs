@@ -75,6 +75,14 @@ pub struct Plan {
 }
 
 pub async fn plan(input: &PlanInput) -> Plan {
+    Plan {
+        estimate: estimate(input),
+        simulated: simulate(&config(input), |_, _| {}).await,
+    }
+}
+
+/// The simulation a plan runs: one channel at the plan's throughput, the deployed stack.
+pub fn config(input: &PlanInput) -> SimConfig {
     let profile = Profile {
         push_per_sec: input.throughput_per_sec,
         rate_429: 0.0,
@@ -88,7 +96,7 @@ pub async fn plan(input: &PlanInput) -> Plan {
         idempotent: true,
         ..Profile::default()
     };
-    let cfg = SimConfig {
+    SimConfig {
         reminders: input.reminders,
         window: Duration::from_secs(input.due_spread_secs.max(1)),
         freshness: Duration::from_secs(input.freshness_secs),
@@ -106,9 +114,5 @@ pub async fn plan(input: &PlanInput) -> Plan {
         scheduler_parallelism: input.scheduler_parallelism,
         max_per_run: input.max_per_run,
         ..SimConfig::default()
-    };
-    Plan {
-        estimate: estimate(input),
-        simulated: simulate(&cfg, |_, _| {}).await,
     }
 }

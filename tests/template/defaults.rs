@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 
 use reminders::consumer::ConsumerConfig;
 use reminders::domain::MAX_DUE_SHARDS;
-use reminders::scheduler::config::{DEFAULT_PARALLELISM, FUNCTION_TIMEOUT_SECS};
+use reminders::scheduler::config::{
+    DEFAULT_PARALLELISM, FUNCTION_MEMORY_MB, FUNCTION_TIMEOUT_SECS,
+};
 use reminders::scheduler::{SchedulerConfig, Share};
 use serde_norway::Value;
 
@@ -53,6 +55,11 @@ fn the_template_deploys_the_codes_defaults() {
     assert_eq!(
         super::scalar(&t, &resource(&t, "SchedulerFunction")["Timeout"]),
         FUNCTION_TIMEOUT_SECS.to_string()
+    );
+    assert_eq!(
+        super::scalar(&t, &resource(&t, "SchedulerFunction")["MemorySize"]),
+        FUNCTION_MEMORY_MB.to_string(),
+        "the latency model's vCPU share"
     );
     // The simulation runs exactly these (src/sim: `deployed()`).
     let (scheduler, consumer, parallelism) = reminders::sim::deployed();

@@ -114,7 +114,7 @@ fn iam_is_scoped_per_function() {
 }
 
 /// Parameter values for evaluating the template: every default, then the overrides.
-fn params(t: &Value, overrides: &[(&str, &str)]) -> BTreeMap<String, String> {
+pub(super) fn params(t: &Value, overrides: &[(&str, &str)]) -> BTreeMap<String, String> {
     let mut p: BTreeMap<String, String> = keys(&t["Parameters"])
         .into_iter()
         .map(|name| {
@@ -145,7 +145,7 @@ fn tagged<'a>(v: &'a Value, tag: &str) -> Option<&'a Value> {
 }
 
 /// A condition of the template's `Conditions`, evaluated (Equals, Not, And, Or, Condition).
-fn condition(t: &Value, p: &BTreeMap<String, String>, name: &str) -> bool {
+pub(super) fn condition(t: &Value, p: &BTreeMap<String, String>, name: &str) -> bool {
     let def = &t["Conditions"][name];
     assert!(!def.is_null(), "no condition {name}");
     condition_expr(t, p, def)
@@ -191,7 +191,7 @@ fn substitute(text: &str, p: &BTreeMap<String, String>, vars: &BTreeMap<String, 
 /// A value with the intrinsic functions this template uses evaluated for the parameters:
 /// `!If` picks its branch, `!Ref AWS::NoValue` disappears (None, and from lists and maps),
 /// `!Ref`, `!Sub`, `!Select` and `!Split` resolve; `!GetAtt` stays as written.
-fn resolve(t: &Value, p: &BTreeMap<String, String>, v: &Value) -> Option<Value> {
+pub(super) fn resolve(t: &Value, p: &BTreeMap<String, String>, v: &Value) -> Option<Value> {
     let text = |v: Option<Value>| -> String {
         match v {
             Some(Value::String(s)) => s,

@@ -83,6 +83,7 @@ fn every_variable_a_function_reads_is_set_for_it_and_no_other() {
     }
 }
 
+mod defaults;
 mod iam;
 
 #[test]
