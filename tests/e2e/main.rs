@@ -6,6 +6,8 @@
 #[path = "../support/server.rs"]
 mod server;
 
+mod outage;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
