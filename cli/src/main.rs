@@ -105,7 +105,8 @@ enum Command {
         #[arg(long)]
         json: bool,
         /// Break the system on purpose, to see the checker catch it: ack-before-outcome,
-        /// ignore-retry-after, unfenced-ledger, drop-dead-letters or 5xx-permanent.
+        /// ignore-retry-after, unfenced-ledger, drop-dead-letters, 5xx-permanent or
+        /// hide-breaker.
         #[arg(long)]
         plant: Option<String>,
     },

@@ -259,7 +259,11 @@ impl<T: Ledger> Ledger for Chaotic<T> {
 
 impl<T: Gate> Gate for Chaotic<T> {
     async fn state(&self, p: &GatePartition) -> Result<GateState, PortError> {
-        self.dice.around("gate.get", self.inner.state(p)).await
+        let mut state = self.dice.around("gate.get", self.inner.state(p)).await?;
+        if self.plant == Some(super::Plant::HideBreaker) {
+            state.breaker = None;
+        }
+        Ok(state)
     }
     async fn throttle(&self, p: &GatePartition, until: Timestamp) -> Result<(), PortError> {
         self.dice

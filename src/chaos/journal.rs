@@ -55,6 +55,13 @@ pub struct KeyFacts {
     /// this budget epoch.
     pub probe_calls: u32,
     pub epoch_probes: u32,
+    /// The provider's last answer for this key was a 5xx, while its partition's breaker was
+    /// open (every worker could know the provider was down).
+    pub last_failure_while_open: bool,
+    /// Known once the provider answered a failure.
+    pub channel: Option<crate::domain::Channel>,
+    /// ... and the breaker was still open when the delivery died of spent attempts.
+    pub died_while_open: bool,
 }
 
 impl KeyFacts {
@@ -65,12 +72,27 @@ impl KeyFacts {
     }
 }
 
-#[derive(Default)]
 pub struct Journal {
     keys: Mutex<BTreeMap<DeliveryKey, KeyFacts>>,
+    /// The world's gate as it truly is: whether a partition's breaker is open.
+    gate: Arc<crate::ports::MemoryGate>,
 }
 
 impl Journal {
+    pub fn new(gate: Arc<crate::ports::MemoryGate>) -> Self {
+        Self {
+            keys: Mutex::default(),
+            gate,
+        }
+    }
+
+    fn breaker_open(&self, channel: Option<crate::domain::Channel>) -> bool {
+        channel.is_some_and(|c| {
+            let p = crate::ports::GatePartition::new(c, super::provider::PARTITION);
+            self.gate.peek(&p).breaker.is_some()
+        })
+    }
+
     pub fn facts(&self) -> BTreeMap<DeliveryKey, KeyFacts> {
         lock(&self.keys).clone()
     }
@@ -91,6 +113,8 @@ impl Journal {
 
     pub fn attempt(&self, key: &DeliveryKey) {
         self.with(key, |k| {
+            // Until this call's answer is known to be a 5xx.
+            k.last_failure_while_open = false;
             k.attempts += 1;
             k.epoch_attempts += 1;
         });
@@ -102,6 +126,15 @@ impl Journal {
 
     pub fn accepted(&self, key: &DeliveryKey) {
         self.with(key, |k| k.acceptances += 1);
+    }
+
+    /// The provider answered a failure (5xx) for `key` on `channel`.
+    pub fn failed(&self, key: &DeliveryKey, channel: crate::domain::Channel) {
+        let open = self.breaker_open(Some(channel));
+        self.with(key, |k| {
+            k.last_failure_while_open = open;
+            k.channel = Some(channel);
+        });
     }
 
     pub fn throttled(&self, key: &DeliveryKey, until: Timestamp) {
@@ -124,14 +157,16 @@ impl Journal {
                     k.retry_after = Some(k.retry_after.map_or(until, |t| t.max(until)));
                 }
             }
-            // A failed breaker probe is the outage's call, not the delivery's: its attempt is
-            // not charged (the provider saw it; the budget does not count it).
-            let probe_held = after.last_error() == Some(crate::policy::breaker::PROBE_FAILED);
+            // A failed send the breaker held (a probe, or one that met an open partition) is
+            // the outage's call, not the delivery's: the provider saw it; the budget does not
+            // count it.
+            let probe_held = after.last_error() == Some(crate::policy::breaker::HELD_BY_BREAKER);
             if to == Status::Deferred && from == Status::Sending && probe_held {
                 k.probe_calls += 1;
                 k.epoch_probes += 1;
             }
             if to == Status::Dead && from != Status::Dead {
+                k.died_while_open = self.breaker_open(k.channel);
                 k.deaths.push(after.dead_at().unwrap_or(now));
                 k.copy_claims = 0;
                 if let Some(why) = unjustified_death(k, after) {
@@ -158,7 +193,11 @@ impl Journal {
 }
 
 /// A death the world gave no cause for: rejected without a permanent answer, attempts or
-/// throttles exhausted with budget left, or a reason no valid reminder in these worlds has.
+/// throttles exhausted with budget left, attempts exhausted by a failure the provider answered
+/// while its partition's breaker was open and still open at the death (every worker could
+/// know the provider was down throughout; a send whose worker died before hearing the answer
+/// is the crash's, charged by the ambiguous rule), or a reason no valid reminder in these
+/// worlds has.
 fn unjustified_death(k: &KeyFacts, dead: &DeliveryRecord) -> Option<String> {
     let within = |used: u32, max: Option<u32>| max.is_some_and(|max| used < max);
     let policy = dead.policy();
@@ -168,6 +207,14 @@ fn unjustified_death(k: &KeyFacts, dead: &DeliveryRecord) -> Option<String> {
             if within(dead.attempt_count(), policy.map(|p| p.max_attempts)) =>
         {
             "attempts_exhausted with attempts left"
+        }
+        // The outage's failure, not the delivery's: the breaker should have held it.
+        DeadReason::AttemptsExhausted
+            if k.last_failure_while_open
+                && k.died_while_open
+                && dead.last_error() != Some(crate::policy::ABANDONED) =>
+        {
+            "attempts_exhausted by a failure while its partition's breaker was open"
         }
         DeadReason::ThrottleExhausted
             if within(

@@ -37,15 +37,19 @@ pub enum Plant {
     DropDeadLetters,
     /// The provider adapter classifies a 5xx as permanent.
     FiveXxPermanent,
+    /// The gate adapter reads the throttle but not the breaker (an adapter that never learned
+    /// the breaker's attributes): workers charge attempts against a provider known down.
+    HideBreaker,
 }
 
 impl Plant {
-    pub const ALL: [Plant; 5] = [
+    pub const ALL: [Plant; 6] = [
         Plant::AckBeforeOutcome,
         Plant::IgnoreRetryAfter,
         Plant::UnfencedLedger,
         Plant::DropDeadLetters,
         Plant::FiveXxPermanent,
+        Plant::HideBreaker,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -55,6 +59,7 @@ impl Plant {
             Plant::UnfencedLedger => "unfenced-ledger",
             Plant::DropDeadLetters => "drop-dead-letters",
             Plant::FiveXxPermanent => "5xx-permanent",
+            Plant::HideBreaker => "hide-breaker",
         }
     }
 

@@ -28,6 +28,9 @@ pub struct Misbehaviour {
     pub slow: f64,
 }
 
+/// Every channel's provider is one partition.
+pub const PARTITION: &str = "chaos";
+
 pub struct ChaosProvider {
     pub idempotent: bool,
     pub dice: Arc<Dice>,
@@ -95,7 +98,7 @@ impl Provider for ChaosProvider {
     }
 
     fn partition(&self, request: &SendRequest) -> GatePartition {
-        GatePartition::new(request.recipient.channel(), "chaos")
+        GatePartition::new(request.recipient.channel(), PARTITION)
     }
 
     async fn send(&self, request: &SendRequest) -> Outcome {
@@ -111,6 +114,7 @@ impl Provider for ChaosProvider {
         self.journal.attempt(key);
         let in_outage = now >= self.outage.0 && now < self.outage.1 && !self.dice.is_calm();
         if in_outage || self.strikes(m.transient) {
+            self.journal.failed(key, request.recipient.channel());
             if self.plant == Some(Plant::FiveXxPermanent) {
                 return Outcome::Permanent {
                     error: "http_503".into(),

@@ -129,7 +129,8 @@ pub(super) async fn run(seed: u64, plant: Option<Plant>) -> SeedReport {
 fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
     let clock = VirtualClock::start(EPOCH);
     let dice = Arc::new(Dice::new(seed ^ 0xc4a0_5eed, shape.rates));
-    let journal = Arc::new(Journal::default());
+    let gate = Arc::new(MemoryGate::default());
+    let journal = Arc::new(Journal::new(gate.clone()));
     let store = Arc::new(MemoryReminderStore::new(4));
     let ledger = Arc::new(MemoryLedger::default());
     let dlq = Arc::new(MemoryQueue::new(clock));
@@ -168,7 +169,7 @@ fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
             },
             dice.clone(),
         )),
-        gate: Arc::new(Chaotic::new(Arc::new(MemoryGate::default()), dice.clone())),
+        gate: Arc::new(Chaotic::new(gate.clone(), dice.clone()).planted(plant)),
         queue: chaotic(queue),
         dead_letters: Arc::new(Chaotic::new(dlq.clone(), dice.clone()).planted(plant)),
         providers: PerChannel::from_fn(provider),
@@ -191,11 +192,14 @@ fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
     }
 }
 
-/// A five-minute outage of one channel's provider somewhere in the fault phase.
+/// An outage of each channel's provider somewhere in the fault phase, from five minutes to an
+/// hour: longer than a fixed retry schedule, often longer than a reminder's freshness (it
+/// ends with the fault phase at the latest).
 fn outage(seed: u64, channel: Channel) -> (Timestamp, Timestamp) {
     let mut rng = StdRng::seed_from_u64(seed ^ 0x07a6e ^ channel as u64);
     let from = EPOCH.plus(Duration::from_secs(rng.random_range(0..CHAOS.as_secs())));
-    (from, from.plus(Duration::from_secs(300)))
+    let length = Duration::from_secs(rng.random_range(300..=3_600));
+    (from, from.plus(length))
 }
 
 fn recipient(channel: Channel, i: u32) -> Recipient {

@@ -16,8 +16,9 @@ use std::time::Duration;
 
 use rand::{Rng, RngExt};
 
-/// The error a failed probe's delivery records: held by the breaker, nothing spent.
-pub const PROBE_FAILED: &str = "breaker_probe_failed";
+/// The error a delivery records when the breaker holds it after a failed send (a failed probe,
+/// or a failure that met an open partition): the outage's failure, nothing spent.
+pub const HELD_BY_BREAKER: &str = "held_by_breaker";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BreakerPolicy {
@@ -66,8 +67,13 @@ mod tests {
     fn the_cool_down_doubles_to_its_cap_with_jitter() {
         let p = BreakerPolicy::default();
         let mut rng = StdRng::seed_from_u64(1);
-        for (reopens, ceiling) in [(0, 5_000), (1, 10_000), (2, 20_000), (3, 30_000), (9, 30_000)]
-        {
+        for (reopens, ceiling) in [
+            (0, 5_000),
+            (1, 10_000),
+            (2, 20_000),
+            (3, 30_000),
+            (9, 30_000),
+        ] {
             let seen: Vec<u64> = (0..200)
                 .map(|_| p.cooldown(reopens, &mut rng).as_millis() as u64)
                 .collect();

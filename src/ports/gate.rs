@@ -154,7 +154,10 @@ pub trait Gate: Send + Sync {
 }
 
 impl<T: Gate> Gate for std::sync::Arc<T> {
-    fn state(&self, p: &GatePartition) -> impl Future<Output = Result<GateState, PortError>> + Send {
+    fn state(
+        &self,
+        p: &GatePartition,
+    ) -> impl Future<Output = Result<GateState, PortError>> + Send {
         (**self).state(p)
     }
     fn throttle(
@@ -187,6 +190,11 @@ pub struct MemoryGate {
 }
 
 impl MemoryGate {
+    /// The partition's item as it is, with no fault and no await (for checkers).
+    pub fn peek(&self, p: &GatePartition) -> GateState {
+        lock(&self.items).get(p).copied().unwrap_or_default()
+    }
+
     pub fn with_faults(faults: Faults) -> Self {
         Self {
             items: Mutex::default(),
@@ -253,20 +261,34 @@ mod tests {
             until: t(100),
         };
         let s = open.apply(&closed).expect("a closed breaker opens");
-        assert!(open.apply(&s).is_none(), "an open breaker does not open twice");
+        assert!(
+            open.apply(&s).is_none(),
+            "an open breaker does not open twice"
+        );
         let probe = |now, until| BreakerChange::Probe {
             now: t(now),
             probe_until: t(until),
         };
-        assert!(probe(99, 200).apply(&s).is_none(), "no probe in the cool-down");
+        assert!(
+            probe(99, 200).apply(&s).is_none(),
+            "no probe in the cool-down"
+        );
         let probing = probe(100, 200).apply(&s).expect("the first probe wins");
-        assert!(probe(150, 250).apply(&probing).is_none(), "one probe at a time");
-        let lapsed = probe(200, 300).apply(&probing).expect("a dead probe's claim lapses");
+        assert!(
+            probe(150, 250).apply(&probing).is_none(),
+            "one probe at a time"
+        );
+        let lapsed = probe(200, 300)
+            .apply(&probing)
+            .expect("a dead probe's claim lapses");
         let wrong = BreakerChange::Reopen {
             probe_until: t(200),
             until: t(400),
         };
-        assert!(wrong.apply(&lapsed).is_none(), "a lapsed probe cannot reopen");
+        assert!(
+            wrong.apply(&lapsed).is_none(),
+            "a lapsed probe cannot reopen"
+        );
         let reopened = BreakerChange::Reopen {
             probe_until: t(300),
             until: t(400),

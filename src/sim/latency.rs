@@ -114,7 +114,11 @@ impl RunClock {
     }
 
     fn dynamo(&self, in_flight: f64) {
-        self.call(self.model.dynamo_p50_ms, self.model.dynamo_p99_ms, in_flight);
+        self.call(
+            self.model.dynamo_p50_ms,
+            self.model.dynamo_p99_ms,
+            in_flight,
+        );
     }
 
     fn sqs(&self, in_flight: f64) {
@@ -204,8 +208,8 @@ impl<T: DeliveryQueue> DeliveryQueue for Timed<T> {
         let shifted: Vec<OutgoingMessage> = messages
             .iter()
             .map(|m| OutgoingMessage {
-                delay_secs: (u64::from(m.delay_secs) + spent)
-                    .min(crate::policy::MAX_DELAY_SECS) as u32,
+                delay_secs: (u64::from(m.delay_secs) + spent).min(crate::policy::MAX_DELAY_SECS)
+                    as u32,
                 ..m.clone()
             })
             .collect();

@@ -200,7 +200,9 @@ fn world(cfg: &SimConfig) -> World {
     World {
         scheduler: Scheduler::new(scheduler_ports, scheduler_cfg),
         run_clock,
-        parallelism: cfg.scheduler_parallelism.clamp(1, crate::scheduler::config::MAX_PARALLELISM),
+        parallelism: cfg
+            .scheduler_parallelism
+            .clamp(1, crate::scheduler::config::MAX_PARALLELISM),
         consumer: Consumer::new(ports, consumer_cfg, urls.clone(), cfg.seed),
         clock,
         store,

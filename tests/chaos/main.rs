@@ -90,3 +90,16 @@ fn dropping_dead_letters_is_caught_as_deaths_without_copy() {
 fn a_5xx_classified_permanent_is_caught_as_an_unjustified_ending() {
     caught(Plant::FiveXxPermanent, |t| t.unjustified_endings);
 }
+
+/// A gate adapter blind to the breaker: workers charge their attempts against a partition
+/// every other worker knows is down, and deliveries die of it during the outage.
+#[test]
+fn a_gate_blind_to_the_breaker_is_caught_as_deaths_during_an_open_partition() {
+    let (total, failing) = run(0, 100, Some(Plant::HideBreaker));
+    assert!(total.unjustified_endings > 0, "{total:?}");
+    let named = failing
+        .iter()
+        .flat_map(|r| r.findings.iter())
+        .any(|f| f.contains("breaker was open"));
+    assert!(named, "the finding names the open breaker");
+}

@@ -46,7 +46,11 @@ async fn breaker_suite<G: Gate>(gate: &G) {
         }
     };
     for n in 1..=3 {
-        assert_eq!(gate.failed(&p, t(0)).await.unwrap(), n, "the count is atomic");
+        assert_eq!(
+            gate.failed(&p, t(0)).await.unwrap(),
+            n,
+            "the count is atomic"
+        );
         model.failures = n;
     }
     let steps = [
@@ -95,7 +99,11 @@ async fn breaker_suite<G: Gate>(gate: &G) {
         assert_eq!(gate.state(&p).await.unwrap(), model, "after {change:?}");
     }
     assert_eq!(model.failures, 0, "a close resets the run of failures");
-    assert_eq!(model.throttled_until, Some(t(500)), "the breaker leaves the 429 gate");
+    assert_eq!(
+        model.throttled_until,
+        Some(t(500)),
+        "the breaker leaves the 429 gate"
+    );
     let b = gate.state(&other).await.unwrap();
     assert_eq!(b, GateState::default(), "partitions are independent");
     // A reopened breaker remembers how often it reopened.
@@ -116,7 +124,10 @@ async fn breaker_suite<G: Gate>(gate: &G) {
     };
     assert!(gate.breaker(&p, reopen).await.unwrap());
     let open = gate.state(&p).await.unwrap().breaker.unwrap();
-    assert_eq!((open.opened_at, open.until, open.reopens), (t(400), t(500), 1));
+    assert_eq!(
+        (open.opened_at, open.until, open.reopens),
+        (t(400), t(500), 1)
+    );
     assert_eq!(open.probe_until, None);
 }
 

@@ -84,9 +84,13 @@ async fn an_outage_holds_every_delivery_and_each_is_delivered_once_after_it() {
             ]
         })
         .collect();
-    let providers =
-        reminders::providers::from_lookup(|k| env.get(k).cloned(), SystemClock, Duration::from_secs(2), &sdk)
-            .unwrap();
+    let providers = reminders::providers::from_lookup(
+        |k| env.get(k).cloned(),
+        SystemClock,
+        Duration::from_secs(2),
+        &sdk,
+    )
+    .unwrap();
     let ports = PortSet {
         clock: SystemClock,
         reminders: DynamoReminderStore::new(dynamo.clone(), &rem, 4),
@@ -151,7 +155,11 @@ async fn an_outage_holds_every_delivery_and_each_is_delivered_once_after_it() {
             )
             .unwrap();
             ports.reminders.insert(&r).await.unwrap();
-            keys.push(DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, channel));
+            keys.push(DeliveryKey::derive(
+                &r.reminder_id,
+                &r.subscriber_id,
+                channel,
+            ));
         }
     }
 
@@ -173,17 +181,34 @@ async fn an_outage_holds_every_delivery_and_each_is_delivered_once_after_it() {
 
     for key in &keys {
         let rec = ports.ledger.get(key).await.unwrap().expect("a ledger item");
-        assert_eq!(rec.status(), Status::Delivered, "{key}: {:?}", rec.history());
-        assert!(rec.attempt_count() <= 3, "{key}: the outage spent its budget: {:?}", rec.history());
+        assert_eq!(
+            rec.status(),
+            Status::Delivered,
+            "{key}: {:?}",
+            rec.history()
+        );
+        assert!(
+            rec.attempt_count() <= 3,
+            "{key}: the outage spent its budget: {:?}",
+            rec.history()
+        );
     }
     let seen = seen.lock().unwrap();
-    assert_eq!(seen.accepted.len(), keys.len(), "every delivery reached the provider");
+    assert_eq!(
+        seen.accepted.len(),
+        keys.len(),
+        "every delivery reached the provider"
+    );
     for (key, n) in &seen.accepted {
         assert_eq!(*n, 1, "{key} accepted {n} times");
     }
     for channel in Channel::ALL {
         let m = report.metrics.get(channel);
-        let calls = seen.outage_calls.get(channel.as_str()).copied().unwrap_or(0);
+        let calls = seen
+            .outage_calls
+            .get(channel.as_str())
+            .copied()
+            .unwrap_or(0);
         let before_open = BreakerPolicy::default().failures + max_in_flight;
         eprintln!(
             "{channel}: {calls} calls in the outage, {} probes, {} held, {} opened",

@@ -17,7 +17,11 @@ use super::iam::{condition, params, resolve};
 use super::{default, resource, template};
 
 /// The function's environment as deployed with these parameters ("" is "not set").
-fn environment(t: &Value, p: &BTreeMap<String, String>, function: &str) -> BTreeMap<String, String> {
+fn environment(
+    t: &Value,
+    p: &BTreeMap<String, String>,
+    function: &str,
+) -> BTreeMap<String, String> {
     let mut env = BTreeMap::new();
     for vars in [
         &t["Globals"]["Function"]["Environment"]["Variables"],
@@ -99,7 +103,9 @@ fn fan_out(t: &Value, n: u32) -> Result<Vec<Share>, String> {
     for shard in 0..MAX_DUE_SHARDS {
         let owners = shares.iter().filter(|s| s.owns(shard)).count();
         if owners != 1 {
-            return Err(format!("shard {shard} has {owners} schedules (parallelism {n})"));
+            return Err(format!(
+                "shard {shard} has {owners} schedules (parallelism {n})"
+            ));
         }
     }
     let reserved = resolve(
@@ -108,7 +114,9 @@ fn fan_out(t: &Value, n: u32) -> Result<Vec<Share>, String> {
         &resource(t, "SchedulerFunction")["ReservedConcurrentExecutions"],
     );
     if reserved != Some(Value::String(n.to_string())) {
-        return Err(format!("reserved concurrency {reserved:?} for {n} schedules"));
+        return Err(format!(
+            "reserved concurrency {reserved:?} for {n} schedules"
+        ));
     }
     Ok(shares)
 }

@@ -99,13 +99,17 @@ fn decode(item: &HashMap<String, AttributeValue>) -> Result<GateState, PortError
         Some(until) => Some(OpenBreaker {
             opened_at: at(OPENED_AT)?.unwrap_or(until),
             until,
-            reopens: number(item, REOPENS)?.unwrap_or(0).clamp(0, i64::from(u32::MAX)) as u32,
+            reopens: number(item, REOPENS)?
+                .unwrap_or(0)
+                .clamp(0, i64::from(u32::MAX)) as u32,
             probe_until: at(PROBE_UNTIL)?,
         }),
     };
     Ok(GateState {
         throttled_until: at(THROTTLED_UNTIL)?,
-        failures: number(item, FAILURES)?.unwrap_or(0).clamp(0, i64::from(u32::MAX)) as u32,
+        failures: number(item, FAILURES)?
+            .unwrap_or(0)
+            .clamp(0, i64::from(u32::MAX)) as u32,
         breaker,
     })
 }
@@ -120,7 +124,15 @@ impl Gate for DynamoGate {
             .table_name(&self.table)
             .key(KEY_ATTR, s(p.item_key()))
             .projection_expression(
-                [THROTTLED_UNTIL, FAILURES, OPENED_AT, UNTIL, REOPENS, PROBE_UNTIL].join(", "),
+                [
+                    THROTTLED_UNTIL,
+                    FAILURES,
+                    OPENED_AT,
+                    UNTIL,
+                    REOPENS,
+                    PROBE_UNTIL,
+                ]
+                .join(", "),
             )
             .send()
             .await

@@ -3,9 +3,9 @@
 //! Before: a throttled partition, or an open breaker, holds the delivery by visibility with no
 //! claim, no provider call and no attempt spent; once the cool-down is over, one worker wins
 //! the probe by a conditional write and sends. After: a transient failure or timeout counts
-//! toward opening; any other answer shows the provider up, and closes what was open. A probe
-//! that fails reopens the partition, and its delivery is held with nothing spent: the failure
-//! was the outage's.
+//! toward opening; a delivery or a rejection shows the provider up, and closes what was open
+//! (a 429 does neither). A probe that fails reopens the partition, and a failure that opened
+//! the partition or met it open is held with nothing spent: the failure was the outage's.
 
 use std::time::Duration;
 
@@ -22,7 +22,9 @@ use crate::ports::{Gate, GatePartition, PortError, Ports};
 /// What the gate lets this delivery do now.
 pub(super) enum Admit {
     /// Send; `probe` is the breaker probe this worker won, if it is one.
-    Send { probe: Option<Timestamp> },
+    Send {
+        probe: Option<Timestamp>,
+    },
     Hold {
         until: Timestamp,
         why: &'static str,
@@ -94,7 +96,9 @@ impl<P: Ports> Record<'_, P> {
         let room = fresh_until.since(until).as_millis() / 2;
         let spread = super::claim::gate_hold_spread(self.inc.receive_count).min(room as u64);
         let jitter = Duration::from_millis(self.rng.random_range(0..=spread));
-        let at = until.plus(jitter).min(fresh_until.plus(Duration::from_millis(1)));
+        let at = until
+            .plus(jitter)
+            .min(fresh_until.plus(Duration::from_millis(1)));
         log_transition(&d.msg, 0, why, "hold", at.since(now));
         self.hold(&d.msg, at, now)
             .await
@@ -114,6 +118,14 @@ impl<P: Ports> Record<'_, P> {
             outcome,
             Outcome::Transient { .. } | Outcome::Ambiguous { .. }
         );
+        // A 429 shows a provider shedding load, not one that recovered: it neither counts
+        // nor closes (the 429 gate handles it); a probe answered so tries again later.
+        if matches!(outcome, Outcome::Throttled { .. } | Outcome::Blocked { .. }) {
+            if let Some(probe_until) = lease.probe {
+                self.reopen(&d.partition, probe_until, now).await;
+            }
+            return Ok(None);
+        }
         if !down {
             self.provider_up(&d.partition, lease.probe.is_some(), now)
                 .await;
@@ -129,7 +141,12 @@ impl<P: Ports> Record<'_, P> {
             }
             return Ok(None);
         }
-        self.count_failure(&d.partition, now).await;
+        let open_until = self.count_failure(&d.partition, now).await;
+        // A failure that opened the partition, or met it open, is the outage's: held with
+        // nothing spent, like a failed probe (a timeout still goes by the ambiguous rule).
+        if let (Outcome::Transient { .. }, Some(until)) = (outcome, open_until) {
+            return self.probe_failed(d, lease, until, now).await.map(Some);
+        }
         Ok(None)
     }
 
@@ -141,7 +158,12 @@ impl<P: Ports> Record<'_, P> {
         if !(probed || dirty) {
             return;
         }
-        match c.ports.gate().breaker(partition, BreakerChange::Close).await {
+        match c
+            .ports
+            .gate()
+            .breaker(partition, BreakerChange::Close)
+            .await
+        {
             Ok(closed) => {
                 if closed && probed {
                     tracing::info!(partition = %partition.item_key(), "breaker closed: the probe succeeded");
@@ -155,21 +177,27 @@ impl<P: Ports> Record<'_, P> {
     }
 
     /// One more failure in a row; at the threshold the partition opens for every worker.
-    async fn count_failure(&mut self, partition: &GatePartition, now: Timestamp) {
+    /// Answers until when the partition is open, if this failure opened it or found it open.
+    async fn count_failure(
+        &mut self,
+        partition: &GatePartition,
+        now: Timestamp,
+    ) -> Option<Timestamp> {
         let c = self.consumer;
         let gate = c.ports.gate();
         let failures = match gate.failed(partition, now).await {
             Ok(n) => n,
             Err(e) => {
                 tracing::warn!(error = %e, partition = %partition.item_key(), "could not count a provider failure");
-                return;
+                c.gates.forget(partition).await;
+                return self.known_open_until(partition, now).await;
             }
         };
         c.gates
             .update(partition, now, |s| s.failures = failures)
             .await;
         if !c.cfg.breaker.trips(failures) {
-            return;
+            return self.known_open_until(partition, now).await;
         }
         let until = now.plus(c.cfg.breaker.cooldown(0, self.rng));
         let change = BreakerChange::Open { now, until };
@@ -178,12 +206,34 @@ impl<P: Ports> Record<'_, P> {
                 self.m.breaker_opened += 1;
                 self.learn(partition, now, change).await;
                 tracing::warn!(partition = %partition.item_key(), failures, "breaker opened: the provider looks down");
+                Some(until)
             }
-            // Already open: the next read shows how.
-            Ok(false) => c.gates.forget(partition).await,
+            // Already open: read how, for this hold and the next record.
+            Ok(false) => {
+                c.gates.forget(partition).await;
+                self.known_open_until(partition, now).await
+            }
             Err(e) => {
-                tracing::warn!(error = %e, partition = %partition.item_key(), "could not open the breaker")
+                tracing::warn!(error = %e, partition = %partition.item_key(), "could not open the breaker");
+                c.gates.forget(partition).await;
+                self.known_open_until(partition, now).await
             }
+        }
+    }
+
+    /// Until when this worker's copy of the gate says the partition is open, if it does. A
+    /// gate it cannot read says nothing either way: the failure is held a cool-down, nothing
+    /// spent, rather than charged against a provider that may be known down.
+    async fn known_open_until(
+        &self,
+        partition: &GatePartition,
+        now: Timestamp,
+    ) -> Option<Timestamp> {
+        let c = self.consumer;
+        let soonest = now.plus(c.cfg.breaker.cooldown);
+        match c.gates.state(c.ports.gate(), partition, now).await {
+            Ok(state) => state.breaker.map(|b| b.until.max(soonest)),
+            Err(_) => Some(soonest),
         }
     }
 
@@ -212,12 +262,18 @@ impl<P: Ports> Record<'_, P> {
     /// When the breaker reopened for lets the next probe in, as this worker's copy knows it.
     async fn reopened_until(&self, d: &Delivery, now: Timestamp) -> Option<Timestamp> {
         let c = self.consumer;
-        let known = c.gates.state(c.ports.gate(), &d.partition, now).await.ok()?;
-        let at = known.breaker.map_or(now.plus(c.cfg.breaker.cooldown), |b| b.until);
+        let soonest = now.plus(c.cfg.breaker.cooldown);
+        let known = c.gates.state(c.ports.gate(), &d.partition, now).await;
+        // Unreadable: the probe failed all the same; the next look after a cool-down decides.
+        let at = known
+            .ok()
+            .and_then(|s| s.breaker)
+            .map_or(soonest, |b| b.until.max(soonest));
         Some(at)
     }
 
-    /// Hold the probe's own delivery until `until` with nothing spent (fenced by our lease).
+    /// Hold the delivery whose send the outage failed until `until`, nothing spent (fenced by
+    /// our lease).
     async fn probe_failed(
         &mut self,
         d: &Delivery,
@@ -229,7 +285,7 @@ impl<P: Ports> Record<'_, P> {
         let change = Change::Hold {
             token: lease.token.clone(),
             next_eligible_at: at,
-            error: Some(crate::policy::breaker::PROBE_FAILED.into()),
+            error: Some(crate::policy::breaker::HELD_BY_BREAKER.into()),
         };
         let ctx: Ctx = self.ctx(&d.msg, d.reminder.fresh_until, now);
         let ledger = self.consumer.ports.ledger();

@@ -278,7 +278,10 @@ fn counters_policy_snapshot_and_redrive_budget() {
             policy: other_policy,
         },
     );
-    assert_eq!(reclaimed.policy().unwrap().version, RetryPolicy::default().version);
+    assert_eq!(
+        reclaimed.policy().unwrap().version,
+        RetryPolicy::default().version
+    );
     assert_eq!(reclaimed.payload_version(), 2);
     let dead = in_state(Status::Dead).unwrap();
     assert_eq!(dead.attempt_count(), 1);
