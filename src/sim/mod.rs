@@ -269,6 +269,7 @@ pub async fn simulate(cfg: &SimConfig, mut progress: impl FnMut(u64, u64)) -> Si
         if t.is_multiple_of(60) {
             run_schedules(&w).await;
         }
+
         for channel in Channel::ALL {
             for _ in 0..cfg.batches_per_second {
                 if !esm_poll(&w, channel, &mut metrics).await {
@@ -299,16 +300,32 @@ pub async fn simulate(cfg: &SimConfig, mut progress: impl FnMut(u64, u64)) -> Si
 /// Every schedule's run of this minute, each over its share, each on its own run clock with
 /// the function's deadline (they run side by side on AWS). A failed run is retried by the
 /// next one, as EventBridge Scheduler would.
-async fn run_schedules(w: &World) {
+async fn run_schedules(w: &World) -> u64 {
     let timeout = Duration::from_secs(crate::scheduler::config::FUNCTION_TIMEOUT_SECS);
+    let mut enqueued = 0;
     for index in 0..w.parallelism {
         let Ok(share) = Share::new(index, w.parallelism) else {
             continue;
         };
         w.run_clock.start_run();
         let deadline = crate::clock::Clock::now(&w.clock).plus(timeout);
-        let _ = w.scheduler.run_share(Some(deadline), share).await;
+        if let Ok(report) = w.scheduler.run_share(Some(deadline), share).await {
+            enqueued += u64::from(report.enqueued);
+        }
     }
+    enqueued
+}
+
+/// Reminders the deployed scheduler enqueues in one minute (one run of each schedule) at
+/// the modelled latency, with `cfg.reminders` all due at once: its ceiling.
+pub async fn enqueued_per_minute(cfg: &SimConfig) -> u64 {
+    let cfg = SimConfig {
+        window: Duration::from_secs(1),
+        ..cfg.clone()
+    };
+    let w = world(&cfg);
+    seed_reminders(&w, &cfg).await;
+    run_schedules(&w).await
 }
 
 fn finished(m: &PerChannel<Metrics>) -> u64 {

@@ -145,6 +145,27 @@ async fn without_the_breaker_the_same_outage_kills_fresh_reminders() {
     assert!(exhausted > 5_000, "{exhausted} died of the outage");
 }
 
+/// The scheduler scales out: at modelled AWS latency, four schedules enqueue about four times
+/// what one does in a minute, and one run is bounded by its deadline, not by a small cap.
+#[tokio::test]
+async fn four_schedules_enqueue_four_times_what_one_does() {
+    let per_minute = |parallelism| async move {
+        let cfg = SimConfig {
+            reminders: 400_000,
+            subscribers: 400_000,
+            channels: vec![reminders::domain::Channel::Push],
+            scheduler_parallelism: parallelism,
+            ..SimConfig::default()
+        };
+        reminders::sim::enqueued_per_minute(&cfg).await
+    };
+    let one = per_minute(1).await;
+    let four = per_minute(4).await;
+    eprintln!("enqueued in a minute: {one} with one schedule, {four} with four");
+    assert!(one > 2_000 * 10, "one run is not held to the old 2,000 cap: {one}");
+    assert!(four as f64 > 3.5 * one as f64, "{four} vs {one}");
+}
+
 /// The simulation's `duplicates` can fail: a key sent again after the provider confirmed it
 /// counts, even though an idempotent provider would show the recipient one message.
 #[tokio::test]
