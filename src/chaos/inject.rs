@@ -270,10 +270,15 @@ impl<T: Gate> Gate for Chaotic<T> {
             .around("gate.throttle", self.inner.throttle(p, until))
             .await
     }
-    async fn failed(&self, p: &GatePartition, now: Timestamp) -> Result<u32, PortError> {
-        self.dice
+    async fn failed(&self, p: &GatePartition, now: Timestamp) -> Result<GateState, PortError> {
+        let mut state = self
+            .dice
             .around("gate.failed", self.inner.failed(p, now))
-            .await
+            .await?;
+        if self.plant == Some(super::Plant::HideBreaker) {
+            state.breaker = None;
+        }
+        Ok(state)
     }
     async fn breaker(&self, p: &GatePartition, change: BreakerChange) -> Result<bool, PortError> {
         self.dice

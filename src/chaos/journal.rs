@@ -102,8 +102,15 @@ impl Journal {
     }
 
     /// A provider call starts now, for a reminder fresh until `fresh_until`.
-    pub fn send_started(&self, key: &DeliveryKey, now: Timestamp, fresh_until: Timestamp) {
+    pub fn send_started(
+        &self,
+        key: &DeliveryKey,
+        channel: crate::domain::Channel,
+        now: Timestamp,
+        fresh_until: Timestamp,
+    ) {
         self.with(key, |k| {
+            k.channel = Some(channel);
             k.stale_sends += u32::from(now > fresh_until);
             k.early_sends += u32::from(k.retry_after.is_some_and(|at| now < at));
             k.sends_after_cancel += u32::from(k.cancelled_at.is_some());
@@ -161,7 +168,13 @@ impl Journal {
             // the outage's call, not the delivery's: the provider saw it; the budget does not
             // count it.
             let probe_held = after.last_error() == Some(crate::policy::breaker::HELD_BY_BREAKER);
-            if to == Status::Deferred && from == Status::Sending && probe_held {
+            // Excused only when the true gate shows the breaker open: a system that labels a
+            // failure held while the provider is up has spent an attempt all the same.
+            if to == Status::Deferred
+                && from == Status::Sending
+                && probe_held
+                && self.breaker_open(k.channel)
+            {
                 k.probe_calls += 1;
                 k.epoch_probes += 1;
             }

@@ -105,7 +105,8 @@ impl Provider for ChaosProvider {
         let key = &request.delivery_key;
         let now = self.clock.now();
         let fresh_until = self.fresh_until(key).await;
-        self.journal.send_started(key, now, fresh_until);
+        let channel = request.recipient.channel();
+        self.journal.send_started(key, channel, now, fresh_until);
         tokio::time::sleep(Duration::from_millis(self.dice.range(20, 800))).await;
         let m = self.misbehaviour;
         if self.strikes(m.throttle) {

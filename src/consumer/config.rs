@@ -144,6 +144,7 @@ impl ConsumerConfig {
                 failures: vars.u32_or("BREAKER_FAILURES", d.breaker.failures)?,
                 cooldown: vars.secs_or("BREAKER_COOLDOWN_SECS", d.breaker.cooldown)?,
                 cooldown_cap: vars.secs_or("BREAKER_COOLDOWN_CAP_SECS", d.breaker.cooldown_cap)?,
+                ..d.breaker
             },
             lease: vars.secs_or("LEASE_SECS", d.lease)?,
             provider_timeout: vars.secs_or("PROVIDER_TIMEOUT_SECS", d.provider_timeout)?,

@@ -94,14 +94,20 @@ impl GateCache {
         now: Timestamp,
         until: Timestamp,
     ) {
-        self.update(partition, now, |s| {
-            s.throttled_until = Some(s.throttled_until.map_or(until, |u| u.max(until)));
-        })
-        .await;
+        let slot = self.slot(partition);
+        let mut copy = slot.lock().await;
+        let mut state = copy.map(|c| c.state).unwrap_or_default();
+        state.throttled_until = Some(state.throttled_until.map_or(until, |u| u.max(until)));
+        *copy = Some(Copy {
+            read_at: now,
+            state,
+        });
     }
 
     /// What this worker just wrote or learned of the breaker, in the copy at once (fresh from
     /// `now`), so its next record acts on it without a read.
+    /// A copy it does not have stays missing (the next look reads the item): a made-up
+    /// default would hide a throttle or an open breaker for a whole TTL.
     pub(crate) async fn update(
         &self,
         partition: &GatePartition,
@@ -110,9 +116,16 @@ impl GateCache {
     ) {
         let slot = self.slot(partition);
         let mut copy = slot.lock().await;
-        let mut state = copy.map(|c| c.state).unwrap_or_default();
-        f(&mut state);
-        *copy = Some(Copy {
+        if let Some(c) = copy.as_mut() {
+            f(&mut c.state);
+            c.read_at = now;
+        }
+    }
+
+    /// The whole item as a write just answered it: the copy, fresh from `now`.
+    pub(crate) async fn set(&self, partition: &GatePartition, now: Timestamp, state: GateState) {
+        let slot = self.slot(partition);
+        *slot.lock().await = Some(Copy {
             read_at: now,
             state,
         });
@@ -148,7 +161,7 @@ mod tests {
         async fn throttle(&self, p: &GatePartition, until: Timestamp) -> Result<(), PortError> {
             self.inner.throttle(p, until).await
         }
-        async fn failed(&self, p: &GatePartition, now: Timestamp) -> Result<u32, PortError> {
+        async fn failed(&self, p: &GatePartition, now: Timestamp) -> Result<GateState, PortError> {
             self.inner.failed(p, now).await
         }
         async fn breaker(

@@ -1,7 +1,10 @@
 //! The breaker's rule (DESIGN §5: an outage is not N failures of N deliveries), pure.
 //!
 //! **Consecutive failures, across deliveries.** The partition opens after `failures`
-//! transient failures or timeouts in a row from any workers, with no success between them. A
+//! transient failures or timeouts in a row from any workers, over at least `min_run`, with
+//! no success between them. Each failing worker resets the run on its next success; the span
+//! keeps concurrent random failures (dozens a second at a high rate), each reset a moment
+//! later, from adding up to a spurious opening. A
 //! rate over a window would need every success counted on the shared item — a write per
 //! delivery, against the budget of DESIGN §10 — while a run of failures needs a write only
 //! on a failure, and one more on the first success after it. A provider that fails 2% of
@@ -22,8 +25,11 @@ pub const HELD_BY_BREAKER: &str = "held_by_breaker";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BreakerPolicy {
-    /// Transient failures in a row that open the partition.
+    /// Transient failures in a row that open the partition...
     pub failures: u32,
+    /// ... over at least this long with no success between (so that random failures of
+    /// many workers at once, each reset a moment later by its next success, never add up).
+    pub min_run: Duration,
     /// The first cool-down.
     pub cooldown: Duration,
     /// The longest cool-down.
@@ -34,6 +40,7 @@ impl Default for BreakerPolicy {
     fn default() -> Self {
         Self {
             failures: 5,
+            min_run: Duration::from_secs(1),
             cooldown: Duration::from_secs(5),
             cooldown_cap: Duration::from_secs(30),
         }
@@ -41,9 +48,9 @@ impl Default for BreakerPolicy {
 }
 
 impl BreakerPolicy {
-    /// Whether a run of `failures` opens the partition.
-    pub fn trips(&self, failures: u32) -> bool {
-        failures >= self.failures
+    /// Whether a run of `failures` over `run` opens the partition.
+    pub fn trips(&self, failures: u32, run: Duration) -> bool {
+        failures >= self.failures && run >= self.min_run
     }
 
     /// The cool-down after `reopens` failed probes: `cooldown × 2^reopens`, capped, jittered
@@ -80,7 +87,12 @@ mod tests {
             assert!(seen.iter().all(|ms| (ceiling / 2..=ceiling).contains(ms)));
             assert!(seen.iter().any(|ms| *ms != seen[0]), "jittered");
         }
-        assert!(!p.trips(4));
-        assert!(p.trips(5));
+        let second = Duration::from_secs(1);
+        assert!(!p.trips(4, second));
+        assert!(p.trips(5, second));
+        assert!(
+            !p.trips(50, second / 2),
+            "a burst of failures inside a second is no outage"
+        );
     }
 }

@@ -63,8 +63,10 @@ pub struct OpenBreaker {
 pub struct GateState {
     /// When the partition takes requests again after a 429, if it is or was throttled.
     pub throttled_until: Option<Timestamp>,
-    /// Transient failures and timeouts in a row, across deliveries (a success resets it).
+    /// Transient failures and timeouts in a row, across deliveries (a success resets it),
+    /// and when the run began.
     pub failures: u32,
+    pub run_since: Option<Timestamp>,
     pub breaker: Option<OpenBreaker>,
 }
 
@@ -116,6 +118,7 @@ impl BreakerChange {
             }
             (BreakerChange::Close, b) if b.is_some() || state.failures > 0 => {
                 next.failures = 0;
+                next.run_since = None;
                 next.breaker = None;
             }
             _ => return None,
@@ -138,12 +141,13 @@ pub trait Gate: Send + Sync {
         until: Timestamp,
     ) -> impl Future<Output = Result<(), PortError>> + Send;
 
-    /// Count one more failure in a row (atomic); answers the count after it.
+    /// Count one more failure in a row (atomic; the run starts at `now` if none is going);
+    /// answers the whole item after it, as written (strongly consistent).
     fn failed(
         &self,
         partition: &GatePartition,
         now: Timestamp,
-    ) -> impl Future<Output = Result<u32, PortError>> + Send;
+    ) -> impl Future<Output = Result<GateState, PortError>> + Send;
 
     /// One conditional breaker write: whether it applied.
     fn breaker(
@@ -171,7 +175,7 @@ impl<T: Gate> Gate for std::sync::Arc<T> {
         &self,
         p: &GatePartition,
         now: Timestamp,
-    ) -> impl Future<Output = Result<u32, PortError>> + Send {
+    ) -> impl Future<Output = Result<GateState, PortError>> + Send {
         (**self).failed(p, now)
     }
     fn breaker(
@@ -227,10 +231,11 @@ impl Gate for MemoryGate {
         })
     }
 
-    async fn failed(&self, p: &GatePartition, _now: Timestamp) -> Result<u32, PortError> {
+    async fn failed(&self, p: &GatePartition, now: Timestamp) -> Result<GateState, PortError> {
         self.with_item(OP_FAILED, p, |s| {
             s.failures = s.failures.saturating_add(1);
-            s.failures
+            s.run_since.get_or_insert(now);
+            *s
         })
     }
 
@@ -297,7 +302,13 @@ mod tests {
         .unwrap();
         let b = reopened.breaker.unwrap();
         assert_eq!((b.until, b.reopens, b.opened_at), (t(400), 1, t(0)));
-        let shut = BreakerChange::Close.apply(&reopened).unwrap();
+        let shut = BreakerChange::Close
+            .apply(&GateState {
+                failures: 3,
+                run_since: Some(t(1)),
+                ..reopened
+            })
+            .unwrap();
         assert_eq!(shut, GateState::default());
         assert!(BreakerChange::Close.apply(&shut).is_none());
     }

@@ -59,7 +59,7 @@ impl<T: Gate> Gate for Counted<T> {
         self.calls.hit("gate.throttle");
         self.inner.throttle(p, until).await
     }
-    async fn failed(&self, p: &GatePartition, now: Timestamp) -> Result<u32, PortError> {
+    async fn failed(&self, p: &GatePartition, now: Timestamp) -> Result<GateState, PortError> {
         self.calls.hit("gate.failed");
         self.inner.failed(p, now).await
     }

@@ -46,12 +46,13 @@ async fn breaker_suite<G: Gate>(gate: &G) {
         }
     };
     for n in 1..=3 {
-        assert_eq!(
-            gate.failed(&p, t(0)).await.unwrap(),
-            n,
-            "the count is atomic"
-        );
+        let after = gate.failed(&p, t(n.into())).await.unwrap();
         model.failures = n;
+        model.run_since = Some(t(1));
+        assert_eq!(
+            after, model,
+            "the count is atomic; the run began at the first"
+        );
     }
     let steps = [
         BreakerChange::Probe {
@@ -98,7 +99,11 @@ async fn breaker_suite<G: Gate>(gate: &G) {
         check(&mut model, change, applied);
         assert_eq!(gate.state(&p).await.unwrap(), model, "after {change:?}");
     }
-    assert_eq!(model.failures, 0, "a close resets the run of failures");
+    assert_eq!(
+        (model.failures, model.run_since),
+        (0, None),
+        "a close resets the run of failures"
+    );
     assert_eq!(
         model.throttled_until,
         Some(t(500)),

@@ -87,18 +87,29 @@ fn decide(remote: &Arc<Mutex<Remote>>, req: &Recorded) -> Behaviour {
     outcome
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_hundred_fifty_reminders_end_delivered_dead_or_expired_and_none_twice() {
-    std::env::var("AWS_ENDPOINT_URL")
-        .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");
-    let remote = Arc::new(Mutex::new(Remote::default()));
-    let r2 = remote.clone();
-    let server = serve_fn(Arc::new(move |req| decide(&r2, req))).await;
+/// The ports of a stack on the emulator: fresh tables and channel queues named after
+/// `prefix`, and every channel's generic HTTP provider pointed at `url`.
+pub(crate) type EmulatorPorts = PortSet<
+    SystemClock,
+    DynamoReminderStore,
+    DynamoLedger,
+    DynamoGate,
+    SqsQueues,
+    SqsDeadLetters,
+    reminders::providers::AnyProvider<SystemClock>,
+>;
 
+pub(crate) async fn emulator_stack(
+    prefix: &str,
+    url: &str,
+) -> (EmulatorPorts, reminders::domain::PerChannel<String>) {
     let sdk = reminders::aws::sdk_config().await;
     let dynamo = aws_sdk_dynamodb::Client::new(&sdk);
     let sqs = aws_sdk_sqs::Client::new(&sdk);
-    let (rem, del) = (unique("e2e-rem"), unique("e2e-del"));
+    let (rem, del) = (
+        unique(&format!("{prefix}-rem")),
+        unique(&format!("{prefix}-del")),
+    );
     create_reminders_table(&dynamo, &rem).await.unwrap();
     create_deliveries_table(&dynamo, &del).await.unwrap();
     let spec = QueueSpec {
@@ -106,7 +117,7 @@ async fn one_hundred_fifty_reminders_end_delivered_dead_or_expired_and_none_twic
         max_receive_count: 50,
         ..QueueSpec::default()
     };
-    let (queues, dlqs) = create_channel_queues(&sqs, &unique("e2e"), spec)
+    let (queues, dlqs) = create_channel_queues(&sqs, &unique(prefix), spec)
         .await
         .unwrap();
     let env: HashMap<String, String> = Channel::ALL
@@ -115,7 +126,7 @@ async fn one_hundred_fifty_reminders_end_delivered_dead_or_expired_and_none_twic
             let up = c.as_str().to_uppercase();
             [
                 (format!("{up}_PROVIDER"), "http".to_owned()),
-                (format!("{up}_HTTP_ENDPOINT"), server.url.clone()),
+                (format!("{up}_HTTP_ENDPOINT"), url.to_owned()),
             ]
         })
         .collect();
@@ -135,6 +146,18 @@ async fn one_hundred_fifty_reminders_end_delivered_dead_or_expired_and_none_twic
         dead_letters: SqsDeadLetters::new(sqs, dlqs),
         providers,
     };
+    (ports, queues)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_hundred_fifty_reminders_end_delivered_dead_or_expired_and_none_twice() {
+    std::env::var("AWS_ENDPOINT_URL")
+        .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");
+    let remote = Arc::new(Mutex::new(Remote::default()));
+    let r2 = remote.clone();
+    let server = serve_fn(Arc::new(move |req| decide(&r2, req))).await;
+
+    let (ports, queues) = emulator_stack("e2e", &server.url).await;
     let consumer_cfg = ConsumerConfig {
         policy: RetryPolicy {
             max_attempts: 3,

@@ -9,11 +9,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use reminders::aws::bootstrap::{
-    create_channel_queues, create_deliveries_table, create_reminders_table, QueueSpec,
-};
-use reminders::aws::dynamo::{DynamoGate, DynamoLedger, DynamoReminderStore};
-use reminders::aws::{SqsDeadLetters, SqsQueues};
 use reminders::clock::{Clock, SystemClock};
 use reminders::consumer::{Consumer, ConsumerConfig};
 use reminders::delivery::state::Status;
@@ -22,11 +17,10 @@ use reminders::domain::{
 };
 use reminders::local::{self, LocalConfig, Stop};
 use reminders::policy::BreakerPolicy;
-use reminders::ports::{Ledger, PortSet, ReminderStore};
+use reminders::ports::{Ledger, ReminderStore};
 use reminders::scheduler::{Scheduler, SchedulerConfig};
 
 use crate::server::{respond, serve_fn, Behaviour};
-use crate::unique;
 
 const OUTAGE: Duration = Duration::from_secs(20);
 const PER_CHANNEL: u32 = 20;
@@ -43,9 +37,11 @@ async fn an_outage_holds_every_delivery_and_each_is_delivered_once_after_it() {
     std::env::var("AWS_ENDPOINT_URL")
         .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");
     let seen = Arc::new(Mutex::new(Provider::default()));
-    let started = Instant::now();
+    // The outage starts at the provider's first call, however long the setup took.
+    let started = Arc::new(std::sync::OnceLock::<Instant>::new());
     let s2 = seen.clone();
     let server = serve_fn(Arc::new(move |req| {
+        let started = *started.get_or_init(Instant::now);
         let key = req.header("idempotency-key").unwrap_or_default();
         let body: serde_json::Value = serde_json::from_str(&req.body).unwrap_or_default();
         let channel = body["subject"].as_str().unwrap_or_default().to_owned();
@@ -60,46 +56,7 @@ async fn an_outage_holds_every_delivery_and_each_is_delivered_once_after_it() {
     }))
     .await;
 
-    let sdk = reminders::aws::sdk_config().await;
-    let dynamo = aws_sdk_dynamodb::Client::new(&sdk);
-    let sqs = aws_sdk_sqs::Client::new(&sdk);
-    let (rem, del) = (unique("outage-rem"), unique("outage-del"));
-    create_reminders_table(&dynamo, &rem).await.unwrap();
-    create_deliveries_table(&dynamo, &del).await.unwrap();
-    let spec = QueueSpec {
-        visibility_timeout_secs: 10,
-        max_receive_count: 50,
-        ..QueueSpec::default()
-    };
-    let (queues, dlqs) = create_channel_queues(&sqs, &unique("outage"), spec)
-        .await
-        .unwrap();
-    let env: HashMap<String, String> = Channel::ALL
-        .iter()
-        .flat_map(|c| {
-            let up = c.as_str().to_uppercase();
-            [
-                (format!("{up}_PROVIDER"), "http".to_owned()),
-                (format!("{up}_HTTP_ENDPOINT"), server.url.clone()),
-            ]
-        })
-        .collect();
-    let providers = reminders::providers::from_lookup(
-        |k| env.get(k).cloned(),
-        SystemClock,
-        Duration::from_secs(2),
-        &sdk,
-    )
-    .unwrap();
-    let ports = PortSet {
-        clock: SystemClock,
-        reminders: DynamoReminderStore::new(dynamo.clone(), &rem, 4),
-        ledger: DynamoLedger::new(dynamo.clone(), &del),
-        gate: DynamoGate::new(dynamo, &del),
-        queue: SqsQueues::new(sqs.clone(), queues.clone()),
-        dead_letters: SqsDeadLetters::new(sqs, dlqs),
-        providers,
-    };
+    let (ports, queues) = crate::emulator_stack("outage", &server.url).await;
     // The deployed policy (fitted to the freshness) and breaker rule; cool-downs in seconds
     // to fit a test; the gate read on every record, so that the bound below is exact.
     let breaker = BreakerPolicy {

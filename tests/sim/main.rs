@@ -162,7 +162,10 @@ async fn four_schedules_enqueue_four_times_what_one_does() {
     let one = per_minute(1).await;
     let four = per_minute(4).await;
     eprintln!("enqueued in a minute: {one} with one schedule, {four} with four");
-    assert!(one > 2_000 * 10, "one run is not held to the old 2,000 cap: {one}");
+    assert!(
+        one > 2_000 * 10,
+        "one run is not held to the old 2,000 cap: {one}"
+    );
     assert!(four as f64 > 3.5 * one as f64, "{four} vs {one}");
 }
 

@@ -30,6 +30,7 @@ const OPENED_AT: &str = "breaker_opened_at";
 const UNTIL: &str = "breaker_until";
 const REOPENS: &str = "breaker_reopens";
 const PROBE_UNTIL: &str = "breaker_probe_until";
+const RUN_SINCE: &str = "breaker_run_since";
 
 #[derive(Debug, Clone)]
 pub struct DynamoGate {
@@ -110,6 +111,7 @@ fn decode(item: &HashMap<String, AttributeValue>) -> Result<GateState, PortError
         failures: number(item, FAILURES)?
             .unwrap_or(0)
             .clamp(0, i64::from(u32::MAX)) as u32,
+        run_since: at(RUN_SINCE)?,
         breaker,
     })
 }
@@ -127,6 +129,7 @@ impl Gate for DynamoGate {
                 [
                     THROTTLED_UNTIL,
                     FAILURES,
+                    RUN_SINCE,
                     OPENED_AT,
                     UNTIL,
                     REOPENS,
@@ -153,23 +156,24 @@ impl Gate for DynamoGate {
         .map(|_| ())
     }
 
-    async fn failed(&self, p: &GatePartition, now: Timestamp) -> Result<u32, PortError> {
+    async fn failed(&self, p: &GatePartition, now: Timestamp) -> Result<GateState, PortError> {
         let out = self
             .client
             .update_item()
             .table_name(&self.table)
             .key(KEY_ATTR, s(p.item_key()))
-            .update_expression("SET expires_at = :ttl ADD breaker_failures :one")
+            .update_expression(
+                "SET expires_at = :ttl, breaker_run_since = if_not_exists(breaker_run_since, :now) \
+                 ADD breaker_failures :one",
+            )
             .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":now", n(now.as_millis()))
             .expression_attribute_values(":ttl", ttl(now))
-            .return_values(ReturnValue::UpdatedNew)
+            .return_values(ReturnValue::AllNew)
             .send()
             .await
             .map_err(|e| port_error(OP_FAILED, e, dynamo_kind!(UpdateItemError)))?;
-        let attrs = out.attributes.unwrap_or_default();
-        let count = number(&attrs, FAILURES)?
-            .ok_or_else(|| corrupt(OP_FAILED, "breaker_failures missing after ADD"))?;
-        Ok(count.clamp(0, i64::from(u32::MAX)) as u32)
+        decode(&out.attributes.unwrap_or_default())
     }
 
     async fn breaker(&self, p: &GatePartition, change: BreakerChange) -> Result<bool, PortError> {
@@ -205,7 +209,7 @@ impl Gate for DynamoGate {
             ),
             BreakerChange::Close => (
                 "SET breaker_failures = :zero REMOVE breaker_until, breaker_opened_at, \
-                 breaker_reopens, breaker_probe_until",
+                 breaker_reopens, breaker_probe_until, breaker_run_since",
                 "attribute_exists(breaker_until) OR breaker_failures > :zero",
                 vec![(":zero", n(0))],
             ),

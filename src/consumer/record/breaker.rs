@@ -21,9 +21,9 @@ use crate::ports::{Gate, GatePartition, PortError, Ports};
 
 /// What the gate lets this delivery do now.
 pub(super) enum Admit {
-    /// Send; `probe` is the breaker probe this worker won, if it is one.
+    /// Send; `half_open` when the breaker lets one probe through (won right before the send).
     Send {
-        probe: Option<Timestamp>,
+        half_open: bool,
     },
     Hold {
         until: Timestamp,
@@ -45,7 +45,7 @@ impl<P: Ports> Record<'_, P> {
             });
         }
         let Some(open) = state.breaker else {
-            return Ok(Admit::Send { probe: None });
+            return Ok(Admit::Send { half_open: false });
         };
         self.m.breaker_open_secs = self
             .m
@@ -54,24 +54,43 @@ impl<P: Ports> Record<'_, P> {
         if open.until > now {
             return Ok(self.held_open(open.until));
         }
-        // Half-open. One probe at a time; the others look again a cool-down later.
+        // Half-open. One probe at a time; the others look again a cool-down later. The probe
+        // itself is won right before the send (`win_probe`), so a record that claims and then
+        // does not send never strands it.
         let again = now.plus(c.cfg.breaker.cooldown);
         if open.probe_until.is_some_and(|p| p > now) {
             return Ok(self.held_open(again));
         }
-        let probe_until = now.plus(c.cfg.lease);
+        Ok(Admit::Send { half_open: true })
+    }
+
+    /// Win the half-open partition's single probe, right before sending under our lease:
+    /// `Some(probe_until)` when this send is the probe. It lapses after a send and its
+    /// outcome write could have ended, if the worker dies.
+    pub(super) async fn win_probe(&mut self, d: &Delivery) -> Option<Timestamp> {
+        let now = self.now();
+        let c = self.consumer;
+        let storage = crate::ports::STORAGE_OPERATION_TIMEOUT;
+        let probe_until = now.plus(c.cfg.provider_timeout + storage + storage);
         let change = BreakerChange::Probe { now, probe_until };
-        if c.ports.gate().breaker(&d.partition, change).await? {
-            self.m.breaker_probes += 1;
-            self.learn(&d.partition, now, change).await;
-            tracing::info!(partition = %d.partition.item_key(), "breaker half-open: probing");
-            return Ok(Admit::Send {
-                probe: Some(probe_until),
-            });
+        match c.ports.gate().breaker(&d.partition, change).await {
+            Ok(true) => {
+                self.m.breaker_probes += 1;
+                self.learn(&d.partition, now, change).await;
+                tracing::info!(partition = %d.partition.item_key(), "breaker half-open: probing");
+                Some(probe_until)
+            }
+            // Another worker probes, or the breaker closed meanwhile: read it afresh next time.
+            Ok(false) => {
+                c.gates.forget(&d.partition).await;
+                None
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, partition = %d.partition.item_key(), "could not take the breaker probe");
+                c.gates.forget(&d.partition).await;
+                None
+            }
         }
-        // Another worker probes, or the breaker closed meanwhile: read it afresh next time.
-        c.gates.forget(&d.partition).await;
-        Ok(self.held_open(again))
     }
 
     fn held_open(&mut self, until: Timestamp) -> Admit {
@@ -133,21 +152,34 @@ impl<P: Ports> Record<'_, P> {
         }
         if let Some(probe_until) = lease.probe {
             self.reopen(&d.partition, probe_until, now).await;
-            // A failure before the request was written is the outage's: held, nothing spent.
-            // A timeout may have been sent: the ambiguous rule decides, as for any send.
+            // The outage's failure: held, nothing spent (unless the ambiguous rule must decide).
             let until = self.reopened_until(d, now).await;
-            if let (Outcome::Transient { .. }, Some(until)) = (outcome, until) {
+            if let (true, Some(until)) = (self.holdable(lease, outcome), until) {
                 return self.probe_failed(d, lease, until, now).await.map(Some);
             }
             return Ok(None);
         }
         let open_until = self.count_failure(&d.partition, now).await;
         // A failure that opened the partition, or met it open, is the outage's: held with
-        // nothing spent, like a failed probe (a timeout still goes by the ambiguous rule).
-        if let (Outcome::Transient { .. }, Some(until)) = (outcome, open_until) {
+        // nothing spent, like a failed probe.
+        if let (true, Some(until)) = (self.holdable(lease, outcome), open_until) {
             return self.probe_failed(d, lease, until, now).await.map(Some);
         }
         Ok(None)
+    }
+
+    /// Whether the outage may hold this failed send with nothing spent: a failure before the
+    /// request was written, or a timeout that the ambiguous rule would resend with the same
+    /// key anyway (the provider deduplicates). Otherwise the ambiguous rule decides.
+    fn holdable(&self, lease: &Lease, outcome: &Outcome) -> bool {
+        match outcome {
+            Outcome::Transient { .. } => true,
+            Outcome::Ambiguous { .. } => {
+                let policy = lease.record.policy().unwrap_or(&self.consumer.cfg.policy);
+                policy.may_resend_ambiguous(self.idempotent())
+            }
+            _ => false,
+        }
     }
 
     /// The provider answered: close what was open, reset a run of failures.
@@ -185,19 +217,26 @@ impl<P: Ports> Record<'_, P> {
     ) -> Option<Timestamp> {
         let c = self.consumer;
         let gate = c.ports.gate();
-        let failures = match gate.failed(partition, now).await {
-            Ok(n) => n,
+        let state = match gate.failed(partition, now).await {
+            Ok(state) => state,
             Err(e) => {
                 tracing::warn!(error = %e, partition = %partition.item_key(), "could not count a provider failure");
                 c.gates.forget(partition).await;
                 return self.known_open_until(partition, now).await;
             }
         };
-        c.gates
-            .update(partition, now, |s| s.failures = failures)
-            .await;
-        if !c.cfg.breaker.trips(failures) {
-            return self.known_open_until(partition, now).await;
+        // The item as our write left it: strongly consistent, and the copy takes it whole.
+        c.gates.set(partition, now, state).await;
+        let soonest = now.plus(c.cfg.breaker.cooldown);
+        if let Some(open) = state.breaker {
+            return Some(open.until.max(soonest));
+        }
+        let (failures, run) = (
+            state.failures,
+            state.run_since.map_or(Duration::ZERO, |s| now.since(s)),
+        );
+        if !c.cfg.breaker.trips(failures, run) {
+            return None;
         }
         let until = now.plus(c.cfg.breaker.cooldown(0, self.rng));
         let change = BreakerChange::Open { now, until };
@@ -208,10 +247,14 @@ impl<P: Ports> Record<'_, P> {
                 tracing::warn!(partition = %partition.item_key(), failures, "breaker opened: the provider looks down");
                 Some(until)
             }
-            // Already open: read how, for this hold and the next record.
+            // Opened by another worker between our count and this write.
             Ok(false) => {
                 c.gates.forget(partition).await;
-                self.known_open_until(partition, now).await
+                Some(
+                    self.known_open_until(partition, now)
+                        .await
+                        .unwrap_or(soonest),
+                )
             }
             Err(e) => {
                 tracing::warn!(error = %e, partition = %partition.item_key(), "could not open the breaker");
@@ -222,8 +265,8 @@ impl<P: Ports> Record<'_, P> {
     }
 
     /// Until when this worker's copy of the gate says the partition is open, if it does. A
-    /// gate it cannot read says nothing either way: the failure is held a cool-down, nothing
-    /// spent, rather than charged against a provider that may be known down.
+    /// gate it cannot read is no evidence of an outage: the failure is charged as usual (a
+    /// hold would be a provider call outside the attempt budget).
     async fn known_open_until(
         &self,
         partition: &GatePartition,
@@ -231,10 +274,8 @@ impl<P: Ports> Record<'_, P> {
     ) -> Option<Timestamp> {
         let c = self.consumer;
         let soonest = now.plus(c.cfg.breaker.cooldown);
-        match c.gates.state(c.ports.gate(), partition, now).await {
-            Ok(state) => state.breaker.map(|b| b.until.max(soonest)),
-            Err(_) => Some(soonest),
-        }
+        let state = c.gates.state(c.ports.gate(), partition, now).await.ok()?;
+        state.breaker.map(|b| b.until.max(soonest))
     }
 
     /// Our probe failed: open again (fenced by our probe), a longer cool-down than before.

@@ -18,8 +18,8 @@ use crate::ports::{PortError, Ports};
 
 impl<P: Ports> Record<'_, P> {
     pub(super) async fn claim(&mut self, d: &Delivery) -> Step<Lease> {
-        let probe = match self.admit(d).await? {
-            Admit::Send { probe } => probe,
+        let half_open = match self.admit(d).await? {
+            Admit::Send { half_open } => half_open,
             Admit::Hold { until, why } => return self.hold_at_gate(d, until, why).await,
         };
         // The lease counts from the claim, not from the start of the record; freshness is
@@ -50,7 +50,8 @@ impl<P: Ports> Record<'_, P> {
         Ok(Continue(Lease {
             record,
             token,
-            probe,
+            half_open,
+            probe: None,
         }))
     }
 

@@ -70,6 +70,8 @@ struct Delivery {
 struct Lease {
     record: DeliveryRecord,
     token: LeaseToken,
+    /// The partition was half-open at the gate: this send must win the probe first.
+    half_open: bool,
     /// The breaker probe this send is, if it is one (its claim on the probe lapses then).
     probe: Option<Timestamp>,
 }
@@ -120,6 +122,14 @@ impl<P: Ports> Record<'_, P> {
             self.consumer.cfg.provider_timeout + crate::ports::STORAGE_OPERATION_TIMEOUT;
         if left < self.consumer.cfg.provider_timeout || !self.time_left_for(send_and_record) {
             return self.release_unsent(&delivery, lease).await;
+        }
+        let mut lease = lease;
+        if lease.half_open {
+            match self.win_probe(&delivery).await {
+                Some(probe_until) => lease.probe = Some(probe_until),
+                // Another worker's probe decides: give the lease back, nothing spent.
+                None => return self.release_unsent(&delivery, lease).await,
+            }
         }
         let provider = self.consumer.ports.provider(self.inc.channel);
         let outcome = provider.send(&delivery.request).await;
