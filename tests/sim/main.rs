@@ -145,6 +145,30 @@ async fn without_the_breaker_the_same_outage_kills_fresh_reminders() {
     assert!(exhausted > 5_000, "{exhausted} died of the outage");
 }
 
+/// The demo's default profile, seed 7 (its five-minute SMS outage included): the breaker
+/// holds the outage's deliveries, so none dies of spent attempts; every delivery not
+/// rejected for good is delivered, none twice.
+#[tokio::test]
+async fn the_default_demo_loses_nothing_to_its_outage() {
+    let r = simulate(
+        &SimConfig {
+            seed: 7,
+            ..SimConfig::default()
+        },
+        |_, _| {},
+    )
+    .await;
+    let dead = |reason| r.dead.get(&reason).copied().unwrap_or(0);
+    assert_eq!(
+        dead(reminders::domain::DeadReason::AttemptsExhausted),
+        0,
+        "{r:?}"
+    );
+    let rejected = dead(reminders::domain::DeadReason::Rejected);
+    assert_eq!(r.delivered + rejected, r.reminders, "{r:?}");
+    assert_eq!(r.duplicates, 0);
+}
+
 /// The scheduler scales out: at modelled AWS latency, four schedules enqueue about four times
 /// what one does in a minute, and one run is bounded by its deadline, not by a small cap.
 #[tokio::test]
