@@ -61,10 +61,12 @@ pub enum Edited {
     Final(ReminderStatus),
 }
 
-pub async fn edit<S: ReminderStore>(
+pub async fn edit<S: ReminderStore, L: Ledger>(
     store: &S,
+    ledger: &L,
     id: &ReminderId,
     changes: Edit,
+    now: Timestamp,
     retention: Retention,
 ) -> Result<Edited, OutboxError> {
     for _ in 0..5 {
@@ -88,7 +90,22 @@ pub async fn edit<S: ReminderStore>(
         };
         let mut next = Reminder::new(new, Duration::ZERO, retention.0)?;
         next.payload_version = current.payload_version + 1;
-        next.status = status_after_edit(&current, &next);
+        after_edit(&current, &mut next);
+        // Before the edit lands: a settled delivery's proof outlives the edited reminder
+        // (an edit that fails after this only kept the proof longer).
+        if next.expires_at > current.expires_at {
+            for channel in current
+                .listed_channels()
+                .chain(current.enqueued.iter().copied())
+            {
+                let ctx = Ctx {
+                    key: DeliveryKey::derive(&current.reminder_id, &current.subscriber_id, channel),
+                    now,
+                    expires_at: next.expires_at,
+                };
+                delivery::extend_horizon(ledger, &ctx).await?;
+            }
+        }
         let expected = (current.payload_version, current.status);
         match store.replace(&next, expected.0, expected.1).await? {
             Marked::Marked => return Ok(Edited::Edited(next)),
@@ -99,18 +116,27 @@ pub async fn edit<S: ReminderStore>(
     Err(OutboxError::Contended)
 }
 
-/// An edit keeps the status, except that a channel added to an enqueued reminder puts it back
-/// into scheduling: the scheduler enqueues every channel again, and the ledger keeps the ones
-/// already sent (or in flight) single, so only the new channel is sent.
-fn status_after_edit(current: &Reminder, next: &Reminder) -> ReminderStatus {
-    let added = next
-        .channels()
-        .any(|c| !current.recipients.contains_key(&c));
-    if current.status == ReminderStatus::Enqueued && added {
-        ReminderStatus::Scheduled
-    } else {
-        current.status
+/// An edit keeps the status, except that a channel added to a reminder already enqueued puts
+/// it back into scheduling, and the scheduler enqueues only the channels not enqueued before
+/// (`Reminder::enqueued`): the others are never sent again, even once their ledger items are
+/// gone. An edit that leaves nothing new to enqueue keeps it (or puts it back) enqueued.
+fn after_edit(current: &Reminder, next: &mut Reminder) {
+    let mut enqueued = current.enqueued.clone();
+    if current.status == ReminderStatus::Enqueued {
+        enqueued.extend(current.listed_channels());
     }
+    let pending = next.listed_channels().any(|c| !enqueued.contains(&c));
+    next.status = match current.status {
+        ReminderStatus::Enqueued | ReminderStatus::Scheduled if !enqueued.is_empty() => {
+            if pending {
+                ReminderStatus::Scheduled
+            } else {
+                ReminderStatus::Enqueued
+            }
+        }
+        status => status,
+    };
+    next.enqueued = enqueued;
 }
 
 /// What a cancel did, per channel, and to the reminder.
@@ -127,23 +153,38 @@ pub async fn cancel<S: ReminderStore, L: Ledger>(
     now: Timestamp,
     retention: Retention,
 ) -> Result<Option<CancelReport>, OutboxError> {
-    let Some(reminder) = store.get(id).await? else {
-        return Ok(None);
-    };
-    let mut deliveries = Vec::new();
-    for channel in reminder.channels() {
-        let ctx = Ctx {
-            key: DeliveryKey::derive(&reminder.reminder_id, &reminder.subscriber_id, channel),
-            now,
-            expires_at: retention.expires_at(reminder.fresh_until),
+    let mut deliveries: Vec<(Channel, Cancelled)> = Vec::new();
+    // The mark is conditional on the version read: an edit that lands between the ledger's
+    // writes and the mark (a channel added, say) makes it fail, and the next round covers
+    // the channels it added before marking again.
+    for _ in 0..5 {
+        let Some(reminder) = store.get(id).await? else {
+            return Ok((!deliveries.is_empty()).then_some(CancelReport {
+                deliveries,
+                reminder: Marked::Missing,
+            }));
         };
-        deliveries.push((channel, delivery::cancel(ledger, &ctx).await?));
+        for channel in reminder.listed_channels() {
+            if deliveries.iter().any(|(c, _)| *c == channel) {
+                continue;
+            }
+            let ctx = Ctx {
+                key: DeliveryKey::derive(&reminder.reminder_id, &reminder.subscriber_id, channel),
+                now,
+                expires_at: retention.expires_at(reminder.fresh_until),
+            };
+            deliveries.push((channel, delivery::cancel(ledger, &ctx).await?));
+        }
+        let marked = store
+            .mark(id, reminder.payload_version, ReminderStatus::Cancelled)
+            .await?;
+        let settled = !crate::ports::reminders::editable(reminder.status);
+        if marked != Marked::Changed || settled {
+            return Ok(Some(CancelReport {
+                deliveries,
+                reminder: marked,
+            }));
+        }
     }
-    let marked = store
-        .mark(id, reminder.payload_version, ReminderStatus::Cancelled)
-        .await?;
-    Ok(Some(CancelReport {
-        deliveries,
-        reminder: marked,
-    }))
+    Err(OutboxError::Contended)
 }

@@ -15,12 +15,13 @@ use super::sqs::ChannelUrls;
 use crate::domain::Channel;
 
 /// Attributes the due index projects besides its keys: all the scheduler reads.
-pub const DUE_INDEX_PROJECTION: [&str; 5] = [
+pub const DUE_INDEX_PROJECTION: [&str; 6] = [
     "subscriber_id",
     "fresh_until",
     "payload_version",
     "channels",
     "status",
+    "enqueued_channels",
 ];
 
 /// The TTL attribute of both tables (epoch seconds).

@@ -399,7 +399,15 @@ async fn operator(world: Arc<World>, seed: u64) {
                 }),
                 ..Edit::default()
             };
-            let _ = outbox::edit(&ports.reminders, id, edit, retention).await;
+            let _ = outbox::edit(
+                &ports.reminders,
+                &ports.ledger,
+                id,
+                edit,
+                world.clock.now(),
+                retention,
+            )
+            .await;
         }
     }
 }

@@ -89,12 +89,19 @@ fn invalid(var: &'static str, problem: impl Into<String>) -> ConfigError {
 }
 
 impl ConsumerConfig {
+    /// Whether a lease with `left` to run covers a provider call and the outcome's write
+    /// after it: the one rule, checked at cold start against the whole lease and before each
+    /// send against what is left of it.
+    pub fn lease_covers_send(&self, left: Duration) -> bool {
+        left > self.provider_timeout + STORAGE_OPERATION_TIMEOUT
+    }
+
     /// The cold-start checks of DESIGN §5.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.policy
             .validate()
             .map_err(|e| invalid(policy_variable(&e), e.to_string()))?;
-        if self.lease <= self.provider_timeout + STORAGE_OPERATION_TIMEOUT {
+        if !self.lease_covers_send(self.lease) {
             return Err(invalid(
                 "LEASE_SECS",
                 "the lease must be longer than PROVIDER_TIMEOUT_SECS plus a storage call (5 s)",

@@ -47,12 +47,20 @@ pub enum Action {
     Retry,
     /// Not started before the deadline: visibility 0, reported.
     Released,
+    /// Our lease was lost to another worker (a fenced write refused): reported, visibility
+    /// untouched, never deleted. Our receipt handle may be an older one, and SQS does not
+    /// promise what an older handle does: a delete or a visibility change with it might act on
+    /// the message the new holder is working on. The holder's own handle decides.
+    Leave,
 }
 
 impl Action {
     /// Whether the record goes into `batchItemFailures`.
     pub fn is_failure(self) -> bool {
-        matches!(self, Action::Hold { .. } | Action::Retry | Action::Released)
+        matches!(
+            self,
+            Action::Hold { .. } | Action::Retry | Action::Released | Action::Leave
+        )
     }
 }
 

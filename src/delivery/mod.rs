@@ -95,6 +95,7 @@ fn on_conflict(
             | Change::Cancel
             | Change::Expire
             | Change::Redrive { .. }
+            | Change::Extend
             | Change::Die { token: None, .. }
             // Fenced by the lease the delivery died under, whatever was written since (its
             // DLQ copy, say).
@@ -217,6 +218,20 @@ pub async fn claim<L: Ledger>(
             })
         }
     })
+}
+
+/// Move a settled delivery's TTL out to `ctx.expires_at` (an edit moved the reminder's
+/// freshness): its proof must outlive every message that carries its key. A delivery not
+/// settled, or already kept that long, is left alone; it gets its horizon from its next write.
+pub async fn extend_horizon<L: Ledger>(ledger: &L, ctx: &Ctx) -> Result<(), PortError> {
+    let Some(current) = ledger.get(&ctx.key).await? else {
+        return Ok(());
+    };
+    if !current.status().is_terminal() || current.expires_at() >= ctx.expires_at {
+        return Ok(());
+    }
+    transition(ledger, Some(current), Change::Extend, ctx).await?;
+    Ok(())
 }
 
 /// The answer to cancelling one delivery.

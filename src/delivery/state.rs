@@ -278,8 +278,13 @@ pub enum Change {
     },
     /// scheduled, ready, deferred → expired.
     Expire,
-    /// scheduled, ready, deferred → cancelled.
+    /// scheduled, ready, deferred or dead → cancelled (a dead one so that no redrive can
+    /// move it back to ready).
     Cancel,
+    /// delivered, expired or cancelled → the same, its TTL moved out to `Ctx::expires_at`: an
+    /// edit moved the reminder's `fresh_until`, and the proof of a settled delivery must
+    /// outlive the edited reminder.
+    Extend,
     /// dead → ready, fresh budgets, audit entry — only when the ledger's `dead_reason` is one
     /// the operator selected (a stale or crash-looped DLQ copy cannot redrive a delivery the
     /// ledger holds dead for another reason).
@@ -316,6 +321,7 @@ impl Change {
             Change::Die { .. } => "die",
             Change::Expire => "expire",
             Change::Cancel => "cancel",
+            Change::Extend => "extend",
             Change::Redrive { .. } => "redrive",
             Change::ClaimDlqCopy { .. } => "claim_dlq_copy",
             Change::CopiedToDlq => "copied_to_dlq",

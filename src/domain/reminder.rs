@@ -1,6 +1,6 @@
 //! A reminder (DESIGN §1): who, when, until when it is worth sending, what, and where to.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -86,6 +86,9 @@ pub struct Reminder {
     pub unsendable: BTreeMap<Channel, String>,
     /// DynamoDB TTL, epoch seconds: `fresh_until` + retention.
     pub expires_at: i64,
+    /// Channels enqueued before an edit put the reminder back into scheduling (it added a
+    /// channel): the scheduler enqueues only the others.
+    pub enqueued: BTreeSet<Channel>,
 }
 
 /// What an application supplies to create a reminder.
@@ -135,12 +138,20 @@ impl Reminder {
             status: ReminderStatus::Scheduled,
             invalid_reason: None,
             unsendable: BTreeMap::new(),
+            enqueued: BTreeSet::new(),
             expires_at: super::Retention(retention).expires_at(fresh_until),
         })
     }
 
     pub fn channels(&self) -> impl Iterator<Item = Channel> + '_ {
         self.recipients.keys().copied()
+    }
+
+    /// Every channel the item lists: those with a recipient, and those it cannot send to.
+    pub fn listed_channels(&self) -> impl Iterator<Item = Channel> + '_ {
+        let unsendable = self.unsendable.keys().copied();
+        self.channels()
+            .chain(unsendable.filter(|c| !self.recipients.contains_key(c)))
     }
 
     pub fn is_stale_at(&self, now: Timestamp) -> bool {

@@ -11,7 +11,7 @@ use crate::deadletter::DeadLetter;
 use crate::domain::Channel;
 
 mod memory;
-pub use memory::MemoryQueue;
+pub use memory::{MemoryQueue, StaleHandles};
 
 pub const OP_SEND: &str = "queue.send_batch";
 pub const OP_RECEIVE: &str = "queue.receive";

@@ -55,7 +55,7 @@ impl From<&Reminder> for DueReminder {
             due_at: r.due_at,
             fresh_until: r.fresh_until,
             payload_version: r.payload_version,
-            channels: r.channels().collect(),
+            channels: r.channels().filter(|c| !r.enqueued.contains(c)).collect(),
         }
     }
 }
@@ -180,7 +180,7 @@ pub trait ReminderStore: Send + Sync {
     ) -> impl Future<Output = Result<Marked, PortError>> + Send;
 
     /// `scheduled` at `payload_version` → `to` (enqueued or expired), leaving the due index.
-    /// `to = Cancelled` accepts any version from `scheduled` or `enqueued`.
+    /// `to = Cancelled` goes from `scheduled` or `enqueued`, still at `payload_version`.
     fn mark(
         &self,
         id: &ReminderId,
@@ -250,10 +250,14 @@ pub fn editable(status: ReminderStatus) -> bool {
 /// The mark transition, shared rule for every adapter.
 pub fn mark_allowed(current: &Reminder, payload_version: u64, to: ReminderStatus) -> bool {
     match to {
-        ReminderStatus::Cancelled => matches!(
-            current.status,
-            ReminderStatus::Scheduled | ReminderStatus::Enqueued
-        ),
+        // At the version the cancel read: a channel added since has no cancelled ledger
+        // item yet, so the cancel must read again and cover it.
+        ReminderStatus::Cancelled => {
+            matches!(
+                current.status,
+                ReminderStatus::Scheduled | ReminderStatus::Enqueued
+            ) && current.payload_version == payload_version
+        }
         ReminderStatus::Enqueued | ReminderStatus::Expired => {
             current.status == ReminderStatus::Scheduled
                 && current.payload_version == payload_version

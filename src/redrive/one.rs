@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use super::{One, Redriver};
 use crate::clock::{Clock, Timestamp};
-use crate::delivery::state::{Change, Ctx, RedriveAudit, Refused, Why};
-use crate::delivery::{transition, Written};
-use crate::domain::{DeliveryMessage, RedriveMarker};
+use crate::delivery::state::{Change, Ctx, RedriveAudit, Refused, Status, Why};
+use crate::delivery::{transition, Cancelled, Written};
+use crate::domain::{DeliveryMessage, RedriveMarker, ReminderStatus};
 use crate::ports::{
     DeadLetterMessage, DeadLetters, DeliveryQueue, Ledger, Marked, OutgoingMessage, PortError,
     Ports, ReminderStore,
@@ -50,7 +50,7 @@ impl<P: Ports> Redriver<P> {
             return Ok(Break(one));
         }
         let now = self.ports.clock().now();
-        let fresh_until = match self.fresh_until(req, &msg, now).await? {
+        let fresh_until = match self.fresh_until(req, &msg, now, dm).await? {
             Continue(at) => at,
             Break(one) => return Ok(Break(one)),
         };
@@ -106,11 +106,17 @@ impl<P: Ports> Redriver<P> {
         req: &RedriveRequest,
         msg: &DeliveryMessage,
         now: Timestamp,
+        dm: &DeadLetterMessage,
     ) -> Step<Timestamp> {
         let Some(reminder) = self.ports.reminders().get(&msg.reminder_id).await? else {
             tracing::warn!(delivery_key = %msg.delivery_key, "reminder is gone; nothing to redrive");
             return Ok(Break(One::Failed));
         };
+        // The ledger orders a cancel against a redrive (`dead → cancelled`); a reminder marked
+        // cancelled is not redriven either, whatever its ledger item says.
+        if reminder.status == ReminderStatus::Cancelled {
+            return self.cancelled(req, msg, &reminder, now, dm).await;
+        }
         if now <= reminder.fresh_until {
             return Ok(Continue(reminder.fresh_until));
         }
@@ -130,6 +136,41 @@ impl<P: Ports> Redriver<P> {
             // Edited, cancelled or gone meanwhile: the next run looks again.
             Marked::Changed | Marked::Missing => Ok(Break(One::Stale)),
         }
+    }
+
+    /// The reminder was cancelled while this delivery was dead (or in flight, and died
+    /// since): the ledger says so too (`dead → cancelled`), and only then is the moot copy
+    /// removed. A delivery the ledger will not cancel keeps its copy.
+    async fn cancelled(
+        &self,
+        req: &RedriveRequest,
+        msg: &DeliveryMessage,
+        reminder: &crate::domain::Reminder,
+        now: Timestamp,
+        dm: &DeadLetterMessage,
+    ) -> Step<Timestamp> {
+        let ctx = Ctx {
+            key: msg.delivery_key.clone(),
+            now,
+            expires_at: self.cfg.retention.expires_at(reminder.fresh_until),
+        };
+        let answer = crate::delivery::cancel(self.ports.ledger(), &ctx).await?;
+        let settled = matches!(
+            answer,
+            Cancelled::Cancelled
+                | Cancelled::AlreadyDelivered
+                | Cancelled::AlreadyFinal(Status::Cancelled | Status::Expired)
+        );
+        if !settled {
+            tracing::warn!(delivery_key = %msg.delivery_key, ?answer, "reminder cancelled, delivery not; left in the DLQ");
+            return Ok(Break(One::Refused));
+        }
+        self.ports
+            .dead_letters()
+            .delete_dead(req.channel, &dm.message.receipt_handle)
+            .await?;
+        tracing::info!(delivery_key = %msg.delivery_key, "reminder cancelled; not redriven, removed");
+        Ok(Break(One::Skipped))
     }
 
     /// `dead → ready` on the ledger, with the audit entry. A finished delivery is removed

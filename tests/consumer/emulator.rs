@@ -41,9 +41,10 @@ fn long_lease_config() -> ConsumerConfig {
 }
 
 /// A 2 s lease, for the test that needs one to lapse (it waits for it on the ledger).
+/// The shortest lease cold start accepts: a 1 s provider call and a 5 s storage call.
 fn seconds_config() -> ConsumerConfig {
     ConsumerConfig {
-        lease: Duration::from_secs(2),
+        lease: Duration::from_secs(7),
         provider_timeout: Duration::from_secs(1),
         deadline_margin: Duration::from_secs(2),
         emit_metrics: false,
@@ -165,7 +166,7 @@ async fn emulator_lost_outcome_write_resolves_by_the_ambiguous_rule() {
     w.faults.fail_after(OP_PUT, FaultPoint::Before, 1, 1);
     assert_eq!(actions(&w.run().await.unwrap()), [Action::Retry]);
     assert_eq!(w.provider.sends_for(&msg.delivery_key), 1);
-    // Back after its 3 s visibility. The takeover needs the 2 s lease to have run out: wait
+    // Back after its 3 s visibility. The takeover needs the 7 s lease to have run out: wait
     // for it on the ledger's own clock rather than race it against the visibility (a slow
     // claim could leave the lease live when the message returns).
     let lease = w

@@ -7,3 +7,4 @@ mod memory;
 mod retention;
 #[path = "../support/mod.rs"]
 mod support;
+mod windows;

@@ -939,6 +939,35 @@ async fn a_claim_that_used_up_its_lease_sends_nothing() {
     assert_eq!((rec.status(), rec.attempt_count()), (Status::Ready, 0));
 }
 
+/// Window 4: a claim that leaves the lease just longer than a provider call, but not a
+/// provider call and the outcome's write, gives the delivery back: the outcome could land
+/// after the lease. The rule is the one cold start checks (`lease_covers_send`).
+#[tokio::test]
+async fn window_4_a_lease_that_cannot_cover_the_outcome_write_sends_nothing() {
+    use reminders::clock::ManualClock;
+    use reminders::ports::{MemoryLedger, MemoryQueue, ScriptedProvider, Slowed};
+    let r = crate::harness::reminder("short-lease", &[SMS]);
+    let clock = ManualClock::at(T0);
+    let ledger = Arc::new(MemoryLedger::default());
+    let provider = Arc::new(ScriptedProvider::new(clock.clone(), false));
+    let cfg = test_config();
+    // Left after the claim: the provider's timeout and one second, less than a storage call.
+    let latency = cfg.lease - cfg.provider_timeout - Duration::from_secs(1);
+    assert!(!cfg.lease_covers_send(cfg.lease - latency));
+    let slowed = Slowed {
+        inner: ledger.clone(),
+        clock: clock.clone(),
+        latency,
+    };
+    let dlq = Arc::new(MemoryQueue::new(clock.clone()));
+    let w = crate::harness::Custom::new(&clock, &r, (slowed, dlq, provider.clone()), cfg).await;
+    let msg = message(&r, SMS);
+    w.enqueue(&msg).await;
+    let out = w.poll(SMS, 30).await;
+    assert!(matches!(out.records[0].action, Action::Hold { .. }));
+    assert_eq!(provider.calls_for(&msg.delivery_key), 0, "nothing sent");
+}
+
 /// A provider whose send outlives the lease: while it is in flight, a duplicate of the
 /// message finds the lease lapsed and — the provider ignoring idempotency keys — kills the
 /// delivery as `ambiguous`. Then the send comes back accepted.

@@ -56,11 +56,16 @@ async fn ttls_with(retention_secs: &str) -> Vec<(&'static str, i64, Timestamp)> 
         fresh_until: Some(later),
         ..Edit::default()
     };
-    let Edited::Edited(edited) =
-        outbox::edit(&*mem.store, &created.reminder_id, changes, retention)
-            .await
-            .unwrap()
-    else {
+    let Edited::Edited(edited) = outbox::edit(
+        &*mem.store,
+        &*mem.ledger,
+        &created.reminder_id,
+        changes,
+        T0,
+        retention,
+    )
+    .await
+    .unwrap() else {
         panic!("edit refused");
     };
     ttls.push(("reminder edited", edited.expires_at, later));

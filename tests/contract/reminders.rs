@@ -164,9 +164,14 @@ async fn suite<S: ReminderStore>(store: &S) {
         store.mark(&r2, 1, ReminderStatus::Expired).await.unwrap(),
         Marked::Marked
     );
-    // Cancel works from enqueued, too.
+    // Cancel works from enqueued, too, at the version the cancel read (window 3: a version
+    // edited since is refused, so the cancel reads again and covers what the edit added).
     assert_eq!(
         store.mark(&r1, 0, ReminderStatus::Cancelled).await.unwrap(),
+        Marked::Changed
+    );
+    assert_eq!(
+        store.mark(&r1, 1, ReminderStatus::Cancelled).await.unwrap(),
         Marked::Marked
     );
     assert_eq!(

@@ -175,7 +175,7 @@ fn change<H: Hasher>(c: &Change, names: &mut Names, h: &mut H) {
         | Change::ExpireHeld { token }
         | Change::ClaimDlqCopy { token } => names.hash(Some(token), h),
         Change::Redrive { reasons, .. } => reasons.hash(h),
-        Change::Expire | Change::Cancel | Change::CopiedToDlq => {}
+        Change::Expire | Change::Cancel | Change::Extend | Change::CopiedToDlq => {}
     }
 }
 

@@ -486,3 +486,63 @@ async fn redrive_follows_the_ledgers_dead_reason() {
         .unwrap();
     assert_eq!(rec.status(), Status::Ready);
 }
+
+/// Window 1 (cancel against redrive): a cancel's ledger write lands on a dead delivery, and a
+/// redrive runs before the cancel marks the reminder. The ledger orders them: `dead →
+/// cancelled`, and the redrive refuses a cancelled delivery, so nothing is sent after the
+/// cancel was answered.
+#[tokio::test]
+async fn window_1_a_cancel_of_a_dead_delivery_is_ordered_before_a_redrive() {
+    let w = AwsWorld::new(QueueSpec::default()).await;
+    let consumer = w.consumer();
+    let r = reminder("w1-cancel-redrive", SMS);
+    w.ports.reminders.insert(&r).await.unwrap();
+    let msg = support_message(&r);
+    w.provider
+        .script_for(&msg.delivery_key, [Answer::Permanent]);
+    let entry = OutgoingMessage {
+        entry_id: "0".into(),
+        body: msg.encode(),
+        delay_secs: 0,
+    };
+    w.ports.queue.send_batch(SMS, &[entry]).await.unwrap();
+    w.consume(&consumer, SMS).await;
+    let rec = w
+        .ports
+        .ledger
+        .get(&msg.delivery_key)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(rec.status(), Status::Dead);
+    // The cancel's first step: the ledger. Its mark on the reminder has not landed yet.
+    let ctx = reminders::delivery::state::Ctx {
+        key: msg.delivery_key.clone(),
+        now: now(),
+        expires_at: r.expires_at,
+    };
+    let answer = reminders::delivery::cancel(&w.ports.ledger, &ctx)
+        .await
+        .unwrap();
+    assert_eq!(answer, reminders::delivery::Cancelled::Cancelled);
+    let req = request(&[DeadReason::Rejected], 10, false);
+    let run = redriver(&w).run(&req, None).await.unwrap();
+    let c = run.by_reason[&DeadReason::Rejected];
+    assert_eq!((c.moved, c.skipped), (0, 1), "{run:?}");
+    assert_eq!(dlq_len(&w).await, 0, "the moot copy is removed");
+    w.consume(&consumer, SMS).await;
+    assert_eq!(w.provider.calls_for(&msg.delivery_key), 1, "never resent");
+    let rec = w
+        .ports
+        .ledger
+        .get(&msg.delivery_key)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(rec.status(), Status::Cancelled);
+    let (_, last) = *rec.history().last().unwrap();
+    assert_eq!(
+        last.detail.as_deref(),
+        Some("cancelled while dead (rejected)")
+    );
+}

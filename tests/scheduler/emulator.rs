@@ -220,10 +220,16 @@ async fn cancelled_edited_and_stale_reminders() {
         }),
         ..Edit::default()
     };
-    let Edited::Edited(v2) = outbox::edit(w.store(), &edited.reminder_id, changes, retention)
-        .await
-        .unwrap()
-    else {
+    let Edited::Edited(v2) = outbox::edit(
+        w.store(),
+        ledger,
+        &edited.reminder_id,
+        changes,
+        now(),
+        retention,
+    )
+    .await
+    .unwrap() else {
         panic!("edit applies")
     };
     assert_eq!(v2.payload_version, 2);
@@ -255,9 +261,16 @@ async fn cancelled_edited_and_stale_reminders() {
         Status::Cancelled
     );
     // An edit after enqueue is allowed but never puts it back into the index.
-    let after = outbox::edit(w.store(), &edited.reminder_id, Edit::default(), retention)
-        .await
-        .unwrap();
+    let after = outbox::edit(
+        w.store(),
+        ledger,
+        &edited.reminder_id,
+        Edit::default(),
+        now(),
+        retention,
+    )
+    .await
+    .unwrap();
     assert!(matches!(after, Edited::Edited(_)));
     assert_eq!(w.scheduler.run(None).await.unwrap().enqueued, 0);
     let requests = BTreeMap::from([

@@ -241,6 +241,7 @@ async fn a_channel_added_after_enqueue_is_scheduled() {
     use reminders::domain::{Recipient, ReminderStatus};
     use reminders::outbox::{self, Edit, Edited, Retention};
     let w = world(SchedulerConfig::default());
+    let ledger = reminders::ports::MemoryLedger::default();
     let r = reminder("grow", "s1", T0, &[Channel::Push]);
     w.store.insert(&r).await.unwrap();
     assert_eq!(w.scheduler.run(None).await.unwrap().enqueued, 1);
@@ -252,9 +253,10 @@ async fn a_channel_added_after_enqueue_is_scheduled() {
         ..Edit::default()
     };
     let retention = Retention::default();
-    let Edited::Edited(v2) = outbox::edit(&*w.store, &r.reminder_id, changes, retention)
-        .await
-        .unwrap()
+    let Edited::Edited(v2) =
+        outbox::edit(&*w.store, &ledger, &r.reminder_id, changes, T0, retention)
+            .await
+            .unwrap()
     else {
         panic!("edit refused")
     };
@@ -262,10 +264,95 @@ async fn a_channel_added_after_enqueue_is_scheduled() {
     let again = w.scheduler.run(None).await.unwrap();
     assert_eq!(again.enqueued, 1);
     assert_eq!(w.queue.len(Channel::Sms), 1, "the new channel goes out");
+    assert_eq!(
+        w.queue.len(Channel::Push),
+        1,
+        "window 2: the old one is not enqueued again"
+    );
     // An edit that adds nothing leaves an enqueued reminder out of the index.
-    let same = outbox::edit(&*w.store, &r.reminder_id, Edit::default(), retention)
-        .await
-        .unwrap();
+    let same = outbox::edit(
+        &*w.store,
+        &ledger,
+        &r.reminder_id,
+        Edit::default(),
+        T0,
+        retention,
+    )
+    .await
+    .unwrap();
     assert!(matches!(same, Edited::Edited(ref e) if e.status == ReminderStatus::Enqueued));
     assert_eq!(w.scheduler.run(None).await.unwrap().enqueued, 0);
+}
+
+/// Window 2 (an edit past the ledger's horizon): a delivered channel, then an edit that moves
+/// the reminder 30 days out (past the old TTL of its proof) and adds a channel. The proof's
+/// TTL moves with the reminder, and only the added channel is enqueued again when the new due
+/// time comes, so the delivered one is never sent twice even once its old TTL has passed.
+#[tokio::test]
+async fn window_2_an_edit_far_out_enqueues_only_the_added_channel_and_keeps_the_proof() {
+    use reminders::delivery::state::{apply, Change, Ctx, LeaseToken, Status};
+    use reminders::domain::{DeliveryKey, Recipient, ReminderStatus};
+    use reminders::outbox::{self, Edit, Edited, Retention};
+    use reminders::policy::RetryPolicy;
+    use reminders::ports::{Expected, Ledger};
+    let w = world(SchedulerConfig::default());
+    let ledger = MemoryLedger::default();
+    let retention = Retention(Duration::from_secs(86_400));
+    let r = reminder("far-edit", "s1", T0, &[Channel::Push]);
+    w.store.insert(&r).await.unwrap();
+    assert_eq!(w.scheduler.run(None).await.unwrap().enqueued, 1);
+    // The push delivery is delivered; its proof lives until the old fresh_until + a day.
+    let key = DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, Channel::Push);
+    let ctx = Ctx {
+        key: key.clone(),
+        now: T0,
+        expires_at: retention.expires_at(r.fresh_until),
+    };
+    let token = LeaseToken::generate(&mut rand::rng());
+    let claim = Change::Claim {
+        token: token.clone(),
+        lease_expires_at: T0.plus(Duration::from_secs(60)),
+        payload_version: 1,
+        policy: RetryPolicy::default(),
+    };
+    let sending = apply(None, claim, &ctx).unwrap();
+    let receipt = Some("r".into());
+    let delivered = apply(Some(&sending), Change::Deliver { token, receipt }, &ctx).unwrap();
+    ledger.put_if(&delivered, Expected::Absent).await.unwrap();
+    let month = Duration::from_secs(30 * 86_400);
+    let changes = Edit {
+        due_at: Some(r.due_at.plus(month)),
+        fresh_until: Some(r.fresh_until.plus(month)),
+        recipients: Some(vec![
+            Recipient::parse(Channel::Push, "device-token-1").unwrap(),
+            Recipient::parse(Channel::Sms, "+14155550123").unwrap(),
+        ]),
+        ..Edit::default()
+    };
+    let Edited::Edited(v2) =
+        outbox::edit(&*w.store, &ledger, &r.reminder_id, changes, T0, retention)
+            .await
+            .unwrap()
+    else {
+        panic!("edit refused")
+    };
+    assert_eq!(v2.status, ReminderStatus::Scheduled);
+    let proof = ledger.get(&key).await.unwrap().unwrap();
+    assert_eq!(proof.status(), Status::Delivered);
+    assert_eq!(
+        proof.expires_at(),
+        retention.expires_at(v2.fresh_until),
+        "the proof moved"
+    );
+    w.clock.advance(month);
+    let again = w.scheduler.run(None).await.unwrap();
+    assert_eq!(again.enqueued, 1);
+    assert_eq!(w.queue.len(Channel::Sms), 1, "the added channel goes out");
+    assert_eq!(
+        w.queue.len(Channel::Push),
+        1,
+        "the delivered one is not enqueued again"
+    );
+    let stored = w.store.get(&r.reminder_id).await.unwrap().unwrap();
+    assert_eq!(stored.status, ReminderStatus::Enqueued);
 }

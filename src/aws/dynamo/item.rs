@@ -2,7 +2,7 @@
 //! failure names the attribute at fault (`recipients.sms: …`, `content.kind: …`), never the
 //! value of a recipient. Applications in other languages write the same shape (README).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
@@ -32,6 +32,9 @@ pub(super) struct ReminderItem {
     due_shard: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     invalid_reason: Option<String>,
+    /// Channels enqueued before an edit added one (projected: the scheduler skips them).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    enqueued_channels: BTreeSet<Channel>,
 }
 
 /// The index projection: keys plus the INCLUDE attributes.
@@ -44,6 +47,8 @@ struct DueItem {
     payload_version: u64,
     channels: Vec<Channel>,
     status: ReminderStatus,
+    #[serde(default)]
+    enqueued_channels: BTreeSet<Channel>,
 }
 
 /// Decode one item, naming the attribute that failed.
@@ -113,7 +118,11 @@ pub(super) fn due_entry(item: HashMap<String, AttributeValue>) -> DueEntry {
         due_at: d.due_at,
         fresh_until: d.fresh_until,
         payload_version: d.payload_version,
-        channels: d.channels,
+        channels: d
+            .channels
+            .into_iter()
+            .filter(|c| !d.enqueued_channels.contains(c))
+            .collect(),
     };
     match due.problem() {
         None => DueEntry::Due(due),
@@ -141,6 +150,7 @@ impl ReminderItem {
             due_shard: (r.status == ReminderStatus::Scheduled)
                 .then(|| due_shard(&r.reminder_id, shards)),
             invalid_reason: r.invalid_reason.clone(),
+            enqueued_channels: r.enqueued.clone(),
         }
     }
 
@@ -182,6 +192,7 @@ impl ReminderItem {
             invalid_reason: self.invalid_reason,
             unsendable,
             expires_at: self.expires_at,
+            enqueued: self.enqueued_channels,
         })
     }
 }

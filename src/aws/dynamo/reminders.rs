@@ -271,12 +271,12 @@ impl ReminderStore for DynamoReminderStore {
             .expression_attribute_values(":scheduled", s(ReminderStatus::Scheduled.as_str()))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
         up = if to == ReminderStatus::Cancelled {
-            up.condition_expression("#status IN (:scheduled, :enqueued)")
+            up.condition_expression("#status IN (:scheduled, :enqueued) AND payload_version = :v")
                 .expression_attribute_values(":enqueued", s(ReminderStatus::Enqueued.as_str()))
         } else {
             up.condition_expression("#status = :scheduled AND payload_version = :v")
-                .expression_attribute_values(":v", n(payload_version))
         };
+        up = up.expression_attribute_values(":v", n(payload_version));
         marked(OP_MARK, up.send().await)
     }
 }

@@ -342,8 +342,8 @@ impl<P: Ports> Record<'_, P> {
                 );
                 self.hold(&d.msg, at, now).await
             }
-            // Our lease was taken over: the new holder's message carries on.
-            Written::Refused { .. } => Ok(Action::Ack),
+            // Our lease was taken over: the new holder's handle decides.
+            Written::Refused { .. } => Ok(Action::Leave),
         }
     }
 

@@ -114,13 +114,7 @@ impl<P: Ports> Record<'_, P> {
         }
         // A claim slowed by conflicts or storage may leave too little lease for a provider
         // call: sending then would let another worker take over mid-send. Give it back.
-        let left = lease
-            .record
-            .lease_expires_at()
-            .map_or(std::time::Duration::ZERO, |until| until.since(self.now()));
-        let send_and_record =
-            self.consumer.cfg.provider_timeout + crate::ports::STORAGE_OPERATION_TIMEOUT;
-        if left < self.consumer.cfg.provider_timeout || !self.time_left_for(send_and_record) {
+        if !self.lease_covers_send(&lease) {
             return self.release_unsent(&delivery, lease).await;
         }
         let mut lease = lease;
@@ -130,6 +124,10 @@ impl<P: Ports> Record<'_, P> {
                 // Another worker's probe decides: give the lease back, nothing spent.
                 None => return self.release_unsent(&delivery, lease).await,
             }
+            // The probe's write took time too.
+            if !self.lease_covers_send(&lease) {
+                return self.release_unsent(&delivery, lease).await;
+            }
         }
         let provider = self.consumer.ports.provider(self.inc.channel);
         let outcome = provider.send(&delivery.request).await;
@@ -138,6 +136,18 @@ impl<P: Ports> Record<'_, P> {
 
     fn now(&self) -> Timestamp {
         self.consumer.ports.clock().now()
+    }
+
+    /// Whether what is left of the lease, and of the invocation, covers a send and the
+    /// outcome's write (the rule cold start checks against the whole lease).
+    fn lease_covers_send(&self, lease: &Lease) -> bool {
+        let cfg = &self.consumer.cfg;
+        let left = lease
+            .record
+            .lease_expires_at()
+            .map_or(Duration::ZERO, |until| until.since(self.now()));
+        let send_and_record = cfg.provider_timeout + crate::ports::STORAGE_OPERATION_TIMEOUT;
+        cfg.lease_covers_send(left) && self.time_left_for(send_and_record)
     }
 
     /// Whether `work` fits before the invocation's deadline.

@@ -131,11 +131,14 @@ impl<P: Ports> Record<'_, P> {
                         let attempt = done.attempt_count();
                         log_transition(&d.msg, attempt, "delivered", "reconciled", Duration::ZERO);
                     }
-                    Written::Refused { refused, .. } => tracing::error!(
-                        delivery_key = %d.msg.delivery_key,
-                        %refused,
-                        "delivered, but the ledger could not be reconciled: it still says dead"
-                    ),
+                    Written::Refused { refused, .. } => {
+                        tracing::error!(
+                            delivery_key = %d.msg.delivery_key,
+                            %refused,
+                            "delivered, but the ledger could not be reconciled: it still says dead"
+                        );
+                        return Ok(Action::Leave);
+                    }
                 }
             }
             Written::Refused { refused, current } => {
@@ -150,6 +153,7 @@ impl<P: Ports> Record<'_, P> {
                     ledger_status = ?current.as_ref().map(|c| c.status()),
                     "delivered after the lease was taken over"
                 );
+                return Ok(Action::Leave);
             }
         }
         Ok(Action::Ack)
@@ -192,8 +196,8 @@ impl<P: Ports> Record<'_, P> {
                 );
                 self.hold(&d.msg, at, ctx.now).await
             }
-            // Our lease was taken over: the new holder's message carries on.
-            Written::Refused { .. } => Ok(Action::Ack),
+            // Our lease was taken over: the new holder's handle decides.
+            Written::Refused { .. } => Ok(Action::Leave),
         }
     }
 
@@ -212,19 +216,22 @@ impl<P: Ports> Record<'_, P> {
             error: answer.error,
         };
         let ledger = self.consumer.ports.ledger();
-        if let Written::Applied(dead) = transition(ledger, Some(lease.record), change, ctx).await? {
-            self.m.dead(reason);
-            let attempt = dead.attempt_count();
-            log_transition(
-                &d.msg,
-                attempt,
-                class_name(answer.class),
-                "dead",
-                Duration::ZERO,
-            );
-            let facts = Facts::of(&dead);
-            self.copy_once(reason, dead, facts).await?;
-        }
+        let Written::Applied(dead) = transition(ledger, Some(lease.record), change, ctx).await?
+        else {
+            // Our lease was taken over: the new holder's handle decides.
+            return Ok(Action::Leave);
+        };
+        self.m.dead(reason);
+        let attempt = dead.attempt_count();
+        log_transition(
+            &d.msg,
+            attempt,
+            class_name(answer.class),
+            "dead",
+            Duration::ZERO,
+        );
+        let facts = Facts::of(&dead);
+        self.copy_once(reason, dead, facts).await?;
         Ok(Action::Ack)
     }
 
@@ -244,17 +251,20 @@ impl<P: Ports> Record<'_, P> {
             error: answer.error,
         };
         let ledger = self.consumer.ports.ledger();
-        if let Written::Applied(deferred) =
+        let Written::Applied(deferred) =
             transition(ledger, Some(lease.record), change, ctx).await?
-        {
-            if let Written::Applied(_) =
-                transition(ledger, Some(deferred), Change::Expire, ctx).await?
-            {
+        else {
+            return Ok(Action::Leave);
+        };
+        match transition(ledger, Some(deferred), Change::Expire, ctx).await? {
+            Written::Applied(_) => {
                 self.m.expired += 1;
                 log_transition(&d.msg, spent.attempts, "stale", "ack", Duration::ZERO);
+                Ok(Action::Ack)
             }
+            // Claimed by another worker between our two writes: its handle decides.
+            Written::Refused { .. } => Ok(Action::Leave),
         }
-        Ok(Action::Ack)
     }
 
     /// A fenced change to the delivery we hold, written now.
@@ -275,10 +285,11 @@ impl<P: Ports> Record<'_, P> {
         lease: Lease,
     ) -> Result<Action, PortError> {
         let change = Change::ExpireHeld { token: lease.token };
-        if let Written::Applied(_) = self.under_lease(d, lease.record, change).await? {
-            self.m.expired += 1;
-            log_transition(&d.msg, 0, "stale", "ack", Duration::ZERO);
+        if let Written::Refused { .. } = self.under_lease(d, lease.record, change).await? {
+            return Ok(Action::Leave);
         }
+        self.m.expired += 1;
+        log_transition(&d.msg, 0, "stale", "ack", Duration::ZERO);
         Ok(Action::Ack)
     }
 
@@ -291,8 +302,10 @@ impl<P: Ports> Record<'_, P> {
         let now = self.now();
         let change = Change::Release { token: lease.token };
         if let Written::Refused { refused, .. } = self.under_lease(d, lease.record, change).await? {
-            // Another worker took the lapsed lease over; nothing was sent here.
+            // Another worker took the lapsed lease over; nothing was sent here, and the
+            // holder's handle decides.
             tracing::warn!(delivery_key = %d.msg.delivery_key, %refused, "lease given back too late");
+            return Ok(Action::Leave);
         }
         log_transition(
             &d.msg,

@@ -195,7 +195,11 @@ fn unfenced_table() -> Vec<(Change, Vec<Status>, Status)> {
         (Change::Expire, vec![Scheduled, Ready, Deferred], Expired),
         (Change::ClaimDlqCopy { token: tok(3) }, vec![Dead], Dead),
         (Change::CopiedToDlq, vec![Dead], Dead),
-        (Change::Cancel, vec![Scheduled, Ready, Deferred], Cancelled),
+        (
+            Change::Cancel,
+            vec![Scheduled, Ready, Deferred, Dead],
+            Cancelled,
+        ),
         (
             Change::Redrive {
                 audit: RedriveAudit {
@@ -234,6 +238,31 @@ fn every_listed_transition_is_allowed_and_every_other_refused() {
                     change.name()
                 );
             }
+        }
+    }
+}
+
+/// Window 2: an edit moves the TTL of a settled delivery's proof, and nothing else; an
+/// unsettled one gets its horizon from its own next write.
+#[test]
+fn window_2_extend_moves_only_a_settled_deliverys_ttl() {
+    let far = ctx_at(LATER);
+    let far = Ctx {
+        expires_at: far.expires_at + 86_400 * 30,
+        ..far
+    };
+    for s in ALL {
+        let current = in_state(s);
+        let result = apply(current.as_ref(), Change::Extend, &far);
+        if s.is_terminal() {
+            let cur = current.unwrap();
+            let next = result.unwrap();
+            assert_eq!(next.status(), s);
+            assert_eq!(next.expires_at(), far.expires_at);
+            assert_eq!(next.attempt_count(), cur.attempt_count());
+            assert_eq!(next.seq(), cur.seq() + 1);
+        } else {
+            assert_eq!(result.unwrap_err().why, Why::NotAllowed, "{s:?}");
         }
     }
 }

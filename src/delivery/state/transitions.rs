@@ -131,7 +131,8 @@ fn land(
             error,
         } => die(from, next, token.as_ref(), *reason, *spends_attempt, error)?,
         Change::Expire => finish(from, next, OutcomeClass::Stale, Status::Expired)?,
-        Change::Cancel => finish(from, next, OutcomeClass::Cancelled, Status::Cancelled)?,
+        Change::Cancel => cancel(from, next)?,
+        Change::Extend => extend(from)?,
         Change::Redrive { audit, reasons } => redrive(from, next, audit, reasons)?,
         Change::ExpireHeld { token } => released(from, next, token, Status::Expired)?,
         Change::Release { token } => released(from, next, token, Status::Ready)?,
@@ -313,6 +314,33 @@ fn finish(
     next.next_eligible_at = None;
     next.last_outcome_class = Some(class);
     Ok(Landed::at(to))
+}
+
+/// scheduled, ready, deferred or dead → cancelled. A dead delivery is cancelled too, so that
+/// the ledger orders a cancel against a redrive (DESIGN §4): once cancelled, no redrive can
+/// move it back to ready. Its dead reason stays in the history.
+fn cancel(from: &From, next: &mut DeliveryRecord) -> Result<Landed, Refused> {
+    if from.status != Status::Dead {
+        return finish(from, next, OutcomeClass::Cancelled, Status::Cancelled);
+    }
+    let was = next.dead_reason.take().map_or("dead", |r| r.as_str());
+    let detail = format!("cancelled while dead ({was})");
+    next.died_under_lease = None;
+    next.dlq_copy_claimed_at = None;
+    next.dlq_copy_claim = None;
+    next.last_outcome_class = Some(OutcomeClass::Cancelled);
+    Ok(Landed::saying(Status::Cancelled, detail))
+}
+
+/// delivered, expired, cancelled → the same; [`apply`] moves the TTL out.
+fn extend(from: &From) -> Result<Landed, Refused> {
+    if !from.status.is_terminal() {
+        return Err(from.refuse(Why::NotAllowed));
+    }
+    Ok(Landed::saying(
+        from.status,
+        "horizon moved by an edit".into(),
+    ))
 }
 
 /// dead → ready: fresh budgets, an audit entry.

@@ -52,6 +52,8 @@ struct Channelq {
     spent: BTreeSet<u64>,
     /// Current receipt handle -> seq.
     receipts: HashMap<String, u64>,
+    /// Handles since replaced by a later receive -> seq (the message may be gone).
+    old_receipts: HashMap<String, u64>,
     /// Every message by (ready_at, seq): the oldest one's age.
     by_age: BTreeSet<(Timestamp, u64)>,
     /// Waiting messages never received (delayed, not in flight).
@@ -123,6 +125,16 @@ impl Channelq {
         self.messages.insert(seq, m);
     }
 
+    /// The message a receipt handle names: the latest handle always, an older one only when
+    /// older handles act (and the message is still there).
+    fn find(&self, receipt: &str, mode: StaleHandles) -> Option<u64> {
+        if let Some(seq) = self.receipts.get(receipt) {
+            return Some(*seq);
+        }
+        let old = self.old_receipts.get(receipt).copied();
+        old.filter(|seq| mode == StaleHandles::Act && self.messages.contains_key(seq))
+    }
+
     fn remove(&mut self, seq: u64) -> Stored {
         self.unplace(seq);
         let m = self.messages.remove(&seq).expect("indexed message exists");
@@ -132,6 +144,18 @@ impl Channelq {
         }
         m
     }
+}
+
+/// What a delete or a visibility change does with a receipt handle older than the message's
+/// latest. SQS documents only that the latest handle is required: an older one may or may not
+/// act, so the consumer must be safe under both, and the chaos worlds run both.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StaleHandles {
+    /// An older handle does nothing (a delete is a no-op, a visibility change is refused).
+    #[default]
+    Ignored,
+    /// An older handle acts on the message, as the latest would.
+    Act,
 }
 
 /// In-memory queues, one per channel. Use one instance as the delivery queues and another as
@@ -144,6 +168,7 @@ pub struct MemoryQueue<C> {
     faults: Faults,
     /// The queue's redrive policy: past this many receives, a message moves to the DLQ.
     redrive: Option<(u32, Arc<MemoryQueue<C>>)>,
+    stale_handles: StaleHandles,
 }
 
 impl<C: Clock> MemoryQueue<C> {
@@ -158,7 +183,14 @@ impl<C: Clock> MemoryQueue<C> {
             next_id: Mutex::new(0),
             faults,
             redrive: None,
+            stale_handles: StaleHandles::default(),
         }
+    }
+
+    /// What an older receipt handle does.
+    pub fn with_stale_handles(mut self, mode: StaleHandles) -> Self {
+        self.stale_handles = mode;
+        self
     }
 
     /// Give the queues a redrive policy (`maxReceiveCount`) into `dlq`, as SQS does.
@@ -283,6 +315,7 @@ impl<C: Clock> MemoryQueue<C> {
                 let receipt = format!("{}#{}", m.id, m.receive_count);
                 if let Some(old) = m.receipt.replace(receipt.clone()) {
                     q.receipts.remove(&old);
+                    q.old_receipts.insert(old, seq);
                 }
                 let mut system = BTreeMap::new();
                 system.insert(
@@ -309,9 +342,10 @@ impl<C: Clock> MemoryQueue<C> {
     fn set_visibility(&self, channel: Channel, receipt: &str, secs: u32) -> Result<(), PortError> {
         let now = self.clock.now();
         let mut queues = lock(&self.queues);
+        let mode = self.stale_handles;
         let found = queues
             .get_mut(&channel)
-            .and_then(|q| q.receipts.get(receipt).copied().map(|seq| (q, seq)));
+            .and_then(|q| q.find(receipt, mode).map(|seq| (q, seq)));
         match found {
             Some((q, seq)) => {
                 q.hide(seq, now.plus(Duration::from_secs(u64::from(secs))));
@@ -326,7 +360,7 @@ impl<C: Clock> MemoryQueue<C> {
 
     fn remove(&self, channel: Channel, receipt: &str) {
         if let Some(q) = lock(&self.queues).get_mut(&channel) {
-            if let Some(seq) = q.receipts.get(receipt).copied() {
+            if let Some(seq) = q.find(receipt, self.stale_handles) {
                 q.remove(seq);
             }
         }
@@ -344,135 +378,5 @@ impl<C: Clock> MemoryQueue<C> {
     }
 }
 
-fn count(n: usize) -> u64 {
-    u64::try_from(n).unwrap_or(u64::MAX)
-}
-
-/// SQS's batch rules: 1 to 10 entries with distinct ids.
-fn check_batch(messages: &[OutgoingMessage]) -> Result<(), PortError> {
-    let refused = |message: &str| {
-        Err(PortError::Refused {
-            op: OP_SEND,
-            message: message.into(),
-        })
-    };
-    if messages.is_empty() || messages.len() > MAX_BATCH {
-        return refused("a batch holds 1 to 10 entries");
-    }
-    let ids: std::collections::BTreeSet<&str> =
-        messages.iter().map(|m| m.entry_id.as_str()).collect();
-    if ids.len() != messages.len() {
-        return refused("batch entry ids are not distinct");
-    }
-    Ok(())
-}
-
-impl<C: Clock> DeliveryQueue for MemoryQueue<C> {
-    async fn send_batch(
-        &self,
-        channel: Channel,
-        messages: &[OutgoingMessage],
-    ) -> Result<Vec<SendFailure>, PortError> {
-        self.guarded(OP_SEND, || {
-            check_batch(messages)?;
-            let mut failed = Vec::new();
-            for m in messages {
-                if self
-                    .faults
-                    .check(OP_SEND_ENTRY, FaultPoint::Before)
-                    .is_err()
-                {
-                    failed.push(SendFailure {
-                        entry_id: m.entry_id.clone(),
-                        sender_fault: false,
-                        code: "InternalError".into(),
-                    });
-                    continue;
-                }
-                self.push(channel, &m.body, BTreeMap::new(), m.delay_secs.min(900));
-            }
-            Ok(failed)
-        })
-    }
-
-    async fn change_visibility(
-        &self,
-        channel: Channel,
-        receipt: &str,
-        secs: u32,
-    ) -> Result<(), PortError> {
-        self.guarded(OP_VISIBILITY, || {
-            self.set_visibility(channel, receipt, secs)
-        })
-    }
-
-    async fn delete(&self, channel: Channel, receipt: &str) -> Result<(), PortError> {
-        self.guarded(OP_DELETE, || {
-            self.remove(channel, receipt);
-            Ok(())
-        })
-    }
-
-    async fn receive(
-        &self,
-        channel: Channel,
-        max: u32,
-        visibility: u32,
-    ) -> Result<Vec<ReceivedMessage>, PortError> {
-        self.guarded(OP_RECEIVE, || Ok(self.take(channel, max, visibility)))
-    }
-
-    async fn depth(&self, channel: Channel) -> Result<QueueDepth, PortError> {
-        Ok(self.counts(channel))
-    }
-}
-impl<C: Clock> DeadLetters for MemoryQueue<C> {
-    async fn dead_letter(
-        &self,
-        channel: Channel,
-        body: &str,
-        letter: &DeadLetter,
-    ) -> Result<(), PortError> {
-        self.guarded(OP_DEAD_LETTER, || {
-            let attributes = letter.to_attributes();
-            if message_size(body, &attributes) > MAX_MESSAGE_BYTES {
-                // As SQS refuses it.
-                return Err(PortError::Refused {
-                    op: OP_DEAD_LETTER,
-                    message: "message too long".into(),
-                });
-            }
-            self.push(channel, body, attributes, 0);
-            Ok(())
-        })
-    }
-
-    async fn receive_dead(
-        &self,
-        channel: Channel,
-        max: u32,
-        visibility: u32,
-    ) -> Result<Vec<DeadLetterMessage>, PortError> {
-        self.guarded(OP_RECEIVE, || {
-            Ok(self
-                .take(channel, max, visibility)
-                .into_iter()
-                .map(|message| DeadLetterMessage {
-                    letter: DeadLetter::from_attributes(&message.attributes),
-                    message,
-                })
-                .collect())
-        })
-    }
-
-    async fn delete_dead(&self, channel: Channel, receipt: &str) -> Result<(), PortError> {
-        self.guarded(OP_DELETE, || {
-            self.remove(channel, receipt);
-            Ok(())
-        })
-    }
-
-    async fn release_dead(&self, channel: Channel, receipt: &str) -> Result<(), PortError> {
-        self.guarded(OP_VISIBILITY, || self.set_visibility(channel, receipt, 0))
-    }
-}
+mod ports;
+use ports::count;
