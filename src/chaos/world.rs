@@ -26,6 +26,7 @@ use crate::domain::{
 use crate::outbox::{self, Edit};
 use crate::ports::{
     DeliveryQueue, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet,
+    StaleHandles,
 };
 use crate::redrive::{RedriveConfig, RedriveRequest, Redriver};
 use crate::scheduler::{Scheduler, SchedulerConfig};
@@ -58,6 +59,10 @@ pub(super) struct Shape {
     pub rates: Rates,
     pub misbehaviour: Misbehaviour,
     pub ops: u32,
+    /// What an older receipt handle does (SQS promises neither): half the worlds each.
+    pub stale_handles: StaleHandles,
+    /// Two operators redrive at once.
+    pub twin_redrive: bool,
 }
 
 impl Shape {
@@ -90,6 +95,12 @@ impl Shape {
             rates,
             misbehaviour,
             ops: rng.random_range(0..6),
+            stale_handles: if rng.random_bool(0.5) {
+                StaleHandles::Act
+            } else {
+                StaleHandles::Ignored
+            },
+            twin_redrive: rng.random_bool(0.3),
         }
     }
 }
@@ -133,9 +144,11 @@ fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
     let journal = Arc::new(Journal::new(gate.clone()));
     let store = Arc::new(MemoryReminderStore::new(4));
     let ledger = Arc::new(MemoryLedger::default());
-    let dlq = Arc::new(MemoryQueue::new(clock));
-    let queue =
-        Arc::new(MemoryQueue::new(clock).with_redrive(shape.max_receive_count, dlq.clone()));
+    let dlq = Arc::new(MemoryQueue::new(clock).with_stale_handles(shape.stale_handles));
+    let queue = MemoryQueue::new(clock)
+        .with_redrive(shape.max_receive_count, dlq.clone())
+        .with_stale_handles(shape.stale_handles);
+    let queue = Arc::new(queue);
     let owners = Arc::new(Mutex::new(BTreeMap::new()));
     let consumer_cfg = ConsumerConfig {
         max_receive_count: shape.max_receive_count,
@@ -274,6 +287,9 @@ fn start(world: &Arc<World>, tasks: &mut JoinSet<()>, seed: u64) {
         }
     }
     tasks.spawn_local(redrives(world.clone(), seed));
+    if world.shape.twin_redrive {
+        tasks.spawn_local(redrives(world.clone(), seed ^ 0x7317));
+    }
     tasks.spawn_local(operator(world.clone(), seed));
 }
 

@@ -17,7 +17,7 @@ pub use ledger::{Cas, Expected, Ledger, MemoryLedger};
 pub use provider::{Answer, Provider, ScriptedProvider, SendRequest};
 pub use queue::{
     DeadLetterMessage, DeadLetters, DeliveryQueue, MemoryQueue, OutgoingMessage, QueueDepth,
-    ReceivedMessage, SendFailure,
+    ReceivedMessage, SendFailure, StaleHandles,
 };
 pub use reminders::{
     DueCursor, DueEntry, DuePage, DueQuery, DueReminder, Inserted, Marked, MemoryReminderStore,

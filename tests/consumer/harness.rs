@@ -259,12 +259,23 @@ where
     pub async fn new(
         clock: &ManualClock,
         r: &Reminder,
+        ports: (L, D, P),
+        cfg: ConsumerConfig,
+    ) -> Self {
+        let queue = Arc::new(MemoryQueue::new(clock.clone()));
+        Self::on_queue(clock, r, ports, cfg, queue).await
+    }
+
+    /// On a channel queue the test made (and may hand to its provider).
+    pub async fn on_queue(
+        clock: &ManualClock,
+        r: &Reminder,
         (ledger, dead_letters, provider): (L, D, P),
         cfg: ConsumerConfig,
+        queue: Arc<MemoryQueue<ManualClock>>,
     ) -> Self {
         let store = Arc::new(MemoryReminderStore::new(4));
         store.insert(r).await.unwrap();
-        let queue = Arc::new(MemoryQueue::new(clock.clone()));
         let ports = PortSet {
             clock: clock.clone(),
             reminders: store,

@@ -2,20 +2,24 @@
 //! proved by a test that failed before its fix (the window's number is in the name).
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use reminders::clock::Timestamp;
-use reminders::delivery::state::Status;
-use reminders::delivery::Cancelled;
+use reminders::clock::{Clock, ManualClock, Timestamp};
+use reminders::consumer::Action;
+use reminders::delivery::state::{Change, Ctx, LeaseToken, Status};
+use reminders::delivery::{transition, Cancelled, Written};
 use reminders::domain::{
     Channel, DeliveryKey, Recipient, Reminder, ReminderId, ReminderStatus, Retention,
 };
 use reminders::outbox::{self, Edit};
+use reminders::policy::Outcome;
 use reminders::ports::{
-    DuePage, DueQuery, Inserted, Ledger, Marked, MemoryLedger, MemoryReminderStore, PortError,
-    ReminderStore,
+    DeliveryQueue, DuePage, DueQuery, GatePartition, Inserted, Ledger, Marked, MemoryLedger,
+    MemoryQueue, MemoryReminderStore, PortError, Provider, ReminderStore, SendRequest,
+    StaleHandles,
 };
 
-use crate::harness::{reminder, T0};
+use crate::harness::{reminder, Custom, T0};
 
 /// A reminders table on which an application's edit lands right before the first mark: the
 /// interleaving of a cancel (ledger written, mark not yet) with an edit that adds a channel.
@@ -119,4 +123,80 @@ async fn window_3_a_cancel_covers_a_channel_added_while_it_ran() {
         (stored.status, stored.payload_version),
         (ReminderStatus::Cancelled, 2)
     );
+}
+
+/// A provider whose send outlives both the message's visibility and the lease: meanwhile a
+/// second worker receives the message (a newer receipt handle) and takes the lapsed lease
+/// over. Then the first send comes back accepted.
+struct TakenOverMidSend {
+    clock: ManualClock,
+    ledger: Arc<MemoryLedger>,
+    queue: Arc<MemoryQueue<ManualClock>>,
+}
+
+impl Provider for TakenOverMidSend {
+    fn honours_idempotency_key(&self) -> bool {
+        true
+    }
+    fn partition(&self, request: &SendRequest) -> GatePartition {
+        GatePartition::new(request.recipient.channel(), "slow")
+    }
+    async fn send(&self, request: &SendRequest) -> Outcome {
+        Clock::sleep(&self.clock, Duration::from_secs(61)).await;
+        let again = self.queue.receive(Channel::Sms, 10, 300).await.unwrap();
+        assert_eq!(again.len(), 1, "the second worker holds the message now");
+        let held = self
+            .ledger
+            .get(&request.delivery_key)
+            .await
+            .unwrap()
+            .unwrap();
+        let ctx = Ctx {
+            key: request.delivery_key.clone(),
+            now: Clock::now(&self.clock),
+            expires_at: held.expires_at(),
+        };
+        let takeover = Change::Takeover {
+            stale_token: held.lease_token().cloned().unwrap(),
+            token: LeaseToken::generate(&mut rand::rng()),
+            lease_expires_at: ctx.now.plus(Duration::from_secs(60)),
+        };
+        let taken = transition(&*self.ledger, Some(held), takeover, &ctx).await;
+        assert!(matches!(taken, Ok(Written::Applied(_))), "{taken:?}");
+        Outcome::Delivered {
+            receipt: Some("first".into()),
+        }
+    }
+}
+
+/// Window 5 (receipt handles): a worker whose visibility ran out and whose lease was taken
+/// over finds its outcome write refused. It must not ack: with an older handle that acts (as
+/// the emulator's does), the delete would remove the message the new holder is working on.
+#[tokio::test]
+async fn window_5_a_worker_that_lost_its_lease_leaves_the_message_to_the_holder() {
+    let r = reminder("w5-handles", &[Channel::Sms]);
+    let clock = ManualClock::at(T0);
+    let ledger = Arc::new(MemoryLedger::default());
+    let queue = MemoryQueue::new(clock.clone()).with_stale_handles(StaleHandles::Act);
+    let queue = Arc::new(queue);
+    let provider = Arc::new(TakenOverMidSend {
+        clock: clock.clone(),
+        ledger: ledger.clone(),
+        queue: queue.clone(),
+    });
+    let dlq = Arc::new(MemoryQueue::new(clock.clone()));
+    let ports = (ledger.clone(), dlq, provider);
+    let cfg = crate::harness::test_config();
+    let w = Custom::on_queue(&clock, &r, ports, cfg, queue.clone()).await;
+    let msg = crate::harness::message(&r, Channel::Sms);
+    w.enqueue(&msg).await;
+    let out = w.poll(Channel::Sms, 30).await;
+    assert_eq!(out.records[0].action, Action::Leave);
+    assert_eq!(
+        queue.len(Channel::Sms),
+        1,
+        "the holder's message is still there"
+    );
+    let rec = ledger.get(&msg.delivery_key).await.unwrap().unwrap();
+    assert_eq!(rec.status(), Status::Sending, "the holder finishes it");
 }

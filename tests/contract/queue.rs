@@ -220,3 +220,95 @@ async fn sqs_redrive_policy_reads_as_receive_count_exceeded() {
     )
     .await;
 }
+
+/// What a call with a receipt handle older than the message's latest did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OldHandle {
+    Acted,
+    Ignored,
+}
+
+/// A message received twice (the first visibility ran out): its first handle is older.
+async fn received_twice<Q: DeliveryQueue>(q: &Q, ch: Channel, body: &str) -> (String, String) {
+    q.send_batch(ch, &[out("0", body, 0)]).await.unwrap();
+    let first = receive_n(q, ch, 1, 1).await;
+    assert_eq!(first.len(), 1, "{body}: first receive");
+    let second = receive_n(q, ch, 1, 30).await;
+    assert_eq!(
+        second.len(),
+        1,
+        "{body}: second receive, after the first visibility"
+    );
+    assert_eq!(first[0].message_id, second[0].message_id);
+    assert_ne!(first[0].receipt_handle, second[0].receipt_handle);
+    (
+        first[0].receipt_handle.clone(),
+        second[0].receipt_handle.clone(),
+    )
+}
+
+/// Window 5 (receipt handles): what a delete and a visibility change with an older handle do.
+/// SQS documents only that the latest handle is required; the consumer must be safe whichever
+/// way it goes, and never use an older handle on a message another worker holds.
+async fn old_handle_suite<Q: DeliveryQueue>(q: &Q) -> (OldHandle, OldHandle) {
+    let ch = Channel::Push;
+    let (old, latest) = received_twice(q, ch, "old-delete").await;
+    // A delete with the older handle: an error is as good as nothing.
+    let _ = q.delete(ch, &old).await;
+    let _ = q.change_visibility(ch, &latest, 0).await;
+    let back = receive_n(q, ch, 1, 30).await;
+    let delete = if back.is_empty() {
+        OldHandle::Acted
+    } else {
+        q.delete(ch, &back[0].receipt_handle).await.unwrap();
+        OldHandle::Ignored
+    };
+    let (old, _latest) = received_twice(q, ch, "old-visibility").await;
+    let _ = q.change_visibility(ch, &old, 0).await;
+    let back = q.receive(ch, 10, 30).await.unwrap();
+    let visibility = if back.is_empty() {
+        OldHandle::Ignored
+    } else {
+        OldHandle::Acted
+    };
+    for m in back {
+        q.delete(ch, &m.receipt_handle).await.unwrap();
+    }
+    (delete, visibility)
+}
+
+#[tokio::test]
+async fn window_5_the_memory_queue_has_both_behaviours_of_an_older_handle() {
+    use reminders::ports::StaleHandles;
+    let ignored = MemoryQueue::new(SystemClock);
+    assert_eq!(
+        old_handle_suite(&ignored).await,
+        (OldHandle::Ignored, OldHandle::Ignored)
+    );
+    let act = MemoryQueue::new(SystemClock).with_stale_handles(StaleHandles::Act);
+    assert_eq!(
+        old_handle_suite(&act).await,
+        (OldHandle::Acted, OldHandle::Acted)
+    );
+}
+
+/// The emulator's answer is one of the two the memory queue models, so the chaos worlds,
+/// which run both, cover it.
+#[tokio::test]
+async fn window_5_an_older_handle_on_sqs_is_one_of_the_modelled_behaviours() {
+    let client = common::sqs().await;
+    let (queues, _) = common::channel_queues(&client, QueueSpec::default()).await;
+    let got = old_handle_suite(&SqsQueues::new(client, queues)).await;
+    eprintln!(
+        "older receipt handle on the emulator: delete {:?}, visibility {:?}",
+        got.0, got.1
+    );
+    assert!(
+        [
+            (OldHandle::Ignored, OldHandle::Ignored),
+            (OldHandle::Acted, OldHandle::Acted)
+        ]
+        .contains(&got),
+        "{got:?}"
+    );
+}
