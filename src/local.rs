@@ -64,6 +64,11 @@ pub struct LocalReport {
     pub retried_errors: u32,
     /// When the next scheduled reminder is due, if one is (after an idle stop).
     pub next_due: Option<Timestamp>,
+    /// Items the scheduler quarantined (its runs and its sweeps).
+    pub quarantined: u32,
+    /// Shards whose due-index query failed on the last run, with runs in a row: their
+    /// reminders wait until the shard answers.
+    pub failing_shards: Vec<crate::scheduler::FailedShard>,
 }
 
 /// Shared by the loops of one run: the report, and whether to stop.
@@ -184,6 +189,8 @@ async fn schedule_loop<P: Ports>(
                 let mut r = shared.report();
                 r.scheduler_runs += 1;
                 r.enqueued += run.enqueued;
+                r.quarantined += run.quarantined;
+                r.failing_shards = run.failed_shards;
             }
             Err(e) => on_error(clock, e, "scheduler run", &mut backoff, shared).await?,
         }

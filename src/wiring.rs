@@ -34,6 +34,7 @@ pub fn aws_calls(function: &str) -> &'static [&'static str] {
     match function {
         "scheduler" => &[
             "DynamoDB.Query",
+            "DynamoDB.Scan",
             "DynamoDB.UpdateItem",
             "SQS.SendMessageBatch",
         ],

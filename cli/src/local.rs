@@ -195,8 +195,12 @@ pub fn progress_line(p: &local::Progress) -> String {
             ),
         })
         .collect();
+    let failing = match p.report.failing_shards.len() {
+        0 => String::new(),
+        n => format!(" · shards failing {n}"),
+    };
     format!(
-        "delivered {} · expired {} · dead {} · cancelled {} · retried errors {} | {}",
+        "delivered {} · expired {} · dead {} · cancelled {} · retried errors {}{failing} | {}",
         totals[0],
         totals[1],
         totals[2],
@@ -239,6 +243,15 @@ fn print_summary(report: &local::LocalReport, interrupted: bool) {
         report.batches,
         report.retried_errors,
     );
+    if report.quarantined > 0 {
+        println!(
+            "quarantined {} (remindctl remind quarantined lists them, with the reason)",
+            report.quarantined
+        );
+    }
+    for f in &report.failing_shards {
+        println!("{}", failing_shard_line(f));
+    }
     for c in Channel::ALL {
         let m = report.metrics.get(c);
         println!(
@@ -251,6 +264,17 @@ fn print_summary(report: &local::LocalReport, interrupted: bool) {
             m.duplicates_suppressed
         );
     }
+}
+
+/// `shard 3: due-index query failing (4 runs in a row), its reminders wait: <error>`
+pub fn failing_shard_line(f: &reminders::scheduler::FailedShard) -> String {
+    format!(
+        "shard {}: due-index query failing ({} run{} in a row), its reminders wait: {}",
+        f.shard,
+        f.runs_in_a_row,
+        if f.runs_in_a_row == 1 { "" } else { "s" },
+        f.error
+    )
 }
 
 fn summary_json(report: &local::LocalReport, interrupted: bool) -> String {
@@ -277,6 +301,8 @@ fn summary_json(report: &local::LocalReport, interrupted: bool) -> String {
         "enqueued": report.enqueued,
         "batches": report.batches,
         "retried_errors": report.retried_errors,
+        "quarantined": report.quarantined,
+        "failing_shards": report.failing_shards,
         "channels": channels,
     })
     .to_string()

@@ -198,6 +198,14 @@ impl<T: ReminderStore> ReminderStore for Chaotic<T> {
     fn shards(&self) -> u32 {
         self.inner.shards()
     }
+    async fn sweep_index(
+        &self,
+        after: Option<&crate::ports::SweepCursor>,
+        limit: u32,
+    ) -> Result<crate::ports::SweepPage, PortError> {
+        let call = self.inner.sweep_index(after, limit);
+        self.dice.around("reminders.sweep", call).await
+    }
     async fn insert(&self, r: &Reminder) -> Result<Inserted, PortError> {
         self.dice
             .around("reminders.insert", self.inner.insert(r))

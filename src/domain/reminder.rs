@@ -159,7 +159,8 @@ impl Reminder {
     }
 }
 
-fn check_content(content: &Content) -> Result<(), ReminderError> {
+/// The content rules, for reminders built here and items stored by anyone.
+pub fn check_content(content: &Content) -> Result<(), ReminderError> {
     match content {
         Content::Text { subject, body } => {
             if subject.len() > MAX_SUBJECT_LEN || body.len() > MAX_BODY_LEN {

@@ -111,6 +111,15 @@ impl<T: super::ReminderStore> super::ReminderStore for Faulty<T> {
         self.inner.shards()
     }
 
+    async fn sweep_index(
+        &self,
+        after: Option<&super::SweepCursor>,
+        limit: u32,
+    ) -> Result<super::SweepPage, PortError> {
+        let call = self.inner.sweep_index(after, limit);
+        self.around(super::reminders::OP_SWEEP, call).await
+    }
+
     async fn insert(&self, r: &crate::domain::Reminder) -> Result<super::Inserted, PortError> {
         self.around(super::reminders::OP_INSERT, self.inner.insert(r))
             .await
@@ -276,6 +285,14 @@ impl<T, C: crate::clock::Clock> Slowed<T, C> {
 impl<T: super::ReminderStore, C: crate::clock::Clock> super::ReminderStore for Slowed<T, C> {
     fn shards(&self) -> u32 {
         self.inner.shards()
+    }
+    async fn sweep_index(
+        &self,
+        after: Option<&super::SweepCursor>,
+        limit: u32,
+    ) -> Result<super::SweepPage, PortError> {
+        self.wait().await;
+        self.inner.sweep_index(after, limit).await
     }
     async fn insert(&self, r: &crate::domain::Reminder) -> Result<super::Inserted, PortError> {
         self.wait().await;

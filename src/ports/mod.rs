@@ -21,7 +21,7 @@ pub use queue::{
 };
 pub use reminders::{
     DueCursor, DueEntry, DuePage, DueQuery, DueReminder, Inserted, Marked, MemoryReminderStore,
-    ReminderStore,
+    ReminderStore, SweepCursor, SweepPage, SweptItem,
 };
 
 /// Upper bound of one storage call (DynamoDB, SQS), retries included: every adapter honours

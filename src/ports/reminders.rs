@@ -21,6 +21,7 @@ pub const OP_QUERY: &str = "reminders.query_due";
 pub const OP_MARK: &str = "reminders.mark";
 pub const OP_QUARANTINE: &str = "reminders.quarantine";
 pub const OP_EXTEND: &str = "reminders.extend_freshness";
+pub const OP_SWEEP: &str = "reminders.sweep_index";
 
 /// What the scheduler reads from the index: identities, times, version, channels. No content,
 /// no recipients.
@@ -92,6 +93,26 @@ impl DueEntry {
 pub struct DueCursor {
     pub due_at: Timestamp,
     pub reminder_id: String,
+}
+
+/// Where a sweep of the due index goes on: the last item's key attributes, as the store read
+/// them (each a name, its value, and whether it is a number).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SweepCursor(pub Vec<(String, String, bool)>);
+
+/// One item of the due index as a sweep reads it, whatever its shard or due time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SweptItem {
+    pub key: String,
+    /// `None` when the item's `due_shard` is not a whole number.
+    pub shard: Option<u32>,
+    pub entry: DueEntry,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SweepPage {
+    pub items: Vec<SweptItem>,
+    pub next: Option<SweepCursor>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -171,6 +192,14 @@ pub trait ReminderStore: Send + Sync {
         expires_at: i64,
     ) -> impl Future<Output = Result<Marked, PortError>> + Send;
 
+    /// Every item of the due index, a page at a time, in no order: the sweep finds items no
+    /// shard query reaches (a `due_shard` outside the shards) or that can never become due.
+    fn sweep_index(
+        &self,
+        after: Option<&SweepCursor>,
+        limit: u32,
+    ) -> impl Future<Output = Result<SweepPage, PortError>> + Send;
+
     /// Take an item the scheduler cannot schedule out of the due index: status `invalid` and
     /// `invalid_reason`, conditional on the item still being in the index.
     fn quarantine(
@@ -231,6 +260,13 @@ impl<T: ReminderStore> ReminderStore for std::sync::Arc<T> {
         expires_at: i64,
     ) -> impl Future<Output = Result<Marked, PortError>> + Send {
         (**self).extend_freshness(id, payload_version, fresh_until, expires_at)
+    }
+    fn sweep_index(
+        &self,
+        after: Option<&SweepCursor>,
+        limit: u32,
+    ) -> impl Future<Output = Result<SweepPage, PortError>> + Send {
+        (**self).sweep_index(after, limit)
     }
     fn mark(
         &self,

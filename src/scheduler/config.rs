@@ -24,6 +24,9 @@ pub struct SchedulerConfig {
     pub send_retries: u32,
     /// Groups of reminders (at most one batch of ten per channel each) in flight at once.
     pub send_concurrency: usize,
+    /// How often the first share sweeps the whole due index for items no query reaches (a
+    /// `due_shard` outside the shards) or that can never become due, and quarantines them.
+    pub sweep_every: Duration,
 }
 
 /// The deployed scheduler: one schedule per share (`template.yaml`'s `SchedulerParallelism`
@@ -51,18 +54,20 @@ impl Default for SchedulerConfig {
             deadline_margin: Duration::from_secs(5),
             send_retries: 3,
             send_concurrency: 8,
+            sweep_every: Duration::from_secs(900),
         }
     }
 }
 
 /// Every variable [`SchedulerConfig`] reads.
-pub const VARS: [&str; 6] = [
+pub const VARS: [&str; 7] = [
     "LOOK_AHEAD_SECS",
     "SCHEDULE_PERIOD_SECS",
     "PER_SUBSCRIBER_CAP",
     "MAX_PER_RUN",
     "MAX_SCAN",
     "PAGE_SIZE",
+    "SWEEP_SECS",
 ];
 
 fn invalid(var: &'static str, problem: &str) -> ConfigError {
@@ -88,6 +93,12 @@ impl SchedulerConfig {
         if self.per_subscriber_cap == 0 || self.max_per_run == 0 || self.max_scan == 0 {
             return Err(invalid("PER_SUBSCRIBER_CAP", "caps must be at least 1"));
         }
+        if self.sweep_every < self.schedule_period {
+            return Err(invalid(
+                "SWEEP_SECS",
+                "must be at least SCHEDULE_PERIOD_SECS",
+            ));
+        }
         if !(1..=1_000).contains(&self.page_size) {
             return Err(invalid("PAGE_SIZE", "must be 1 to 1000"));
         }
@@ -108,6 +119,7 @@ impl SchedulerConfig {
             max_per_run: vars.u32_or("MAX_PER_RUN", d.max_per_run)?,
             max_scan: vars.u32_or("MAX_SCAN", d.max_scan)?,
             page_size: vars.u32_or("PAGE_SIZE", d.page_size)?,
+            sweep_every: vars.secs_or("SWEEP_SECS", d.sweep_every)?,
             ..d
         };
         cfg.validate()?;

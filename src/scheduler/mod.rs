@@ -11,6 +11,9 @@
 pub mod config;
 mod dispatch;
 mod scan;
+mod sweep;
+
+pub use sweep::unreachable;
 
 use std::time::Duration;
 
@@ -92,6 +95,15 @@ pub struct Requests {
 }
 
 /// What a run did (the Lambda's output).
+/// A shard whose due-index query failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FailedShard {
+    pub shard: u32,
+    /// Runs in a row this shard has failed, this one included (as this function saw them).
+    pub runs_in_a_row: u32,
+    pub error: String,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct RunReport {
     /// Index items counted against the scan budget (taken or unschedulable).
@@ -104,6 +116,11 @@ pub struct RunReport {
     pub quarantined: u32,
     /// Due-index queries that failed (those shards wait for the next run).
     pub query_failures: u32,
+    /// Shards whose query failed this run, each with how many runs in a row it has failed
+    /// and the error (its reminders wait until it answers).
+    pub failed_shards: Vec<FailedShard>,
+    /// Index items the sweep read this run (0 when no sweep ran).
+    pub swept: u32,
     pub enqueued: u32,
     pub messages_sent: u32,
     pub expired: u32,
@@ -123,6 +140,12 @@ pub struct RunReport {
 }
 
 impl RunReport {
+    /// Shards that failed on this run and the one before: a lasting failure, not a blip.
+    pub fn shards_failing_repeatedly(&self) -> u32 {
+        let n = self.failed_shards.iter().filter(|f| f.runs_in_a_row > 1);
+        u32::try_from(n.count()).unwrap_or(u32::MAX)
+    }
+
     /// One CloudWatch Embedded Metric Format line (namespace `Reminders`, dimension
     /// `function`), for the alarms on quarantined items and on runs that stopped early.
     pub fn emf(&self, at: Timestamp) -> String {
@@ -133,6 +156,8 @@ impl RunReport {
             ("scheduler_send_failed", self.send_failed),
             ("scheduler_mark_failed", self.mark_failed),
             ("scheduler_query_failures", self.query_failures),
+            ("scheduler_shards_failing", self.shards_failing_repeatedly()),
+            ("scheduler_swept", self.swept),
             ("scheduler_skipped_over_cap", self.skipped_over_cap),
             (
                 "scheduler_stopped_at_deadline",
@@ -164,11 +189,19 @@ impl RunReport {
 pub struct Scheduler<P: Ports> {
     ports: P,
     cfg: SchedulerConfig,
+    sweeping: sweep::Sweeping,
+    /// Runs in a row each shard's query has failed, as this (warm) function saw them.
+    failing: std::sync::Mutex<std::collections::BTreeMap<u32, u32>>,
 }
 
 impl<P: Ports> Scheduler<P> {
     pub fn new(ports: P, cfg: SchedulerConfig) -> Self {
-        Self { ports, cfg }
+        Self {
+            ports,
+            cfg,
+            sweeping: sweep::Sweeping::default(),
+            failing: std::sync::Mutex::default(),
+        }
     }
 
     pub fn ports(&self) -> &P {
@@ -197,19 +230,32 @@ impl<P: Ports> Scheduler<P> {
         };
         // The scan stops a margin earlier than the sends, so a run that spent its time
         // scanning still has the time to send and mark its first group.
+        let mut report = RunReport::default();
+        if share.index == 0 {
+            self.sweep(deadline, &mut report).await;
+        }
         let out_of_time = || self.out_of_time(deadline, self.cfg.deadline_margin * 2);
-        let taken = scan::take_due(self.ports.reminders(), &limits, out_of_time).await?;
-        let mut report = RunReport {
-            scanned: taken.scanned,
-            picked: u32::try_from(taken.picked.len()).unwrap_or(u32::MAX),
-            skipped_over_cap: taken.skipped_over_cap,
-            query_failures: taken.query_failures,
-            requests: Requests {
-                queries: taken.queries,
-                ..Requests::default()
-            },
-            ..RunReport::default()
+        let taken = match scan::take_due(self.ports.reminders(), &limits, out_of_time).await {
+            Ok(taken) => taken,
+            Err(e) => {
+                // Not one shard answered: every shard of the share failed this run.
+                let all: Vec<(u32, String)> = (0..self.ports.reminders().shards())
+                    .filter(|s| share.owns(*s))
+                    .map(|s| (s, e.to_string()))
+                    .collect();
+                self.count_failures(&share, &all);
+                return Err(e);
+            }
         };
+        report.scanned = taken.scanned;
+        report.picked = u32::try_from(taken.picked.len()).unwrap_or(u32::MAX);
+        report.skipped_over_cap = taken.skipped_over_cap;
+        report.query_failures = taken.query_failures;
+        report.requests.queries += taken.queries;
+        report.failed_shards = self.count_failures(&share, &taken.failed_shards);
+        for f in &report.failed_shards {
+            tracing::error!(shard = f.shard, runs_in_a_row = f.runs_in_a_row, error = %f.error, "due-index shard query failed; its reminders wait");
+        }
         self.quarantine(&taken.unschedulable, &mut report).await;
         let (stale, live): (Vec<DueReminder>, Vec<DueReminder>) =
             taken.picked.into_iter().partition(|r| now > r.fresh_until);
@@ -229,6 +275,31 @@ impl<P: Ports> Scheduler<P> {
     }
 
     /// Whether less than `reserve` is left before the invocation's deadline.
+    /// Count each shard's failures in a row: a shard that answered resets. `failed` is this
+    /// run's (shard, error) list.
+    fn count_failures(&self, share: &Share, failed: &[(u32, String)]) -> Vec<FailedShard> {
+        let mut failing = crate::ports::faults::lock(&self.failing);
+        let shards = self.ports.reminders().shards();
+        let mut out = Vec::new();
+        for shard in (0..shards).filter(|s| share.owns(*s)) {
+            match failed.iter().find(|(s, _)| *s == shard) {
+                Some((_, error)) => {
+                    let n = failing.entry(shard).or_default();
+                    *n += 1;
+                    out.push(FailedShard {
+                        shard,
+                        runs_in_a_row: *n,
+                        error: error.clone(),
+                    });
+                }
+                None => {
+                    failing.remove(&shard);
+                }
+            }
+        }
+        out
+    }
+
     fn out_of_time(&self, deadline: Option<Timestamp>, reserve: Duration) -> bool {
         deadline.is_some_and(|d| self.ports.clock().now().plus(reserve) >= d)
     }

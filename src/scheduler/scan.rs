@@ -39,6 +39,8 @@ pub(super) struct Taken {
     pub queries: u32,
     /// Shard queries that failed: those shards wait for the next run; the others go on.
     pub query_failures: u32,
+    /// Which shards failed, with the error.
+    pub failed_shards: Vec<(u32, String)>,
 }
 
 struct Shard {
@@ -134,6 +136,7 @@ impl<S: ReminderStore> Scan<'_, S> {
                 Err(e) => {
                     tracing::warn!(shard = shard.id, error = %e, "due-index query failed; shard left for the next run");
                     self.taken.query_failures += 1;
+                    self.taken.failed_shards.push((shard.id, e.to_string()));
                     shard.done = true;
                     self.last_error = Some(e);
                     continue;

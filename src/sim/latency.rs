@@ -158,6 +158,14 @@ impl<T: ReminderStore> ReminderStore for Timed<T> {
     fn shards(&self) -> u32 {
         self.inner.shards()
     }
+    async fn sweep_index(
+        &self,
+        after: Option<&crate::ports::SweepCursor>,
+        limit: u32,
+    ) -> Result<crate::ports::SweepPage, PortError> {
+        self.clock.dynamo(1.0);
+        self.inner.sweep_index(after, limit).await
+    }
     async fn insert(&self, r: &Reminder) -> Result<Inserted, PortError> {
         self.inner.insert(r).await
     }

@@ -73,6 +73,14 @@ impl<T: ReminderStore> ReminderStore for Counted<T> {
     fn shards(&self) -> u32 {
         self.inner.shards()
     }
+    async fn sweep_index(
+        &self,
+        after: Option<&reminders::ports::SweepCursor>,
+        limit: u32,
+    ) -> Result<reminders::ports::SweepPage, PortError> {
+        self.calls.hit("reminders.sweep");
+        self.inner.sweep_index(after, limit).await
+    }
     async fn insert(&self, r: &Reminder) -> Result<Inserted, PortError> {
         self.inner.insert(r).await
     }

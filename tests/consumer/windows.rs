@@ -64,6 +64,13 @@ impl ReminderStore for EditBeforeMark {
     async fn quarantine(&self, key: &str, reason: &str) -> Result<Marked, PortError> {
         self.inner.quarantine(key, reason).await
     }
+    async fn sweep_index(
+        &self,
+        after: Option<&reminders::ports::SweepCursor>,
+        limit: u32,
+    ) -> Result<reminders::ports::SweepPage, PortError> {
+        self.inner.sweep_index(after, limit).await
+    }
     async fn mark(
         &self,
         id: &ReminderId,

@@ -356,3 +356,166 @@ async fn window_2_an_edit_far_out_enqueues_only_the_added_channel_and_keeps_the_
     let stored = w.store.get(&r.reminder_id).await.unwrap().unwrap();
     assert_eq!(stored.status, ReminderStatus::Enqueued);
 }
+
+/// A reminders table whose query of one shard always fails (a lasting failure of one shard).
+struct FailingShard {
+    inner: Arc<MemoryReminderStore>,
+    shard: u32,
+}
+
+impl ReminderStore for FailingShard {
+    fn shards(&self) -> u32 {
+        self.inner.shards()
+    }
+    async fn insert(
+        &self,
+        r: &reminders::domain::Reminder,
+    ) -> Result<reminders::ports::Inserted, reminders::ports::PortError> {
+        self.inner.insert(r).await
+    }
+    async fn replace(
+        &self,
+        r: &reminders::domain::Reminder,
+        v: u64,
+        st: reminders::domain::ReminderStatus,
+    ) -> Result<reminders::ports::Marked, reminders::ports::PortError> {
+        self.inner.replace(r, v, st).await
+    }
+    async fn get(
+        &self,
+        id: &reminders::domain::ReminderId,
+    ) -> Result<Option<reminders::domain::Reminder>, reminders::ports::PortError> {
+        self.inner.get(id).await
+    }
+    async fn query_due(
+        &self,
+        q: &reminders::ports::DueQuery<'_>,
+    ) -> Result<reminders::ports::DuePage, reminders::ports::PortError> {
+        if q.shard == self.shard {
+            return Err(reminders::ports::PortError::Unavailable {
+                op: "reminders.query_due",
+                message: "InternalServerError".into(),
+            });
+        }
+        self.inner.query_due(q).await
+    }
+    async fn sweep_index(
+        &self,
+        after: Option<&reminders::ports::SweepCursor>,
+        limit: u32,
+    ) -> Result<reminders::ports::SweepPage, reminders::ports::PortError> {
+        self.inner.sweep_index(after, limit).await
+    }
+    async fn quarantine(
+        &self,
+        key: &str,
+        reason: &str,
+    ) -> Result<reminders::ports::Marked, reminders::ports::PortError> {
+        self.inner.quarantine(key, reason).await
+    }
+    async fn extend_freshness(
+        &self,
+        id: &reminders::domain::ReminderId,
+        v: u64,
+        fresh_until: Timestamp,
+        expires_at: i64,
+    ) -> Result<reminders::ports::Marked, reminders::ports::PortError> {
+        self.inner
+            .extend_freshness(id, v, fresh_until, expires_at)
+            .await
+    }
+    async fn mark(
+        &self,
+        id: &reminders::domain::ReminderId,
+        v: u64,
+        to: reminders::domain::ReminderStatus,
+    ) -> Result<reminders::ports::Marked, reminders::ports::PortError> {
+        self.inner.mark(id, v, to).await
+    }
+}
+
+/// Window 7: a shard whose query keeps failing is reported on every run, with how many runs
+/// in a row, in the run's report and its metrics, not only in a log line; the other shards
+/// go on.
+#[tokio::test]
+async fn window_7_a_shard_that_keeps_failing_is_reported_run_after_run() {
+    let clock = ManualClock::at(T0);
+    let store = Arc::new(MemoryReminderStore::new(4));
+    let stuck = reminder("stuck", "s1", T0, &[Channel::Push]);
+    let shard = reminders::domain::due_shard(&stuck.reminder_id, 4);
+    let fine = (0..100)
+        .map(|i| reminder(&format!("fine-{i}"), "s2", T0, &[Channel::Push]))
+        .find(|r| reminders::domain::due_shard(&r.reminder_id, 4) != shard)
+        .unwrap();
+    store.insert(&stuck).await.unwrap();
+    store.insert(&fine).await.unwrap();
+    let queue = Arc::new(MemoryQueue::new(clock.clone()));
+    let ports = PortSet {
+        clock: clock.clone(),
+        reminders: Arc::new(FailingShard {
+            inner: store.clone(),
+            shard,
+        }),
+        ledger: Arc::new(MemoryLedger::default()),
+        gate: Arc::new(MemoryGate::default()),
+        queue: queue.clone(),
+        dead_letters: Arc::new(MemoryQueue::new(clock.clone())),
+        providers: PerChannel::from_fn(|_| AnyProvider::<ManualClock>::Disabled),
+    };
+    let scheduler = Scheduler::new(ports, SchedulerConfig::default());
+    let first = scheduler.run(None).await.unwrap();
+    assert_eq!(first.enqueued, 1, "the other shards go on");
+    assert_eq!(first.failed_shards.len(), 1);
+    assert_eq!(
+        (
+            first.failed_shards[0].shard,
+            first.failed_shards[0].runs_in_a_row
+        ),
+        (shard, 1)
+    );
+    assert_eq!(
+        first.shards_failing_repeatedly(),
+        0,
+        "one failure is a blip"
+    );
+    clock.advance(Duration::from_secs(60));
+    let second = scheduler.run(None).await.unwrap();
+    assert_eq!(second.failed_shards[0].runs_in_a_row, 2);
+    assert_eq!(second.shards_failing_repeatedly(), 1);
+    let emf: serde_json::Value = serde_json::from_str(&second.emf(T0)).unwrap();
+    assert_eq!(emf["scheduler_shards_failing"], 1);
+    assert_eq!(emf["scheduler_query_failures"], 1);
+}
+
+/// Window 6, on the run's clock: the sweep runs once every `sweep_every`, not on every run;
+/// an item that can never become due, written after a sweep, is quarantined by the next one.
+#[tokio::test]
+async fn window_6_the_sweep_runs_once_per_period() {
+    use reminders::domain::ReminderStatus;
+    let w = world(SchedulerConfig::default());
+    assert!(
+        w.scheduler.run(None).await.unwrap().swept == 0,
+        "an empty index"
+    );
+    // Due a year out, fresh until before that: never due, and no query would reach it soon.
+    let mut never = reminder(
+        "never",
+        "s1",
+        T0.plus(Duration::from_secs(365 * 86_400)),
+        &[Channel::Push],
+    );
+    never.fresh_until = T0.plus(Duration::from_secs(3_600));
+    w.store.insert(&never).await.unwrap();
+    w.clock.advance(Duration::from_secs(60));
+    let between = w.scheduler.run(None).await.unwrap();
+    assert_eq!((between.swept, between.quarantined), (0, 0), "not yet");
+    w.clock.advance(SchedulerConfig::default().sweep_every);
+    let next = w.scheduler.run(None).await.unwrap();
+    assert_eq!((next.swept, next.quarantined), (1, 1), "{next:?}");
+    let stored = w.store.get(&never.reminder_id).await.unwrap().unwrap();
+    assert_eq!(stored.status, ReminderStatus::Invalid);
+    assert_eq!(
+        stored.invalid_reason.as_deref(),
+        Some("fresh_until: not after due_at")
+    );
+}

@@ -136,6 +136,11 @@ fn item_poison() -> Vec<(String, Item, &'static str, Channel)> {
     );
     // Content written as a plain string by another application: the error must not echo it.
     let text = s("Dear Ana, your code is 4711");
+    let not_json = AttributeValue::M(HashMap::from([
+        ("kind".to_owned(), s("template")),
+        ("template_id".to_owned(), s("pickup")),
+        ("template_data".to_owned(), s("{not json")),
+    ]));
     vec![
         (
             "c-bad-email".into(),
@@ -179,6 +184,13 @@ fn item_poison() -> Vec<(String, Item, &'static str, Channel)> {
             "recipients.email",
             Channel::Email,
         ),
+        // Window 8: template data that is not JSON never reaches the provider as it is.
+        (
+            "c-template-not-json".into(),
+            with(item("c-template-not-json"), "content", not_json),
+            "content.template_data",
+            Channel::Sms,
+        ),
     ]
 }
 
@@ -207,7 +219,7 @@ async fn bad_items_are_quarantined_or_dead_lettered_beside_a_valid_one() {
     assert_eq!(report.quarantined, 9, "{report:?}");
     // The valid one and the item-level poison go out (c-unlisted with two messages); the
     // enqueued item with a stray due_shard only leaves the index, its status untouched.
-    assert_eq!(report.enqueued, 1 + 7, "{report:?}");
+    assert_eq!(report.enqueued, 1 + 8, "{report:?}");
     let stray = ReminderId::parse("p-stray").unwrap();
     let stray = w.ports.reminders.get(&stray).await.unwrap().unwrap();
     assert_eq!(
@@ -412,5 +424,108 @@ async fn a_heavy_subscriber_does_not_use_up_the_scan_budget() {
         let id = ReminderId::parse(format!("light-{i:02}")).unwrap();
         let r = w.ports.reminders.get(&id).await.unwrap().unwrap();
         assert_eq!(r.status, ReminderStatus::Enqueued, "{id}");
+    }
+}
+
+/// Window 6: items no shard query reaches (a `due_shard` outside the shards) or that can never
+/// become due (a `due_at` of 1e30) are found by the sweep and quarantined with a reason, in
+/// the first run; the valid reminder beside them goes out.
+#[tokio::test]
+async fn window_6_the_sweep_quarantines_items_no_query_reaches() {
+    let w = AwsWorld::new(QueueSpec::default()).await;
+    let valid = crate::support::reminder("w6-valid", Channel::Sms);
+    w.ports.reminders.insert(&valid).await.unwrap();
+    let far_shard = with(item("w6-shard-77"), "due_shard", n(77));
+    let never_due = with(
+        item("w6-never-due"),
+        "due_at",
+        AttributeValue::N("1e30".into()),
+    );
+    for it in [far_shard, never_due] {
+        w.dynamo
+            .put_item()
+            .table_name(&w.reminders_table)
+            .set_item(Some(it))
+            .send()
+            .await
+            .unwrap();
+    }
+    let scheduler = Scheduler::new(w.ports.clone(), SchedulerConfig::default());
+    let report = scheduler.run(None).await.unwrap();
+    assert_eq!((report.quarantined, report.enqueued), (2, 1), "{report:?}");
+    assert!(report.swept >= 3, "{report:?}");
+    for (id, field) in [("w6-shard-77", "due_shard"), ("w6-never-due", "due_at")] {
+        let r = w.ports.reminders.get(&ReminderId::parse(id).unwrap()).await;
+        let reason = match r {
+            Ok(Some(r)) => {
+                assert_eq!(r.status, ReminderStatus::Invalid, "{id}");
+                r.invalid_reason.unwrap_or_default()
+            }
+            // An item whose due_at cannot be read cannot be read whole either: read the raw
+            // attributes.
+            _ => {
+                let got = w
+                    .dynamo
+                    .get_item()
+                    .table_name(&w.reminders_table)
+                    .key("reminder_id", s(id))
+                    .send()
+                    .await
+                    .unwrap()
+                    .item
+                    .unwrap();
+                assert_eq!(got.get("status"), Some(&s("invalid")), "{id}");
+                match got.get("invalid_reason") {
+                    Some(AttributeValue::S(r)) => r.clone(),
+                    other => panic!("{id}: {other:?}"),
+                }
+            }
+        };
+        eprintln!("quarantined {id}: {reason}");
+        assert!(reason.starts_with(field), "{id}: {reason}");
+    }
+}
+
+/// Window 7: an item whose `due_at` is text makes the emulator fail every query of its shard,
+/// and its scan of the index too (real DynamoDB refuses the write; any lasting failure of one
+/// shard looks the same). The valid reminder in that shard waits, and each run reports the
+/// shard with how many runs in a row it failed, not only a log line.
+#[tokio::test]
+async fn window_7_a_failing_shard_is_reported_on_every_run() {
+    let w = AwsWorld::new(QueueSpec::default()).await;
+    let valid = crate::support::reminder("w7-valid", Channel::Sms);
+    w.ports.reminders.insert(&valid).await.unwrap();
+    let stored = w
+        .dynamo
+        .get_item()
+        .table_name(&w.reminders_table)
+        .key("reminder_id", s("w7-valid"))
+        .send()
+        .await
+        .unwrap()
+        .item
+        .unwrap();
+    let shard = stored["due_shard"].clone();
+    let text_due = with(item("w7-text-due"), "due_at", s("soon"));
+    let text_due = with(text_due, "due_shard", shard.clone());
+    w.dynamo
+        .put_item()
+        .table_name(&w.reminders_table)
+        .set_item(Some(text_due))
+        .send()
+        .await
+        .unwrap();
+    let scheduler = Scheduler::new(w.ports.clone(), SchedulerConfig::default());
+    let want: u32 = match &shard {
+        AttributeValue::N(v) => v.parse().unwrap(),
+        other => panic!("{other:?}"),
+    };
+    for run in 1..=2 {
+        let report = scheduler.run(None).await.unwrap();
+        assert_eq!(report.failed_shards.len(), 1, "{report:?}");
+        let f = &report.failed_shards[0];
+        assert_eq!((f.shard, f.runs_in_a_row), (want, run), "{report:?}");
+        assert!(!f.error.is_empty());
+        assert_eq!(report.shards_failing_repeatedly(), u32::from(run > 1));
     }
 }

@@ -180,6 +180,14 @@ impl ReminderItem {
         if recipients.is_empty() && unsendable.is_empty() {
             return Err("recipients: empty".into());
         }
+        // The same rules as a reminder created here: template data that is not a JSON object
+        // never reaches a provider.
+        crate::domain::reminder::check_content(&self.content).map_err(|e| match e {
+            crate::domain::ReminderError::BadTemplateData => {
+                "content.template_data: must be a JSON object (as text)".to_owned()
+            }
+            e => format!("content: {e}"),
+        })?;
         Ok(Reminder {
             reminder_id: self.reminder_id,
             subscriber_id: self.subscriber_id,
@@ -194,5 +202,48 @@ impl ReminderItem {
             expires_at: self.expires_at,
             enqueued: self.enqueued_channels,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(template_data: &str) -> HashMap<String, AttributeValue> {
+        let s = |v: &str| AttributeValue::S(v.to_owned());
+        let n = |v: i64| AttributeValue::N(v.to_string());
+        let content = HashMap::from([
+            ("kind".to_owned(), s("template")),
+            ("template_id".to_owned(), s("pickup")),
+            ("template_data".to_owned(), s(template_data)),
+        ]);
+        HashMap::from([
+            ("reminder_id".to_owned(), s("r-1")),
+            ("subscriber_id".to_owned(), s("s-1")),
+            ("due_at".to_owned(), n(1_000)),
+            ("fresh_until".to_owned(), n(2_000)),
+            ("payload_version".to_owned(), n(1)),
+            ("status".to_owned(), s("scheduled")),
+            ("channels".to_owned(), AttributeValue::L(vec![s("email")])),
+            (
+                "recipients".to_owned(),
+                AttributeValue::M(HashMap::from([("email".to_owned(), s("a@example.org"))])),
+            ),
+            ("content".to_owned(), AttributeValue::M(content)),
+            ("expires_at".to_owned(), n(3)),
+        ])
+    }
+
+    /// Window 8: template data an application stored that is not JSON never goes to the
+    /// provider as it is; the item is refused, naming the field.
+    #[test]
+    fn window_8_template_data_that_is_not_json_is_refused_naming_the_field() {
+        let err = reminder(item("{not json")).unwrap_err();
+        assert_eq!(
+            err,
+            "content.template_data: must be a JSON object (as text)"
+        );
+        let ok = reminder(item(r#"{"order":"42"}"#)).unwrap();
+        assert!(matches!(ok.content, Content::Template { .. }));
     }
 }

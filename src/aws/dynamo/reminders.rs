@@ -8,8 +8,9 @@ use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::get_item::GetItemError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::query::QueryError;
+use aws_sdk_dynamodb::operation::scan::ScanError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
 use serde_dynamo::aws_sdk_dynamodb_1::to_item;
 
@@ -20,9 +21,12 @@ use crate::clock::Timestamp;
 use crate::domain::{Reminder, ReminderId, ReminderStatus, SubscriberId, MAX_DUE_SHARDS};
 use crate::ports::reminders::{
     editable, FILTERED_PAGE, OP_EXTEND, OP_GET, OP_INSERT, OP_MARK, OP_QUARANTINE, OP_QUERY,
-    OP_REPLACE,
+    OP_REPLACE, OP_SWEEP,
 };
-use crate::ports::{DueCursor, DuePage, DueQuery, Inserted, Marked, PortError, ReminderStore};
+use crate::ports::{
+    DueCursor, DuePage, DueQuery, Inserted, Marked, PortError, ReminderStore, SweepCursor,
+    SweepPage, SweptItem,
+};
 
 /// Values of one `IN` list (DynamoDB's limit).
 const MAX_IN_LIST: usize = 100;
@@ -184,6 +188,60 @@ impl ReminderStore for DynamoReminderStore {
             .collect();
         let next = out.last_evaluated_key.as_ref().and_then(cursor);
         Ok(DuePage { items, next })
+    }
+
+    async fn sweep_index(
+        &self,
+        after: Option<&SweepCursor>,
+        limit: u32,
+    ) -> Result<SweepPage, PortError> {
+        let mut q = self
+            .client
+            .scan()
+            .table_name(&self.table)
+            .index_name(DUE_INDEX)
+            .limit(i32::try_from(limit.max(1)).unwrap_or(i32::MAX));
+        for (name, value, number) in after.map(|c| c.0.as_slice()).unwrap_or_default() {
+            let v = if *number { n(value) } else { s(value) };
+            q = q.exclusive_start_key(name, v);
+        }
+        let out = q
+            .send()
+            .await
+            .map_err(|e| port_error(OP_SWEEP, e, dynamo_kind!(ScanError)))?;
+        let items = out
+            .items
+            .unwrap_or_default()
+            .into_iter()
+            .map(|raw| {
+                let key = match raw.get("reminder_id") {
+                    Some(AttributeValue::S(id)) => id.clone(),
+                    _ => String::new(),
+                };
+                let shard = match raw.get("due_shard") {
+                    Some(AttributeValue::N(v)) => v.parse().ok(),
+                    _ => None,
+                };
+                SweptItem {
+                    key,
+                    shard,
+                    entry: item::due_entry(raw),
+                }
+            })
+            .collect();
+        let next = out.last_evaluated_key.map(|k| {
+            let mut attrs: Vec<(String, String, bool)> = k
+                .into_iter()
+                .filter_map(|(name, v)| match v {
+                    AttributeValue::S(v) => Some((name, v, false)),
+                    AttributeValue::N(v) => Some((name, v, true)),
+                    _ => None,
+                })
+                .collect();
+            attrs.sort();
+            SweepCursor(attrs)
+        });
+        Ok(SweepPage { items, next })
     }
 
     async fn extend_freshness(

@@ -156,6 +156,49 @@ impl ReminderStore for MemoryReminderStore {
         })
     }
 
+    async fn sweep_index(
+        &self,
+        after: Option<&SweepCursor>,
+        limit: u32,
+    ) -> Result<SweepPage, PortError> {
+        let shards = self.shards;
+        self.guarded(OP_SWEEP, |t| {
+            let from = match after.and_then(|c| c.0.first()) {
+                Some((_, id, _)) => Bound::Excluded(id.clone()),
+                None => Bound::Unbounded,
+            };
+            let limit = usize::try_from(limit.max(1)).unwrap_or(usize::MAX);
+            let mut items = Vec::new();
+            let mut next = None;
+            let indexed = t.items.range::<String, _>((from, Bound::Unbounded));
+            for (id, r) in indexed.filter(|(_, r)| r.status == ReminderStatus::Scheduled) {
+                if items.len() == limit {
+                    break;
+                }
+                let due = DueReminder::from(r);
+                let entry = match due.problem() {
+                    None => DueEntry::Due(due),
+                    Some(reason) => DueEntry::Unschedulable {
+                        key: id.clone(),
+                        due_at: r.due_at,
+                        reason,
+                    },
+                };
+                let shard = Some(due_shard(&r.reminder_id, shards));
+                next = Some(SweepCursor(vec![("reminder_id".into(), id.clone(), false)]));
+                items.push(SweptItem {
+                    key: id.clone(),
+                    shard,
+                    entry,
+                });
+            }
+            if items.len() < limit {
+                next = None;
+            }
+            SweepPage { items, next }
+        })
+    }
+
     async fn extend_freshness(
         &self,
         id: &ReminderId,
