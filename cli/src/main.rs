@@ -104,9 +104,14 @@ enum Command {
         /// Print the totals as one JSON line.
         #[arg(long)]
         json: bool,
-        /// Break the system on purpose, to see the checker catch it: ack-before-outcome,
-        /// ignore-retry-after, unfenced-ledger, drop-dead-letters, 5xx-permanent or
-        /// hide-breaker.
+        /// Break the system on purpose, to see the checker catch it. Each plant fires a
+        /// counter of the JSON in 60 worlds (`--seeds 60`): ack-before-outcome → lost,
+        /// ignore-retry-after → early_sends, unfenced-ledger → duplicated, drop-dead-letters →
+        /// dead_without_copy, 5xx-permanent → unjustified_endings, hide-breaker →
+        /// unjustified_endings, late-freshness → stale_sends, lost-cancel →
+        /// sends_after_cancel, double-dead-letters → extra_dlq_copies, forget-attempts →
+        /// budget_exceeded, early-freshness → unjustified_endings, strip-dead-letter-reason →
+        /// unjustified_endings.
         #[arg(long)]
         plant: Option<String>,
     },

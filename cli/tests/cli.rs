@@ -257,3 +257,18 @@ fn every_operator_bad_input_names_its_flag_or_variable() {
     assert!(!err.contains("unexpected argument"), "{err}");
     assert!(err.contains("reminders.insert"), "{err}");
 }
+
+/// `chaos --help` says which counter each plant fires, for every plant there is.
+#[test]
+fn chaos_help_lists_which_plant_fires_which_counter() {
+    let out = remindctl(&["chaos", "--help"]);
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for plant in reminders::chaos::Plant::ALL {
+        let pair = format!("{} → {}", plant.name(), plant.fires());
+        assert!(help.contains(&pair), "{pair} missing from:\n{help}");
+    }
+}

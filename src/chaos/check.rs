@@ -23,6 +23,9 @@ struct Verdict<'a> {
     /// The operator asked to cancel this reminder at some point.
     cancel_requested: bool,
     max_attempts: u32,
+    max_receive_count: u32,
+    /// The reminder's `fresh_until` as first written (it only ever moves later).
+    first_fresh_until: Timestamp,
     what: String,
 }
 
@@ -65,6 +68,13 @@ pub(super) async fn judge(world: &World, seed: u64) -> SeedReport {
                 idempotent,
                 cancel_requested: cancels.contains(&r.reminder_id),
                 max_attempts: world.consumer_cfg.policy.max_attempts,
+                max_receive_count: world.shape.max_receive_count,
+                first_fresh_until: world
+                    .first_fresh_until
+                    .get(id)
+                    .copied()
+                    .unwrap_or(r.fresh_until)
+                    .min(r.fresh_until),
                 what: describe(&key, channel, idempotent, rec, &r, copies, f),
             };
             v.judge(&mut report);
@@ -76,6 +86,14 @@ pub(super) async fn judge(world: &World, seed: u64) -> SeedReport {
 impl Verdict<'_> {
     fn status(&self) -> Option<Status> {
         self.rec.map(DeliveryRecord::status)
+    }
+
+    /// When the ledger recorded the expiry, by the world's clock.
+    fn expired_at(&self) -> Option<Timestamp> {
+        let rec = self.rec.filter(|r| r.status() == Status::Expired)?;
+        let history = rec.history();
+        let (_, last) = history.last()?;
+        (last.to == Status::Expired).then_some(last.at)
     }
 
     fn copy_of_last_death(&self) -> bool {
@@ -92,6 +110,7 @@ impl Verdict<'_> {
 
     /// Settled, and for a reason the world gave.
     fn ending(&self, report: &mut SeedReport) {
+        let mut unexplained = false;
         let t = &mut report.tally;
         let reminder_status = self.reminder.status;
         let settled = match self.status() {
@@ -124,6 +143,9 @@ impl Verdict<'_> {
             // death.
             _ if self.copies.iter().any(|c| c.dead_at.is_none()) => {
                 t.dead += 1;
+                // Judged, not taken on trust: the queue moves a message only past its
+                // receive count.
+                unexplained = self.facts.receives < self.max_receive_count;
                 true
             }
             // Made `ready` by a redrive run that stopped before its re-enqueue: the copy of its
@@ -138,10 +160,26 @@ impl Verdict<'_> {
         if !settled {
             report.broken(|t| &mut t.lost, self.what.clone());
         }
+        if unexplained {
+            let what = format!(
+                "in the DLQ without a reason after {} receives (maxReceiveCount {}): {}",
+                self.facts.receives, self.max_receive_count, self.what
+            );
+            report.broken(|t| &mut t.unjustified_endings, what);
+        }
         let cancelled = self.status() == Some(Status::Cancelled)
             || reminder_status == ReminderStatus::Cancelled;
         if cancelled && !self.cancel_requested {
             let what = format!("cancelled with no cancel asked: {}", self.what);
+            report.broken(|t| &mut t.unjustified_endings, what);
+        }
+        if let Some(at) = self.expired_at().filter(|at| *at <= self.first_fresh_until) {
+            let what = format!(
+                "expired at {} while fresh until {}: {}",
+                at.as_millis(),
+                self.first_fresh_until.as_millis(),
+                self.what
+            );
             report.broken(|t| &mut t.unjustified_endings, what);
         }
         if let Some(why) = self.facts.unjustified.first() {

@@ -221,7 +221,25 @@ impl<T: ReminderStore> ReminderStore for Chaotic<T> {
         self.dice.around("reminders.replace", call).await
     }
     async fn get(&self, id: &ReminderId) -> Result<Option<Reminder>, PortError> {
-        self.dice.around("reminders.get", self.inner.get(id)).await
+        let mut got = self
+            .dice
+            .around("reminders.get", self.inner.get(id))
+            .await?;
+        if let Some(r) = got.as_mut() {
+            match self.plant {
+                Some(super::Plant::LateFreshness) => {
+                    r.fresh_until = r.fresh_until.plus(std::time::Duration::from_secs(86_400));
+                }
+                Some(super::Plant::EarlyFreshness) => {
+                    r.fresh_until = r.fresh_until.minus(std::time::Duration::from_secs(3_600));
+                }
+                Some(super::Plant::LostCancel) if r.status == ReminderStatus::Cancelled => {
+                    r.status = ReminderStatus::Enqueued;
+                }
+                _ => {}
+            }
+        }
+        Ok(got)
     }
     async fn query_due(&self, q: &DueQuery<'_>) -> Result<DuePage, PortError> {
         self.dice
@@ -355,6 +373,13 @@ impl<T: DeadLetters> DeadLetters for Chaotic<T> {
     ) -> Result<(), PortError> {
         if self.plant == Some(super::Plant::DropDeadLetters) {
             return Ok(());
+        }
+        if self.plant == Some(super::Plant::DoubleDeadLetters) {
+            self.inner.dead_letter(channel, body, letter).await?;
+        }
+        if self.plant == Some(super::Plant::StripDeadLetterReason) {
+            let bare = DeadLetter::from_attributes(&Default::default());
+            return self.inner.dead_letter(channel, body, &bare).await;
         }
         let call = self.inner.dead_letter(channel, body, letter);
         self.dice.around("dlq.send", call).await

@@ -24,6 +24,11 @@ pub struct KeyFacts {
     pub acceptances: u32,
     pub delivered_at: Option<Timestamp>,
     pub cancelled_at: Option<Timestamp>,
+    /// When an operator's cancel was answered "cancelled" for this delivery: any send that
+    /// starts later breaks the promise, whatever the ledger says.
+    pub cancel_answered_at: Option<Timestamp>,
+    /// Times a message with this key was received from its queue.
+    pub receives: u32,
     /// The earliest the provider asked to be called again for this key, once the system
     /// learned it (a throttled deferral landed on the ledger after the 429). A 429 whose
     /// worker stopped before recording anything is one the system never heard.
@@ -113,8 +118,21 @@ impl Journal {
             k.channel = Some(channel);
             k.stale_sends += u32::from(now > fresh_until);
             k.early_sends += u32::from(k.retry_after.is_some_and(|at| now < at));
-            k.sends_after_cancel += u32::from(k.cancelled_at.is_some());
+            let after_cancel = k.cancelled_at.is_some() || k.cancel_answered_at.is_some();
+            k.sends_after_cancel += u32::from(after_cancel);
             k.sends_after_delivered += u32::from(k.delivered_at.is_some());
+        });
+    }
+
+    /// A message with this key was received from its channel's queue.
+    pub fn received(&self, key: &DeliveryKey) {
+        self.with(key, |k| k.receives += 1);
+    }
+
+    /// An operator's cancel answered that this delivery is cancelled (or already over).
+    pub fn cancel_answered(&self, key: &DeliveryKey, now: Timestamp) {
+        self.with(key, |k| {
+            k.cancel_answered_at.get_or_insert(now);
         });
     }
 
@@ -256,7 +274,11 @@ pub struct Observed<C> {
 
 impl<C: Clock> Ledger for Observed<C> {
     async fn get(&self, key: &DeliveryKey) -> Result<Option<DeliveryRecord>, PortError> {
-        self.inner.get(key).await
+        let got = self.inner.get(key).await?;
+        Ok(match self.plant {
+            Some(Plant::ForgetAttempts) => got.map(forget_attempts),
+            _ => got,
+        })
     }
 
     async fn put_if(&self, record: &DeliveryRecord, expected: Expected) -> Result<Cas, PortError> {
@@ -267,11 +289,34 @@ impl<C: Clock> Ledger for Observed<C> {
             Some(Plant::UnfencedLedger) => Expected::of(before.as_ref()),
             _ => expected,
         };
+        let dropped = self.plant == Some(Plant::LostCancel)
+            && record.status() == Status::Cancelled
+            && expected.holds_for(before.as_ref());
+        if dropped {
+            return Ok(Cas::Applied);
+        }
         let answer = self.inner.put_if(record, expected).await?;
         if answer == Cas::Applied {
             self.journal
                 .landed(before.as_ref(), record, self.clock.now());
         }
-        Ok(answer)
+        Ok(match answer {
+            Cas::Conflict(Some(cur)) if self.plant == Some(Plant::ForgetAttempts) => {
+                Cas::Conflict(Some(Box::new(forget_attempts(*cur))))
+            }
+            answer => answer,
+        })
     }
+}
+
+/// [`Plant::ForgetAttempts`]: a waiting delivery read with no attempt spent.
+fn forget_attempts(r: DeliveryRecord) -> DeliveryRecord {
+    if !matches!(r.status(), Status::Deferred | Status::Ready) {
+        return r;
+    }
+    let Ok(mut v) = serde_json::to_value(&r) else {
+        return r;
+    };
+    v["attempt_count"] = 0.into();
+    serde_json::from_value(v).unwrap_or(r)
 }

@@ -40,16 +40,35 @@ pub enum Plant {
     /// The gate adapter reads the throttle but not the breaker (an adapter that never learned
     /// the breaker's attributes): workers charge attempts against a provider known down.
     HideBreaker,
+    /// The reminders adapter reads `fresh_until` a day late (a unit mistake in a decoder).
+    LateFreshness,
+    /// The ledger adapter acknowledges a cancel without writing it, and the reminders
+    /// adapter reads a cancelled reminder as still enqueued.
+    LostCancel,
+    /// The dead-letter adapter sends every copy twice.
+    DoubleDeadLetters,
+    /// The ledger adapter reads a waiting delivery's attempt count as zero.
+    ForgetAttempts,
+    /// The reminders adapter reads `fresh_until` an hour early.
+    EarlyFreshness,
+    /// The dead-letter adapter drops a copy's reason and evidence.
+    StripDeadLetterReason,
 }
 
 impl Plant {
-    pub const ALL: [Plant; 6] = [
+    pub const ALL: [Plant; 12] = [
         Plant::AckBeforeOutcome,
         Plant::IgnoreRetryAfter,
         Plant::UnfencedLedger,
         Plant::DropDeadLetters,
         Plant::FiveXxPermanent,
         Plant::HideBreaker,
+        Plant::LateFreshness,
+        Plant::LostCancel,
+        Plant::DoubleDeadLetters,
+        Plant::ForgetAttempts,
+        Plant::EarlyFreshness,
+        Plant::StripDeadLetterReason,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -60,6 +79,30 @@ impl Plant {
             Plant::DropDeadLetters => "drop-dead-letters",
             Plant::FiveXxPermanent => "5xx-permanent",
             Plant::HideBreaker => "hide-breaker",
+            Plant::LateFreshness => "late-freshness",
+            Plant::LostCancel => "lost-cancel",
+            Plant::DoubleDeadLetters => "double-dead-letters",
+            Plant::ForgetAttempts => "forget-attempts",
+            Plant::EarlyFreshness => "early-freshness",
+            Plant::StripDeadLetterReason => "strip-dead-letter-reason",
+        }
+    }
+
+    /// The verdict (a counter of the JSON) this plant is built to fire.
+    pub const fn fires(self) -> &'static str {
+        match self {
+            Plant::AckBeforeOutcome => "lost",
+            Plant::IgnoreRetryAfter => "early_sends",
+            Plant::UnfencedLedger => "duplicated",
+            Plant::DropDeadLetters => "dead_without_copy",
+            Plant::FiveXxPermanent => "unjustified_endings",
+            Plant::HideBreaker => "unjustified_endings",
+            Plant::LateFreshness => "stale_sends",
+            Plant::LostCancel => "sends_after_cancel",
+            Plant::DoubleDeadLetters => "extra_dlq_copies",
+            Plant::ForgetAttempts => "budget_exceeded",
+            Plant::EarlyFreshness => "unjustified_endings",
+            Plant::StripDeadLetterReason => "unjustified_endings",
         }
     }
 

@@ -66,12 +66,28 @@ impl ChaosProvider {
         true
     }
 
+    /// A 429 whose Retry-After is delta-seconds or an HTTP date, from 1 s to 10 min (outside
+    /// the usual 10 to 120 s too), read by the real parser. The journal keeps what the provider
+    /// said, to the second, whatever the system makes of it.
     fn throttle(&self, key: &DeliveryKey, now: Timestamp) -> Outcome {
-        let until = now.plus(Duration::from_secs(self.dice.range(10, 120)));
+        let secs = match self.dice.range(0, 4) {
+            0 => self.dice.range(1, 10),
+            1 => self.dice.range(121, 600),
+            _ => self.dice.range(10, 120),
+        };
+        let whole = Timestamp::from_millis(now.as_millis().div_euclid(1000) * 1000);
+        let until = whole.plus(Duration::from_secs(secs + 1));
         self.journal.throttled(key, until);
+        let header = if self.dice.range(0, 2) == 0 {
+            until.since(now).as_secs_f64().ceil().to_string()
+        } else {
+            let at = std::time::UNIX_EPOCH
+                + Duration::from_millis(u64::try_from(until.as_millis()).unwrap_or(0));
+            httpdate::fmt_http_date(at)
+        };
         let retry_after = match self.plant {
             Some(Plant::IgnoreRetryAfter) => None,
-            _ => Some(until),
+            _ => crate::policy::retry_after::parse_retry_after(&header, now),
         };
         Outcome::Throttled { retry_after }
     }

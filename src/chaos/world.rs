@@ -117,6 +117,9 @@ pub(super) struct World {
     pub urls: PerChannel<String>,
     pub ids: Vec<ReminderId>,
     pub owners: Arc<Mutex<BTreeMap<DeliveryKey, ReminderId>>>,
+    /// Each reminder's `fresh_until` as first written: redrives and edits only move it later,
+    /// so an expiry before it was unjustified whatever came after.
+    pub first_fresh_until: BTreeMap<ReminderId, Timestamp>,
     /// Reminders the operator asked to cancel (whether or not the cancel went through).
     pub cancel_requests: Mutex<BTreeSet<ReminderId>>,
     pub consumer_cfg: ConsumerConfig,
@@ -172,7 +175,7 @@ fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
     let chaotic = |inner| Arc::new(Chaotic::new(inner, dice.clone()));
     let ports = PortSet {
         clock,
-        reminders: Arc::new(Chaotic::new(store.clone(), dice.clone())),
+        reminders: Arc::new(Chaotic::new(store.clone(), dice.clone()).planted(plant)),
         ledger: Arc::new(Chaotic::new(
             Observed {
                 inner: ledger.clone(),
@@ -199,6 +202,7 @@ fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
         urls: PerChannel::from_fn(|c| format!("http://chaos/000000000000/reminders-{c}")),
         ids: Vec::new(),
         owners,
+        first_fresh_until: BTreeMap::new(),
         cancel_requests: Mutex::new(BTreeSet::new()),
         consumer_cfg,
         plant,
@@ -256,6 +260,9 @@ async fn seed_reminders(world: &mut World, rng: &mut StdRng) {
         own(world, &r);
         if world.store.insert(&r).await.is_ok() {
             ids.push(r.reminder_id.clone());
+            world
+                .first_fresh_until
+                .insert(r.reminder_id.clone(), r.fresh_until);
         }
     }
     world.ids = ids;
@@ -325,6 +332,11 @@ async fn poll(world: &World, consumer: &Consumer<ChaosPorts>, channel: Channel) 
         Ok(got) if !got.is_empty() => got,
         _ => return false,
     };
+    for m in &got {
+        if let Ok(msg) = crate::domain::DeliveryMessage::decode(&m.body) {
+            world.journal.received(&msg.delivery_key);
+        }
+    }
     if world.plant == Some(Plant::AckBeforeOutcome) {
         for m in &got {
             let _ = queue.delete(channel, &m.receipt_handle).await;
@@ -406,7 +418,8 @@ async fn operator(world: Arc<World>, seed: u64) {
         if rng.random_bool(0.5) {
             crate::ports::faults::lock(&world.cancel_requests).insert(id.clone());
             let now = world.clock.now();
-            let _ = outbox::cancel(&ports.reminders, &ports.ledger, id, now, retention).await;
+            let answer = outbox::cancel(&ports.reminders, &ports.ledger, id, now, retention).await;
+            heard(&world, id, answer).await;
         } else {
             let edit = Edit {
                 content: Some(Content::Text {
@@ -439,6 +452,35 @@ async fn settle(world: &World) {
             if matches!(crate::local::nothing_pending(&world.ports).await, Ok(true)) {
                 return;
             }
+        }
+    }
+}
+
+/// Tell the journal which deliveries an answered cancel settled: a send that starts after
+/// this is a send after the cancel, whatever the ledger came to say.
+async fn heard(
+    world: &World,
+    id: &ReminderId,
+    answer: Result<Option<outbox::CancelReport>, outbox::OutboxError>,
+) {
+    use crate::delivery::state::Status;
+    use crate::delivery::Cancelled;
+    use crate::ports::ReminderStore;
+    let Ok(Some(report)) = answer else {
+        return;
+    };
+    let Ok(Some(r)) = world.store.get(id).await else {
+        return;
+    };
+    let now = world.clock.now();
+    for (channel, answer) in report.deliveries {
+        let settled = matches!(
+            answer,
+            Cancelled::Cancelled | Cancelled::AlreadyFinal(Status::Cancelled | Status::Expired)
+        );
+        if settled {
+            let key = DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, channel);
+            world.journal.cancel_answered(&key, now);
         }
     }
 }

@@ -33,7 +33,7 @@ impl Expected {
         })
     }
 
-    fn holds_for(self, current: Option<&DeliveryRecord>) -> bool {
+    pub fn holds_for(self, current: Option<&DeliveryRecord>) -> bool {
         match (self, current) {
             (Expected::Absent, None) => true,
             (Expected::Version { seq, status }, Some(r)) => r.seq() == seq && r.status() == status,

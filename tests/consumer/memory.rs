@@ -613,6 +613,8 @@ async fn throttles_past_the_budget_die_as_throttle_exhausted() {
     );
 }
 
+/// No chance left before `fresh_until`: no further call, and the delivery waits out its
+/// freshness before it ends expired (it is never called expired while still fresh).
 #[tokio::test]
 async fn a_retry_that_would_land_after_fresh_until_expires_instead() {
     let w = Mem::new(test_config(), true);
@@ -621,6 +623,13 @@ async fn a_retry_that_would_land_after_fresh_until_expires_instead() {
     w.provider
         .script_for(&msg.delivery_key, [Answer::ThrottleSecs(7200)]);
     w.enqueue(&msg).await;
+    let out = w.run(SMS).await.unwrap();
+    let left = r.fresh_until.since(T0).as_secs() + 1;
+    assert_eq!(actions(&out), [Action::Hold { secs: left as u32 }]);
+    let rec = w.record(&msg.delivery_key).await.unwrap();
+    assert_eq!(rec.status(), Status::Deferred);
+    assert_eq!(rec.next_eligible_at(), Some(r.fresh_until));
+    w.advance(left);
     let out = w.run(SMS).await.unwrap();
     assert_eq!(actions(&out), [Action::Ack]);
     assert_eq!(out.metrics.get(SMS).expired, 1);

@@ -69,6 +69,10 @@ fn decode<T: for<'de> Deserialize<'de>>(
 /// serde's type and value errors quote the value they met (`invalid type: string "…"`), which
 /// could be a recipient or the content: keep what was expected, never the value.
 fn redact(message: &str) -> String {
+    if message.starts_with("Failed to parse") {
+        // serde_dynamo's number errors quote the value and Rust's parser.
+        return "must be a whole number (times are epoch milliseconds)".to_owned();
+    }
     for kind in ["invalid type", "invalid value", "invalid length"] {
         if message.starts_with(kind) {
             return match message.find(", expected") {

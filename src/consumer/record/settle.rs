@@ -235,7 +235,9 @@ impl<P: Ports> Record<'_, P> {
         Ok(Action::Ack)
     }
 
-    /// The next chance lands after `fresh_until`: defer (fenced), then expire.
+    /// The next chance lands after `fresh_until`: deferred (fenced) until then, and the message
+    /// held until just past it, when its intake finds it stale and expires it. A delivery is
+    /// never called expired while it is still fresh.
     async fn expired(
         &mut self,
         d: &Delivery,
@@ -256,15 +258,17 @@ impl<P: Ports> Record<'_, P> {
         else {
             return Ok(Action::Leave);
         };
-        match transition(ledger, Some(deferred), Change::Expire, ctx).await? {
-            Written::Applied(_) => {
-                self.m.expired += 1;
-                log_transition(&d.msg, spent.attempts, "stale", "ack", Duration::ZERO);
-                Ok(Action::Ack)
-            }
-            // Claimed by another worker between our two writes: its handle decides.
-            Written::Refused { .. } => Ok(Action::Leave),
-        }
+        let past = d.reminder.fresh_until.plus(Duration::from_secs(1));
+        let wait = past.since(ctx.now);
+        log_transition(
+            &d.msg,
+            deferred.attempt_count(),
+            "no_chance_left",
+            "expire",
+            wait,
+        );
+        let _ = spent;
+        self.hold(&d.msg, past, ctx.now).await
     }
 
     /// A fenced change to the delivery we hold, written now.
