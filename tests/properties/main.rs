@@ -35,9 +35,12 @@ pub fn cheap() -> Config {
 
 /// Failures are kept beside each module (`state.rs` → `state.regressions`), not in the shared
 /// `tests/proptest-regressions/`, where suites with a module of the same name would mix.
+/// A test that rejects (`prop_assume!`) more than half as many inputs as it runs fails: its
+/// generator mostly makes inputs the property says nothing about.
 fn with_cases(cases: u32) -> Config {
     Config {
         failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("regressions"))),
+        max_global_rejects: cases / 2,
         ..Config::with_cases(cases)
     }
 }
