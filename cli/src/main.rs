@@ -111,7 +111,7 @@ enum Command {
         /// unjustified_endings, late-freshness → stale_sends, lost-cancel →
         /// sends_after_cancel, double-dead-letters → extra_dlq_copies, forget-attempts →
         /// budget_exceeded, early-freshness → unjustified_endings, strip-dead-letter-reason →
-        /// unjustified_endings.
+        /// dead_without_copy.
         #[arg(long)]
         plant: Option<String>,
     },

@@ -48,6 +48,14 @@ pub(super) async fn judge(world: &World, seed: u64) -> SeedReport {
         },
         findings: Vec::new(),
     };
+    let invalid = crate::ports::faults::lock(&world.invalid_ids).clone();
+    for id in &invalid {
+        let status = world.store.get(id).await.ok().flatten().map(|r| r.status);
+        if status != Some(ReminderStatus::Invalid) {
+            let what = format!("invalid item {id} never quarantined: {status:?}");
+            report.broken(|t| &mut t.lost, what);
+        }
+    }
     for id in &world.ids {
         let Ok(Some(r)) = world.store.get(id).await else {
             report.broken(|t| &mut t.lost, format!("reminder {id} is gone"));

@@ -204,11 +204,13 @@ impl<T: ReminderStore> ReminderStore for Chaotic<T> {
         limit: u32,
     ) -> Result<crate::ports::SweepPage, PortError> {
         let call = self.inner.sweep_index(after, limit);
-        self.dice.around("reminders.sweep", call).await
+        self.dice
+            .around(crate::ports::reminders::OP_SWEEP, call)
+            .await
     }
     async fn insert(&self, r: &Reminder) -> Result<Inserted, PortError> {
         self.dice
-            .around("reminders.insert", self.inner.insert(r))
+            .around(crate::ports::reminders::OP_INSERT, self.inner.insert(r))
             .await
     }
     async fn replace(
@@ -218,12 +220,14 @@ impl<T: ReminderStore> ReminderStore for Chaotic<T> {
         status: ReminderStatus,
     ) -> Result<Marked, PortError> {
         let call = self.inner.replace(r, version, status);
-        self.dice.around("reminders.replace", call).await
+        self.dice
+            .around(crate::ports::reminders::OP_REPLACE, call)
+            .await
     }
     async fn get(&self, id: &ReminderId) -> Result<Option<Reminder>, PortError> {
         let mut got = self
             .dice
-            .around("reminders.get", self.inner.get(id))
+            .around(crate::ports::reminders::OP_GET, self.inner.get(id))
             .await?;
         if let Some(r) = got.as_mut() {
             match self.plant {
@@ -243,12 +247,14 @@ impl<T: ReminderStore> ReminderStore for Chaotic<T> {
     }
     async fn query_due(&self, q: &DueQuery<'_>) -> Result<DuePage, PortError> {
         self.dice
-            .around("reminders.query", self.inner.query_due(q))
+            .around(crate::ports::reminders::OP_QUERY, self.inner.query_due(q))
             .await
     }
     async fn quarantine(&self, key: &str, reason: &str) -> Result<Marked, PortError> {
         let call = self.inner.quarantine(key, reason);
-        self.dice.around("reminders.quarantine", call).await
+        self.dice
+            .around(crate::ports::reminders::OP_QUARANTINE, call)
+            .await
     }
     async fn extend_freshness(
         &self,
@@ -260,7 +266,9 @@ impl<T: ReminderStore> ReminderStore for Chaotic<T> {
         let call = self
             .inner
             .extend_freshness(id, version, fresh_until, expires_at);
-        self.dice.around("reminders.extend", call).await
+        self.dice
+            .around(crate::ports::reminders::OP_EXTEND, call)
+            .await
     }
     async fn mark(
         &self,
@@ -269,23 +277,30 @@ impl<T: ReminderStore> ReminderStore for Chaotic<T> {
         to: ReminderStatus,
     ) -> Result<Marked, PortError> {
         let call = self.inner.mark(id, version, to);
-        self.dice.around("reminders.mark", call).await
+        self.dice
+            .around(crate::ports::reminders::OP_MARK, call)
+            .await
     }
 }
 
 impl<T: Ledger> Ledger for Chaotic<T> {
     async fn get(&self, key: &DeliveryKey) -> Result<Option<DeliveryRecord>, PortError> {
-        self.dice.around("ledger.get", self.inner.get(key)).await
+        self.dice
+            .around(crate::ports::ledger::OP_GET, self.inner.get(key))
+            .await
     }
     async fn put_if(&self, record: &DeliveryRecord, expected: Expected) -> Result<Cas, PortError> {
         let call = self.inner.put_if(record, expected);
-        self.dice.around("ledger.put_if", call).await
+        self.dice.around(crate::ports::ledger::OP_PUT, call).await
     }
 }
 
 impl<T: Gate> Gate for Chaotic<T> {
     async fn state(&self, p: &GatePartition) -> Result<GateState, PortError> {
-        let mut state = self.dice.around("gate.get", self.inner.state(p)).await?;
+        let mut state = self
+            .dice
+            .around(crate::ports::gate::OP_GET, self.inner.state(p))
+            .await?;
         if self.plant == Some(super::Plant::HideBreaker) {
             state.breaker = None;
         }
@@ -293,13 +308,16 @@ impl<T: Gate> Gate for Chaotic<T> {
     }
     async fn throttle(&self, p: &GatePartition, until: Timestamp) -> Result<(), PortError> {
         self.dice
-            .around("gate.throttle", self.inner.throttle(p, until))
+            .around(
+                crate::ports::gate::OP_THROTTLE,
+                self.inner.throttle(p, until),
+            )
             .await
     }
     async fn failed(&self, p: &GatePartition, now: Timestamp) -> Result<GateState, PortError> {
         let mut state = self
             .dice
-            .around("gate.failed", self.inner.failed(p, now))
+            .around(crate::ports::gate::OP_FAILED, self.inner.failed(p, now))
             .await?;
         if self.plant == Some(super::Plant::HideBreaker) {
             state.breaker = None;
@@ -308,7 +326,10 @@ impl<T: Gate> Gate for Chaotic<T> {
     }
     async fn breaker(&self, p: &GatePartition, change: BreakerChange) -> Result<bool, PortError> {
         self.dice
-            .around("gate.breaker", self.inner.breaker(p, change))
+            .around(
+                crate::ports::gate::OP_BREAKER,
+                self.inner.breaker(p, change),
+            )
             .await
     }
 }
@@ -320,7 +341,7 @@ impl<T: DeliveryQueue> DeliveryQueue for Chaotic<T> {
         messages: &[OutgoingMessage],
     ) -> Result<Vec<SendFailure>, PortError> {
         let call = self.inner.send_batch(channel, messages);
-        self.dice.around("queue.send_batch", call).await
+        self.dice.around(crate::ports::queue::OP_SEND, call).await
     }
     async fn change_visibility(
         &self,
@@ -329,11 +350,13 @@ impl<T: DeliveryQueue> DeliveryQueue for Chaotic<T> {
         secs: u32,
     ) -> Result<(), PortError> {
         let call = self.inner.change_visibility(channel, handle, secs);
-        self.dice.around("queue.visibility", call).await
+        self.dice
+            .around(crate::ports::queue::OP_VISIBILITY, call)
+            .await
     }
     async fn delete(&self, channel: Channel, handle: &str) -> Result<(), PortError> {
         let call = self.inner.delete(channel, handle);
-        self.dice.around("queue.delete", call).await
+        self.dice.around(crate::ports::queue::OP_DELETE, call).await
     }
     async fn receive(
         &self,
@@ -342,7 +365,10 @@ impl<T: DeliveryQueue> DeliveryQueue for Chaotic<T> {
         visibility_secs: u32,
     ) -> Result<Vec<ReceivedMessage>, PortError> {
         let call = self.inner.receive(channel, max, visibility_secs);
-        let got = self.dice.around("queue.receive", call).await?;
+        let got = self
+            .dice
+            .around(crate::ports::queue::OP_RECEIVE, call)
+            .await?;
         // At least once: sometimes a message also goes out again, as a second copy that
         // another worker may take while this one works on the first.
         for m in &got {
@@ -359,7 +385,7 @@ impl<T: DeliveryQueue> DeliveryQueue for Chaotic<T> {
     }
     async fn depth(&self, channel: Channel) -> Result<QueueDepth, PortError> {
         self.dice
-            .around("queue.depth", self.inner.depth(channel))
+            .around(crate::ports::queue::OP_DEPTH, self.inner.depth(channel))
             .await
     }
 }
@@ -382,7 +408,9 @@ impl<T: DeadLetters> DeadLetters for Chaotic<T> {
             return self.inner.dead_letter(channel, body, &bare).await;
         }
         let call = self.inner.dead_letter(channel, body, letter);
-        self.dice.around("dlq.send", call).await
+        self.dice
+            .around(crate::ports::queue::OP_DEAD_LETTER, call)
+            .await
     }
     async fn receive_dead(
         &self,
@@ -391,14 +419,20 @@ impl<T: DeadLetters> DeadLetters for Chaotic<T> {
         visibility_secs: u32,
     ) -> Result<Vec<DeadLetterMessage>, PortError> {
         let call = self.inner.receive_dead(channel, max, visibility_secs);
-        self.dice.around("dlq.receive", call).await
+        self.dice
+            .around(crate::ports::queue::OP_DEAD_RECEIVE, call)
+            .await
     }
     async fn delete_dead(&self, channel: Channel, handle: &str) -> Result<(), PortError> {
         let call = self.inner.delete_dead(channel, handle);
-        self.dice.around("dlq.delete", call).await
+        self.dice
+            .around(crate::ports::queue::OP_DEAD_DELETE, call)
+            .await
     }
     async fn release_dead(&self, channel: Channel, handle: &str) -> Result<(), PortError> {
         let call = self.inner.release_dead(channel, handle);
-        self.dice.around("dlq.release", call).await
+        self.dice
+            .around(crate::ports::queue::OP_DEAD_RELEASE, call)
+            .await
     }
 }

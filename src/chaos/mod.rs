@@ -102,7 +102,7 @@ impl Plant {
             Plant::DoubleDeadLetters => "extra_dlq_copies",
             Plant::ForgetAttempts => "budget_exceeded",
             Plant::EarlyFreshness => "unjustified_endings",
-            Plant::StripDeadLetterReason => "unjustified_endings",
+            Plant::StripDeadLetterReason => "dead_without_copy",
         }
     }
 

@@ -120,6 +120,8 @@ pub(super) struct World {
     /// Each reminder's `fresh_until` as first written: redrives and edits only move it later,
     /// so an expiry before it was unjustified whatever came after.
     pub first_fresh_until: BTreeMap<ReminderId, Timestamp>,
+    /// Invalid items written mid-run: each must end quarantined.
+    pub invalid_ids: Mutex<BTreeSet<ReminderId>>,
     /// Reminders the operator asked to cancel (whether or not the cancel went through).
     pub cancel_requests: Mutex<BTreeSet<ReminderId>>,
     pub consumer_cfg: ConsumerConfig,
@@ -203,6 +205,7 @@ fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
         ids: Vec::new(),
         owners,
         first_fresh_until: BTreeMap::new(),
+        invalid_ids: Mutex::new(BTreeSet::new()),
         cancel_requests: Mutex::new(BTreeSet::new()),
         consumer_cfg,
         plant,
@@ -420,14 +423,23 @@ async fn operator(world: Arc<World>, seed: u64) {
             let now = world.clock.now();
             let answer = outbox::cancel(&ports.reminders, &ports.ledger, id, now, retention).await;
             heard(&world, id, answer).await;
+        } else if rng.random_bool(0.5) {
+            // An invalid item written mid-run, as another application might: never due
+            // (fresh until before its due time). The scheduler must quarantine it.
+            invalid_item(&world, t).await;
         } else {
-            let edit = Edit {
+            let mut edit = Edit {
                 content: Some(Content::Text {
                     subject: "Reminder".into(),
                     body: format!("edited at {t}"),
                 }),
                 ..Edit::default()
             };
+            if rng.random_bool(0.5) {
+                // Moved out by one to three hours, and sent to every channel: the channels
+                // already enqueued must not go out again.
+                grow(&world, id, &mut edit, rng.random_range(3_600..10_800)).await;
+            }
             let _ = outbox::edit(
                 &ports.reminders,
                 &ports.ledger,
@@ -482,5 +494,45 @@ async fn heard(
             let key = DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, channel);
             world.journal.cancel_answered(&key, now);
         }
+    }
+}
+
+/// An edit that moves a reminder `secs` later and adds every channel it lacks.
+async fn grow(world: &World, id: &ReminderId, edit: &mut Edit, secs: u64) {
+    use crate::ports::ReminderStore;
+    let Ok(Some(r)) = world.store.get(id).await else {
+        return;
+    };
+    let later = Duration::from_secs(secs);
+    edit.due_at = Some(r.due_at.plus(later));
+    edit.fresh_until = Some(r.fresh_until.plus(later));
+    let i = world.ids.iter().position(|x| x == id).unwrap_or(0) as u32;
+    edit.recipients = Some(Channel::ALL.iter().map(|c| recipient(*c, i)).collect());
+}
+
+/// A stored item no reminder API would write: fresh until before it is due.
+async fn invalid_item(world: &World, t: u64) {
+    use crate::ports::ReminderStore;
+    let Ok(id) = ReminderId::parse(format!("bad-{t}")) else {
+        return;
+    };
+    let due = world.clock.now().plus(Duration::from_secs(30));
+    let new = NewReminder {
+        reminder_id: id.clone(),
+        subscriber_id: SubscriberId::parse("s-bad").unwrap_or_else(|_| unreachable!()),
+        due_at: due,
+        fresh_until: Some(due.plus(Duration::from_secs(60))),
+        content: Content::Text {
+            subject: "Reminder".into(),
+            body: "bad".into(),
+        },
+        recipients: vec![recipient(Channel::Sms, 9_999)],
+    };
+    let Ok(mut r) = Reminder::new(new, Duration::from_secs(3600), Retention::default().0) else {
+        return;
+    };
+    r.fresh_until = due.minus(Duration::from_secs(1));
+    if world.store.insert(&r).await.is_ok() {
+        crate::ports::faults::lock(&world.invalid_ids).insert(id);
     }
 }

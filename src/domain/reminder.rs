@@ -155,8 +155,15 @@ impl Reminder {
     }
 
     pub fn is_stale_at(&self, now: Timestamp) -> bool {
-        now > self.fresh_until
+        is_stale(self.fresh_until, now)
     }
+}
+
+/// The one staleness rule (DESIGN §2): a delivery is stale once `now` is past `fresh_until`;
+/// at `fresh_until` itself it is still fresh. The scheduler, the consumer and redrive all ask
+/// this.
+pub fn is_stale(fresh_until: Timestamp, now: Timestamp) -> bool {
+    now > fresh_until
 }
 
 /// The content rules, for reminders built here and items stored by anyone.

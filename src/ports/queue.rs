@@ -19,6 +19,9 @@ pub const OP_VISIBILITY: &str = "queue.change_visibility";
 pub const OP_DELETE: &str = "queue.delete";
 pub const OP_DEPTH: &str = "queue.depth";
 pub const OP_DEAD_LETTER: &str = "dlq.send";
+pub const OP_DEAD_RECEIVE: &str = "dlq.receive";
+pub const OP_DEAD_DELETE: &str = "dlq.delete";
+pub const OP_DEAD_RELEASE: &str = "dlq.release";
 /// One entry of a batch (a fault here fails that entry only: a partial batch failure).
 pub const OP_SEND_ENTRY: &str = "queue.send_entry";
 

@@ -117,7 +117,7 @@ impl<P: Ports> Redriver<P> {
         if reminder.status == ReminderStatus::Cancelled {
             return self.cancelled(req, msg, &reminder, now, dm).await;
         }
-        if now <= reminder.fresh_until {
+        if !reminder.is_stale_at(now) {
             return Ok(Continue(reminder.fresh_until));
         }
         let Some(extra) = req.extend_freshness_secs else {

@@ -231,9 +231,6 @@ impl<P: Ports> Scheduler<P> {
         // The scan stops a margin earlier than the sends, so a run that spent its time
         // scanning still has the time to send and mark its first group.
         let mut report = RunReport::default();
-        if share.index == 0 {
-            self.sweep(deadline, &mut report).await;
-        }
         let out_of_time = || self.out_of_time(deadline, self.cfg.deadline_margin * 2);
         let taken = match scan::take_due(self.ports.reminders(), &limits, out_of_time).await {
             Ok(taken) => taken,
@@ -257,10 +254,17 @@ impl<P: Ports> Scheduler<P> {
             tracing::error!(shard = f.shard, runs_in_a_row = f.runs_in_a_row, error = %f.error, "due-index shard query failed; its reminders wait");
         }
         self.quarantine(&taken.unschedulable, &mut report).await;
-        let (stale, live): (Vec<DueReminder>, Vec<DueReminder>) =
-            taken.picked.into_iter().partition(|r| now > r.fresh_until);
+        let (stale, live): (Vec<DueReminder>, Vec<DueReminder>) = taken
+            .picked
+            .into_iter()
+            .partition(|r| crate::domain::reminder::is_stale(r.fresh_until, now));
         self.expire(&stale, &mut report).await;
         self.dispatch(&live, deadline, &mut report).await;
+        // Housekeeping after the due work, in the time left: what the sweep finds, no shard
+        // query reaches anyway.
+        if share.index == 0 {
+            self.sweep(deadline, &mut report).await;
+        }
         tracing::info!(
             scanned = report.scanned,
             enqueued = report.enqueued,

@@ -218,7 +218,7 @@ fn replace_nth(v: &mut Value, target: usize, n: &mut usize, kind: u8, byte: u8) 
             }
             (Value::String(s), 0) => {
                 let mut t = s.clone();
-                t.push(char::from(byte.max(0x21).min(0x7e)));
+                t.push(char::from(byte.clamp(0x21, 0x7e)));
                 Some(Value::String(t))
             }
             (Value::Number(_), 0) => Some(Value::from(u64::from(byte) * 7)),
@@ -307,7 +307,8 @@ fn generated_cases_reach_the_decoders() {
     use proptest::strategy::ValueTree;
     use proptest::test_runner::TestRunner;
     let mut runner = TestRunner::deterministic();
-    let decodes: [(&'static str, fn(&[u8]) -> bool); 4] = [
+    type Decodes = fn(&[u8]) -> bool;
+    let decodes: [(&'static str, Decodes); 4] = [
         ("message", |d| {
             std::str::from_utf8(d)
                 .is_ok_and(|t| reminders::domain::DeliveryMessage::decode(t).is_ok())

@@ -26,10 +26,9 @@ impl<P: Ports> Record<'_, P> {
         // checked again at that moment.
         let now = self.now();
         if d.reminder.is_stale_at(now) {
-            return self
-                .finish(&d.msg, Change::Expire, &d.seen)
-                .await
-                .map(Break);
+            // Written at the moment it was found stale, not at intake's earlier reading.
+            let ctx = self.ctx(&d.msg, d.reminder.fresh_until, now);
+            return self.finish(&d.msg, Change::Expire, &ctx).await.map(Break);
         }
         let ctx = self.ctx(&d.msg, d.reminder.fresh_until, now);
         let token = LeaseToken::generate(self.rng);

@@ -49,9 +49,11 @@ impl<P: Ports> Record<'_, P> {
         let ctx = self.ctx(&msg, reminder.fresh_until, now);
         if let Some(nb) = not_before {
             // A wait that ends past freshness (the message's, or the reminder's now): the
-            // delivery can never be sent fresh.
+            // delivery can never be sent fresh. It waits out its freshness, and its next
+            // intake expires it: never called expired while still fresh.
             if nb > reminder.fresh_until {
-                return self.finish(&msg, Change::Expire, &ctx).await.map(Break);
+                let past = reminder.fresh_until.plus(std::time::Duration::from_secs(1));
+                return self.hold(&msg, past, now).await.map(Break);
             }
             return self.hold(&msg, nb, now).await.map(Break);
         }
