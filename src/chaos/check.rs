@@ -99,9 +99,13 @@ impl Verdict<'_> {
     /// When the ledger recorded the expiry, by the world's clock.
     fn expired_at(&self) -> Option<Timestamp> {
         let rec = self.rec.filter(|r| r.status() == Status::Expired)?;
+        // The entry that moved it to expired (an edit's horizon move is expired → expired).
         let history = rec.history();
-        let (_, last) = history.last()?;
-        (last.to == Status::Expired).then_some(last.at)
+        let (_, entry) = history
+            .iter()
+            .rev()
+            .find(|(_, h)| h.to == Status::Expired && h.from != Status::Expired)?;
+        Some(entry.at)
     }
 
     fn copy_of_last_death(&self) -> bool {

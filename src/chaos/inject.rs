@@ -340,8 +340,26 @@ impl<T: DeliveryQueue> DeliveryQueue for Chaotic<T> {
         channel: Channel,
         messages: &[OutgoingMessage],
     ) -> Result<Vec<SendFailure>, PortError> {
-        let call = self.inner.send_batch(channel, messages);
-        self.dice.around(crate::ports::queue::OP_SEND, call).await
+        // A partial failure: SQS answers some entries failed, and sends the others.
+        let (mut sent, mut failed) = (Vec::new(), Vec::new());
+        for m in messages {
+            if self.dice.strikes(|r| r.fail_before / 2.0) {
+                failed.push(SendFailure {
+                    entry_id: m.entry_id.clone(),
+                    sender_fault: false,
+                    code: "InternalError".into(),
+                });
+            } else {
+                sent.push(m.clone());
+            }
+        }
+        if sent.is_empty() {
+            return Ok(failed);
+        }
+        let call = self.inner.send_batch(channel, &sent);
+        let mut out = self.dice.around(crate::ports::queue::OP_SEND, call).await?;
+        out.extend(failed);
+        Ok(out)
     }
     async fn change_visibility(
         &self,

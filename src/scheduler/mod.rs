@@ -121,6 +121,8 @@ pub struct RunReport {
     pub failed_shards: Vec<FailedShard>,
     /// Index items the sweep read this run (0 when no sweep ran).
     pub swept: u32,
+    /// Sweep pages that failed this run (the sweep goes on next run).
+    pub sweep_failures: u32,
     pub enqueued: u32,
     pub messages_sent: u32,
     pub expired: u32,
@@ -158,6 +160,7 @@ impl RunReport {
             ("scheduler_query_failures", self.query_failures),
             ("scheduler_shards_failing", self.shards_failing_repeatedly()),
             ("scheduler_swept", self.swept),
+            ("scheduler_sweep_failures", self.sweep_failures),
             ("scheduler_skipped_over_cap", self.skipped_over_cap),
             (
                 "scheduler_stopped_at_deadline",

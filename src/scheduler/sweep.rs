@@ -55,11 +55,9 @@ impl<P: Ports> Scheduler<P> {
             }
             state.cursor.clone()
         };
-        if cursor.is_none() {
-            lock(&self.sweeping).last = Some(now);
-        }
         let store = self.ports.reminders();
         let shards = store.shards();
+        let mut done = false;
         loop {
             if self.out_of_time(deadline, self.cfg.deadline_margin * 3) {
                 break;
@@ -67,7 +65,9 @@ impl<P: Ports> Scheduler<P> {
             let page = match store.sweep_index(cursor.as_ref(), SWEEP_PAGE).await {
                 Ok(page) => page,
                 Err(e) => {
-                    tracing::warn!(error = %e, "due-index sweep failed; it goes on next run");
+                    // Counted, and tried again on the next run (not a period later).
+                    report.sweep_failures += 1;
+                    tracing::error!(error = %e, "due-index sweep failed; it goes on next run");
                     break;
                 }
             };
@@ -81,9 +81,15 @@ impl<P: Ports> Scheduler<P> {
             self.quarantine(&found, report).await;
             cursor = page.next;
             if cursor.is_none() {
+                done = true;
                 break;
             }
         }
-        lock(&self.sweeping).cursor = cursor;
+        let mut state = lock(&self.sweeping);
+        state.cursor = cursor;
+        // A period counts from a sweep that read the whole index.
+        if done {
+            state.last = Some(now);
+        }
     }
 }

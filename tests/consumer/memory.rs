@@ -624,12 +624,15 @@ async fn a_retry_that_would_land_after_fresh_until_expires_instead() {
         .script_for(&msg.delivery_key, [Answer::ThrottleSecs(7200)]);
     w.enqueue(&msg).await;
     let out = w.run(SMS).await.unwrap();
-    let left = r.fresh_until.since(T0).as_secs() + 1;
-    assert_eq!(actions(&out), [Action::Hold { secs: left as u32 }]);
+    // Held until the provider allows (past freshness, so no call is made then either).
+    assert_eq!(actions(&out), [Action::Hold { secs: 7200 }]);
     let rec = w.record(&msg.delivery_key).await.unwrap();
     assert_eq!(rec.status(), Status::Deferred);
-    assert_eq!(rec.next_eligible_at(), Some(r.fresh_until));
-    w.advance(left);
+    assert_eq!(
+        rec.next_eligible_at(),
+        Some(T0.plus(Duration::from_secs(7200)))
+    );
+    w.advance(7200);
     let out = w.run(SMS).await.unwrap();
     assert_eq!(actions(&out), [Action::Ack]);
     assert_eq!(out.metrics.get(SMS).expired, 1);
@@ -686,7 +689,8 @@ async fn a_due_time_edited_later_after_enqueue_is_waited_for() {
 }
 
 /// A wait that would end past freshness (a `not_before` beyond `fresh_until`) is never
-/// re-enqueued forever: the delivery expires at once, unsent.
+/// re-enqueued forever, nor called expired while still fresh: it waits out the freshness,
+/// then expires, unsent.
 #[tokio::test]
 async fn a_not_before_past_freshness_expires() {
     let w = Mem::new(test_config(), true);
@@ -695,12 +699,18 @@ async fn a_not_before_past_freshness_expires() {
     msg.not_before = Some(r.fresh_until.plus(Duration::from_secs(3600)));
     w.enqueue(&msg).await;
     let out = w.run(SMS).await.unwrap();
+    let left = r.fresh_until.since(T0).as_secs() + 1;
+    assert_eq!(out.records[0].action, Action::Hold { secs: left as u32 });
+    assert_eq!(w.provider.calls_for(&msg.delivery_key), 0);
+    w.advance(left);
+    let out = w.run(SMS).await.unwrap();
     assert_eq!(out.records[0].action, Action::Ack);
     let rec = w.record(&msg.delivery_key).await.unwrap();
     assert_eq!(rec.status(), Status::Expired);
     assert_eq!(w.provider.calls_for(&msg.delivery_key), 0);
     assert!(w.queue.is_empty(SMS), "no copy re-enqueued");
-    // A not_before inside freshness is still waited for.
+    // A not_before inside freshness is still waited for (a world of its own, at T0).
+    let w = Mem::new(test_config(), true);
     let r2 = w.reminder("short-wait", &[SMS]).await;
     let mut msg2 = message(&r2, SMS);
     msg2.not_before = Some(T0.plus(Duration::from_secs(600)));

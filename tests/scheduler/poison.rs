@@ -453,7 +453,10 @@ async fn window_6_the_sweep_quarantines_items_no_query_reaches() {
     let scheduler = Scheduler::new(w.ports.clone(), SchedulerConfig::default());
     let report = scheduler.run(None).await.unwrap();
     assert_eq!((report.quarantined, report.enqueued), (2, 1), "{report:?}");
-    assert!(report.swept >= 3, "{report:?}");
+    assert!(
+        report.swept >= 2,
+        "the two, swept after the valid one left the index: {report:?}"
+    );
     for (id, field) in [("w6-shard-77", "due_shard"), ("w6-never-due", "due_at")] {
         let r = w.ports.reminders.get(&ReminderId::parse(id).unwrap()).await;
         let reason = match r {

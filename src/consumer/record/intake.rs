@@ -52,6 +52,9 @@ impl<P: Ports> Record<'_, P> {
             // delivery can never be sent fresh. It waits out its freshness, and its next
             // intake expires it: never called expired while still fresh.
             if nb > reminder.fresh_until {
+                if reminder.is_stale_at(now) {
+                    return self.finish(&msg, Change::Expire, &ctx).await.map(Break);
+                }
                 let past = reminder.fresh_until.plus(std::time::Duration::from_secs(1));
                 return self.hold(&msg, past, now).await.map(Break);
             }

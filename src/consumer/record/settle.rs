@@ -246,11 +246,15 @@ impl<P: Ports> Record<'_, P> {
         spent: Spent,
         ctx: &Ctx,
     ) -> Result<Action, PortError> {
+        // Not eligible before the provider allows (an edit could extend the freshness).
+        let eligible = answer
+            .retry_after()
+            .map_or(d.reminder.fresh_until, |at| at.max(d.reminder.fresh_until));
         let change = Change::Defer {
             token: lease.token,
-            next_eligible_at: d.reminder.fresh_until,
+            next_eligible_at: eligible,
             class: answer.class,
-            error: answer.error,
+            error: answer.error.clone(),
         };
         let ledger = self.consumer.ports.ledger();
         let Written::Applied(deferred) =
@@ -258,7 +262,7 @@ impl<P: Ports> Record<'_, P> {
         else {
             return Ok(Action::Leave);
         };
-        let past = d.reminder.fresh_until.plus(Duration::from_secs(1));
+        let past = eligible.max(d.reminder.fresh_until.plus(Duration::from_secs(1)));
         let wait = past.since(ctx.now);
         log_transition(
             &d.msg,

@@ -325,7 +325,9 @@ fn cancel(from: &From, next: &mut DeliveryRecord) -> Result<Landed, Refused> {
     }
     let was = next.dead_reason.take().map_or("dead", |r| r.as_str());
     let detail = format!("cancelled while dead ({was})");
-    next.died_under_lease = None;
+    // `died_under_lease` stays as evidence: a send in flight when the delivery died may still
+    // come back accepted. Cancelled is final, so its worker only logs it (sent before the
+    // cancel, never after); the history keeps the ambiguous death.
     next.dlq_copy_claimed_at = None;
     next.dlq_copy_claim = None;
     next.last_outcome_class = Some(OutcomeClass::Cancelled);
