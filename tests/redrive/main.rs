@@ -74,6 +74,22 @@ async fn dead(w: &AwsWorld, id: &str, reason: DeadReason) -> (Reminder, Delivery
     (r, msg)
 }
 
+/// A stored reminder whose message is on the queue and whose provider will reject it.
+async fn rejected_on_send(w: &AwsWorld, id: &str) -> (Reminder, DeliveryMessage) {
+    let r = reminder(id, SMS);
+    w.ports.reminders.insert(&r).await.unwrap();
+    let msg = support_message(&r);
+    w.provider
+        .script_for(&msg.delivery_key, [Answer::Permanent]);
+    let entry = OutgoingMessage {
+        entry_id: "0".into(),
+        body: msg.encode(),
+        delay_secs: 0,
+    };
+    w.ports.queue.send_batch(SMS, &[entry]).await.unwrap();
+    (r, msg)
+}
+
 fn support_message(r: &Reminder) -> DeliveryMessage {
     DeliveryMessage::new(
         r.reminder_id.clone(),
@@ -206,17 +222,7 @@ async fn redriving_the_same_batch_twice_sends_nothing_twice() {
     let consumer = w.consumer();
     let mut msgs = Vec::new();
     for i in 0..3 {
-        let r = reminder(&format!("p{i}"), SMS);
-        w.ports.reminders.insert(&r).await.unwrap();
-        let msg = support_message(&r);
-        w.provider
-            .script_for(&msg.delivery_key, [Answer::Permanent]);
-        let entry = OutgoingMessage {
-            entry_id: "0".into(),
-            body: msg.encode(),
-            delay_secs: 0,
-        };
-        w.ports.queue.send_batch(SMS, &[entry]).await.unwrap();
+        let (_, msg) = rejected_on_send(&w, &format!("p{i}")).await;
         msgs.push(msg);
     }
     w.consume(&consumer, SMS).await;
@@ -385,17 +391,7 @@ async fn stale_deliveries_stay_unless_freshness_is_extended() {
 async fn redrive_follows_the_ledgers_dead_reason() {
     let w = AwsWorld::new(QueueSpec::default()).await;
     let consumer = w.consumer();
-    let r = reminder("held-ambiguous", SMS);
-    w.ports.reminders.insert(&r).await.unwrap();
-    let msg = support_message(&r);
-    w.provider
-        .script_for(&msg.delivery_key, [Answer::Permanent]);
-    let entry = OutgoingMessage {
-        entry_id: "0".into(),
-        body: msg.encode(),
-        delay_secs: 0,
-    };
-    w.ports.queue.send_batch(SMS, &[entry]).await.unwrap();
+    let (_, msg) = rejected_on_send(&w, "held-ambiguous").await;
     w.consume(&consumer, SMS).await;
     assert_eq!(
         dlq_len(&w).await,
@@ -495,17 +491,7 @@ async fn redrive_follows_the_ledgers_dead_reason() {
 async fn window_1_a_cancel_of_a_dead_delivery_is_ordered_before_a_redrive() {
     let w = AwsWorld::new(QueueSpec::default()).await;
     let consumer = w.consumer();
-    let r = reminder("w1-cancel-redrive", SMS);
-    w.ports.reminders.insert(&r).await.unwrap();
-    let msg = support_message(&r);
-    w.provider
-        .script_for(&msg.delivery_key, [Answer::Permanent]);
-    let entry = OutgoingMessage {
-        entry_id: "0".into(),
-        body: msg.encode(),
-        delay_secs: 0,
-    };
-    w.ports.queue.send_batch(SMS, &[entry]).await.unwrap();
+    let (r, msg) = rejected_on_send(&w, "w1-cancel-redrive").await;
     w.consume(&consumer, SMS).await;
     let rec = w
         .ports

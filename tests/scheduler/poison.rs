@@ -54,6 +54,19 @@ fn item(id: &str) -> Item {
     ])
 }
 
+/// The item as stored, attributes and all (it may not decode as a reminder).
+async fn raw_item(w: &AwsWorld, id: &str) -> Item {
+    w.dynamo
+        .get_item()
+        .table_name(&w.reminders_table)
+        .key("reminder_id", s(id))
+        .send()
+        .await
+        .unwrap()
+        .item
+        .unwrap()
+}
+
 fn without(mut i: Item, attr: &str) -> Item {
     i.remove(attr);
     i
@@ -229,16 +242,7 @@ async fn bad_items_are_quarantined_or_dead_lettered_beside_a_valid_one() {
     );
 
     for (id, _, field) in index_poison() {
-        let got = w
-            .dynamo
-            .get_item()
-            .table_name(&w.reminders_table)
-            .key("reminder_id", s(&id))
-            .send()
-            .await
-            .unwrap()
-            .item
-            .unwrap();
+        let got = raw_item(&w, &id).await;
         assert_eq!(got.get("status"), Some(&s("invalid")), "{id}");
         assert!(!got.contains_key("due_shard"), "{id} left the due index");
         let reason = match got.get("invalid_reason") {
@@ -467,16 +471,7 @@ async fn window_6_the_sweep_quarantines_items_no_query_reaches() {
             // An item whose due_at cannot be read cannot be read whole either: read the raw
             // attributes.
             _ => {
-                let got = w
-                    .dynamo
-                    .get_item()
-                    .table_name(&w.reminders_table)
-                    .key("reminder_id", s(id))
-                    .send()
-                    .await
-                    .unwrap()
-                    .item
-                    .unwrap();
+                let got = raw_item(&w, id).await;
                 assert_eq!(got.get("status"), Some(&s("invalid")), "{id}");
                 match got.get("invalid_reason") {
                     Some(AttributeValue::S(r)) => r.clone(),
@@ -498,16 +493,7 @@ async fn window_7_a_failing_shard_is_reported_on_every_run() {
     let w = AwsWorld::new(QueueSpec::default()).await;
     let valid = crate::support::reminder("w7-valid", Channel::Sms);
     w.ports.reminders.insert(&valid).await.unwrap();
-    let stored = w
-        .dynamo
-        .get_item()
-        .table_name(&w.reminders_table)
-        .key("reminder_id", s("w7-valid"))
-        .send()
-        .await
-        .unwrap()
-        .item
-        .unwrap();
+    let stored = raw_item(&w, "w7-valid").await;
     let shard = stored["due_shard"].clone();
     let text_due = with(item("w7-text-due"), "due_at", s("soon"));
     let text_due = with(text_due, "due_shard", shard.clone());
