@@ -3,17 +3,18 @@
 //!
 //! Every operation is optimistic: compute the next record from what was last seen (nothing, for
 //! a first claim: the happy path costs one write), write it conditionally, and on a conflict
-//! recompute from the item DynamoDB returned (no extra read).
+//! recompute from the item DynamoDB returned (no extra read). The loop itself is
+//! [`step::Transition`], a machine without I/O, so the model check drives the same code.
 
+pub mod abandoned;
 pub mod state;
+pub mod step;
 
 use crate::clock::Timestamp;
-use crate::policy::RetryPolicy;
-use crate::ports::{Cas, Expected, Ledger, PortError};
-use state::{apply, Change, Ctx, DeliveryRecord, LeaseToken, Refused, Status};
-
-/// Conflicts tolerated before a write gives up (each one means another writer made progress).
-const MAX_CAS_ROUNDS: usize = 8;
+use crate::policy::{Next, Outcome, OutcomeClass, RetryPolicy};
+use crate::ports::{Ledger, PortError};
+use state::{Change, Ctx, DeliveryRecord, LeaseToken, Refused, Status};
+pub use step::{is_ours, Op, Progress, Transition};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Written {
@@ -26,119 +27,71 @@ pub enum Written {
 }
 
 /// Apply `change` on the ledger, starting from `seen` (the caller's last view; `None` when it
-/// has none, which is right for a first claim).
+/// has none, which is right for a first claim): [`step::Transition`] driven by `ledger`.
 pub async fn transition<L: Ledger>(
     ledger: &L,
     seen: Option<DeliveryRecord>,
     change: Change,
     ctx: &Ctx,
 ) -> Result<Written, PortError> {
-    // `None` from the caller is an assumption (no item yet), not an observation: if the change
-    // is refused from `scheduled`, read the item once before answering.
-    let mut verified = seen.is_some();
-    let mut seen = seen;
-    for _ in 0..MAX_CAS_ROUNDS {
-        let next = match apply(seen.as_ref(), change.clone(), ctx) {
-            Ok(next) => next,
-            Err(_) if !verified => {
-                verified = true;
-                seen = ledger.get(&ctx.key).await?;
-                continue;
+    let mut progress = Transition::start(seen, change, ctx.clone());
+    loop {
+        let t = match progress {
+            Progress::Done(answer) => return answer,
+            Progress::Next(t) => t,
+        };
+        progress = match t.op() {
+            Op::Get => {
+                let item = ledger.get(&ctx.key).await;
+                t.got(item)
             }
-            Err(refused) => {
-                return Ok(Written::Refused {
-                    refused,
-                    current: seen,
-                })
+            Op::PutIf { next, expected } => {
+                let cas = ledger.put_if(next, expected).await;
+                t.put(cas)
             }
         };
-        let cas = match ledger.put_if(&next, Expected::of(seen.as_ref())).await {
-            Ok(cas) => cas,
-            Err(e) => return read_back(ledger, &next, &change, ctx, e).await,
-        };
-        match cas {
-            Cas::Applied => return Ok(Written::Applied(next)),
-            Cas::Conflict(current) => {
-                verified = true;
-                let current = current.map(|boxed| *boxed);
-                if let Some(done) = on_conflict(&current, &next, &change) {
-                    return Ok(done);
-                }
-                seen = current;
-            }
-        }
     }
-    Err(PortError::Unavailable {
-        op: "ledger.transition",
-        message: "too many concurrent writers on one delivery".into(),
-    })
 }
 
-/// What a conflict means for `change`, or `None` to re-apply it to the current item.
-fn on_conflict(
-    current: &Option<DeliveryRecord>,
-    next: &DeliveryRecord,
-    change: &Change,
-) -> Option<Written> {
-    // The SDK retried a write whose first response was lost: the item already is what we
-    // wrote, or carries our own fresh lease. That write was ours. (An identical write
-    // repeated at the same instant is indistinguishable from it, and equally done.)
-    if let Some(cur) = current.as_ref().filter(|cur| is_ours(cur, next, change)) {
-        return Some(Written::Applied(cur.clone()));
-    }
-    // A claim, cancel, expiry, redrive or an unfenced death (the reminder is gone or
-    // unreadable) states an intent that holds whatever the item now is; an outcome or a
-    // takeover was decided on what was seen, so it is not re-applied to a newer item.
-    let intent = matches!(
-        change,
-        Change::Claim { .. }
-            | Change::Cancel
-            | Change::Expire
-            | Change::Redrive { .. }
-            | Change::Extend
-            | Change::Die { token: None, .. }
-            // Fenced by the lease the delivery died under, whatever was written since (its
-            // DLQ copy, say).
-            | Change::Reconcile { .. }
-    );
-    (!intent).then(|| Written::Refused {
-        refused: Refused {
-            change: change.name(),
-            from: current.as_ref().map_or(Status::Scheduled, |c| c.status()),
-            why: state::Why::Stale,
+/// The fenced write that records the provider's `outcome` under the lease `token`, as the
+/// policy decided (`next`). A decision to expire is a deferral until `fresh_until` (and the
+/// provider's Retry-After): a delivery is never called expired while it is still fresh; its
+/// next intake finds it stale.
+pub fn settled(
+    next: &Next,
+    outcome: &Outcome,
+    token: LeaseToken,
+    fresh_until: Timestamp,
+) -> Change {
+    let error = outcome.error();
+    match next {
+        Next::Delivered => Change::Deliver {
+            token,
+            receipt: match outcome {
+                Outcome::Delivered { receipt } => receipt.clone(),
+                _ => None,
+            },
         },
-        current: current.clone(),
-    })
-}
-
-/// A write that failed (a timeout, a lost response) may have been applied all the same: read
-/// the item once; if it is what we wrote (or carries our own fresh lease), the write was ours
-/// and the caller goes on. Otherwise the error stands.
-async fn read_back<L: Ledger>(
-    ledger: &L,
-    next: &DeliveryRecord,
-    change: &Change,
-    ctx: &Ctx,
-    err: PortError,
-) -> Result<Written, PortError> {
-    if !err.is_retryable() {
-        return Err(err);
-    }
-    match ledger.get(&ctx.key).await {
-        Ok(Some(cur)) if is_ours(&cur, next, change) => Ok(Written::Applied(cur)),
-        _ => Err(err),
-    }
-}
-
-fn is_ours(current: &DeliveryRecord, attempted: &DeliveryRecord, change: &Change) -> bool {
-    if current == attempted {
-        return true;
-    }
-    match change {
-        Change::Claim { token, .. } | Change::Takeover { token, .. } => {
-            current.status() == Status::Sending && current.lease_token() == Some(token)
-        }
-        _ => false,
+        Next::Retry { at, class, .. } => Change::Defer {
+            token,
+            next_eligible_at: *at,
+            class: *class,
+            error,
+        },
+        Next::Dead(reason) => Change::Die {
+            token: Some(token),
+            reason: *reason,
+            spends_attempt: outcome.class() != OutcomeClass::Throttled,
+            error,
+        },
+        Next::Expire => Change::Defer {
+            token,
+            next_eligible_at: outcome
+                .retry_after()
+                .map_or(fresh_until, |at| at.max(fresh_until)),
+            class: outcome.class(),
+            error,
+        },
     }
 }
 
@@ -184,7 +137,13 @@ pub async fn claim<L: Ledger>(
         payload_version: req.payload_version,
         policy: req.policy,
     };
-    let (refused, current) = match transition(ledger, None, change, ctx).await? {
+    let written = transition(ledger, None, change, ctx).await?;
+    claim_answer(written, ctx.now)
+}
+
+/// What a claim's write means (the [`Claim`] answer), at `now`.
+pub fn claim_answer(written: Written, now: Timestamp) -> Result<Claim, PortError> {
+    let (refused, current) = match written {
         Written::Applied(record) => return Ok(Claim::Acquired(record)),
         Written::Refused { refused, current } => (refused, current),
     };
@@ -205,11 +164,11 @@ pub async fn claim<L: Ledger>(
         Status::Expired | Status::Cancelled => Claim::Finished(cur),
         Status::Dead => Claim::Dead(cur),
         Status::Sending => match cur.lease_expires_at() {
-            Some(until) if until > ctx.now => Claim::HeldByOther { until },
+            Some(until) if until > now => Claim::HeldByOther { until },
             _ => Claim::LeaseExpired(cur),
         },
         Status::Deferred => Claim::NotYetEligible {
-            at: cur.next_eligible_at().unwrap_or(ctx.now),
+            at: cur.next_eligible_at().unwrap_or(now),
         },
         Status::Scheduled | Status::Ready => {
             return Err(PortError::Invariant {
@@ -247,14 +206,21 @@ pub enum Cancelled {
 
 /// Cancel one delivery: ordered against claims by the ledger (DESIGN §4).
 pub async fn cancel<L: Ledger>(ledger: &L, ctx: &Ctx) -> Result<Cancelled, PortError> {
-    match transition(ledger, None, Change::Cancel, ctx).await? {
-        Written::Applied(_) => Ok(Cancelled::Cancelled),
-        Written::Refused { current, .. } => Ok(match current.map(|c| c.status()) {
+    Ok(cancel_answer(
+        transition(ledger, None, Change::Cancel, ctx).await?,
+    ))
+}
+
+/// What a cancel's write means.
+pub fn cancel_answer(written: Written) -> Cancelled {
+    match written {
+        Written::Applied(_) => Cancelled::Cancelled,
+        Written::Refused { current, .. } => match current.map(|c| c.status()) {
             Some(Status::Sending) => Cancelled::AlreadyInFlight,
             Some(Status::Delivered) => Cancelled::AlreadyDelivered,
             Some(s) => Cancelled::AlreadyFinal(s),
             None => Cancelled::AlreadyFinal(Status::Scheduled),
-        }),
+        },
     }
 }
 

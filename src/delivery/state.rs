@@ -204,6 +204,10 @@ impl DeliveryRecord {
     pub fn provider_receipt(&self) -> Option<&str> {
         self.provider_receipt.as_deref()
     }
+    /// The lease a delivery died under from `sending`: only its holder may reconcile it.
+    pub fn died_under_lease(&self) -> Option<&LeaseToken> {
+        self.died_under_lease.as_ref()
+    }
     pub fn payload_version(&self) -> u64 {
         self.payload_version
     }

@@ -63,6 +63,27 @@ impl Outcome {
             Outcome::Ambiguous { .. } => OutcomeClass::Ambiguous,
         }
     }
+
+    /// The classified error the ledger keeps for this answer (none for a delivery).
+    pub fn error(&self) -> Option<String> {
+        match self {
+            Outcome::Transient { error }
+            | Outcome::Permanent { error }
+            | Outcome::Ambiguous { error }
+            | Outcome::Blocked { error, .. } => Some(error.clone()),
+            Outcome::Throttled { .. } => Some("throttled".into()),
+            Outcome::Delivered { .. } => None,
+        }
+    }
+
+    /// When the provider said it would take requests again, if it said.
+    pub fn retry_after(&self) -> Option<Timestamp> {
+        match self {
+            Outcome::Throttled { retry_after } => *retry_after,
+            Outcome::Blocked { retry_after, .. } => Some(*retry_after),
+            _ => None,
+        }
+    }
 }
 
 /// The design's outcome classes, as recorded on the ledger and in logs.

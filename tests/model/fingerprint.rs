@@ -22,11 +22,12 @@
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
-use reminders::delivery::state::{Change, LeaseToken};
+use reminders::delivery::state::{Change, DeliveryRecord, LeaseToken};
+use reminders::delivery::Transition;
 
-use crate::fixtures::Rec;
+use crate::operator::Operator;
 use crate::protocol::State;
-use crate::worker::{Lease, Pending, Phase, Then};
+use crate::worker::{Lease, Phase, Then};
 
 impl Hash for State {
     fn hash<H: Hasher>(&self, h: &mut H) {
@@ -40,7 +41,8 @@ impl Hash for State {
         )
             .hash(h);
         (&self.used, &self.ghost).hash(h);
-        record(self.ledger.as_ref(), base, &mut names, h);
+        record(self.ledger.as_deref(), base, &mut names, h);
+        operator(&self.operator, base, &mut names, h);
         // Workers are interchangeable: hash them in an order that does not depend on their
         // numbers (by what each looks like next to the ledger).
         let mut order: Vec<(u64, usize)> = (0..self.workers.len())
@@ -62,7 +64,8 @@ impl Hash for State {
 pub fn mentioned(s: &State) -> Vec<LeaseToken> {
     let base = s.ledger.as_ref().map_or(0, |r| r.seq());
     let (mut names, mut sink) = (Names::default(), DefaultHasher::new());
-    record(s.ledger.as_ref(), base, &mut names, &mut sink);
+    record(s.ledger.as_deref(), base, &mut names, &mut sink);
+    operator(&s.operator, base, &mut names, &mut sink);
     for phase in &s.workers {
         worker(phase, base, &mut names, &mut sink);
     }
@@ -95,10 +98,13 @@ fn worker<H: Hasher>(phase: &Phase, base: u64, names: &mut Names, h: &mut H) {
     std::mem::discriminant(phase).hash(h);
     match phase {
         Phase::Idle => {}
-        Phase::Write(p) => pending(p, base, names, h),
-        Phase::ReadBack { pending: p, next } => {
-            pending(p, base, names, h);
-            record(Some(next), base, names, h);
+        Phase::Write(t, then) => {
+            transition(t, base, names, h);
+            std::mem::discriminant(then).hash(h);
+            match then {
+                Then::Claim(t) | Then::TakeOver(t) | Then::Deliver(t) => names.hash(Some(t), h),
+                _ => {}
+            }
         }
         Phase::Send(Lease { record: r, token }) => {
             record(Some(r), base, names, h);
@@ -107,15 +113,20 @@ fn worker<H: Hasher>(phase: &Phase, base: u64, names: &mut Names, h: &mut H) {
     }
 }
 
-fn pending<H: Hasher>(p: &Pending, base: u64, names: &mut Names, h: &mut H) {
-    record(p.seen.as_ref(), base, names, h);
-    (p.verified, p.tick).hash(h);
-    change(&p.change, names, h);
-    std::mem::discriminant(&p.then).hash(h);
-    match &p.then {
-        Then::Claim(t) | Then::TakeOver(t) | Then::Deliver(t) => names.hash(Some(t), h),
-        _ => {}
+fn operator<H: Hasher>(op: &Operator, base: u64, names: &mut Names, h: &mut H) {
+    std::mem::discriminant(op).hash(h);
+    match op {
+        Operator::Idle => {}
+        Operator::Cancel(t) | Operator::Redrive(t) => transition(t, base, names, h),
     }
+}
+
+/// Every field of a transition in progress that decides its next operation or answer.
+fn transition<H: Hasher>(t: &Transition, base: u64, names: &mut Names, h: &mut H) {
+    record(t.seen(), base, names, h);
+    (t.verified(), t.rounds(), t.ctx().now, t.reading_back()).hash(h);
+    change(t.change(), names, h);
+    record(t.attempted(), base, names, h);
 }
 
 fn change<H: Hasher>(c: &Change, names: &mut Names, h: &mut H) {
@@ -180,7 +191,7 @@ fn change<H: Hasher>(c: &Change, names: &mut Names, h: &mut H) {
 }
 
 /// Every field a decision reads; `seq` relative to the ledger's.
-fn record<H: Hasher>(r: Option<&Rec>, base: u64, names: &mut Names, h: &mut H) {
+fn record<H: Hasher>(r: Option<&DeliveryRecord>, base: u64, names: &mut Names, h: &mut H) {
     let Some(r) = r else {
         return 0u8.hash(h);
     };

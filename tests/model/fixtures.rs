@@ -1,26 +1,25 @@
 //! The one delivery the model checks, and the consumer's configuration for it: a discrete
-//! clock (one tick is one second), a one-tick lease, and a retry policy small enough that the
+//! clock (one tick is ten seconds), a one-tick lease, and a retry policy small enough that the
 //! budget runs out within a few sends.
 
-use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use reminders::clock::Timestamp;
-use reminders::delivery::state::{Ctx, DeliveryRecord, LeaseToken, Status};
+use reminders::consumer::ConsumerConfig;
+use reminders::delivery::state::{Ctx, DeliveryRecord, LeaseToken};
 use reminders::domain::{Channel, DeliveryKey, ReminderId, SubscriberId};
 use reminders::policy::{AmbiguousRule, Backoff, RetryPolicy};
 
 /// Tick 0 of the model's clock.
 const T0_MS: i64 = 1_700_000_000_000;
-/// One tick of the model's clock.
-pub const TICK: Duration = Duration::from_secs(1);
-/// The consumer's lease (`ConsumerConfig::lease`), in ticks.
+/// One tick of the model's clock: the lease, and longer than the provider timeout plus a
+/// storage call, so a fresh lease covers a send (`ConsumerConfig::lease_covers_send`).
+pub const TICK: Duration = Duration::from_secs(10);
+/// The consumer's lease, in ticks.
 pub const LEASE_TICKS: u8 = 1;
-/// The consumer's `provider_timeout`: a claim with less lease left is released unsent.
-pub const PROVIDER_TIMEOUT: Duration = TICK;
 /// Provider attempts a delivery may spend (per redrive).
 pub const MAX_ATTEMPTS: u32 = 2;
 /// TTL written with every transition (no behaviour depends on it).
@@ -30,9 +29,23 @@ pub fn at(tick: u8) -> Timestamp {
     Timestamp::from_millis(T0_MS).plus(TICK * u32::from(tick))
 }
 
-/// Far beyond the model's clock: freshness never runs out here.
-pub fn fresh_until() -> Timestamp {
-    at(0).plus(Duration::from_secs(24 * 3600))
+/// The reminder's freshness: halfway through tick `tick` (stale from the next tick on), or far
+/// beyond the model's clock.
+pub fn fresh_until(tick: Option<u8>) -> Timestamp {
+    tick.map_or(at(0).plus(Duration::from_secs(24 * 3600)), |t| {
+        at(t).plus(TICK / 2)
+    })
+}
+
+/// The consumer's configuration: the model's lease, a one-second provider timeout, its policy.
+pub fn consumer() -> &'static ConsumerConfig {
+    static CFG: OnceLock<ConsumerConfig> = OnceLock::new();
+    CFG.get_or_init(|| ConsumerConfig {
+        policy: policy(),
+        lease: TICK * u32::from(LEASE_TICKS),
+        provider_timeout: Duration::from_secs(1),
+        ..ConsumerConfig::default()
+    })
 }
 
 pub fn key() -> DeliveryKey {
@@ -83,29 +96,5 @@ pub fn rng() -> StdRng {
 }
 
 /// A ledger record as the model keeps it: shared, since states are cloned at every step and
-/// a record never changes, with the lease it died under read once (the record has no getter
-/// for it; its serialization shows it).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Rec(Arc<(DeliveryRecord, Option<LeaseToken>)>);
-
-impl Rec {
-    pub fn new(record: DeliveryRecord) -> Self {
-        let died_under = (record.status() == Status::Dead)
-            .then(|| serde_json::to_value(&record).expect("a record serializes"))
-            .and_then(|value| value.get("died_under_lease").cloned())
-            .map(|token| serde_json::from_value(token).expect("a lease token"));
-        Self(Arc::new((record, died_under)))
-    }
-
-    pub fn died_under_lease(&self) -> Option<&LeaseToken> {
-        self.0 .1.as_ref()
-    }
-}
-
-impl Deref for Rec {
-    type Target = DeliveryRecord;
-
-    fn deref(&self) -> &DeliveryRecord {
-        &self.0 .0
-    }
-}
+/// a record never changes.
+pub type Rec = Arc<DeliveryRecord>;

@@ -4,9 +4,12 @@
 use reminders::delivery::state::Status;
 use stateright::Property;
 
+use reminders::delivery::is_ours;
+
 use crate::fixtures::{at, MAX_ATTEMPTS};
 use crate::protocol::{ProtocolModel, State};
-use crate::worker::{is_ours, Phase, Then};
+use crate::record::Sent;
+use crate::worker::{Phase, Then};
 
 pub const AT_MOST_ONCE: &str =
     "non-idempotent provider: at most one acceptance unless redriven from ambiguous";
@@ -16,11 +19,14 @@ pub const WITHIN_BUDGET: &str = "attempt_count never exceeds max_attempts";
 pub const ONE_LIVE_LEASE: &str = "at most one worker holds an unexpired lease";
 pub const NO_INVARIANT_ERROR: &str = "the consumer never meets an impossible answer";
 pub const BUDGET_AGREES: &str = "no claim finds the attempt budget spent (decide and apply agree)";
+pub const NO_SEND_AFTER_CANCEL: &str =
+    "no send starts after the operator's cancel answered that it cancelled the delivery";
+pub const NEVER_STALE: &str = "no send starts after fresh_until";
 
 type Condition = fn(&ProtocolModel, &State) -> bool;
 
 pub fn all(m: &ProtocolModel) -> Vec<Property<ProtocolModel>> {
-    let always: [(&'static str, Condition); 7] = [
+    let always: [(&'static str, Condition); 9] = [
         (AT_MOST_ONCE, at_most_once),
         (NO_SEND_AFTER_FINAL, |_, s| !s.ghost.sent_after_final),
         (TERMINAL_IS_FINAL, |_, s| !s.ghost.terminal_changed),
@@ -28,6 +34,10 @@ pub fn all(m: &ProtocolModel) -> Vec<Property<ProtocolModel>> {
         (ONE_LIVE_LEASE, one_live_lease),
         (NO_INVARIANT_ERROR, |_, s| !s.ghost.invariant_error),
         (BUDGET_AGREES, |_, s| !s.ghost.budget_spent_claim),
+        (NO_SEND_AFTER_CANCEL, |_, s| {
+            !s.ghost.sent_after_cancel_answered
+        }),
+        (NEVER_STALE, |_, s| !s.ghost.sent_stale),
     ];
     let mut props: Vec<_> = always
         .into_iter()
@@ -49,11 +59,32 @@ pub fn all(m: &ProtocolModel) -> Vec<Property<ProtocolModel>> {
         )
     };
     props.push(Property::sometimes(name, condition));
+    if m.answers.contains(&Sent::Throttled) {
+        props.push(Property::sometimes(
+            "throttled, then delivered",
+            |_, s: &State| s.ghost.throttled && status(s) == Some(Status::Delivered),
+        ));
+        props.push(Property::sometimes("dead as rejected", |_, s: &State| {
+            s.ledger
+                .as_ref()
+                .and_then(|r| r.dead_reason())
+                .is_some_and(|r| r == reminders::domain::DeadReason::Rejected)
+        }));
+    }
+    if m.bounds.fresh_through.is_some() {
+        props.push(Property::sometimes("expired", |_, s: &State| {
+            status(s) == Some(Status::Expired)
+        }));
+        props.push(Property::sometimes(
+            "a lease held past fresh_until, expired unsent",
+            |_, s: &State| writing(s, |then| *then == Then::ExpireHeld),
+        ));
+    }
     props
 }
 
 /// Reachable with either provider.
-fn sometimes() -> [(&'static str, Condition); 8] {
+fn sometimes() -> [(&'static str, Condition); 9] {
     [
         ("delivered", |_, s| status(s) == Some(Status::Delivered)),
         ("cancelled", |_, s| status(s) == Some(Status::Cancelled)),
@@ -65,10 +96,12 @@ fn sometimes() -> [(&'static str, Condition); 8] {
         }),
         ("a lost write response, read back as ours", |_, s| {
             s.workers.iter().any(|w| match w {
-                Phase::ReadBack { pending, next } => s
-                    .ledger
-                    .as_ref()
-                    .is_some_and(|cur| is_ours(cur, next, &pending.change)),
+                Phase::Write(t, _) if t.reading_back() => {
+                    let attempted = t.attempted().expect("a write to read back");
+                    s.ledger
+                        .as_ref()
+                        .is_some_and(|cur| is_ours(cur, attempted, t.change()))
+                }
                 _ => false,
             })
         }),
@@ -78,6 +111,12 @@ fn sometimes() -> [(&'static str, Condition); 8] {
         (
             "a cancel meets an abandoned send and resolves it",
             |_, s| writing(s, |then| *then == Then::Resolve),
+        ),
+        (
+            "a cancel answered while a worker is mid-transition",
+            |_, s| {
+                s.ghost.cancel_answered && s.workers.iter().any(|w| matches!(w, Phase::Write(..)))
+            },
         ),
         ("two workers at once on the delivery", |_, s| {
             s.workers.iter().filter(|w| **w != Phase::Idle).count() > 1
@@ -93,7 +132,7 @@ fn status(s: &State) -> Option<Status> {
 fn writing(s: &State, then: impl Fn(&Then) -> bool) -> bool {
     s.workers
         .iter()
-        .any(|w| matches!(w, Phase::Write(p) if then(&p.then)))
+        .any(|w| matches!(w, Phase::Write(_, t) if then(t)))
 }
 
 fn at_most_once(m: &ProtocolModel, s: &State) -> bool {

@@ -1,14 +1,15 @@
 //! The model: one delivery key, a ledger holding at most one record with compare-and-set
 //! writes (`MemoryLedger::put_if`), workers running the consumer's protocol, an operator who
-//! cancels and redrives, a clock that ticks, and the faults — a crash, a lost write response.
+//! cancels and redrives (one ledger operation a step, as the workers), a clock that ticks,
+//! the reminder's freshness running out, and the faults — a crash, a lost write response.
 
-use std::collections::BTreeSet;
-
-use reminders::delivery::state::{apply, Change, LeaseToken, RedriveAudit};
+use reminders::clock::Timestamp;
+use reminders::delivery::state::{Change, LeaseToken};
 use reminders::domain::DeadReason;
 use stateright::{Model, Property};
 
-use crate::fixtures::{ctx, token, Rec};
+use crate::fixtures::{fresh_until, token, Rec};
+use crate::operator::{self, Operator, Reasons};
 use crate::properties;
 use crate::record::{self, Sent};
 use crate::worker::{self, Phase};
@@ -24,6 +25,8 @@ pub struct Bounds {
     pub lost_responses: u8,
     pub cancels: u8,
     pub redrives: u8,
+    /// The reminder goes stale after this tick (`None`: it stays fresh throughout).
+    pub fresh_through: Option<u8>,
 }
 
 /// A bug planted to show that the checker catches one.
@@ -34,13 +37,25 @@ pub enum Fault {
     UnfencedOutcome,
     /// The worker sends without checking that its lease still covers a provider call.
     SendWithoutLeaseCheck,
+    /// Intake and the check before the send never look at `fresh_until`.
+    IgnoreFreshness,
+    /// The cancel flips the reminder's status and answers, writing nothing to the ledger.
+    CancelOnlyMarks,
 }
 
 pub struct ProtocolModel {
     pub workers: usize,
     pub idempotent: bool,
     pub bounds: Bounds,
+    /// What the provider may answer to a send.
+    pub answers: &'static [Sent],
     pub fault: Option<Fault>,
+}
+
+impl ProtocolModel {
+    pub fn fresh_until(&self) -> Timestamp {
+        fresh_until(self.bounds.fresh_through)
+    }
 }
 
 /// What happened, for the properties (never read by the protocol).
@@ -55,6 +70,14 @@ pub struct Ghost {
     pub reconciled: bool,
     /// An operator redrove the delivery out of dead/ambiguous: a resend is its decision.
     pub redrove_ambiguous: bool,
+    /// The operator's cancel answered "cancelled" for the delivery.
+    pub cancel_answered: bool,
+    /// A send started after that answer.
+    pub sent_after_cancel_answered: bool,
+    /// A send started after `fresh_until`.
+    pub sent_stale: bool,
+    /// The provider throttled a send.
+    pub throttled: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -71,6 +94,7 @@ pub struct State {
     pub now: u8,
     pub ledger: Option<Rec>,
     pub workers: Vec<Phase>,
+    pub operator: Operator,
     /// Copies of the message waiting to be received (a held one comes back, an acked one
     /// does not).
     pub queue: u8,
@@ -90,6 +114,7 @@ impl State {
                 self.ghost.terminal_changed = true;
             }
             let ambiguous = old.dead_reason() == Some(DeadReason::Ambiguous);
+            // (A redrive that applies moves a dead delivery whose reason was selected.)
             if matches!(change, Change::Redrive { .. }) && ambiguous {
                 self.ghost.redrove_ambiguous = true;
             }
@@ -125,24 +150,6 @@ impl State {
     }
 }
 
-/// The operator's redrive selection.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Reasons {
-    /// `{attempts_exhausted}`: the usual redrive after an outage.
-    Budget,
-    /// `{ambiguous}`: the operator accepts a possible duplicate.
-    Ambiguous,
-}
-
-impl Reasons {
-    fn set(self) -> BTreeSet<DeadReason> {
-        BTreeSet::from([match self {
-            Reasons::Budget => DeadReason::AttemptsExhausted,
-            Reasons::Ambiguous => DeadReason::Ambiguous,
-        }])
-    }
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Action {
     /// The worker's next step (an idle one takes a message: the first, a duplicate, or one
@@ -155,25 +162,25 @@ pub enum Action {
     /// The worker crashes: its message comes back later.
     Crash(usize),
     Tick,
-    /// `outbox::cancel`: the ledger's cancel, then the reminder marked cancelled. The cancel
-    /// is an intent re-applied on every conflict, so it is one step here: it lands on the
-    /// current item, or is refused by it.
+    /// `outbox::cancel` starts: the ledger's cancel, then the reminder marked cancelled.
     Cancel,
-    /// `redrive::make_ready`: dead → ready when the reason is selected (an intent, one step
-    /// as the cancel), then the message back on the queue.
+    /// `redrive::make_ready` starts: dead → ready when the reason is selected, then the
+    /// message back on the queue.
     Redrive(Reasons),
+    /// The operator's next ledger operation.
+    Operate,
 }
 
 impl ProtocolModel {
     fn worker_actions(&self, s: &State, w: usize, actions: &mut Vec<Action>) {
         match &s.workers[w] {
             Phase::Idle if s.queue == 0 => {}
-            Phase::Send(lease) if !record::must_release(self, s, lease) => {
-                actions.extend(Sent::ALL.map(|sent| Action::Send(w, sent)));
+            Phase::Send(lease) if record::before_send(self, s, lease).is_none() => {
+                actions.extend(self.answers.iter().map(|&sent| Action::Send(w, sent)));
             }
-            Phase::Write(p) => {
+            Phase::Write(t, _) => {
                 actions.push(Action::Step(w));
-                let applies = worker::attempt(self, s, p).is_ok_and(|(_, holds)| holds);
+                let applies = worker::would_apply(self, s, t);
                 if applies && s.used.lost_responses < self.bounds.lost_responses {
                     actions.push(Action::LoseResponse(w));
                 }
@@ -187,41 +194,10 @@ impl ProtocolModel {
 
     fn step(&self, s: &mut State, w: usize) {
         match s.workers[w].clone() {
-            Phase::Idle => worker::start(s, w),
-            Phase::Write(p) => worker::write(self, s, w, p),
-            Phase::ReadBack { pending, next } => worker::read_back(self, s, w, pending, next),
-            Phase::Send(lease) => record::release(s, w, lease),
+            Phase::Idle => worker::start(self, s, w),
+            Phase::Write(t, then) => worker::write(self, s, w, *t, then),
+            Phase::Send(lease) => record::instead_of_send(self, s, w, lease),
         }
-    }
-
-    fn redrive(&self, s: &mut State, reasons: Reasons) -> bool {
-        let audit = RedriveAudit {
-            batch_id: "b-model".into(),
-            operator: "operator".into(),
-            note: "model".into(),
-        };
-        let change = Change::Redrive {
-            audit,
-            reasons: reasons.set(),
-        };
-        s.used.redrives += 1;
-        match apply(s.ledger.as_deref(), change.clone(), &ctx(s.now)) {
-            Ok(next) => {
-                s.put(Rec::new(next), &change);
-                // The redriver puts the message back on the queue.
-                s.queue += 1;
-                true
-            }
-            Err(_) => false,
-        }
-    }
-
-    fn cancel(&self, s: &mut State) {
-        s.used.cancels += 1;
-        if let Ok(next) = apply(s.ledger.as_deref(), Change::Cancel, &ctx(s.now)) {
-            s.put(Rec::new(next), &Change::Cancel);
-        }
-        s.reminder_cancelled = true;
     }
 }
 
@@ -234,6 +210,7 @@ impl Model for ProtocolModel {
             now: 0,
             ledger: None,
             workers: vec![Phase::Idle; self.workers],
+            operator: Operator::Idle,
             queue: self.bounds.messages,
             reminder_cancelled: false,
             acceptances: 0,
@@ -248,6 +225,10 @@ impl Model for ProtocolModel {
         }
         if s.now < self.bounds.ticks {
             actions.push(Action::Tick);
+        }
+        if s.operator != Operator::Idle {
+            actions.push(Action::Operate);
+            return;
         }
         if s.used.cancels < self.bounds.cancels && !s.reminder_cancelled {
             actions.push(Action::Cancel);
@@ -268,7 +249,7 @@ impl Model for ProtocolModel {
                 _ => return None,
             },
             Action::LoseResponse(w) => match s.workers[w].clone() {
-                Phase::Write(p) => worker::lose_response(self, &mut s, w, p),
+                Phase::Write(t, then) => worker::lose_response(self, &mut s, w, *t, then),
                 _ => return None,
             },
             Action::Crash(w) => {
@@ -277,12 +258,9 @@ impl Model for ProtocolModel {
                 s.end(w, true);
             }
             Action::Tick => s.now += 1,
-            Action::Cancel => self.cancel(&mut s),
-            Action::Redrive(reasons) => {
-                if !self.redrive(&mut s, reasons) {
-                    return None;
-                }
-            }
+            Action::Cancel => operator::cancel(self, &mut s),
+            Action::Redrive(reasons) => operator::redrive(&mut s, reasons),
+            Action::Operate => operator::step(self, &mut s),
         }
         Some(s)
     }

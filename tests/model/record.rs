@@ -1,22 +1,23 @@
 //! What the consumer's record pipeline (`consumer/record/*.rs`) does with each answer: send
 //! under a lease it acquired, take over a lapsed one by the ambiguous rule, write the
-//! provider's outcome under its lease, reconcile, resolve an abandoned send when cancelling —
-//! and whether the record ends by acking its message or holding it (it comes back later).
-//! Every decision is the real `policy::decide` / `decide_abandoned`.
+//! provider's outcome under its lease, reconcile, resolve an abandoned send when cancelling
+//! or expiring — and whether the record ends by acking its message or holding it (it comes
+//! back later). The answers and writes are the library's own: `delivery::claim_answer`,
+//! `delivery::abandoned`, `policy::decide` and `delivery::settled`; the lease rule is
+//! `ConsumerConfig::lease_covers_send`.
 
-use reminders::delivery::state::{Change, LeaseToken, Status, Why};
+use std::time::Duration;
+
+use reminders::delivery::abandoned::{self, Lapsed, Resolve};
+use reminders::delivery::state::{Change, LeaseToken, Status};
+use reminders::delivery::{claim_answer, settled, Claim, Written};
+use reminders::domain::reminder::is_stale;
 use reminders::domain::DeadReason;
-use reminders::policy::{decide, decide_abandoned, Next, Outcome, OutcomeClass, Spent, ABANDONED};
+use reminders::policy::{decide, Outcome, Spent};
 
-use crate::fixtures::{at, fresh_until, policy, rng, Rec, LEASE_TICKS, PROVIDER_TIMEOUT, TICK};
+use crate::fixtures::{at, consumer, policy, rng};
 use crate::protocol::{Fault, ProtocolModel, State};
-use crate::worker::{Lease, Pending, Phase, Then};
-
-/// A write's answer (`delivery::Written`).
-pub enum Answer {
-    Applied(Rec),
-    Refused { current: Option<Rec>, why: Why },
-}
+use crate::worker::{applied, begin, Lease, Phase, Then};
 
 /// The provider's answer to a send.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -26,10 +27,15 @@ pub enum Sent {
     Transient,
     /// Accepted, then the answer was lost: counts as an acceptance.
     Ambiguous,
+    /// 429: not accepted, no attempt spent.
+    Throttled,
+    /// Refused for good: not accepted.
+    Permanent,
 }
 
 impl Sent {
-    pub const ALL: [Sent; 3] = [Sent::Delivered, Sent::Transient, Sent::Ambiguous];
+    pub const FAILURES: [Sent; 3] = [Sent::Delivered, Sent::Transient, Sent::Ambiguous];
+    pub const REFUSALS: [Sent; 3] = [Sent::Delivered, Sent::Throttled, Sent::Permanent];
 
     fn outcome(self) -> Outcome {
         match self {
@@ -40,236 +46,200 @@ impl Sent {
             Sent::Ambiguous => Outcome::Ambiguous {
                 error: "ambiguous".into(),
             },
+            Sent::Throttled => Outcome::Throttled { retry_after: None },
+            Sent::Permanent => Outcome::Permanent {
+                error: "rejected".into(),
+            },
         }
+    }
+
+    pub fn accepted(self) -> bool {
+        matches!(self, Sent::Delivered | Sent::Ambiguous)
     }
 }
 
-pub fn answered(m: &ProtocolModel, s: &mut State, w: usize, p: Pending, answer: Answer) {
-    let applied = matches!(answer, Answer::Applied(_));
-    match (p.then, answer) {
-        (Then::Claim(token), Answer::Applied(record)) => {
-            s.workers[w] = Phase::Send(Lease { record, token });
-        }
-        (Then::Claim(token), Answer::Refused { current, why }) => {
-            claim_refused(m, s, w, (p.tick, current, why), token);
-        }
-        (Then::TakeOver(token), Answer::Applied(record)) => match p.change {
-            Change::Takeover { .. } => s.workers[w] = Phase::Send(Lease { record, token }),
+/// What the consumer does with a write's answer.
+pub fn answered(m: &ProtocolModel, s: &mut State, w: usize, then: Then, written: Written) {
+    let ok = matches!(written, Written::Applied(_));
+    match then {
+        Then::Claim(token) => claimed(m, s, w, token, written),
+        Then::TakeOver(token) => match (applied(&written), &written) {
+            (Some(record), _) if record.status() == Status::Sending => {
+                s.workers[w] = Phase::Send(Lease { record, token });
+            }
             // Deferred for the backoff: hold; dead: acked.
-            Change::Defer { .. } => s.end(w, true),
-            _ => s.end(w, false),
+            (Some(record), _) => s.end(w, record.status() == Status::Deferred),
+            // Another worker got there first: look again shortly.
+            (None, _) => s.end(w, true),
         },
-        // Another worker got there first: look again shortly.
-        (Then::TakeOver(_), Answer::Refused { .. }) => s.end(w, true),
-        (
-            Then::Deliver(token),
-            Answer::Refused {
+        Then::Deliver(token) => match written {
+            Written::Refused {
                 current: Some(dead),
                 ..
-            },
-        ) if dead.status() == Status::Dead => {
-            let receipt = None;
-            let change = Change::Reconcile { token, receipt };
-            s.workers[w] = Phase::Write(Pending::from(dead, change, p.tick, Then::Reconcile));
-        }
-        (
-            Then::Cancel,
-            Answer::Refused {
+            } if dead.status() == Status::Dead => {
+                let dead = std::sync::Arc::new(dead);
+                let change = Change::Reconcile {
+                    token,
+                    receipt: None,
+                };
+                begin(m, s, w, Some(&dead), change, Then::Reconcile);
+            }
+            // Taken over meanwhile: the new holder's handle decides (`Action::Leave`).
+            Written::Refused { .. } => s.end(w, true),
+            Written::Applied(_) => s.end(w, false),
+        },
+        Then::Finish => match written {
+            Written::Refused {
                 current: Some(r), ..
-            },
-        ) if r.status() == Status::Sending => {
-            resolve_abandoned(m, s, w, p.tick, r);
-        }
-        // A retry holds its message; a retry whose lease was taken over acks it.
-        (Then::Retry, _) => s.end(w, applied),
-        (Then::Release, _) => s.end(w, true),
-        (Then::Resolve | Then::BudgetSpent, _) => s.end(w, !applied),
-        (
-            Then::Deliver(_) | Then::Dead | Then::Reconcile | Then::Cancel,
-            Answer::Applied(_) | Answer::Refused { .. },
-        ) => s.end(w, false),
+            } if r.status() == Status::Sending => resolve_abandoned(m, s, w, r),
+            // Finished here or before, or dead (its DLQ copy is not modelled): acked.
+            _ => s.end(w, false),
+        },
+        // Held for the retry or the release; `Action::Leave` when the lease was taken over.
+        Then::Retry | Then::Release => s.end(w, true),
+        Then::Dead | Then::Reconcile | Then::ExpireHeld => s.end(w, !ok),
+        Then::Resolve | Then::BudgetSpent => s.end(w, !ok),
     }
 }
 
-/// `claim()`'s answer to a refused claim, and `not_ours`.
-fn claim_refused(
+/// `claim()`'s answer, and `not_ours`.
+fn claimed(m: &ProtocolModel, s: &mut State, w: usize, token: LeaseToken, written: Written) {
+    let now = at(s.now);
+    match claim_answer(written, now) {
+        Ok(Claim::Acquired(record)) => {
+            let record = std::sync::Arc::new(record);
+            s.workers[w] = Phase::Send(Lease { record, token });
+        }
+        Ok(Claim::LeaseExpired(stale)) => take_over(m, s, w, stale, token),
+        Ok(Claim::BudgetSpent(cur)) => {
+            // `die_budget_spent`: no attempt left, dead as `attempts_exhausted`.
+            let change = Change::Die {
+                token: None,
+                reason: DeadReason::AttemptsExhausted,
+                spends_attempt: false,
+                error: Some("no attempt left in the budget".into()),
+            };
+            s.ghost.budget_spent_claim = true;
+            begin(
+                m,
+                s,
+                w,
+                Some(&std::sync::Arc::new(cur)),
+                change,
+                Then::BudgetSpent,
+            );
+        }
+        Ok(Claim::HeldByOther { .. } | Claim::NotYetEligible { .. }) => s.end(w, true),
+        // A duplicate, finished, or dead (its DLQ copy is not modelled).
+        Ok(Claim::AlreadyDelivered(_) | Claim::Finished(_) | Claim::Dead(_)) => s.end(w, false),
+        Err(_) => s.invariant_error(w),
+    }
+}
+
+/// `take_over`: the ambiguous rule for a lease that lapsed mid-send.
+fn take_over(
     m: &ProtocolModel,
     s: &mut State,
     w: usize,
-    (tick, current, why): (u8, Option<Rec>, Why),
+    stale: reminders::delivery::state::DeliveryRecord,
     token: LeaseToken,
 ) {
-    let Some(cur) = current else {
-        return s.invariant_error(w);
+    let cfg = consumer();
+    let lapsed = Lapsed {
+        policy: &cfg.policy,
+        idempotent: m.idempotent,
+        fresh_until: m.fresh_until(),
+        now: at(s.now),
+        lease: cfg.lease,
     };
-    if let Why::BudgetSpent { .. } = why {
-        // `die_budget_spent`: no attempt left, dead as `attempts_exhausted`.
-        let change = Change::Die {
-            token: None,
-            reason: DeadReason::AttemptsExhausted,
-            spends_attempt: false,
-            error: Some("no attempt left in the budget".into()),
-        };
-        s.ghost.budget_spent_claim = true;
-        let pending = Pending::from(cur, change, tick, Then::BudgetSpent);
-        s.workers[w] = Phase::Write(pending);
-        return;
-    }
-    match cur.status() {
-        Status::Sending if cur.lease_expires_at().is_some_and(|u| u > at(tick)) => s.end(w, true),
-        Status::Sending => take_over(m, s, w, tick, cur, token),
-        Status::Deferred => s.end(w, true),
-        // Delivered (a duplicate), finished, or dead (its DLQ copy is not modelled).
-        Status::Delivered | Status::Expired | Status::Cancelled | Status::Dead => s.end(w, false),
-        Status::Scheduled | Status::Ready => s.invariant_error(w),
+    match abandoned::after_lapse(&stale, &token, &lapsed, &mut rng()) {
+        Ok(change) => {
+            let stale = std::sync::Arc::new(stale);
+            begin(m, s, w, Some(&stale), change, Then::TakeOver(token));
+        }
+        Err(_) => s.invariant_error(w),
     }
 }
 
-/// `take_over` / `abandoned_change`: the ambiguous rule for a lease that lapsed mid-send.
-fn take_over(m: &ProtocolModel, s: &mut State, w: usize, tick: u8, stale: Rec, token: LeaseToken) {
-    let Some(stale_token) = stale.lease_token().cloned() else {
-        return s.invariant_error(w);
-    };
-    let policy = stale.policy().cloned().unwrap_or_else(policy);
-    let spent = Spent {
-        attempts: stale.attempt_count(),
-        throttles: stale.throttle_count(),
-    };
-    let now = at(tick);
-    let next = decide_abandoned(
-        &policy,
-        spent,
-        m.idempotent,
-        true,
-        fresh_until(),
-        now,
-        &mut rng(),
-    );
-    let change = match next {
-        Next::Dead(reason) => abandoned_dies(stale_token, reason),
-        Next::Retry { at, .. } if at > now => Change::Defer {
-            token: stale_token,
-            next_eligible_at: at,
-            class: OutcomeClass::Ambiguous,
-            error: Some(ABANDONED.into()),
-        },
-        Next::Expire => abandoned_dies(stale_token, DeadReason::Ambiguous),
-        Next::Retry { .. } | Next::Delivered => Change::Takeover {
-            stale_token,
-            token: token.clone(),
-            lease_expires_at: now.plus(TICK * u32::from(LEASE_TICKS)),
-        },
-    };
-    s.workers[w] = Phase::Write(Pending::from(stale, change, tick, Then::TakeOver(token)));
-}
-
-/// `resolve_abandoned`: found `sending` when cancelling; once its lease lapsed, the ambiguous
-/// rule with no resend.
-fn resolve_abandoned(m: &ProtocolModel, s: &mut State, w: usize, tick: u8, sending: Rec) {
-    let (Some(until), Some(stale_token)) =
-        (sending.lease_expires_at(), sending.lease_token().cloned())
-    else {
-        return s.invariant_error(w);
-    };
-    let now = at(tick);
-    if until > now {
-        return s.end(w, true);
-    }
-    let spent = Spent::default();
-    let next = decide_abandoned(&policy(), spent, m.idempotent, false, now, now, &mut rng());
-    let reason = match next {
-        Next::Dead(reason) => reason,
-        _ => DeadReason::Ambiguous,
-    };
-    let change = abandoned_dies(stale_token, reason);
-    s.workers[w] = Phase::Write(Pending::from(sending, change, tick, Then::Resolve));
-}
-
-fn abandoned_dies(stale_token: LeaseToken, reason: DeadReason) -> Change {
-    Change::Die {
-        token: Some(stale_token),
-        reason,
-        spends_attempt: true,
-        error: Some(ABANDONED.into()),
+/// `resolve_abandoned`: found `sending` when cancelling or expiring; once its lease lapsed,
+/// the ambiguous rule with no resend.
+fn resolve_abandoned(
+    m: &ProtocolModel,
+    s: &mut State,
+    w: usize,
+    sending: reminders::delivery::state::DeliveryRecord,
+) {
+    let cfg = consumer();
+    match abandoned::resolve(&sending, &cfg.policy, m.idempotent, at(s.now), &mut rng()) {
+        Ok(Resolve::Wait { .. }) => s.end(w, true),
+        Ok(Resolve::Write(change)) => {
+            let sending = std::sync::Arc::new(sending);
+            begin(m, s, w, Some(&sending), change, Then::Resolve);
+        }
+        Err(_) => s.invariant_error(w),
     }
 }
 
-/// Too little lease left to cover a provider call: the consumer gives it back unsent.
-pub fn must_release(m: &ProtocolModel, s: &State, lease: &Lease) -> bool {
+/// Stale before the send, or too little lease left to cover one: the consumer writes the
+/// expiry or gives the lease back unsent instead of sending.
+pub fn before_send(m: &ProtocolModel, s: &State, lease: &Lease) -> Option<(Change, Then)> {
+    let now = at(s.now);
+    let token = lease.token.clone();
+    if is_stale(m.fresh_until(), now) && m.fault != Some(Fault::IgnoreFreshness) {
+        return Some((Change::ExpireHeld { token }, Then::ExpireHeld));
+    }
     let left = lease
         .record
         .lease_expires_at()
-        .map_or(std::time::Duration::ZERO, |until| until.since(at(s.now)));
-    left < PROVIDER_TIMEOUT && m.fault != Some(Fault::SendWithoutLeaseCheck)
+        .map_or(Duration::ZERO, |until| until.since(now));
+    let covered = consumer().lease_covers_send(left);
+    (!covered && m.fault != Some(Fault::SendWithoutLeaseCheck))
+        .then_some((Change::Release { token }, Then::Release))
 }
 
-/// `release_unsent`.
-pub fn release(s: &mut State, w: usize, lease: Lease) {
-    let change = Change::Release { token: lease.token };
-    s.workers[w] = Phase::Write(Pending::from(lease.record, change, s.now, Then::Release));
+/// The step of a worker holding a lease that does not send.
+pub fn instead_of_send(m: &ProtocolModel, s: &mut State, w: usize, lease: Lease) {
+    let (change, then) = before_send(m, s, &lease).expect("a reason not to send");
+    begin(m, s, w, Some(&lease.record), change, then);
 }
 
-/// The send, then `settle`: the policy's decision, to be written under the lease.
+/// The send, then `settle`: the policy's decision, written under the lease.
 pub fn send(m: &ProtocolModel, s: &mut State, w: usize, lease: Lease, sent: Sent) {
     let ledger = s.ledger.as_ref().map(|r| r.status());
     if matches!(ledger, Some(Status::Delivered | Status::Cancelled)) {
         s.ghost.sent_after_final = true;
     }
-    if sent != Sent::Transient {
+    if s.ghost.cancel_answered {
+        s.ghost.sent_after_cancel_answered = true;
+    }
+    if is_stale(m.fresh_until(), at(s.now)) {
+        s.ghost.sent_stale = true;
+    }
+    if sent.accepted() {
         s.acceptances += 1;
     }
-    let (change, then) = settle(m, &lease, sent, s.now);
-    s.workers[w] = Phase::Write(Pending::from(lease.record, change, s.now, then));
-}
-
-/// `settle`: what the policy decides for the provider's answer, as the write to make.
-fn settle(m: &ProtocolModel, lease: &Lease, sent: Sent, tick: u8) -> (Change, Then) {
+    s.ghost.throttled |= sent == Sent::Throttled;
     let policy = lease.record.policy().cloned().unwrap_or_else(policy);
     let spent = Spent {
         attempts: lease.record.attempt_count(),
         throttles: lease.record.throttle_count(),
     };
     let outcome = sent.outcome();
-    let error = match &outcome {
-        Outcome::Transient { error } | Outcome::Ambiguous { error } => Some(error.clone()),
-        _ => None,
-    };
-    let (now, idempotent, token) = (at(tick), m.idempotent, lease.token.clone());
-    match decide(
+    let (now, fresh_until) = (at(s.now), m.fresh_until());
+    let next = decide(
         &policy,
         spent,
         &outcome,
-        idempotent,
-        fresh_until(),
+        m.idempotent,
+        fresh_until,
         now,
         &mut rng(),
-    ) {
-        Next::Delivered => {
-            let then = Then::Deliver(token.clone());
-            let receipt = None;
-            (Change::Deliver { token, receipt }, then)
-        }
-        Next::Retry { at, class, .. } => {
-            let next_eligible_at = at;
-            let change = Change::Defer {
-                token,
-                next_eligible_at,
-                class,
-                error,
-            };
-            (change, Then::Retry)
-        }
-        Next::Dead(reason) => {
-            let spends_attempt = outcome.class() != OutcomeClass::Throttled;
-            let token = Some(token);
-            let change = Change::Die {
-                token,
-                reason,
-                spends_attempt,
-                error,
-            };
-            (change, Then::Dead)
-        }
-        Next::Expire => unreachable!("freshness is beyond the model's clock"),
-    }
+    );
+    let change = settled(&next, &outcome, lease.token.clone(), fresh_until);
+    let then = match &change {
+        Change::Deliver { .. } => Then::Deliver(lease.token.clone()),
+        Change::Die { .. } => Then::Dead,
+        _ => Then::Retry,
+    };
+    begin(m, s, w, Some(&lease.record), change, then);
 }

@@ -1,25 +1,27 @@
 //! One worker running the consumer's protocol for one message, one ledger operation a step.
-//! This file is `delivery::transition`'s loop around every write (a conflict re-applies an
-//! intent to the item it returned; a write whose response was lost is read back); what the
-//! consumer does with each answer is in `record.rs`. Every next record comes from the real
-//! `apply`.
+//! Every write is the real `delivery::Transition` (its conflict, verification and read-back
+//! rules included), driven here against the model's ledger; what the consumer does with each
+//! answer is in `record.rs`.
+
+use std::sync::Arc;
 
 use reminders::clock::Timestamp;
-use reminders::delivery::state::{apply, Change, DeliveryRecord, LeaseToken, Refused, Status, Why};
-use reminders::ports::Expected;
+use reminders::delivery::state::{Change, LeaseToken};
+use reminders::delivery::{Op, Progress, Transition, Written};
+use reminders::domain::reminder::is_stale;
+use reminders::ports::{Cas, Expected, PortError};
 
 use crate::fixtures::{at, ctx, policy, Rec, LEASE_TICKS};
 use crate::protocol::{Fault, ProtocolModel, State};
-use crate::record::{answered, Answer};
+use crate::record::answered;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Phase {
     /// No message in hand.
     Idle,
-    /// A transition in progress: its next step is one ledger operation.
-    Write(Pending),
-    /// The write applied but its response was lost: the next step reads the item back.
-    ReadBack { pending: Pending, next: Rec },
+    /// A transition in progress (its next step is one ledger operation), and what the
+    /// consumer does with its answer.
+    Write(Box<Transition>, Then),
     /// Holding a lease: the next step is the send, or giving the lease back unsent.
     Send(Lease),
 }
@@ -28,31 +30,6 @@ pub enum Phase {
 pub struct Lease {
     pub record: Rec,
     pub token: LeaseToken,
-}
-
-/// A call of `delivery::transition` in progress.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Pending {
-    /// The caller's last view (`None`: the assumption that there is no item yet).
-    pub seen: Option<Rec>,
-    pub verified: bool,
-    pub change: Change,
-    /// The tick of the write's context (`ctx.now`).
-    pub tick: u8,
-    pub then: Then,
-}
-
-impl Pending {
-    /// A write from an item the worker has seen.
-    pub fn from(seen: Rec, change: Change, tick: u8, then: Then) -> Self {
-        Self {
-            seen: Some(seen),
-            verified: true,
-            change,
-            tick,
-            then,
-        }
-    }
 }
 
 /// What the consumer does with the write's answer (which function of `consumer/record`).
@@ -64,45 +41,57 @@ pub enum Then {
     TakeOver(LeaseToken),
     /// `settle::delivered()`: refused because the delivery died meanwhile → reconcile.
     Deliver(LeaseToken),
-    /// `settle::retry()`: a defer under our lease.
+    /// `settle::retry()` and `settle::expired()`: a defer under our lease.
     Retry,
     /// `settle::died()`.
     Dead,
     /// `release_unsent()`.
     Release,
+    /// `expire_held()`: stale under our lease, before the send.
+    ExpireHeld,
     /// `settle::delivered()`'s reconciliation.
     Reconcile,
-    /// Intake's `finish(Cancel)`: refused from `sending` → `resolve_abandoned`.
-    Cancel,
+    /// Intake's `finish(Cancel)` or `finish(Expire)`: refused from `sending` →
+    /// `resolve_abandoned`.
+    Finish,
     /// `resolve_abandoned()`'s death.
     Resolve,
     /// `die_budget_spent()`: a claim refused for want of an attempt.
     BudgetSpent,
 }
 
+impl Then {
+    /// A write fenced by the lease this worker holds.
+    fn under_own_lease(&self) -> bool {
+        matches!(
+            self,
+            Then::Deliver(_) | Then::Retry | Then::Dead | Then::Release | Then::ExpireHeld
+        )
+    }
+}
+
 impl Phase {
-    /// The lease this worker may still send or write an outcome under, until when.
+    /// The lease this worker may still send or write an outcome under, until when. (A worker
+    /// reading back its own outcome write has made it: it writes nothing more.)
     pub fn held_until(&self) -> Option<Timestamp> {
-        let own = |then: &Then| {
-            matches!(
-                then,
-                Then::Deliver(_) | Then::Retry | Then::Dead | Then::Release
-            )
-        };
         match self {
             Phase::Send(lease) => lease.record.lease_expires_at(),
-            Phase::Write(p) if own(&p.then) => p.seen.as_ref().and_then(|r| r.lease_expires_at()),
+            Phase::Write(t, then) if then.under_own_lease() && !t.reading_back() => {
+                t.seen().and_then(|r| r.lease_expires_at())
+            }
             _ => None,
         }
     }
 }
 
-/// A message received: intake (is the reminder cancelled?), then the claim's write.
-pub fn start(s: &mut State, w: usize) {
+/// A message received: intake (is the reminder cancelled? stale?), then the claim's write.
+pub fn start(m: &ProtocolModel, s: &mut State, w: usize) {
     let tick = s.now;
     s.queue -= 1;
     let (change, then) = if s.reminder_cancelled {
-        (Change::Cancel, Then::Cancel)
+        (Change::Cancel, Then::Finish)
+    } else if is_stale(m.fresh_until(), at(tick)) && m.fault != Some(Fault::IgnoreFreshness) {
+        (Change::Expire, Then::Finish)
     } else {
         let token = s.fresh_token(w);
         let change = Change::Claim {
@@ -113,111 +102,104 @@ pub fn start(s: &mut State, w: usize) {
         };
         (change, Then::Claim(token))
     };
-    s.workers[w] = Phase::Write(Pending {
-        seen: None,
-        verified: false,
-        change,
-        tick,
-        then,
-    });
+    begin(m, s, w, None, change, then);
 }
 
-/// What the write would store, and whether the ledger's condition holds for it.
-pub fn attempt(
+/// Start a transition from `seen` at the current tick.
+pub fn begin(
     m: &ProtocolModel,
-    s: &State,
-    p: &Pending,
-) -> Result<(DeliveryRecord, bool), Refused> {
-    let next = apply(p.seen.as_deref(), p.change.clone(), &ctx(p.tick))?;
+    s: &mut State,
+    w: usize,
+    seen: Option<&Rec>,
+    change: Change,
+    then: Then,
+) {
+    let progress = Transition::start(seen.map(|r| (**r).clone()), change, ctx(s.now));
+    go_on(m, s, w, progress, then);
+}
+
+fn go_on(m: &ProtocolModel, s: &mut State, w: usize, progress: Progress, then: Then) {
+    match progress {
+        Progress::Next(t) => s.workers[w] = Phase::Write(Box::new(t), then),
+        Progress::Done(Ok(written)) => answered(m, s, w, then, written),
+        // The record fails: its message comes back.
+        Progress::Done(Err(_)) => s.end(w, true),
+    }
+}
+
+/// The expectation the write is made with (a planted fault may swap it).
+fn expected(m: &ProtocolModel, s: &State, t: &Transition, expected: Expected) -> Expected {
     let outcome = matches!(
-        p.change,
+        t.change(),
         Change::Deliver { .. } | Change::Defer { .. } | Change::Die { token: Some(_), .. }
     );
-    let expected = if outcome && m.fault == Some(Fault::UnfencedOutcome) {
+    if outcome && m.fault == Some(Fault::UnfencedOutcome) {
         // Planted fault: the outcome decided under the lease, written against a fresh read.
         Expected::of(s.ledger.as_deref())
     } else {
-        Expected::of(p.seen.as_deref())
+        expected
+    }
+}
+
+/// The transition's write would land now.
+pub fn would_apply(m: &ProtocolModel, s: &State, t: &Transition) -> bool {
+    match t.op() {
+        Op::PutIf { expected: e, .. } => expected(m, s, t, e).holds_for(s.ledger.as_deref()),
+        Op::Get => false,
+    }
+}
+
+/// The ledger's answer to the transition's operation, and the transition's next move.
+pub fn ledger_step(m: &ProtocolModel, s: &mut State, t: Transition) -> Progress {
+    let answer = match t.op() {
+        Op::Get => None,
+        Op::PutIf { next, expected: e } => Some((Arc::new(next.clone()), expected(m, s, &t, e))),
     };
-    Ok((next, Expected::of(s.ledger.as_deref()) == expected))
+    match answer {
+        None => {
+            let item = s.ledger.as_deref().cloned();
+            t.got(Ok(item))
+        }
+        Some((next, e)) if e.holds_for(s.ledger.as_deref()) => {
+            s.put(next, t.change());
+            t.put(Ok(Cas::Applied))
+        }
+        Some(_) => {
+            let current = s.ledger.as_deref().cloned().map(Box::new);
+            t.put(Ok(Cas::Conflict(current)))
+        }
+    }
 }
 
-/// One round of `delivery::transition`: one ledger operation.
-pub fn write(m: &ProtocolModel, s: &mut State, w: usize, mut p: Pending) {
-    let (next, holds) = match attempt(m, s, &p) {
-        Ok(attempted) => attempted,
-        Err(_) if !p.verified => {
-            // `None` was an assumption: read the item once before answering.
-            p.verified = true;
-            p.seen.clone_from(&s.ledger);
-            s.workers[w] = Phase::Write(p);
-            return;
-        }
-        Err(refused) => {
-            let (current, why) = (p.seen.clone(), refused.why);
-            return answered(m, s, w, p, Answer::Refused { current, why });
-        }
+/// One step of the worker's transition.
+pub fn write(m: &ProtocolModel, s: &mut State, w: usize, t: Transition, then: Then) {
+    let progress = ledger_step(m, s, t);
+    go_on(m, s, w, progress, then);
+}
+
+/// The write applies, but its response is lost: the worker sees an error and reads back.
+pub fn lose_response(m: &ProtocolModel, s: &mut State, w: usize, t: Transition, then: Then) {
+    let Op::PutIf { next, .. } = t.op() else {
+        panic!("a lost response needs a write");
     };
-    if holds {
-        let next = Rec::new(next);
-        s.put(next.clone(), &p.change);
-        return answered(m, s, w, p, Answer::Applied(next));
-    }
-    let current = s.ledger.clone();
-    p.verified = true;
-    if let Some(cur) = current.as_ref().filter(|c| is_ours(c, &next, &p.change)) {
-        let cur = cur.clone();
-        return answered(m, s, w, p, Answer::Applied(cur));
-    }
-    if is_intent(&p.change) {
-        p.seen = current;
-        s.workers[w] = Phase::Write(p);
-    } else {
-        let why = Why::Stale;
-        answered(m, s, w, p, Answer::Refused { current, why });
-    }
+    assert!(
+        would_apply(m, s, &t),
+        "a lost response needs a write that applies"
+    );
+    s.put(Arc::new(next.clone()), t.change());
+    s.used.lost_responses += 1;
+    let lost = PortError::Unavailable {
+        op: "ledger.put_if",
+        message: "response lost".into(),
+    };
+    let progress = t.put(Err(lost));
+    go_on(m, s, w, progress, then);
 }
 
-/// The write applies, but its response is lost: the worker sees an error.
-pub fn lose_response(m: &ProtocolModel, s: &mut State, w: usize, p: Pending) {
-    let (next, holds) = attempt(m, s, &p).expect("a lost response needs a write that applies");
-    assert!(holds, "a lost response needs a write that applies");
-    let next = Rec::new(next);
-    s.put(next.clone(), &p.change);
-    s.workers[w] = Phase::ReadBack { pending: p, next };
-}
-
-/// `read_back`: the write was ours if the item is what we wrote (or carries our fresh
-/// lease); otherwise the error stands, and the message is received again later.
-pub fn read_back(m: &ProtocolModel, s: &mut State, w: usize, p: Pending, next: Rec) {
-    match s.ledger.clone() {
-        Some(cur) if is_ours(&cur, &next, &p.change) => answered(m, s, w, p, Answer::Applied(cur)),
-        _ => s.end(w, true),
+/// A write's answer as the model keeps records.
+pub fn applied(written: &Written) -> Option<Rec> {
+    match written {
+        Written::Applied(r) => Some(Arc::new(r.clone())),
+        Written::Refused { .. } => None,
     }
-}
-
-/// `delivery::is_ours`.
-pub fn is_ours(current: &DeliveryRecord, attempted: &DeliveryRecord, change: &Change) -> bool {
-    if current == attempted {
-        return true;
-    }
-    match change {
-        Change::Claim { token, .. } | Change::Takeover { token, .. } => {
-            current.status() == Status::Sending && current.lease_token() == Some(token)
-        }
-        _ => false,
-    }
-}
-
-/// `delivery::on_conflict`: these changes are re-applied to the item a conflict returned.
-fn is_intent(change: &Change) -> bool {
-    matches!(
-        change,
-        Change::Claim { .. }
-            | Change::Cancel
-            | Change::Expire
-            | Change::Redrive { .. }
-            | Change::Die { token: None, .. }
-            | Change::Reconcile { .. }
-    )
 }

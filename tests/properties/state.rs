@@ -11,7 +11,7 @@ use reminders::domain::DeadReason;
 use reminders::policy::OutcomeClass;
 
 use crate::strategies::{redrive_all, token_n, TOKENS};
-use crate::walk::{long_steps, steps, walk};
+use crate::walk::{ending_steps, long_steps, steps, walk};
 
 /// The token a fenced change must hold the current lease with, if it is fenced.
 fn fence(change: &Change) -> Option<&LeaseToken> {
@@ -128,24 +128,24 @@ proptest! {
     #[test]
     fn every_applied_change_is_the_next_seq(steps in steps()) {
         walk(&steps, |s| {
-            let Ok(next) = s.result else { return Ok(()) };
+            let Ok(next) = s.result else { return Ok(false) };
             let previous = s.before.map_or(0, DeliveryRecord::seq);
             prop_assert_eq!(next.seq(), previous + 1);
             let (n, last) = *next.history().last().expect("a history entry");
             prop_assert_eq!(n, next.seq());
             let from = s.before.map_or(Status::Scheduled, DeliveryRecord::status);
             prop_assert_eq!((last.at, last.from, last.to), (s.ctx.now, from, next.status()));
-            Ok(())
+            Ok(true)
         })?;
     }
 
     /// `delivered`, `expired` and `cancelled` refuse every change: the one drawn, and one of
     /// each kind with every token.
     #[test]
-    fn terminal_statuses_refuse_every_change(steps in steps()) {
+    fn terminal_statuses_refuse_every_change(steps in ending_steps()) {
         walk(&steps, |s| {
             let Some(before) = s.before.filter(|r| r.status().is_terminal()) else {
-                return Ok(());
+                return Ok(false);
             };
             prop_assert!(s.result.is_err(), "{} applied to {:?}", s.change.name(), before.status());
             for change in every_change(s.ctx.now) {
@@ -153,7 +153,7 @@ proptest! {
                 let refused = apply(Some(before), change, s.ctx);
                 prop_assert!(refused.is_err(), "{} applied to {:?}", name, before.status());
             }
-            Ok(())
+            Ok(true)
         })?;
     }
 
@@ -162,14 +162,14 @@ proptest! {
     #[test]
     fn attempts_count_what_each_change_spends(steps in steps()) {
         walk(&steps, |s| {
-            let Ok(next) = s.result else { return Ok(()) };
+            let Ok(next) = s.result else { return Ok(false) };
             let before = s.before.map_or(0, DeliveryRecord::attempt_count);
             let expected = match s.change {
                 Change::Redrive { .. } => 0,
                 c => before + attempts_spent(c),
             };
             prop_assert_eq!(next.attempt_count(), expected, "after {}", s.change.name());
-            Ok(())
+            Ok(true)
         })?;
     }
 }
@@ -186,7 +186,9 @@ proptest! {
         walk(&steps, |s| {
             let lease = s.before.and_then(DeliveryRecord::lease_token);
             let from = s.before.map_or(Status::Scheduled, DeliveryRecord::status);
+            let mut checked = false;
             if let Some(token) = fence(s.change).filter(|t| Some(*t) != lease) {
+                checked = true;
                 let Err(refused) = s.result else {
                     let name = s.change.name();
                     return Err(TestCaseError::fail(format!("{name} applied under {token:?}")));
@@ -199,9 +201,11 @@ proptest! {
                 prop_assert_eq!(&refused.why, &why);
             }
             if let (Status::Sending, Change::Deliver { token, .. }) = (from, s.change) {
+                checked = true;
                 prop_assert_eq!(s.result.is_ok(), Some(token) == lease);
             }
             if let (Ok(_), Change::Reconcile { token, .. }) = (s.result, s.change) {
+                checked = true;
                 prop_assert_eq!(Some(token), died_under.as_ref());
             }
             if let Ok(next) = s.result {
@@ -211,7 +215,7 @@ proptest! {
                     _ => None,
                 };
             }
-            Ok(())
+            Ok(checked)
         })?;
     }
 
@@ -219,12 +223,12 @@ proptest! {
     #[test]
     fn history_is_bounded(steps in long_steps()) {
         walk(&steps, |s| {
-            let Ok(next) = s.result else { return Ok(()) };
+            let Ok(next) = s.result else { return Ok(false) };
             let numbers: Vec<u64> = next.history().into_iter().map(|(n, _)| n).collect();
             let kept = next.seq().min(HISTORY_BOUND);
             let expected: Vec<u64> = (next.seq() - kept + 1..=next.seq()).collect();
             prop_assert_eq!(numbers, expected);
-            Ok(())
+            Ok(true)
         })?;
     }
 
@@ -232,14 +236,14 @@ proptest! {
     #[test]
     fn records_round_trip_through_json(steps in steps()) {
         walk(&steps, |s| {
-            let Ok(next) = s.result else { return Ok(()) };
+            let Ok(next) = s.result else { return Ok(false) };
             let text = serde_json::to_string(next).expect("serializes");
             let back: DeliveryRecord = serde_json::from_str(&text).expect("deserializes");
             prop_assert_eq!(&back, next);
             let value = serde_json::to_value(next).expect("serializes");
             let back: DeliveryRecord = serde_json::from_value(value).expect("deserializes");
             prop_assert_eq!(&back, next);
-            Ok(())
+            Ok(true)
         })?;
     }
 
@@ -248,7 +252,7 @@ proptest! {
     #[test]
     fn fields_follow_the_status(steps in steps()) {
         walk(&steps, |s| {
-            let Ok(next) = s.result else { return Ok(()) };
+            let Ok(next) = s.result else { return Ok(false) };
             let sending = next.status() == Status::Sending;
             prop_assert_eq!(next.lease_token().is_some(), sending);
             prop_assert_eq!(next.lease_expires_at().is_some(), sending);
@@ -259,7 +263,7 @@ proptest! {
             prop_assert_eq!(next.expires_at(), ttl);
             let first_seen = s.before.map_or(s.ctx.now, DeliveryRecord::first_seen_at);
             prop_assert_eq!(next.first_seen_at(), first_seen);
-            Ok(())
+            Ok(true)
         })?;
     }
 }

@@ -20,7 +20,28 @@ pub struct Step {
 }
 
 pub fn steps() -> impl Strategy<Value = Vec<Step>> {
-    steps_of(1..=40, change())
+    steps_of(8..=40, change())
+}
+
+/// Walks that start with a claim, for the properties of a claimed delivery (its policy and
+/// budget): with `steps()`, 128 of 330 walks never applied one.
+pub fn claimed_steps() -> impl Strategy<Value = Vec<Step>> {
+    let claim = change().prop_filter("a claim", |c| matches!(c, Change::Claim { .. }));
+    (steps_of(1..=1, claim), steps()).prop_map(|(mut first, rest)| {
+        first.extend(rest);
+        first
+    })
+}
+
+/// Walks that more often end the delivery (cancels and expiries drawn more often), for the
+/// properties of terminal states: with `steps()`, 128 of 339 walks never reached one.
+pub fn ending_steps() -> impl Strategy<Value = Vec<Step>> {
+    let ending = prop_oneof![
+        6 => change(),
+        1 => Just(Change::Cancel),
+        1 => Just(Change::Expire),
+    ];
+    steps_of(8..=40, ending)
 }
 
 /// Walks long enough to apply more than `HISTORY_BOUND` changes: without the changes that
@@ -61,13 +82,17 @@ pub struct Seen<'a> {
     pub result: &'a Result<DeliveryRecord, Refused>,
 }
 
-/// Apply `steps` from no record, keeping each applied result, and check every step.
+/// Apply `steps` from no record, keeping each applied result, and check every step. `check`
+/// answers whether the step was one it checks; a walk with no such step is rejected (as
+/// `prop_assume!` would), so a property that checks nothing in most walks fails on its
+/// rejects (`crate::config`) instead of passing vacuously.
 pub fn walk(
     steps: &[Step],
-    mut check: impl FnMut(Seen<'_>) -> Result<(), TestCaseError>,
+    mut check: impl FnMut(Seen<'_>) -> Result<bool, TestCaseError>,
 ) -> Result<(), TestCaseError> {
     let mut current: Option<DeliveryRecord> = None;
     let mut now = T0;
+    let mut checked = 0usize;
     for step in steps {
         now = now.plus(Duration::from_millis(step.advance_ms));
         let ctx = Ctx {
@@ -76,15 +101,20 @@ pub fn walk(
             expires_at: step.expires_at,
         };
         let result = apply(current.as_ref(), step.change.clone(), &ctx);
-        check(Seen {
+        checked += usize::from(check(Seen {
             before: current.as_ref(),
             change: &step.change,
             ctx: &ctx,
             result: &result,
-        })?;
+        })?);
         if let Ok(next) = result {
             current = Some(next);
         }
+    }
+    if checked == 0 {
+        return Err(TestCaseError::reject(
+            "no step of the walk was one the property checks",
+        ));
     }
     Ok(())
 }
@@ -102,7 +132,7 @@ fn walks_reach_every_status_and_apply_every_change() {
                 statuses.insert(next.status());
                 applied.push(seen.change.name());
             }
-            Ok(())
+            Ok(true)
         })
         .expect("no checks");
     }
@@ -139,7 +169,7 @@ fn long_walks_outgrow_the_history_bound() {
         let mut last = 0;
         walk(&walk_steps, |seen| {
             last = seen.result.as_ref().map_or(last, DeliveryRecord::seq);
-            Ok(())
+            Ok(true)
         })
         .expect("no checks");
         outgrown += u32::from(last > HISTORY_BOUND);

@@ -1,6 +1,6 @@
 //! Step 2: the provider gate, then the claim — one conditional write that takes the lease.
 //! A lease that ran out mid-send (a crashed worker) is resolved by the ambiguous rule
-//! ([`crate::policy::decide_abandoned`]): taken over to resend with the same key, or dead as
+//! ([`crate::delivery::abandoned`]): taken over to resend with the same key, or dead as
 //! `ambiguous` for reconciliation.
 
 use std::ops::ControlFlow::{Break, Continue};
@@ -10,10 +10,10 @@ use super::breaker::Admit;
 use super::dead::Facts;
 use super::{log_transition, Action, Delivery, Lease, Record, Step};
 use crate::clock::Timestamp;
+use crate::delivery::abandoned::{self, Lapsed, Resolve};
 use crate::delivery::state::{Change, Ctx, DeliveryRecord, LeaseToken};
 use crate::delivery::{claim, transition, Claim, ClaimRequest, Written};
 use crate::domain::{DeadReason, DeliveryMessage};
-use crate::policy::{decide_abandoned, Next, OutcomeClass, Spent, ABANDONED};
 use crate::ports::{PortError, Ports};
 
 impl<P: Ports> Record<'_, P> {
@@ -167,40 +167,14 @@ impl<P: Ports> Record<'_, P> {
         token: &LeaseToken,
         ctx: &Ctx,
     ) -> Result<Change, PortError> {
-        let stale_token = stale.lease_token().cloned().ok_or_else(no_lease_token)?;
-        let policy = stale
-            .policy()
-            .cloned()
-            .unwrap_or_else(|| self.consumer.cfg.policy.clone());
-        let spent = Spent {
-            attempts: stale.attempt_count(),
-            throttles: stale.throttle_count(),
+        let lapsed = Lapsed {
+            policy: &self.consumer.cfg.policy,
+            idempotent: self.idempotent(),
+            fresh_until: d.reminder.fresh_until,
+            now: ctx.now,
+            lease: self.consumer.cfg.lease,
         };
-        let idempotent = self.idempotent();
-        let fresh_until = d.reminder.fresh_until;
-        let next = decide_abandoned(
-            &policy,
-            spent,
-            idempotent,
-            true,
-            fresh_until,
-            ctx.now,
-            self.rng,
-        );
-        Ok(match next {
-            Next::Dead(reason) => abandoned_dies(stale_token, reason),
-            // The policy's backoff holds for an abandoned send as for a timed-out one: wait
-            // (the attempt is spent), then resend with the same key.
-            Next::Retry { at, .. } if at > ctx.now => abandoned_waits(stale_token, at),
-            // The next chance lands after fresh_until, and the send may have happened: it is
-            // not "expired" (never sent) but ambiguous, for reconciliation.
-            Next::Expire => abandoned_dies(stale_token, DeadReason::Ambiguous),
-            Next::Retry { .. } | Next::Delivered => Change::Takeover {
-                stale_token,
-                token: token.clone(),
-                lease_expires_at: ctx.now.plus(self.consumer.cfg.lease),
-            },
-        })
+        abandoned::after_lapse(stale, token, &lapsed, self.rng)
     }
 
     /// An abandoned send now deferred: wait for its retry time.
@@ -225,32 +199,15 @@ impl<P: Ports> Record<'_, P> {
         sending: DeliveryRecord,
         ctx: &Ctx,
     ) -> Result<Action, PortError> {
-        let (Some(until), Some(stale_token)) =
-            (sending.lease_expires_at(), sending.lease_token().cloned())
-        else {
-            return Err(no_lease_token());
+        let idempotent = self.idempotent();
+        let policy = &self.consumer.cfg.policy;
+        let change = match abandoned::resolve(&sending, policy, idempotent, ctx.now, self.rng)? {
+            Resolve::Wait { until } => {
+                let again = until.plus(Duration::from_secs(1));
+                return self.hold(msg, again, ctx.now).await;
+            }
+            Resolve::Write(change) => change,
         };
-        if until > ctx.now {
-            return self
-                .hold(msg, until.plus(Duration::from_secs(1)), ctx.now)
-                .await;
-        }
-        let policy = self.consumer.cfg.policy.clone();
-        let spent = Spent::default();
-        let next = decide_abandoned(
-            &policy,
-            spent,
-            self.idempotent(),
-            false,
-            ctx.now,
-            ctx.now,
-            self.rng,
-        );
-        let reason = match next {
-            Next::Dead(reason) => reason,
-            _ => DeadReason::Ambiguous,
-        };
-        let change = abandoned_dies(stale_token, reason);
         match transition(self.consumer.ports.ledger(), Some(sending), change, ctx).await? {
             Written::Applied(dead) => self.died_abandoned(msg, dead).await,
             Written::Refused { .. } => {
@@ -288,35 +245,6 @@ impl<P: Ports> Record<'_, P> {
 pub(crate) fn gate_hold_spread(receive_count: u32) -> u64 {
     let doublings = receive_count.saturating_sub(1).min(6);
     (1_000u64 << doublings).min(60_000)
-}
-
-/// The state machine never writes `sending` without a lease.
-fn no_lease_token() -> PortError {
-    PortError::Invariant {
-        op: "consumer.take_over",
-        message: "a sending delivery has no lease".into(),
-    }
-}
-
-/// The wait for a send whose outcome nobody recorded (fenced by the lapsed lease; the attempt
-/// is spent, as for a timeout).
-fn abandoned_waits(stale_token: LeaseToken, at: Timestamp) -> Change {
-    Change::Defer {
-        token: stale_token,
-        next_eligible_at: at,
-        class: OutcomeClass::Ambiguous,
-        error: Some(ABANDONED.into()),
-    }
-}
-
-/// The dead write for a send whose outcome nobody recorded.
-fn abandoned_dies(stale_token: LeaseToken, reason: DeadReason) -> Change {
-    Change::Die {
-        token: Some(stale_token),
-        reason,
-        spends_attempt: true,
-        error: Some(ABANDONED.into()),
-    }
 }
 
 #[cfg(test)]

@@ -7,44 +7,10 @@ use super::dead::Facts;
 use super::{class_name, log_transition, Action, Delivery, Lease, Record};
 use crate::clock::Timestamp;
 use crate::delivery::state::{Change, Ctx};
-use crate::delivery::{transition, Written};
+use crate::delivery::{settled, transition, Written};
 use crate::domain::DeadReason;
 use crate::policy::{decide, Next, Outcome, OutcomeClass, Spent};
 use crate::ports::{Gate, GatePartition, PortError, Ports};
-
-/// The provider's answer, with what the ledger records of it.
-struct Answer {
-    outcome: Outcome,
-    class: OutcomeClass,
-    error: Option<String>,
-}
-
-impl Answer {
-    fn new(outcome: Outcome) -> Self {
-        let error = match &outcome {
-            Outcome::Transient { error }
-            | Outcome::Permanent { error }
-            | Outcome::Ambiguous { error }
-            | Outcome::Blocked { error, .. } => Some(error.clone()),
-            Outcome::Throttled { .. } => Some("throttled".into()),
-            Outcome::Delivered { .. } => None,
-        };
-        Self {
-            class: outcome.class(),
-            error,
-            outcome,
-        }
-    }
-
-    /// When the provider said it would take requests again, if it said.
-    fn retry_after(&self) -> Option<Timestamp> {
-        match &self.outcome {
-            Outcome::Throttled { retry_after } => *retry_after,
-            Outcome::Blocked { retry_after, .. } => Some(*retry_after),
-            _ => None,
-        }
-    }
-}
 
 impl<P: Ports> Record<'_, P> {
     pub(super) async fn settle(
@@ -68,22 +34,23 @@ impl<P: Ports> Record<'_, P> {
             throttles: lease.record.throttle_count(),
         };
         let idempotent = self.idempotent();
-        let answer = Answer::new(outcome);
         let fresh_until = d.reminder.fresh_until;
         let next = decide(
             &policy,
             spent,
-            &answer.outcome,
+            &outcome,
             idempotent,
             fresh_until,
             now,
             self.rng,
         );
+        let change = settled(&next, &outcome, lease.token.clone(), fresh_until);
+        let class = outcome.class();
         match next {
-            Next::Delivered => self.delivered(d, lease, answer, &ctx).await,
-            Next::Retry { at, class, .. } => self.retry(d, lease, answer, at, class, &ctx).await,
-            Next::Dead(reason) => self.died(d, lease, answer, reason, &ctx).await,
-            Next::Expire => self.expired(d, lease, answer, spent, &ctx).await,
+            Next::Delivered => self.delivered(d, lease, change, &ctx).await,
+            Next::Retry { at, .. } => self.retry(d, lease, &outcome, change, at, &ctx).await,
+            Next::Dead(reason) => self.died(d, lease, class, change, reason, &ctx).await,
+            Next::Expire => self.expired(d, lease, change, &ctx).await,
         }
     }
 
@@ -91,18 +58,14 @@ impl<P: Ports> Record<'_, P> {
         &mut self,
         d: &Delivery,
         lease: Lease,
-        answer: Answer,
+        change: Change,
         ctx: &Ctx,
     ) -> Result<Action, PortError> {
-        let receipt = match answer.outcome {
-            Outcome::Delivered { receipt } => receipt,
+        let receipt_kept = match &change {
+            Change::Deliver { receipt, .. } => receipt.clone(),
             _ => None,
         };
-        let (lease_token, receipt_kept) = (lease.token.clone(), receipt.clone());
-        let change = Change::Deliver {
-            token: lease.token,
-            receipt,
-        };
+        let lease_token = lease.token.clone();
         let ledger = self.consumer.ports.ledger();
         match transition(ledger, Some(lease.record), change, ctx).await? {
             Written::Applied(done) => {
@@ -163,26 +126,21 @@ impl<P: Ports> Record<'_, P> {
         &mut self,
         d: &Delivery,
         lease: Lease,
-        answer: Answer,
+        outcome: &Outcome,
+        change: Change,
         at: Timestamp,
-        class: OutcomeClass,
         ctx: &Ctx,
     ) -> Result<Action, PortError> {
+        let class = outcome.class();
         if class == OutcomeClass::Throttled {
             self.m.deferred_provider += 1;
             // The gate closes until the provider said (its Retry-After), not until this
             // delivery's jittered retry: deferred workers add their own jitter.
-            let until = answer.retry_after().unwrap_or(at);
+            let until = outcome.retry_after().unwrap_or(at);
             self.close_gate(&d.partition, until).await;
         } else {
             self.m.retried += 1;
         }
-        let change = Change::Defer {
-            token: lease.token,
-            next_eligible_at: at,
-            class,
-            error: answer.error,
-        };
         let ledger = self.consumer.ports.ledger();
         match transition(ledger, Some(lease.record), change, ctx).await? {
             Written::Applied(deferred) => {
@@ -205,16 +163,11 @@ impl<P: Ports> Record<'_, P> {
         &mut self,
         d: &Delivery,
         lease: Lease,
-        answer: Answer,
+        class: OutcomeClass,
+        change: Change,
         reason: DeadReason,
         ctx: &Ctx,
     ) -> Result<Action, PortError> {
-        let change = Change::Die {
-            token: Some(lease.token),
-            reason,
-            spends_attempt: answer.class != OutcomeClass::Throttled,
-            error: answer.error,
-        };
         let ledger = self.consumer.ports.ledger();
         let Written::Applied(dead) = transition(ledger, Some(lease.record), change, ctx).await?
         else {
@@ -223,13 +176,7 @@ impl<P: Ports> Record<'_, P> {
         };
         self.m.dead(reason);
         let attempt = dead.attempt_count();
-        log_transition(
-            &d.msg,
-            attempt,
-            class_name(answer.class),
-            "dead",
-            Duration::ZERO,
-        );
+        log_transition(&d.msg, attempt, class_name(class), "dead", Duration::ZERO);
         let facts = Facts::of(&dead);
         self.copy_once(reason, dead, facts).await?;
         Ok(Action::Ack)
@@ -242,19 +189,15 @@ impl<P: Ports> Record<'_, P> {
         &mut self,
         d: &Delivery,
         lease: Lease,
-        answer: Answer,
-        spent: Spent,
+        change: Change,
         ctx: &Ctx,
     ) -> Result<Action, PortError> {
         // Not eligible before the provider allows (an edit could extend the freshness).
-        let eligible = answer
-            .retry_after()
-            .map_or(d.reminder.fresh_until, |at| at.max(d.reminder.fresh_until));
-        let change = Change::Defer {
-            token: lease.token,
-            next_eligible_at: eligible,
-            class: answer.class,
-            error: answer.error.clone(),
+        let eligible = match &change {
+            Change::Defer {
+                next_eligible_at, ..
+            } => *next_eligible_at,
+            _ => d.reminder.fresh_until,
         };
         let ledger = self.consumer.ports.ledger();
         let Written::Applied(deferred) =
@@ -271,7 +214,6 @@ impl<P: Ports> Record<'_, P> {
             "expire",
             wait,
         );
-        let _ = spent;
         self.hold(&d.msg, past, ctx.now).await
     }
 
