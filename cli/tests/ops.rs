@@ -251,3 +251,142 @@ async fn remind_show_explains_a_quarantined_item() {
         "{listed}"
     );
 }
+
+/// `local up` resources for a test of its own; the variables it exports.
+fn stack(prefix: &str) -> BTreeMap<String, String> {
+    let mut env = BTreeMap::new();
+    let up = ok(&["local", "up", "--prefix", prefix], &env);
+    for line in up.lines().filter_map(|l| l.strip_prefix("export ")) {
+        let (k, v) = line.split_once('=').unwrap();
+        env.insert(k.to_owned(), v.to_owned());
+    }
+    for p in ["PUSH_PROVIDER", "EMAIL_PROVIDER", "SMS_PROVIDER"] {
+        env.insert(p.into(), "none".into());
+    }
+    env
+}
+
+/// A valid reminder made by `remind create`, and its stored item.
+async fn created(
+    dynamo: &aws_sdk_dynamodb::Client,
+    env: &BTreeMap<String, String>,
+    id: &str,
+) -> std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue> {
+    let args = [
+        "remind",
+        "create",
+        "--id",
+        id,
+        "--subscriber",
+        "u-1",
+        "--body",
+        "hi",
+    ];
+    let mut args = args.to_vec();
+    args.extend(["--push", "token-1"]);
+    ok(&args, env);
+    let got = dynamodb_get(dynamo, env, id).await;
+    got.expect("the created item")
+}
+
+async fn dynamodb_get(
+    dynamo: &aws_sdk_dynamodb::Client,
+    env: &BTreeMap<String, String>,
+    id: &str,
+) -> Option<std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>> {
+    use aws_sdk_dynamodb::types::AttributeValue as Av;
+    let got = dynamo
+        .get_item()
+        .table_name(&env["REMINDERS_TABLE"])
+        .key("reminder_id", Av::S(id.into()))
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap();
+    got.item
+}
+
+/// Window 6 through `local run`, as an application in another language would meet it: an
+/// item whose `due_shard` no query reads, and one whose `due_at` can never come due, both
+/// written raw, end quarantined with a reason naming the field within one sweep (the first
+/// run sweeps), and `remind quarantined` lists them; the valid reminder beside them is sent.
+#[tokio::test]
+async fn window_6_local_run_quarantines_items_no_query_reaches() {
+    use aws_sdk_dynamodb::types::AttributeValue as Av;
+    let env = stack(&format!("w6-{}", std::process::id()));
+    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let dynamo = aws_sdk_dynamodb::Client::new(&sdk);
+    let valid = created(&dynamo, &env, "w6-valid").await;
+    for (id, field, value) in [
+        ("w6-shard-77", "due_shard", Av::N("77".into())),
+        ("w6-never-due", "due_at", Av::N("1e30".into())),
+    ] {
+        let mut item = valid.clone();
+        item.insert("reminder_id".into(), Av::S(id.into()));
+        item.insert(field.into(), value);
+        let put = dynamo.put_item().table_name(&env["REMINDERS_TABLE"]);
+        put.set_item(Some(item)).send().await.unwrap();
+    }
+    let run = ok(
+        &["local", "run", "--schedule-period", "1", "--for", "4"],
+        &env,
+    );
+    assert!(run.contains("quarantined 2"), "{run}");
+    assert!(run.contains("push   delivered 0 dead 1"), "{run}");
+    let listed = ok(&["remind", "quarantined"], &env);
+    for (id, field) in [("w6-shard-77", "due_shard"), ("w6-never-due", "due_at")] {
+        let line = listed.lines().find(|l| l.contains(id));
+        let line = line.unwrap_or_else(|| panic!("{id} not listed: {listed}"));
+        assert!(line.contains(&format!("{field}:")), "{line}");
+    }
+}
+
+/// Window 7 through `local run`: a shard whose due-index query keeps failing is reported in
+/// the run's summary, naming the shard and the runs in a row, not only in a debug log.
+#[tokio::test]
+async fn window_7_local_run_reports_a_failing_shard() {
+    use aws_sdk_dynamodb::types::AttributeValue as Av;
+    let env = stack(&format!("w7-{}", std::process::id()));
+    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let dynamo = aws_sdk_dynamodb::Client::new(&sdk);
+    let valid = created(&dynamo, &env, "w7-valid").await;
+    let Some(Av::N(shard)) = valid.get("due_shard").cloned() else {
+        panic!("no due_shard: {valid:?}");
+    };
+    // Real DynamoDB refuses a text key attribute in the index; the emulator stores it and
+    // then fails every query of the shard, as any lasting failure of one shard would.
+    let mut text_due = valid.clone();
+    text_due.insert("reminder_id".into(), Av::S("w7-text-due".into()));
+    text_due.insert("due_at".into(), Av::S("soon".into()));
+    let put = dynamo.put_item().table_name(&env["REMINDERS_TABLE"]);
+    put.set_item(Some(text_due)).send().await.unwrap();
+    let run = ok(
+        &["local", "run", "--schedule-period", "1", "--for", "4"],
+        &env,
+    );
+    let line = run
+        .lines()
+        .find(|l| l.starts_with(&format!("shard {shard}:")));
+    let line = line.unwrap_or_else(|| panic!("shard {shard} not reported: {run}"));
+    assert!(line.contains("due-index query failing ("), "{line}");
+    assert!(line.contains(" in a row), its reminders wait: "), "{line}");
+    let json = ok(
+        &[
+            "local",
+            "run",
+            "--schedule-period",
+            "1",
+            "--for",
+            "2",
+            "--json",
+        ],
+        &env,
+    );
+    let last = json.lines().last().expect("a summary line");
+    let summary: serde_json::Value = serde_json::from_str(last).unwrap();
+    let failing = summary["failing_shards"]
+        .as_array()
+        .expect("failing_shards");
+    assert_eq!(failing.len(), 1, "{summary}");
+    assert_eq!(failing[0]["shard"].to_string(), shard, "{summary}");
+}
