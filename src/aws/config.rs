@@ -8,6 +8,7 @@ use crate::config::{parse_in, ConfigError, Vars};
 pub const REMINDERS_TABLE: &str = "REMINDERS_TABLE";
 pub const DELIVERIES_TABLE: &str = "DELIVERIES_TABLE";
 pub const DUE_SHARDS: &str = "DUE_SHARDS";
+pub const METRICS_NAMESPACE: &str = "METRICS_NAMESPACE";
 pub const QUEUE_URL_VARS: [&str; 3] = ["PUSH_QUEUE_URL", "EMAIL_QUEUE_URL", "SMS_QUEUE_URL"];
 pub const DLQ_URL_VARS: [&str; 3] = ["PUSH_DLQ_URL", "EMAIL_DLQ_URL", "SMS_DLQ_URL"];
 
@@ -23,13 +24,16 @@ pub struct Settings {
     pub due_shards: u32,
     pub queue_urls: ChannelUrls,
     pub dlq_urls: ChannelUrls,
+    /// The CloudWatch namespace of the EMF lines (the template: `Reminders/<stack name>`).
+    pub metrics_namespace: String,
 }
 
 /// Every variable [`Settings`] reads.
-pub const SETTINGS_VARS: [&str; 9] = [
+pub const SETTINGS_VARS: [&str; 10] = [
     REMINDERS_TABLE,
     DELIVERIES_TABLE,
     DUE_SHARDS,
+    METRICS_NAMESPACE,
     QUEUE_URL_VARS[0],
     QUEUE_URL_VARS[1],
     QUEUE_URL_VARS[2],
@@ -66,6 +70,9 @@ impl Settings {
             due_shards,
             queue_urls: urls(QUEUE_URL_VARS)?,
             dlq_urls: urls(DLQ_URL_VARS)?,
+            metrics_namespace: vars
+                .get(METRICS_NAMESPACE)
+                .unwrap_or_else(|| crate::consumer::metrics::NAMESPACE.to_owned()),
         })
     }
 }

@@ -9,6 +9,8 @@ use serde_json::{json, Map, Value};
 use crate::clock::Timestamp;
 use crate::domain::{Channel, DeadReason};
 
+/// The namespace when `METRICS_NAMESPACE` is not set. The template sets
+/// `Reminders/<stack name>`, so two stacks in one account never share a metric or an alarm.
 pub const NAMESPACE: &str = "Reminders";
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -83,8 +85,8 @@ impl Metrics {
         self.attempts.extend(other.attempts);
     }
 
-    /// One EMF line for one channel's batch.
-    pub fn emf(&self, channel: Channel, at: Timestamp) -> String {
+    /// One EMF line for one channel's batch, in `namespace`.
+    pub fn emf(&self, channel: Channel, at: Timestamp, namespace: &str) -> String {
         let mut values = Map::new();
         let mut defs = Vec::new();
         let mut count = |name: String, v: u32| {
@@ -137,7 +139,7 @@ impl Metrics {
             json!({
                 "Timestamp": at.as_millis(),
                 "CloudWatchMetrics": [{
-                    "Namespace": NAMESPACE,
+                    "Namespace": namespace,
                     "Dimensions": [["channel"]],
                     "Metrics": defs,
                 }],
@@ -160,7 +162,8 @@ mod tests {
         };
         m.dead(DeadReason::Rejected);
         let line: Value =
-            serde_json::from_str(&m.emf(Channel::Sms, Timestamp::from_millis(5))).unwrap();
+            serde_json::from_str(&m.emf(Channel::Sms, Timestamp::from_millis(5), NAMESPACE))
+                .unwrap();
         assert_eq!(line["delivered"], 2);
         assert_eq!(line["dead_rejected"], 1);
         assert_eq!(line["channel"], "sms");

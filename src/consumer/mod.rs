@@ -86,6 +86,7 @@ pub struct Consumer<P: Ports> {
     /// The warm container's copy of the provider gates, shared by the records in flight.
     gates: GateCache,
     concurrency: Mutex<usize>,
+    metrics_namespace: String,
 }
 
 impl<P: Ports> Consumer<P> {
@@ -100,7 +101,14 @@ impl<P: Ports> Consumer<P> {
             rng: Mutex::new(StdRng::seed_from_u64(seed)),
             gates: GateCache::new(gate_cache),
             concurrency: Mutex::new(concurrency),
+            metrics_namespace: metrics::NAMESPACE.to_owned(),
         }
+    }
+
+    /// The EMF namespace (`METRICS_NAMESPACE`, from [`crate::aws::Settings`]).
+    pub fn with_metrics_namespace(mut self, namespace: String) -> Self {
+        self.metrics_namespace = namespace;
+        self
     }
 
     pub fn ports(&self) -> &P {
@@ -251,7 +259,7 @@ impl<P: Ports> Consumer<P> {
             let m = metrics.get(channel);
             if *m != Metrics::default() {
                 // EMF must be a bare JSON line on stdout, not wrapped in a tracing event.
-                println!("{}", m.emf(channel, now));
+                println!("{}", m.emf(channel, now, &self.metrics_namespace));
             }
         }
     }

@@ -36,8 +36,12 @@ fn invariant_violations_are_not_outages() {
         panics: 4,
         ..Metrics::default()
     };
-    let line: Value =
-        serde_json::from_str(&m.emf(Channel::Email, Timestamp::from_millis(1))).unwrap();
+    let line: Value = serde_json::from_str(&m.emf(
+        Channel::Email,
+        Timestamp::from_millis(1),
+        super::metrics::NAMESPACE,
+    ))
+    .unwrap();
     assert_eq!(
         line["infra_errors"], 2,
         "panics and invariants stay off the outage alarm"

@@ -135,6 +135,9 @@ pub struct RunReport {
     /// sent again next run — the ledger makes that one send.
     pub mark_failed: u32,
     pub stopped_at_deadline: bool,
+    /// How late the oldest due reminder this run found was (its start − `due_at`, whole
+    /// seconds; 0 when none was late): the scheduler's backlog, alarmed on.
+    pub backlog_age_secs: u64,
     pub requests: Requests,
     /// Enqueued reminders in the order they were taken.
     #[serde(skip)]
@@ -148,10 +151,12 @@ impl RunReport {
         u32::try_from(n.count()).unwrap_or(u32::MAX)
     }
 
-    /// One CloudWatch Embedded Metric Format line (namespace `Reminders`, dimension
-    /// `function`), for the alarms on quarantined items and on runs that stopped early.
-    pub fn emf(&self, at: Timestamp) -> String {
+    /// One CloudWatch Embedded Metric Format line in `namespace` (dimension `function`), for
+    /// the alarms: the heartbeat (`scheduler_runs`, one per run that answered), the backlog,
+    /// failing shards, quarantined items and runs that stopped early.
+    pub fn emf(&self, at: Timestamp, namespace: &str) -> String {
         let counts = [
+            ("scheduler_runs", 1),
             ("scheduler_enqueued", self.enqueued),
             ("scheduler_expired", self.expired),
             ("scheduler_quarantined", self.quarantined),
@@ -173,13 +178,18 @@ impl RunReport {
             line.insert(name.into(), value.into());
             defs.push(serde_json::json!({"Name": name, "Unit": "Count"}));
         }
+        defs.push(serde_json::json!({"Name": "scheduler_backlog_age_seconds", "Unit": "Seconds"}));
+        line.insert(
+            "scheduler_backlog_age_seconds".into(),
+            self.backlog_age_secs.into(),
+        );
         line.insert("function".into(), "scheduler".into());
         line.insert(
             "_aws".into(),
             serde_json::json!({
                 "Timestamp": at.as_millis(),
                 "CloudWatchMetrics": [{
-                    "Namespace": crate::consumer::metrics::NAMESPACE,
+                    "Namespace": namespace,
                     "Dimensions": [["function"]],
                     "Metrics": defs,
                 }],
@@ -249,6 +259,11 @@ impl<P: Ports> Scheduler<P> {
         };
         report.scanned = taken.scanned;
         report.picked = u32::try_from(taken.picked.len()).unwrap_or(u32::MAX);
+        // Taken oldest first: the first is the oldest due reminder not yet enqueued.
+        report.backlog_age_secs = taken
+            .picked
+            .first()
+            .map_or(0, |r| now.since(r.due_at).as_secs());
         report.skipped_over_cap = taken.skipped_over_cap;
         report.query_failures = taken.query_failures;
         report.requests.queries += taken.queries;

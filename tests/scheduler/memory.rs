@@ -482,7 +482,7 @@ async fn window_7_a_shard_that_keeps_failing_is_reported_run_after_run() {
     let second = scheduler.run(None).await.unwrap();
     assert_eq!(second.failed_shards[0].runs_in_a_row, 2);
     assert_eq!(second.shards_failing_repeatedly(), 1);
-    let emf: serde_json::Value = serde_json::from_str(&second.emf(T0)).unwrap();
+    let emf: serde_json::Value = serde_json::from_str(&second.emf(T0, "Reminders")).unwrap();
     assert_eq!(emf["scheduler_shards_failing"], 1);
     assert_eq!(emf["scheduler_query_failures"], 1);
 }
@@ -518,4 +518,44 @@ async fn window_6_the_sweep_runs_once_per_period() {
         stored.invalid_reason.as_deref(),
         Some("fresh_until: not after due_at")
     );
+}
+
+/// The heartbeat and the backlog, as the alarms read them: every run that answers says so
+/// (`scheduler_runs`), and says how late the oldest due reminder it found was.
+#[tokio::test]
+async fn each_run_emits_a_heartbeat_and_its_backlog_age() {
+    let w = world(SchedulerConfig::default());
+    let late = reminder(
+        "late",
+        "s1",
+        T0.minus(Duration::from_secs(95)),
+        &[Channel::Sms],
+    );
+    let on_time = reminder("on-time", "s2", T0, &[Channel::Sms]);
+    w.store.insert(&late).await.unwrap();
+    w.store.insert(&on_time).await.unwrap();
+    let first = w.scheduler.run(None).await.unwrap();
+    assert_eq!((first.enqueued, first.backlog_age_secs), (2, 95));
+    let emf: serde_json::Value = serde_json::from_str(&first.emf(T0, "Reminders/s1")).unwrap();
+    assert_eq!(emf["scheduler_runs"], 1);
+    assert_eq!(emf["scheduler_backlog_age_seconds"], 95);
+    let declared = &emf["_aws"]["CloudWatchMetrics"][0];
+    assert_eq!(declared["Namespace"], "Reminders/s1");
+    let units: Vec<(String, String)> = declared["Metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["Name"].as_str().unwrap().into(),
+                m["Unit"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert!(units.contains(&("scheduler_runs".into(), "Count".into())));
+    assert!(units.contains(&("scheduler_backlog_age_seconds".into(), "Seconds".into())));
+    // Nothing left: no backlog.
+    w.clock.advance(Duration::from_secs(60));
+    let second = w.scheduler.run(None).await.unwrap();
+    assert_eq!((second.enqueued, second.backlog_age_secs), (0, 0));
 }

@@ -83,6 +83,7 @@ fn every_variable_a_function_reads_is_set_for_it_and_no_other() {
     }
 }
 
+mod alarms;
 mod defaults;
 mod iam;
 
@@ -250,24 +251,48 @@ async fn the_bootstrap_creates_the_same_resources_on_the_emulator() {
 #[test]
 fn every_alarmed_consumer_metric_is_emitted_and_retention_is_one_value() {
     let t = template();
-    let line = reminders::consumer::Metrics::default().emf(
+    // Every value the consumer can emit (a batch with lateness and attempts carries those).
+    let busy = reminders::consumer::Metrics {
+        lateness_ms: vec![1],
+        attempts: vec![1],
+        ..Default::default()
+    };
+    let line = busy.emf(
         reminders::domain::Channel::Sms,
         reminders::clock::Timestamp::from_millis(0),
+        "Reminders/reminders",
     );
     let mut emitted: serde_json::Value = serde_json::from_str(&line).unwrap();
-    let scheduler =
-        reminders::scheduler::RunReport::default().emf(reminders::clock::Timestamp::from_millis(0));
+    let scheduler = reminders::scheduler::RunReport::default().emf(
+        reminders::clock::Timestamp::from_millis(0),
+        "Reminders/reminders",
+    );
     let scheduler: serde_json::Value = serde_json::from_str(&scheduler).unwrap();
     for (k, v) in scheduler.as_object().unwrap() {
         emitted[k] = v.clone();
     }
     let mut alarmed = BTreeSet::new();
+    let own = emitted["_aws"]["CloudWatchMetrics"][0]["Namespace"].clone();
+    assert_eq!(own, "Reminders/reminders");
+    let p = iam::params(&t, &[]);
     for (name, r) in t["Resources"].as_mapping().unwrap() {
-        let p = &r["Properties"];
-        if r["Type"].as_str() == Some("AWS::CloudWatch::Alarm")
-            && p["Namespace"].as_str() == Some("Reminders")
-        {
-            let metric = p["MetricName"].as_str().unwrap();
+        if r["Type"].as_str() != Some("AWS::CloudWatch::Alarm") {
+            continue;
+        }
+        let a = iam::resolve(&t, &p, &r["Properties"]).unwrap();
+        let direct = std::iter::once(&a);
+        let math = a["Metrics"].as_sequence().into_iter().flatten();
+        let math = math.map(|q| &q["MetricStat"]["Metric"]);
+        for m in direct.chain(math) {
+            assert_ne!(
+                m["Namespace"].as_str(),
+                Some("Reminders"),
+                "{name:?}: shared by every stack"
+            );
+            if m["Namespace"].as_str() != own.as_str() {
+                continue;
+            }
+            let metric = m["MetricName"].as_str().unwrap();
             assert!(
                 emitted.get(metric).is_some(),
                 "{name:?} alarms on {metric}, which no function emits"
@@ -280,6 +305,10 @@ fn every_alarmed_consumer_metric_is_emitted_and_retention_is_one_value() {
         "invariant_errors",
         "dead_total",
         "scheduler_quarantined",
+        "scheduler_runs",
+        "scheduler_shards_failing",
+        "scheduler_backlog_age_seconds",
+        "lateness_ms",
     ] {
         assert!(alarmed.contains(metric), "no alarm on {metric}");
     }

@@ -31,7 +31,8 @@ async fn main() -> Result<(), Error> {
         dead_letters: adapters.dead_letters,
         providers,
     };
-    let consumer = Consumer::new(ports, cfg, settings.queue_urls, rand::random());
+    let consumer = Consumer::new(ports, cfg, settings.queue_urls, rand::random())
+        .with_metrics_namespace(settings.metrics_namespace);
     let consumer = &consumer;
     run(service_fn(move |event: LambdaEvent<SqsEvent>| async move {
         let now = reminders::clock::Clock::now(&SystemClock);

@@ -13,7 +13,9 @@ use reminders::scheduler::{RunReport, Scheduler, SchedulerConfig, Share};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
-    let adapters = reminders::wiring::cold_start("scheduler").await?.adapters;
+    let start = reminders::wiring::cold_start("scheduler").await?;
+    let (adapters, namespace) = (start.adapters, start.settings.metrics_namespace);
+    let namespace = namespace.as_str();
     let cfg = SchedulerConfig::from_env()?;
     let ports = PortSet {
         clock: SystemClock,
@@ -33,8 +35,10 @@ async fn main() -> Result<(), Error> {
             let deadline = reminders::wiring::invocation_deadline(event.context.deadline, now);
             let share = Share::from_event(&event.payload)?;
             let report = scheduler.run_share(deadline, share).await?;
-            // EMF must be a bare JSON line on stdout: quarantined items and early stops alarm.
-            println!("{}", report.emf(reminders::clock::Clock::now(&SystemClock)));
+            // EMF must be a bare JSON line on stdout: the heartbeat, backlog, failing shards,
+            // quarantined items and early stops alarm on it.
+            let at = reminders::clock::Clock::now(&SystemClock);
+            println!("{}", report.emf(at, namespace));
             Ok::<RunReport, Error>(report)
         },
     ))
