@@ -70,8 +70,11 @@ impl Settings {
             due_shards,
             queue_urls: urls(QUEUE_URL_VARS)?,
             dlq_urls: urls(DLQ_URL_VARS)?,
+            // Empty is unset, as everywhere in the template: an empty namespace would make
+            // CloudWatch drop every metric without a word.
             metrics_namespace: vars
                 .get(METRICS_NAMESPACE)
+                .filter(|ns| !ns.trim().is_empty())
                 .unwrap_or_else(|| crate::consumer::metrics::NAMESPACE.to_owned()),
         })
     }

@@ -14,6 +14,8 @@ use super::Written;
 use crate::ports::{Cas, Expected, PortError};
 
 /// Conflicts tolerated before a write gives up (each one means another writer made progress).
+/// The read that verifies an assumed absence is not one (before the machine, it took one of the
+/// eight rounds).
 pub const MAX_CAS_ROUNDS: usize = 8;
 
 /// The ledger operation a [`Transition`] waits on.

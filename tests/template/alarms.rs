@@ -193,6 +193,17 @@ fn the_production_alarms_exist() {
     assert_eq!(text(&h["TreatMissingData"]), "breaching");
     let minutes = h["Period"].as_u64().unwrap() * h["EvaluationPeriods"].as_u64().unwrap();
     assert_eq!(minutes, 300, "five minutes without a run");
+    assert_eq!(
+        h["DatapointsToAlarm"], h["EvaluationPeriods"],
+        "every minute short"
+    );
+    assert_eq!(text(&h["ComparisonOperator"]), "LessThanThreshold");
+    let schedules = super::default(&template(), "SchedulerParallelism");
+    assert_eq!(
+        text(&h["Threshold"]),
+        schedules,
+        "one run a minute from every schedule"
+    );
     for metric in [
         "scheduler_shards_failing",
         "scheduler_backlog_age_seconds",
@@ -227,6 +238,19 @@ fn the_production_alarms_exist() {
         assert!(
             dlq_age.iter().any(|v| v.starts_with(&name)),
             "{name}: {dlq_age:?}"
+        );
+    }
+    // A consumer that is not invoked at all: messages left visible on each channel queue.
+    let undrained: BTreeSet<String> = reading("AWS/SQS", "ApproximateNumberOfMessagesVisible")
+        .iter()
+        .flat_map(|(_, a)| alarm_metrics(a))
+        .flat_map(|m| m.2.into_iter().map(|(_, v)| v))
+        .collect();
+    for q in ["push", "email", "sms"] {
+        let name = format!("reminders-{q}#");
+        assert!(
+            undrained.iter().any(|v| v.starts_with(&name)),
+            "{name}: {undrained:?}"
         );
     }
     // The queue's own age counts retries parked on purpose: no alarm reads it on a channel
