@@ -97,7 +97,13 @@ SAM_CLI_TELEMETRY=0 "$SAM_VENV/bin/sam" validate --lint --region us-east-1 -t te
 
 # Fails on any finding not suppressed in template.yaml (each suppression carries its reason in
 # the resource's Metadata). --skip-download: no Prisma Cloud calls (no API key, offline CI).
-step "checkov template.yaml"
-"$CHECKOV_VENV/bin/checkov" -f template.yaml --framework cloudformation --compact --quiet --skip-download
+# checkov does not look inside Fn::If, so on template.yaml as written it never sees a grant a
+# condition guards (SMS and push on SNS, SES, the token secrets). So it also scans the template
+# rendered by infra/render_template.py for every combination of the three providers (their
+# AllowedValues: 3 x 3 x 3 = 27), each provider with the parameters its grants depend on, and
+# for the branches those leave out. One checkov process scans all of them (about 30 s here; one
+# process per template would take 3.5 s each). A line per template; any failure fails the step.
+step "checkov: template.yaml, and rendered for every provider combination"
+"$VENV/bin/python" infra/checkov_renders.py "$CHECKOV_VENV/bin/checkov"
 
 step "all checks passed"

@@ -25,7 +25,7 @@ use std::hash::{Hash, Hasher};
 use reminders::delivery::state::{Change, DeliveryRecord, LeaseToken};
 use reminders::delivery::Transition;
 
-use crate::operator::Operator;
+use crate::operator::{Canceller, Redriver};
 use crate::protocol::State;
 use crate::worker::{Lease, Phase, Then};
 
@@ -42,7 +42,7 @@ impl Hash for State {
             .hash(h);
         (&self.used, &self.ghost).hash(h);
         record(self.ledger.as_deref(), base, &mut names, h);
-        operator(&self.operator, base, &mut names, h);
+        operators(self, base, &mut names, h);
         // Workers are interchangeable: hash them in an order that does not depend on their
         // numbers (by what each looks like next to the ledger).
         let mut order: Vec<(u64, usize)> = (0..self.workers.len())
@@ -65,7 +65,7 @@ pub fn mentioned(s: &State) -> Vec<LeaseToken> {
     let base = s.ledger.as_ref().map_or(0, |r| r.seq());
     let (mut names, mut sink) = (Names::default(), DefaultHasher::new());
     record(s.ledger.as_deref(), base, &mut names, &mut sink);
-    operator(&s.operator, base, &mut names, &mut sink);
+    operators(s, base, &mut names, &mut sink);
     for phase in &s.workers {
         worker(phase, base, &mut names, &mut sink);
     }
@@ -113,11 +113,16 @@ fn worker<H: Hasher>(phase: &Phase, base: u64, names: &mut Names, h: &mut H) {
     }
 }
 
-fn operator<H: Hasher>(op: &Operator, base: u64, names: &mut Names, h: &mut H) {
-    std::mem::discriminant(op).hash(h);
-    match op {
-        Operator::Idle => {}
-        Operator::Cancel(t) | Operator::Redrive(t) => transition(t, base, names, h),
+fn operators<H: Hasher>(s: &State, base: u64, names: &mut Names, h: &mut H) {
+    std::mem::discriminant(&s.canceller).hash(h);
+    match &s.canceller {
+        Canceller::Idle => {}
+        Canceller::Ledger(t) => transition(t, base, names, h),
+        Canceller::Mark(answer) => format!("{answer:?}").hash(h),
+    }
+    std::mem::discriminant(&s.redriver).hash(h);
+    if let Redriver::Ledger(t) = &s.redriver {
+        transition(t, base, names, h);
     }
 }
 

@@ -1,11 +1,13 @@
-//! The operator's cancel (`outbox::cancel`) and redrive (`redrive::make_ready`), each a
-//! `delivery::Transition` driven one ledger operation a step, so a worker's steps interleave
-//! with theirs: the cancel writes the ledger, then marks the reminder and answers; the redrive
-//! moves `dead → ready`, then puts the message back on the queue.
+//! The operators: one cancels (`outbox::cancel`), another redrives (`redrive::one`), at once if
+//! they like. Each runs a `delivery::Transition` one ledger operation a step, so their steps
+//! interleave with each other's and the workers': the cancel writes the ledger, then marks the
+//! reminder and answers (a step of its own: window 1 lives between the two); the redrive reads
+//! the reminder (cancelled: it cancels the delivery instead), moves `dead → ready`, then puts
+//! the message back on the queue.
 
 use std::collections::BTreeSet;
 
-use reminders::delivery::state::{Change, RedriveAudit, Refused, Why};
+use reminders::delivery::state::{Change, RedriveAudit, Refused, Status, Why};
 use reminders::delivery::{cancel_answer, Cancelled, Progress, Transition, Written};
 use reminders::domain::DeadReason;
 
@@ -13,13 +15,22 @@ use crate::fixtures::ctx;
 use crate::protocol::{Fault, ProtocolModel, State};
 use crate::worker::ledger_step;
 
+/// The operator who cancels.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Operator {
+pub enum Canceller {
     Idle,
-    /// `delivery::cancel` in progress; then the reminder is marked and the cancel answers.
-    Cancel(Box<Transition>),
-    /// `make_ready` in progress; then the message goes back on the queue.
-    Redrive(Box<Transition>),
+    /// `delivery::cancel` in progress.
+    Ledger(Box<Transition>),
+    /// The ledger answered: the reminder is marked cancelled, and the command answers so.
+    Mark(Cancelled),
+}
+
+/// The operator who redrives: `make_ready` in progress (or, for a cancelled reminder, the
+/// delivery's cancel); then the message goes back on the queue.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Redriver {
+    Idle,
+    Ledger(Box<Transition>),
 }
 
 /// The operator's redrive selection.
@@ -43,21 +54,61 @@ impl Reasons {
 /// The operator asks to cancel the reminder.
 pub fn cancel(m: &ProtocolModel, s: &mut State) {
     s.used.cancels += 1;
-    if m.fault == Some(Fault::CancelOnlyMarks) {
-        s.reminder_cancelled = true;
-        s.ghost.cancel_answered = true;
-        return;
+    match m.fault {
+        Some(Fault::CancelOnlyMarks) => {
+            s.canceller = Canceller::Mark(Cancelled::Cancelled);
+            return;
+        }
+        // Planted: the cancel before window 1's fix, which left a dead delivery dead.
+        Some(Fault::CancelLeavesDead)
+            if s.ledger.as_ref().map(|r| r.status()) == Some(Status::Dead) =>
+        {
+            s.canceller = Canceller::Mark(Cancelled::AlreadyFinal(Status::Dead));
+            return;
+        }
+        _ => {}
     }
     let progress = Transition::start(None, Change::Cancel, ctx(s.now));
-    go_on(s, progress, Job::Cancel);
+    cancel_goes_on(s, progress);
+}
+
+/// The canceller's next step: a ledger operation, or the mark and the answer.
+pub fn step_cancel(m: &ProtocolModel, s: &mut State) {
+    match std::mem::replace(&mut s.canceller, Canceller::Idle) {
+        Canceller::Ledger(t) => {
+            let progress = ledger_step(m, s, *t);
+            cancel_goes_on(s, progress);
+        }
+        Canceller::Mark(answer) => {
+            s.reminder_cancelled = true;
+            // Any answer but "a worker has it" or "delivered" tells the operator it is
+            // stopped: nothing may be sent after it.
+            if !matches!(
+                answer,
+                Cancelled::AlreadyInFlight | Cancelled::AlreadyDelivered
+            ) {
+                s.ghost.cancel_answered = true;
+            }
+        }
+        Canceller::Idle => {}
+    }
+}
+
+fn cancel_goes_on(s: &mut State, progress: Progress) {
+    s.canceller = match progress {
+        Progress::Next(t) => Canceller::Ledger(Box::new(t)),
+        Progress::Done(Ok(written)) => Canceller::Mark(cancel_answer(written)),
+        // The command fails (the model's ledger never fails a call).
+        Progress::Done(Err(_)) => Canceller::Idle,
+    };
 }
 
 /// The operator redrives the dead delivery. A reminder already cancelled is not redriven:
 /// its delivery is cancelled on the ledger instead (`redrive::one::cancelled`).
 pub fn redrive(s: &mut State, reasons: Reasons) {
     s.used.redrives += 1;
-    let (change, job) = if s.reminder_cancelled {
-        (Change::Cancel, Job::RedriveCancels)
+    let change = if s.reminder_cancelled {
+        Change::Cancel
     } else {
         let audit = RedriveAudit {
             batch_id: "b-model".into(),
@@ -65,74 +116,46 @@ pub fn redrive(s: &mut State, reasons: Reasons) {
             note: "model".into(),
         };
         let reasons = reasons.set();
-        (Change::Redrive { audit, reasons }, Job::Redrive)
+        Change::Redrive { audit, reasons }
     };
     let progress = Transition::start(None, change, ctx(s.now));
-    go_on(s, progress, job);
+    redrive_goes_on(s, progress);
 }
 
-#[derive(Clone, Copy)]
-enum Job {
-    Cancel,
-    Redrive,
-    /// A redrive that found the reminder cancelled: it cancels the delivery instead.
-    RedriveCancels,
+/// The redriver's next ledger operation.
+pub fn step_redrive(m: &ProtocolModel, s: &mut State) {
+    if let Redriver::Ledger(t) = std::mem::replace(&mut s.redriver, Redriver::Idle) {
+        let progress = ledger_step(m, s, *t);
+        redrive_goes_on(s, progress);
+    }
 }
 
-/// The operator's next ledger operation.
-pub fn step(m: &ProtocolModel, s: &mut State) {
-    let (t, job) = match std::mem::replace(&mut s.operator, Operator::Idle) {
-        Operator::Cancel(t) => (t, Job::Cancel),
-        Operator::Redrive(t) if *t.change() == Change::Cancel => (t, Job::RedriveCancels),
-        Operator::Redrive(t) => (t, Job::Redrive),
-        Operator::Idle => return,
-    };
-    let progress = ledger_step(m, s, *t);
-    go_on(s, progress, job);
-}
-
-fn go_on(s: &mut State, progress: Progress, job: Job) {
+fn redrive_goes_on(s: &mut State, progress: Progress) {
     let written = match progress {
         Progress::Next(t) => {
-            let t = Box::new(t);
-            s.operator = match job {
-                Job::Cancel => Operator::Cancel(t),
-                Job::Redrive | Job::RedriveCancels => Operator::Redrive(t),
-            };
+            s.redriver = Redriver::Ledger(Box::new(t));
             return;
         }
         Progress::Done(Ok(written)) => written,
         // The command fails (the model's ledger never fails a call).
         Progress::Done(Err(_)) => return,
     };
-    match (job, written) {
-        // `outbox::cancel` marks the reminder after the ledger, then answers.
-        (Job::Cancel, written) => {
-            s.reminder_cancelled = true;
-            if cancel_answer(written) == Cancelled::Cancelled {
-                s.ghost.cancel_answered = true;
-            }
-        }
-        // Cancelled instead of redriven, or not selected, or finished: stays off the queue.
-        (Job::RedriveCancels, _) => {}
-        (
-            Job::Redrive,
-            Written::Refused {
-                refused:
-                    Refused {
-                        why: Why::ReasonNotSelected(_),
-                        ..
-                    },
-                ..
-            },
-        ) => {}
-        (
-            Job::Redrive,
-            Written::Refused {
-                current: Some(r), ..
-            },
-        ) if r.status().is_terminal() => {}
+    match written {
+        // Not selected, or finished (cancelled instead of redriven among them): the copy
+        // stays off the queue.
+        Written::Refused {
+            refused:
+                Refused {
+                    why: Why::ReasonNotSelected(_),
+                    ..
+                },
+            ..
+        } => {}
+        Written::Refused {
+            current: Some(r), ..
+        } if r.status().is_terminal() => {}
+        Written::Applied(r) if r.status() == Status::Cancelled => {}
         // Applied; or no item, ready, sending or deferred: the ledger guards the resend.
-        (Job::Redrive, _) => s.queue += 1,
+        _ => s.queue += 1,
     }
 }

@@ -9,7 +9,7 @@ use reminders::domain::DeadReason;
 use stateright::{Model, Property};
 
 use crate::fixtures::{fresh_until, token, Rec};
-use crate::operator::{self, Operator, Reasons};
+use crate::operator::{self, Canceller, Reasons, Redriver};
 use crate::properties;
 use crate::record::{self, Sent};
 use crate::worker::{self, Phase};
@@ -41,6 +41,10 @@ pub enum Fault {
     IgnoreFreshness,
     /// The cancel flips the reminder's status and answers, writing nothing to the ledger.
     CancelOnlyMarks,
+    /// The cancel leaves a dead delivery dead and answers "already dead" (window 1 unfixed).
+    CancelLeavesDead,
+    /// The consumer takes a provider that ignores idempotency keys for one that honours them.
+    AssumeIdempotent,
 }
 
 pub struct ProtocolModel {
@@ -53,6 +57,11 @@ pub struct ProtocolModel {
 }
 
 impl ProtocolModel {
+    /// What the consumer believes of the provider (`Provider::honours_idempotency_key`).
+    pub fn consumer_trusts_idempotency(&self) -> bool {
+        self.idempotent || self.fault == Some(Fault::AssumeIdempotent)
+    }
+
     pub fn fresh_until(&self) -> Timestamp {
         fresh_until(self.bounds.fresh_through)
     }
@@ -94,7 +103,8 @@ pub struct State {
     pub now: u8,
     pub ledger: Option<Rec>,
     pub workers: Vec<Phase>,
-    pub operator: Operator,
+    pub canceller: Canceller,
+    pub redriver: Redriver,
     /// Copies of the message waiting to be received (a held one comes back, an acked one
     /// does not).
     pub queue: u8,
@@ -164,11 +174,13 @@ pub enum Action {
     Tick,
     /// `outbox::cancel` starts: the ledger's cancel, then the reminder marked cancelled.
     Cancel,
+    /// The canceller's next step.
+    StepCancel,
     /// `redrive::make_ready` starts: dead → ready when the reason is selected, then the
     /// message back on the queue.
     Redrive(Reasons),
-    /// The operator's next ledger operation.
-    Operate,
+    /// The redriver's next ledger operation.
+    StepRedrive,
 }
 
 impl ProtocolModel {
@@ -210,7 +222,8 @@ impl Model for ProtocolModel {
             now: 0,
             ledger: None,
             workers: vec![Phase::Idle; self.workers],
-            operator: Operator::Idle,
+            canceller: Canceller::Idle,
+            redriver: Redriver::Idle,
             queue: self.bounds.messages,
             reminder_cancelled: false,
             acceptances: 0,
@@ -226,15 +239,15 @@ impl Model for ProtocolModel {
         if s.now < self.bounds.ticks {
             actions.push(Action::Tick);
         }
-        if s.operator != Operator::Idle {
-            actions.push(Action::Operate);
-            return;
-        }
-        if s.used.cancels < self.bounds.cancels && !s.reminder_cancelled {
+        if s.canceller != Canceller::Idle {
+            actions.push(Action::StepCancel);
+        } else if s.used.cancels < self.bounds.cancels && !s.reminder_cancelled {
             actions.push(Action::Cancel);
         }
         let dead = s.ledger.as_ref().and_then(|r| r.dead_reason()).is_some();
-        if dead && s.used.redrives < self.bounds.redrives {
+        if s.redriver != Redriver::Idle {
+            actions.push(Action::StepRedrive);
+        } else if dead && s.used.redrives < self.bounds.redrives {
             actions.push(Action::Redrive(Reasons::Budget));
             actions.push(Action::Redrive(Reasons::Ambiguous));
         }
@@ -259,8 +272,9 @@ impl Model for ProtocolModel {
             }
             Action::Tick => s.now += 1,
             Action::Cancel => operator::cancel(self, &mut s),
+            Action::StepCancel => operator::step_cancel(self, &mut s),
             Action::Redrive(reasons) => operator::redrive(&mut s, reasons),
-            Action::Operate => operator::step(self, &mut s),
+            Action::StepRedrive => operator::step_redrive(self, &mut s),
         }
         Some(s)
     }

@@ -147,7 +147,7 @@ fn take_over(
     let cfg = consumer();
     let lapsed = Lapsed {
         policy: &cfg.policy,
-        idempotent: m.idempotent,
+        idempotent: m.consumer_trusts_idempotency(),
         fresh_until: m.fresh_until(),
         now: at(s.now),
         lease: cfg.lease,
@@ -170,7 +170,13 @@ fn resolve_abandoned(
     sending: reminders::delivery::state::DeliveryRecord,
 ) {
     let cfg = consumer();
-    match abandoned::resolve(&sending, &cfg.policy, m.idempotent, at(s.now), &mut rng()) {
+    match abandoned::resolve(
+        &sending,
+        &cfg.policy,
+        m.consumer_trusts_idempotency(),
+        at(s.now),
+        &mut rng(),
+    ) {
         Ok(Resolve::Wait { .. }) => s.end(w, true),
         Ok(Resolve::Write(change)) => {
             let sending = std::sync::Arc::new(sending);
@@ -230,7 +236,7 @@ pub fn send(m: &ProtocolModel, s: &mut State, w: usize, lease: Lease, sent: Sent
         &policy,
         spent,
         &outcome,
-        m.idempotent,
+        m.consumer_trusts_idempotency(),
         fresh_until,
         now,
         &mut rng(),
