@@ -40,6 +40,26 @@ async fn delivered_is_acked_with_one_call_and_recorded() {
     assert_eq!(w.queue.len(SMS), 0, "acked messages are deleted");
 }
 
+/// Lateness feeds the SLO alarm: an operator's redrive is not late delivery, so it records
+/// none (a replay of a days-old death would page).
+#[tokio::test]
+async fn a_redriven_delivery_records_no_lateness() {
+    let w = Mem::new(test_config(), true);
+    let r = w.reminder("r1", &[SMS]).await;
+    let mut msg = message(&r, SMS);
+    msg.redrive = Some(reminders::domain::RedriveMarker {
+        batch_id: "rd-1".into(),
+        operator: "ops".into(),
+        at: msg.due_at,
+    });
+    w.enqueue(&msg).await;
+    w.advance(2);
+    let out = w.run(SMS).await.unwrap();
+    assert_eq!(actions(&out), [Action::Ack]);
+    let m = out.metrics.get(SMS);
+    assert_eq!((m.delivered, m.lateness_ms.len()), (1, 0));
+}
+
 #[tokio::test]
 async fn the_same_message_twice_in_sequence_sends_once() {
     let w = Mem::new(test_config(), true);

@@ -70,8 +70,13 @@ impl<P: Ports> Record<'_, P> {
         match transition(ledger, Some(lease.record), change, ctx).await? {
             Written::Applied(done) => {
                 self.m.delivered += 1;
-                let lateness = ctx.now.as_millis() - d.msg.due_at.as_millis();
-                self.m.lateness_ms.push(lateness);
+                // Late against the reminder as it is now (an edit that moved it keeps the old
+                // message), and not for a redrive: an operator's replay is not lateness, and it
+                // would page the lateness alarm for days-old deaths.
+                if d.msg.redrive.is_none() {
+                    let lateness = ctx.now.as_millis() - d.reminder.due_at.as_millis();
+                    self.m.lateness_ms.push(lateness);
+                }
                 self.m.attempts.push(done.attempt_count());
                 let attempt = done.attempt_count();
                 log_transition(&d.msg, attempt, "delivered", "ack", Duration::ZERO);
