@@ -6,6 +6,7 @@ mod chaos;
 mod demo;
 mod local;
 mod ops;
+mod stack;
 
 use std::process::ExitCode;
 
@@ -20,6 +21,10 @@ use reminders::domain::{Channel, DeadReason, DeliveryKey, ReminderId, Subscriber
     about = "Reminder delivery on AWS: operator CLI"
 )]
 struct Cli {
+    /// Configure every command from this deployed stack's outputs (CloudFormation), instead
+    /// of exporting the table and queue variables; a variable already set wins.
+    #[arg(long, global = true, env = "REMINDERS_STACK", value_name = "NAME")]
+    stack: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -632,6 +637,12 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(name) = cli.stack.as_deref().filter(|n| !n.is_empty()) {
+        if let Err(e) = stack::configure(name) {
+            eprintln!("remindctl: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

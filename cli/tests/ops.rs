@@ -396,3 +396,69 @@ async fn window_7_local_run_reports_a_failing_shard() {
     assert_eq!(failing.len(), 1, "{summary}");
     assert_eq!(failing[0]["shard"].to_string(), shard, "{summary}");
 }
+
+/// `remindctl --stack NAME` (and `REMINDERS_STACK`): the stack's outputs configure every
+/// command, with no table or queue variable set. The stack here is one on the emulator whose
+/// outputs name the resources `local up` made, as the template's outputs name its own.
+#[tokio::test]
+async fn a_stack_name_configures_every_command() {
+    let prefix = format!("stk-{}", std::process::id());
+    let made = stack(&prefix);
+    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let mut outputs = serde_json::Map::new();
+    for (output, var) in reminders::aws::config::STACK_OUTPUTS {
+        let value = made.get(var).cloned().unwrap_or_else(|| match var {
+            "RETENTION_SECS" => "1296000".into(),
+            other => panic!("local up exported no {other}"),
+        });
+        outputs.insert(output.into(), serde_json::json!({ "Value": value }));
+    }
+    let template = serde_json::json!({
+        "Resources": {"Marker": {"Type": "AWS::SQS::Queue"}},
+        "Outputs": outputs,
+    });
+    let cf = aws_sdk_cloudformation::Client::new(&sdk);
+    let create = cf.create_stack().stack_name(&prefix);
+    create
+        .template_body(template.to_string())
+        .send()
+        .await
+        .unwrap();
+
+    // Nothing but the emulator's own variables (the test's environment has no stack ones).
+    let none = BTreeMap::new();
+    let created = ok(
+        &[
+            "--stack",
+            &prefix,
+            "remind",
+            "create",
+            "--id",
+            "stk-1",
+            "--subscriber",
+            "u-1",
+            "--body",
+            "hi",
+            "--push",
+            "token-1",
+        ],
+        &none,
+    );
+    assert!(created.contains("created stk-1"), "{created}");
+    let dynamo = aws_sdk_dynamodb::Client::new(&sdk);
+    let item = dynamodb_get(&dynamo, &made, "stk-1").await;
+    assert!(item.is_some(), "created in another table than the stack's");
+    let summary = ok(&["--stack", &prefix, "dlq", "summary"], &none);
+    assert!(summary.contains("push"), "{summary}");
+    let by_env: BTreeMap<String, String> =
+        BTreeMap::from([("REMINDERS_STACK".to_owned(), prefix.clone())]);
+    let shown = ok(&["remind", "show", "--id", "stk-1"], &by_env);
+    assert!(shown.contains("stk-1"), "{shown}");
+
+    // An unknown stack: one line naming it.
+    let out = remindctl(&["--stack", "no-such-stack", "dlq", "summary"], &none, "");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("no-such-stack"), "{err}");
+}

@@ -42,6 +42,21 @@ pub const SETTINGS_VARS: [&str; 10] = [
     DLQ_URL_VARS[2],
 ];
 
+/// The template's outputs and the variables they configure (`remindctl --stack NAME`); a
+/// template test holds the template to it.
+pub const STACK_OUTPUTS: [(&str, &str); 10] = [
+    ("RemindersTableName", REMINDERS_TABLE),
+    ("DeliveriesTableName", DELIVERIES_TABLE),
+    ("PushQueueUrl", QUEUE_URL_VARS[0]),
+    ("EmailQueueUrl", QUEUE_URL_VARS[1]),
+    ("SmsQueueUrl", QUEUE_URL_VARS[2]),
+    ("PushDeadLetterQueueUrl", DLQ_URL_VARS[0]),
+    ("EmailDeadLetterQueueUrl", DLQ_URL_VARS[1]),
+    ("SmsDeadLetterQueueUrl", DLQ_URL_VARS[2]),
+    ("DueShards", DUE_SHARDS),
+    ("RetentionSeconds", crate::domain::retention::RETENTION_VAR),
+];
+
 impl Settings {
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_vars(&Vars::env())

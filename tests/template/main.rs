@@ -379,3 +379,26 @@ const NOT_NAMES: [&str; 5] = [
     "PolicyName",
     "KeyName",
 ];
+
+/// `remindctl --stack NAME` configures itself from these outputs: the template gives each,
+/// with the value the functions get for the variable it configures.
+#[test]
+fn the_outputs_remindctl_reads_exist() {
+    let t = template();
+    let outputs = keys(&t["Outputs"]);
+    for (output, var) in reminders::aws::config::STACK_OUTPUTS {
+        assert!(outputs.contains(output), "no output {output} (for {var})");
+        let value = &t["Outputs"][output]["Value"];
+        let set_for_a_function = ["SchedulerFunction", "ConsumerFunction", "RedriveFunction"]
+            .iter()
+            .map(|f| &resource(&t, f)["Environment"]["Variables"][var])
+            .chain(std::iter::once(
+                &t["Globals"]["Function"]["Environment"]["Variables"][var],
+            ))
+            .any(|v| v == value);
+        assert!(
+            set_for_a_function,
+            "{output} is not what {var} is set to: {value:?}"
+        );
+    }
+}
