@@ -46,6 +46,7 @@ renders.update({
     "own alarm topic and table key": {
         "AlarmTopicArn": arn("sns", "oncall"), "TableKmsKeyArn": arn("kms", "key/0b1e2c3d")},
     "alarm email, 16 schedules": {"AlarmEmail": "oncall@example.org", "SchedulerParallelism": "16"},
+    "tracing active": {"Tracing": "Active"},
 })
 with tempfile.TemporaryDirectory() as d:
     files = {"template.yaml as written": os.path.abspath("template.yaml")}

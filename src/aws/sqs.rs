@@ -8,7 +8,8 @@ use aws_sdk_sqs::operation::receive_message::ReceiveMessageError;
 use aws_sdk_sqs::operation::send_message::SendMessageError;
 use aws_sdk_sqs::operation::send_message_batch::SendMessageBatchError;
 use aws_sdk_sqs::types::{
-    MessageAttributeValue, MessageSystemAttributeName, SendMessageBatchRequestEntry,
+    MessageAttributeValue, MessageSystemAttributeName, MessageSystemAttributeNameForSends,
+    MessageSystemAttributeValue, SendMessageBatchRequestEntry,
 };
 use aws_sdk_sqs::Client;
 
@@ -189,6 +190,24 @@ fn to_received(m: &aws_sdk_sqs::types::Message) -> Option<ReceivedMessage> {
     })
 }
 
+/// The invocation's X-Ray trace header, which the Lambda runtime sets in `_X_AMZN_TRACE_ID`
+/// for each invocation when tracing is on (the template's `Tracing=Active`): sent as the
+/// message's `AWSTraceHeader`, so the consumer's record continues the scheduler's trace.
+fn trace_header() -> Result<Option<MessageSystemAttributeValue>, PortError> {
+    let Some(header) = std::env::var("_X_AMZN_TRACE_ID")
+        .ok()
+        .filter(|h| !h.is_empty())
+    else {
+        return Ok(None);
+    };
+    MessageSystemAttributeValue::builder()
+        .data_type("String")
+        .string_value(header)
+        .build()
+        .map(Some)
+        .map_err(|e| corrupt(OP_SEND, e))
+}
+
 impl DeliveryQueue for SqsQueues {
     async fn send_batch(
         &self,
@@ -196,14 +215,19 @@ impl DeliveryQueue for SqsQueues {
         messages: &[OutgoingMessage],
     ) -> Result<Vec<SendFailure>, PortError> {
         let mut entries = Vec::with_capacity(messages.len());
+        let trace = trace_header()?;
         for m in messages {
-            let entry = SendMessageBatchRequestEntry::builder()
+            let mut entry = SendMessageBatchRequestEntry::builder()
                 .id(&m.entry_id)
                 .message_body(&m.body)
-                .delay_seconds(m.delay_secs.min(900) as i32)
-                .build()
-                .map_err(|e| corrupt(OP_SEND, e))?;
-            entries.push(entry);
+                .delay_seconds(m.delay_secs.min(900) as i32);
+            if let Some(trace) = &trace {
+                entry = entry.message_system_attributes(
+                    MessageSystemAttributeNameForSends::AwsTraceHeader,
+                    trace.clone(),
+                );
+            }
+            entries.push(entry.build().map_err(|e| corrupt(OP_SEND, e))?);
         }
         let out = self
             .client

@@ -20,6 +20,9 @@ pub struct Incoming {
     pub body: String,
     pub receive_count: u32,
     pub channel: Channel,
+    /// The sender's X-Ray trace header (`AWSTraceHeader`), when tracing is on: the record's
+    /// span carries it, so a delivery's logs join the scheduler's trace.
+    pub trace_header: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -68,6 +71,7 @@ pub fn incoming(
         body: record.body.clone().unwrap_or_default(),
         receive_count,
         channel,
+        trace_header: record.attributes.get("AWSTraceHeader").cloned(),
     })
 }
 

@@ -190,6 +190,7 @@ impl<P: Ports> Consumer<P> {
             channel = %inc.channel,
             receive_count = inc.receive_count,
             delivery_key = tracing::field::Empty,
+            trace_header = inc.trace_header.as_deref(),
         );
         let outcome = AssertUnwindSafe(
             self.process(&inc, deadline, &mut rng, &mut m)

@@ -254,6 +254,7 @@ async fn bad_items_are_quarantined_or_dead_lettered_beside_a_valid_one() {
             reason.contains(field),
             "{id}: {reason:?} does not name {field}"
         );
+        assert_in_operator_words(&reason);
     }
     if let Ok(id) = ReminderId::parse("p-bogus") {
         let r = w.ports.reminders.get(&id).await.unwrap().unwrap();
@@ -323,6 +324,7 @@ async fn bad_items_are_quarantined_or_dead_lettered_beside_a_valid_one() {
             error.contains(field),
             "{id}: {error:?} does not name {field}"
         );
+        assert_in_operator_words(&error);
         assert!(
             !["not-an-address", "555-0100", "Ana", "4711"]
                 .iter()
@@ -516,5 +518,24 @@ async fn window_7_a_failing_shard_is_reported_on_every_run() {
         assert_eq!((f.shard, f.runs_in_a_row), (want, run), "{report:?}");
         assert!(!f.error.is_empty());
         assert_eq!(report.shards_failing_repeatedly(), u32::from(run > 1));
+    }
+}
+
+/// A reason says what the attribute should hold, never the decoder's internals (the type
+/// names and parser messages operators met before: issue 24).
+fn assert_in_operator_words(reason: &str) {
+    for internal in [
+        "internally tagged",
+        "Expected seq",
+        "expected seq",
+        "Failed to parse",
+        "invalid digit",
+        "enum Content",
+        "struct ",
+    ] {
+        assert!(
+            !reason.contains(internal),
+            "decoder internals in {reason:?}"
+        );
     }
 }

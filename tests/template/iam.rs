@@ -87,17 +87,26 @@ fn iam_is_scoped_per_function() {
     // matches (topics are denied separately, see `sns_grants_follow_the_providers`);
     // sns:CreatePlatformEndpoint has no resource type in the Service Authorization Reference,
     // so IAM evaluates it against "*" and a statement naming the platform application never
-    // matches.
+    // matches; X-Ray's write actions (Tracing=Active only) take no resource but "*".
+    let xray = || {
+        vec![
+            "xray:PutTraceSegments".to_owned(),
+            "xray:PutTelemetryRecords".to_owned(),
+        ]
+    };
     assert_eq!(
         wildcard_resources,
         [
+            ("SchedulerRole".to_owned(), xray()),
+            ("ConsumerRole".to_owned(), xray()),
             ("ConsumerRole".to_owned(), vec!["sns:Publish".to_owned()]),
             (
                 "ConsumerRole".to_owned(),
                 vec!["sns:CreatePlatformEndpoint".to_owned()]
             ),
+            ("RedriveRole".to_owned(), xray()),
         ],
-        "only SNS SMS publish and CreatePlatformEndpoint have no resource ARN to scope to"
+        "only SNS SMS publish, CreatePlatformEndpoint and X-Ray have no resource ARN to scope to"
     );
     let text =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/template.yaml")).unwrap();
@@ -519,24 +528,43 @@ fn each_role_grants_exactly_what_its_code_calls() {
                 "EmailHttpTokenSecretArn",
                 "arn:aws:secretsmanager:us-east-1:123456789012:secret:t-AbCdEf",
             ),
+            ("Tracing", "Active"),
         ],
     );
-    // Logs for every function; the consumer's event source mappings receive, delete and read
+    // Logs and X-Ray segments (Tracing=Active) for every function; the consumer's event source mappings receive, delete and read
     // queue attributes with its role; the scheduler's failed async invocations go to its DLQ
     // (sqs:SendMessage, which its SendMessageBatch needs anyway).
     let platform: &[(&str, &[&str])] = &[
-        ("scheduler", &["logs:CreateLogStream", "logs:PutLogEvents"]),
+        (
+            "scheduler",
+            &[
+                "logs:CreateLogStream",
+                "logs:PutLogEvents",
+                "xray:PutTraceSegments",
+                "xray:PutTelemetryRecords",
+            ],
+        ),
         (
             "consumer",
             &[
                 "logs:CreateLogStream",
                 "logs:PutLogEvents",
+                "xray:PutTraceSegments",
+                "xray:PutTelemetryRecords",
                 "sqs:ReceiveMessage",
                 "sqs:DeleteMessage",
                 "sqs:GetQueueAttributes",
             ],
         ),
-        ("redrive", &["logs:CreateLogStream", "logs:PutLogEvents"]),
+        (
+            "redrive",
+            &[
+                "logs:CreateLogStream",
+                "logs:PutLogEvents",
+                "xray:PutTraceSegments",
+                "xray:PutTelemetryRecords",
+            ],
+        ),
     ];
     for (function, extra) in platform {
         let role = format!("{}{}Role", function[..1].to_uppercase(), &function[1..]);

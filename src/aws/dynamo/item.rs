@@ -62,7 +62,33 @@ fn decode<T: for<'de> Deserialize<'de>>(
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
         let path = if path == "." { "item".to_owned() } else { path };
-        format!("{path}: {}", redact(&e.into_inner().to_string()))
+        let message = e.into_inner().to_string();
+        // The decoder's own words (`expected internally tagged enum Content`, `Expected seq`)
+        // name Rust types: an operator needs what the attribute should hold.
+        match shape_of(&path).filter(|_| !message.starts_with("missing field")) {
+            Some(shape) => format!("{path}: {shape}"),
+            None => format!("{path}: {}", redact(&message)),
+        }
+    })
+}
+
+/// What an attribute of a stored reminder must hold, by its path's first segment (README,
+/// "Reminders table").
+fn shape_of(path: &str) -> Option<&'static str> {
+    let field = path.split(['.', '[']).next().unwrap_or(path);
+    Some(match field {
+        "content" => {
+            "must be a map with kind \"text\", subject and body, or kind \"template\", \
+             template_id and template_data (a JSON object as text)"
+        }
+        "recipients" => "must be a map from channel (push, email, sms) to an address (text)",
+        "channels" | "enqueued_channels" => "must be a list of channel names: push, email or sms",
+        "status" => "must be one of scheduled, enqueued, cancelled, expired, invalid",
+        "due_at" | "fresh_until" => "must be a whole number: epoch milliseconds",
+        "payload_version" | "due_shard" => "must be a whole number",
+        "expires_at" => "must be a whole number: epoch seconds (the TTL)",
+        "reminder_id" | "subscriber_id" | "invalid_reason" => return None,
+        _ => return None,
     })
 }
 
