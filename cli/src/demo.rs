@@ -1,12 +1,11 @@
-//! `remindctl demo` and `remindctl plan`: the whole pipeline in one process — the real
-//! scheduler and consumer code on in-memory ports with a virtual clock and a simulated
-//! provider. No AWS account, no emulator.
+//! `remindctl demo`: the whole pipeline in one process — the real scheduler and consumer code
+//! on in-memory ports with a virtual clock and a simulated provider. No AWS account, no
+//! emulator. The scheduler's flags are shared with `plan`.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use reminders::sim::plan::{self, PlanInput};
 use reminders::sim::{chart, simulate, Profile, SimConfig};
 
 /// The scheduler's deployment, for the demo and the planner: as the template deploys it
@@ -32,31 +31,73 @@ impl SchedulerFlags {
     }
 }
 
+/// Run the whole pipeline in one process — the real scheduler and consumer on in-memory
+/// ports, a virtual clock and a simulated provider — and report what happened.
+///
+/// Example: remindctl demo --seed 7 --rate-429 0.05 --json
+#[derive(Debug, clap::Args)]
 pub struct DemoArgs {
-    pub reminders: u32,
-    pub scheduler: SchedulerFlags,
-    /// `None`: the default density ([`SimConfig::default_window`]).
-    pub window_secs: Option<u64>,
-    pub freshness_secs: u64,
-    pub seed: u64,
-    pub json: bool,
-    pub chart: PathBuf,
-    pub profile: Option<PathBuf>,
-    pub overrides: ProfileOverrides,
+    /// Reminders, spread over the three channels.
+    #[arg(long, default_value_t = 10_000)]
+    reminders: u32,
+    /// Due times spread over this many seconds [default: 1800 for up to 10,000 reminders,
+    /// then the same density: 18,000 for 100,000].
+    #[arg(long)]
+    window_secs: Option<u64>,
+    /// How long after its due time a reminder is still worth sending.
+    #[arg(long, default_value_t = 3600)]
+    freshness_secs: u64,
+    /// Same seed, same run, byte for byte.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print the report as one JSON line.
+    #[arg(long)]
+    json: bool,
+    /// Where to write the SVG chart.
+    #[arg(long, default_value = "remindctl-demo.svg")]
+    chart: PathBuf,
+    #[command(flatten)]
+    scheduler: SchedulerFlags,
+    /// A TOML failure profile (fields: push_per_sec, email_per_sec, sms_per_sec, rate_429,
+    /// retry_after_secs, rate_5xx, rate_timeout, rate_permanent, outage_start_secs,
+    /// outage_secs, outage_channel, idempotent).
+    #[arg(long)]
+    profile: Option<PathBuf>,
+    #[command(flatten)]
+    overrides: ProfileOverrides,
 }
 
-/// Flags that override the profile (file or defaults).
-#[derive(Default)]
-pub struct ProfileOverrides {
-    pub rate_429: Option<f64>,
-    pub rate_5xx: Option<f64>,
-    pub rate_timeout: Option<f64>,
-    pub rate_permanent: Option<f64>,
-    pub per_sec: Option<f64>,
-    pub outage_start_secs: Option<u64>,
-    pub outage_secs: Option<u64>,
-    pub no_outage: bool,
-    pub non_idempotent: bool,
+// Flags that override the profile (file or defaults). A plain comment: a doc comment here
+// would become the help of the commands that flatten it.
+#[derive(Debug, Default, clap::Args)]
+struct ProfileOverrides {
+    /// Fraction of calls answered 429.
+    #[arg(long)]
+    rate_429: Option<f64>,
+    /// Fraction of calls answered 503.
+    #[arg(long = "rate-5xx")]
+    rate_5xx: Option<f64>,
+    /// Fraction of calls that time out after the request was written.
+    #[arg(long)]
+    rate_timeout: Option<f64>,
+    /// Fraction of calls rejected for good.
+    #[arg(long)]
+    rate_permanent: Option<f64>,
+    /// Provider throughput per channel, sends per second.
+    #[arg(long)]
+    per_sec: Option<f64>,
+    /// Outage start, seconds into the run.
+    #[arg(long)]
+    outage_start_secs: Option<u64>,
+    /// Outage length in seconds.
+    #[arg(long)]
+    outage_secs: Option<u64>,
+    /// No outage.
+    #[arg(long)]
+    no_outage: bool,
+    /// A provider that ignores idempotency keys.
+    #[arg(long)]
+    non_idempotent: bool,
 }
 
 fn load_profile(path: Option<&PathBuf>, o: &ProfileOverrides) -> Result<Profile, String> {
@@ -128,7 +169,7 @@ fn progress_bar(total: u64, hidden: bool) -> ProgressBar {
     bar
 }
 
-pub async fn demo(args: DemoArgs) -> Result<(), String> {
+pub async fn run(args: DemoArgs) -> Result<(), String> {
     if args.reminders == 0 {
         return Err("--reminders must be at least 1".into());
     }
@@ -174,56 +215,5 @@ pub async fn demo(args: DemoArgs) -> Result<(), String> {
         print!("{report}");
         println!("chart               {}", args.chart.display());
     }
-    Ok(())
-}
-
-pub async fn plan(input: PlanInput, json: bool) -> Result<(), String> {
-    if input.reminders == 0 || input.throughput_per_sec <= 0.0 {
-        return Err("--reminders and --throughput must be positive".into());
-    }
-    if !(0.0..=1.0).contains(&input.timeout_rate) {
-        return Err("--timeout-rate must be between 0 and 1".into());
-    }
-    let p = plan::plan(&input).await;
-    if json {
-        println!("{}", serde_json::to_string(&p).unwrap_or_default());
-        return Ok(());
-    }
-    let e = p.estimate;
-    println!(
-        "estimate            first wave {:.0} s + retries {:.0} s → drained after ~{:.0} s",
-        e.first_wave_secs, e.retry_secs, e.drain_secs
-    );
-    let s = &p.simulated;
-    match s.drain_time_s {
-        Some(t) => println!("simulated           drained after {t} s"),
-        None => println!("simulated           not drained within 24 h"),
-    }
-    println!(
-        "fresh on arrival    {:.1}% ({} of {}; {} expired)",
-        s.fresh_fraction * 100.0,
-        s.delivered,
-        s.reminders,
-        s.expired
-    );
-    // Every reminder not delivered is accounted for, by what became of it: a loss never
-    // hides inside a percentage.
-    let dead: u64 = s.dead.values().sum();
-    let by_reason: Vec<String> = s.dead.iter().map(|(r, n)| format!("{r} {n}")).collect();
-    let reasons = if by_reason.is_empty() {
-        String::new()
-    } else {
-        format!(" ({})", by_reason.join(", "))
-    };
-    println!(
-        "not delivered       {} expired · {dead} dead{reasons} · {} cancelled · {} pending",
-        s.expired, s.cancelled, s.pending
-    );
-    println!(
-        "lateness            p50 {:.0} s · p95 {:.0} s · p99 {:.0} s",
-        s.lateness_ms.p50 as f64 / 1000.0,
-        s.lateness_ms.p95 as f64 / 1000.0,
-        s.lateness_ms.p99 as f64 / 1000.0
-    );
     Ok(())
 }

@@ -258,6 +258,41 @@ fn every_operator_bad_input_names_its_flag_or_variable() {
     assert!(err.contains("reminders.insert"), "{err}");
 }
 
+/// The redrive confirmation names its reasons in plain words, and with stdin closed (no
+/// answer) its line ends before the refusal: two lines, nothing moved, nothing on stdout.
+#[test]
+fn redrive_prompt_names_reasons_in_words_and_ends_its_line() {
+    let out = against_stack(
+        &[
+            "redrive",
+            "--channel",
+            "push",
+            "--reason",
+            "attempts_exhausted",
+            "--reason",
+            "rejected",
+            "--max",
+            "5",
+            "--execute",
+            "--operator",
+            "ana",
+        ],
+        &[],
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "redrive up to 5 rejected, attempts_exhausted message(s) from the push DLQ back to its queue? [y/N] ",
+            "remindctl: not confirmed; nothing moved",
+        ],
+        "{err}"
+    );
+    assert!(String::from_utf8(out.stdout).unwrap().is_empty());
+}
+
 /// `chaos --help` says which counter each plant fires, for every plant there is.
 #[test]
 fn chaos_help_lists_which_plant_fires_which_counter() {

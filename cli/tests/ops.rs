@@ -65,10 +65,33 @@ fn operator_commands_against_the_emulator() {
     assert!(created.contains("created op-1"), "{created}");
     let shown = ok(&["remind", "show", "--id", "op-1"], &env);
     assert!(shown.contains("no item: not enqueued yet"), "{shown}");
+    // The reminder's status comes with what its deliveries say.
+    assert!(
+        shown.contains("status       scheduled — 1 delivery: waiting for the scheduler"),
+        "{shown}"
+    );
     assert!(
         !shown.contains("secret-token-1"),
         "recipients are never shown"
     );
+
+    // Another, on email, to die the same way and be redriven without a note.
+    let created = ok(
+        &[
+            "remind",
+            "create",
+            "--id",
+            "op-3",
+            "--subscriber",
+            "u-1",
+            "--body",
+            "hi",
+            "--email",
+            "op-3@example.com",
+        ],
+        &env,
+    );
+    assert!(created.contains("created op-3"), "{created}");
 
     // Run it: with no push provider configured, the delivery dies as rejected.
     let mut run_env = env.clone();
@@ -90,6 +113,20 @@ fn operator_commands_against_the_emulator() {
         &env,
     );
     assert!(show.contains("channel_disabled"), "{show}");
+
+    // `enqueued` alone hides a dead delivery: the status says what the deliveries say, and
+    // the history speaks in operator words, not the ledger's transition codes.
+    let dead_shown = ok(&["remind", "show", "--id", "op-1"], &env);
+    assert!(
+        dead_shown.contains("status       enqueued — 1 delivery: dead (rejected) · payload v1"),
+        "{dead_shown}"
+    );
+    assert!(
+        dead_shown.contains("sending → dead (rejected)")
+            && dead_shown.contains("still dead: dead-letter copy made"),
+        "{dead_shown}"
+    );
+    assert!(!dead_shown.contains("dlq_copy"), "{dead_shown}");
 
     // The same, as JSON: times as RFC 3339 and epoch milliseconds, never a recipient.
     let json = |args: &[&str]| -> Vec<serde_json::Value> {
@@ -121,6 +158,17 @@ fn operator_commands_against_the_emulator() {
         "{}",
         shown[0]
     );
+    assert_eq!(shown[0]["status"], "enqueued", "{}", shown[0]);
+    assert_eq!(
+        shown[0]["status_detail"], "enqueued — 1 delivery: dead (rejected)",
+        "{}",
+        shown[0]
+    );
+    // The ledger's codes stay for scripts; beside them, the operator's words.
+    let history = delivery["ledger"]["history"].as_array().unwrap();
+    let copy = history.iter().find(|h| h["detail"] == "dlq_copy");
+    let copy = copy.unwrap_or_else(|| panic!("no dlq_copy entry: {}", shown[0]));
+    assert_eq!(copy["meaning"], "dead-letter copy made", "{copy}");
     assert!(shown[0]["due_at_ms"].is_i64());
     let dry_json = json(&[
         "redrive",
@@ -157,9 +205,23 @@ fn operator_commands_against_the_emulator() {
         "--operator",
         "ana",
     ]);
-    let refused = remindctl(&execute, &env, "n\n");
-    assert!(!refused.status.success());
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("not confirmed"));
+    // The prompt names the reasons in plain words, and its line ends before the error,
+    // whether the answer is a no or stdin is closed.
+    for answer in ["n\n", ""] {
+        let refused = remindctl(&execute, &env, answer);
+        assert!(!refused.status.success());
+        let err = String::from_utf8_lossy(&refused.stderr);
+        assert!(err.contains("not confirmed"), "{err}");
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "redrive up to 5 rejected message(s) from the push DLQ back to its queue? [y/N] ",
+                "remindctl: not confirmed; nothing moved",
+            ],
+            "{answer:?}: {err}"
+        );
+    }
     let moved = remindctl(&execute, &env, "y\n");
     assert!(
         moved.status.success(),
@@ -178,6 +240,32 @@ fn operator_commands_against_the_emulator() {
         after.contains("dead → ready") && after.contains("provider configured"),
         "{after}"
     );
+    assert!(after.contains(" by ana: provider configured]"), "{after}");
+
+    // Without --note, the audit names the batch and the operator, and no empty note.
+    let email = [
+        "redrive",
+        "--channel",
+        "email",
+        "--reason",
+        "rejected",
+        "--max",
+        "5",
+        "--execute",
+        "--yes",
+        "--operator",
+        "ana",
+    ];
+    let moved = ok(&email, &env);
+    assert!(moved.contains("rejected"), "{moved}");
+    let after = ok(&["remind", "show", "--id", "op-3"], &env);
+    let audit = after.lines().find(|l| l.contains("[redrive "));
+    let audit = audit.unwrap_or_else(|| panic!("no redrive in the history: {after}"));
+    assert!(
+        audit.contains("dead → ready [redrive rd") && audit.ends_with(" by ana]"),
+        "{audit}"
+    );
+    assert!(!after.contains(": ]"), "{after}");
 
     ok(
         &[

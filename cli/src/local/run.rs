@@ -1,11 +1,11 @@
-//! `remindctl local up | run`: the template's resources on an emulator, and the pipeline
-//! played locally (the scheduler's schedule and each channel's event source mapping).
+//! `remindctl local run`: the pipeline played locally with the deployed handlers' code — the
+//! scheduler's schedule and each channel's event source mapping — until idle, a time limit or
+//! Ctrl-C, then a summary.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
-use reminders::aws::bootstrap::{
-    create_channel_queues, create_deliveries_table, create_reminders_table, QueueSpec,
-};
 use reminders::aws::{Adapters, Settings};
 use reminders::clock::SystemClock;
 use reminders::config::env;
@@ -13,88 +13,109 @@ use reminders::consumer::{Consumer, ConsumerConfig};
 use reminders::domain::Channel;
 use reminders::local::{self, LocalConfig, Stop};
 use reminders::ports::PortSet;
+use reminders::providers::AnyProvider;
 use reminders::scheduler::{Scheduler, SchedulerConfig};
 
-/// Creating or driving resources is for emulators only: the template owns them on AWS.
-fn require_emulator() -> Result<String, String> {
-    env("AWS_ENDPOINT_URL").ok_or_else(|| {
-        "AWS_ENDPOINT_URL is not set: `local` commands only run against an emulator (moto, \
-         LocalStack); deploy template.yaml for AWS"
-            .to_owned()
-    })
-}
+use super::require_emulator;
 
-pub async fn up(prefix: &str, shards: u32) -> Result<(), String> {
-    let endpoint = require_emulator()?;
-    let sdk = reminders::aws::sdk_config().await;
-    let dynamo = aws_sdk_dynamodb::Client::new(&sdk);
-    let sqs = aws_sdk_sqs_client(&sdk);
-    let (rem, del) = (
-        format!("{prefix}-reminders"),
-        format!("{prefix}-deliveries"),
-    );
-    let existing = dynamo
-        .list_tables()
-        .send()
-        .await
-        .map_err(|e| format!("cannot reach {endpoint}: {}", one_line(&e)))?
-        .table_names
-        .unwrap_or_default();
-    if !existing.contains(&rem) {
-        create_reminders_table(&dynamo, &rem)
-            .await
-            .map_err(|e| format!("creating {rem}: {e}"))?;
-    }
-    if !existing.contains(&del) {
-        create_deliveries_table(&dynamo, &del)
-            .await
-            .map_err(|e| format!("creating {del}: {e}"))?;
-    }
-    let (queues, dlqs) = create_channel_queues(&sqs, prefix, QueueSpec::default())
-        .await
-        .map_err(|e| format!("creating queues: {e}"))?;
-    println!("# resources on {endpoint}; export these for `remindctl local run`:");
-    println!("export REMINDERS_TABLE={rem}");
-    println!("export DELIVERIES_TABLE={del}");
-    println!("export DUE_SHARDS={shards}");
-    for c in Channel::ALL {
-        let up = c.as_str().to_uppercase();
-        println!("export {up}_QUEUE_URL={}", queues.get(c));
-        println!("export {up}_DLQ_URL={}", dlqs.get(c));
-    }
-    Ok(())
-}
-
-fn aws_sdk_sqs_client(sdk: &aws_config::SdkConfig) -> aws_sdk_sqs::Client {
-    aws_sdk_sqs::Client::new(sdk)
-}
-
-fn one_line(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(inner) = src {
-        s = format!("{s}: {inner}");
-        src = inner.source();
-    }
-    s.lines().next().unwrap_or_default().to_owned()
-}
-
+/// Play the scheduler's schedule and each channel's event source mapping with the same
+/// handler code, concurrently, until idle (every queue empty and nothing due within
+/// --idle-horizon), for --for seconds, or Ctrl-C; then print a summary.
+///
+/// Example: eval "$(remindctl local up)"; EMAIL_PROVIDER=http EMAIL_HTTP_ENDPOINT=… remindctl local run --for 300
+#[derive(Debug, clap::Args)]
 pub struct RunArgs {
-    pub for_secs: Option<u64>,
-    pub schedule_period: u64,
-    pub idle_horizon: u64,
-    pub json: bool,
-    pub emf: bool,
+    /// Stop after this many seconds instead of when idle.
+    #[arg(long = "for", conflicts_with = "until_idle")]
+    for_secs: Option<u64>,
+    /// Stop when idle (the default without --for): every queue empty and nothing due
+    /// within --idle-horizon; the summary says when the next reminder is due.
+    #[arg(long)]
+    #[allow(dead_code)] // The default mode; the flag says so explicitly (and excludes --for).
+    until_idle: bool,
+    /// Seconds between scheduler runs.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    schedule_period: u64,
+    /// Idle means: every queue empty and nothing due within this many seconds.
+    #[arg(long, default_value_t = 120)]
+    idle_horizon: u64,
+    /// Print the summary as one JSON line.
+    #[arg(long)]
+    json: bool,
+    /// Also print the consumer's EMF metric lines (what CloudWatch would ingest).
+    #[arg(long)]
+    emf: bool,
 }
+
+type LocalPorts = PortSet<
+    SystemClock,
+    reminders::aws::dynamo::DynamoReminderStore,
+    reminders::aws::dynamo::DynamoLedger,
+    reminders::aws::dynamo::DynamoGate,
+    reminders::aws::SqsQueues,
+    reminders::aws::SqsDeadLetters,
+    AnyProvider<SystemClock>,
+>;
 
 pub async fn run(args: RunArgs) -> Result<(), String> {
     require_emulator()?;
     let settings = Settings::from_env().map_err(|e| e.to_string())?;
+    let (scheduler, consumer) = handlers(&settings, args.emf).await?;
+    let cfg = LocalConfig {
+        schedule_period: Duration::from_secs(args.schedule_period.max(1)),
+        idle_horizon: Duration::from_secs(args.idle_horizon),
+        ..LocalConfig::default()
+    };
+    let stop = match args.for_secs {
+        Some(secs) => Stop::For(Duration::from_secs(secs)),
+        None => Stop::Idle {
+            at_most: Duration::from_secs(24 * 3600),
+        },
+    };
+    let interrupt = interrupt_on_signal();
+    let bar = progress_bar(args.json);
+    let show = |p: &local::Progress| {
+        if let Some(bar) = &bar {
+            bar.set_message(progress_line(p));
+        }
+    };
+    let on_progress: Option<&(dyn Fn(&local::Progress) + Sync)> = match bar {
+        Some(_) => Some(&show),
+        None => None,
+    };
+    let report = local::run_with_progress(
+        &scheduler,
+        &consumer,
+        &settings.queue_urls,
+        &cfg,
+        stop,
+        &interrupt,
+        on_progress,
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    let interrupted = interrupt.load(Ordering::SeqCst);
+    if args.json {
+        println!("{}", summary_json(&report, interrupted));
+    } else {
+        print_summary(&report, interrupted);
+    }
+    Ok(())
+}
+
+/// The scheduler and the consumer, on the same ports, configured as the functions are.
+async fn handlers(
+    settings: &Settings,
+    emf: bool,
+) -> Result<(Scheduler<LocalPorts>, Consumer<LocalPorts>), String> {
     let mut consumer_cfg = ConsumerConfig::from_env().map_err(|e| e.to_string())?;
-    consumer_cfg.emit_metrics = args.emf;
+    consumer_cfg.emit_metrics = emf;
     let scheduler_cfg = SchedulerConfig::from_env().map_err(|e| e.to_string())?;
     let sdk = reminders::aws::sdk_config().await;
-    let adapters = Adapters::new(&sdk, &settings);
+    let adapters = Adapters::new(&sdk, settings);
     let providers =
         reminders::providers::from_lookup(env, SystemClock, consumer_cfg.provider_timeout, &sdk)
             .map_err(|e| e.to_string())?;
@@ -113,63 +134,28 @@ pub async fn run(args: RunArgs) -> Result<(), String> {
         settings.queue_urls.clone(),
         rand_seed(),
     );
-    let scheduler = Scheduler::new(ports, scheduler_cfg);
-    let cfg = LocalConfig {
-        schedule_period: Duration::from_secs(args.schedule_period.max(1)),
-        idle_horizon: Duration::from_secs(args.idle_horizon),
-        ..LocalConfig::default()
-    };
-    let stop = match args.for_secs {
-        Some(secs) => Stop::For(Duration::from_secs(secs)),
-        None => Stop::Idle {
-            at_most: Duration::from_secs(24 * 3600),
-        },
-    };
-    // Ctrl-C (or SIGTERM) ends the run at the next step; the summary is still printed.
-    let interrupt = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    Ok((Scheduler::new(ports, scheduler_cfg), consumer))
+}
+
+/// Ctrl-C (or SIGTERM) ends the run at the next step; the summary is still printed.
+fn interrupt_on_signal() -> Arc<AtomicBool> {
+    let interrupt = Arc::new(AtomicBool::new(false));
     let flag = interrupt.clone();
     tokio::spawn(async move {
         shutdown_signal().await;
-        flag.store(true, std::sync::atomic::Ordering::SeqCst);
+        flag.store(true, Ordering::SeqCst);
     });
-    let urls = &settings.queue_urls;
-    // A live progress line on a terminal; nothing of the kind in a pipe or with --json.
+    interrupt
+}
+
+/// A live progress line on a terminal; nothing of the kind in a pipe or with --json.
+fn progress_bar(json: bool) -> Option<indicatif::ProgressBar> {
     use std::io::IsTerminal;
-    let bar = (!args.json && std::io::stderr().is_terminal()).then(|| {
+    (!json && std::io::stderr().is_terminal()).then(|| {
         let bar = indicatif::ProgressBar::new_spinner();
         bar.enable_steady_tick(Duration::from_millis(200));
         bar
-    });
-    let show = |p: &local::Progress| {
-        if let Some(bar) = &bar {
-            bar.set_message(progress_line(p));
-        }
-    };
-    let on_progress: Option<&(dyn Fn(&local::Progress) + Sync)> = match bar {
-        Some(_) => Some(&show),
-        None => None,
-    };
-    let report = local::run_with_progress(
-        &scheduler,
-        &consumer,
-        urls,
-        &cfg,
-        stop,
-        &interrupt,
-        on_progress,
-    )
-    .await
-    .map_err(|e| e.to_string())?;
-    if let Some(bar) = &bar {
-        bar.finish_and_clear();
-    }
-    let interrupted = interrupt.load(std::sync::atomic::Ordering::SeqCst);
-    if args.json {
-        println!("{}", summary_json(&report, interrupted));
-    } else {
-        print_summary(&report, interrupted);
-    }
-    Ok(())
+    })
 }
 
 /// `delivered 12 · expired 0 · dead 1 · cancelled 0 · retried errors 0 | push 3 (1 in flight, 2 delayed) · email 0 · sms ?`

@@ -1,0 +1,35 @@
+//! `remindctl local up | run | receive`: the template's resources on an emulator, the
+//! pipeline played locally (the scheduler's schedule and each channel's event source mapping),
+//! and a provider on localhost that prints what it receives.
+
+mod receive;
+mod run;
+mod up;
+
+use reminders::config::env;
+
+/// The pipeline on an emulator (moto, LocalStack): needs AWS_ENDPOINT_URL.
+#[derive(Debug, clap::Subcommand)]
+pub enum LocalCommand {
+    Up(up::UpArgs),
+    Run(run::RunArgs),
+    Receive(receive::ReceiveArgs),
+}
+
+pub async fn run(cmd: LocalCommand) -> Result<(), String> {
+    match cmd {
+        LocalCommand::Up(args) => up::run(args).await,
+        LocalCommand::Run(args) => run::run(args).await,
+        // Blocking: it is the process's only work.
+        LocalCommand::Receive(args) => receive::run(args),
+    }
+}
+
+/// Creating or driving resources is for emulators only: the template owns them on AWS.
+fn require_emulator() -> Result<String, String> {
+    env("AWS_ENDPOINT_URL").ok_or_else(|| {
+        "AWS_ENDPOINT_URL is not set: `local` commands only run against an emulator (moto, \
+         LocalStack); deploy template.yaml for AWS"
+            .to_owned()
+    })
+}

@@ -1,0 +1,84 @@
+//! `remindctl local up`: the template's tables and queues, created on the emulator, and the
+//! variables that point the functions (and `local run`) at them.
+
+use reminders::aws::bootstrap::{
+    create_channel_queues, create_deliveries_table, create_reminders_table, QueueSpec,
+};
+use reminders::domain::Channel;
+
+use super::require_emulator;
+
+/// Create the template's tables and queues on the emulator and print the variables to
+/// export.
+///
+/// Example: AWS_ENDPOINT_URL=http://localhost:4566 remindctl local up
+#[derive(Debug, clap::Args)]
+pub struct UpArgs {
+    /// Prefix of every table and queue name.
+    #[arg(long, default_value = "reminders-local")]
+    prefix: String,
+    /// Due-index shards, 1 to 64 (export the same DUE_SHARDS for `run`).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=64))]
+    shards: u32,
+}
+
+pub async fn run(args: UpArgs) -> Result<(), String> {
+    let (prefix, shards) = (args.prefix.as_str(), args.shards);
+    let endpoint = require_emulator()?;
+    let sdk = reminders::aws::sdk_config().await;
+    let dynamo = aws_sdk_dynamodb::Client::new(&sdk);
+    let sqs = aws_sdk_sqs_client(&sdk);
+    let (rem, del) = (
+        format!("{prefix}-reminders"),
+        format!("{prefix}-deliveries"),
+    );
+    let existing = dynamo
+        .list_tables()
+        .send()
+        .await
+        .map_err(|e| format!("cannot reach {endpoint}: {}", one_line(&e)))?
+        .table_names
+        .unwrap_or_default();
+    if !existing.contains(&rem) {
+        create_reminders_table(&dynamo, &rem)
+            .await
+            .map_err(|e| format!("creating {rem}: {e}"))?;
+    }
+    if !existing.contains(&del) {
+        create_deliveries_table(&dynamo, &del)
+            .await
+            .map_err(|e| format!("creating {del}: {e}"))?;
+    }
+    let (queues, dlqs) = create_channel_queues(&sqs, prefix, QueueSpec::default())
+        .await
+        .map_err(|e| format!("creating queues: {e}"))?;
+    println!("# resources on {endpoint}; export these for `remindctl local run`:");
+    println!("export REMINDERS_TABLE={rem}");
+    println!("export DELIVERIES_TABLE={del}");
+    println!("export DUE_SHARDS={shards}");
+    for c in Channel::ALL {
+        let up = c.as_str().to_uppercase();
+        println!("export {up}_QUEUE_URL={}", queues.get(c));
+        println!("export {up}_DLQ_URL={}", dlqs.get(c));
+    }
+    // A comment, so `eval "$(remindctl local up)"` ignores it.
+    println!(
+        "# a provider that prints what it receives: remindctl local receive --port 8080 & \
+         export EMAIL_PROVIDER=http EMAIL_HTTP_ENDPOINT=http://localhost:8080/send"
+    );
+    Ok(())
+}
+
+fn aws_sdk_sqs_client(sdk: &aws_config::SdkConfig) -> aws_sdk_sqs::Client {
+    aws_sdk_sqs::Client::new(sdk)
+}
+
+fn one_line(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(inner) = src {
+        s = format!("{s}: {inner}");
+        src = inner.source();
+    }
+    s.lines().next().unwrap_or_default().to_owned()
+}

@@ -1,0 +1,207 @@
+//! `remindctl remind show`: the reminder, each channel's ledger state and its history, in
+//! operator words (`words`), as text or one JSON object.
+
+use reminders::delivery::state::{DeliveryRecord, HistoryEntry, Status};
+use reminders::domain::{Channel, DeliveryKey, Reminder, ReminderId};
+use reminders::ports::{Ledger, PortError, ReminderStore};
+use serde_json::{json, Value};
+
+use super::{err, ports, words, OpsPorts};
+
+/// One channel of the reminder: its recipient only as a fingerprint (personal data), and
+/// its ledger item if a worker ever claimed it.
+struct Delivery {
+    channel: Channel,
+    fingerprint: String,
+    key: DeliveryKey,
+    rec: Option<DeliveryRecord>,
+}
+
+pub async fn run(raw_id: String, json: bool) -> Result<(), String> {
+    let p = ports().await?;
+    // An item another writer got wrong (an id outside the alphabet, a missing attribute) is
+    // still shown: its raw status, why it was quarantined, and what cannot be read.
+    let got = match ReminderId::parse(raw_id.clone()) {
+        Ok(id) => p.reminders.get(&id).await,
+        Err(e) => Err(PortError::Corrupt {
+            op: "reminders.get",
+            message: format!("reminder_id: {e}"),
+        }),
+    };
+    let r = match got {
+        Ok(Some(r)) => r,
+        Ok(None) => return Err("no such reminder".into()),
+        Err(PortError::Corrupt { message, .. }) => {
+            return show_unreadable(&p, &raw_id, &message, json).await
+        }
+        Err(e) => return Err(err(e)),
+    };
+    let mut deliveries = Vec::new();
+    for (channel, recipient) in &r.recipients {
+        let key = DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, *channel);
+        let rec = p.ledger.get(&key).await.map_err(err)?;
+        deliveries.push(Delivery {
+            channel: *channel,
+            fingerprint: recipient.fingerprint(),
+            key,
+            rec,
+        });
+    }
+    if json {
+        println!("{}", reminder_json(&r, &deliveries));
+    } else {
+        print_reminder(&r, &deliveries);
+    }
+    Ok(())
+}
+
+async fn show_unreadable(
+    p: &OpsPorts,
+    raw_id: &str,
+    problem: &str,
+    json: bool,
+) -> Result<(), String> {
+    let Some((status, why)) = p.reminders.raw_status(raw_id).await.map_err(err)? else {
+        return Err("no such reminder".into());
+    };
+    if json {
+        let out = json!({
+            "reminder_id": raw_id, "status": status, "invalid_reason": why, "unreadable": problem,
+        });
+        println!("{out}");
+        return Ok(());
+    }
+    println!("reminder     {raw_id}");
+    println!("status       {}", status.as_deref().unwrap_or("(none)"));
+    if let Some(why) = why {
+        println!("invalid      {why} (quarantined by the scheduler)");
+    }
+    println!("unreadable   {problem}");
+    Ok(())
+}
+
+/// `enqueued — 1 delivery: dead (rejected)`: the reminder's status alone says nothing of
+/// what became of its deliveries.
+fn status_detail(r: &Reminder, deliveries: &[Delivery]) -> String {
+    let ledgers: Vec<Option<&DeliveryRecord>> = deliveries.iter().map(|d| d.rec.as_ref()).collect();
+    words::status_detail(r.status, &ledgers)
+}
+
+fn reminder_json(r: &Reminder, deliveries: &[Delivery]) -> Value {
+    let list: Vec<Value> = deliveries
+        .iter()
+        .map(|d| {
+            let ledger = match &d.rec {
+                None => json!({ "item": null, "meaning": words::never_claimed(r.status) }),
+                Some(rec) => ledger_json(rec),
+            };
+            json!({
+                "channel": d.channel.as_str(),
+                "recipient_fingerprint": d.fingerprint,
+                "delivery_key": d.key.to_string(),
+                "ledger": ledger,
+            })
+        })
+        .collect();
+    json!({
+        "reminder_id": r.reminder_id.to_string(),
+        "subscriber_id": r.subscriber_id.to_string(),
+        "status": r.status.as_str(),
+        "status_detail": status_detail(r, deliveries),
+        "payload_version": r.payload_version,
+        "invalid_reason": r.invalid_reason,
+        "due_at": r.due_at.to_rfc3339(),
+        "due_at_ms": r.due_at.as_millis(),
+        "fresh_until": r.fresh_until.to_rfc3339(),
+        "fresh_until_ms": r.fresh_until.as_millis(),
+        "deliveries": list,
+    })
+}
+
+fn ledger_json(rec: &DeliveryRecord) -> Value {
+    let history: Vec<Value> = rec
+        .history()
+        .into_iter()
+        .map(|(n, h)| history_json(n, h))
+        .collect();
+    json!({
+        "status": rec.status().as_str(),
+        "attempts": rec.attempt_count(),
+        "throttles": rec.throttle_count(),
+        "dead_reason": rec.dead_reason().map(|d| d.as_str()),
+        "last_error": current_error(rec),
+        "history": history,
+    })
+}
+
+/// The ledger's own codes (`detail`) for scripts, and the operator's words (`meaning`).
+fn history_json(n: u64, h: &HistoryEntry) -> Value {
+    json!({
+        "n": n,
+        "at": h.at.to_rfc3339(),
+        "at_ms": h.at.as_millis(),
+        "from": h.from.as_str(),
+        "to": h.to.as_str(),
+        "detail": h.detail,
+        "meaning": h.detail.as_deref().map(words::detail),
+        "redrive": h.redrive.as_ref().map(|a| json!({
+            "batch_id": a.batch_id, "operator": a.operator, "note": a.note,
+        })),
+    })
+}
+
+fn print_reminder(r: &Reminder, deliveries: &[Delivery]) {
+    println!(
+        "reminder     {} (subscriber {})",
+        r.reminder_id, r.subscriber_id
+    );
+    println!(
+        "status       {} · payload v{}",
+        status_detail(r, deliveries),
+        r.payload_version
+    );
+    if let Some(why) = &r.invalid_reason {
+        println!("invalid      {why} (quarantined by the scheduler)");
+    }
+    println!(
+        "due          {} · fresh until {}",
+        r.due_at.to_rfc3339(),
+        r.fresh_until.to_rfc3339()
+    );
+    for d in deliveries {
+        // Recipients are personal data: a fingerprint only.
+        println!(
+            "\n{} → recipient #{} · key {}",
+            d.channel, d.fingerprint, d.key
+        );
+        match &d.rec {
+            None => println!("  ledger     no item: {}", words::never_claimed(r.status)),
+            Some(rec) => print_ledger(rec),
+        }
+    }
+}
+
+fn print_ledger(rec: &DeliveryRecord) {
+    println!(
+        "  ledger     {} · attempts {} · throttles {}{}{}",
+        rec.status().as_str(),
+        rec.attempt_count(),
+        rec.throttle_count(),
+        rec.dead_reason()
+            .map(|d| format!(" · reason {d}"))
+            .unwrap_or_default(),
+        current_error(rec)
+            .map(|e| format!(" · last error {e}"))
+            .unwrap_or_default(),
+    );
+    for (n, h) in rec.history() {
+        println!("  #{n:<3} {} {}", h.at.to_rfc3339(), words::history(h));
+    }
+}
+
+/// The last error while it describes the delivery's state: an error from before a delivery
+/// is history, not its state.
+fn current_error(rec: &DeliveryRecord) -> Option<&str> {
+    rec.last_error()
+        .filter(|_| rec.status() != Status::Delivered)
+}

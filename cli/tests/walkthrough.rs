@@ -1,0 +1,105 @@
+//! The README's local walk-through, run as written: its commands are read from README.md
+//! (between the `walkthrough` markers), so the two cannot drift. Against the emulator CI
+//! starts; what differs is only what must (see `adapt`): the emulator's address comes from
+//! the environment, `cargo run -q -p remindctl --` is the binary cargo built, the tables and
+//! queues get a prefix of their own, and the receiver a free port.
+
+use std::process::Command;
+
+fn walkthrough() -> Vec<String> {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
+        .expect("README.md at the project root");
+    let start = readme
+        .find("<!-- walkthrough:start -->")
+        .expect("the walkthrough:start marker");
+    let end = readme
+        .find("<!-- walkthrough:end -->")
+        .expect("the end marker");
+    let block = &readme[start..end];
+    block
+        .lines()
+        .skip_while(|l| !l.starts_with("```sh"))
+        .skip(1)
+        .take_while(|l| !l.starts_with("```"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A README line as this test runs it; `None` for what the test's environment already did.
+fn adapt(line: &str, prefix: &str, port: u16) -> Option<String> {
+    let command = line.split(" # ").next().unwrap_or(line).trim_end();
+    // The emulator is started, and its variables exported, by the test runner.
+    if command.starts_with("export AWS_") || command.starts_with("localstack start") {
+        return None;
+    }
+    let bin = env!("CARGO_BIN_EXE_remindctl");
+    Some(
+        command
+            .replace("cargo run -q -p remindctl --", bin)
+            .replace("local up", &format!("local up --prefix {prefix}"))
+            .replace("8080", &port.to_string()),
+    )
+}
+
+fn free_port() -> u16 {
+    let socket = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    socket.local_addr().unwrap().port()
+}
+
+#[test]
+fn the_readme_walkthrough_delivers_a_reminder_to_the_local_receiver() {
+    std::env::var("AWS_ENDPOINT_URL")
+        .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");
+    let lines = walkthrough();
+    assert!(
+        lines.len() >= 6,
+        "the walk-through lost its lines: {lines:?}"
+    );
+    let (prefix, port) = (format!("walk-{}", std::process::id()), free_port());
+    let script: Vec<String> = lines
+        .iter()
+        .filter_map(|l| adapt(l, &prefix, port))
+        .collect();
+    let receiver = script.iter().position(|l| l.contains("local receive"));
+    let receiver = receiver.expect("the walk-through starts the receiver");
+    // The receiver needs a moment to listen before anything sends to it.
+    let mut script = script;
+    script.insert(receiver + 1, "sleep 1".into());
+    let text = format!(
+        "set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n{}\n",
+        script.join("\n")
+    );
+    // Bounded: a walk-through that cannot deliver would otherwise retry until freshness ends.
+    let out = Command::new("timeout")
+        .args(["300", "bash", "-c"])
+        .arg(&text)
+        .output()
+        .expect("bash runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "the walk-through failed:\n{text}\n{stdout}\n{stderr}"
+    );
+    let delivered = stdout
+        .lines()
+        .find(|l| l.starts_with("delivered email "))
+        .unwrap_or_else(|| panic!("the receiver got nothing:\n{stdout}\n{stderr}"));
+    assert!(delivered.contains("subject \"Pickup\""), "{delivered}");
+    assert!(
+        !stdout.contains("you@example.org"),
+        "a recipient in clear:\n{stdout}"
+    );
+    let key = delivered.split_whitespace().nth(2).expect("a delivery key");
+    assert!(key.starts_with("d1_"), "{delivered}");
+    let shown = stdout
+        .lines()
+        .skip_while(|l| !l.contains("hello"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        shown.contains(key),
+        "remind show names the key the provider saw:\n{shown}"
+    );
+    assert!(shown.contains("delivered"), "{shown}");
+}
