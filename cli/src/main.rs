@@ -26,8 +26,9 @@ use clap::{Parser, Subcommand};
     about = "Reminder delivery on AWS: operator CLI"
 )]
 struct Cli {
-    /// Configure every command from this deployed stack's outputs (CloudFormation), instead
-    /// of exporting the table and queue variables; a variable already set wins.
+    /// Configure the commands that act on a stack (remind, dlq, redrive, config) from this
+    /// deployed stack's outputs (CloudFormation), instead of exporting the table and queue
+    /// variables; a variable already set to another value is refused.
     #[arg(long, global = true, env = "REMINDERS_STACK", value_name = "NAME")]
     stack: Option<String>,
     #[command(subcommand)]
@@ -101,8 +102,13 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // Before anything else runs: the stack's outputs become the process's environment.
-    let configured = match cli.stack.as_deref().filter(|n| !n.is_empty()) {
+    // Before anything else runs: the stack's outputs become the process's environment, for
+    // the commands that act on a stack (the offline ones and `local` never ask AWS for one).
+    let on_a_stack = matches!(
+        cli.command,
+        Command::Remind(_) | Command::Dlq(_) | Command::Redrive(_) | Command::Config(_)
+    );
+    let configured = match cli.stack.as_deref().filter(|n| !n.is_empty() && on_a_stack) {
         Some(name) => stack::configure(name),
         None => Ok(()),
     };

@@ -1,24 +1,39 @@
 //! `--stack NAME` (or `REMINDERS_STACK`): configure every command from a deployed stack's
 //! outputs (CloudFormation `DescribeStacks`), instead of exporting a dozen variables by hand.
-//! A variable already set wins, so one can still point a command somewhere else.
+//! A variable already set to the same value is fine; to another value, refused.
 
+use aws_sdk_cloudformation::error::DisplayErrorContext;
 use aws_sdk_cloudformation::Client;
 use reminders::aws::config::STACK_OUTPUTS;
 
-/// Read `name`'s outputs and set the variables they configure (those not set already).
-/// Before any other thread starts: the environment is the process's configuration.
+/// Read `name`'s outputs and set the variables they configure. A variable already set to
+/// another value is refused, naming it: a leftover `PUSH_DLQ_URL` beside `--stack prod` would
+/// otherwise mix two stacks (a redrive reading one's DLQ into the other's queue).
+/// The variables are set once the runtime is gone, before any other thread starts.
 pub fn configure(name: &str) -> Result<(), String> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
-    let outputs = rt.block_on(outputs(name))?;
+    let outputs = {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        rt.block_on(outputs(name))?
+    };
     let mut missing = Vec::new();
+    let mut set = Vec::new();
     for (output, var) in STACK_OUTPUTS {
-        match outputs.iter().find(|(k, _)| k == output) {
-            Some((_, value)) if std::env::var_os(var).is_none() => std::env::set_var(var, value),
-            Some(_) => {}
-            None => missing.push(output),
+        let Some((_, value)) = outputs.iter().find(|(k, _)| k == output) else {
+            missing.push(output);
+            continue;
+        };
+        match std::env::var(var) {
+            Ok(current) if current == *value => {}
+            Ok(_) => {
+                return Err(format!(
+                    "{var} is set, and stack {name} says otherwise (output {output}): unset it, \
+                     or drop --stack"
+                ))
+            }
+            Err(_) => set.push((var, value.clone())),
         }
     }
     if !missing.is_empty() {
@@ -26,6 +41,9 @@ pub fn configure(name: &str) -> Result<(), String> {
             "stack {name} has no output {}: deployed from an older template.yaml?",
             missing.join(", ")
         ));
+    }
+    for (var, value) in set {
+        std::env::set_var(var, value);
     }
     Ok(())
 }
@@ -38,11 +56,14 @@ async fn outputs(name: &str) -> Result<Vec<(String, String)>, String> {
         .send()
         .await
         .map_err(|e| {
-            let e = e.into_service_error();
-            format!(
-                "stack {name}: {}",
-                e.meta().message().unwrap_or("not readable")
-            )
+            // The service's message when it answered (no such stack), else why the call
+            // failed (no credentials, no network), on one line.
+            let why = match e.as_service_error().and_then(|s| s.meta().message()) {
+                Some(message) => message.to_owned(),
+                None => DisplayErrorContext(&e).to_string(),
+            };
+            let why = why.lines().next().unwrap_or("not readable").to_owned();
+            format!("stack {name}: {why}")
         })?;
     let stack = found
         .stacks()

@@ -543,6 +543,31 @@ async fn a_stack_name_configures_every_command() {
     let shown = ok(&["remind", "show", "--id", "stk-1"], &by_env);
     assert!(shown.contains("stk-1"), "{shown}");
 
+    // A variable already set to another value: refused, naming it, before anything runs.
+    let clash = BTreeMap::from([("PUSH_DLQ_URL".to_owned(), "http://elsewhere/1/q".to_owned())]);
+    let out = remindctl(&["--stack", &prefix, "dlq", "summary"], &clash, "");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("PUSH_DLQ_URL is set") && err.contains(&prefix),
+        "{err}"
+    );
+    // The offline commands never ask AWS for the stack.
+    let offline = BTreeMap::from([("REMINDERS_STACK".to_owned(), "no-such-stack".to_owned())]);
+    let key = ok(
+        &[
+            "key",
+            "--reminder",
+            "r-1",
+            "--subscriber",
+            "u-1",
+            "--channel",
+            "email",
+        ],
+        &offline,
+    );
+    assert!(key.trim_start().starts_with("d1_"), "{key}");
+
     // An unknown stack: one line naming it.
     let out = remindctl(&["--stack", "no-such-stack", "dlq", "summary"], &none, "");
     assert!(!out.status.success());

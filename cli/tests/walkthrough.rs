@@ -33,13 +33,19 @@ fn adapt(line: &str, prefix: &str, port: u16) -> Option<String> {
         return None;
     }
     let bin = env!("CARGO_BIN_EXE_remindctl");
-    Some(
+    let command = command
+        .replace("cargo run -q -p remindctl --", bin)
+        .replace("local up", &format!("local up --prefix {prefix}"))
+        .replace("8080", &port.to_string());
+    // What `remind show` prints is checked on its own, after this marker.
+    Some(if command.contains("remind show") {
+        format!("echo '{SHOW}'\n{command}")
+    } else {
         command
-            .replace("cargo run -q -p remindctl --", bin)
-            .replace("local up", &format!("local up --prefix {prefix}"))
-            .replace("8080", &port.to_string()),
-    )
+    })
 }
+
+const SHOW: &str = "--- remind show";
 
 fn free_port() -> u16 {
     let socket = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");

@@ -194,10 +194,9 @@ fn to_received(m: &aws_sdk_sqs::types::Message) -> Option<ReceivedMessage> {
 /// for each invocation when tracing is on (the template's `Tracing=Active`): sent as the
 /// message's `AWSTraceHeader`, so the consumer's record continues the scheduler's trace.
 fn trace_header() -> Result<Option<MessageSystemAttributeValue>, PortError> {
-    let Some(header) = std::env::var("_X_AMZN_TRACE_ID")
-        .ok()
-        .filter(|h| !h.is_empty())
-    else {
+    let header = std::env::var("_X_AMZN_TRACE_ID").ok();
+    // SQS refuses the whole batch for a malformed header: pass on only a well-formed one.
+    let Some(header) = header.filter(|h| is_trace_header(h)) else {
         return Ok(None);
     };
     MessageSystemAttributeValue::builder()
@@ -206,6 +205,19 @@ fn trace_header() -> Result<Option<MessageSystemAttributeValue>, PortError> {
         .build()
         .map(Some)
         .map_err(|e| corrupt(OP_SEND, e))
+}
+
+/// An X-Ray trace header as SQS takes it: `Root=1-<8 hex>-<24 hex>`, then optional
+/// `;Parent=…;Sampled=…` fields, printable ASCII, at most 256 bytes.
+fn is_trace_header(h: &str) -> bool {
+    let Some(root) = h.strip_prefix("Root=1-") else {
+        return false;
+    };
+    let id = root.split(';').next().unwrap_or_default();
+    let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
+    let well_formed =
+        matches!(id.split_once('-'), Some((time, rest)) if hex(time, 8) && hex(rest, 24));
+    well_formed && h.len() <= 256 && h.bytes().all(|b| b.is_ascii_graphic())
 }
 
 impl DeliveryQueue for SqsQueues {
@@ -359,5 +371,31 @@ impl DeadLetters for SqsDeadLetters {
         self.inner
             .set_visibility(self.inner.urls.get(channel), receipt, 0)
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_trace_header;
+
+    #[test]
+    fn only_a_well_formed_trace_header_is_passed_on() {
+        let root = "Root=1-5759e988-bd862e3fe1be46a994272793";
+        assert!(is_trace_header(root));
+        assert!(is_trace_header(&format!(
+            "{root};Parent=53995c3f42cd8ad8;Sampled=1"
+        )));
+        for bad in [
+            "",
+            "Root=1-5759e988",
+            "Root=2-5759e988-bd862e3fe1be46a994272793",
+            "Root=1-5759e98g-bd862e3fe1be46a994272793",
+            "Root=1-5759e988-bd862e3fe1be46a99427279",
+            "Parent=53995c3f42cd8ad8;Root=1-5759e988-bd862e3fe1be46a994272793",
+            "Root=1-5759e988-bd862e3fe1be46a994272793; Sampled=1",
+        ] {
+            assert!(!is_trace_header(bad), "{bad:?}");
+        }
+        assert!(!is_trace_header(&format!("{root};{}", "x".repeat(300))));
     }
 }

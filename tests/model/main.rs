@@ -140,9 +140,11 @@ fn larger(idempotent: bool) -> ProtocolModel {
     let workers = usize::from(from_env("MODEL_WORKERS", 3));
     let ticks = from_env("MODEL_TICKS", BOUNDS.ticks);
     let messages = u8::try_from(workers).expect("a few workers");
+    // Every bound at once: the cancel racing the redrive, a lost response and a crash.
     let bounds = Bounds {
         messages,
         ticks,
+        lost_responses: 1,
         ..BOUNDS
     };
     model(workers, idempotent, bounds, None)

@@ -586,3 +586,100 @@ fn each_role_grants_exactly_what_its_code_calls() {
         );
     }
 }
+
+/// Every combination of the three providers, rendered (conditions resolved, as deployed):
+/// each role grants no action its code does not call, a provider's actions only when that
+/// provider is chosen, and a resource `*` only where the service allows nothing narrower.
+#[test]
+fn every_provider_combination_grants_only_what_it_needs() {
+    let t = template();
+    let arn =
+        |service: &str, rest: &str| format!("arn:aws:{service}:us-east-1:123456789012:{rest}");
+    let mut combinations = 0;
+    for push in ["none", "http", "sns"] {
+        for email in ["none", "http", "ses"] {
+            for sms in ["none", "http", "sns"] {
+                let mut owned: Vec<(String, String)> = vec![
+                    ("PushProvider".into(), push.into()),
+                    ("EmailProvider".into(), email.into()),
+                    ("SmsProvider".into(), sms.into()),
+                ];
+                for (channel, provider) in [("Push", push), ("Email", email), ("Sms", sms)] {
+                    if provider == "http" {
+                        let secret = arn("secretsmanager", &format!("secret:{channel}-AbCdEf"));
+                        owned.push((
+                            format!("{channel}HttpEndpoint"),
+                            "https://x.example/send".into(),
+                        ));
+                        owned.push((format!("{channel}HttpTokenSecretArn"), secret));
+                    }
+                }
+                if push == "sns" {
+                    owned.push((
+                        "PushSnsPlatformApplicationArn".into(),
+                        arn("sns", "app/GCM/r"),
+                    ));
+                }
+                if email == "ses" {
+                    owned.push(("EmailSesFrom".into(), "noreply@mail.example.com".into()));
+                }
+                let overrides: Vec<(&str, &str)> = owned
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_str()))
+                    .collect();
+                let p = params(&t, &overrides);
+                let statements = deployed_statements(&t, &p, "ConsumerRole");
+                let allowed: Vec<&Value> = statements
+                    .iter()
+                    .filter(|s| s["Effect"].as_str() == Some("Allow"))
+                    .collect();
+                let granted: BTreeSet<String> =
+                    allowed.iter().flat_map(|s| strings(&s["Action"])).collect();
+                let calls: BTreeSet<String> = reminders::wiring::aws_calls("consumer")
+                    .iter()
+                    .map(|c| iam_action(c))
+                    .chain(
+                        [
+                            "logs:CreateLogStream",
+                            "logs:PutLogEvents",
+                            "sqs:ReceiveMessage",
+                        ]
+                        .into_iter()
+                        .chain(["sqs:DeleteMessage", "sqs:GetQueueAttributes"])
+                        .map(str::to_owned),
+                    )
+                    .collect();
+                let label = format!("push={push} email={email} sms={sms}");
+                let extra: Vec<_> = granted.difference(&calls).collect();
+                assert!(
+                    extra.is_empty(),
+                    "{label}: granted, never called: {extra:?}"
+                );
+                let has = |a: &str| granted.contains(a);
+                assert_eq!(has("ses:SendEmail"), email == "ses", "{label}: SES");
+                assert_eq!(
+                    has("sns:Publish"),
+                    push == "sns" || sms == "sns",
+                    "{label}: SNS"
+                );
+                assert_eq!(has("sns:CreatePlatformEndpoint"), push == "sns", "{label}");
+                let http = [push, email, sms].contains(&"http");
+                assert_eq!(
+                    has("secretsmanager:GetSecretValue"),
+                    http,
+                    "{label}: tokens"
+                );
+                for s in &allowed {
+                    if strings(&s["Resource"]).iter().any(|r| r == "*") {
+                        let actions = strings(&s["Action"]);
+                        let narrowest = actions == ["sns:CreatePlatformEndpoint"]
+                            || (actions == ["sns:Publish"] && sms == "sns");
+                        assert!(narrowest, "{label}: {actions:?} on *");
+                    }
+                }
+                combinations += 1;
+            }
+        }
+    }
+    assert_eq!(combinations, 27);
+}

@@ -74,6 +74,10 @@ fn answer(parts: Parts, receipts: &mut HashMap<String, String>) -> (u16, Value, 
         let line = "refused: no Idempotency-Key header".to_owned();
         return (400, json!({"error": "Idempotency-Key required"}), line);
     };
+    if !parts.body.is_object() {
+        let line = format!("refused {key}: the body is not a JSON object");
+        return (400, json!({"error": "a JSON object body required"}), line);
+    }
     let b = &parts.body;
     let text = |f: &str| b[f].as_str().unwrap_or_default().to_owned();
     let channel = text("channel");
