@@ -217,22 +217,22 @@ fn the_production_alarms_exist() {
         "one a channel"
     );
     assert_eq!(reading(own, "lateness_ms").len(), 3, "one a channel");
-    let throttled: BTreeSet<String> = reading("AWS/Lambda", "Throttles")
-        .iter()
-        .flat_map(|(_, a)| alarm_metrics(a))
-        .flat_map(|m| m.2.into_iter().map(|(_, v)| v))
-        .collect();
+    // The dimension values of every alarm on this metric.
+    let dimensions = |ns: &str, metric: &str| -> BTreeSet<String> {
+        reading(ns, metric)
+            .iter()
+            .flat_map(|(_, a)| alarm_metrics(a))
+            .flat_map(|m| m.2.into_iter().map(|(_, v)| v))
+            .collect()
+    };
+    let throttled = dimensions("AWS/Lambda", "Throttles");
     for f in ["scheduler", "consumer", "redrive"] {
         assert!(
             throttled.contains(&format!("reminders-{f}")),
             "{throttled:?}"
         );
     }
-    let dlq_age: BTreeSet<String> = reading("AWS/SQS", "ApproximateAgeOfOldestMessage")
-        .iter()
-        .flat_map(|(_, a)| alarm_metrics(a))
-        .flat_map(|m| m.2.into_iter().map(|(_, v)| v))
-        .collect();
+    let dlq_age = dimensions("AWS/SQS", "ApproximateAgeOfOldestMessage");
     for q in ["push-dlq", "email-dlq", "sms-dlq"] {
         let name = format!("reminders-{q}");
         assert!(
@@ -241,11 +241,7 @@ fn the_production_alarms_exist() {
         );
     }
     // A consumer that is not invoked at all: messages left visible on each channel queue.
-    let undrained: BTreeSet<String> = reading("AWS/SQS", "ApproximateNumberOfMessagesVisible")
-        .iter()
-        .flat_map(|(_, a)| alarm_metrics(a))
-        .flat_map(|m| m.2.into_iter().map(|(_, v)| v))
-        .collect();
+    let undrained = dimensions("AWS/SQS", "ApproximateNumberOfMessagesVisible");
     for q in ["push", "email", "sms"] {
         let name = format!("reminders-{q}#");
         assert!(

@@ -13,7 +13,6 @@ use reminders::consumer::{Consumer, ConsumerConfig};
 use reminders::domain::Channel;
 use reminders::local::{self, LocalConfig, Stop};
 use reminders::ports::PortSet;
-use reminders::providers::AnyProvider;
 use reminders::scheduler::{Scheduler, SchedulerConfig};
 
 use super::require_emulator;
@@ -47,15 +46,7 @@ pub struct RunArgs {
     emf: bool,
 }
 
-type LocalPorts = PortSet<
-    SystemClock,
-    reminders::aws::dynamo::DynamoReminderStore,
-    reminders::aws::dynamo::DynamoLedger,
-    reminders::aws::dynamo::DynamoGate,
-    reminders::aws::SqsQueues,
-    reminders::aws::SqsDeadLetters,
-    AnyProvider<SystemClock>,
->;
+type LocalPorts = crate::ops::OpsPorts;
 
 pub async fn run(args: RunArgs) -> Result<(), String> {
     require_emulator()?;

@@ -21,7 +21,9 @@ fn retention() -> Result<Retention, String> {
     Retention::from_env().map_err(|e| e.to_string())
 }
 
-type OpsPorts = PortSet<
+/// The pipeline's ports on AWS (or an emulator), as the functions build them: the operator
+/// commands and `local run` alike.
+pub(crate) type OpsPorts = PortSet<
     SystemClock,
     reminders::aws::dynamo::DynamoReminderStore,
     reminders::aws::dynamo::DynamoLedger,
