@@ -60,6 +60,13 @@ impl Timestamp {
         let (hh, mm, ss) = (rem / 3600, rem % 3600 / 60, rem % 60);
         format!("{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}.{ms:03}Z")
     }
+
+    /// An RFC 3339 time with its offset (`2026-12-24T17:00:00Z`, `…+01:00`), to the
+    /// millisecond (finer digits are cut); `None` when it is not one.
+    pub fn parse_rfc3339(s: &str) -> Option<Self> {
+        let t: jiff::Timestamp = s.parse().ok()?;
+        Some(Self(t.as_millisecond()))
+    }
 }
 
 /// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
@@ -174,6 +181,18 @@ mod tests {
             Timestamp::from_millis(-1).to_rfc3339(),
             "1969-12-31T23:59:59.999Z"
         );
+    }
+
+    #[test]
+    fn rfc3339_parses_what_it_prints_and_offsets() {
+        let t = Timestamp::from_millis(1_700_000_000_123);
+        assert_eq!(Timestamp::parse_rfc3339(&t.to_rfc3339()), Some(t));
+        assert_eq!(
+            Timestamp::parse_rfc3339("2023-11-14T23:13:20.123+01:00"),
+            Some(t)
+        );
+        assert_eq!(Timestamp::parse_rfc3339("2023-11-14 22:13"), None);
+        assert_eq!(Timestamp::parse_rfc3339("tomorrow"), None);
     }
 
     #[tokio::test]

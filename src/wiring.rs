@@ -59,6 +59,14 @@ pub fn aws_calls(function: &str) -> &'static [&'static str] {
             "SQS.ChangeMessageVisibility",
             "SQS.SendMessageBatch",
         ],
+        // Create, edit and cancel (the reminders table and, for a cancel or an edit that
+        // extends the proof's TTL, the ledger), and the subscriber index.
+        "api" => &[
+            "DynamoDB.GetItem",
+            "DynamoDB.PutItem",
+            "DynamoDB.Query",
+            "DynamoDB.UpdateItem",
+        ],
         _ => &[],
     }
 }

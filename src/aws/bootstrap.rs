@@ -10,7 +10,7 @@ use aws_sdk_dynamodb::types::{
 };
 use aws_sdk_sqs::types::QueueAttributeName;
 
-use super::dynamo::DUE_INDEX;
+use super::dynamo::{DUE_INDEX, SUBSCRIBER_INDEX};
 use super::sqs::ChannelUrls;
 use crate::domain::Channel;
 
@@ -23,6 +23,11 @@ pub const DUE_INDEX_PROJECTION: [&str; 6] = [
     "status",
     "enqueued_channels",
 ];
+
+/// Attributes the subscriber index projects besides its keys: a reminder's summary
+/// (`GET /v1/subscribers/{id}/reminders`), never its recipients or content.
+pub const SUBSCRIBER_INDEX_PROJECTION: [&str; 4] =
+    ["status", "fresh_until", "payload_version", "channels"];
 
 /// The TTL attribute of both tables (epoch seconds).
 pub const TTL_ATTR: &str = "expires_at";
@@ -58,24 +63,37 @@ async fn enable_ttl(client: &aws_sdk_dynamodb::Client, table: &str) -> Result<()
     Ok(())
 }
 
-/// The reminders table with its sparse due-time index.
+fn index(
+    name: &str,
+    hash: &str,
+    range: &str,
+    projected: &[&str],
+) -> Result<GlobalSecondaryIndex, BootstrapError> {
+    Ok(GlobalSecondaryIndex::builder()
+        .index_name(name)
+        .key_schema(key(hash, KeyType::Hash)?)
+        .key_schema(key(range, KeyType::Range)?)
+        .projection(
+            Projection::builder()
+                .projection_type(ProjectionType::Include)
+                .set_non_key_attributes(Some(projected.iter().map(|s| s.to_string()).collect()))
+                .build(),
+        )
+        .build()?)
+}
+
+/// The reminders table with its sparse due-time index and its subscriber index.
 pub async fn create_reminders_table(
     client: &aws_sdk_dynamodb::Client,
     table: &str,
 ) -> Result<(), BootstrapError> {
-    let index = GlobalSecondaryIndex::builder()
-        .index_name(DUE_INDEX)
-        .key_schema(key("due_shard", KeyType::Hash)?)
-        .key_schema(key("due_at", KeyType::Range)?)
-        .projection(
-            Projection::builder()
-                .projection_type(ProjectionType::Include)
-                .set_non_key_attributes(Some(
-                    DUE_INDEX_PROJECTION.iter().map(|s| s.to_string()).collect(),
-                ))
-                .build(),
-        )
-        .build()?;
+    let due = index(DUE_INDEX, "due_shard", "due_at", &DUE_INDEX_PROJECTION)?;
+    let by_subscriber = index(
+        SUBSCRIBER_INDEX,
+        "subscriber_id",
+        "due_at",
+        &SUBSCRIBER_INDEX_PROJECTION,
+    )?;
     client
         .create_table()
         .table_name(table)
@@ -84,7 +102,9 @@ pub async fn create_reminders_table(
         .attribute_definitions(attr("reminder_id", ScalarAttributeType::S)?)
         .attribute_definitions(attr("due_shard", ScalarAttributeType::N)?)
         .attribute_definitions(attr("due_at", ScalarAttributeType::N)?)
-        .global_secondary_indexes(index)
+        .attribute_definitions(attr("subscriber_id", ScalarAttributeType::S)?)
+        .global_secondary_indexes(due)
+        .global_secondary_indexes(by_subscriber)
         .send()
         .await?;
     enable_ttl(client, table).await

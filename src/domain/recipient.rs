@@ -52,6 +52,32 @@ impl Recipient {
         &self.value
     }
 
+    /// A form an operator or an application can recognise but not use: an email's first
+    /// character and domain (`u***@example.org`), a number's country prefix and last two digits
+    /// (`+14*******00`), a push token's first four characters and its length.
+    pub fn masked(&self) -> String {
+        let v = &self.value;
+        match self.channel {
+            Channel::Email => match v.rsplit_once('@') {
+                Some((local, domain)) => {
+                    format!("{}***@{domain}", local.chars().next().unwrap_or('*'))
+                }
+                None => "***".into(),
+            },
+            Channel::Sms => {
+                let digits = &v[1..];
+                let hidden = digits.len().saturating_sub(4);
+                format!(
+                    "+{}{}{}",
+                    &digits[..2],
+                    "*".repeat(hidden),
+                    &digits[2 + hidden..]
+                )
+            }
+            Channel::Push => format!("{}… ({} characters)", &v[..4.min(v.len())], v.len()),
+        }
+    }
+
     /// A short hash for logs: the same recipient gives the same fingerprint.
     pub fn fingerprint(&self) -> String {
         let digest = Sha256::digest(self.value.as_bytes());
@@ -118,6 +144,16 @@ fn validate_push_token(s: &str) -> Result<(), RecipientError> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn masked_forms_keep_no_more_than_a_hint() {
+        let m = |c, v| super::Recipient::parse(c, v).unwrap().masked();
+        assert_eq!(m(Channel::Email, "user@example.org"), "u***@example.org");
+        assert_eq!(m(Channel::Sms, "+14155550100"), "+14*******00");
+        assert_eq!(m(Channel::Sms, "+1234567"), "+12***67");
+        assert_eq!(m(Channel::Push, "abcdefghij"), "abcd… (10 characters)");
+        assert_eq!(m(Channel::Push, "ab"), "ab… (2 characters)");
+    }
+
     use super::*;
 
     #[test]

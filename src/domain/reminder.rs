@@ -52,18 +52,55 @@ pub enum Content {
     },
 }
 
+/// Why a reminder is refused: the one set of rules for reminders built here, items stored by
+/// anyone (the scheduler's decoder) and bodies sent to the HTTP API. Each names the attribute
+/// at fault ([`ReminderError::field`]) and never quotes a recipient or the content.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ReminderError {
-    #[error("fresh_until must be after due_at")]
+    #[error("fresh_until: must be after due_at")]
     FreshBeforeDue,
-    #[error("a reminder needs at least one recipient")]
+    #[error("recipients: must name at least one channel's recipient")]
     NoRecipients,
-    #[error("content too large (subject ≤ {MAX_SUBJECT_LEN}, body ≤ {MAX_BODY_LEN} bytes)")]
-    ContentTooLarge,
-    #[error("template_data is not a JSON object")]
+    #[error("content.{part}: must be at most {limit} bytes", limit = content_limit(part))]
+    ContentTooLarge { part: &'static str },
+    #[error("content.template_data: must be a JSON object (as text)")]
     BadTemplateData,
-    #[error("two recipients for channel {0}")]
+    #[error("recipients.{0}: two recipients for one channel")]
     DuplicateChannel(Channel),
+}
+
+impl ReminderError {
+    /// The attribute at fault, as the stored item names it (`content.body`, `recipients`).
+    pub fn field(&self) -> String {
+        match self {
+            ReminderError::FreshBeforeDue => "fresh_until".into(),
+            ReminderError::NoRecipients => "recipients".into(),
+            ReminderError::ContentTooLarge { part } => format!("content.{part}"),
+            ReminderError::BadTemplateData => "content.template_data".into(),
+            ReminderError::DuplicateChannel(c) => format!("recipients.{c}"),
+        }
+    }
+
+    /// What the attribute must hold, without the field's name.
+    pub fn requirement(&self) -> String {
+        let full = self.to_string();
+        match full.split_once(": ") {
+            Some((_, rule)) => rule.to_owned(),
+            None => full,
+        }
+    }
+
+    /// Refused for its size, not its shape (HTTP 413).
+    pub fn is_too_large(&self) -> bool {
+        matches!(self, ReminderError::ContentTooLarge { .. })
+    }
+}
+
+fn content_limit(part: &str) -> usize {
+    match part {
+        "subject" => MAX_SUBJECT_LEN,
+        _ => MAX_BODY_LEN,
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -170,13 +207,18 @@ pub fn is_stale(fresh_until: Timestamp, now: Timestamp) -> bool {
 pub fn check_content(content: &Content) -> Result<(), ReminderError> {
     match content {
         Content::Text { subject, body } => {
-            if subject.len() > MAX_SUBJECT_LEN || body.len() > MAX_BODY_LEN {
-                return Err(ReminderError::ContentTooLarge);
+            if subject.len() > MAX_SUBJECT_LEN {
+                return Err(ReminderError::ContentTooLarge { part: "subject" });
+            }
+            if body.len() > MAX_BODY_LEN {
+                return Err(ReminderError::ContentTooLarge { part: "body" });
             }
         }
         Content::Template { template_data, .. } => {
             if template_data.len() > MAX_BODY_LEN {
-                return Err(ReminderError::ContentTooLarge);
+                return Err(ReminderError::ContentTooLarge {
+                    part: "template_data",
+                });
             }
             let parsed: Result<serde_json::Map<String, serde_json::Value>, _> =
                 serde_json::from_str(template_data);
@@ -186,6 +228,24 @@ pub fn check_content(content: &Content) -> Result<(), ReminderError> {
         }
     }
     Ok(())
+}
+
+/// serde's type and value errors (the stored-item decoder's and the HTTP API's alike) quote the value they met (`invalid type: string "…"`), which
+/// could be a recipient or the content: keep what was expected, never the value.
+pub fn redact(message: &str) -> String {
+    if message.starts_with("Failed to parse") {
+        // serde_dynamo's number errors quote the value and Rust's parser.
+        return "must be a whole number (times are epoch milliseconds)".to_owned();
+    }
+    for kind in ["invalid type", "invalid value", "invalid length"] {
+        if message.starts_with(kind) {
+            return match message.find(", expected") {
+                Some(i) => format!("{kind}{}", &message[i..]),
+                None => kind.to_owned(),
+            };
+        }
+    }
+    message.to_owned()
 }
 
 /// The virtual shards of the due index: writers spread over `DUE_SHARDS` of them (1 to this),

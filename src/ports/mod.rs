@@ -20,8 +20,9 @@ pub use queue::{
     ReceivedMessage, SendFailure, StaleHandles,
 };
 pub use reminders::{
-    DueCursor, DueEntry, DuePage, DueQuery, DueReminder, Inserted, Marked, MemoryReminderStore,
-    ReminderStore, SweepCursor, SweepPage, SweptItem,
+    DueCursor, DueEntry, DuePage, DueQuery, DueReminder, Inserted, Listed, Marked,
+    MemoryReminderStore, ReminderStore, ReminderSummary, SubscriberCursor, SubscriberIndex,
+    SubscriberPage, SweepCursor, SweepPage, SweptItem,
 };
 
 /// Upper bound of one storage call (DynamoDB, SQS), retries included: every adapter honours

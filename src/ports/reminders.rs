@@ -9,9 +9,13 @@ use std::future::Future;
 
 use super::PortError;
 
+mod by_subscriber;
 mod memory;
 use crate::clock::Timestamp;
 use crate::domain::{due_shard, Channel, Reminder, ReminderId, ReminderStatus, SubscriberId};
+pub use by_subscriber::{
+    Listed, ReminderSummary, SubscriberCursor, SubscriberIndex, SubscriberPage, OP_BY_SUBSCRIBER,
+};
 pub use memory::MemoryReminderStore;
 
 pub const OP_INSERT: &str = "reminders.insert";

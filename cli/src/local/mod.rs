@@ -1,7 +1,8 @@
-//! `remindctl local up | run | receive`: the template's resources on an emulator, the
+//! `remindctl local up | run | receive | api`: the template's resources on an emulator, the
 //! pipeline played locally (the scheduler's schedule and each channel's event source mapping),
-//! and a provider on localhost that prints what it receives.
+//! a provider on localhost that prints what it receives, and the HTTP API on localhost.
 
+mod api;
 mod receive;
 mod run;
 mod up;
@@ -14,6 +15,7 @@ pub enum LocalCommand {
     Up(up::UpArgs),
     Run(run::RunArgs),
     Receive(receive::ReceiveArgs),
+    Api(api::ApiArgs),
 }
 
 pub async fn run(cmd: LocalCommand) -> Result<(), String> {
@@ -22,6 +24,7 @@ pub async fn run(cmd: LocalCommand) -> Result<(), String> {
         LocalCommand::Run(args) => run::run(args).await,
         // Blocking: it is the process's only work.
         LocalCommand::Receive(args) => receive::run(args),
+        LocalCommand::Api(args) => api::run(args).await,
     }
 }
 

@@ -1,1 +1,87 @@
-pub fn placeholder() {}
+//! The HTTP API (DESIGN §11): applications in any language create, edit, cancel and follow
+//! reminders through the library's own outbox (`reminders::outbox`), never by re-implementing
+//! the shard hash or the cancel protocol.
+//!
+//! | call | answer |
+//! |---|---|
+//! | `PUT /v1/reminders/{id}` | `201` created; `200` the same body again, or an edit while one is allowed; `409` once it is not |
+//! | `GET /v1/reminders/{id}` | the reminder and each channel's delivery state; `404` |
+//! | `DELETE /v1/reminders/{id}` | cancel, per channel: cancelled, in flight, delivered, dead or expired; `404` |
+//! | `GET /v1/subscribers/{id}/reminders` | a subscriber's reminders, newest due first, a page at a time |
+//!
+//! The same [`router`] runs on Lambda (`lambda_http`, `main.rs`) and locally
+//! (`remindctl local api`); `openapi.yaml` beside this crate documents it, and a test holds
+//! the router to every status code the document lists.
+
+mod body;
+mod error;
+mod handlers;
+mod view;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::routing::get;
+use axum::Router;
+use reminders::clock::Clock;
+use reminders::config::{ConfigError, Vars};
+use reminders::domain::Retention;
+use reminders::ports::{Ledger, ReminderStore, SubscriberIndex};
+
+pub use body::MAX_REQUEST_BYTES;
+
+/// The default freshness of a reminder created without `fresh_for_secs` or `fresh_until`.
+pub const FRESHNESS_VAR: &str = "FRESHNESS_SECS";
+
+/// What the API needs besides its ports: the defaults a body may leave out.
+#[derive(Debug, Clone, Copy)]
+pub struct Defaults {
+    pub freshness: Duration,
+    pub retention: Retention,
+}
+
+impl Defaults {
+    /// `FRESHNESS_SECS` (the retry policy's default freshness when unset) and
+    /// `RETENTION_SECS`, the same variables `remindctl remind create` reads.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        let policy_default = reminders::policy::RetryPolicy::default().freshness_default_secs;
+        Ok(Self {
+            freshness: Duration::from_secs(
+                Vars::env().u64_or(FRESHNESS_VAR, policy_default)?.max(1),
+            ),
+            retention: Retention::from_env()?,
+        })
+    }
+}
+
+/// The ports and defaults every handler shares.
+pub struct App<S, L, C> {
+    pub store: S,
+    pub ledger: L,
+    pub clock: C,
+    pub defaults: Defaults,
+}
+
+/// The API's routes over any reminders store, ledger and clock: DynamoDB on Lambda and on an
+/// emulator, memory in tests.
+pub fn router<S, L, C>(app: App<S, L, C>) -> Router
+where
+    S: ReminderStore + SubscriberIndex + 'static,
+    L: Ledger + 'static,
+    C: Clock + Send + Sync + 'static,
+{
+    use handlers::{cancel, list, put, show};
+    Router::new()
+        .route(
+            "/v1/reminders/{id}",
+            get(show::<S, L, C>)
+                .put(put::<S, L, C>)
+                .delete(cancel::<S, L, C>),
+        )
+        .route("/v1/subscribers/{id}/reminders", get(list::<S, L, C>))
+        .fallback(handlers::no_route)
+        // The handlers measure the body themselves, so an oversized one gets the API's JSON
+        // 413; axum's own cap stays above it for anything larger.
+        .layer(axum::extract::DefaultBodyLimit::max(4 * MAX_REQUEST_BYTES))
+        .with_state(Arc::new(app))
+}

@@ -11,7 +11,7 @@ use crate::clock::Timestamp;
 use crate::domain::{
     due_shard, Channel, Content, Recipient, Reminder, ReminderId, ReminderStatus, SubscriberId,
 };
-use crate::ports::{DueEntry, DueReminder};
+use crate::ports::{DueEntry, DueReminder, Listed, ReminderSummary};
 
 /// The item as stored.
 #[derive(Debug, Serialize, Deserialize)]
@@ -67,7 +67,7 @@ fn decode<T: for<'de> Deserialize<'de>>(
         // name Rust types: an operator needs what the attribute should hold.
         match shape_of(&path).filter(|_| !message.starts_with("missing field")) {
             Some(shape) => format!("{path}: {shape}"),
-            None => format!("{path}: {}", redact(&message)),
+            None => format!("{path}: {}", crate::domain::reminder::redact(&message)),
         }
     })
 }
@@ -93,22 +93,37 @@ fn shape_of(path: &str) -> Option<&'static str> {
     })
 }
 
-/// serde's type and value errors quote the value they met (`invalid type: string "…"`), which
-/// could be a recipient or the content: keep what was expected, never the value.
-fn redact(message: &str) -> String {
-    if message.starts_with("Failed to parse") {
-        // serde_dynamo's number errors quote the value and Rust's parser.
-        return "must be a whole number (times are epoch milliseconds)".to_owned();
+/// The subscriber index's projection: keys plus the INCLUDE attributes.
+#[derive(Debug, Deserialize)]
+struct SummaryItem {
+    reminder_id: ReminderId,
+    status: ReminderStatus,
+    due_at: Timestamp,
+    fresh_until: Timestamp,
+    payload_version: u64,
+    channels: Vec<Channel>,
+}
+
+/// One subscriber-index item, decoded on its own.
+pub(super) fn summary(item: HashMap<String, AttributeValue>) -> Listed {
+    let reminder_id = match item.get("reminder_id") {
+        Some(AttributeValue::S(id)) => id.clone(),
+        _ => String::new(),
+    };
+    match decode::<SummaryItem>(item) {
+        Ok(i) => Listed::Summary(ReminderSummary {
+            reminder_id: i.reminder_id,
+            status: i.status,
+            due_at: i.due_at,
+            fresh_until: i.fresh_until,
+            payload_version: i.payload_version,
+            channels: i.channels,
+        }),
+        Err(reason) => Listed::Unreadable {
+            reminder_id,
+            reason,
+        },
     }
-    for kind in ["invalid type", "invalid value", "invalid length"] {
-        if message.starts_with(kind) {
-            return match message.find(", expected") {
-                Some(i) => format!("{kind}{}", &message[i..]),
-                None => kind.to_owned(),
-            };
-        }
-    }
-    message.to_owned()
 }
 
 /// A whole reminder, or why it cannot be sent.
@@ -213,12 +228,7 @@ impl ReminderItem {
         }
         // The same rules as a reminder created here: template data that is not a JSON object
         // never reaches a provider.
-        crate::domain::reminder::check_content(&self.content).map_err(|e| match e {
-            crate::domain::ReminderError::BadTemplateData => {
-                "content.template_data: must be a JSON object (as text)".to_owned()
-            }
-            e => format!("content: {e}"),
-        })?;
+        crate::domain::reminder::check_content(&self.content).map_err(|e| e.to_string())?;
         Ok(Reminder {
             reminder_id: self.reminder_id,
             subscriber_id: self.subscriber_id,

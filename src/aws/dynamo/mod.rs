@@ -10,6 +10,7 @@ mod item;
 pub mod ledger;
 mod operator;
 pub mod reminders;
+mod subscriber;
 
 pub use gate::DynamoGate;
 
@@ -64,6 +65,8 @@ pub(crate) use dynamo_kind;
 
 /// Name of the sparse due-time index on the reminders table.
 pub const DUE_INDEX: &str = "due-index";
+/// Name of the reminders table's index by subscriber, newest due first (every reminder).
+pub const SUBSCRIBER_INDEX: &str = "subscriber-index";
 
 pub(crate) fn s(v: impl Into<String>) -> AttributeValue {
     AttributeValue::S(v.into())

@@ -258,3 +258,51 @@ impl ReminderStore for MemoryReminderStore {
         })
     }
 }
+
+/// A scan of the table, newest due first: enough for the simulation and tests (DynamoDB keeps
+/// the `subscriber-index` for it).
+impl SubscriberIndex for MemoryReminderStore {
+    async fn by_subscriber(
+        &self,
+        subscriber: &SubscriberId,
+        after: Option<&SubscriberCursor>,
+        limit: u32,
+    ) -> Result<SubscriberPage, PortError> {
+        self.guarded(OP_BY_SUBSCRIBER, |t| {
+            let mut mine: Vec<&Reminder> = t
+                .items
+                .values()
+                .filter(|r| &r.subscriber_id == subscriber)
+                .filter(|r| match after {
+                    None => true,
+                    Some(c) => (r.due_at, r.reminder_id.as_str()) < (c.due_at, &c.reminder_id),
+                })
+                .collect();
+            mine.sort_by(|a, b| {
+                (b.due_at, b.reminder_id.as_str()).cmp(&(a.due_at, a.reminder_id.as_str()))
+            });
+            let limit = limit.max(1) as usize;
+            let next = (mine.len() > limit).then(|| SubscriberCursor {
+                due_at: mine[limit - 1].due_at,
+                reminder_id: mine[limit - 1].reminder_id.as_str().to_owned(),
+            });
+            let items = mine
+                .into_iter()
+                .take(limit)
+                .map(|r| Listed::Summary(summary(r)))
+                .collect();
+            SubscriberPage { items, next }
+        })
+    }
+}
+
+fn summary(r: &Reminder) -> ReminderSummary {
+    ReminderSummary {
+        reminder_id: r.reminder_id.clone(),
+        status: r.status,
+        due_at: r.due_at,
+        fresh_until: r.fresh_until,
+        payload_version: r.payload_version,
+        channels: r.listed_channels().collect(),
+    }
+}

@@ -1,0 +1,230 @@
+//! One function per route. Each reads the ports through the library (`outbox`, the ledger,
+//! the subscriber index) and answers JSON; every failure is an [`ApiError`].
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use reminders::clock::Clock;
+use reminders::domain::{Reminder, ReminderId, SubscriberId};
+use reminders::outbox::{self, Edit, Edited};
+use reminders::ports::{Ledger, ReminderStore, SubscriberCursor, SubscriberIndex};
+
+use crate::error::ApiError;
+use crate::{body, view, App};
+
+type Shared<S, L, C> = State<Arc<App<S, L, C>>>;
+
+/// Page sizes of the subscriber listing.
+const DEFAULT_LIMIT: u32 = 25;
+const MAX_LIMIT: u32 = 100;
+
+fn reminder_id(id: &str) -> Result<ReminderId, ApiError> {
+    ReminderId::parse(id).map_err(|e| ApiError::invalid("id", e.to_string()))
+}
+
+/// Create, repeat or edit (`PUT` is idempotent by id).
+pub async fn put<S, L, C>(
+    State(app): Shared<S, L, C>,
+    Path(id): Path<String>,
+    raw: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError>
+where
+    S: ReminderStore + SubscriberIndex,
+    L: Ledger,
+    C: Clock,
+{
+    let raw = raw.map_err(|e| match e.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::too_large(None, e.body_text()),
+        _ => ApiError::invalid("body", e.body_text()),
+    })?;
+    let wanted = body::decode(&id, &raw, app.defaults)?;
+    let created = outbox::create(
+        &app.store,
+        new_reminder(&wanted),
+        app.defaults.freshness,
+        app.defaults.retention,
+    )
+    .await?;
+    if let Some(r) = created {
+        let state = view::reminder(&r, &app.ledger).await?;
+        return Ok((StatusCode::CREATED, Json(state)).into_response());
+    }
+    let current = replace(&app, wanted).await?;
+    Ok(Json(view::reminder(&current, &app.ledger).await?).into_response())
+}
+
+/// The reminder already exists: the same body answers its state, a different one edits it
+/// while an edit is allowed (the outbox's rules), else `409` naming why.
+async fn replace<S, L, C>(app: &App<S, L, C>, wanted: Reminder) -> Result<Reminder, ApiError>
+where
+    S: ReminderStore,
+    L: Ledger,
+    C: Clock,
+{
+    let Some(current) = app.store.get(&wanted.reminder_id).await? else {
+        // Created and gone between two reads (its TTL): a retry creates it again.
+        return Err(ApiError::conflict(
+            "id",
+            "the reminder was removed meanwhile; retry",
+        ));
+    };
+    if same(&current, &wanted) {
+        return Ok(current);
+    }
+    if current.subscriber_id != wanted.subscriber_id {
+        return Err(ApiError::conflict(
+            "subscriber_id",
+            "subscriber_id cannot change: the delivery keys derive from it; create another reminder",
+        ));
+    }
+    let changes = Edit {
+        due_at: Some(wanted.due_at),
+        fresh_until: Some(wanted.fresh_until),
+        content: Some(wanted.content.clone()),
+        recipients: Some(wanted.recipients.values().cloned().collect()),
+    };
+    let now = app.clock.now();
+    match outbox::edit(
+        &app.store,
+        &app.ledger,
+        &wanted.reminder_id,
+        changes,
+        now,
+        app.defaults.retention,
+    )
+    .await?
+    {
+        Edited::Edited(r) => Ok(r),
+        Edited::Missing => Err(ApiError::conflict(
+            "id",
+            "the reminder was removed meanwhile; retry",
+        )),
+        Edited::Final(status) => Err(ApiError::conflict(
+            "status",
+            format!(
+                "the reminder is {}: it can no longer change; create another reminder",
+                status.as_str()
+            ),
+        )),
+    }
+}
+
+/// The same body: everything the application wrote is what is stored.
+fn same(current: &Reminder, wanted: &Reminder) -> bool {
+    current.subscriber_id == wanted.subscriber_id
+        && current.due_at == wanted.due_at
+        && current.fresh_until == wanted.fresh_until
+        && current.content == wanted.content
+        && current.recipients == wanted.recipients
+        && current.unsendable.is_empty()
+}
+
+fn new_reminder(r: &Reminder) -> reminders::domain::NewReminder {
+    reminders::domain::NewReminder {
+        reminder_id: r.reminder_id.clone(),
+        subscriber_id: r.subscriber_id.clone(),
+        due_at: r.due_at,
+        fresh_until: Some(r.fresh_until),
+        content: r.content.clone(),
+        recipients: r.recipients.values().cloned().collect(),
+    }
+}
+
+pub async fn show<S, L, C>(
+    State(app): Shared<S, L, C>,
+    Path(id): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError>
+where
+    S: ReminderStore,
+    L: Ledger,
+{
+    let id = reminder_id(&id)?;
+    let r = app
+        .store
+        .get(&id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("reminder"))?;
+    Ok(Json(view::reminder(&r, &app.ledger).await?))
+}
+
+/// Cancel: the ledger first, per channel (ordered against claims), then the reminder.
+pub async fn cancel<S, L, C>(
+    State(app): Shared<S, L, C>,
+    Path(id): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError>
+where
+    S: ReminderStore,
+    L: Ledger,
+    C: Clock,
+{
+    let id = reminder_id(&id)?;
+    let now = app.clock.now();
+    let report = outbox::cancel(&app.store, &app.ledger, &id, now, app.defaults.retention)
+        .await?
+        .ok_or_else(|| ApiError::not_found("reminder"))?;
+    let status = match app.store.get(&id).await? {
+        Some(r) => r.status.as_str(),
+        None => "cancelled",
+    };
+    let channels: serde_json::Map<String, serde_json::Value> = report
+        .deliveries
+        .iter()
+        .map(|(c, outcome)| (c.as_str().to_owned(), view::cancelled(outcome).into()))
+        .collect();
+    Ok(Json(serde_json::json!({
+        "reminder_id": id.as_str(),
+        "status": status,
+        "channels": channels,
+    })))
+}
+
+pub async fn list<S, L, C>(
+    State(app): Shared<S, L, C>,
+    Path(id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Json<serde_json::Value>, ApiError>
+where
+    S: SubscriberIndex,
+{
+    let subscriber = SubscriberId::parse(id).map_err(|e| ApiError::invalid("id", e.to_string()))?;
+    let limit = match query.get("limit") {
+        None => DEFAULT_LIMIT,
+        Some(raw) => raw
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=MAX_LIMIT).contains(n))
+            .ok_or_else(|| {
+                ApiError::invalid(
+                    "limit",
+                    format!("limit: must be a whole number from 1 to {MAX_LIMIT}"),
+                )
+            })?,
+    };
+    let after = match query.get("cursor") {
+        None => None,
+        Some(raw) => Some(SubscriberCursor::decode(raw).ok_or_else(|| {
+            ApiError::invalid("cursor", "cursor: must be a next_cursor this API answered")
+        })?),
+    };
+    let page = app
+        .store
+        .by_subscriber(&subscriber, after.as_ref(), limit)
+        .await?;
+    Ok(Json(view::page(&page)))
+}
+
+/// Any other path or method.
+pub async fn no_route() -> ApiError {
+    ApiError {
+        status: StatusCode::NOT_FOUND,
+        code: "not_found",
+        field: None,
+        message: "no such route: see openapi.yaml".to_owned(),
+    }
+}

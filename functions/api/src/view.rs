@@ -1,0 +1,121 @@
+//! What the API answers: a reminder with each channel's delivery state from the ledger
+//! (recipients masked), a cancel's outcome per channel, a page of a subscriber's reminders.
+
+use reminders::clock::Timestamp;
+use reminders::delivery::state::Status;
+use reminders::delivery::Cancelled;
+use reminders::domain::{Channel, Content, DeliveryKey, Reminder};
+use reminders::ports::{Ledger, Listed, PortError, SubscriberPage};
+use serde_json::{json, Map, Value};
+
+fn time(t: Timestamp) -> Value {
+    Value::String(t.to_rfc3339())
+}
+
+/// The reminder's state: its fields, and per channel the ledger's view of the delivery.
+pub async fn reminder<L: Ledger>(r: &Reminder, ledger: &L) -> Result<Value, PortError> {
+    let mut channels = Map::new();
+    for channel in r.listed_channels() {
+        channels.insert(
+            channel.as_str().to_owned(),
+            delivery(r, channel, ledger).await?,
+        );
+    }
+    Ok(json!({
+        "reminder_id": r.reminder_id.as_str(),
+        "subscriber_id": r.subscriber_id.as_str(),
+        "status": r.status.as_str(),
+        "payload_version": r.payload_version,
+        "due_at": time(r.due_at),
+        "fresh_until": time(r.fresh_until),
+        "content": content(&r.content),
+        "channels": channels,
+    }))
+}
+
+async fn delivery<L: Ledger>(
+    r: &Reminder,
+    channel: Channel,
+    ledger: &L,
+) -> Result<Value, PortError> {
+    let key = DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, channel);
+    let record = ledger.get(&key).await?;
+    let mut out = json!({
+        "recipient": r.recipients.get(&channel).map(|x| x.masked()),
+        "delivery_key": key.as_str(),
+        "status": Status::Scheduled.as_str(),
+        "attempts": 0,
+        "last_outcome": null,
+        "delivered_at": null,
+        "dead_at": null,
+        "dead_reason": null,
+    });
+    if let Some(why) = r.unsendable.get(&channel) {
+        out["problem"] = why.as_str().into();
+    }
+    if let Some(rec) = record {
+        out["status"] = rec.status().as_str().into();
+        out["attempts"] = rec.attempt_count().into();
+        out["last_outcome"] = serde_json::to_value(rec.last_outcome_class()).unwrap_or_default();
+        if rec.status() == Status::Delivered {
+            out["delivered_at"] = time(rec.updated_at());
+        }
+        if let Some(at) = rec.dead_at() {
+            out["dead_at"] = time(at);
+        }
+        out["dead_reason"] = rec.dead_reason().map(|d| d.as_str()).into();
+    }
+    Ok(out)
+}
+
+fn content(c: &Content) -> Value {
+    match c {
+        Content::Text { subject, body } => json!({"subject": subject, "body": body}),
+        Content::Template {
+            template_id,
+            template_data,
+        } => json!({
+            "template_id": template_id,
+            "data": serde_json::from_str::<Value>(template_data).unwrap_or(Value::Null),
+        }),
+    }
+}
+
+/// A cancel's answer per channel, in the words of the delivery's state.
+pub fn cancelled(c: &Cancelled) -> &'static str {
+    match c {
+        Cancelled::Cancelled => "cancelled",
+        Cancelled::AlreadyInFlight => "in_flight",
+        Cancelled::AlreadyDelivered => "delivered",
+        Cancelled::AlreadyFinal(status) => status.as_str(),
+    }
+}
+
+pub fn page(p: &SubscriberPage) -> Value {
+    let reminders: Vec<Value> = p
+        .items
+        .iter()
+        .map(|item| match item {
+            Listed::Summary(s) => json!({
+                "reminder_id": s.reminder_id.as_str(),
+                "status": s.status.as_str(),
+                "due_at": time(s.due_at),
+                "fresh_until": time(s.fresh_until),
+                "payload_version": s.payload_version,
+                "channels": s.channels.iter().map(|c| c.as_str()).collect::<Vec<_>>(),
+            }),
+            Listed::Unreadable {
+                reminder_id,
+                reason,
+            } => json!({
+                "reminder_id": reminder_id,
+                "status": "unreadable",
+                "problem": reason,
+            }),
+        })
+        .collect();
+    json!({
+        "reminders": reminders,
+        "next_cursor": p.next.as_ref().map(|c| c.encode()),
+    })
+}
