@@ -9,10 +9,14 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use axum::Router;
 use reminders::clock::SystemClock;
+use reminders::clock::Timestamp;
 use reminders::delivery::state::DeliveryRecord;
 use reminders::domain::{DeliveryKey, Retention};
+use reminders::domain::{Reminder, ReminderId, ReminderStatus, SubscriberId};
 use reminders::ports::{
-    Cas, Expected, Faults, Ledger, MemoryLedger, MemoryReminderStore, PortError,
+    Cas, DuePage, DueQuery, Expected, Faults, Inserted, Ledger, Marked, MemoryLedger,
+    MemoryReminderStore, PortError, ReminderStore, SubscriberCursor, SubscriberIndex,
+    SubscriberPage, SweepCursor, SweepPage,
 };
 use reminders_api::{router, App, Defaults};
 use serde_json::{json, Value};
@@ -44,12 +48,13 @@ pub struct Harness {
     pub router: Router,
     pub store: Arc<MemoryReminderStore>,
     pub ledger_faults: Faults,
+    store_faults: Faults,
 }
 
 impl Harness {
     pub fn new() -> Self {
-        let ledger_faults = Faults::default();
-        let store = Arc::new(MemoryReminderStore::new(8));
+        let (ledger_faults, store_faults) = (Faults::default(), Faults::default());
+        let store = Arc::new(MemoryReminderStore::with_faults(8, store_faults.clone()));
         let ledger = Arc::new(MemoryLedger::with_faults(ledger_faults.clone()));
         let router = router(App {
             store: store.clone(),
@@ -61,7 +66,13 @@ impl Harness {
             router,
             store,
             ledger_faults,
+            store_faults,
         }
+    }
+
+    /// Faults of the reminders store (and its subscriber index).
+    pub fn store_faults(&self) -> &Faults {
+        &self.store_faults
     }
 
     /// A ledger whose every read is an item this version cannot decode.
@@ -77,6 +88,24 @@ impl Harness {
             router,
             store,
             ledger_faults: Faults::default(),
+            store_faults: Faults::default(),
+        }
+    }
+
+    /// A store whose subscriber index answers every query with an unreadable page.
+    pub fn with_corrupt_index() -> Self {
+        let store = Arc::new(MemoryReminderStore::new(8));
+        let router = router(App {
+            store: CorruptIndex(store.clone()),
+            ledger: Arc::new(MemoryLedger::default()),
+            clock: SystemClock,
+            defaults: defaults(),
+        });
+        Self {
+            router,
+            store,
+            ledger_faults: Faults::default(),
+            store_faults: Faults::default(),
         }
     }
 
@@ -118,17 +147,71 @@ pub async fn call(
     (status, json)
 }
 
-/// A ledger that answers every read with an unreadable item: the API's `500`.
+/// A ledger that answers every call with an unreadable item: the API's `500`.
 pub struct CorruptLedger;
 
 impl Ledger for CorruptLedger {
     async fn get(&self, _key: &DeliveryKey) -> Result<Option<DeliveryRecord>, PortError> {
-        Err(PortError::Corrupt {
-            op: "ledger.get",
-            message: "test: an item this version cannot read".into(),
-        })
+        Err(corrupt("ledger.get"))
     }
     async fn put_if(&self, _r: &DeliveryRecord, _e: Expected) -> Result<Cas, PortError> {
-        Ok(Cas::Applied)
+        Err(corrupt("ledger.put_if"))
+    }
+}
+
+fn corrupt(op: &'static str) -> PortError {
+    PortError::Corrupt {
+        op,
+        message: "test: an item this version cannot read".into(),
+    }
+}
+
+/// The in-memory store, except that its subscriber index is unreadable: the list's `500`.
+pub struct CorruptIndex(pub Arc<MemoryReminderStore>);
+
+impl SubscriberIndex for CorruptIndex {
+    async fn by_subscriber(
+        &self,
+        _s: &SubscriberId,
+        _after: Option<&SubscriberCursor>,
+        _limit: u32,
+    ) -> Result<SubscriberPage, PortError> {
+        Err(corrupt("reminders.by_subscriber"))
+    }
+}
+
+impl ReminderStore for CorruptIndex {
+    fn shards(&self) -> u32 {
+        self.0.shards()
+    }
+    async fn insert(&self, r: &Reminder) -> Result<Inserted, PortError> {
+        self.0.insert(r).await
+    }
+    async fn replace(&self, r: &Reminder, v: u64, s: ReminderStatus) -> Result<Marked, PortError> {
+        self.0.replace(r, v, s).await
+    }
+    async fn get(&self, id: &ReminderId) -> Result<Option<Reminder>, PortError> {
+        self.0.get(id).await
+    }
+    async fn query_due(&self, q: &DueQuery<'_>) -> Result<DuePage, PortError> {
+        self.0.query_due(q).await
+    }
+    async fn extend_freshness(
+        &self,
+        id: &ReminderId,
+        v: u64,
+        f: Timestamp,
+        e: i64,
+    ) -> Result<Marked, PortError> {
+        self.0.extend_freshness(id, v, f, e).await
+    }
+    async fn sweep_index(&self, a: Option<&SweepCursor>, l: u32) -> Result<SweepPage, PortError> {
+        self.0.sweep_index(a, l).await
+    }
+    async fn quarantine(&self, key: &str, reason: &str) -> Result<Marked, PortError> {
+        self.0.quarantine(key, reason).await
+    }
+    async fn mark(&self, id: &ReminderId, v: u64, to: ReminderStatus) -> Result<Marked, PortError> {
+        self.0.mark(id, v, to).await
     }
 }

@@ -1,0 +1,219 @@
+//! `openapi.yaml` against the router: every status code the document lists for an operation
+//! is answered by that operation in a scenario below, and the scenarios cover exactly the
+//! document (a code documented and never answered, or answered and not documented, fails).
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::pin::Pin;
+
+use common::{body, call, Harness};
+use reminders::ports::reminders::OP_GET;
+use reminders::ports::FaultPoint;
+use serde_json::{json, Value};
+
+type Triple = (String, String, u16);
+
+/// Every (path, method, status) the document lists.
+fn documented() -> BTreeSet<Triple> {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/openapi.yaml"))
+        .expect("openapi.yaml beside the crate");
+    let doc: serde_norway::Value = serde_norway::from_str(&text).unwrap();
+    assert_eq!(doc["openapi"].as_str(), Some("3.1.0"));
+    let mut out = BTreeSet::new();
+    for (path, item) in doc["paths"].as_mapping().unwrap() {
+        for (method, op) in item.as_mapping().unwrap() {
+            let method = method.as_str().unwrap();
+            if !["get", "put", "delete", "post", "patch"].contains(&method) {
+                continue;
+            }
+            for (status, _) in op["responses"].as_mapping().unwrap() {
+                let status: u16 = status.as_str().unwrap().parse().unwrap();
+                out.insert((path.as_str().unwrap().to_owned(), method.to_owned(), status));
+            }
+        }
+    }
+    out
+}
+
+type Scenario = Pin<Box<dyn Future<Output = u16>>>;
+
+/// One scenario per documented code: the request that gets it, on a fresh harness.
+fn scenario(path: &str, method: &str, status: u16) -> Option<Scenario> {
+    let (p, m) = (path.to_owned(), method.to_owned());
+    let rem = "/v1/reminders/{id}";
+    let list = "/v1/subscribers/{id}/reminders";
+    let go = |h: Harness, method: &'static str, uri: String, b: Option<Value>| -> Scenario {
+        Box::pin(async move { call(&h.router, method, &uri, b).await.0.as_u16() })
+    };
+    let created = |id: &'static str| async move {
+        let h = Harness::new();
+        h.put(id, body("u-1", "Pickup")).await;
+        h
+    };
+    Some(match (p.as_str(), m.as_str(), status) {
+        (r, "put", 201) if r == rem => go(
+            Harness::new(),
+            "PUT",
+            "/v1/reminders/a".into(),
+            Some(body("u-1", "Pickup")),
+        ),
+        (r, "put", 200) if r == rem => Box::pin(async move {
+            let h = created("a").await;
+            h.put("a", body("u-1", "Pickup")).await.0.as_u16()
+        }),
+        (r, "put", 400) if r == rem => go(
+            Harness::new(),
+            "PUT",
+            "/v1/reminders/a".into(),
+            Some(json!({"subscriber_id": "u-1"})),
+        ),
+        (r, "put", 409) if r == rem => Box::pin(async move {
+            let h = created("a").await;
+            h.put("a", body("u-2", "Pickup")).await.0.as_u16()
+        }),
+        (r, "put", 413) if r == rem => go(
+            Harness::new(),
+            "PUT",
+            "/v1/reminders/a".into(),
+            Some(json!({"x": "y".repeat(300_000)})),
+        ),
+        (r, "put", 500) if r == rem => go(
+            Harness::with_corrupt_ledger(),
+            "PUT",
+            "/v1/reminders/a".into(),
+            Some(body("u-1", "Pickup")),
+        ),
+        (r, "put", 503) if r == rem => Box::pin(async move {
+            let h = Harness::new();
+            h.ledger_faults
+                .fail(reminders::ports::ledger::OP_GET, FaultPoint::Before, 9);
+            h.put("a", body("u-1", "Pickup")).await.0.as_u16()
+        }),
+        (r, "get", 200) if r == rem => Box::pin(async move {
+            let h = created("a").await;
+            call(&h.router, "GET", "/v1/reminders/a", None)
+                .await
+                .0
+                .as_u16()
+        }),
+        (r, "get", 400) if r == rem => {
+            go(Harness::new(), "GET", "/v1/reminders/a%20b".into(), None)
+        }
+        (r, "get", 404) if r == rem => go(Harness::new(), "GET", "/v1/reminders/a".into(), None),
+        (r, "get", 500) if r == rem => Box::pin(async move {
+            let h = Harness::with_corrupt_ledger();
+            h.put("a", body("u-1", "Pickup")).await;
+            call(&h.router, "GET", "/v1/reminders/a", None)
+                .await
+                .0
+                .as_u16()
+        }),
+        (r, "get", 503) if r == rem => Box::pin(async move {
+            let h = created("a").await;
+            h.store_faults().fail(OP_GET, FaultPoint::Before, 1);
+            call(&h.router, "GET", "/v1/reminders/a", None)
+                .await
+                .0
+                .as_u16()
+        }),
+        (r, "delete", 200) if r == rem => Box::pin(async move {
+            let h = created("a").await;
+            call(&h.router, "DELETE", "/v1/reminders/a", None)
+                .await
+                .0
+                .as_u16()
+        }),
+        (r, "delete", 400) if r == rem => go(
+            Harness::new(),
+            "DELETE",
+            "/v1/reminders/%C3%A9".into(),
+            None,
+        ),
+        (r, "delete", 404) if r == rem => {
+            go(Harness::new(), "DELETE", "/v1/reminders/a".into(), None)
+        }
+        (r, "delete", 500) if r == rem => Box::pin(async move {
+            let h = Harness::with_corrupt_ledger();
+            h.put("a", body("u-1", "Pickup")).await;
+            call(&h.router, "DELETE", "/v1/reminders/a", None)
+                .await
+                .0
+                .as_u16()
+        }),
+        (r, "delete", 503) if r == rem => Box::pin(async move {
+            let h = created("a").await;
+            h.ledger_faults
+                .fail(reminders::ports::ledger::OP_PUT, FaultPoint::Before, 9);
+            call(&h.router, "DELETE", "/v1/reminders/a", None)
+                .await
+                .0
+                .as_u16()
+        }),
+        (l, "get", 200) if l == list => go(
+            Harness::new(),
+            "GET",
+            "/v1/subscribers/u-1/reminders".into(),
+            None,
+        ),
+        (l, "get", 400) if l == list => go(
+            Harness::new(),
+            "GET",
+            "/v1/subscribers/u-1/reminders?limit=0".into(),
+            None,
+        ),
+        (l, "get", 500) if l == list => go(
+            Harness::with_corrupt_index(),
+            "GET",
+            "/v1/subscribers/u-1/reminders".into(),
+            None,
+        ),
+        (l, "get", 503) if l == list => Box::pin(async move {
+            let h = Harness::new();
+            h.store_faults().fail(
+                reminders::ports::reminders::OP_BY_SUBSCRIBER,
+                FaultPoint::Before,
+                1,
+            );
+            call(&h.router, "GET", "/v1/subscribers/u-1/reminders", None)
+                .await
+                .0
+                .as_u16()
+        }),
+        _ => return None,
+    })
+}
+
+#[tokio::test]
+async fn every_status_code_the_document_lists_is_answered() {
+    let documented = documented();
+    assert!(documented.len() >= 20, "{documented:?}");
+    for (path, method, status) in &documented {
+        let run = scenario(path, method, *status).unwrap_or_else(|| {
+            panic!("{method} {path} documents {status}: no scenario answers it")
+        });
+        assert_eq!(run.await, *status, "{method} {path}");
+    }
+}
+
+/// The other way round: a scenario for a code the document does not list is a code the API
+/// answers undocumented.
+#[test]
+fn the_document_lists_every_code_a_scenario_answers() {
+    let documented = documented();
+    let paths = ["/v1/reminders/{id}", "/v1/subscribers/{id}/reminders"];
+    for path in paths {
+        for method in ["get", "put", "delete"] {
+            for status in [200, 201, 400, 404, 409, 413, 500, 503] {
+                if scenario(path, method, status).is_some() {
+                    let t = (path.to_owned(), method.to_owned(), status);
+                    assert!(
+                        documented.contains(&t),
+                        "{method} {path} answers {status}, undocumented"
+                    );
+                }
+            }
+        }
+    }
+}
