@@ -1,0 +1,306 @@
+//! The HTTP API as an application uses it during development: `remindctl local api` against
+//! the emulator, plain HTTP requests (what `curl` sends), the pipeline played by
+//! `remindctl local run`, and the provider `remindctl local receive`.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_remindctl")
+}
+
+/// `local up` for this test alone; the variables it exports.
+fn stack(prefix: &str) -> BTreeMap<String, String> {
+    let out = Command::new(bin())
+        .args(["local", "up", "--prefix", prefix])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_prefix("export "))
+        .map(|l| l.split_once('=').unwrap())
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+/// A long-running `remindctl` whose output lines are collected; killed on drop.
+struct Running {
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Running {
+    fn start(args: &[&str], env: &BTreeMap<String, String>) -> Self {
+        let mut child = Command::new(bin())
+            .args(args)
+            .envs(env)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let out = child.stdout.take().unwrap();
+        let sink = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                sink.lock().unwrap().push(line);
+            }
+        });
+        Self { child, lines }
+    }
+
+    fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+
+    /// The first line, once printed.
+    fn first_line(&self) -> String {
+        for _ in 0..200 {
+            if let Some(l) = self.lines().first() {
+                return l.clone();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("no output")
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    let socket = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    socket.local_addr().unwrap().port()
+}
+
+fn body(subscriber: &str, n: usize, due_ms: i64) -> Value {
+    json!({
+        "subscriber_id": subscriber,
+        "due_at": due_ms,
+        "fresh_for_secs": 600,
+        "channels": {"email": format!("user{n}@example.org"), "sms": "+14155550100"},
+        "content": {"subject": format!("Pickup {n}"), "body": "Your order is ready."},
+    })
+}
+
+async fn send(
+    http: &reqwest::Client,
+    method: reqwest::Method,
+    url: String,
+    b: Option<Value>,
+) -> (u16, Value) {
+    let mut req = http.request(method, url);
+    if let Some(b) = b {
+        req = req
+            .header("content-type", "application/json")
+            .body(b.to_string());
+    }
+    let answer = req.send().await.unwrap();
+    let status = answer.status().as_u16();
+    (status, answer.json().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn local_api_creates_cancels_and_follows_reminders_through_the_pipeline() {
+    std::env::var("AWS_ENDPOINT_URL")
+        .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");
+    let mut env = stack(&format!("api-{}", std::process::id()));
+    let port = free_port();
+    env.insert("EMAIL_PROVIDER".into(), "http".into());
+    env.insert(
+        "EMAIL_HTTP_ENDPOINT".into(),
+        format!("http://127.0.0.1:{port}/send"),
+    );
+    env.insert("SMS_PROVIDER".into(), "none".into());
+    env.insert("PUSH_PROVIDER".into(), "none".into());
+    let receiver = Running::start(&["local", "receive", "--port", &port.to_string()], &env);
+    receiver.first_line();
+    let api = Running::start(&["local", "api", "--port", "0"], &env);
+    let first = api.first_line();
+    let base = first
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no address in {first:?}"))
+        .to_owned();
+    reminders::aws::bootstrap::install_crypto();
+    let http = reqwest::Client::new();
+    let put = |id: String, b: Value| {
+        send(
+            &http,
+            reqwest::Method::PUT,
+            format!("{base}/v1/reminders/{id}"),
+            Some(b),
+        )
+    };
+    let now_ms = i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap();
+
+    // 20 valid PUTs create; the same one again answers the same state.
+    let mut states = Vec::new();
+    for n in 0..20 {
+        let (status, state) = put(format!("api-{n}"), body("u-42", n, now_ms)).await;
+        assert_eq!(status, 201, "{state}");
+        states.push(state);
+    }
+    let (status, again) = put("api-3".into(), body("u-42", 3, now_ms)).await;
+    assert_eq!((status, &again), (200, &states[3]));
+
+    // 10 bad bodies: 400 naming the field, never echoing a recipient.
+    let bad: Vec<(Value, &str)> = vec![
+        (json!({"subscriber_id": "u-42"}), "due_at"),
+        (
+            json!({"subscriber_id": "u-42", "due_at": now_ms, "channels": {"sms": "555-0100"}, "content": {"subject": "s", "body": "b"}}),
+            "channels.sms",
+        ),
+        (
+            json!({"subscriber_id": "u-42", "due_at": now_ms, "channels": {"email": "secret.person@"}, "content": {"subject": "s", "body": "b"}}),
+            "channels.email",
+        ),
+        (
+            json!({"subscriber_id": "u-42", "due_at": now_ms, "channels": {"push": "tok en"}, "content": {"subject": "s", "body": "b"}}),
+            "channels.push",
+        ),
+        (
+            json!({"subscriber_id": "u-42", "due_at": now_ms, "channels": {"fax": "+14155550100"}, "content": {"subject": "s", "body": "b"}}),
+            "channels.fax",
+        ),
+        (
+            json!({"subscriber_id": "u-42", "due_at": "soon", "channels": {"email": "a@example.org"}, "content": {"subject": "s", "body": "b"}}),
+            "due_at",
+        ),
+        (
+            json!({"subscriber_id": "u-42", "due_at": now_ms, "fresh_for_secs": -5, "channels": {"email": "a@example.org"}, "content": {"subject": "s", "body": "b"}}),
+            "fresh_for_secs",
+        ),
+        (
+            json!({"subscriber_id": "u-42", "due_at": now_ms, "channels": {"email": "a@example.org"}, "content": {"subject": "s"}}),
+            "content",
+        ),
+        (
+            json!({"subscriber_id": "", "due_at": now_ms, "channels": {"email": "a@example.org"}, "content": {"subject": "s", "body": "b"}}),
+            "subscriber_id",
+        ),
+        (
+            json!({"subscriber_id": "u-42", "due_at": now_ms, "not_before": now_ms + 3_600_000, "fresh_for_secs": 60, "channels": {"email": "a@example.org"}, "content": {"subject": "s", "body": "b"}}),
+            "not_before",
+        ),
+    ];
+    for (i, (b, field)) in bad.into_iter().enumerate() {
+        let (status, answer) = put(format!("bad-{i}"), b).await;
+        assert_eq!(status, 400, "case {i}: {answer}");
+        assert_eq!(answer["error"]["field"], field, "case {i}: {answer}");
+        let text = answer.to_string();
+        for secret in ["555-0100", "secret.person", "tok en", "+14155550100"] {
+            assert!(
+                !text.contains(secret),
+                "case {i} echoes a recipient: {text}"
+            );
+        }
+    }
+
+    // A DELETE cancels before anything was sent.
+    let (status, cancel) = send(
+        &http,
+        reqwest::Method::DELETE,
+        format!("{base}/v1/reminders/api-7"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{cancel}");
+    assert_eq!(
+        cancel["channels"],
+        json!({"email": "cancelled", "sms": "cancelled"})
+    );
+
+    let run = Command::new(bin())
+        .args([
+            "local",
+            "run",
+            "--until-idle",
+            "--schedule-period",
+            "1",
+            "--idle-horizon",
+            "0",
+        ])
+        .envs(&env)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+
+    let received = receiver.lines().join("\n");
+    for n in 0..20 {
+        let (status, state) = send(
+            &http,
+            reqwest::Method::GET,
+            format!("{base}/v1/reminders/api-{n}"),
+            None,
+        )
+        .await;
+        assert_eq!(status, 200, "{state}");
+        let (email, sms) = (&state["channels"]["email"], &state["channels"]["sms"]);
+        let key = email["delivery_key"].as_str().unwrap();
+        if n == 7 {
+            assert_eq!(state["status"], "cancelled", "{state}");
+            assert_eq!(email["status"], "cancelled", "{state}");
+            assert_eq!(sms["status"], "cancelled", "{state}");
+            assert!(
+                !received.contains(key),
+                "the cancelled reminder was sent:\n{received}"
+            );
+            continue;
+        }
+        assert_eq!(email["status"], "delivered", "{state}");
+        assert!(email["delivered_at"].is_string(), "{state}");
+        assert_eq!(email["recipient"], format!("u***@example.org"));
+        assert!(
+            received.contains(key),
+            "the provider saw {key}:\n{received}"
+        );
+        assert_eq!(sms["status"], "dead", "{state}");
+        assert_eq!(sms["dead_reason"], "rejected", "SMS_PROVIDER=none: {state}");
+    }
+
+    // The subscriber's reminders, newest due first, two pages.
+    let (status, page) = send(
+        &http,
+        reqwest::Method::GET,
+        format!("{base}/v1/subscribers/u-42/reminders?limit=15"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(page["reminders"].as_array().unwrap().len(), 15);
+    let cursor = page["next_cursor"].as_str().expect("a second page");
+    let (_, rest) = send(
+        &http,
+        reqwest::Method::GET,
+        format!("{base}/v1/subscribers/u-42/reminders?limit=15&cursor={cursor}"),
+        None,
+    )
+    .await;
+    assert_eq!(rest["reminders"].as_array().unwrap().len(), 5, "{rest}");
+    drop(api);
+}
