@@ -8,7 +8,7 @@ use crate::aws::{sdk_config, Adapters, Settings};
 use crate::config::ConfigError;
 
 /// The functions the template deploys.
-pub const FUNCTIONS: [&str; 3] = ["scheduler", "consumer", "redrive"];
+pub const FUNCTIONS: [&str; 5] = ["scheduler", "consumer", "redrive", "api", "events"];
 
 /// Every environment variable `function` reads (the template must set them all).
 pub fn reads(function: &str) -> Vec<&'static str> {
@@ -21,6 +21,9 @@ pub fn reads(function: &str) -> Vec<&'static str> {
         }
         "scheduler" => vars.extend(crate::scheduler::config::VARS),
         "redrive" => vars.extend(crate::redrive::VARS),
+        // The HTTP API writes reminders (their TTLs) and defaults their freshness window.
+        "api" => vars.extend([crate::domain::retention::RETENTION_VAR, "FRESHNESS_SECS"]),
+        "events" => vars.push("EVENT_BUS_NAME"),
         _ => {}
     }
     vars
@@ -59,14 +62,16 @@ pub fn aws_calls(function: &str) -> &'static [&'static str] {
             "SQS.ChangeMessageVisibility",
             "SQS.SendMessageBatch",
         ],
-        // Create, edit and cancel (the reminders table and, for a cancel or an edit that
-        // extends the proof's TTL, the ledger), and the subscriber index.
+        // Reminders: get, conditional put, status update, and the subscriber index query;
+        // the ledger: get and the cancel's conditional puts.
         "api" => &[
             "DynamoDB.GetItem",
             "DynamoDB.PutItem",
             "DynamoDB.Query",
             "DynamoDB.UpdateItem",
         ],
+        // The ledger's stream is read by the event source mapping, not by the code.
+        "events" => &["EventBridge.PutEvents"],
         _ => &[],
     }
 }

@@ -278,3 +278,41 @@ fn two_stacks_share_no_metric_alarm_or_dashboard_line() {
     let shared: Vec<_> = a.intersection(&b).collect();
     assert!(shared.is_empty(), "two stacks share {shared:?}");
 }
+
+/// The application surface (issue 25): the API's server errors, and the events function's
+/// failures, its lag behind the ledger's stream and its dead letters.
+#[test]
+fn the_application_alarms_exist() {
+    let r = rendered("reminders", &[]);
+    let alarms = alarms(&r);
+    let on = |ns: &str, metric: &str, dimension: &str| -> Vec<&Value> {
+        alarms
+            .iter()
+            .filter(|(_, a)| {
+                alarm_metrics(a).iter().any(|m| {
+                    m.0 == ns && m.1 == metric && m.2.iter().any(|(_, v)| v.starts_with(dimension))
+                })
+            })
+            .map(|(_, a)| *a)
+            .collect()
+    };
+    let api = on("AWS/ApiGateway", "5xx", "reminders-HttpApi");
+    assert_eq!(api.len(), 1, "one alarm on the API's 5xx");
+    assert_eq!(alarm_metrics(api[0])[0].2[0].0, "ApiId", "by the API's id");
+    assert_eq!(on("AWS/Lambda", "Errors", "reminders-events").len(), 1);
+    let lag = on("AWS/Lambda", "IteratorAge", "reminders-events");
+    assert_eq!(lag.len(), 1, "one alarm on the stream's lag");
+    // IteratorAge is in milliseconds, the parameter in seconds: the alarm converts.
+    let math = format!("{:?}", lag[0]["Metrics"]);
+    assert!(math.contains("/ 1000"), "{math}");
+    assert_eq!(
+        text(&lag[0]["Threshold"]),
+        super::default(&template(), "EventsLagAlarmSeconds")
+    );
+    let dlq = "reminders-events-dlq";
+    assert_eq!(
+        on("AWS/SQS", "ApproximateNumberOfMessagesVisible", dlq).len(),
+        1
+    );
+    assert_eq!(on("AWS/SQS", "ApproximateAgeOfOldestMessage", dlq).len(), 1);
+}

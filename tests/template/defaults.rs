@@ -65,6 +65,20 @@ fn the_template_deploys_the_codes_defaults() {
         FUNCTION_MEMORY_MB.to_string(),
         "the latency model's vCPU share"
     );
+    // A reminder created through the API without a freshness gets the policy's default window,
+    // as one created with `remindctl remind create` does.
+    assert_eq!(
+        default(&t, "FreshnessSeconds"),
+        reminders::policy::RetryPolicy::default()
+            .freshness_default_secs
+            .to_string()
+    );
+    let api = environment(&t, &p, "ApiFunction");
+    assert_eq!(
+        api.get("FRESHNESS_SECS"),
+        Some(&default(&t, "FreshnessSeconds"))
+    );
+    assert_eq!(api.get("RETENTION_SECS"), consumer.get("RETENTION_SECS"));
     // The simulation runs exactly these (src/sim: `deployed()`).
     let (scheduler, consumer, parallelism) = reminders::sim::deployed();
     assert_eq!(scheduler, SchedulerConfig::default());

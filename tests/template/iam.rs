@@ -105,6 +105,8 @@ fn iam_is_scoped_per_function() {
                 vec!["sns:CreatePlatformEndpoint".to_owned()]
             ),
             ("RedriveRole".to_owned(), xray()),
+            ("ApiRole".to_owned(), xray()),
+            ("EventsRole".to_owned(), xray()),
         ],
         "only SNS SMS publish, CreatePlatformEndpoint and X-Ray have no resource ARN to scope to"
     );
@@ -275,7 +277,11 @@ pub(super) fn resolve(t: &Value, p: &BTreeMap<String, String>, v: &Value) -> Opt
 }
 
 /// The role's statements as deployed with these parameters.
-fn deployed_statements(t: &Value, p: &BTreeMap<String, String>, role: &str) -> Vec<Value> {
+pub(super) fn deployed_statements(
+    t: &Value,
+    p: &BTreeMap<String, String>,
+    role: &str,
+) -> Vec<Value> {
     let r = &t["Resources"][role]["Properties"]["Policies"];
     r.as_sequence()
         .unwrap()
@@ -454,7 +460,7 @@ fn token_secrets_are_granted_one_by_one_and_never_in_the_environment() {
         ]),
         BTreeSet::from([push.to_owned(), sms.to_owned()])
     );
-    for role in ["SchedulerRole", "RedriveRole"] {
+    for role in ["SchedulerRole", "RedriveRole", "ApiRole", "EventsRole"] {
         let p = params(&t, &[("PushHttpTokenSecretArn", push)]);
         assert!(
             resources_for(
@@ -499,6 +505,7 @@ fn iam_action(call: &str) -> String {
         "SESv2" => "ses",
         "SNS" => "sns",
         "Secrets Manager" => "secretsmanager",
+        "EventBridge" => "events",
         other => panic!("no IAM prefix known for {other}"),
     };
     format!("{prefix}:{op}")
@@ -531,9 +538,11 @@ fn each_role_grants_exactly_what_its_code_calls() {
             ("Tracing", "Active"),
         ],
     );
-    // Logs and X-Ray segments (Tracing=Active) for every function; the consumer's event source mappings receive, delete and read
-    // queue attributes with its role; the scheduler's failed async invocations go to its DLQ
-    // (sqs:SendMessage, which its SendMessageBatch needs anyway).
+    // Logs and X-Ray segments (Tracing=Active) for every function; the consumer's event source
+    // mappings receive, delete and read queue attributes with its role; the scheduler's failed
+    // async invocations go to its DLQ (sqs:SendMessage, which its SendMessageBatch needs
+    // anyway); the events function's stream mapping reads the ledger's stream with its role and
+    // sends a batch that keeps failing to its DLQ.
     let platform: &[(&str, &[&str])] = &[
         (
             "scheduler",
@@ -565,7 +574,37 @@ fn each_role_grants_exactly_what_its_code_calls() {
                 "xray:PutTelemetryRecords",
             ],
         ),
+        (
+            "api",
+            &[
+                "logs:CreateLogStream",
+                "logs:PutLogEvents",
+                "xray:PutTraceSegments",
+                "xray:PutTelemetryRecords",
+            ],
+        ),
+        (
+            "events",
+            &[
+                "logs:CreateLogStream",
+                "logs:PutLogEvents",
+                "xray:PutTraceSegments",
+                "xray:PutTelemetryRecords",
+                "dynamodb:DescribeStream",
+                "dynamodb:GetRecords",
+                "dynamodb:GetShardIterator",
+                "dynamodb:ListStreams",
+                "sqs:SendMessage",
+            ],
+        ),
     ];
+    // Every function the template deploys is checked here.
+    let checked: BTreeSet<&str> = platform.iter().map(|(f, _)| *f).collect();
+    assert_eq!(
+        checked,
+        reminders::wiring::FUNCTIONS.into_iter().collect(),
+        "a function without its least-privilege check"
+    );
     for (function, extra) in platform {
         let role = format!("{}{}Role", function[..1].to_uppercase(), &function[1..]);
         let granted: BTreeSet<String> = deployed_statements(&t, &p, &role)
@@ -682,4 +721,66 @@ fn every_provider_combination_grants_only_what_it_needs() {
         }
     }
     assert_eq!(combinations, 27);
+}
+
+/// The new functions' grants, resource by resource: the API queries the subscriber index and
+/// never the table (nor scans), and writes both tables only by key; the events function reads
+/// the ledger's stream (not its table), sends to its own DLQ, and puts events on its bus only.
+#[test]
+fn the_api_and_events_roles_name_their_resources() {
+    let t = template();
+    let p = params(&t, &[("Tracing", "Active")]);
+    let set = |items: &[&str]| items.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+    let api = deployed_statements(&t, &p, "ApiRole");
+    let on = |statements: &[Value], action: &str| resources_for(statements, "Allow", action);
+    let reminders = "${RemindersTable.Arn}";
+    assert_eq!(
+        on(&api, "dynamodb:Query"),
+        set(&["${RemindersTable.Arn}/index/subscriber-index"])
+    );
+    // `!GetAtt` stays as written: compare through its text.
+    let getatt = |statements: &[Value], action: &str| -> BTreeSet<String> {
+        statements
+            .iter()
+            .filter(|s| s["Effect"].as_str() == Some("Allow"))
+            .filter(|s| strings(&s["Action"]).iter().any(|a| a == action))
+            .flat_map(|s| match &s["Resource"] {
+                Value::Sequence(items) => items.clone(),
+                one => vec![one.clone()],
+            })
+            .map(|r| match r {
+                Value::Tagged(t) if t.tag == "GetAtt" => t.value.as_str().unwrap().to_owned(),
+                Value::String(s) => s,
+                other => panic!("unresolved: {other:?}"),
+            })
+            .collect()
+    };
+    let tables = set(&["RemindersTable.Arn", "DeliveriesTable.Arn"]);
+    assert_eq!(getatt(&api, "dynamodb:GetItem"), tables);
+    assert_eq!(getatt(&api, "dynamodb:PutItem"), tables);
+    assert_eq!(
+        getatt(&api, "dynamodb:UpdateItem"),
+        set(&["RemindersTable.Arn"])
+    );
+    assert!(!format!("{api:?}").contains("dynamodb:Scan"));
+    assert!(!on(&api, "dynamodb:Query").contains(reminders));
+
+    let events = deployed_statements(&t, &p, "EventsRole");
+    for action in [
+        "dynamodb:DescribeStream",
+        "dynamodb:GetRecords",
+        "dynamodb:GetShardIterator",
+        "dynamodb:ListStreams",
+    ] {
+        assert_eq!(
+            getatt(&events, action),
+            set(&["DeliveriesTable.StreamArn"]),
+            "{action}"
+        );
+    }
+    assert_eq!(
+        getatt(&events, "sqs:SendMessage"),
+        set(&["EventsDeadLetterQueue.Arn"])
+    );
+    assert_eq!(getatt(&events, "events:PutEvents"), set(&["EventBus.Arn"]));
 }

@@ -57,15 +57,36 @@ fn scalar(t: &Value, v: &Value) -> String {
 fn every_variable_a_function_reads_is_set_for_it_and_no_other() {
     let t = template();
     let global = keys(&t["Globals"]["Function"]["Environment"]["Variables"]);
-    let known: BTreeSet<&str> = ["scheduler", "consumer", "redrive"]
+    let known: BTreeSet<&str> = reminders::wiring::FUNCTIONS
         .into_iter()
         .flat_map(reads)
         .collect();
-    for (resource_name, function) in [
+    let checked = [
         ("SchedulerFunction", "scheduler"),
         ("ConsumerFunction", "consumer"),
         ("RedriveFunction", "redrive"),
-    ] {
+        ("ApiFunction", "api"),
+        ("EventsFunction", "events"),
+    ];
+    // Every function of the template is checked, and every function the code knows.
+    let in_template: BTreeSet<String> = t["Resources"]
+        .as_mapping()
+        .unwrap()
+        .iter()
+        .filter(|(_, r)| r["Type"].as_str() == Some("AWS::Serverless::Function"))
+        .map(|(name, _)| name.as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        in_template,
+        checked.iter().map(|(r, _)| r.to_string()).collect()
+    );
+    assert_eq!(
+        reminders::wiring::FUNCTIONS
+            .into_iter()
+            .collect::<BTreeSet<_>>(),
+        checked.iter().map(|(_, f)| *f).collect()
+    );
+    for (resource_name, function) in checked {
         let own = keys(&resource(&t, resource_name)["Environment"]["Variables"]);
         let set: BTreeSet<String> = global.union(&own).cloned().collect();
         for var in reads(function) {
@@ -84,6 +105,7 @@ fn every_variable_a_function_reads_is_set_for_it_and_no_other() {
 }
 
 mod alarms;
+mod application;
 mod defaults;
 mod iam;
 
@@ -371,13 +393,14 @@ fn collect_names(v: &Value, field: &str, out: &mut Vec<(String, String)>) {
 }
 
 /// Fields named `…Name` that name no resource of this stack (attributes, metrics, policies
-/// inside a role, references to other resources).
-const NOT_NAMES: [&str; 5] = [
+/// inside a role, references to other resources, a stage within its API).
+const NOT_NAMES: [&str; 6] = [
     "AttributeName",
     "IndexName",
     "MetricName",
     "PolicyName",
     "KeyName",
+    "StageName",
 ];
 
 /// `remindctl --stack NAME` configures itself from these outputs: the template gives each,
@@ -389,13 +412,19 @@ fn the_outputs_remindctl_reads_exist() {
     for (output, var) in reminders::aws::config::STACK_OUTPUTS {
         assert!(outputs.contains(output), "no output {output} (for {var})");
         let value = &t["Outputs"][output]["Value"];
-        let set_for_a_function = ["SchedulerFunction", "ConsumerFunction", "RedriveFunction"]
-            .iter()
-            .map(|f| &resource(&t, f)["Environment"]["Variables"][var])
-            .chain(std::iter::once(
-                &t["Globals"]["Function"]["Environment"]["Variables"][var],
-            ))
-            .any(|v| v == value);
+        let set_for_a_function = [
+            "SchedulerFunction",
+            "ConsumerFunction",
+            "RedriveFunction",
+            "ApiFunction",
+            "EventsFunction",
+        ]
+        .iter()
+        .map(|f| &resource(&t, f)["Environment"]["Variables"][var])
+        .chain(std::iter::once(
+            &t["Globals"]["Function"]["Environment"]["Variables"][var],
+        ))
+        .any(|v| v == value);
         assert!(
             set_for_a_function,
             "{output} is not what {var} is set to: {value:?}"
