@@ -191,29 +191,47 @@ async fn the_bootstrap_creates_the_same_resources_on_the_emulator() {
         .await
         .unwrap();
     let table = desc.table.unwrap();
-    let gsi = &table.global_secondary_indexes()[0];
-    assert_eq!(gsi.index_name(), Some(DUE_INDEX));
-    let want = &resource(&t, "RemindersTable")["GlobalSecondaryIndexes"][0];
-    let key_names: Vec<&str> = gsi
-        .key_schema()
-        .iter()
-        .map(|k| k.attribute_name())
-        .collect();
-    assert_eq!(key_names, ["due_shard", "due_at"]);
-    let projected: BTreeSet<String> = gsi
-        .projection()
-        .unwrap()
-        .non_key_attributes()
-        .iter()
-        .cloned()
-        .collect();
-    let declared: BTreeSet<String> = want["Projection"]["NonKeyAttributes"]
+    // Every index the template declares, by name: its keys and its projection.
+    let declared = resource(&t, "RemindersTable")["GlobalSecondaryIndexes"]
         .as_sequence()
         .unwrap()
-        .iter()
-        .filter_map(|v| v.as_str().map(str::to_owned))
-        .collect();
-    assert_eq!(projected, declared);
+        .clone();
+    assert_eq!(declared.len(), table.global_secondary_indexes().len());
+    assert_eq!(declared.len(), 2, "the due index and the subscriber index");
+    for want in &declared {
+        let name = want["IndexName"].as_str().unwrap();
+        let gsi = table
+            .global_secondary_indexes()
+            .iter()
+            .find(|g| g.index_name() == Some(name))
+            .unwrap_or_else(|| panic!("the bootstrap creates no {name}"));
+        let key_names: Vec<&str> = gsi
+            .key_schema()
+            .iter()
+            .map(|k| k.attribute_name())
+            .collect();
+        let want_keys: Vec<&str> = want["KeySchema"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(|k| k["AttributeName"].as_str().unwrap())
+            .collect();
+        assert_eq!(key_names, want_keys, "{name}");
+        let projected: BTreeSet<String> = gsi
+            .projection()
+            .unwrap()
+            .non_key_attributes()
+            .iter()
+            .cloned()
+            .collect();
+        let want_projected: BTreeSet<String> = want["Projection"]["NonKeyAttributes"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect();
+        assert_eq!(projected, want_projected, "{name}");
+    }
     for name in [&rem, &del] {
         let ttl = dynamo
             .describe_time_to_live()
