@@ -1,0 +1,145 @@
+//! The api bootstrap driven through a Lambda Runtime API stub with API Gateway HTTP API
+//! (payload 2.0) events against the emulator: `lambda_http` hands the router the request and
+//! API Gateway gets the router's answer.
+
+#[path = "../../../tests/support/runtime_api.rs"]
+mod runtime_api;
+
+use runtime_api::{assert_calls_declared, invoke, Stack, CARGO_LAMBDA_WATCH_DEADLINE};
+use serde_json::{json, Value};
+
+/// An API Gateway HTTP API event, as the `$default` stage sends it to the integration.
+fn event(method: &str, path: &str, route: &str, id: &str, body: Option<Value>) -> Value {
+    json!({
+        "version": "2.0",
+        "routeKey": format!("{method} {route}"),
+        "rawPath": path,
+        "rawQueryString": "",
+        "headers": {"content-type": "application/json", "host": "abc123.execute-api.us-east-1.amazonaws.com"},
+        "requestContext": {
+            "accountId": "123456789012",
+            "apiId": "abc123",
+            "domainName": "abc123.execute-api.us-east-1.amazonaws.com",
+            "domainPrefix": "abc123",
+            "http": {"method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "192.0.2.1", "userAgent": "curl/8"},
+            "requestId": "req-1",
+            "routeKey": format!("{method} {route}"),
+            "stage": "$default",
+            "time": "02/Dec/2026:07:00:00 +0000",
+            "timeEpoch": 1_796_194_800_000u64
+        },
+        "pathParameters": {"id": id},
+        "body": body.map(|b| b.to_string()),
+        "isBase64Encoded": false
+    })
+}
+
+fn answer_body(answer: &runtime_api::Answer) -> Value {
+    let body = answer.body["body"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", answer.body));
+    serde_json::from_str(body).unwrap()
+}
+
+#[tokio::test]
+async fn a_put_through_api_gateway_creates_the_reminder() {
+    let stack = Stack::create("rt-api").await;
+    let body = json!({
+        "subscriber_id": "u-42",
+        "due_at": "2030-01-01T10:00:00Z",
+        "fresh_for_secs": 3600,
+        "channels": {"email": "user@example.org"},
+        "content": {"subject": "Pickup", "body": "at five"}
+    });
+    let route = "/v1/reminders/{id}";
+    let put = event("PUT", "/v1/reminders/rt-1", route, "rt-1", Some(body));
+    let answer = invoke(
+        env!("CARGO_BIN_EXE_api"),
+        &stack.env(),
+        put,
+        CARGO_LAMBDA_WATCH_DEADLINE,
+    )
+    .await;
+    assert_eq!(answer.kind, "response", "{}", answer.body);
+    assert_eq!(answer.body["statusCode"], 201, "{}", answer.body);
+    let state = answer_body(&answer);
+    assert_eq!(
+        state["channels"]["email"]["recipient"], "u***@example.org",
+        "{state}"
+    );
+    assert_calls_declared("api", &answer);
+    assert!(
+        answer.aws_calls.contains("DynamoDB.PutItem"),
+        "{:?}",
+        answer.aws_calls
+    );
+
+    let get = event("GET", "/v1/reminders/rt-1", route, "rt-1", None);
+    let answer = invoke(
+        env!("CARGO_BIN_EXE_api"),
+        &stack.env(),
+        get,
+        CARGO_LAMBDA_WATCH_DEADLINE,
+    )
+    .await;
+    assert_eq!(answer.body["statusCode"], 200, "{}", answer.body);
+    assert_eq!(answer_body(&answer)["status"], "scheduled");
+    assert_calls_declared("api", &answer);
+
+    let list = event(
+        "GET",
+        "/v1/subscribers/u-42/reminders",
+        "/v1/subscribers/{id}/reminders",
+        "u-42",
+        None,
+    );
+    let answer = invoke(
+        env!("CARGO_BIN_EXE_api"),
+        &stack.env(),
+        list,
+        CARGO_LAMBDA_WATCH_DEADLINE,
+    )
+    .await;
+    assert_eq!(answer.body["statusCode"], 200, "{}", answer.body);
+    assert_eq!(answer_body(&answer)["reminders"][0]["reminder_id"], "rt-1");
+    assert!(
+        answer.aws_calls.contains("DynamoDB.Query"),
+        "{:?}",
+        answer.aws_calls
+    );
+    assert_calls_declared("api", &answer);
+}
+
+/// A bad body through API Gateway: the router's 400 naming the field, not a Lambda error.
+#[tokio::test]
+async fn a_bad_body_through_api_gateway_is_a_400_naming_the_field() {
+    let stack = Stack::create("rt-api-bad").await;
+    let body = json!({
+        "subscriber_id": "u-42",
+        "due_at": "soon",
+        "channels": {"email": "user@example.org"},
+        "content": {"subject": "Pickup", "body": "at five"}
+    });
+    let put = event(
+        "PUT",
+        "/v1/reminders/rt-2",
+        "/v1/reminders/{id}",
+        "rt-2",
+        Some(body),
+    );
+    let answer = invoke(
+        env!("CARGO_BIN_EXE_api"),
+        &stack.env(),
+        put,
+        CARGO_LAMBDA_WATCH_DEADLINE,
+    )
+    .await;
+    assert_eq!(answer.kind, "response", "{}", answer.body);
+    assert_eq!(answer.body["statusCode"], 400, "{}", answer.body);
+    assert_eq!(answer_body(&answer)["error"]["field"], "due_at");
+    assert!(
+        answer.aws_calls.is_empty(),
+        "refused before any call: {:?}",
+        answer.aws_calls
+    );
+}
