@@ -21,6 +21,7 @@ pub fn reads(function: &str) -> Vec<&'static str> {
         }
         "scheduler" => vars.extend(crate::scheduler::config::VARS),
         "redrive" => vars.extend(crate::redrive::VARS),
+        "events" => vars.extend(crate::aws::eventbridge::VARS),
         _ => {}
     }
     vars
@@ -59,6 +60,9 @@ pub fn aws_calls(function: &str) -> &'static [&'static str] {
             "SQS.ChangeMessageVisibility",
             "SQS.SendMessageBatch",
         ],
+        // The stream itself is read by Lambda's event source mapping, with the role's
+        // dynamodb:GetRecords and friends; the function only publishes.
+        "events" => &["EventBridge.PutEvents"],
         _ => &[],
     }
 }
