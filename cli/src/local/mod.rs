@@ -1,7 +1,10 @@
-//! `remindctl local up | run | receive`: the template's resources on an emulator, the
-//! pipeline played locally (the scheduler's schedule and each channel's event source mapping),
-//! and a provider on localhost that prints what it receives.
+//! `remindctl local up | run | receive | events`: the template's resources on an emulator, the
+//! pipeline played locally (the scheduler's schedule, each channel's event source mapping and
+//! the ledger stream's), a provider on localhost that prints what it receives, and the
+//! outcome events the bus delivered.
 
+mod events;
+mod publish;
 mod receive;
 mod run;
 mod up;
@@ -14,6 +17,7 @@ pub enum LocalCommand {
     Up(up::UpArgs),
     Run(run::RunArgs),
     Receive(receive::ReceiveArgs),
+    Events(events::EventsArgs),
 }
 
 pub async fn run(cmd: LocalCommand) -> Result<(), String> {
@@ -22,6 +26,7 @@ pub async fn run(cmd: LocalCommand) -> Result<(), String> {
         LocalCommand::Run(args) => run::run(args).await,
         // Blocking: it is the process's only work.
         LocalCommand::Receive(args) => receive::run(args),
+        LocalCommand::Events(args) => events::run(args).await,
     }
 }
 
