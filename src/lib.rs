@@ -23,9 +23,10 @@
 //! | [`outbox`] | create, edit and cancel reminders (what applications call) |
 //! | [`scheduler`] | the scheduler run: due scan, fair fan-out, enqueue and mark |
 //! | [`consumer`] | the consumer: SQS batch in, partial batch response out; one record's pipeline in steps (`intake` → `claim` → send → `settle`) |
+//! | [`events`] | outcome events: which ledger writes settle a delivery, the stream handler that publishes them, the local stream player |
 //! | [`redrive`] | bounded, filtered, audited replay of a channel's DLQ |
 //! | [`providers`] | real providers (SES v2, SNS, generic HTTP), chosen per channel by configuration |
-//! | [`aws`] | the DynamoDB and SQS adapters, resource settings, resource bootstrap |
+//! | [`aws`] | the DynamoDB, SQS, EventBridge and DynamoDB Streams adapters, resource settings, resource bootstrap |
 //! | [`local`] | the local pipeline runner: schedule and event source mappings, played |
 //! | [`sim`] | the embedded pipeline: real scheduler and consumer, virtual clock, simulated provider |
 //! | [`telemetry`] | JSON log setup for the binaries |
@@ -44,6 +45,7 @@ pub mod consumer;
 pub mod deadletter;
 pub mod delivery;
 pub mod domain;
+pub mod events;
 pub mod local;
 pub mod outbox;
 pub mod policy;

@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use crate::clock::Timestamp;
-use crate::delivery::state::Ctx;
+use crate::delivery::state::{Ctx, Origin};
 use crate::delivery::{self, Cancelled};
 use crate::domain::{
     Channel, Content, DeliveryKey, NewReminder, Recipient, Reminder, ReminderError, ReminderId,
@@ -102,6 +102,7 @@ pub async fn edit<S: ReminderStore, L: Ledger>(
                     key: DeliveryKey::derive(&current.reminder_id, &current.subscriber_id, channel),
                     now,
                     expires_at: next.expires_at,
+                    origin: Some(origin(&current, channel)),
                 };
                 delivery::extend_horizon(ledger, &ctx).await?;
             }
@@ -172,6 +173,7 @@ pub async fn cancel<S: ReminderStore, L: Ledger>(
                 key: DeliveryKey::derive(&reminder.reminder_id, &reminder.subscriber_id, channel),
                 now,
                 expires_at: retention.expires_at(reminder.fresh_until),
+                origin: Some(origin(&reminder, channel)),
             };
             deliveries.push((channel, delivery::cancel(ledger, &ctx).await?));
         }
@@ -187,4 +189,13 @@ pub async fn cancel<S: ReminderStore, L: Ledger>(
         }
     }
     Err(OutboxError::Contended)
+}
+
+/// The ledger's record of whose delivery a channel of `reminder` is.
+fn origin(reminder: &Reminder, channel: Channel) -> Origin {
+    Origin {
+        reminder_id: reminder.reminder_id.clone(),
+        subscriber_id: reminder.subscriber_id.clone(),
+        channel,
+    }
 }

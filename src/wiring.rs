@@ -23,7 +23,7 @@ pub fn reads(function: &str) -> Vec<&'static str> {
         "redrive" => vars.extend(crate::redrive::VARS),
         // The HTTP API writes reminders (their TTLs) and defaults their freshness window.
         "api" => vars.extend([crate::domain::retention::RETENTION_VAR, "FRESHNESS_SECS"]),
-        "events" => vars.push("EVENT_BUS_NAME"),
+        "events" => vars.extend(crate::aws::eventbridge::VARS),
         _ => {}
     }
     vars
@@ -70,7 +70,8 @@ pub fn aws_calls(function: &str) -> &'static [&'static str] {
             "DynamoDB.Query",
             "DynamoDB.UpdateItem",
         ],
-        // The ledger's stream is read by the event source mapping, not by the code.
+        // The stream itself is read by Lambda's event source mapping, with the role's
+        // dynamodb:GetRecords and friends; the function only publishes.
         "events" => &["EventBridge.PutEvents"],
         _ => &[],
     }

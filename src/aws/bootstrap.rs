@@ -6,7 +6,8 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
-    ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
+    ProjectionType, ScalarAttributeType, StreamSpecification, StreamViewType,
+    TimeToLiveSpecification,
 };
 use aws_sdk_sqs::types::QueueAttributeName;
 
@@ -110,17 +111,23 @@ pub async fn create_reminders_table(
     enable_ttl(client, table).await
 }
 
-/// The deliveries table: the ledger and the provider gate items.
+/// The deliveries table: the ledger and the provider gate items, with the stream (new and
+/// old images) the outcome events are published from.
 pub async fn create_deliveries_table(
     client: &aws_sdk_dynamodb::Client,
     table: &str,
 ) -> Result<(), BootstrapError> {
+    let stream = StreamSpecification::builder()
+        .stream_enabled(true)
+        .stream_view_type(StreamViewType::NewAndOldImages)
+        .build()?;
     client
         .create_table()
         .table_name(table)
         .billing_mode(BillingMode::PayPerRequest)
         .key_schema(key("delivery_key", KeyType::Hash)?)
         .attribute_definitions(attr("delivery_key", ScalarAttributeType::S)?)
+        .stream_specification(stream)
         .send()
         .await?;
     enable_ttl(client, table).await
@@ -203,6 +210,77 @@ pub async fn create_channel_queues(
         ChannelUrls::from_fn(|c| m.remove(&c).unwrap_or_default())
     };
     Ok((urls(queues), urls(dlqs)))
+}
+
+/// The outcome events' local plumbing: the bus, a tap queue, and a rule sending every
+/// settled event to the queue (names in the README).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventsTap {
+    pub bus: String,
+    pub queue_url: String,
+    pub rule: String,
+}
+
+/// Create `{prefix}-events` (bus), `{prefix}-events-tap` (queue) and `{prefix}-settled`
+/// (rule: source `reminders`, detail-type `Reminder Delivery Settled`, target the queue).
+/// Creating what exists already is harmless (`local up` may run twice).
+pub async fn create_events_tap(
+    events: &aws_sdk_eventbridge::Client,
+    sqs: &aws_sdk_sqs::Client,
+    prefix: &str,
+) -> Result<EventsTap, BootstrapError> {
+    let (bus, queue, rule) = (
+        format!("{prefix}-events"),
+        format!("{prefix}-events-tap"),
+        format!("{prefix}-settled"),
+    );
+    let exists = events.describe_event_bus().name(&bus).send().await.is_ok();
+    if !exists {
+        events.create_event_bus().name(&bus).send().await?;
+    }
+    let queue_url = sqs
+        .create_queue()
+        .queue_name(&queue)
+        .send()
+        .await?
+        .queue_url
+        .ok_or("create_queue returned no URL")?;
+    let queue_arn = sqs
+        .get_queue_attributes()
+        .queue_url(&queue_url)
+        .attribute_names(QueueAttributeName::QueueArn)
+        .send()
+        .await?
+        .attributes
+        .and_then(|mut a| a.remove(&QueueAttributeName::QueueArn))
+        .ok_or("get_queue_attributes returned no QueueArn")?;
+    let pattern = serde_json::json!({
+        "source": [crate::events::SOURCE],
+        "detail-type": [crate::events::DETAIL_TYPE],
+    });
+    events
+        .put_rule()
+        .name(&rule)
+        .event_bus_name(&bus)
+        .event_pattern(pattern.to_string())
+        .send()
+        .await?;
+    let target = aws_sdk_eventbridge::types::Target::builder()
+        .id("tap")
+        .arn(queue_arn)
+        .build()?;
+    events
+        .put_targets()
+        .rule(&rule)
+        .event_bus_name(&bus)
+        .targets(target)
+        .send()
+        .await?;
+    Ok(EventsTap {
+        bus,
+        queue_url,
+        rule,
+    })
 }
 
 /// Load the shared SDK configuration: region, credentials and endpoint from the standard

@@ -1,4 +1,5 @@
-//! AWS adapters, apart from the domain: DynamoDB ([`dynamo`]) and SQS ([`sqs`]), where the
+//! AWS adapters, apart from the domain: DynamoDB ([`dynamo`]) and SQS ([`sqs`]), EventBridge
+//! ([`eventbridge`]) and the ledger's stream ([`streams`], read by the local player), where the
 //! resources are ([`config`], read once at cold start), and creation of the same tables and
 //! queues the template declares ([`bootstrap`], for emulators and tests). This module depends
 //! on the ports it implements and on [`crate::config`]; no pipeline depends on it.
@@ -10,7 +11,9 @@ pub mod bootstrap;
 pub mod config;
 pub mod dynamo;
 pub(crate) mod error;
+pub mod eventbridge;
 pub mod sqs;
+pub mod streams;
 
 pub use bootstrap::sdk_config;
 pub use config::Settings;

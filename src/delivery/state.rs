@@ -12,7 +12,7 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Timestamp;
-use crate::domain::{DeadReason, DeliveryKey};
+use crate::domain::{Channel, DeadReason, DeliveryKey, ReminderId, SubscriberId};
 use crate::policy::{OutcomeClass, RetryPolicy};
 pub use transitions::apply;
 
@@ -97,6 +97,26 @@ pub struct HistoryEntry {
     pub redrive: Option<RedriveAudit>,
 }
 
+/// Whose delivery an item is: what the outcome events name (DESIGN §11). The delivery key is
+/// a one-way hash of it, so the item keeps it; items written before it was kept carry none.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Origin {
+    pub reminder_id: ReminderId,
+    pub subscriber_id: SubscriberId,
+    pub channel: Channel,
+}
+
+impl Origin {
+    /// The origin a queue message names (its delivery key is derived from the same three).
+    pub fn of(msg: &crate::domain::DeliveryMessage) -> Self {
+        Self {
+            reminder_id: msg.reminder_id.clone(),
+            subscriber_id: msg.subscriber_id.clone(),
+            channel: msg.channel,
+        }
+    }
+}
+
 /// The ledger item (deliveries table, key `delivery_key`). Attribute names are the field names.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeliveryRecord {
@@ -145,6 +165,8 @@ pub struct DeliveryRecord {
     history: BTreeMap<String, HistoryEntry>,
     /// DynamoDB TTL, epoch seconds.
     expires_at: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    origin: Option<Origin>,
 }
 
 impl DeliveryRecord {
@@ -222,6 +244,10 @@ impl DeliveryRecord {
     }
     pub fn expires_at(&self) -> i64 {
         self.expires_at
+    }
+    /// Whose delivery this is, when a writer knew it.
+    pub fn origin(&self) -> Option<&Origin> {
+        self.origin.as_ref()
     }
     /// Transitions, oldest first.
     pub fn history(&self) -> Vec<(u64, &HistoryEntry)> {
@@ -343,6 +369,8 @@ pub struct Ctx {
     pub now: Timestamp,
     /// TTL (epoch seconds) written with this transition.
     pub expires_at: i64,
+    /// Whose delivery it is, when the writer knows: kept from the first write that names it.
+    pub origin: Option<Origin>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -397,6 +425,7 @@ impl DeliveryRecord {
             updated_at: ctx.now,
             history: BTreeMap::new(),
             expires_at: ctx.expires_at,
+            origin: None,
         }
     }
 

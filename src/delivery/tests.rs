@@ -19,6 +19,7 @@ fn ctx(now: Timestamp) -> Ctx {
         ),
         now,
         expires_at: 9_999,
+        origin: None,
     }
 }
 

@@ -41,9 +41,12 @@ impl GatePartition {
 
     /// The item key: `gate#<channel>#<name>`.
     pub fn item_key(&self) -> String {
-        format!("gate#{}#{}", self.channel, self.name)
+        format!("{GATE_KEY_PREFIX}{}#{}", self.channel, self.name)
     }
 }
+
+/// What every gate item's key starts with, and no delivery key can.
+pub const GATE_KEY_PREFIX: &str = "gate#";
 
 /// An open breaker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,6 +4,7 @@
 //! accept [`Faults`]: a call can be made to fail before its effect, or after it (the effect
 //! happened but the caller sees an error) — the two ways a network call fails.
 
+pub mod events;
 pub mod faults;
 pub mod gate;
 pub mod ledger;
@@ -11,6 +12,7 @@ pub mod provider;
 pub mod queue;
 pub mod reminders;
 
+pub use events::{EventBus, LedgerStream, MemoryBus, MemoryStream, Rejected};
 pub use faults::{FaultPoint, Faults, Faulty, Slowed};
 pub use gate::{Gate, GatePartition, MemoryGate};
 pub use ledger::{Cas, Expected, Ledger, MemoryLedger};

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::{One, Redriver};
 use crate::clock::{Clock, Timestamp};
-use crate::delivery::state::{Change, Ctx, RedriveAudit, Refused, Status, Why};
+use crate::delivery::state::{Change, Ctx, Origin, RedriveAudit, Refused, Status, Why};
 use crate::delivery::{transition, Cancelled, Written};
 use crate::domain::{DeliveryMessage, RedriveMarker, ReminderStatus};
 use crate::ports::{
@@ -153,6 +153,7 @@ impl<P: Ports> Redriver<P> {
             key: msg.delivery_key.clone(),
             now,
             expires_at: self.cfg.retention.expires_at(reminder.fresh_until),
+            origin: Some(Origin::of(msg)),
         };
         let answer = crate::delivery::cancel(self.ports.ledger(), &ctx).await?;
         let settled = matches!(
@@ -188,6 +189,7 @@ impl<P: Ports> Redriver<P> {
             key: msg.delivery_key.clone(),
             now,
             expires_at: self.cfg.retention.expires_at(fresh_until),
+            origin: Some(Origin::of(msg)),
         };
         let audit = RedriveAudit {
             batch_id: batch_id.to_owned(),

@@ -1041,6 +1041,7 @@ impl reminders::ports::Provider for OutlivesItsLease {
             key: request.delivery_key.clone(),
             now: reminders::clock::Clock::now(&self.clock),
             expires_at: held.expires_at(),
+            origin: None,
         };
         let die = Change::Die {
             token: held.lease_token().cloned(),
@@ -1144,6 +1145,7 @@ async fn two_records_for_a_dead_delivery_at_once_copy_it_once() {
         key: msg.delivery_key.clone(),
         now: T0,
         expires_at: r.expires_at,
+        origin: None,
     };
     let token = LeaseToken::generate(&mut rand::rng());
     let claim = reminders::delivery::ClaimRequest {
@@ -1273,6 +1275,7 @@ async fn a_claim_with_no_attempt_left_dies_instead_of_looping() {
         key: msg.delivery_key.clone(),
         now: T0,
         expires_at: 2_000_000_000,
+        origin: None,
     };
     let token = LeaseToken::generate(&mut rand::rng());
     let policy = RetryPolicy {

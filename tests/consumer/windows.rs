@@ -162,6 +162,7 @@ impl Provider for TakenOverMidSend {
             key: request.delivery_key.clone(),
             now: Clock::now(&self.clock),
             expires_at: held.expires_at(),
+            origin: None,
         };
         let takeover = Change::Takeover {
             stale_token: held.lease_token().cloned().unwrap(),

@@ -27,6 +27,7 @@ fn ctx(reminder: &str, now: Timestamp) -> Ctx {
         ),
         now,
         expires_at: 1_900_000_000,
+        origin: None,
     }
 }
 

@@ -103,6 +103,7 @@ fn built(target: &str) -> Vec<Vec<u8>> {
         key,
         now: r.due_at,
         expires_at: r.expires_at,
+        origin: None,
     };
     let token = LeaseToken::generate(&mut rand::rng());
     let claim = Change::Claim {

@@ -64,6 +64,7 @@ pub fn ctx(tick: u8) -> Ctx {
         key: key(),
         now: at(tick),
         expires_at: EXPIRES_AT,
+        origin: None,
     }
 }
 

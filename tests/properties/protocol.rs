@@ -76,6 +76,7 @@ impl World {
             key: key(),
             now: self.now,
             expires_at: 1_800_000_000,
+            origin: None,
         };
         match apply(self.record.as_ref(), change, &ctx) {
             Ok(next) => {
@@ -304,6 +305,7 @@ fn overspent_by_a_takeover() {
         key: key(),
         now: T0,
         expires_at: 1_800_000_000,
+        origin: None,
     };
     let (first, second) = (token_n(0), token_n(1));
     let claim = Change::Claim {

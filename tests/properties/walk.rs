@@ -99,6 +99,7 @@ pub fn walk(
             key: key(),
             now,
             expires_at: step.expires_at,
+            origin: None,
         };
         let result = apply(current.as_ref(), step.change.clone(), &ctx);
         checked += usize::from(check(Seen {

@@ -427,6 +427,7 @@ async fn redrive_follows_the_ledgers_dead_reason() {
         key: msg2.delivery_key.clone(),
         now: now(),
         expires_at: r2.expires_at,
+        origin: None,
     };
     let token = reminders::delivery::state::LeaseToken::generate(&mut rand::rng());
     let req_claim = reminders::delivery::ClaimRequest {
@@ -506,6 +507,7 @@ async fn window_1_a_cancel_of_a_dead_delivery_is_ordered_before_a_redrive() {
         key: msg.delivery_key.clone(),
         now: now(),
         expires_at: r.expires_at,
+        origin: None,
     };
     let answer = reminders::delivery::cancel(&w.ports.ledger, &ctx)
         .await

@@ -307,6 +307,7 @@ async fn window_2_an_edit_far_out_enqueues_only_the_added_channel_and_keeps_the_
         key: key.clone(),
         now: T0,
         expires_at: retention.expires_at(r.fresh_until),
+        origin: None,
     };
     let token = LeaseToken::generate(&mut rand::rng());
     let claim = Change::Claim {

@@ -38,6 +38,7 @@ pub struct AwsWorld {
     pub dlqs: ChannelUrls,
     pub dynamo: aws_sdk_dynamodb::Client,
     pub reminders_table: String,
+    pub deliveries_table: String,
 }
 
 pub fn unique(prefix: &str) -> String {
@@ -94,6 +95,7 @@ impl AwsWorld {
             dlqs,
             dynamo,
             reminders_table: rem,
+            deliveries_table: del,
         }
     }
 

@@ -1,8 +1,11 @@
-//! `remindctl local up | run | receive | api`: the template's resources on an emulator, the
-//! pipeline played locally (the scheduler's schedule and each channel's event source mapping),
-//! a provider on localhost that prints what it receives, and the HTTP API on localhost.
+//! `remindctl local up | run | receive | api | events`: the template's resources on an
+//! emulator, the pipeline played locally (the scheduler's schedule, each channel's event
+//! source mapping and the ledger stream's), a provider on localhost that prints what it
+//! receives, the HTTP API on localhost, and the outcome events the bus delivered.
 
 mod api;
+mod events;
+mod publish;
 mod receive;
 mod run;
 mod up;
@@ -16,6 +19,7 @@ pub enum LocalCommand {
     Run(run::RunArgs),
     Receive(receive::ReceiveArgs),
     Api(api::ApiArgs),
+    Events(events::EventsArgs),
 }
 
 pub async fn run(cmd: LocalCommand) -> Result<(), String> {
@@ -25,6 +29,7 @@ pub async fn run(cmd: LocalCommand) -> Result<(), String> {
         // Blocking: it is the process's only work.
         LocalCommand::Receive(args) => receive::run(args),
         LocalCommand::Api(args) => api::run(args).await,
+        LocalCommand::Events(args) => events::run(args).await,
     }
 }
 

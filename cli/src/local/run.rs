@@ -74,25 +74,47 @@ pub async fn run(args: RunArgs) -> Result<(), String> {
         Some(_) => Some(&show),
         None => None,
     };
-    let report = local::run_with_progress(
-        &scheduler,
-        &consumer,
-        &settings.queue_urls,
-        &cfg,
-        stop,
-        &interrupt,
-        on_progress,
-    )
-    .await
-    .map_err(|e| e.to_string())?;
+    let sdk = reminders::aws::sdk_config().await;
+    let publisher = super::publish::Publisher::from_env(&sdk, &settings.deliveries_table).await?;
+    let done = AtomicBool::new(false);
+    let pipeline = async {
+        let report = local::run_with_progress(
+            &scheduler,
+            &consumer,
+            &settings.queue_urls,
+            &cfg,
+            stop,
+            &interrupt,
+            on_progress,
+        )
+        .await;
+        done.store(true, Ordering::SeqCst);
+        report
+    };
+    let events = async {
+        match &publisher {
+            Some(p) => p.play(&done).await.map(Some),
+            None => Ok(None),
+        }
+    };
+    let (report, events) = tokio::join!(pipeline, events);
+    let report = report.map_err(|e| e.to_string())?;
+    let events = events?;
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
     let interrupted = interrupt.load(Ordering::SeqCst);
     if args.json {
-        println!("{}", summary_json(&report, interrupted));
+        let mut summary = summary_json(&report, interrupted);
+        if let Some(pass) = &events {
+            summary["events_published"] = pass.published.into();
+        }
+        println!("{summary}");
     } else {
         print_summary(&report, interrupted);
+        if let Some(pass) = &events {
+            println!("{}", super::publish::summary_line(pass));
+        }
     }
     Ok(())
 }
@@ -254,7 +276,7 @@ pub fn failing_shard_line(f: &reminders::scheduler::FailedShard) -> String {
     )
 }
 
-fn summary_json(report: &local::LocalReport, interrupted: bool) -> String {
+fn summary_json(report: &local::LocalReport, interrupted: bool) -> serde_json::Value {
     let channels: serde_json::Map<String, serde_json::Value> = Channel::ALL
         .iter()
         .map(|c| {
@@ -282,7 +304,6 @@ fn summary_json(report: &local::LocalReport, interrupted: bool) -> String {
         "failing_shards": report.failing_shards,
         "channels": channels,
     })
-    .to_string()
 }
 
 fn rand_seed() -> u64 {

@@ -1,15 +1,17 @@
-//! `remindctl local up`: the template's tables and queues, created on the emulator, and the
-//! variables that point the functions (and `local run`) at them.
+//! `remindctl local up`: the template's tables and queues, created on the emulator, the
+//! events bus with a rule into a tap queue, and the variables that point the functions (and
+//! `local run`, `local events`) at them.
 
 use reminders::aws::bootstrap::{
-    create_channel_queues, create_deliveries_table, create_reminders_table, QueueSpec,
+    create_channel_queues, create_deliveries_table, create_events_tap, create_reminders_table,
+    QueueSpec,
 };
 use reminders::domain::Channel;
 
 use super::require_emulator;
 
-/// Create the template's tables and queues on the emulator and print the variables to
-/// export.
+/// Create the template's tables and queues on the emulator, with the events bus, a tap queue
+/// and a rule between them, and print the variables to export.
 ///
 /// Example: AWS_ENDPOINT_URL=http://localhost:4566 remindctl local up
 #[derive(Debug, clap::Args)]
@@ -52,6 +54,10 @@ pub async fn run(args: UpArgs) -> Result<(), String> {
     let (queues, dlqs) = create_channel_queues(&sqs, prefix, QueueSpec::default())
         .await
         .map_err(|e| format!("creating queues: {e}"))?;
+    let events = aws_sdk_eventbridge::Client::new(&sdk);
+    let tap = create_events_tap(&events, &sqs, prefix)
+        .await
+        .map_err(|e| format!("creating the events bus, tap queue and rule: {e}"))?;
     println!("# resources on {endpoint}; export these for `remindctl local run`:");
     println!("export REMINDERS_TABLE={rem}");
     println!("export DELIVERIES_TABLE={del}");
@@ -61,6 +67,10 @@ pub async fn run(args: UpArgs) -> Result<(), String> {
         println!("export {up}_QUEUE_URL={}", queues.get(c));
         println!("export {up}_DLQ_URL={}", dlqs.get(c));
     }
+    // `local run` publishes outcome events to the bus; its rule copies them to the tap
+    // queue, which `local events` reads.
+    println!("export EVENT_BUS_NAME={}", tap.bus);
+    println!("export EVENTS_TAP_QUEUE_URL={}", tap.queue_url);
     // A comment, so `eval "$(remindctl local up)"` ignores it.
     println!(
         "# a provider that prints what it receives: remindctl local receive --port 8080 & \

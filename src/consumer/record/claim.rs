@@ -95,6 +95,7 @@ impl<P: Ports> Record<'_, P> {
             key: record.key().clone(),
             now,
             expires_at: record.expires_at(),
+            origin: Some(crate::delivery::state::Origin::of(msg)),
         };
         let change = Change::Die {
             token: None,

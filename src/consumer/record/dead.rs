@@ -138,6 +138,8 @@ impl<P: Ports> Record<'_, P> {
             key: dead.key().clone(),
             now,
             expires_at: dead.expires_at(),
+            // Dead already: the item keeps the origin its earlier writes named.
+            origin: None,
         };
         let ledger = self.consumer.ports.ledger();
         let dead_at = dead.dead_at().unwrap_or(now);

@@ -171,6 +171,7 @@ impl<P: Ports> Record<'_, P> {
             key: msg.delivery_key.clone(),
             now,
             expires_at: self.consumer.cfg.retention.expires_at(fresh_until),
+            origin: Some(crate::delivery::state::Origin::of(msg)),
         }
     }
 

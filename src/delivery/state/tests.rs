@@ -19,6 +19,7 @@ fn ctx_at(now: Timestamp) -> Ctx {
         ),
         now,
         expires_at: 5_000,
+        origin: None,
     }
 }
 
@@ -409,3 +410,4 @@ fn errors_are_truncated_on_a_char_boundary() {
 }
 
 mod leases;
+mod origin;

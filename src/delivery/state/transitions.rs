@@ -80,6 +80,11 @@ pub fn apply(
     next.seq += 1;
     next.updated_at = ctx.now;
     next.expires_at = next.expires_at.max(ctx.expires_at);
+    // The first writer that knows it names the origin (an item from before origins were
+    // kept gets one on its next such write); nothing replaces it.
+    if next.origin.is_none() {
+        next.origin = ctx.origin.clone();
+    }
     next.push_history(HistoryEntry {
         at: ctx.now,
         from: from.status,

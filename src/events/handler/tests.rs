@@ -1,0 +1,170 @@
+//! The handler on the in-memory bus: what publishes, and which records a failure reports.
+
+use std::time::Duration;
+
+use aws_lambda_events::event::dynamodb::EventRecord;
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+
+use super::*;
+use crate::clock::Timestamp;
+use crate::delivery::state::{apply, Change, Ctx, LeaseToken, Origin};
+use crate::domain::{Channel, DeliveryKey, ReminderId, SubscriberId};
+use crate::policy::RetryPolicy;
+use crate::ports::{FaultPoint, Faults, MemoryBus};
+
+const T0: Timestamp = Timestamp::from_millis(1_800_000_000_000);
+
+fn origin(reminder: &str) -> Origin {
+    Origin {
+        reminder_id: ReminderId::parse(reminder).unwrap(),
+        subscriber_id: SubscriberId::parse("u-1").unwrap(),
+        channel: Channel::Sms,
+    }
+}
+
+fn ctx(reminder: &str) -> Ctx {
+    let o = origin(reminder);
+    Ctx {
+        key: DeliveryKey::derive(&o.reminder_id, &o.subscriber_id, o.channel),
+        now: T0,
+        expires_at: 1_900_000_000,
+        origin: Some(o),
+    }
+}
+
+fn image(r: &DeliveryRecord) -> serde_dynamo::Item {
+    serde_dynamo::to_item(r).unwrap()
+}
+
+/// The stream record of one write: `old → new`, sequence number `seq`.
+fn record(seq: u32, old: Option<&DeliveryRecord>, new: &DeliveryRecord) -> EventRecord {
+    let mut r = EventRecord::default();
+    r.event_name = if old.is_some() { "MODIFY" } else { "INSERT" }.into();
+    r.change.sequence_number = Some(format!("{seq:021}"));
+    r.change.keys = [(
+        "delivery_key".to_owned(),
+        serde_dynamo::AttributeValue::S(new.key().as_str().to_owned()),
+    )]
+    .into_iter()
+    .collect::<std::collections::HashMap<_, _>>()
+    .into();
+    r.change.new_image = image(new);
+    r.change.old_image = old.map(image).unwrap_or_default();
+    r
+}
+
+/// A cancel (settles, from nothing) for reminder `id`.
+fn cancelled(id: &str) -> DeliveryRecord {
+    apply(None, Change::Cancel, &ctx(id)).unwrap()
+}
+
+/// A claim (settles nothing) for reminder `id`.
+fn claimed(id: &str) -> DeliveryRecord {
+    let claim = Change::Claim {
+        token: LeaseToken::generate(&mut StdRng::seed_from_u64(1)),
+        lease_expires_at: T0.plus(Duration::from_secs(60)),
+        payload_version: 1,
+        policy: RetryPolicy::default(),
+    };
+    apply(None, claim, &ctx(id)).unwrap()
+}
+
+fn failures(h: &Handled) -> Vec<String> {
+    h.response
+        .batch_item_failures
+        .iter()
+        .map(|f| f.item_identifier.clone().unwrap_or_default())
+        .collect()
+}
+
+fn seqs(from: u32, to: u32) -> Vec<String> {
+    (from..=to).map(|s| format!("{s:021}")).collect()
+}
+
+#[tokio::test]
+async fn a_settled_write_publishes_and_an_unsettled_one_does_not() {
+    let bus = MemoryBus::default();
+    let batch = [
+        record(1, None, &cancelled("a")),
+        record(2, None, &claimed("b")),
+    ];
+    let h = handle(&bus, &batch).await;
+    assert_eq!((h.published, h.quiet, h.failed_from), (1, 1, None));
+    assert!(failures(&h).is_empty());
+    let published = bus.published();
+    assert_eq!(published.len(), 1);
+    assert_eq!(
+        published[0].reminder_id,
+        Some(ReminderId::parse("a").unwrap())
+    );
+}
+
+#[tokio::test]
+async fn a_refused_event_fails_its_record_and_every_later_one() {
+    let bus = MemoryBus::default();
+    let refused = cancelled("b");
+    bus.refuse(refused.key().clone());
+    let batch = [
+        record(1, None, &cancelled("a")),
+        record(2, None, &claimed("x")),
+        record(3, None, &refused),
+        record(4, None, &cancelled("c")),
+        record(5, None, &claimed("y")),
+    ];
+    let h = handle(&bus, &batch).await;
+    assert_eq!(failures(&h), seqs(3, 5));
+    assert_eq!((h.failed_from, h.published, h.quiet), (Some(2), 1, 1));
+}
+
+#[tokio::test]
+async fn a_failed_call_fails_every_record_from_the_first_event() {
+    let faults = Faults::default();
+    faults.fail(crate::ports::events::OP_PUBLISH, FaultPoint::Before, 1);
+    let bus = MemoryBus::with_faults(faults);
+    let batch = [
+        record(1, None, &claimed("x")),
+        record(2, None, &cancelled("a")),
+        record(3, None, &cancelled("b")),
+    ];
+    let h = handle(&bus, &batch).await;
+    assert_eq!(failures(&h), seqs(2, 3));
+    assert!(bus.published().is_empty());
+}
+
+#[tokio::test]
+async fn an_undecodable_item_fails_from_itself_and_nothing_after_it_publishes() {
+    let bus = MemoryBus::default();
+    let mut bad = record(2, None, &cancelled("b"));
+    bad.change.new_image.insert(
+        "status".into(),
+        serde_dynamo::AttributeValue::S("lost".into()),
+    );
+    let batch = [
+        record(1, None, &cancelled("a")),
+        bad,
+        record(3, None, &cancelled("c")),
+    ];
+    let h = handle(&bus, &batch).await;
+    assert_eq!(failures(&h), seqs(2, 3));
+    let published: Vec<_> = bus.published().into_iter().map(|e| e.reminder_id).collect();
+    assert_eq!(published, vec![Some(ReminderId::parse("a").unwrap())]);
+}
+
+#[tokio::test]
+async fn removals_and_gate_items_publish_nothing() {
+    let bus = MemoryBus::default();
+    let mut removed = record(1, None, &cancelled("a"));
+    removed.event_name = "REMOVE".into();
+    removed.change.old_image = std::mem::take(&mut removed.change.new_image);
+    let mut gate = EventRecord::default();
+    gate.event_name = "MODIFY".into();
+    gate.change.sequence_number = Some("2".into());
+    gate.change.keys.insert(
+        "delivery_key".into(),
+        serde_dynamo::AttributeValue::S("gate#sms#default".into()),
+    );
+    let h = handle(&bus, &[removed, gate]).await;
+    assert_eq!((h.published, h.quiet, h.failed_from), (0, 2, None));
+    assert!(bus.published().is_empty());
+}

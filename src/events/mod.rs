@@ -1,0 +1,118 @@
+//! Outcome events (DESIGN §11): one EventBridge event for every ledger transition into a
+//! settled state — `delivered`, `dead`, `expired`, `cancelled` — decided from the ledger's
+//! DynamoDB stream, not from a worker's memory, so a crash between the ledger write and the
+//! publish loses nothing (the stream record stays until the publisher succeeds).
+//!
+//! This module is the pure decision ([`settled`]) and the event's shape ([`Settled`]);
+//! [`handler`] turns a batch of stream records into published events and a partial batch
+//! response; [`player`] reads a stream locally the way Lambda's event source mapping does.
+//! Events are delivered at least once: consumers deduplicate on `(delivery_key,
+//! transition)`. An event never carries a recipient or content (the ledger holds neither).
+
+use serde::Serialize;
+
+use crate::clock::Timestamp;
+use crate::delivery::state::{DeliveryRecord, Status};
+use crate::domain::{Channel, DeadReason, DeliveryKey, ReminderId, SubscriberId};
+
+pub mod handler;
+pub mod player;
+
+pub use handler::{handle, Handled};
+
+/// The event's `source`.
+pub const SOURCE: &str = "reminders";
+/// The event's `detail-type`.
+pub const DETAIL_TYPE: &str = "Reminder Delivery Settled";
+/// The detail's `version`: bumped when a field changes meaning or goes away.
+pub const DETAIL_VERSION: u32 = 1;
+
+/// The detail of one event, field for field as published (the README's event).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Settled {
+    pub version: u32,
+    /// From the ledger item's origin; `null` for items written before it was kept.
+    pub reminder_id: Option<ReminderId>,
+    pub subscriber_id: Option<SubscriberId>,
+    pub channel: Option<Channel>,
+    pub delivery_key: DeliveryKey,
+    /// `delivered`, `dead`, `expired` or `cancelled`.
+    pub outcome: Status,
+    /// Why it died (`dead` only).
+    pub reason: Option<DeadReason>,
+    /// The ledger's transition number of the settling write: with the key, the dedup id.
+    pub transition: u64,
+    /// The status it left (`scheduled` when the settling write created the item).
+    pub from: Status,
+    /// When the transition happened (RFC 3339, UTC).
+    #[serde(serialize_with = "rfc3339")]
+    pub at: Timestamp,
+    /// Provider attempts that counted against the budget.
+    pub attempts: u32,
+}
+
+impl Settled {
+    /// The detail as EventBridge takes it (a JSON object, as text).
+    pub fn detail_json(&self) -> String {
+        // Plain strings, numbers and options: serialization cannot fail.
+        serde_json::to_string(self).unwrap_or_else(|_| "{}".to_owned())
+    }
+}
+
+fn rfc3339<S: serde::Serializer>(at: &Timestamp, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&at.to_rfc3339())
+}
+
+/// A status an event is published for.
+pub const fn is_settled(status: Status) -> bool {
+    matches!(
+        status,
+        Status::Delivered | Status::Dead | Status::Expired | Status::Cancelled
+    )
+}
+
+/// The event for one ledger write, from the item before (`None`: the write created it) and
+/// after: an event only for a transition *into* a settled state. A write that leaves the
+/// status as it was publishes nothing — the DLQ-copy bookkeeping on a dead item
+/// (`dead → dead`), a TTL move on a settled one (`delivered → delivered`) — while a delivery
+/// that settles again after a redrive (`dead → ready → … → delivered`) is a new transition
+/// and publishes again.
+///
+/// Without the old image (a record whose old image could not be read), the new item's own
+/// history entry for this transition says where it came from.
+pub fn settled(old: Option<&DeliveryRecord>, new: &DeliveryRecord) -> Option<Settled> {
+    let to = new.status();
+    let from = match old {
+        Some(old) => old.status(),
+        None => entered_from(new),
+    };
+    if !is_settled(to) || from == to {
+        return None;
+    }
+    let origin = new.origin();
+    Some(Settled {
+        version: DETAIL_VERSION,
+        reminder_id: origin.map(|o| o.reminder_id.clone()),
+        subscriber_id: origin.map(|o| o.subscriber_id.clone()),
+        channel: origin.map(|o| o.channel),
+        delivery_key: new.key().clone(),
+        outcome: to,
+        reason: new.dead_reason().filter(|_| to == Status::Dead),
+        transition: new.seq(),
+        from,
+        at: new.updated_at(),
+        attempts: new.attempt_count(),
+    })
+}
+
+/// The status the item's latest transition started from, by its own history.
+fn entered_from(new: &DeliveryRecord) -> Status {
+    new.history()
+        .into_iter()
+        .rev()
+        .find(|(seq, _)| *seq == new.seq())
+        .map_or(Status::Scheduled, |(_, h)| h.from)
+}
+
+#[cfg(test)]
+mod tests;

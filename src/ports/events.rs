@@ -1,0 +1,168 @@
+//! The outcome-event ports: [`EventBus`] (EventBridge: publish settled events) and
+//! [`LedgerStream`] (the ledger's DynamoDB stream, read shard by shard — what Lambda's event
+//! source mapping does on AWS, and the local player does on an emulator), each with its
+//! in-memory implementation.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::sync::Mutex;
+
+use aws_lambda_events::event::dynamodb::EventRecord;
+
+use super::faults::{lock, FaultPoint, Faults};
+use super::PortError;
+use crate::domain::DeliveryKey;
+use crate::events::Settled;
+
+pub const OP_PUBLISH: &str = "events.publish";
+pub const OP_READ: &str = "events.read_stream";
+
+/// One event the bus would not take, by its index in the call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejected {
+    pub index: usize,
+    /// The bus's error code (`InternalFailure`, `ThrottlingException`, …).
+    pub code: String,
+}
+
+pub trait EventBus: Send + Sync {
+    /// Publish `events` in order. `Ok` lists the ones the bus refused (each may be retried);
+    /// `Err` means none is known to be published (some may have been: at least once).
+    fn publish(
+        &self,
+        events: &[Settled],
+    ) -> impl Future<Output = Result<Vec<Rejected>, PortError>> + Send;
+}
+
+impl<T: EventBus> EventBus for std::sync::Arc<T> {
+    fn publish(
+        &self,
+        events: &[Settled],
+    ) -> impl Future<Output = Result<Vec<Rejected>, PortError>> + Send {
+        (**self).publish(events)
+    }
+}
+
+/// The bus in memory: what was published, in order, with faults for the whole call
+/// ([`OP_PUBLISH`]) and per event (a key whose events are refused).
+#[derive(Debug, Default)]
+pub struct MemoryBus {
+    published: Mutex<Vec<Settled>>,
+    refused: Mutex<BTreeSet<DeliveryKey>>,
+    faults: Faults,
+}
+
+impl MemoryBus {
+    pub fn with_faults(faults: Faults) -> Self {
+        Self {
+            faults,
+            ..Self::default()
+        }
+    }
+
+    /// Refuse every event for `key` (as EventBridge refuses one entry of a call).
+    pub fn refuse(&self, key: DeliveryKey) {
+        lock(&self.refused).insert(key);
+    }
+
+    /// Take events for every key again.
+    pub fn accept_all(&self) {
+        lock(&self.refused).clear();
+    }
+
+    /// Everything published so far, in order.
+    pub fn published(&self) -> Vec<Settled> {
+        lock(&self.published).clone()
+    }
+}
+
+impl EventBus for MemoryBus {
+    async fn publish(&self, events: &[Settled]) -> Result<Vec<Rejected>, PortError> {
+        self.faults.check(OP_PUBLISH, FaultPoint::Before)?;
+        let refused = lock(&self.refused).clone();
+        let mut rejected = Vec::new();
+        for (index, event) in events.iter().enumerate() {
+            if refused.contains(&event.delivery_key) {
+                let code = "InternalFailure".to_owned();
+                rejected.push(Rejected { index, code });
+            } else {
+                lock(&self.published).push(event.clone());
+            }
+        }
+        self.faults.check(OP_PUBLISH, FaultPoint::After)?;
+        Ok(rejected)
+    }
+}
+
+/// A DynamoDB stream, read the way an event source mapping reads it: every shard, in order,
+/// from just after a sequence number.
+pub trait LedgerStream: Send + Sync {
+    /// What names the stream (its ARN): checkpoints are kept per stream.
+    fn id(&self) -> &str;
+
+    /// The stream's shards, parents before children.
+    fn shards(&self) -> impl Future<Output = Result<Vec<String>, PortError>> + Send;
+
+    /// Up to `limit` records of `shard` after sequence number `after` (from the oldest kept
+    /// when `None`), in order; empty when none is there yet.
+    fn read(
+        &self,
+        shard: &str,
+        after: Option<&str>,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<EventRecord>, PortError>> + Send;
+}
+
+/// A stream in memory: records appended by a test, one shard each name.
+#[derive(Debug, Default)]
+pub struct MemoryStream {
+    shards: Mutex<BTreeMap<String, Vec<EventRecord>>>,
+    faults: Faults,
+}
+
+impl MemoryStream {
+    pub fn with_faults(faults: Faults) -> Self {
+        Self {
+            faults,
+            ..Self::default()
+        }
+    }
+
+    /// Append `record` to `shard`; its sequence number must sort after the shard's last.
+    pub fn push(&self, shard: &str, record: EventRecord) {
+        lock(&self.shards)
+            .entry(shard.to_owned())
+            .or_default()
+            .push(record);
+    }
+}
+
+impl LedgerStream for MemoryStream {
+    fn id(&self) -> &str {
+        "memory-stream"
+    }
+
+    async fn shards(&self) -> Result<Vec<String>, PortError> {
+        Ok(lock(&self.shards).keys().cloned().collect())
+    }
+
+    async fn read(
+        &self,
+        shard: &str,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<EventRecord>, PortError> {
+        self.faults.check(OP_READ, FaultPoint::Before)?;
+        let shards = lock(&self.shards);
+        let records = shards.get(shard).map(Vec::as_slice).unwrap_or_default();
+        let start = match after {
+            None => 0,
+            Some(seq) => records
+                .iter()
+                .position(|r| r.change.sequence_number.as_deref() == Some(seq))
+                .map_or(0, |i| i + 1),
+        };
+        let end = (start + limit as usize).min(records.len());
+        Ok(records[start..end].to_vec())
+    }
+}
