@@ -283,6 +283,68 @@ async fn local_api_creates_cancels_and_follows_reminders_through_the_pipeline() 
         assert_eq!(sms["dead_reason"], "rejected", "SMS_PROVIDER=none: {state}");
     }
 
+    // One event per settled delivery, through `remindctl local events`, with the keys the
+    // ledger (and, for the delivered ones, the provider) has; never a recipient.
+    let out = Command::new(bin())
+        .args(["local", "events", "--json", "--wait", "10"])
+        .envs(&env)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut settled: BTreeMap<String, BTreeMap<u64, String>> = BTreeMap::new();
+    for e in &events {
+        assert_eq!(e["source"], "reminders");
+        assert_eq!(e["detail-type"], "Reminder Delivery Settled");
+        let text = e.to_string();
+        assert!(
+            !text.contains("example.org") && !text.contains("+1415"),
+            "{text}"
+        );
+        let d = &e["detail"];
+        let outcome = match d["reason"].as_str() {
+            Some(reason) => format!("{}:{reason}", d["outcome"].as_str().unwrap()),
+            None => d["outcome"].as_str().unwrap().to_owned(),
+        };
+        let key = d["delivery_key"].as_str().unwrap().to_owned();
+        let again = settled
+            .entry(key)
+            .or_default()
+            .insert(d["transition"].as_u64().unwrap(), outcome.clone());
+        // At least once: a repeat carries the same key, transition and outcome.
+        assert!(again.is_none_or(|before| before == outcome), "{text}");
+    }
+    assert_eq!(
+        settled.len(),
+        40,
+        "20 reminders x 2 channels, one settling each: {settled:?}"
+    );
+    for (n, state) in states.iter().enumerate() {
+        for channel in ["email", "sms"] {
+            let key = state["channels"][channel]["delivery_key"].as_str().unwrap();
+            let transitions = &settled[key];
+            assert_eq!(transitions.len(), 1, "{key}: {transitions:?}");
+            let outcome = transitions.values().next().unwrap();
+            let want = match (n, channel) {
+                (7, _) => "cancelled",
+                (_, "email") => "delivered",
+                _ => "dead:rejected",
+            };
+            assert_eq!(outcome, want, "{key}");
+            if want == "delivered" {
+                assert!(received.contains(key), "{key}");
+            }
+        }
+    }
+
     // The subscriber's reminders, newest due first, two pages.
     let (status, page) = send(
         &http,
