@@ -89,6 +89,11 @@ else
   cargo test --workspace --locked --no-fail-fast
 fi
 
+# The HTTP API's contract (the tests hold the router to its status codes); the validator
+# comes with moto[server].
+step "openapi-spec-validator functions/api/openapi.yaml"
+"$VENV/bin/openapi-spec-validator" functions/api/openapi.yaml
+
 step "cfn-lint template.yaml"
 "$VENV/bin/cfn-lint" template.yaml
 

@@ -29,6 +29,17 @@ pub enum OutboxError {
 
 pub use crate::domain::Retention;
 
+/// How long after it is due a reminder created without a freshness stays fresh (the API and
+/// `remindctl remind create`); unset, the retry policy's default.
+pub const FRESHNESS_VAR: &str = "FRESHNESS_SECS";
+
+/// `FRESHNESS_SECS`, or the retry policy's default freshness.
+pub fn default_freshness() -> Result<Duration, crate::config::ConfigError> {
+    let policy = crate::policy::RetryPolicy::default().freshness_default_secs;
+    let secs = crate::config::Vars::env().u64_or(FRESHNESS_VAR, policy)?;
+    Ok(Duration::from_secs(secs.max(1)))
+}
+
 pub async fn create<S: ReminderStore>(
     store: &S,
     new: NewReminder,
@@ -175,7 +186,18 @@ pub async fn cancel<S: ReminderStore, L: Ledger>(
                 expires_at: retention.expires_at(reminder.fresh_until),
                 origin: Some(origin(&reminder, channel)),
             };
-            deliveries.push((channel, delivery::cancel(ledger, &ctx).await?));
+            // A reminder that expired unsent: its deliveries expired, not cancelled (the
+            // scheduler wrote that already, unless it expired before the ledger recorded it).
+            let answer = match reminder.status {
+                ReminderStatus::Expired => match delivery::expire_unsent(ledger, &ctx).await? {
+                    delivery::Written::Applied(_) => {
+                        Cancelled::AlreadyFinal(delivery::state::Status::Expired)
+                    }
+                    refused => delivery::cancel_answer(refused),
+                },
+                _ => delivery::cancel(ledger, &ctx).await?,
+            };
+            deliveries.push((channel, answer));
         }
         let marked = store
             .mark(id, reminder.payload_version, ReminderStatus::Cancelled)

@@ -22,7 +22,10 @@ pub fn reads(function: &str) -> Vec<&'static str> {
         "scheduler" => vars.extend(crate::scheduler::config::VARS),
         "redrive" => vars.extend(crate::redrive::VARS),
         // The HTTP API writes reminders (their TTLs) and defaults their freshness window.
-        "api" => vars.extend([crate::domain::retention::RETENTION_VAR, "FRESHNESS_SECS"]),
+        "api" => vars.extend([
+            crate::domain::retention::RETENTION_VAR,
+            crate::outbox::FRESHNESS_VAR,
+        ]),
         "events" => vars.extend(crate::aws::eventbridge::VARS),
         _ => {}
     }
@@ -36,6 +39,8 @@ pub fn reads(function: &str) -> Vec<&'static str> {
 pub fn aws_calls(function: &str) -> &'static [&'static str] {
     match function {
         "scheduler" => &[
+            "DynamoDB.GetItem",
+            "DynamoDB.PutItem",
             "DynamoDB.Query",
             "DynamoDB.Scan",
             "DynamoDB.UpdateItem",

@@ -163,6 +163,11 @@ async fn local_api_creates_cancels_and_follows_reminders_through_the_pipeline() 
     }
     let (status, again) = put("api-3".into(), body("u-42", 3, now_ms)).await;
     assert_eq!((status, &again), (200, &states[3]));
+    // Stale before the scheduler ever takes it: expired unsent, on the ledger too.
+    let mut stale = body("u-43", 99, now_ms - 7_200_000);
+    stale["fresh_for_secs"] = json!(60);
+    let (status, stale) = put("api-stale".into(), stale).await;
+    assert_eq!(status, 201, "{stale}");
 
     // 10 bad bodies: 400 naming the field, never echoing a recipient.
     let bad: Vec<(Value, &str)> = vec![
@@ -181,7 +186,7 @@ async fn local_api_creates_cancels_and_follows_reminders_through_the_pipeline() 
         ),
         (
             json!({"subscriber_id": "u-42", "due_at": now_ms, "channels": {"fax": "+14155550100"}, "content": {"subject": "s", "body": "b"}}),
-            "channels.fax",
+            "channels",
         ),
         (
             json!({"subscriber_id": "u-42", "due_at": "soon", "channels": {"email": "a@example.org"}, "content": {"subject": "s", "body": "b"}}),
@@ -200,7 +205,7 @@ async fn local_api_creates_cancels_and_follows_reminders_through_the_pipeline() 
             "subscriber_id",
         ),
         (
-            json!({"subscriber_id": "u-42", "due_at": now_ms, "not_before": now_ms + 3_600_000, "fresh_for_secs": 60, "channels": {"email": "a@example.org"}, "content": {"subject": "s", "body": "b"}}),
+            json!({"subscriber_id": "u-42", "due_at": now_ms, "not_before": now_ms + 3_600_000, "fresh_until": now_ms + 60_000, "channels": {"email": "a@example.org"}, "content": {"subject": "s", "body": "b"}}),
             "not_before",
         ),
     ];
@@ -324,9 +329,35 @@ async fn local_api_creates_cancels_and_follows_reminders_through_the_pipeline() 
     }
     assert_eq!(
         settled.len(),
-        40,
-        "20 reminders x 2 channels, one settling each: {settled:?}"
+        42,
+        "21 reminders x 2 channels, one settling each: {settled:?}"
     );
+    for channel in ["email", "sms"] {
+        let key = stale["channels"][channel]["delivery_key"].as_str().unwrap();
+        assert_eq!(
+            settled[key].values().collect::<Vec<_>>(),
+            ["expired"],
+            "{key}"
+        );
+        assert!(!received.contains(key), "{key}");
+    }
+    let (_, shown) = send(
+        &http,
+        reqwest::Method::GET,
+        format!("{base}/v1/reminders/api-stale"),
+        None,
+    )
+    .await;
+    assert_eq!(shown["status"], "expired", "{shown}");
+    assert_eq!(shown["channels"]["email"]["status"], "expired", "{shown}");
+
+    // Every channel of api-0 has settled: a different body would send nothing (409); the
+    // same body is still the same (200).
+    let (status, conflict) = put("api-0".into(), body("u-42", 1000, now_ms)).await;
+    assert_eq!(status, 409, "{conflict}");
+    assert_eq!(conflict["error"]["field"], "status", "{conflict}");
+    let (status, _) = put("api-0".into(), body("u-42", 0, now_ms)).await;
+    assert_eq!(status, 200);
     for (n, state) in states.iter().enumerate() {
         for channel in ["email", "sms"] {
             let key = state["channels"][channel]["delivery_key"].as_str().unwrap();
@@ -364,5 +395,22 @@ async fn local_api_creates_cancels_and_follows_reminders_through_the_pipeline() 
     )
     .await;
     assert_eq!(rest["reminders"].as_array().unwrap().len(), 5, "{rest}");
+    assert_eq!(rest["next_cursor"], Value::Null, "{rest}");
+    // A last page that is exactly full says so: no cursor to an empty page.
+    let url = |q: &str| format!("{base}/v1/subscribers/u-42/reminders?limit=10{q}");
+    let (_, first) = send(&http, reqwest::Method::GET, url(""), None).await;
+    let cursor = first["next_cursor"]
+        .as_str()
+        .expect("a second page")
+        .to_owned();
+    let (_, last) = send(
+        &http,
+        reqwest::Method::GET,
+        url(&format!("&cursor={cursor}")),
+        None,
+    )
+    .await;
+    assert_eq!(last["reminders"].as_array().unwrap().len(), 10, "{last}");
+    assert_eq!(last["next_cursor"], Value::Null, "{last}");
     drop(api);
 }

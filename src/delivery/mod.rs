@@ -211,6 +211,13 @@ pub async fn cancel<L: Ledger>(ledger: &L, ctx: &Ctx) -> Result<Cancelled, PortE
     ))
 }
 
+/// Expire one delivery that was never enqueued (its reminder went stale first), so the
+/// ledger, `remind show` and the outcome events say so. A delivery already on its way or
+/// settled is left as it is (`Refused`).
+pub async fn expire_unsent<L: Ledger>(ledger: &L, ctx: &Ctx) -> Result<Written, PortError> {
+    transition(ledger, None, Change::Expire, ctx).await
+}
+
 /// What a cancel's write means.
 pub fn cancel_answer(written: Written) -> Cancelled {
     match written {

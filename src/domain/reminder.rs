@@ -237,7 +237,13 @@ pub fn redact(message: &str) -> String {
         // serde_dynamo's number errors quote the value and Rust's parser.
         return "must be a whole number (times are epoch milliseconds)".to_owned();
     }
-    for kind in ["invalid type", "invalid value", "invalid length"] {
+    for kind in [
+        "invalid type",
+        "invalid value",
+        "invalid length",
+        "unknown field",
+        "unknown variant",
+    ] {
         if message.starts_with(kind) {
             return match message.find(", expected") {
                 Some(i) => format!("{kind}{}", &message[i..]),

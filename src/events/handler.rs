@@ -10,12 +10,11 @@
 //! Records that publish nothing: REMOVE (the TTL deleting an item), provider gate items
 //! (keys under `gate#`), and writes that settle nothing ([`super::settled`]).
 //!
-//! A delivery item whose new image cannot be decoded is logged at ERROR with the reason and
-//! reported as a failure, like a failed publish: it may be a settlement, and skipping it
-//! would lose that event without a trace. It cannot block the shard forever: the event
-//! source mapping's `MaximumRetryAttempts` bounds the retries, `BisectBatchOnFunctionError`
-//! isolates it from the good records after it, and its on-failure destination (the events
-//! DLQ) gets the record's shard and sequence number, where an operator finds it.
+//! A delivery item whose new image cannot be decoded is quarantined in the log: an ERROR line
+//! with its key, sequence number and reason, counted in [`Handled::unreadable`], and skipped.
+//! It never blocks the records after it: retrying cannot make this version read it, and the
+//! delivery's state stays on the ledger (`remind show`). Only a failed publish is retried, and
+//! the event source mapping retries it for as long as the stream holds the record.
 
 use aws_lambda_events::event::dynamodb::EventRecord;
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
@@ -39,23 +38,23 @@ pub struct Handled {
     pub published: u32,
     /// Records that settle nothing (and were not after a failure).
     pub quiet: u32,
+    /// Delivery items this version cannot read: logged and skipped (never retried).
+    pub unreadable: u32,
 }
 
 /// What one record asks for.
 enum Decision {
     Publish(Settled),
     Nothing,
-    /// Its new image is not a ledger item (the reason is logged).
-    Bad,
+    /// Its new image is not a ledger item this version reads (the reason is logged).
+    Unreadable,
 }
 
 /// Publish the settled events of `records` (one stream batch, in shard order) on `bus`.
 pub async fn handle<B: EventBus>(bus: &B, records: &[EventRecord]) -> Handled {
     let decisions: Vec<Decision> = records.iter().map(decide).collect();
-    let first_bad = decisions.iter().position(|d| matches!(d, Decision::Bad));
-    let usable = first_bad.unwrap_or(records.len());
-    // The events before the first bad record, with the index of the record each came from.
-    let (at, events): (Vec<usize>, Vec<Settled>) = decisions[..usable]
+    // The events, with the index of the record each came from.
+    let (at, events): (Vec<usize>, Vec<Settled>) = decisions
         .iter()
         .enumerate()
         .filter_map(|(i, d)| match d {
@@ -63,22 +62,20 @@ pub async fn handle<B: EventBus>(bus: &B, records: &[EventRecord]) -> Handled {
             _ => None,
         })
         .unzip();
-    let first_refused = match publish(bus, &events).await {
-        Ok(refused) => refused.first().map(|r| at[r.index]),
+    let failed_from = match publish(bus, &events).await {
+        Ok(refused) => refused.iter().map(|r| at[r.index]).min(),
         Err(()) => at.first().copied(),
     };
-    let failed_from = [first_bad, first_refused].into_iter().flatten().min();
     let end = failed_from.unwrap_or(records.len());
     let published = at.iter().filter(|i| **i < end).count() as u32;
-    let quiet = decisions[..end]
-        .iter()
-        .filter(|d| matches!(d, Decision::Nothing))
-        .count() as u32;
+    let count =
+        |want: fn(&Decision) -> bool| decisions[..end].iter().filter(|d| want(d)).count() as u32;
     Handled {
         response: response(&records[end..]),
         failed_from,
         published,
-        quiet,
+        quiet: count(|d| matches!(d, Decision::Nothing)),
+        unreadable: count(|d| matches!(d, Decision::Unreadable)),
     }
 }
 
@@ -124,7 +121,9 @@ fn decide(record: &EventRecord) -> Decision {
         Some(AttributeValue::S(k)) => k.as_str(),
         _ => "",
     };
-    if record.event_name == "REMOVE" || key.starts_with(GATE_KEY_PREFIX) {
+    // Delivery keys are `[A-Za-z0-9_-]`: a key with `#` is another kind of item sharing the
+    // table (provider gates, `gate#…`), never a delivery.
+    if record.event_name == "REMOVE" || key.starts_with(GATE_KEY_PREFIX) || key.contains('#') {
         return Decision::Nothing;
     }
     let seq = record.change.sequence_number.as_deref().unwrap_or_default();
@@ -134,8 +133,8 @@ fn decide(record: &EventRecord) -> Decision {
     let new = match new {
         Ok(new) => new,
         Err(reason) => {
-            tracing::error!(delivery_key = key, sequence_number = seq, %reason, "ledger item in the stream cannot be decoded; reported as failed");
-            return Decision::Bad;
+            tracing::error!(delivery_key = key, sequence_number = seq, %reason, "ledger item in the stream cannot be decoded: no event for it (its state stays on the ledger); skipped");
+            return Decision::Unreadable;
         }
     };
     // Without a readable old image, the new item's own history says where it came from.

@@ -27,6 +27,9 @@ pub struct SchedulerConfig {
     /// How often the first share sweeps the whole due index for items no query reaches (a
     /// `due_shard` outside the shards) or that can never become due, and quarantines them.
     pub sweep_every: Duration,
+    /// How long a settled delivery's proof outlives `fresh_until`: the TTL of the ledger
+    /// items the scheduler writes for reminders it expires unsent.
+    pub retention: crate::domain::Retention,
 }
 
 /// The deployed scheduler: one schedule per share (`template.yaml`'s `SchedulerParallelism`
@@ -55,12 +58,13 @@ impl Default for SchedulerConfig {
             send_retries: 3,
             send_concurrency: 8,
             sweep_every: Duration::from_secs(900),
+            retention: crate::domain::Retention::default(),
         }
     }
 }
 
 /// Every variable [`SchedulerConfig`] reads.
-pub const VARS: [&str; 7] = [
+pub const VARS: [&str; 8] = [
     "LOOK_AHEAD_SECS",
     "SCHEDULE_PERIOD_SECS",
     "PER_SUBSCRIBER_CAP",
@@ -68,6 +72,7 @@ pub const VARS: [&str; 7] = [
     "MAX_SCAN",
     "PAGE_SIZE",
     "SWEEP_SECS",
+    crate::domain::retention::RETENTION_VAR,
 ];
 
 fn invalid(var: &'static str, problem: &str) -> ConfigError {
@@ -120,6 +125,7 @@ impl SchedulerConfig {
             max_scan: vars.u32_or("MAX_SCAN", d.max_scan)?,
             page_size: vars.u32_or("PAGE_SIZE", d.page_size)?,
             sweep_every: vars.secs_or("SWEEP_SECS", d.sweep_every)?,
+            retention: crate::domain::Retention::from_vars(&vars)?,
             ..d
         };
         cfg.validate()?;

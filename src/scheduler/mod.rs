@@ -351,21 +351,56 @@ impl<P: Ports> Scheduler<P> {
         }
     }
 
-    /// Past `fresh_until` before it was ever enqueued: expired, never sent.
+    /// Past `fresh_until` before it was ever enqueued: expired, never sent. Each delivery is
+    /// expired on the ledger first (so `remind show`, the API and the outcome events tell
+    /// it), then the reminder is marked; a failure leaves it for the next run.
     async fn expire(&self, stale: &[DueReminder], report: &mut RunReport) {
-        let results: Vec<dispatch::MarkOutcome> = stream::iter(stale)
-            .map(|r| self.mark(r, ReminderStatus::Expired))
+        let results: Vec<(usize, dispatch::MarkOutcome)> = stream::iter(stale)
+            .map(|r| async move {
+                let written = self.expire_deliveries(r).await;
+                match written {
+                    Ok(n) => (n, self.mark(r, ReminderStatus::Expired).await),
+                    Err(n) => (n, dispatch::MarkOutcome::Failed),
+                }
+            })
             .buffered(MARK_CONCURRENCY)
             .collect()
             .await;
-        for outcome in results {
-            report.requests.writes += 1;
+        for (ledger_writes, outcome) in results {
+            report.requests.writes += 1 + ledger_writes as u32;
             match outcome {
                 dispatch::MarkOutcome::Marked => report.expired += 1,
                 dispatch::MarkOutcome::Changed => report.changed += 1,
                 dispatch::MarkOutcome::Failed => report.mark_failed += 1,
             }
         }
+    }
+}
+
+impl<P: Ports> Scheduler<P> {
+    /// The ledger's `expired` for each channel of a reminder expiring unsent; the number of
+    /// writes tried, as `Err` when one failed.
+    async fn expire_deliveries(&self, r: &DueReminder) -> Result<usize, usize> {
+        let now = self.ports.clock().now();
+        let mut tried = 0;
+        for &channel in &r.channels {
+            let ctx = crate::delivery::state::Ctx {
+                key: crate::domain::DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, channel),
+                now,
+                expires_at: self.cfg.retention.expires_at(r.fresh_until),
+                origin: Some(crate::delivery::state::Origin {
+                    reminder_id: r.reminder_id.clone(),
+                    subscriber_id: r.subscriber_id.clone(),
+                    channel,
+                }),
+            };
+            tried += 1;
+            if let Err(e) = crate::delivery::expire_unsent(self.ports.ledger(), &ctx).await {
+                tracing::warn!(reminder_id = %r.reminder_id, error = %e, "expiring a delivery failed; tried again next run");
+                return Err(tried);
+            }
+        }
+        Ok(tried)
     }
 }
 

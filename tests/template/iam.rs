@@ -770,7 +770,6 @@ fn the_api_and_events_roles_name_their_resources() {
         "dynamodb:DescribeStream",
         "dynamodb:GetRecords",
         "dynamodb:GetShardIterator",
-        "dynamodb:ListStreams",
     ] {
         assert_eq!(
             getatt(&events, action),
@@ -778,6 +777,11 @@ fn the_api_and_events_roles_name_their_resources() {
             "{action}"
         );
     }
+    // ListStreams names a table's streams: granted on that table's streams only.
+    assert_eq!(
+        on(&events, "dynamodb:ListStreams"),
+        set(&["${DeliveriesTable.Arn}/stream/*"])
+    );
     assert_eq!(
         getatt(&events, "sqs:SendMessage"),
         set(&["EventsDeadLetterQueue.Arn"])

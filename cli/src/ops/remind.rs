@@ -81,9 +81,9 @@ pub async fn run(cmd: RemindCommand) -> Result<(), String> {
 async fn create(a: CreateArgs) -> Result<(), String> {
     let fresh_secs = match a.fresh_secs {
         Some(secs) => secs,
-        None => reminders::config::Vars::env()
-            .u64_or("FRESHNESS_SECS", 3600)
-            .map_err(|e| e.to_string())?,
+        None => outbox::default_freshness()
+            .map_err(|e| e.to_string())?
+            .as_secs(),
     };
     let p = ports().await?;
     let new = new_reminder(a, p.clock.now(), fresh_secs)?;

@@ -54,8 +54,27 @@ struct ContentBody {
     data: Option<Value>,
 }
 
-/// The reminder a body asks for, validated: `Ok` is exactly what `outbox::create` stores.
-pub fn decode(id: &str, raw: &[u8], defaults: Defaults) -> Result<Reminder, ApiError> {
+/// How far ahead a reminder may be due, and how long it may stay fresh: the TTL is
+/// `fresh_until` + retention, so these bound how long a recipient stays stored.
+pub const MAX_DUE_AHEAD: Duration = Duration::from_secs(10 * 366 * 86_400);
+pub const MAX_FRESHNESS: Duration = Duration::from_secs(366 * 86_400);
+
+/// What a body asks for.
+pub struct Wanted {
+    /// Validated: exactly what `outbox::create` stores.
+    pub reminder: Reminder,
+    /// The body named its freshness (`fresh_for_secs` or `fresh_until`); without it, a
+    /// repeated body is the same whatever the default is now.
+    pub freshness_given: bool,
+}
+
+/// The reminder a body asks for, validated by the library's rules.
+pub fn decode(
+    id: &str,
+    raw: &[u8],
+    defaults: Defaults,
+    now: Timestamp,
+) -> Result<Wanted, ApiError> {
     if raw.len() > MAX_REQUEST_BYTES {
         return Err(ApiError::too_large(
             None,
@@ -65,28 +84,52 @@ pub fn decode(id: &str, raw: &[u8], defaults: Defaults) -> Result<Reminder, ApiE
     let reminder_id = ReminderId::parse(id).map_err(|e| ApiError::invalid("id", e.to_string()))?;
     let de = &mut serde_json::Deserializer::from_slice(raw);
     let body: PutBody = serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
+        let mut segments: Vec<String> = e.path().iter().map(|s| s.to_string()).collect();
         let message = reminders::domain::reminder::redact(&e.into_inner().to_string());
-        let field = field_of(&path, &message);
+        // An unknown key is the caller's text (a client could key channels by address):
+        // name the object it is in, never the key.
+        if message.starts_with("unknown field") {
+            segments.pop();
+        }
+        let field = field_of(&segments.join("."), &message);
         ApiError::invalid(field.clone(), format!("{field}: {message}"))
     })?;
     let subscriber_id = SubscriberId::parse(body.subscriber_id.as_str())
         .map_err(|e| ApiError::invalid("subscriber_id", e.to_string()))?;
-    let due_at = when("due_at", &body.due_at)?;
-    let fresh_until = freshness(&body, due_at)?;
-    let due_at = match &body.not_before {
-        None => due_at,
-        Some(v) => {
-            let not_before = when("not_before", v)?;
-            if fresh_until.is_some_and(|f| not_before > f) {
-                return Err(ApiError::invalid(
-                    "not_before",
-                    "not_before: must not be after fresh_until (it could never be sent)",
-                ));
-            }
-            due_at.max(not_before)
+    // The stored due time: the later of due_at and not_before. Freshness counts from it.
+    let mut due_at = when("due_at", &body.due_at)?;
+    let mut due_field = "due_at";
+    if let Some(v) = &body.not_before {
+        let not_before = when("not_before", v)?;
+        if not_before > due_at {
+            (due_at, due_field) = (not_before, "not_before");
         }
-    };
+    }
+    if due_at > now.plus(MAX_DUE_AHEAD) {
+        return Err(ApiError::invalid(
+            due_field,
+            format!("{due_field}: must be within 10 years"),
+        ));
+    }
+    let fresh_until = freshness(&body, due_at)?;
+    if let Some(f) = fresh_until {
+        if f > due_at && f.since(due_at) > MAX_FRESHNESS {
+            let field = match body.fresh_for_secs {
+                Some(_) => "fresh_for_secs",
+                None => "fresh_until",
+            };
+            return Err(ApiError::invalid(
+                field,
+                format!("{field}: a reminder may stay fresh for at most 366 days after it is due"),
+            ));
+        }
+        if f <= due_at && due_field == "not_before" {
+            return Err(ApiError::invalid(
+                "not_before",
+                "not_before: must be before fresh_until (it could never be sent)",
+            ));
+        }
+    }
     let new = NewReminder {
         reminder_id,
         subscriber_id,
@@ -95,11 +138,10 @@ pub fn decode(id: &str, raw: &[u8], defaults: Defaults) -> Result<Reminder, ApiE
         content: content(body.content)?,
         recipients: recipients(body.channels)?,
     };
-    Ok(Reminder::new(
-        new,
-        defaults.freshness,
-        defaults.retention.0,
-    )?)
+    Ok(Wanted {
+        reminder: Reminder::new(new, defaults.freshness, defaults.retention.0)?,
+        freshness_given: fresh_until.is_some(),
+    })
 }
 
 /// The field a decoding error is about: its path, or for a missing field the field itself
@@ -109,8 +151,8 @@ fn field_of(path: &str, message: &str) -> String {
         .strip_prefix("missing field `")
         .and_then(|rest| rest.split('`').next());
     match (path, missing) {
-        (".", Some(name)) => name.to_owned(),
-        (".", None) => "body".to_owned(),
+        ("" | ".", Some(name)) => name.to_owned(),
+        ("" | ".", None) => "body".to_owned(),
         (path, Some(name)) => format!("{path}.{name}"),
         (path, None) => path.to_owned(),
     }

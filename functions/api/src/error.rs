@@ -106,10 +106,13 @@ impl From<OutboxError> for ApiError {
         match e {
             OutboxError::Invalid(e) => e.into(),
             OutboxError::Port(e) => e.into(),
-            OutboxError::Contended => ApiError::conflict(
-                "id",
-                "the reminder kept changing under this request; read it and try again",
-            ),
+            OutboxError::Contended => Self {
+                status: StatusCode::SERVICE_UNAVAILABLE,
+                code: "unavailable",
+                field: None,
+                message: "the reminder kept changing under this request; retry the same request"
+                    .to_owned(),
+            },
         }
     }
 }

@@ -11,7 +11,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use reminders::clock::Clock;
-use reminders::domain::{Reminder, ReminderId, SubscriberId};
+use reminders::delivery::state::Status;
+use reminders::domain::{DeliveryKey, Reminder, ReminderId, ReminderStatus, SubscriberId};
 use reminders::outbox::{self, Edit, Edited};
 use reminders::ports::{Ledger, ReminderStore, SubscriberCursor, SubscriberIndex};
 
@@ -43,10 +44,10 @@ where
         StatusCode::PAYLOAD_TOO_LARGE => ApiError::too_large(None, e.body_text()),
         _ => ApiError::invalid("body", e.body_text()),
     })?;
-    let wanted = body::decode(&id, &raw, app.defaults)?;
+    let wanted = body::decode(&id, &raw, app.defaults, app.clock.now())?;
     let created = outbox::create(
         &app.store,
-        new_reminder(&wanted),
+        new_reminder(&wanted.reminder),
         app.defaults.freshness,
         app.defaults.retention,
     )
@@ -61,12 +62,16 @@ where
 
 /// The reminder already exists: the same body answers its state, a different one edits it
 /// while an edit is allowed (the outbox's rules), else `409` naming why.
-async fn replace<S, L, C>(app: &App<S, L, C>, wanted: Reminder) -> Result<Reminder, ApiError>
+async fn replace<S, L, C>(app: &App<S, L, C>, wanted: body::Wanted) -> Result<Reminder, ApiError>
 where
     S: ReminderStore,
     L: Ledger,
     C: Clock,
 {
+    let body::Wanted {
+        reminder: wanted,
+        freshness_given,
+    } = wanted;
     let Some(current) = app.store.get(&wanted.reminder_id).await? else {
         // Created and gone between two reads (its TTL): a retry creates it again.
         return Err(ApiError::conflict(
@@ -74,13 +79,22 @@ where
             "the reminder was removed meanwhile; retry",
         ));
     };
-    if same(&current, &wanted) {
+    if same(&current, &wanted, freshness_given) {
         return Ok(current);
     }
     if current.subscriber_id != wanted.subscriber_id {
         return Err(ApiError::conflict(
             "subscriber_id",
             "subscriber_id cannot change: the delivery keys derive from it; create another reminder",
+        ));
+    }
+    if current.status == ReminderStatus::Enqueued
+        && nothing_left(&current, &wanted, &app.ledger).await?
+    {
+        return Err(ApiError::conflict(
+            "status",
+            "every channel has already settled (delivered, dead, expired or cancelled): an edit \
+             would send nothing; create another reminder",
         ));
     }
     let changes = Edit {
@@ -115,11 +129,40 @@ where
     }
 }
 
-/// The same body: everything the application wrote is what is stored.
-fn same(current: &Reminder, wanted: &Reminder) -> bool {
+/// An edit of an enqueued reminder that adds no channel, when each of its channels has
+/// settled: it could change nothing that is sent (an edit never sends a channel again).
+async fn nothing_left<L: Ledger>(
+    current: &Reminder,
+    wanted: &Reminder,
+    ledger: &L,
+) -> Result<bool, ApiError> {
+    if wanted
+        .channels()
+        .any(|c| !current.recipients.contains_key(&c))
+    {
+        return Ok(false);
+    }
+    for channel in current.listed_channels() {
+        let key = DeliveryKey::derive(&current.reminder_id, &current.subscriber_id, channel);
+        let settled = ledger.get(&key).await?.is_some_and(|r| {
+            matches!(
+                r.status(),
+                Status::Delivered | Status::Dead | Status::Expired | Status::Cancelled
+            )
+        });
+        if !settled {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// The same body: everything the application wrote is what is stored. A body that named no
+/// freshness took the default, which may have changed since: any stored one is the same.
+fn same(current: &Reminder, wanted: &Reminder, freshness_given: bool) -> bool {
     current.subscriber_id == wanted.subscriber_id
         && current.due_at == wanted.due_at
-        && current.fresh_until == wanted.fresh_until
+        && (!freshness_given || current.fresh_until == wanted.fresh_until)
         && current.content == wanted.content
         && current.recipients == wanted.recipients
         && current.unsendable.is_empty()
@@ -208,9 +251,13 @@ where
     };
     let after = match query.get("cursor") {
         None => None,
-        Some(raw) => Some(SubscriberCursor::decode(raw).ok_or_else(|| {
-            ApiError::invalid("cursor", "cursor: must be a next_cursor this API answered")
-        })?),
+        Some(raw) => Some(
+            SubscriberCursor::decode(raw)
+                .filter(|c| ReminderId::parse(c.reminder_id.as_str()).is_ok())
+                .ok_or_else(|| {
+                    ApiError::invalid("cursor", "cursor: must be a next_cursor this API answered")
+                })?,
+        ),
     };
     let page = app
         .store
@@ -226,5 +273,15 @@ pub async fn no_route() -> ApiError {
         code: "not_found",
         field: None,
         message: "no such route: see openapi.yaml".to_owned(),
+    }
+}
+
+/// A route's path with a method it does not serve.
+pub async fn wrong_method() -> ApiError {
+    ApiError {
+        status: StatusCode::METHOD_NOT_ALLOWED,
+        code: "method_not_allowed",
+        field: None,
+        message: "this path does not serve that method: see openapi.yaml".to_owned(),
     }
 }

@@ -24,14 +24,11 @@ use std::time::Duration;
 use axum::routing::get;
 use axum::Router;
 use reminders::clock::Clock;
-use reminders::config::{ConfigError, Vars};
+use reminders::config::ConfigError;
 use reminders::domain::Retention;
 use reminders::ports::{Ledger, ReminderStore, SubscriberIndex};
 
 pub use body::MAX_REQUEST_BYTES;
-
-/// The default freshness of a reminder created without `fresh_for_secs` or `fresh_until`.
-pub const FRESHNESS_VAR: &str = "FRESHNESS_SECS";
 
 /// What the API needs besides its ports: the defaults a body may leave out.
 #[derive(Debug, Clone, Copy)]
@@ -44,11 +41,8 @@ impl Defaults {
     /// `FRESHNESS_SECS` (the retry policy's default freshness when unset) and
     /// `RETENTION_SECS`, the same variables `remindctl remind create` reads.
     pub fn from_env() -> Result<Self, ConfigError> {
-        let policy_default = reminders::policy::RetryPolicy::default().freshness_default_secs;
         Ok(Self {
-            freshness: Duration::from_secs(
-                Vars::env().u64_or(FRESHNESS_VAR, policy_default)?.max(1),
-            ),
+            freshness: reminders::outbox::default_freshness()?,
             retention: Retention::from_env()?,
         })
     }
@@ -80,6 +74,7 @@ where
         )
         .route("/v1/subscribers/{id}/reminders", get(list::<S, L, C>))
         .fallback(handlers::no_route)
+        .method_not_allowed_fallback(handlers::wrong_method)
         // The handlers measure the body themselves, so an oversized one gets the API's JSON
         // 413; axum's own cap stays above it for anything larger.
         .layer(axum::extract::DefaultBodyLimit::max(4 * MAX_REQUEST_BYTES))

@@ -58,7 +58,15 @@ async fn delivery<L: Ledger>(
         out["attempts"] = rec.attempt_count().into();
         out["last_outcome"] = serde_json::to_value(rec.last_outcome_class()).unwrap_or_default();
         if rec.status() == Status::Delivered {
-            out["delivered_at"] = time(rec.updated_at());
+            // The write that delivered it (later writes, such as a TTL moved by an edit,
+            // change `updated_at`); the history keeps the last 16 transitions.
+            let at = rec
+                .history()
+                .into_iter()
+                .rev()
+                .find(|(_, h)| h.to == Status::Delivered && h.from != Status::Delivered)
+                .map_or(rec.updated_at(), |(_, h)| h.at);
+            out["delivered_at"] = time(at);
         }
         if let Some(at) = rec.dead_at() {
             out["dead_at"] = time(at);
@@ -107,6 +115,7 @@ pub fn page(p: &SubscriberPage) -> Value {
             Listed::Unreadable {
                 reminder_id,
                 reason,
+                ..
             } => json!({
                 "reminder_id": reminder_id,
                 "status": "unreadable",

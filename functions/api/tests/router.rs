@@ -112,6 +112,15 @@ async fn bad_bodies_get_400_naming_the_field_and_never_a_recipient() {
             "fresh_until",
         ),
         (with(&["content", "subject"], json!(42)), "content.subject"),
+        (
+            with(&["channels"], json!({"secret.person@example.org": "email"})),
+            "channels",
+        ),
+        (
+            with(&["fresh_for_secs"], json!(400 * 86_400)),
+            "fresh_for_secs",
+        ),
+        (with(&["due_at"], json!("2099-01-01T00:00:00Z")), "due_at"),
     ];
     for (i, (bad, field)) in cases.into_iter().enumerate() {
         let sent = bad.to_string();
@@ -120,10 +129,15 @@ async fn bad_bodies_get_400_naming_the_field_and_never_a_recipient() {
         assert_eq!(answer["error"]["field"], field, "case {i}: {answer}");
         assert_eq!(answer["error"]["code"], "invalid");
         let text = answer.to_string();
-        for r in RECIPIENTS
-            .iter()
-            .chain(["0044 20 7946 0958", "user@@example", "14155550100"].iter())
-        {
+        for r in RECIPIENTS.iter().chain(
+            [
+                "0044 20 7946 0958",
+                "user@@example",
+                "14155550100",
+                "secret.person",
+            ]
+            .iter(),
+        ) {
             assert!(
                 !(sent.contains(r) && text.contains(r)),
                 "case {i} echoes {r}: {text}"

@@ -110,6 +110,10 @@ pub(super) fn summary(item: HashMap<String, AttributeValue>) -> Listed {
         Some(AttributeValue::S(id)) => id.clone(),
         _ => String::new(),
     };
+    let due_at = match item.get("due_at") {
+        Some(AttributeValue::N(n)) => n.parse().ok().map(Timestamp::from_millis),
+        _ => None,
+    };
     match decode::<SummaryItem>(item) {
         Ok(i) => Listed::Summary(ReminderSummary {
             reminder_id: i.reminder_id,
@@ -121,6 +125,7 @@ pub(super) fn summary(item: HashMap<String, AttributeValue>) -> Listed {
         }),
         Err(reason) => Listed::Unreadable {
             reminder_id,
+            due_at,
             reason,
         },
     }

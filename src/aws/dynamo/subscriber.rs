@@ -2,15 +2,30 @@
 //! newest due first.
 
 use aws_sdk_dynamodb::operation::query::QueryError;
-use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::reminders::DynamoReminderStore;
 use super::{dynamo_kind, item, n, s, SUBSCRIBER_INDEX};
 use crate::aws::error::port_error;
-use crate::clock::Timestamp;
 use crate::domain::SubscriberId;
 use crate::ports::reminders::OP_BY_SUBSCRIBER;
-use crate::ports::{PortError, SubscriberCursor, SubscriberIndex, SubscriberPage};
+use crate::ports::{Listed, PortError, SubscriberCursor, SubscriberIndex, SubscriberPage};
+
+fn cursor_of(item: &Listed) -> Option<SubscriberCursor> {
+    match item {
+        Listed::Summary(r) => Some(SubscriberCursor {
+            due_at: r.due_at,
+            reminder_id: r.reminder_id.as_str().to_owned(),
+        }),
+        Listed::Unreadable {
+            reminder_id,
+            due_at,
+            ..
+        } => due_at.map(|due_at| SubscriberCursor {
+            due_at,
+            reminder_id: reminder_id.clone(),
+        }),
+    }
+}
 
 impl SubscriberIndex for DynamoReminderStore {
     async fn by_subscriber(
@@ -27,7 +42,9 @@ impl SubscriberIndex for DynamoReminderStore {
             .key_condition_expression("subscriber_id = :s")
             .expression_attribute_values(":s", s(subscriber.as_str()))
             .scan_index_forward(false)
-            .limit(i32::try_from(limit.max(1)).unwrap_or(i32::MAX));
+            // One more than asked: DynamoDB names a last key when a page is exactly full, so
+            // the extra item is what tells whether another page exists.
+            .limit(i32::try_from(limit.max(1).saturating_add(1)).unwrap_or(i32::MAX));
         if let Some(c) = after {
             q = q
                 .exclusive_start_key("reminder_id", s(&c.reminder_id))
@@ -38,23 +55,20 @@ impl SubscriberIndex for DynamoReminderStore {
             .send()
             .await
             .map_err(|e| port_error(OP_BY_SUBSCRIBER, e, dynamo_kind!(QueryError)))?;
-        let items = out
+        let mut items: Vec<Listed> = out
             .items
             .unwrap_or_default()
             .into_iter()
             .map(item::summary)
             .collect();
-        let next = out.last_evaluated_key.as_ref().and_then(|k| {
-            let (Some(AttributeValue::S(id)), Some(AttributeValue::N(due))) =
-                (k.get("reminder_id"), k.get("due_at"))
-            else {
-                return None;
-            };
-            Some(SubscriberCursor {
-                due_at: Timestamp::from_millis(due.parse().ok()?),
-                reminder_id: id.clone(),
-            })
-        });
+        let wanted = limit.max(1) as usize;
+        let more = items.len() > wanted || out.last_evaluated_key.is_some();
+        items.truncate(wanted);
+        // The next page starts after the last item answered (its key from the item itself).
+        let next = match (more, items.last()) {
+            (true, Some(last)) => cursor_of(last),
+            _ => None,
+        };
         Ok(SubscriberPage { items, next })
     }
 }

@@ -28,7 +28,12 @@ pub struct ReminderSummary {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Listed {
     Summary(ReminderSummary),
-    Unreadable { reminder_id: String, reason: String },
+    Unreadable {
+        reminder_id: String,
+        /// The index's sort key, where a page resumes after it.
+        due_at: Option<Timestamp>,
+        reason: String,
+    },
 }
 
 /// Where a page ended (exclusive): the last item's due time and raw id.
@@ -60,7 +65,7 @@ impl SubscriberCursor {
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SubscriberPage {
-    /// Newest due first; ties by id, descending.
+    /// Newest due first.
     pub items: Vec<Listed>,
     /// Where the next page starts; `None` when this one is the last.
     pub next: Option<SubscriberCursor>,
