@@ -1,9 +1,11 @@
-//! The vocabulary: identities, recipients, delivery keys, reminders, queue messages and dead
-//! reasons. Everything here is parsed at the edge and pure: no I/O, no AWS types.
+//! The vocabulary: identities, recipients, delivery keys, reminders, queue messages, dead
+//! reasons, and subscriber preferences. Everything here is parsed at
+//! the edge and pure: no I/O, no AWS types.
 
 pub mod ids;
 pub mod key;
 pub mod message;
+pub mod preferences;
 pub mod reason;
 pub mod recipient;
 pub mod reminder;
@@ -12,6 +14,9 @@ pub mod retention;
 pub use ids::{Channel, IdError, PerChannel, ReminderId, SubscriberId};
 pub use key::{DeliveryKey, KeyError};
 pub use message::{DecodeError, DeliveryMessage, RedriveMarker};
+pub use preferences::{
+    Decision, LocalTime, Preferences, PreferencesError, PreferencesWire, QuietHours, Zone,
+};
 pub use reason::DeadReason;
 pub use recipient::{Recipient, RecipientError};
 pub use reminder::{
