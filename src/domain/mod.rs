@@ -1,5 +1,5 @@
 //! The vocabulary: identities, recipients, delivery keys, reminders, queue messages, dead
-//! reasons, and subscriber preferences. Everything here is parsed at
+//! reasons, and the recipient rules (preferences, suppressions). Everything here is parsed at
 //! the edge and pure: no I/O, no AWS types.
 
 pub mod ids;
@@ -10,6 +10,7 @@ pub mod reason;
 pub mod recipient;
 pub mod reminder;
 pub mod retention;
+pub mod suppression;
 
 pub use ids::{Channel, IdError, PerChannel, ReminderId, SubscriberId};
 pub use key::{DeliveryKey, KeyError};
@@ -23,3 +24,4 @@ pub use reminder::{
     due_shard, Content, NewReminder, Reminder, ReminderError, ReminderStatus, MAX_DUE_SHARDS,
 };
 pub use retention::Retention;
+pub use suppression::{AddressHash, Suppression, SuppressionKey, SuppressionSource};
