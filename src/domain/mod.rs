@@ -1,20 +1,27 @@
-//! The vocabulary: identities, recipients, delivery keys, reminders, queue messages and dead
-//! reasons. Everything here is parsed at the edge and pure: no I/O, no AWS types.
+//! The vocabulary: identities, recipients, delivery keys, reminders, queue messages, dead
+//! reasons, and the recipient rules (preferences, suppressions). Everything here is parsed at
+//! the edge and pure: no I/O, no AWS types.
 
 pub mod ids;
 pub mod key;
 pub mod message;
+pub mod preferences;
 pub mod reason;
 pub mod recipient;
 pub mod reminder;
 pub mod retention;
+pub mod suppression;
 
 pub use ids::{Channel, IdError, PerChannel, ReminderId, SubscriberId};
 pub use key::{DeliveryKey, KeyError};
 pub use message::{DecodeError, DeliveryMessage, RedriveMarker};
+pub use preferences::{
+    Decision, LocalTime, Preferences, PreferencesError, PreferencesWire, QuietHours, Zone,
+};
 pub use reason::DeadReason;
 pub use recipient::{Recipient, RecipientError};
 pub use reminder::{
     due_shard, Content, NewReminder, Reminder, ReminderError, ReminderStatus, MAX_DUE_SHARDS,
 };
 pub use retention::Retention;
+pub use suppression::{AddressHash, Suppression, SuppressionKey, SuppressionSource};

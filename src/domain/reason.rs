@@ -25,10 +25,18 @@ pub enum DeadReason {
     /// a valid recipient, an unknown content kind or status): the evidence names the field.
     /// Redrivable once the item is fixed.
     InvalidReminder,
+    /// The subscriber opted out of the channel (DESIGN §12), and no fallback took it over.
+    /// Decided before any send: no attempt spent.
+    OptedOut,
+    /// The (channel, address) is suppressed: a provider declared the address dead earlier.
+    /// Decided before any send: no attempt spent.
+    Suppressed,
+    /// Due inside the channel's quiet hours and stale before they end. No attempt spent.
+    ExpiredQuietHours,
 }
 
 impl DeadReason {
-    pub const ALL: [DeadReason; 8] = [
+    pub const ALL: [DeadReason; 11] = [
         DeadReason::Schema,
         DeadReason::UnknownReminder,
         DeadReason::Rejected,
@@ -37,6 +45,9 @@ impl DeadReason {
         DeadReason::Ambiguous,
         DeadReason::ReceiveCountExceeded,
         DeadReason::InvalidReminder,
+        DeadReason::OptedOut,
+        DeadReason::Suppressed,
+        DeadReason::ExpiredQuietHours,
     ];
 
     pub const fn as_str(self) -> &'static str {
@@ -49,6 +60,9 @@ impl DeadReason {
             DeadReason::Ambiguous => "ambiguous",
             DeadReason::ReceiveCountExceeded => "receive_count_exceeded",
             DeadReason::InvalidReminder => "invalid_reminder",
+            DeadReason::OptedOut => "opted_out",
+            DeadReason::Suppressed => "suppressed",
+            DeadReason::ExpiredQuietHours => "expired_quiet_hours",
         }
     }
 }
@@ -90,7 +104,10 @@ mod tests {
                 "throttle_exhausted",
                 "ambiguous",
                 "receive_count_exceeded",
-                "invalid_reminder"
+                "invalid_reminder",
+                "opted_out",
+                "suppressed",
+                "expired_quiet_hours"
             ]
         );
         for r in DeadReason::ALL {

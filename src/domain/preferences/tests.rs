@@ -1,0 +1,224 @@
+use std::time::Duration;
+
+use proptest::prelude::*;
+use serde_json::json;
+
+use super::*;
+
+const ISSUE_SHAPE: &str = r#"{"opted_out": ["sms"], "quiet_hours": {"push": {"start": "22:00",
+    "end": "07:00", "zone": "Europe/Paris"}}, "fallback": ["push", "email"]}"#;
+
+fn prefs(v: serde_json::Value) -> Result<Preferences, String> {
+    serde_json::from_value(v).map_err(|e| e.to_string())
+}
+
+fn refused(v: serde_json::Value) -> PreferencesError {
+    let wire: PreferencesWire = serde_json::from_value(v).unwrap();
+    Preferences::try_from(wire).unwrap_err()
+}
+
+fn t(rfc3339: &str) -> Timestamp {
+    Timestamp::parse_rfc3339(rfc3339).unwrap()
+}
+
+#[test]
+fn the_issues_shape_round_trips() {
+    let p: Preferences = serde_json::from_str(ISSUE_SHAPE).unwrap();
+    assert_eq!(p.opted_out, [Channel::Sms].into());
+    assert_eq!(p.fallback, [Channel::Push, Channel::Email]);
+    let q = &p.quiet_hours[&Channel::Push];
+    assert_eq!(
+        (q.start.to_string(), q.end.to_string(), q.zone.name()),
+        ("22:00".into(), "07:00".into(), "Europe/Paris")
+    );
+    let back = serde_json::to_value(&p).unwrap();
+    let expected: serde_json::Value = serde_json::from_str(ISSUE_SHAPE).unwrap();
+    assert_eq!(back, expected);
+    assert_eq!(serde_json::from_value::<Preferences>(back).unwrap(), p);
+}
+
+#[test]
+fn every_field_may_be_left_out() {
+    let p = prefs(json!({})).unwrap();
+    assert_eq!(p, Preferences::default());
+    assert_eq!(
+        serde_json::to_value(&p).unwrap(),
+        json!({"opted_out": [], "quiet_hours": {}, "fallback": []})
+    );
+    // Repeated opt-outs say one thing.
+    let p = prefs(json!({"opted_out": ["sms", "sms"]})).unwrap();
+    assert_eq!(p.opted_out, [Channel::Sms].into());
+}
+
+#[test]
+fn a_canonical_zone_name_is_stored() {
+    let p = prefs(
+        json!({"quiet_hours": {"sms": {"start": "21:30", "end": "08:15",
+        "zone": "america/new_york"}}}),
+    )
+    .unwrap();
+    let v = serde_json::to_value(&p).unwrap();
+    assert_eq!(v["quiet_hours"]["sms"]["zone"], "America/New_York");
+}
+
+#[test]
+fn each_refusal_names_its_field_and_never_echoes_the_value() {
+    let qh = |start: &str, end: &str, zone: &str| json!({"quiet_hours": {"push": {"start": start, "end": end, "zone": zone}}});
+    let cases = [
+        (
+            refused(qh("22:00", "07:00", "Secret/Place")),
+            "quiet_hours.push.zone: unknown IANA time zone",
+        ),
+        (
+            refused(qh("10pm", "07:00", "Europe/Paris")),
+            "quiet_hours.push.start: must be HH:MM (00:00 to 23:59)",
+        ),
+        (
+            refused(qh("22:00", "24:00", "Europe/Paris")),
+            "quiet_hours.push.end: must be HH:MM (00:00 to 23:59)",
+        ),
+        (
+            refused(json!({"fallback": ["push", "email", "email"]})),
+            "fallback: lists email twice",
+        ),
+        (
+            refused(json!({"fallback": ["push", "pigeon"]})),
+            "fallback[1]: unknown channel (expected push, email or sms)",
+        ),
+        (
+            refused(json!({"opted_out": ["fax"]})),
+            "opted_out[0]: unknown channel (expected push, email or sms)",
+        ),
+        (
+            refused(
+                json!({"quiet_hours": {"telegram": {"start": "22:00", "end": "07:00",
+                "zone": "UTC"}}}),
+            ),
+            "quiet_hours: keys must be channels (push, email or sms)",
+        ),
+    ];
+    for (err, text) in cases {
+        assert_eq!(err.to_string(), text);
+        assert_eq!(format!("{}: {}", err.field(), err.requirement()), text);
+        for secret in ["Secret", "10pm", "24:00", "pigeon", "fax", "telegram"] {
+            assert!(!text.contains(secret), "{text}");
+        }
+    }
+}
+
+#[test]
+fn a_refusal_through_serde_carries_the_field() {
+    let err = prefs(
+        json!({"quiet_hours": {"email": {"start": "22:00", "end": "07:00",
+        "zone": "Nowhere/Land"}}}),
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("quiet_hours.email.zone: unknown IANA time zone"),
+        "{err}"
+    );
+    assert!(!err.contains("Nowhere"), "{err}");
+}
+
+#[test]
+fn opt_out_wins_over_quiet_hours() {
+    let p: Preferences = serde_json::from_value(json!({
+        "opted_out": ["push"],
+        "quiet_hours": {"push": {"start": "00:00", "end": "23:59", "zone": "UTC"}}
+    }))
+    .unwrap();
+    let at = t("2026-06-10T12:00:00Z");
+    assert_eq!(p.decide(Channel::Push, at, at), Decision::OptedOut);
+    assert_eq!(p.decide(Channel::Email, at, at), Decision::Send);
+}
+
+#[test]
+fn quiet_hours_hold_while_fresh_and_give_up_when_stale() {
+    let p: Preferences = serde_json::from_str(ISSUE_SHAPE).unwrap();
+    let at = t("2026-06-10T23:30:00+02:00");
+    let seven = t("2026-06-11T07:00:00+02:00");
+    let fresh = |h: u64| at.plus(Duration::from_secs(h * 3600));
+    assert_eq!(
+        p.decide(Channel::Push, at, fresh(12)),
+        Decision::Hold { until: seven }
+    );
+    assert_eq!(
+        p.decide(Channel::Push, at, fresh(1)),
+        Decision::QuietUntilStale
+    );
+    // Fresh at the very instant the window ends is fresh (the one staleness rule).
+    assert_eq!(
+        p.decide(Channel::Push, at, seven),
+        Decision::Hold { until: seven }
+    );
+    assert_eq!(
+        p.decide(Channel::Push, at, seven.minus(Duration::from_millis(1))),
+        Decision::QuietUntilStale
+    );
+    // Outside the window, or on a channel without quiet hours: sent.
+    let noon = t("2026-06-11T12:00:00+02:00");
+    assert_eq!(p.decide(Channel::Push, noon, fresh(1)), Decision::Send);
+    assert_eq!(p.decide(Channel::Email, at, fresh(1)), Decision::Send);
+}
+
+#[test]
+fn fallback_is_the_next_channel_in_the_order() {
+    let p: Preferences = serde_json::from_str(ISSUE_SHAPE).unwrap();
+    assert_eq!(p.fallback_after(Channel::Push), Some(Channel::Email));
+    assert_eq!(p.fallback_after(Channel::Email), None);
+    assert_eq!(p.fallback_after(Channel::Sms), None);
+    let none = Preferences::default();
+    for c in Channel::ALL {
+        assert_eq!(none.fallback_after(c), None);
+    }
+}
+
+fn any_wire() -> impl Strategy<Value = PreferencesWire> {
+    let channel = || prop::sample::select(vec!["push", "email", "sms", "fax"]);
+    let time = prop::sample::select(vec!["22:00", "07:30", "00:00", "23:59", "7:00", "25:00"]);
+    let zone = prop::sample::select(vec!["Europe/Paris", "Asia/Kolkata", "UTC", "Nowhere"]);
+    let quiet = (time.clone(), time, zone).prop_map(|(s, e, z)| QuietHoursWire {
+        start: s.into(),
+        end: e.into(),
+        zone: z.into(),
+    });
+    (
+        prop::collection::vec(channel(), 0..4),
+        prop::collection::btree_map(channel(), quiet, 0..3),
+        prop::collection::vec(channel(), 0..4),
+    )
+        .prop_map(|(o, q, f)| PreferencesWire {
+            opted_out: o.into_iter().map(String::from).collect(),
+            quiet_hours: q.into_iter().map(|(k, v)| (k.into(), v)).collect(),
+            fallback: f.into_iter().map(String::from).collect(),
+        })
+}
+
+proptest! {
+    #[test]
+    fn what_is_accepted_round_trips_and_what_is_refused_names_a_field(w in any_wire()) {
+        match Preferences::try_from(w) {
+            Ok(p) => {
+                let again: Preferences =
+                    serde_json::from_value(serde_json::to_value(&p).unwrap()).unwrap();
+                prop_assert_eq!(&again, &p);
+                for c in Channel::ALL {
+                    if let Some(next) = p.fallback_after(c) {
+                        prop_assert_ne!(next, c);
+                    }
+                }
+            }
+            Err(e) => {
+                let field = e.field();
+                prop_assert!(
+                    ["opted_out[", "quiet_hours", "fallback"].iter().any(|f| field.starts_with(f)),
+                    "{}", field
+                );
+                let text = e.to_string();
+                for leaked in ["fax", "Nowhere", "25:00"] {
+                    prop_assert!(!text.contains(leaked), "{}", text);
+                }
+            }
+        }
+    }
+}
