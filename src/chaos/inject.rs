@@ -281,6 +281,22 @@ impl<T: ReminderStore> ReminderStore for Chaotic<T> {
             .around(crate::ports::reminders::OP_MARK, call)
             .await
     }
+    async fn preferences(
+        &self,
+        subscriber: &crate::domain::SubscriberId,
+    ) -> Result<Option<crate::domain::Preferences>, PortError> {
+        let call = self.inner.preferences(subscriber);
+        self.dice
+            .around(crate::ports::reminders::OP_PREFERENCES, call)
+            .await
+    }
+    async fn put_preferences(
+        &self,
+        subscriber: &crate::domain::SubscriberId,
+        prefs: &crate::domain::Preferences,
+    ) -> Result<(), PortError> {
+        self.inner.put_preferences(subscriber, prefs).await
+    }
 }
 
 impl<T: Ledger> Ledger for Chaotic<T> {

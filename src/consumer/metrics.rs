@@ -60,6 +60,17 @@ impl Metrics {
         self.dead.values().sum()
     }
 
+    /// Deaths that need an operator (the EMF `dead_total`): a recipient's choice (opted out,
+    /// suppressed, quiet hours outlasting freshness) is counted under its own reason only, so
+    /// the `<Channel>DeadDeliveries` alarm never pages for it.
+    pub fn dead_needing_operator(&self) -> u32 {
+        self.dead
+            .iter()
+            .filter(|(r, _)| !r.is_recipients_choice())
+            .map(|(_, n)| n)
+            .sum()
+    }
+
     pub fn merge(&mut self, other: Metrics) {
         self.delivered += other.delivered;
         self.deferred_gate += other.deferred_gate;
@@ -115,7 +126,7 @@ impl Metrics {
             self.invariant_errors + self.panics,
         );
         count("released".into(), self.released);
-        count("dead_total".into(), self.dead_total());
+        count("dead_total".into(), self.dead_needing_operator());
         for reason in DeadReason::ALL {
             count(
                 format!("dead_{reason}"),

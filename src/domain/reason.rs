@@ -50,6 +50,16 @@ impl DeadReason {
         DeadReason::ExpiredQuietHours,
     ];
 
+    /// The recipient's rules ended it, not a failure (DESIGN §12): the ledger and the events
+    /// say so, but no DLQ copy is made — there is nothing for an operator to fix or redrive,
+    /// and a DLQ alarm would page for a recipient's choice.
+    pub const fn is_recipients_choice(self) -> bool {
+        matches!(
+            self,
+            DeadReason::OptedOut | DeadReason::Suppressed | DeadReason::ExpiredQuietHours
+        )
+    }
+
     pub const fn as_str(self) -> &'static str {
         match self {
             DeadReason::Schema => "schema",

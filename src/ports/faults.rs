@@ -178,6 +178,22 @@ impl<T: super::ReminderStore> super::ReminderStore for Faulty<T> {
         self.around(op, self.inner.mark(id, payload_version, to))
             .await
     }
+    async fn preferences(
+        &self,
+        subscriber: &crate::domain::SubscriberId,
+    ) -> Result<Option<crate::domain::Preferences>, PortError> {
+        let op = super::reminders::OP_PREFERENCES;
+        self.around(op, self.inner.preferences(subscriber)).await
+    }
+    async fn put_preferences(
+        &self,
+        subscriber: &crate::domain::SubscriberId,
+        prefs: &crate::domain::Preferences,
+    ) -> Result<(), PortError> {
+        let op = super::reminders::OP_PUT_PREFERENCES;
+        self.around(op, self.inner.put_preferences(subscriber, prefs))
+            .await
+    }
 }
 
 impl<T: super::DeadLetters> super::DeadLetters for Faulty<T> {
@@ -345,6 +361,20 @@ impl<T: super::ReminderStore, C: crate::clock::Clock> super::ReminderStore for S
     ) -> Result<super::Marked, PortError> {
         self.wait().await;
         self.inner.mark(id, payload_version, to).await
+    }
+    async fn preferences(
+        &self,
+        subscriber: &crate::domain::SubscriberId,
+    ) -> Result<Option<crate::domain::Preferences>, PortError> {
+        self.wait().await;
+        self.inner.preferences(subscriber).await
+    }
+    async fn put_preferences(
+        &self,
+        subscriber: &crate::domain::SubscriberId,
+        prefs: &crate::domain::Preferences,
+    ) -> Result<(), PortError> {
+        self.inner.put_preferences(subscriber, prefs).await
     }
 }
 

@@ -12,7 +12,9 @@ use super::PortError;
 mod by_subscriber;
 mod memory;
 use crate::clock::Timestamp;
-use crate::domain::{due_shard, Channel, Reminder, ReminderId, ReminderStatus, SubscriberId};
+use crate::domain::{
+    due_shard, Channel, Preferences, Reminder, ReminderId, ReminderStatus, SubscriberId,
+};
 pub use by_subscriber::{
     Listed, ReminderSummary, SubscriberCursor, SubscriberIndex, SubscriberPage, OP_BY_SUBSCRIBER,
 };
@@ -26,6 +28,8 @@ pub const OP_MARK: &str = "reminders.mark";
 pub const OP_QUARANTINE: &str = "reminders.quarantine";
 pub const OP_EXTEND: &str = "reminders.extend_freshness";
 pub const OP_SWEEP: &str = "reminders.sweep_index";
+pub const OP_PREFERENCES: &str = "reminders.preferences";
+pub const OP_PUT_PREFERENCES: &str = "reminders.put_preferences";
 
 /// What the scheduler reads from the index: identities, times, version, channels. No content,
 /// no recipients.
@@ -212,6 +216,31 @@ pub trait ReminderStore: Send + Sync {
         reason: &str,
     ) -> impl Future<Output = Result<Marked, PortError>> + Send;
 
+    /// A subscriber's preferences (DESIGN §12), stored beside the reminders; `None` when the
+    /// subscriber set none. The consumer reads them after its claim, so a change that lands
+    /// before the claim is seen, as a cancel is. A store that keeps no preferences answers
+    /// `None`: wrappers must pass this on to what they wrap.
+    fn preferences(
+        &self,
+        _subscriber: &SubscriberId,
+    ) -> impl Future<Output = Result<Option<Preferences>, PortError>> + Send {
+        async { Ok(None) }
+    }
+
+    /// Replace a subscriber's preferences.
+    fn put_preferences(
+        &self,
+        _subscriber: &SubscriberId,
+        _prefs: &Preferences,
+    ) -> impl Future<Output = Result<(), PortError>> + Send {
+        async {
+            Err(PortError::Refused {
+                op: OP_PUT_PREFERENCES,
+                message: "this store keeps no preferences".into(),
+            })
+        }
+    }
+
     /// `scheduled` at `payload_version` → `to` (enqueued or expired), leaving the due index.
     /// `to = Cancelled` goes from `scheduled` or `enqueued`, still at `payload_version`.
     fn mark(
@@ -279,6 +308,19 @@ impl<T: ReminderStore> ReminderStore for std::sync::Arc<T> {
         to: ReminderStatus,
     ) -> impl Future<Output = Result<Marked, PortError>> + Send {
         (**self).mark(id, payload_version, to)
+    }
+    fn preferences(
+        &self,
+        subscriber: &SubscriberId,
+    ) -> impl Future<Output = Result<Option<Preferences>, PortError>> + Send {
+        (**self).preferences(subscriber)
+    }
+    fn put_preferences(
+        &self,
+        subscriber: &SubscriberId,
+        prefs: &Preferences,
+    ) -> impl Future<Output = Result<(), PortError>> + Send {
+        (**self).put_preferences(subscriber, prefs)
     }
 }
 

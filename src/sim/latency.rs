@@ -204,6 +204,20 @@ impl<T: ReminderStore> ReminderStore for Timed<T> {
         self.clock.cpu(1, 2.0 / 3.0);
         self.inner.mark(id, v, to).await
     }
+    async fn preferences(
+        &self,
+        subscriber: &crate::domain::SubscriberId,
+    ) -> Result<Option<crate::domain::Preferences>, PortError> {
+        self.clock.dynamo(1.0);
+        self.inner.preferences(subscriber).await
+    }
+    async fn put_preferences(
+        &self,
+        subscriber: &crate::domain::SubscriberId,
+        prefs: &crate::domain::Preferences,
+    ) -> Result<(), PortError> {
+        self.inner.put_preferences(subscriber, prefs).await
+    }
 }
 
 impl<T: DeliveryQueue> DeliveryQueue for Timed<T> {

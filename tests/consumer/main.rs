@@ -5,6 +5,7 @@ mod emulator;
 mod harness;
 mod memory;
 mod retention;
+mod rules;
 #[path = "../support/mod.rs"]
 mod support;
 mod windows;

@@ -29,16 +29,22 @@ fn fence(change: &Change) -> Option<&LeaseToken> {
 }
 
 /// Whether `sending` allows the change with the right lease (a death from `sending` must be
-/// for a provider or budget reason).
+/// for a provider or budget reason, or a recipient's choice that spends no attempt).
 fn allowed_when_sending(change: &Change) -> bool {
     match change {
-        Change::Die { reason, .. } => matches!(
+        Change::Die {
             reason,
-            DeadReason::Rejected
-                | DeadReason::AttemptsExhausted
-                | DeadReason::ThrottleExhausted
-                | DeadReason::Ambiguous
-        ),
+            spends_attempt,
+            ..
+        } => {
+            matches!(
+                reason,
+                DeadReason::Rejected
+                    | DeadReason::AttemptsExhausted
+                    | DeadReason::ThrottleExhausted
+                    | DeadReason::Ambiguous
+            ) || (reason.is_recipients_choice() && !spends_attempt)
+        }
         _ => true,
     }
 }

@@ -18,15 +18,24 @@ use super::item::{self, ReminderItem};
 use super::{dynamo_kind, n, s, DUE_INDEX};
 use crate::aws::error::{corrupt, port_error};
 use crate::clock::Timestamp;
-use crate::domain::{Reminder, ReminderId, ReminderStatus, SubscriberId, MAX_DUE_SHARDS};
+use crate::domain::{
+    Preferences, Reminder, ReminderId, ReminderStatus, SubscriberId, MAX_DUE_SHARDS,
+};
 use crate::ports::reminders::{
-    editable, FILTERED_PAGE, OP_EXTEND, OP_GET, OP_INSERT, OP_MARK, OP_QUARANTINE, OP_QUERY,
-    OP_REPLACE, OP_SWEEP,
+    editable, FILTERED_PAGE, OP_EXTEND, OP_GET, OP_INSERT, OP_MARK, OP_PREFERENCES,
+    OP_PUT_PREFERENCES, OP_QUARANTINE, OP_QUERY, OP_REPLACE, OP_SWEEP,
 };
 use crate::ports::{
     DueCursor, DuePage, DueQuery, Inserted, Marked, PortError, ReminderStore, SweepCursor,
     SweepPage, SweptItem,
 };
+
+/// A subscriber's preferences item in the reminders table: `#` never occurs in a reminder id,
+/// and the item has no `due_shard` or `due_at`, so neither index holds it. The attribute is
+/// `subscriber`, not `subscriber_id`, for the same reason.
+pub fn preferences_key(subscriber: &SubscriberId) -> String {
+    format!("prefs#{}", subscriber.as_str())
+}
 
 /// Values of one `IN` list (DynamoDB's limit).
 const MAX_IN_LIST: usize = 100;
@@ -306,6 +315,52 @@ impl ReminderStore for DynamoReminderStore {
             self.unindex(key).await?;
         }
         Ok(Marked::Changed)
+    }
+
+    async fn preferences(
+        &self,
+        subscriber: &SubscriberId,
+    ) -> Result<Option<Preferences>, PortError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("reminder_id", s(preferences_key(subscriber)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| port_error(OP_PREFERENCES, e, dynamo_kind!(GetItemError)))?;
+        let Some(mut item) = out.item else {
+            return Ok(None);
+        };
+        // Unreadable preferences fail the read: sending against an opt-out this version
+        // cannot read is worse than retrying (the consumer's record is retried and alarmed).
+        let Some(prefs) = item.remove("preferences") else {
+            return Err(corrupt(OP_PREFERENCES, "preferences: missing"));
+        };
+        serde_dynamo::from_attribute_value(prefs)
+            .map(Some)
+            .map_err(|e| corrupt(OP_PREFERENCES, format!("preferences: {e}")))
+    }
+
+    async fn put_preferences(
+        &self,
+        subscriber: &SubscriberId,
+        prefs: &Preferences,
+    ) -> Result<(), PortError> {
+        let value: AttributeValue =
+            serde_dynamo::to_attribute_value(prefs).map_err(|e| corrupt(OP_PUT_PREFERENCES, e))?;
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .item("reminder_id", s(preferences_key(subscriber)))
+            .item("kind", s("preferences"))
+            .item("subscriber", s(subscriber.as_str()))
+            .item("preferences", value)
+            .send()
+            .await
+            .map_err(|e| port_error(OP_PUT_PREFERENCES, e, dynamo_kind!(PutItemError)))?;
+        Ok(())
     }
 
     async fn mark(

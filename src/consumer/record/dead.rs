@@ -130,7 +130,8 @@ impl<P: Ports> Record<'_, P> {
     ) -> Result<Option<Timestamp>, PortError> {
         use crate::delivery::state::{Change, Ctx, LeaseToken, COPY_CLAIM_TIMEOUT};
         use crate::delivery::{transition, Written};
-        if dead.dlq_copied_at().is_some() {
+        // A recipient's choice is on the ledger and in the events: nothing to redrive.
+        if dead.dlq_copied_at().is_some() || reason.is_recipients_choice() {
             return Ok(None);
         }
         let now = self.now();

@@ -4,8 +4,9 @@
 //!    needs no claim (unknown, cancelled, stale, due later, channel edited away);
 //! 2. [`claim`]: the provider gate, then one conditional write for the lease (a lease that ran
 //!    out mid-send is taken over or killed by the ambiguous rule);
-//! 3. send, with the delivery key as idempotency key;
-//! 4. [`settle`]: the outcome, written fenced by the lease, and what the policy decides next.
+//! 3. [`rules`]: the recipient's opt-outs and quiet hours, read after the claim;
+//! 4. send, with the delivery key as idempotency key;
+//! 5. [`settle`]: the outcome, written fenced by the lease, and what the policy decides next.
 //!
 //! Waits go through [`hold`] (visibility, or a delayed copy), dead letters through [`dead`],
 //! the one place their evidence is built. Each step answers `Continue(next input)` or
@@ -26,6 +27,7 @@ mod claim;
 mod dead;
 mod hold;
 mod intake;
+mod rules;
 mod settle;
 
 use std::ops::ControlFlow;
@@ -112,6 +114,8 @@ impl<P: Ports> Record<'_, P> {
         if delivery.reminder.is_stale_at(self.now()) {
             return self.expire_held(&delivery, lease).await;
         }
+        // The recipient's rules, read after the claim: opt-outs and quiet hours.
+        let lease = step!(self.recipient_rules(&delivery, lease).await);
         // A claim slowed by conflicts or storage may leave too little lease for a provider
         // call: sending then would let another worker take over mid-send. Give it back.
         if !self.lease_covers_send(&lease) {

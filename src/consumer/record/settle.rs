@@ -223,7 +223,7 @@ impl<P: Ports> Record<'_, P> {
     }
 
     /// A fenced change to the delivery we hold, written now.
-    async fn under_lease(
+    pub(super) async fn under_lease(
         &self,
         d: &Delivery,
         held: crate::delivery::state::DeliveryRecord,

@@ -277,8 +277,10 @@ fn die(
             | DeadReason::ThrottleExhausted
             | DeadReason::Ambiguous
     );
+    // The recipient's rules end a claimed delivery before any send (DESIGN §12).
+    let recipients_choice = reason.is_recipients_choice() && !spends_attempt;
     match (from.status, token) {
-        (Status::Sending, Some(t)) if budget_or_provider => from.fenced(t)?,
+        (Status::Sending, Some(t)) if budget_or_provider || recipients_choice => from.fenced(t)?,
         (Status::Deferred, None) if budget_or_provider => {}
         (Status::Scheduled | Status::Ready | Status::Deferred, None)
             if matches!(
@@ -293,8 +295,9 @@ fn die(
     }
     next.attempt_count += u32::from(spends_attempt);
     next.dead_reason = Some(reason);
+    // Only a send that may have happened can be reconciled; a recipient's choice sent nothing.
     next.died_under_lease = match from.status {
-        Status::Sending => next.lease_token.clone(),
+        Status::Sending if !recipients_choice => next.lease_token.clone(),
         _ => None,
     };
     next.set_error(error.as_deref());

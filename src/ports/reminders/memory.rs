@@ -23,6 +23,7 @@ struct Table {
     /// By raw id, as DynamoDB keys them.
     items: BTreeMap<String, Reminder>,
     due: BTreeSet<(u32, Timestamp, String)>,
+    preferences: BTreeMap<SubscriberId, Preferences>,
 }
 
 impl Table {
@@ -236,6 +237,23 @@ impl ReminderStore for MemoryReminderStore {
             next.invalid_reason = Some(reason.to_owned());
             t.put(next, shards);
             Marked::Marked
+        })
+    }
+
+    async fn preferences(
+        &self,
+        subscriber: &SubscriberId,
+    ) -> Result<Option<Preferences>, PortError> {
+        self.guarded(OP_PREFERENCES, |t| t.preferences.get(subscriber).cloned())
+    }
+
+    async fn put_preferences(
+        &self,
+        subscriber: &SubscriberId,
+        prefs: &Preferences,
+    ) -> Result<(), PortError> {
+        self.guarded(OP_PUT_PREFERENCES, |t| {
+            t.preferences.insert(subscriber.clone(), prefs.clone());
         })
     }
 

@@ -1,0 +1,178 @@
+//! The recipient's rules in the consumer (DESIGN §12), on in-memory ports with a manual
+//! clock: an opted-out channel is never sent, a delivery inside quiet hours waits for their
+//! end with nothing spent, and one stale by then ends `expired_quiet_hours`. None of them
+//! calls the provider, spends an attempt or makes a DLQ copy.
+
+use std::time::Duration;
+
+use reminders::clock::Timestamp;
+use reminders::consumer::Action;
+use reminders::delivery::state::Status;
+use reminders::domain::{Channel, DeadReason, Preferences, Reminder};
+use reminders::ports::ReminderStore;
+use serde_json::json;
+
+use crate::harness::{message, reminder, test_config, Mem};
+
+/// 2027-01-16T04:30Z: 23:30 on the 15th in New York (UTC−5 in January).
+const LOCAL_2330: Timestamp = Timestamp::from_millis(1_800_073_800_000);
+/// 07:00 in New York on the 16th: 12:00Z.
+const LOCAL_0700: Timestamp = Timestamp::from_millis(1_800_100_800_000);
+
+fn prefs(v: serde_json::Value) -> Preferences {
+    serde_json::from_value(v).unwrap()
+}
+
+/// A reminder due at `due`, fresh for `fresh`, stored.
+async fn due_at(
+    w: &Mem,
+    id: &str,
+    channels: &[Channel],
+    due: Timestamp,
+    fresh: Duration,
+) -> Reminder {
+    let mut r = reminder(id, channels);
+    r.due_at = due;
+    r.fresh_until = due.plus(fresh);
+    w.store.insert(&r).await.unwrap();
+    r
+}
+
+#[tokio::test]
+async fn an_opt_out_set_after_the_enqueue_wins_and_the_other_channel_is_sent() {
+    let w = Mem::new(test_config(), true);
+    let r = w.reminder("r1", &[Channel::Sms, Channel::Email]).await;
+    let (sms, email) = (message(&r, Channel::Sms), message(&r, Channel::Email));
+    w.enqueue(&sms).await;
+    w.enqueue(&email).await;
+    // Enqueued first, opted out before the claim.
+    let sub = r.subscriber_id.clone();
+    w.store
+        .put_preferences(&sub, &prefs(json!({"opted_out": ["sms"]})))
+        .await
+        .unwrap();
+    let out = w.run(Channel::Sms).await.unwrap();
+    assert_eq!(out.records[0].action, Action::Ack);
+    assert_eq!(w.provider.calls_for(&sms.delivery_key), 0, "never sent");
+    let rec = w.record(&sms.delivery_key).await.unwrap();
+    assert_eq!(rec.status(), Status::Dead);
+    assert_eq!(rec.dead_reason(), Some(DeadReason::OptedOut));
+    assert_eq!(rec.attempt_count(), 0, "no attempt spent");
+    assert!(
+        w.dead_letters(Channel::Sms).await.is_empty(),
+        "a choice, not a failure: no DLQ copy"
+    );
+    let m = out.metrics.get(Channel::Sms);
+    assert_eq!(m.dead_total(), 1);
+    assert_eq!(
+        m.dead_needing_operator(),
+        0,
+        "the dead-deliveries alarm stays quiet"
+    );
+    w.run(Channel::Email).await.unwrap();
+    assert_eq!(w.provider.calls_for(&email.delivery_key), 1);
+}
+
+/// The example: due at 23:30 local inside 22:00–07:00 with 12 h of freshness goes
+/// out at 07:00 local, nothing spent while it waited.
+#[tokio::test]
+async fn inside_quiet_hours_it_waits_until_they_end_and_is_sent_then() {
+    let w = Mem::new(test_config(), true);
+    w.clock.set(LOCAL_2330);
+    let r = due_at(
+        &w,
+        "r2",
+        &[Channel::Push],
+        LOCAL_2330,
+        Duration::from_secs(12 * 3600),
+    )
+    .await;
+    let quiet = json!({"quiet_hours": {"push": {"start": "22:00", "end": "07:00", "zone": "America/New_York"}}});
+    w.store
+        .put_preferences(&r.subscriber_id, &prefs(quiet))
+        .await
+        .unwrap();
+    let msg = message(&r, Channel::Push);
+    w.enqueue(&msg).await;
+    let out = w.run(Channel::Push).await.unwrap();
+    assert!(
+        matches!(
+            out.records[0].action,
+            Action::Hold { .. } | Action::Reenqueued
+        ),
+        "{:?}",
+        out.records
+    );
+    assert_eq!(w.provider.calls_for(&msg.delivery_key), 0);
+    let rec = w.record(&msg.delivery_key).await.unwrap();
+    assert_eq!(rec.status(), Status::Deferred);
+    assert_eq!(rec.next_eligible_at(), Some(LOCAL_0700));
+    assert_eq!(rec.attempt_count(), 0);
+    assert!(
+        rec.last_error().unwrap().contains("quiet hours"),
+        "{:?}",
+        rec.last_error()
+    );
+    // Nothing goes out a minute before 07:00.
+    w.clock.set(LOCAL_0700.minus(Duration::from_secs(60)));
+    while w.run(Channel::Push).await.is_some() {}
+    assert_eq!(w.provider.calls_for(&msg.delivery_key), 0, "still quiet");
+    w.clock.set(LOCAL_0700.plus(Duration::from_secs(1)));
+    w.run_until_idle(Channel::Push, 1, 20).await;
+    assert_eq!(
+        w.provider.calls_for(&msg.delivery_key),
+        1,
+        "sent once, at 07:00 local"
+    );
+    let rec = w.record(&msg.delivery_key).await.unwrap();
+    assert_eq!((rec.status(), rec.attempt_count()), (Status::Delivered, 1));
+}
+
+/// The same with one hour of freshness: stale before 07:00, so it ends
+/// `expired_quiet_hours` at once, never sent.
+#[tokio::test]
+async fn quiet_hours_that_outlast_freshness_end_it_as_expired_quiet_hours() {
+    let w = Mem::new(test_config(), true);
+    w.clock.set(LOCAL_2330);
+    let r = due_at(
+        &w,
+        "r3",
+        &[Channel::Push],
+        LOCAL_2330,
+        Duration::from_secs(3600),
+    )
+    .await;
+    let quiet = json!({"quiet_hours": {"push": {"start": "22:00", "end": "07:00", "zone": "America/New_York"}}});
+    w.store
+        .put_preferences(&r.subscriber_id, &prefs(quiet))
+        .await
+        .unwrap();
+    let msg = message(&r, Channel::Push);
+    w.enqueue(&msg).await;
+    let out = w.run(Channel::Push).await.unwrap();
+    assert_eq!(out.records[0].action, Action::Ack);
+    let rec = w.record(&msg.delivery_key).await.unwrap();
+    assert_eq!(rec.dead_reason(), Some(DeadReason::ExpiredQuietHours));
+    assert_eq!((rec.status(), rec.attempt_count()), (Status::Dead, 0));
+    assert_eq!(w.provider.calls_for(&msg.delivery_key), 0);
+    assert!(w.dead_letters(Channel::Push).await.is_empty());
+    assert_eq!(out.metrics.get(Channel::Push).dead_total(), 1);
+}
+
+/// Outside its quiet hours, and on a channel without any, a delivery goes out as before.
+#[tokio::test]
+async fn outside_quiet_hours_it_is_sent_at_once() {
+    let w = Mem::new(test_config(), true);
+    w.clock.set(LOCAL_0700.plus(Duration::from_secs(3600)));
+    let due = LOCAL_0700.plus(Duration::from_secs(3600));
+    let r = due_at(&w, "r4", &[Channel::Push], due, Duration::from_secs(3600)).await;
+    let quiet = json!({"quiet_hours": {"push": {"start": "22:00", "end": "07:00", "zone": "America/New_York"}}, "opted_out": ["email"]});
+    w.store
+        .put_preferences(&r.subscriber_id, &prefs(quiet))
+        .await
+        .unwrap();
+    let msg = message(&r, Channel::Push);
+    w.enqueue(&msg).await;
+    w.run(Channel::Push).await.unwrap();
+    assert_eq!(w.provider.calls_for(&msg.delivery_key), 1);
+}
