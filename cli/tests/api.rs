@@ -414,3 +414,151 @@ async fn local_api_creates_cancels_and_follows_reminders_through_the_pipeline() 
     assert_eq!(last["next_cursor"], Value::Null, "{last}");
     drop(api);
 }
+
+/// A subscriber's preferences through the API, honoured by the pipeline on the emulator: an
+/// opted-out channel is never sent (dead `opted_out`, no attempt, an event saying so), a
+/// delivery inside quiet hours waits for their end (deferred, nothing spent), and one stale
+/// before they end is dead `expired_quiet_hours`.
+#[tokio::test(flavor = "multi_thread")]
+async fn preferences_set_through_the_api_are_honoured_by_the_pipeline() {
+    std::env::var("AWS_ENDPOINT_URL")
+        .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");
+    let mut env = stack(&format!("prefs-{}", std::process::id()));
+    let port = free_port();
+    env.insert("EMAIL_PROVIDER".into(), "http".into());
+    env.insert(
+        "EMAIL_HTTP_ENDPOINT".into(),
+        format!("http://127.0.0.1:{port}/send"),
+    );
+    env.insert("SMS_PROVIDER".into(), "http".into());
+    env.insert(
+        "SMS_HTTP_ENDPOINT".into(),
+        format!("http://127.0.0.1:{port}/send"),
+    );
+    env.insert("PUSH_PROVIDER".into(), "none".into());
+    let receiver = Running::start(&["local", "receive", "--port", &port.to_string()], &env);
+    receiver.first_line();
+    let api = Running::start(&["local", "api", "--port", "0"], &env);
+    let first = api.first_line();
+    let base = first
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .to_owned();
+    reminders::aws::bootstrap::install_crypto();
+    let http = reqwest::Client::new();
+    let now_ms = i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap();
+    // A UTC window from an hour ago to an hour from now: quiet now, for email.
+    let hhmm = |ms: i64| {
+        let mins = ms.div_euclid(60_000).rem_euclid(24 * 60);
+        format!("{:02}:{:02}", mins / 60, mins % 60)
+    };
+    let prefs = json!({
+        "opted_out": ["sms"],
+        "quiet_hours": {"email": {"start": hhmm(now_ms - 3_600_000), "end": hhmm(now_ms + 3_600_000), "zone": "UTC"}}
+    });
+    let url = format!("{base}/v1/subscribers/u-7/preferences");
+    let (status, stored) = send(
+        &http,
+        reqwest::Method::PUT,
+        url.clone(),
+        Some(prefs.clone()),
+    )
+    .await;
+    assert_eq!(status, 200, "{stored}");
+    let (_, shown) = send(&http, reqwest::Method::GET, url, None).await;
+    assert_eq!(shown["opted_out"], json!(["sms"]), "{shown}");
+    // Held: fresh for three hours, so still fresh when the window ends.
+    let mut held = body("u-7", 1, now_ms);
+    held["fresh_for_secs"] = json!(3 * 3600);
+    let put = |id: &str, b: Value| {
+        send(
+            &http,
+            reqwest::Method::PUT,
+            format!("{base}/v1/reminders/{id}"),
+            Some(b),
+        )
+    };
+    assert_eq!(put("held", held).await.0, 201);
+    // Expired: fresh for 30 minutes, stale before the window ends.
+    let mut short = body("u-7", 2, now_ms);
+    short["fresh_for_secs"] = json!(1800);
+    assert_eq!(put("short", short).await.0, 201);
+
+    let run = Command::new(bin())
+        .args([
+            "local",
+            "run",
+            "--until-idle",
+            "--schedule-period",
+            "1",
+            "--idle-horizon",
+            "0",
+        ])
+        .envs(&env)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+
+    let received = receiver.lines().join("\n");
+    for id in ["held", "short"] {
+        let (_, state) = send(
+            &http,
+            reqwest::Method::GET,
+            format!("{base}/v1/reminders/{id}"),
+            None,
+        )
+        .await;
+        let sms = &state["channels"]["sms"];
+        assert_eq!(sms["status"], "dead", "{state}");
+        assert_eq!(sms["dead_reason"], "opted_out", "{state}");
+        assert_eq!(sms["attempts"], 0, "{state}");
+        assert!(
+            !received.contains(sms["delivery_key"].as_str().unwrap()),
+            "an opted-out channel was sent"
+        );
+        let email = &state["channels"]["email"];
+        assert!(
+            !received.contains(email["delivery_key"].as_str().unwrap()),
+            "sent in quiet hours"
+        );
+        assert_eq!(email["attempts"], 0, "{state}");
+        if id == "held" {
+            assert_eq!(email["status"], "deferred", "{state}");
+            let why = email["waiting_because"].as_str().unwrap();
+            assert!(why.starts_with("quiet hours until"), "{state}");
+            let at = reminders::clock::Timestamp::parse_rfc3339(
+                email["next_attempt_at"].as_str().unwrap(),
+            )
+            .unwrap();
+            let end = now_ms - now_ms.rem_euclid(60_000) + 3_600_000;
+            assert_eq!(at.as_millis(), end, "held until the window ends: {state}");
+        } else {
+            assert_eq!(email["status"], "dead", "{state}");
+            assert_eq!(email["dead_reason"], "expired_quiet_hours", "{state}");
+        }
+    }
+    // The events say why, without a recipient.
+    let out = Command::new(bin())
+        .args(["local", "events", "--json", "--wait", "10"])
+        .envs(&env)
+        .output()
+        .unwrap();
+    let events = String::from_utf8(out.stdout).unwrap();
+    assert!(events.contains("\"reason\":\"opted_out\""), "{events}");
+    assert!(
+        events.contains("\"reason\":\"expired_quiet_hours\""),
+        "{events}"
+    );
+    drop(api);
+}

@@ -8,6 +8,8 @@
 //! | `GET /v1/reminders/{id}` | the reminder and each channel's delivery state; `404` |
 //! | `DELETE /v1/reminders/{id}` | cancel, per channel: cancelled, in flight, delivered, dead or expired; `404` |
 //! | `GET /v1/subscribers/{id}/reminders` | a subscriber's reminders, newest due first, a page at a time |
+//! | `PUT /v1/subscribers/{id}/preferences` | replace a subscriber's opt-outs, quiet hours and fallback order |
+//! | `GET /v1/subscribers/{id}/preferences` | them; `404` when none were set |
 //!
 //! The same [`router`] runs on Lambda (`lambda_http`, `main.rs`) and locally
 //! (`remindctl local api`); `openapi.yaml` beside this crate documents it, and a test holds
@@ -16,6 +18,7 @@
 mod body;
 mod error;
 mod handlers;
+mod preferences;
 mod view;
 
 use std::sync::Arc;
@@ -73,6 +76,10 @@ where
                 .delete(cancel::<S, L, C>),
         )
         .route("/v1/subscribers/{id}/reminders", get(list::<S, L, C>))
+        .route(
+            "/v1/subscribers/{id}/preferences",
+            get(preferences::show::<S, L, C>).put(preferences::put::<S, L, C>),
+        )
         .fallback(handlers::no_route)
         .method_not_allowed_fallback(handlers::wrong_method)
         // The handlers measure the body themselves, so an oversized one gets the API's JSON

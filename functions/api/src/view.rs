@@ -72,6 +72,12 @@ async fn delivery<L: Ledger>(
             out["dead_at"] = time(at);
         }
         out["dead_reason"] = rec.dead_reason().map(|d| d.as_str()).into();
+        // A deferred delivery: when it may be tried again, and why it waits (a retry, a
+        // throttle, a held breaker, or the subscriber's quiet hours).
+        if rec.status() == Status::Deferred {
+            out["next_attempt_at"] = rec.next_eligible_at().map(time).into();
+            out["waiting_because"] = rec.last_error().into();
+        }
     }
     Ok(out)
 }

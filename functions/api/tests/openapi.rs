@@ -44,6 +44,7 @@ fn scenario(path: &str, method: &str, status: u16) -> Option<Scenario> {
     let (p, m) = (path.to_owned(), method.to_owned());
     let rem = "/v1/reminders/{id}";
     let list = "/v1/subscribers/{id}/reminders";
+    let prefs = "/v1/subscribers/{id}/preferences";
     let go = |h: Harness, method: &'static str, uri: String, b: Option<Value>| -> Scenario {
         Box::pin(async move { call(&h.router, method, &uri, b).await.0.as_u16() })
     };
@@ -181,8 +182,101 @@ fn scenario(path: &str, method: &str, status: u16) -> Option<Scenario> {
                 .0
                 .as_u16()
         }),
+        (p, "put", 200) if p == prefs => go(
+            Harness::new(),
+            "PUT",
+            "/v1/subscribers/u-1/preferences".into(),
+            Some(quiet()),
+        ),
+        (p, "put", 400) if p == prefs => {
+            let mut bad = quiet();
+            bad["quiet_hours"]["push"]["zone"] = json!("Mars/Olympus");
+            go(
+                Harness::new(),
+                "PUT",
+                "/v1/subscribers/u-1/preferences".into(),
+                Some(bad),
+            )
+        }
+        (p, "put", 413) if p == prefs => go(
+            Harness::new(),
+            "PUT",
+            "/v1/subscribers/u-1/preferences".into(),
+            Some(json!({"fallback": ["x".repeat(20_000)]})),
+        ),
+        (p, "put", 500) if p == prefs => go(
+            Harness::with_corrupt_index(),
+            "PUT",
+            "/v1/subscribers/u-1/preferences".into(),
+            Some(quiet()),
+        ),
+        (p, "put", 503) if p == prefs => Box::pin(async move {
+            let h = Harness::new();
+            h.store_faults().fail(
+                reminders::ports::reminders::OP_PUT_PREFERENCES,
+                FaultPoint::Before,
+                1,
+            );
+            call(
+                &h.router,
+                "PUT",
+                "/v1/subscribers/u-1/preferences",
+                Some(quiet()),
+            )
+            .await
+            .0
+            .as_u16()
+        }),
+        (p, "get", 200) if p == prefs => Box::pin(async move {
+            let h = Harness::new();
+            call(
+                &h.router,
+                "PUT",
+                "/v1/subscribers/u-1/preferences",
+                Some(quiet()),
+            )
+            .await;
+            call(&h.router, "GET", "/v1/subscribers/u-1/preferences", None)
+                .await
+                .0
+                .as_u16()
+        }),
+        (p, "get", 400) if p == prefs => go(
+            Harness::new(),
+            "GET",
+            "/v1/subscribers/u%201/preferences".into(),
+            None,
+        ),
+        (p, "get", 404) if p == prefs => go(
+            Harness::new(),
+            "GET",
+            "/v1/subscribers/u-1/preferences".into(),
+            None,
+        ),
+        (p, "get", 500) if p == prefs => go(
+            Harness::with_corrupt_index(),
+            "GET",
+            "/v1/subscribers/u-1/preferences".into(),
+            None,
+        ),
+        (p, "get", 503) if p == prefs => Box::pin(async move {
+            let h = Harness::new();
+            h.store_faults().fail(
+                reminders::ports::reminders::OP_PREFERENCES,
+                FaultPoint::Before,
+                1,
+            );
+            call(&h.router, "GET", "/v1/subscribers/u-1/preferences", None)
+                .await
+                .0
+                .as_u16()
+        }),
         _ => return None,
     })
+}
+
+fn quiet() -> Value {
+    json!({"opted_out": ["sms"], "quiet_hours": {"push": {"start": "22:00", "end": "07:00", "zone": "Europe/Paris"}}, "fallback": ["push", "email"]})
 }
 
 #[tokio::test]
@@ -202,7 +296,11 @@ async fn every_status_code_the_document_lists_is_answered() {
 #[test]
 fn the_document_lists_every_code_a_scenario_answers() {
     let documented = documented();
-    let paths = ["/v1/reminders/{id}", "/v1/subscribers/{id}/reminders"];
+    let paths = [
+        "/v1/reminders/{id}",
+        "/v1/subscribers/{id}/reminders",
+        "/v1/subscribers/{id}/preferences",
+    ];
     for path in paths {
         for method in ["get", "put", "delete"] {
             for status in [200, 201, 400, 404, 409, 413, 500, 503] {

@@ -166,7 +166,8 @@ fn corrupt(op: &'static str) -> PortError {
     }
 }
 
-/// The in-memory store, except that its subscriber index is unreadable: the list's `500`.
+/// The in-memory store, except that its subscriber index and preferences are unreadable
+/// (and preferences refused): the `500`s.
 pub struct CorruptIndex(pub Arc<MemoryReminderStore>);
 
 impl SubscriberIndex for CorruptIndex {
@@ -183,6 +184,22 @@ impl SubscriberIndex for CorruptIndex {
 impl ReminderStore for CorruptIndex {
     fn shards(&self) -> u32 {
         self.0.shards()
+    }
+    async fn preferences(
+        &self,
+        _s: &SubscriberId,
+    ) -> Result<Option<reminders::domain::Preferences>, PortError> {
+        Err(corrupt("reminders.preferences"))
+    }
+    async fn put_preferences(
+        &self,
+        _s: &SubscriberId,
+        _p: &reminders::domain::Preferences,
+    ) -> Result<(), PortError> {
+        Err(PortError::Refused {
+            op: "reminders.put_preferences",
+            message: "test: access denied".into(),
+        })
     }
     async fn insert(&self, r: &Reminder) -> Result<Inserted, PortError> {
         self.0.insert(r).await

@@ -1,0 +1,92 @@
+//! A subscriber's preferences (DESIGN §12): opt-outs, quiet hours in an IANA zone and a
+//! fallback order, held to the library's own rules (`Preferences`), replaced whole by a PUT.
+//! The consumer reads them after its claim, so a PUT answered before a delivery's claim is
+//! honoured by it.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+use reminders::clock::Clock;
+use reminders::domain::preferences::PreferencesWire;
+use reminders::domain::{Preferences, SubscriberId};
+use reminders::ports::ReminderStore;
+use serde_json::Value;
+
+use crate::error::ApiError;
+use crate::App;
+
+/// The largest preferences body: three channels' windows and orders are a few hundred bytes.
+const MAX_BODY: usize = 16 * 1024;
+const FIELDS: [&str; 3] = ["opted_out", "quiet_hours", "fallback"];
+
+fn subscriber(id: &str) -> Result<SubscriberId, ApiError> {
+    SubscriberId::parse(id).map_err(|e| ApiError::invalid("id", e.to_string()))
+}
+
+/// The body, validated: only the three fields, each as `Preferences` requires.
+fn decode(raw: &[u8]) -> Result<Preferences, ApiError> {
+    if raw.len() > MAX_BODY {
+        return Err(ApiError::too_large(
+            None,
+            format!("the body is over {MAX_BODY} bytes"),
+        ));
+    }
+    let value: Value = serde_json::from_slice(raw)
+        .map_err(|_| ApiError::invalid("body", "body: must be a JSON object"))?;
+    let Some(object) = value.as_object() else {
+        return Err(ApiError::invalid("body", "body: must be a JSON object"));
+    };
+    if object.keys().any(|k| !FIELDS.contains(&k.as_str())) {
+        return Err(ApiError::invalid(
+            "body",
+            "body: unknown field, expected opted_out, quiet_hours or fallback",
+        ));
+    }
+    let de = serde_path_to_error::deserialize::<_, PreferencesWire>(value);
+    let wire = de.map_err(|e| {
+        let path = e.path().to_string();
+        let message = reminders::domain::reminder::redact(&e.into_inner().to_string());
+        ApiError::invalid(path.clone(), format!("{path}: {message}"))
+    })?;
+    Preferences::try_from(wire).map_err(|e| {
+        let field = e.field();
+        ApiError::invalid(field.clone(), format!("{field}: {}", e.requirement()))
+    })
+}
+
+pub async fn put<S, L, C>(
+    State(app): State<Arc<App<S, L, C>>>,
+    Path(id): Path<String>,
+    raw: Result<Bytes, BytesRejection>,
+) -> Result<Json<Preferences>, ApiError>
+where
+    S: ReminderStore,
+    C: Clock,
+{
+    let subscriber = subscriber(&id)?;
+    let raw = raw.map_err(|e| match e.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::too_large(None, e.body_text()),
+        _ => ApiError::invalid("body", e.body_text()),
+    })?;
+    let prefs = decode(&raw)?;
+    app.store.put_preferences(&subscriber, &prefs).await?;
+    Ok(Json(prefs))
+}
+
+pub async fn show<S, L, C>(
+    State(app): State<Arc<App<S, L, C>>>,
+    Path(id): Path<String>,
+) -> Result<Json<Preferences>, ApiError>
+where
+    S: ReminderStore,
+{
+    let subscriber = subscriber(&id)?;
+    match app.store.preferences(&subscriber).await? {
+        Some(prefs) => Ok(Json(prefs)),
+        None => Err(ApiError::not_found("preferences for this subscriber")),
+    }
+}
