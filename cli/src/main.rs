@@ -4,7 +4,8 @@
 //!
 //! One module per command group, each owning its arguments (and their help), its output and
 //! its `run`: `demo`, `plan`, `chaos`, `key`, `config`, `local`, and the operator commands
-//! against AWS in `ops` (`remind`, `dlq`, `redrive`). This file only parses and dispatches.
+//! against AWS in `ops` (`remind`, `subscriber`, `dlq`, `redrive`). This file only parses and
+//! dispatches.
 
 mod chaos;
 mod config;
@@ -26,9 +27,9 @@ use clap::{Parser, Subcommand};
     about = "Reminder delivery on AWS: operator CLI"
 )]
 struct Cli {
-    /// Configure the commands that act on a stack (remind, dlq, redrive, config) from this
-    /// deployed stack's outputs (CloudFormation), instead of exporting the table and queue
-    /// variables; a variable already set to another value is refused.
+    /// Configure the commands that act on a stack (remind, subscriber, dlq, redrive, config)
+    /// from this deployed stack's outputs (CloudFormation), instead of exporting the table and
+    /// queue variables; a variable already set to another value is refused.
     #[arg(long, global = true, env = "REMINDERS_STACK", value_name = "NAME")]
     stack: Option<String>,
     #[command(subcommand)]
@@ -48,6 +49,8 @@ enum Command {
     Local(local::LocalCommand),
     #[command(subcommand)]
     Remind(ops::remind::RemindCommand),
+    #[command(subcommand)]
+    Subscriber(ops::subscriber::SubscriberCommand),
     #[command(subcommand)]
     Dlq(ops::dlq::DlqCommand),
     Redrive(ops::redrive::RedriveArgs),
@@ -70,6 +73,7 @@ fn run(command: Command) -> Result<(), String> {
         Command::Config(args) => config::run(args),
         Command::Local(cmd) => block_on(local::run(cmd)),
         Command::Remind(cmd) => block_on(ops::remind::run(cmd)),
+        Command::Subscriber(cmd) => block_on(ops::subscriber::run(cmd)),
         Command::Dlq(cmd) => block_on(ops::dlq::run(cmd)),
         Command::Redrive(args) => block_on(ops::redrive::run(args)),
     }
@@ -106,7 +110,11 @@ fn main() -> ExitCode {
     // the commands that act on a stack (the offline ones and `local` never ask AWS for one).
     let on_a_stack = matches!(
         cli.command,
-        Command::Remind(_) | Command::Dlq(_) | Command::Redrive(_) | Command::Config(_)
+        Command::Remind(_)
+            | Command::Subscriber(_)
+            | Command::Dlq(_)
+            | Command::Redrive(_)
+            | Command::Config(_)
     );
     let configured = match cli.stack.as_deref().filter(|n| !n.is_empty() && on_a_stack) {
         Some(name) => stack::configure(name),

@@ -7,10 +7,12 @@ use std::time::Duration;
 use reminders::aws::dynamo::DynamoReminderStore;
 use reminders::clock::Timestamp;
 use reminders::domain::{
-    Channel, Content, NewReminder, Recipient, Reminder, ReminderId, ReminderStatus, SubscriberId,
+    Channel, Content, NewReminder, Preferences, Recipient, Reminder, ReminderId, ReminderStatus,
+    SubscriberId,
 };
 use reminders::ports::{
-    DueCursor, DueEntry, DueQuery, Inserted, Marked, MemoryReminderStore, ReminderStore,
+    DueCursor, DueEntry, DueQuery, Inserted, Listed, Marked, MemoryReminderStore, PortError,
+    ReminderStore, SubscriberIndex,
 };
 
 use crate::common;
@@ -106,7 +108,7 @@ async fn all_due_skipping<S: ReminderStore>(
     all
 }
 
-async fn suite<S: ReminderStore>(store: &S) {
+async fn suite<S: ReminderStore + SubscriberIndex>(store: &S) {
     // The scheduler reads at least every shard the store writes (DynamoDB: all 64 virtual
     // shards, whatever DUE_SHARDS wrote an item).
     assert!(store.shards() >= SHARDS);
@@ -245,7 +247,69 @@ async fn suite<S: ReminderStore>(store: &S) {
     );
     skip_and_quarantine(store, until, expected).await;
     extend_freshness(store).await;
+    preferences(store, until).await;
 }
+
+fn prefs(json: &str) -> Preferences {
+    serde_json::from_str(json).unwrap()
+}
+
+/// Preferences: none until put, read back equal, a second put replaces the whole; the item
+/// sits in neither index (no due entry, no sweep entry, no subscriber summary).
+async fn preferences<S: ReminderStore + SubscriberIndex>(store: &S, until: Timestamp) {
+    let sub = SubscriberId::parse("sub-prefs").unwrap();
+    assert_eq!(store.preferences(&sub).await.unwrap(), None);
+    let first = prefs(
+        r#"{"opted_out": ["sms"], "quiet_hours": {"push": {"start": "22:00", "end": "07:00",
+        "zone": "Europe/Paris"}}, "fallback": ["push", "email"]}"#,
+    );
+    store.put_preferences(&sub, &first).await.unwrap();
+    assert_eq!(store.preferences(&sub).await.unwrap(), Some(first));
+    let second = prefs(r#"{"opted_out": ["email"]}"#);
+    store.put_preferences(&sub, &second).await.unwrap();
+    assert_eq!(
+        store.preferences(&sub).await.unwrap(),
+        Some(second),
+        "a put replaces the whole preferences, it does not merge"
+    );
+    let other = SubscriberId::parse("sub-1").unwrap();
+    assert_eq!(store.preferences(&other).await.unwrap(), None);
+    store.put_preferences(&other, &prefs("{}")).await.unwrap();
+
+    // In neither index: the subscriber lists only its reminder, and neither a due query over
+    // every shard nor a sweep of the index finds a `prefs#` item.
+    let r = reminder_of("p-01", "sub-prefs", 10);
+    store.insert(&r).await.unwrap();
+    let page = store.by_subscriber(&sub, None, 100).await.unwrap();
+    let listed: Vec<String> = page
+        .items
+        .iter()
+        .map(|l| match l {
+            Listed::Summary(s) => s.reminder_id.to_string(),
+            Listed::Unreadable { reminder_id, .. } => format!("unreadable {reminder_id}"),
+        })
+        .collect();
+    assert_eq!(listed, ["p-01"]);
+    assert_eq!(page.next, None);
+    let due = all_due(store, until).await;
+    assert!(due.contains("p-01"), "{due:?}");
+    assert!(!due.iter().any(|id| id.contains('#')), "{due:?}");
+    let mut swept = Vec::new();
+    let mut after = None;
+    loop {
+        let page = store.sweep_index(after.as_ref(), 100).await.unwrap();
+        swept.extend(page.items.into_iter().map(|i| i.key));
+        match page.next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    assert!(swept.iter().any(|k| k == "p-01"), "{swept:?}");
+    assert!(!swept.iter().any(|k| k.contains('#')), "{swept:?}");
+}
+
+// The memory store keeps preferences as the validated type, so a malformed one cannot be
+// stored there: the Corrupt answer is the DynamoDB adapter's alone (`unreadable_preferences`).
 
 /// Freshness moves by two attributes, conditional on the version; nothing else changes.
 async fn extend_freshness<S: ReminderStore>(store: &S) {
@@ -321,5 +385,52 @@ async fn memory_store_meets_the_contract() {
 async fn dynamodb_store_meets_the_contract() {
     let client = common::dynamo().await;
     let table = common::reminders_table(&client).await;
-    suite(&DynamoReminderStore::new(client, table, SHARDS)).await;
+    suite(&DynamoReminderStore::new(
+        client.clone(),
+        table.clone(),
+        SHARDS,
+    ))
+    .await;
+    unreadable_preferences(client, table).await;
+}
+
+/// A preferences item another writer stored badly fails the read as Corrupt, naming the
+/// attribute: sending against an opt-out that cannot be read is worse than retrying.
+async fn unreadable_preferences(client: aws_sdk_dynamodb::Client, table: String) {
+    use aws_sdk_dynamodb::types::AttributeValue as Av;
+    use reminders::aws::dynamo::reminders::preferences_key;
+    let store = DynamoReminderStore::new(client.clone(), table.clone(), SHARDS);
+    let map =
+        |pairs: Vec<(&str, Av)>| Av::M(pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect());
+    let window = map(vec![
+        ("start", Av::S("22:00".into())),
+        ("end", Av::S("07:00".into())),
+        ("zone", Av::S("Mars/Olympus_Mons".into())),
+    ]);
+    let bad_zone = map(vec![("quiet_hours", map(vec![("push", window)]))]);
+    let bad_channel = map(vec![("opted_out", Av::L(vec![Av::S("pigeon".into())]))]);
+    for (sub, value) in [
+        ("bad-zone", Some(bad_zone)),
+        ("bad-channel", Some(bad_channel)),
+        ("bad-type", Some(Av::S("opted out of sms".into()))),
+        ("bad-missing", None),
+    ] {
+        let sub = SubscriberId::parse(sub).unwrap();
+        let mut put = client
+            .put_item()
+            .table_name(&table)
+            .item("reminder_id", Av::S(preferences_key(&sub)))
+            .item("kind", Av::S("preferences".into()))
+            .item("subscriber", Av::S(sub.as_str().into()));
+        if let Some(v) = value {
+            put = put.item("preferences", v);
+        }
+        put.send().await.expect("raw put");
+        match store.preferences(&sub).await {
+            Err(PortError::Corrupt { message, .. }) => {
+                assert!(message.starts_with("preferences"), "{sub}: {message}");
+            }
+            other => panic!("{sub}: expected Corrupt, got {other:?}"),
+        }
+    }
 }

@@ -1,12 +1,13 @@
 //! Operator commands against AWS or an emulator, with the functions' configuration:
-//! `remind create | cancel | show | quarantined` (`remind`, `show`), `dlq summary | show`
-//! (`dlq`) and `redrive` (`redrive`). What they share lives here: the ports, the first-line
-//! errors, the flag parsers and who the operator is.
+//! `remind create | cancel | show | quarantined` (`remind`, `show`), `subscriber set | show`
+//! (`subscriber`), `dlq summary | show` (`dlq`) and `redrive` (`redrive`). What they share
+//! lives here: the ports, the first-line errors, the flag parsers and who the operator is.
 
 pub mod dlq;
 pub mod redrive;
 pub mod remind;
 mod show;
+pub mod subscriber;
 mod words;
 
 use reminders::aws::{Adapters, Settings};

@@ -119,10 +119,11 @@ fn reminder_json(r: &Reminder, deliveries: &[Delivery]) -> Value {
 }
 
 fn ledger_json(rec: &DeliveryRecord) -> Value {
+    let quiet = quiet_hold_entry(rec);
     let history: Vec<Value> = rec
         .history()
         .into_iter()
-        .map(|(n, h)| history_json(n, h))
+        .map(|(n, h)| history_json(n, h, Some(n) == quiet))
         .collect();
     json!({
         "status": rec.status().as_str(),
@@ -130,12 +131,18 @@ fn ledger_json(rec: &DeliveryRecord) -> Value {
         "throttles": rec.throttle_count(),
         "dead_reason": rec.dead_reason().map(|d| d.as_str()),
         "last_error": current_error(rec),
+        "held_until": words::quiet_hours_until(rec),
+        "why": words::why(rec),
         "history": history,
     })
 }
 
 /// The ledger's own codes (`detail`) for scripts, and the operator's words (`meaning`).
-fn history_json(n: u64, h: &HistoryEntry) -> Value {
+fn history_json(n: u64, h: &HistoryEntry, quiet_hold: bool) -> Value {
+    let meaning = match quiet_hold {
+        true => Some(words::QUIET_HOLD),
+        false => h.detail.as_deref().map(words::detail),
+    };
     json!({
         "n": n,
         "at": h.at.to_rfc3339(),
@@ -143,7 +150,7 @@ fn history_json(n: u64, h: &HistoryEntry) -> Value {
         "from": h.from.as_str(),
         "to": h.to.as_str(),
         "detail": h.detail,
-        "meaning": h.detail.as_deref().map(words::detail),
+        "meaning": meaning,
         "redrive": h.redrive.as_ref().map(|a| json!({
             "batch_id": a.batch_id, "operator": a.operator, "note": a.note,
         })),
@@ -194,9 +201,27 @@ fn print_ledger(rec: &DeliveryRecord) {
             .map(|e| format!(" · last error {e}"))
             .unwrap_or_default(),
     );
-    for (n, h) in rec.history() {
-        println!("  #{n:<3} {} {}", h.at.to_rfc3339(), words::history(h));
+    if let Some(why) = words::why(rec) {
+        println!("  why        {why}");
     }
+    let quiet = quiet_hold_entry(rec);
+    for (n, h) in rec.history() {
+        let line = match Some(n) == quiet {
+            true => words::quiet_hold(h),
+            false => words::history(h),
+        };
+        println!("  #{n:<3} {} {line}", h.at.to_rfc3339());
+    }
+}
+
+/// The history entry of a hold for quiet hours. The ledger records every hold as
+/// `held_by_breaker`; while the delivery is still held with the quiet-hours error, its last
+/// entry is that hold (a hold is the last write until the next claim). Earlier holds cannot be
+/// told apart from the breaker's.
+fn quiet_hold_entry(rec: &DeliveryRecord) -> Option<u64> {
+    words::quiet_hours_until(rec)?;
+    let (n, last) = rec.history().into_iter().last()?;
+    (last.detail.as_deref() == Some("held_by_breaker")).then_some(n)
 }
 
 /// The last error while it describes the delivery's state: an error from before a delivery

@@ -3,7 +3,11 @@
 //! the wording is tested here and the commands only print it.
 
 use reminders::delivery::state::{DeliveryRecord, HistoryEntry, RedriveAudit, Status};
-use reminders::domain::ReminderStatus;
+use reminders::domain::{DeadReason, ReminderStatus};
+
+/// The consumer's `last_error` for a delivery it holds for the recipient's quiet hours
+/// (`quiet hours until <RFC 3339>`).
+const QUIET_HOURS_UNTIL: &str = "quiet hours until ";
 
 /// What a delivery with no ledger item means, by the reminder's status.
 pub fn never_claimed(status: ReminderStatus) -> &'static str {
@@ -26,9 +30,51 @@ fn delivery_state(status: ReminderStatus, rec: Option<&DeliveryRecord>) -> Strin
         None => "unclaimed".to_owned(),
         Some(rec) => match rec.dead_reason().filter(|_| rec.status() == Status::Dead) {
             Some(reason) => format!("dead ({reason})"),
-            None => rec.status().as_str().to_owned(),
+            None => match quiet_hours_until(rec) {
+                Some(until) => format!("held for quiet hours until {until}"),
+                None => rec.status().as_str().to_owned(),
+            },
         },
     }
+}
+
+/// Why a dead delivery ended, in operator words, for the reasons whose code alone does not
+/// say that nothing failed: the recipient's own rules (nothing to fix or redrive).
+pub fn dead_reason(reason: DeadReason) -> Option<&'static str> {
+    match reason {
+        DeadReason::OptedOut => Some("the subscriber opted out of this channel"),
+        DeadReason::Suppressed => {
+            Some("the address is suppressed: a provider declared it dead earlier")
+        }
+        DeadReason::ExpiredQuietHours => Some(
+            "due inside the subscriber's quiet hours for this channel, and stale before they end",
+        ),
+        _ => None,
+    }
+}
+
+/// When a deferred delivery is held for the recipient's quiet hours, the time they end (as
+/// the consumer wrote it); `None` for any other state or deferral.
+pub fn quiet_hours_until(rec: &DeliveryRecord) -> Option<&str> {
+    if rec.status() != Status::Deferred {
+        return None;
+    }
+    rec.last_error()?.strip_prefix(QUIET_HOURS_UNTIL)
+}
+
+/// Why the delivery is where it is, when its code needs words: a recipient's-choice death, or
+/// a hold for quiet hours.
+pub fn why(rec: &DeliveryRecord) -> Option<String> {
+    if let Some(until) = quiet_hours_until(rec) {
+        return Some(format!(
+            "held for the subscriber's quiet hours until {until}; sent then if still fresh, \
+             nothing spent"
+        ));
+    }
+    rec.dead_reason()
+        .filter(|_| rec.status() == Status::Dead)
+        .and_then(dead_reason)
+        .map(str::to_owned)
 }
 
 /// What the deliveries say, beside the reminder's own status: `enqueued` only means the
@@ -69,6 +115,14 @@ pub fn detail(detail: &str) -> &str {
         "held_by_breaker" => "held back by the provider's circuit breaker",
         other => other,
     }
+}
+
+/// A hold for the recipient's quiet hours, which the ledger records as a breaker hold.
+pub const QUIET_HOLD: &str = "held for the subscriber's quiet hours";
+
+/// The history line of a hold for quiet hours: `sending → deferred (held for …)`.
+pub fn quiet_hold(h: &HistoryEntry) -> String {
+    format!("{} → {} ({QUIET_HOLD})", h.from.as_str(), h.to.as_str())
 }
 
 /// `[redrive rd-… by ana: provider fixed]`, or without a note `[redrive rd-… by ana]`.
@@ -129,6 +183,100 @@ mod tests {
         assert_eq!(audit(&a("")), "[redrive rd-1 by ana]");
         assert_eq!(audit(&a("  ")), "[redrive rd-1 by ana]");
         assert_eq!(audit(&a("fixed")), "[redrive rd-1 by ana: fixed]");
+    }
+
+    /// A ledger item as the store holds it, in `status`, with these optional attributes.
+    fn record(status: &str, extra: serde_json::Value) -> DeliveryRecord {
+        use reminders::domain::{Channel, DeliveryKey, ReminderId, SubscriberId};
+        let key = DeliveryKey::derive(
+            &ReminderId::parse("r-1").unwrap(),
+            &SubscriberId::parse("u-1").unwrap(),
+            Channel::Push,
+        );
+        let mut item = serde_json::json!({
+            "delivery_key": key, "status": status, "seq": 2, "attempt_count": 0,
+            "throttle_count": 0, "payload_version": 1, "first_seen_at": 0, "updated_at": 0,
+            "history": {}, "expires_at": 0,
+        });
+        item.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        serde_json::from_value(item).unwrap()
+    }
+
+    #[test]
+    fn the_recipients_rules_get_operator_words() {
+        let words = [
+            (
+                DeadReason::OptedOut,
+                "the subscriber opted out of this channel",
+            ),
+            (
+                DeadReason::Suppressed,
+                "the address is suppressed: a provider declared it dead earlier",
+            ),
+            (
+                DeadReason::ExpiredQuietHours,
+                "due inside the subscriber's quiet hours for this channel, and stale before \
+                 they end",
+            ),
+        ];
+        for (reason, said) in words {
+            assert_eq!(dead_reason(reason), Some(said), "{reason}");
+            let rec = record("dead", serde_json::json!({ "dead_reason": reason }));
+            assert_eq!(why(&rec).as_deref(), Some(said));
+            let e = ReminderStatus::Enqueued;
+            assert_eq!(
+                deliveries_say(e, &[Some(&rec)]),
+                format!("1 delivery: dead ({reason})")
+            );
+        }
+        // A failure's own code says what happened; its evidence is elsewhere.
+        assert_eq!(dead_reason(DeadReason::Rejected), None);
+        let rejected = record("dead", serde_json::json!({ "dead_reason": "rejected" }));
+        assert_eq!(why(&rejected), None);
+    }
+
+    #[test]
+    fn a_delivery_held_for_quiet_hours_says_until_when() {
+        let until = "2026-06-11T05:00:00Z";
+        let held = record(
+            "deferred",
+            serde_json::json!({ "last_error": format!("quiet hours until {until}") }),
+        );
+        assert_eq!(quiet_hours_until(&held), Some(until));
+        assert_eq!(
+            deliveries_say(ReminderStatus::Enqueued, &[Some(&held)]),
+            format!("1 delivery: held for quiet hours until {until}")
+        );
+        assert_eq!(
+            why(&held).as_deref(),
+            Some(
+                "held for the subscriber's quiet hours until 2026-06-11T05:00:00Z; sent then \
+                 if still fresh, nothing spent"
+            )
+        );
+        // Another deferral, or a record no longer deferred, is not a quiet-hours hold.
+        let throttled = record(
+            "deferred",
+            serde_json::json!({ "last_error": "429 slow down" }),
+        );
+        assert_eq!(quiet_hours_until(&throttled), None);
+        assert_eq!(why(&throttled), None);
+        assert_eq!(
+            deliveries_say(ReminderStatus::Enqueued, &[Some(&throttled)]),
+            "1 delivery: deferred"
+        );
+        let sent = record(
+            "sending",
+            serde_json::json!({ "last_error": format!("quiet hours until {until}") }),
+        );
+        assert_eq!(quiet_hours_until(&sent), None);
+        let hold = entry(Status::Sending, Status::Deferred, Some("held_by_breaker"));
+        assert_eq!(
+            quiet_hold(&hold),
+            "sending → deferred (held for the subscriber's quiet hours)"
+        );
     }
 
     #[test]

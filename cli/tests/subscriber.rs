@@ -1,0 +1,228 @@
+//! `remindctl subscriber set | show` against the emulator, as an operator types them: tables
+//! from `local up`, preferences set by flags and shown (text and a `--json` that `set --json`
+//! takes back), bad values refused in one line naming the field; then the consumer applies
+//! them under `local run`, and `remind show` tells why (opted out, held for quiet hours).
+
+use std::collections::BTreeMap;
+use std::process::{Command, Output};
+
+fn remindctl(args: &[&str], env: &BTreeMap<String, String>) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_remindctl"))
+        .args(args)
+        .envs(env)
+        .output()
+        .expect("remindctl runs")
+}
+
+fn ok(args: &[&str], env: &BTreeMap<String, String>) -> String {
+    let out = remindctl(args, env);
+    assert!(
+        out.status.success(),
+        "{args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A refused command: its exit code and its one line of error.
+fn refused(args: &[&str], env: &BTreeMap<String, String>) -> (i32, String) {
+    let out = remindctl(args, env);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+    (out.status.code().unwrap(), stderr.trim_end().to_owned())
+}
+
+fn local_up(prefix: &str) -> BTreeMap<String, String> {
+    std::env::var("AWS_ENDPOINT_URL")
+        .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");
+    let mut env = BTreeMap::new();
+    let up = ok(&["local", "up", "--prefix", prefix], &env);
+    for line in up.lines().filter_map(|l| l.strip_prefix("export ")) {
+        let (k, v) = line.split_once('=').unwrap();
+        env.insert(k.to_owned(), v.to_owned());
+    }
+    assert!(env.contains_key("REMINDERS_TABLE"), "{up}");
+    env
+}
+
+/// `HH:MM` in UTC, `minutes` from now (wrapping at midnight).
+fn utc_clock(minutes: i64) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let m = (now / 60 + minutes).rem_euclid(24 * 60);
+    format!("{:02}:{:02}", m / 60, m % 60)
+}
+
+#[test]
+fn subscriber_preferences_are_set_shown_and_explained() {
+    let env = local_up(&format!("subs-{}", std::process::id()));
+
+    let none = ok(&["subscriber", "show", "--id", "u-1"], &env);
+    assert!(none.contains("no preferences"), "{none}");
+    assert_eq!(
+        ok(&["subscriber", "show", "--id", "u-1", "--json"], &env),
+        "null\n"
+    );
+
+    let set = ok(
+        &[
+            "subscriber",
+            "set",
+            "--id",
+            "u-1",
+            "--opt-out",
+            "sms",
+            "--quiet",
+            "push=22:00-07:00@Europe/Paris",
+            "--fallback",
+            "push,email",
+        ],
+        &env,
+    );
+    assert!(set.starts_with("preferences set\n"), "{set}");
+    let shown = ok(&["subscriber", "show", "--id", "u-1"], &env);
+    assert!(shown.contains("opted out    sms"), "{shown}");
+    assert!(
+        shown.contains("quiet hours  push   22:00–07:00 Europe/Paris · ")
+            && (shown.contains("quiet now, until") || shown.contains("not quiet now")),
+        "{shown}"
+    );
+    assert!(shown.contains("fallback     push → email"), "{shown}");
+
+    // `show --json` is the stored shape, and `set --json` takes it back unchanged.
+    let json = ok(&["subscriber", "show", "--id", "u-1", "--json"], &env);
+    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        value,
+        serde_json::json!({
+            "opted_out": ["sms"],
+            "quiet_hours": {"push": {"start": "22:00", "end": "07:00", "zone": "Europe/Paris"}},
+            "fallback": ["push", "email"],
+        })
+    );
+    ok(
+        &["subscriber", "set", "--id", "u-2", "--json", json.trim()],
+        &env,
+    );
+    assert_eq!(
+        ok(&["subscriber", "show", "--id", "u-2", "--json"], &env),
+        json
+    );
+
+    // Refused before anything is written, in one line naming the flag and the field.
+    let (code, e) = refused(
+        &[
+            "subscriber",
+            "set",
+            "--id",
+            "u-1",
+            "--quiet",
+            "push=22:00-07:00@Mars/Base",
+        ],
+        &env,
+    );
+    assert_eq!(code, 1);
+    assert_eq!(
+        e,
+        "remindctl: --quiet: quiet_hours.push.zone: unknown IANA time zone"
+    );
+    let (code, e) = refused(
+        &["subscriber", "set", "--id", "u-1", "--opt-out", "pigeon"],
+        &env,
+    );
+    assert_eq!(code, 1);
+    assert_eq!(
+        e,
+        "remindctl: --opt-out: opted_out[0]: unknown channel (expected push, email or sms)"
+    );
+    let (code, e) = refused(
+        &[
+            "subscriber",
+            "set",
+            "--id",
+            "u-1",
+            "--json",
+            "{}",
+            "--opt-out",
+            "sms",
+        ],
+        &env,
+    );
+    assert_eq!(code, 2, "a usage error, as clap's are: {e}");
+    assert_eq!(
+        ok(&["subscriber", "show", "--id", "u-1", "--json"], &env),
+        json
+    );
+
+    explained_by_remind_show(&env);
+}
+
+/// The consumer applies them: push opted out ends dead `opted_out`; email inside a quiet
+/// window that holds now (from an hour ago to two hours on, UTC) is held until it ends.
+fn explained_by_remind_show(env: &BTreeMap<String, String>) {
+    let window = format!("email={}-{}@UTC", utc_clock(-60), utc_clock(120));
+    ok(
+        &[
+            "subscriber",
+            "set",
+            "--id",
+            "u-3",
+            "--opt-out",
+            "push",
+            "--quiet",
+            &window,
+        ],
+        env,
+    );
+    for (id, flag, to) in [
+        ("q-push", "--push", "token-1"),
+        ("q-mail", "--email", "a@example.com"),
+    ] {
+        ok(
+            &[
+                "remind",
+                "create",
+                "--id",
+                id,
+                "--subscriber",
+                "u-3",
+                "--body",
+                "hi",
+                "--fresh-secs",
+                "86400",
+                flag,
+                to,
+            ],
+            env,
+        );
+    }
+    let mut run_env = env.clone();
+    for p in ["PUSH_PROVIDER", "EMAIL_PROVIDER", "SMS_PROVIDER"] {
+        run_env.insert(p.into(), "none".into());
+    }
+    ok(
+        &["local", "run", "--schedule-period", "1", "--for", "8"],
+        &run_env,
+    );
+
+    let push = ok(&["remind", "show", "--id", "q-push"], env);
+    assert!(
+        push.contains("1 delivery: dead (opted_out)")
+            && push.contains("why        the subscriber opted out of this channel"),
+        "{push}"
+    );
+    let mail = ok(&["remind", "show", "--id", "q-mail"], env);
+    assert!(
+        mail.contains("1 delivery: held for quiet hours until ")
+            && mail.contains("why        held for the subscriber's quiet hours until ")
+            && mail.contains("sending → deferred (held for the subscriber's quiet hours)"),
+        "{mail}"
+    );
+    let json = ok(&["remind", "show", "--id", "q-mail", "--json"], env);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let ledger = &v["deliveries"][0]["ledger"];
+    assert_eq!(ledger["status"], "deferred", "{json}");
+    assert!(ledger["held_until"].is_string(), "{json}");
+}
