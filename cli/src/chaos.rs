@@ -7,8 +7,9 @@ use reminders::chaos::{self, Plant};
 ///
 /// Each world runs the real scheduler, consumer and redrive on in-memory ports, with faults
 /// at every port call, crashes, duplicate deliveries, concurrent workers, redrives, cancels
-/// and edits; then every delivery is judged (never sent twice, none lost, nothing stale,
-/// early or after a cancel, budgets kept, one DLQ copy per death). Exits non-zero, naming
+/// and edits, and subscribers who opt out or set quiet hours mid-run; then every delivery is
+/// judged (never sent twice, none lost, nothing stale, early, after a cancel, to an
+/// opted-out channel or inside quiet hours, budgets kept, one DLQ copy per death). Exits non-zero, naming
 /// the seed to replay, if any world breaks one.
 ///
 /// Example: remindctl chaos --seeds 300 --json
@@ -30,7 +31,8 @@ pub struct ChaosArgs {
     /// unjustified_endings, late-freshness → stale_sends, lost-cancel →
     /// sends_after_cancel, double-dead-letters → extra_dlq_copies, forget-attempts →
     /// budget_exceeded, early-freshness → unjustified_endings, strip-dead-letter-reason →
-    /// dead_without_copy.
+    /// dead_without_copy, ignore-opt-outs → sent_while_opted_out, ignore-quiet-hours →
+    /// sent_in_quiet_hours.
     #[arg(long)]
     plant: Option<String>,
 }
@@ -100,5 +102,14 @@ fn print_human(t: &chaos::Tally) {
     println!(
         "dead without DLQ copy {}  extra DLQ copies {}  budget exceeded {}  (flagged ambiguous {})",
         t.dead_without_copy, t.extra_dlq_copies, t.budget_exceeded, t.flagged_ambiguous
+    );
+    println!(
+        "sent while opted out {}  sent in quiet hours {}  ({} preference changes, {} quiet holds, dead opted_out {}, expired_quiet_hours {})",
+        t.sent_while_opted_out,
+        t.sent_in_quiet_hours,
+        t.preference_changes,
+        t.quiet_holds,
+        t.opted_out,
+        t.expired_quiet_hours
     );
 }

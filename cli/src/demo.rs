@@ -65,6 +65,11 @@ pub struct DemoArgs {
     profile: Option<PathBuf>,
     #[command(flatten)]
     overrides: ProfileOverrides,
+    /// Subscribers with recipient rules: one in ten opted out of SMS, one in five with push
+    /// quiet hours (17:25-17:40 New York, crossed by the run: held, then sent), one in five
+    /// with email quiet hours (22:00-07:00 London: expired_quiet_hours).
+    #[arg(long)]
+    recipient_rules: bool,
 }
 
 // Flags that override the profile (file or defaults). A plain comment: a doc comment here
@@ -185,6 +190,7 @@ pub async fn run(args: DemoArgs) -> Result<(), String> {
         profile,
         scheduler_parallelism: args.scheduler.resolve().0,
         max_per_run: args.scheduler.resolve().1,
+        recipient_rules: args.recipient_rules,
         ..SimConfig::default()
     };
     let bar = progress_bar(u64::from(args.reminders), false);

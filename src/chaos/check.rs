@@ -2,12 +2,12 @@
 
 use std::collections::BTreeMap;
 
-use super::journal::KeyFacts;
+use super::journal::{KeyFacts, PrefsWrite};
 use super::world::World;
 use super::{SeedReport, Tally};
 use crate::clock::Timestamp;
 use crate::delivery::state::{DeliveryRecord, Status};
-use crate::domain::{DeadReason, DeliveryKey, DeliveryMessage, Reminder, ReminderStatus};
+use crate::domain::{Channel, DeadReason, DeliveryKey, DeliveryMessage, Reminder, ReminderStatus};
 use crate::ports::ReminderStore;
 
 /// Which tally field a broken promise goes to.
@@ -19,6 +19,9 @@ struct Verdict<'a> {
     rec: Option<&'a DeliveryRecord>,
     copies: &'a [Copy],
     facts: &'a KeyFacts,
+    channel: Channel,
+    /// The subscriber's preference writes, oldest first.
+    prefs: &'a [PrefsWrite],
     idempotent: bool,
     /// The operator asked to cancel this reminder at some point.
     cancel_requested: bool,
@@ -38,12 +41,14 @@ pub(super) async fn judge(world: &World, seed: u64) -> SeedReport {
         .collect();
     let copies = dlq_copies(world);
     let facts = world.journal.facts();
+    let prefs = world.journal.preference_writes();
     let cancels = crate::ports::faults::lock(&world.cancel_requests).clone();
     let mut report = SeedReport {
         seed,
         tally: Tally {
             seeds: 1,
             faults_injected: world.dice.injected(),
+            preference_changes: prefs.values().map(|w| w.len() as u64).sum(),
             ..Tally::default()
         },
         findings: Vec::new(),
@@ -73,6 +78,8 @@ pub(super) async fn judge(world: &World, seed: u64) -> SeedReport {
                 rec,
                 copies,
                 facts: f,
+                channel,
+                prefs: prefs.get(&r.subscriber_id).map_or(&[][..], Vec::as_slice),
                 idempotent,
                 cancel_requested: cancels.contains(&r.reminder_id),
                 max_attempts: world.consumer_cfg.policy.max_attempts,
@@ -140,6 +147,11 @@ impl Verdict<'_> {
             }
             Some(Status::Dead) => {
                 t.dead += 1;
+                match self.rec.and_then(DeliveryRecord::dead_reason) {
+                    Some(DeadReason::OptedOut) => t.opted_out += 1,
+                    Some(DeadReason::ExpiredQuietHours) => t.expired_quiet_hours += 1,
+                    _ => {}
+                }
                 true
             }
             None if reminder_status == ReminderStatus::Cancelled => {
@@ -198,6 +210,31 @@ impl Verdict<'_> {
             let what = format!("{why}: {}", self.what);
             report.broken(|t| &mut t.unjustified_endings, what);
         }
+        if let Some(why) = self.unchosen() {
+            let what = format!("{why}: {}", self.what);
+            report.broken(|t| &mut t.unjustified_endings, what);
+        }
+    }
+
+    /// A recipient's-choice death the subscriber never chose: `opted_out` with no opt-out of
+    /// the channel ever written, `expired_quiet_hours` with no quiet hours on it.
+    fn unchosen(&self) -> Option<&'static str> {
+        let reason = self
+            .rec
+            .filter(|r| r.status() == Status::Dead)
+            .and_then(DeliveryRecord::dead_reason)?;
+        let ever = |f: &dyn Fn(&PrefsWrite) -> bool| self.prefs.iter().any(f);
+        match reason {
+            DeadReason::OptedOut if !ever(&|w| w.prefs.opted_out.contains(&self.channel)) => {
+                Some("opted_out with no opt-out of the channel")
+            }
+            DeadReason::ExpiredQuietHours
+                if !ever(&|w| w.prefs.quiet_hours.contains_key(&self.channel)) =>
+            {
+                Some("expired_quiet_hours with no quiet hours on the channel")
+            }
+            _ => None,
+        }
     }
 
     /// One DLQ copy of the current death; a second only if a second claim to copy was made.
@@ -212,7 +249,13 @@ impl Verdict<'_> {
         let t = &mut report.tally;
         t.stale_copies += c.stale;
         t.duplicate_copies += c.of_current.min(allowed).saturating_sub(1);
-        if self.status() == Some(Status::Dead) && c.of_current == 0 && current.is_some() {
+        // A recipient's choice is on the ledger, never copied to the DLQ.
+        let choice = self
+            .rec
+            .and_then(DeliveryRecord::dead_reason)
+            .is_some_and(DeadReason::is_recipients_choice);
+        if self.status() == Some(Status::Dead) && c.of_current == 0 && current.is_some() && !choice
+        {
             report.broken(|t| &mut t.dead_without_copy, self.what.clone());
         }
         let extra = c.unknown + c.of_current.saturating_sub(allowed);
@@ -237,7 +280,8 @@ impl Verdict<'_> {
         if dead_ambiguous || (twice && !beyond_consent) {
             report.tally.flagged_ambiguous += 1;
         }
-        let checks: [(u32, &str, Counter); 3] = [
+        report.tally.quiet_holds += u64::from(f.quiet_holds);
+        let checks: [(u32, &str, Counter); 5] = [
             (f.stale_sends, "sent after fresh_until", |t| {
                 &mut t.stale_sends
             }),
@@ -247,6 +291,16 @@ impl Verdict<'_> {
             (f.sends_after_cancel, "sent after its cancel", |t| {
                 &mut t.sends_after_cancel
             }),
+            (
+                f.sent_while_opted_out,
+                "sent to a channel opted out of before the claim",
+                |t| &mut t.sent_while_opted_out,
+            ),
+            (
+                f.sent_in_quiet_hours,
+                "sent inside the quiet hours in force at the claim",
+                |t| &mut t.sent_in_quiet_hours,
+            ),
         ];
         for (n, label, counter) in checks {
             if n > 0 {

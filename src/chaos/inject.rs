@@ -286,9 +286,18 @@ impl<T: ReminderStore> ReminderStore for Chaotic<T> {
         subscriber: &crate::domain::SubscriberId,
     ) -> Result<Option<crate::domain::Preferences>, PortError> {
         let call = self.inner.preferences(subscriber);
-        self.dice
+        let mut got = self
+            .dice
             .around(crate::ports::reminders::OP_PREFERENCES, call)
-            .await
+            .await?;
+        if let Some(p) = got.as_mut() {
+            match self.plant {
+                Some(super::Plant::IgnoreOptOuts) => p.opted_out.clear(),
+                Some(super::Plant::IgnoreQuietHours) => p.quiet_hours.clear(),
+                _ => {}
+            }
+        }
+        Ok(got)
     }
     async fn put_preferences(
         &self,

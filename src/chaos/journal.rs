@@ -1,14 +1,20 @@
 //! What the checker watches, per delivery key, as it happens: every provider call (when it
 //! started, what it answered, whether the provider accepted it), every ledger write that
 //! landed, and the violations seen at the moment they happen (a send after the ledger recorded
-//! the delivery or its cancel, after `fresh_until`, before a Retry-After).
+//! the delivery or its cancel, after `fresh_until`, before a Retry-After, to an opted-out
+//! channel or inside quiet hours that were in force at the delivery's claim).
+//!
+//! Claims and preference writes are numbered in the order they land (a world runs on one
+//! thread, and neither memory port yields between its write and the journal's note): the
+//! claim is the point the consumer orders preferences by, as it orders cancels.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::clock::{Clock, Timestamp};
 use crate::delivery::state::{DeliveryRecord, Status};
-use crate::domain::{DeadReason, DeliveryKey};
+use crate::domain::{Channel, DeadReason, DeliveryKey, Preferences, SubscriberId};
 use crate::policy::OutcomeClass;
 use crate::ports::faults::lock;
 use crate::ports::{Cas, Expected, Ledger, MemoryLedger, PortError};
@@ -56,6 +62,17 @@ pub struct KeyFacts {
     pub early_sends: u32,
     pub sends_after_cancel: u32,
     pub sends_after_delivered: u32,
+    /// The order number of the latest claim that landed (a claim or a takeover): the send
+    /// that follows it is the claimer's.
+    pub claimed: Option<u64>,
+    /// Sends to a channel the subscriber had opted out of before the claim, and still had
+    /// at the send (an opt-out lifted in between may have been read: allowed).
+    pub sent_while_opted_out: u32,
+    /// Sends at an instant inside the channel's quiet hours as they stood at the claim, and
+    /// in every version of the preferences written since.
+    pub sent_in_quiet_hours: u32,
+    /// Times the delivery was held for its channel's quiet hours.
+    pub quiet_holds: u32,
     /// Failed breaker probes (provider calls the budget does not count), in all and in
     /// this budget epoch.
     pub probe_calls: u32,
@@ -77,8 +94,20 @@ impl KeyFacts {
     }
 }
 
+/// One write of a subscriber's preferences, in landing order.
+#[derive(Debug, Clone)]
+pub struct PrefsWrite {
+    pub seq: u64,
+    pub at: Timestamp,
+    pub prefs: Preferences,
+}
+
 pub struct Journal {
     keys: Mutex<BTreeMap<DeliveryKey, KeyFacts>>,
+    /// Every preferences write, per subscriber, oldest first.
+    prefs: Mutex<BTreeMap<SubscriberId, Vec<PrefsWrite>>>,
+    /// Orders claims and preference writes.
+    seq: AtomicU64,
     /// The world's gate as it truly is: whether a partition's breaker is open.
     gate: Arc<crate::ports::MemoryGate>,
 }
@@ -87,8 +116,50 @@ impl Journal {
     pub fn new(gate: Arc<crate::ports::MemoryGate>) -> Self {
         Self {
             keys: Mutex::default(),
+            prefs: Mutex::default(),
+            seq: AtomicU64::new(0),
             gate,
         }
+    }
+
+    fn next_seq(&self) -> u64 {
+        self.seq.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// A subscriber's preferences were replaced now (right after the write landed).
+    pub fn preferences_written(
+        &self,
+        subscriber: &SubscriberId,
+        prefs: &Preferences,
+        at: Timestamp,
+    ) {
+        let write = PrefsWrite {
+            seq: self.next_seq(),
+            at,
+            prefs: prefs.clone(),
+        };
+        lock(&self.prefs)
+            .entry(subscriber.clone())
+            .or_default()
+            .push(write);
+    }
+
+    /// Every subscriber's preference writes, oldest first.
+    pub fn preference_writes(&self) -> BTreeMap<SubscriberId, Vec<PrefsWrite>> {
+        lock(&self.prefs).clone()
+    }
+
+    /// The versions of `subscriber`'s preferences a consumer that claimed at `claim` may have
+    /// read before a send now: the one in force at the claim (`None` if none was written yet)
+    /// and each written since.
+    fn readable_since(&self, subscriber: &SubscriberId, claim: u64) -> Vec<Option<Preferences>> {
+        let all = lock(&self.prefs);
+        let writes = all.get(subscriber).map_or(&[][..], Vec::as_slice);
+        let at_claim = writes.iter().rev().find(|w| w.seq < claim);
+        let since = writes.iter().filter(|w| w.seq > claim);
+        std::iter::once(at_claim.map(|w| w.prefs.clone()))
+            .chain(since.map(|w| Some(w.prefs.clone())))
+            .collect()
     }
 
     fn breaker_open(&self, channel: Option<crate::domain::Channel>) -> bool {
@@ -106,15 +177,34 @@ impl Journal {
         f(lock(&self.keys).entry(key.clone()).or_default())
     }
 
-    /// A provider call starts now, for a reminder fresh until `fresh_until`.
+    /// A provider call starts now, for a reminder of `subscriber` fresh until `fresh_until`.
     pub fn send_started(
         &self,
         key: &DeliveryKey,
-        channel: crate::domain::Channel,
+        channel: Channel,
+        subscriber: Option<&SubscriberId>,
         now: Timestamp,
         fresh_until: Timestamp,
     ) {
+        let claimed = self.with(key, |k| k.claimed);
+        // Judged only when every version the consumer may have read says so: a change after
+        // the claim is in flight, as a cancel after the claim is.
+        let (opted_out, quiet) = match (subscriber, claimed) {
+            (Some(s), Some(claim)) => {
+                let versions = self.readable_since(s, claim);
+                let every = |f: &dyn Fn(&Preferences) -> bool| {
+                    versions.iter().all(|v| v.as_ref().is_some_and(f))
+                };
+                (
+                    every(&|p| p.opted_out.contains(&channel)),
+                    every(&|p| p.quiet_hours.get(&channel).is_some_and(|q| q.contains(now))),
+                )
+            }
+            _ => (false, false),
+        };
         self.with(key, |k| {
+            k.sent_while_opted_out += u32::from(opted_out);
+            k.sent_in_quiet_hours += u32::from(quiet);
             k.channel = Some(channel);
             k.stale_sends += u32::from(now > fresh_until);
             k.early_sends += u32::from(k.retry_after.is_some_and(|at| now < at));
@@ -169,7 +259,21 @@ impl Journal {
     fn landed(&self, before: Option<&DeliveryRecord>, after: &DeliveryRecord, now: Timestamp) {
         let from = before.map_or(Status::Scheduled, DeliveryRecord::status);
         let to = after.status();
+        // A claim, or a takeover under a new lease.
+        let claim = to == Status::Sending
+            && (from != Status::Sending
+                || before.and_then(DeliveryRecord::lease_token) != after.lease_token());
+        let seq = claim.then(|| self.next_seq());
         self.with(after.key(), |k| {
+            if seq.is_some() {
+                k.claimed = seq;
+            }
+            let quiet = after
+                .last_error()
+                .is_some_and(|e| e.starts_with("quiet hours until"));
+            if to == Status::Deferred && from == Status::Sending && quiet {
+                k.quiet_holds += 1;
+            }
             if to == Status::Delivered && k.delivered_at.is_none() {
                 k.delivered_at = Some(now);
             }

@@ -4,9 +4,11 @@
 //! before or after a call — and around them: duplicate queue deliveries, concurrent workers on
 //! one message (visibility shorter than the work), two schedulers at once, a provider that
 //! throttles with Retry-After, fails, rejects, accepts then drops the connection or accepts
-//! after the caller's timeout, an outage, redrive runs, cancels and edits at random moments.
-//! Then the faults stop, the world must settle, and every delivery key is judged
-//! ([`check`]): never sent twice, none lost, nothing sent when it must not be.
+//! after the caller's timeout, an outage, redrive runs, cancels and edits at random moments,
+//! subscribers who opt out of a channel or set quiet hours (in their IANA zone, across the
+//! world's clock) at random moments. Then the faults stop, the world must settle, and every
+//! delivery key is judged ([`check`]): never sent twice, none lost, nothing sent when it must
+//! not be (stale, early, after a cancel, to an opted-out channel, inside quiet hours).
 //!
 //! Time is tokio's paused clock: it jumps to the next timer whenever every task waits, so an
 //! hour of a world takes milliseconds, and one seed gives one run.
@@ -15,6 +17,7 @@ mod check;
 pub mod inject;
 pub mod journal;
 pub mod provider;
+mod subscribers;
 mod world;
 
 use std::time::Duration;
@@ -53,10 +56,14 @@ pub enum Plant {
     EarlyFreshness,
     /// The dead-letter adapter drops a copy's reason and evidence.
     StripDeadLetterReason,
+    /// The reminders adapter reads a subscriber's preferences without their opt-outs.
+    IgnoreOptOuts,
+    /// The reminders adapter reads a subscriber's preferences without their quiet hours.
+    IgnoreQuietHours,
 }
 
 impl Plant {
-    pub const ALL: [Plant; 12] = [
+    pub const ALL: [Plant; 14] = [
         Plant::AckBeforeOutcome,
         Plant::IgnoreRetryAfter,
         Plant::UnfencedLedger,
@@ -69,6 +76,8 @@ impl Plant {
         Plant::ForgetAttempts,
         Plant::EarlyFreshness,
         Plant::StripDeadLetterReason,
+        Plant::IgnoreOptOuts,
+        Plant::IgnoreQuietHours,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -85,6 +94,8 @@ impl Plant {
             Plant::ForgetAttempts => "forget-attempts",
             Plant::EarlyFreshness => "early-freshness",
             Plant::StripDeadLetterReason => "strip-dead-letter-reason",
+            Plant::IgnoreOptOuts => "ignore-opt-outs",
+            Plant::IgnoreQuietHours => "ignore-quiet-hours",
         }
     }
 
@@ -103,6 +114,8 @@ impl Plant {
             Plant::ForgetAttempts => "budget_exceeded",
             Plant::EarlyFreshness => "unjustified_endings",
             Plant::StripDeadLetterReason => "dead_without_copy",
+            Plant::IgnoreOptOuts => "sent_while_opted_out",
+            Plant::IgnoreQuietHours => "sent_in_quiet_hours",
         }
     }
 
@@ -122,6 +135,13 @@ pub struct Tally {
     pub expired: u64,
     pub cancelled: u64,
     pub dead: u64,
+    /// Of the dead: the recipient's choice (no DLQ copy), by reason.
+    pub opted_out: u64,
+    pub expired_quiet_hours: u64,
+    /// Times a delivery was held until its channel's quiet hours ended.
+    pub quiet_holds: u64,
+    /// Preferences written mid-run (opt-outs, quiet hours, either lifted).
+    pub preference_changes: u64,
     pub faults_injected: u64,
     /// Deliveries that ended neither delivered, dead with a reason, expired nor cancelled.
     pub lost: u64,
@@ -134,6 +154,11 @@ pub struct Tally {
     pub stale_sends: u64,
     pub early_sends: u64,
     pub sends_after_cancel: u64,
+    /// Provider calls for a channel the subscriber opted out of before the delivery's claim
+    /// (and had not opted back in by the call).
+    pub sent_while_opted_out: u64,
+    /// Provider calls at an instant inside the channel's quiet hours in force at the claim.
+    pub sent_in_quiet_hours: u64,
     pub dead_without_copy: u64,
     /// DLQ copies telling of a death other than the delivery's one (a copy per message seen,
     /// a stale copy with a new `dead_at`): what would make a reader count deaths twice.
@@ -163,6 +188,8 @@ impl Tally {
             + self.stale_sends
             + self.early_sends
             + self.sends_after_cancel
+            + self.sent_while_opted_out
+            + self.sent_in_quiet_hours
             + self.dead_without_copy
             + self.extra_dlq_copies
             + self.budget_exceeded
@@ -176,6 +203,10 @@ impl Tally {
         self.expired += o.expired;
         self.cancelled += o.cancelled;
         self.dead += o.dead;
+        self.opted_out += o.opted_out;
+        self.expired_quiet_hours += o.expired_quiet_hours;
+        self.quiet_holds += o.quiet_holds;
+        self.preference_changes += o.preference_changes;
         self.unjustified_endings += o.unjustified_endings;
         self.faults_injected += o.faults_injected;
         self.lost += o.lost;
@@ -184,6 +215,8 @@ impl Tally {
         self.stale_sends += o.stale_sends;
         self.early_sends += o.early_sends;
         self.sends_after_cancel += o.sends_after_cancel;
+        self.sent_while_opted_out += o.sent_while_opted_out;
+        self.sent_in_quiet_hours += o.sent_in_quiet_hours;
         self.dead_without_copy += o.dead_without_copy;
         self.extra_dlq_copies += o.extra_dlq_copies;
         self.duplicate_copies += o.duplicate_copies;

@@ -12,7 +12,7 @@ use super::inject::Dice;
 use super::journal::Journal;
 use super::{Plant, VirtualClock};
 use crate::clock::{Clock, Timestamp};
-use crate::domain::{DeliveryKey, ReminderId};
+use crate::domain::{DeliveryKey, ReminderId, SubscriberId};
 use crate::policy::Outcome;
 use crate::ports::{GatePartition, MemoryReminderStore, Provider, ReminderStore, SendRequest};
 
@@ -47,14 +47,16 @@ pub struct ChaosProvider {
 }
 
 impl ChaosProvider {
-    async fn fresh_until(&self, key: &DeliveryKey) -> Timestamp {
+    /// The key's reminder as stored: when it is fresh until, and whose it is.
+    async fn owner(&self, key: &DeliveryKey) -> (Timestamp, Option<SubscriberId>) {
+        let never = (Timestamp::from_millis(i64::MIN), None);
         let owner = crate::ports::faults::lock(&self.owners).get(key).cloned();
         let Some(id) = owner else {
-            return Timestamp::from_millis(i64::MIN);
+            return never;
         };
         match self.store.get(&id).await {
-            Ok(Some(r)) => r.fresh_until,
-            _ => Timestamp::from_millis(i64::MIN),
+            Ok(Some(r)) => (r.fresh_until, Some(r.subscriber_id)),
+            _ => never,
         }
     }
 
@@ -120,9 +122,10 @@ impl Provider for ChaosProvider {
     async fn send(&self, request: &SendRequest) -> Outcome {
         let key = &request.delivery_key;
         let now = self.clock.now();
-        let fresh_until = self.fresh_until(key).await;
+        let (fresh_until, subscriber) = self.owner(key).await;
         let channel = request.recipient.channel();
-        self.journal.send_started(key, channel, now, fresh_until);
+        self.journal
+            .send_started(key, channel, subscriber.as_ref(), now, fresh_until);
         tokio::time::sleep(Duration::from_millis(self.dice.range(20, 800))).await;
         let m = self.misbehaviour;
         if self.strikes(m.throttle) {

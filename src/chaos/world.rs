@@ -1,7 +1,7 @@
 //! One seeded world: its shape drawn from the seed, the deployed wiring played as tasks on
 //! virtual time (schedules, each channel's event source mapping with one to three workers,
-//! redrive runs, an operator's cancels and edits), faults for forty minutes, then calm until
-//! everything settles.
+//! redrive runs, an operator's cancels and edits, subscribers changing their preferences),
+//! faults for forty minutes, then calm until everything settles.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -301,6 +301,7 @@ fn start(world: &Arc<World>, tasks: &mut JoinSet<()>, seed: u64) {
         tasks.spawn_local(redrives(world.clone(), seed ^ 0x7317));
     }
     tasks.spawn_local(operator(world.clone(), seed));
+    tasks.spawn_local(super::subscribers::change_their_minds(world.clone(), seed));
 }
 
 /// EventBridge Scheduler: a run every minute (a twin runs off-beat, as a double schedule).

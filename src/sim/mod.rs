@@ -12,6 +12,7 @@ pub mod chart;
 pub mod latency;
 pub mod plan;
 pub mod provider;
+pub mod recipients;
 pub mod report;
 
 use std::sync::Arc;
@@ -63,6 +64,8 @@ pub struct SimConfig {
     pub latency: LatencyModel,
     /// The consumer's breaker (deployed unless told otherwise).
     pub breaker: crate::policy::BreakerPolicy,
+    /// Subscribers with opt-outs and quiet hours ([`recipients`]); none by default.
+    pub recipient_rules: bool,
 }
 
 /// What the stack deploys, from the one source the template is tested against: the
@@ -93,6 +96,7 @@ impl Default for SimConfig {
             max_per_run: deployed().0.max_per_run,
             latency: LatencyModel::default(),
             breaker: deployed().1.breaker,
+            recipient_rules: false,
         }
     }
 }
@@ -225,6 +229,9 @@ fn recipient(channel: Channel, i: u32) -> Recipient {
 }
 
 async fn seed_reminders(w: &World, cfg: &SimConfig) {
+    if cfg.recipient_rules {
+        recipients::seed(&w.store, cfg.subscribers).await;
+    }
     let mut rng = StdRng::seed_from_u64(cfg.seed ^ 0x5eed);
     let window_ms = cfg.window.as_millis().max(1) as u64;
     for i in 0..cfg.reminders {

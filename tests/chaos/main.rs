@@ -127,6 +127,8 @@ fn every_counter_has_a_plant_that_fires_it_in_sixty_worlds() {
         "extra_dlq_copies",
         "budget_exceeded",
         "unjustified_endings",
+        "sent_while_opted_out",
+        "sent_in_quiet_hours",
     ];
     for c in counters {
         assert!(
@@ -150,4 +152,36 @@ fn every_counter_has_a_plant_that_fires_it_in_sixty_worlds() {
             assert!(delivered_share(&total) < 0.85, "{total:?}");
         }
     }
+}
+
+/// Ten worlds (a second or so): subscribers opt out and set quiet hours mid-run, the consumer
+/// heeds them (deliveries end `opted_out`, are held, end `expired_quiet_hours`), and neither
+/// recipient verdict fires.
+#[test]
+fn subscribers_who_change_their_minds_are_heeded() {
+    let (total, failing) = run(0, 10, None);
+    let first = failing.first().map(|r| (r.seed, r.findings.clone()));
+    assert_eq!(total.sent_while_opted_out, 0, "{total:?}\n{first:?}");
+    assert_eq!(total.sent_in_quiet_hours, 0, "{total:?}\n{first:?}");
+    assert!(total.preference_changes > 0, "{total:?}");
+    assert!(total.opted_out > 0, "{total:?}");
+    assert!(total.quiet_holds > 0, "{total:?}");
+}
+
+/// Each recipient verdict fires in ten worlds when the reminders adapter drops that part of
+/// the preferences, and only that verdict.
+#[test]
+fn ignoring_opt_outs_is_caught_as_sends_while_opted_out() {
+    let (total, failing) = run(0, 10, Some(Plant::IgnoreOptOuts));
+    assert!(total.sent_while_opted_out > 0, "{total:?}");
+    assert_eq!(total.sent_in_quiet_hours, 0, "{total:?}");
+    assert!(!failing.is_empty());
+}
+
+#[test]
+fn ignoring_quiet_hours_is_caught_as_sends_in_quiet_hours() {
+    let (total, failing) = run(0, 10, Some(Plant::IgnoreQuietHours));
+    assert!(total.sent_in_quiet_hours > 0, "{total:?}");
+    assert_eq!(total.sent_while_opted_out, 0, "{total:?}");
+    assert!(!failing.is_empty());
 }

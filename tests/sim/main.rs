@@ -244,3 +244,35 @@ fn the_default_window_keeps_the_default_density() {
         Duration::from_secs(180_000)
     );
 }
+
+/// The demo's recipient profile: opted-out SMS ends `opted_out`, email inside London's night
+/// ends `expired_quiet_hours`, push held by New York's 17:25-17:40 still goes out; without
+/// the profile neither reason appears.
+#[tokio::test]
+async fn the_recipient_profile_shows_opt_outs_and_quiet_hours() {
+    use reminders::domain::DeadReason;
+    // Due over 30 minutes from 17:13 New York, across the push quiet hours.
+    let plain = SimConfig {
+        window: Duration::from_secs(1_800),
+        ..small(3)
+    };
+    let cfg = SimConfig {
+        recipient_rules: true,
+        ..plain.clone()
+    };
+    let r = simulate(&cfg, |_, _| {}).await;
+    let dead = |reason| r.dead.get(&reason).copied().unwrap_or(0);
+    assert!(dead(DeadReason::OptedOut) > 0, "{}", r.to_json());
+    assert!(dead(DeadReason::ExpiredQuietHours) > 0, "{}", r.to_json());
+    assert_eq!(r.pending, 0);
+    assert_eq!(r.duplicates, 0);
+    let plain = simulate(&plain, |_, _| {}).await;
+    assert_eq!(plain.dead.get(&DeadReason::OptedOut), None);
+    assert_eq!(plain.dead.get(&DeadReason::ExpiredQuietHours), None);
+    // Pushes held until 17:40 New York go out late, not never.
+    assert!(
+        r.lateness_ms.p99 > plain.lateness_ms.p99 + 60_000,
+        "{}",
+        r.to_json()
+    );
+}
