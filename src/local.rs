@@ -45,7 +45,9 @@ impl Default for LocalConfig {
 /// When to stop.
 #[derive(Debug, Clone, Copy)]
 pub enum Stop {
-    /// Once every queue is empty and nothing is due within the idle horizon.
+    /// Once no message is waiting to be worked on within the idle horizon (a message this
+    /// run held past it, for quiet hours or a long backoff, does not count) and nothing is
+    /// due within it.
     Idle {
         at_most: Duration,
     },
@@ -58,7 +60,8 @@ pub struct LocalReport {
     pub enqueued: u32,
     pub batches: u32,
     pub metrics: PerChannel<Metrics>,
-    /// Stopped because nothing was due within the horizon and every queue was empty.
+    /// Stopped because nothing was due within the horizon and no message would come back
+    /// within it.
     pub idle: bool,
     /// Transient errors retried (each logged).
     pub retried_errors: u32,
@@ -75,6 +78,10 @@ pub struct LocalReport {
 struct Shared {
     report: std::sync::Mutex<LocalReport>,
     stop: std::sync::atomic::AtomicBool,
+    /// Messages this run's consumer held (their visibility moved out), by message id, with
+    /// when they come back: a message held past the idle horizon (quiet hours, a long
+    /// backoff) is no work for an idle run to wait for.
+    holds: std::sync::Mutex<PerChannel<std::collections::HashMap<String, Timestamp>>>,
 }
 
 impl Shared {
@@ -86,6 +93,37 @@ impl Shared {
     }
     fn halt(&self) {
         self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+    fn holds(
+        &self,
+    ) -> std::sync::MutexGuard<'_, PerChannel<std::collections::HashMap<String, Timestamp>>> {
+        self.holds.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    /// What a batch did to its messages: held ones come back later, others are gone or back.
+    fn note(&self, channel: Channel, records: &[crate::consumer::RecordReport], now: Timestamp) {
+        let mut holds = self.holds();
+        let held = holds.get_mut(channel);
+        for r in records {
+            match r.action {
+                crate::consumer::Action::Hold { secs } => {
+                    let back = now.plus(Duration::from_secs(u64::from(secs)));
+                    held.insert(r.message_id.clone(), back);
+                }
+                _ => {
+                    held.remove(&r.message_id);
+                }
+            }
+        }
+    }
+    /// How many of `channel`'s messages are held past `horizon`.
+    fn held_past(&self, channel: Channel, horizon: Timestamp) -> u64 {
+        let holds = self.holds();
+        let n = holds
+            .get(channel)
+            .values()
+            .filter(|t| **t > horizon)
+            .count();
+        u64::try_from(n).unwrap_or(u64::MAX)
     }
 }
 
@@ -130,6 +168,7 @@ pub async fn run_with_progress<P: Ports>(
     let shared = Shared {
         report: std::sync::Mutex::new(LocalReport::default()),
         stop: std::sync::atomic::AtomicBool::new(false),
+        holds: std::sync::Mutex::default(),
     };
     let channels = Channel::ALL.map(|c| channel_loop(consumer, queue_urls, cfg, c, &shared));
     let (scheduled, polled, watched) = futures::join!(
@@ -225,6 +264,7 @@ async fn channel_loop<P: Ports>(
         match polled {
             Ok(Some(out)) => {
                 backoff = Duration::from_secs(1);
+                shared.note(channel, &out.records, clock.now());
                 let mut r = shared.report();
                 r.batches += 1;
                 for c in Channel::ALL {
@@ -266,7 +306,7 @@ async fn watch<P: Ports>(
         }
         if let Stop::Idle { .. } = stop {
             let horizon = now.plus(cfg.idle_horizon);
-            match idle_until(consumer.ports(), horizon).await {
+            match idle_until(consumer.ports(), horizon, shared).await {
                 Ok(Some(next_due)) => {
                     quiet += 1;
                     if quiet >= 2 {
@@ -293,9 +333,16 @@ async fn watch<P: Ports>(
 async fn idle_until<P: Ports>(
     ports: &P,
     horizon: Timestamp,
+    shared: &Shared,
 ) -> Result<Option<Option<Timestamp>>, PortError> {
-    if !queues_empty(ports).await? {
-        return Ok(None);
+    for channel in Channel::ALL {
+        let depth = ports.queue().depth(channel).await?;
+        // In flight beyond what this run held past the horizon: a batch at work, or a
+        // message coming back within it.
+        let busy = depth.in_flight > shared.held_past(channel, horizon);
+        if depth.visible > 0 || depth.delayed > 0 || busy {
+            return Ok(None);
+        }
     }
     let next = next_due(ports).await?;
     Ok(match next {

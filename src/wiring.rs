@@ -18,6 +18,7 @@ pub fn reads(function: &str) -> Vec<&'static str> {
         "consumer" => {
             vars.extend(crate::consumer::config::VARS);
             vars.extend(crate::providers::VARS);
+            vars.push(crate::providers::secret::SUPPRESSION_KEY_SECRET_VAR);
         }
         "scheduler" => vars.extend(crate::scheduler::config::VARS),
         "redrive" => vars.extend(crate::redrive::VARS),

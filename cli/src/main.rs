@@ -4,7 +4,7 @@
 //!
 //! One module per command group, each owning its arguments (and their help), its output and
 //! its `run`: `demo`, `plan`, `chaos`, `key`, `config`, `local`, and the operator commands
-//! against AWS in `ops` (`remind`, `subscriber`, `dlq`, `redrive`). This file only parses and
+//! against AWS in `ops` (`remind`, `subscriber`, `suppression`, `dlq`, `redrive`). This file only parses and
 //! dispatches.
 
 mod chaos;
@@ -27,7 +27,7 @@ use clap::{Parser, Subcommand};
     about = "Reminder delivery on AWS: operator CLI"
 )]
 struct Cli {
-    /// Configure the commands that act on a stack (remind, subscriber, dlq, redrive, config)
+    /// Configure the commands that act on a stack (remind, subscriber, suppression, dlq, redrive, config)
     /// from this deployed stack's outputs (CloudFormation), instead of exporting the table and
     /// queue variables; a variable already set to another value is refused.
     #[arg(long, global = true, env = "REMINDERS_STACK", value_name = "NAME")]
@@ -52,6 +52,8 @@ enum Command {
     #[command(subcommand)]
     Subscriber(ops::subscriber::SubscriberCommand),
     #[command(subcommand)]
+    Suppression(ops::suppression::SuppressionCommand),
+    #[command(subcommand)]
     Dlq(ops::dlq::DlqCommand),
     Redrive(ops::redrive::RedriveArgs),
 }
@@ -74,6 +76,7 @@ fn run(command: Command) -> Result<(), String> {
         Command::Local(cmd) => block_on(local::run(cmd)),
         Command::Remind(cmd) => block_on(ops::remind::run(cmd)),
         Command::Subscriber(cmd) => block_on(ops::subscriber::run(cmd)),
+        Command::Suppression(cmd) => block_on(ops::suppression::run(cmd)),
         Command::Dlq(cmd) => block_on(ops::dlq::run(cmd)),
         Command::Redrive(args) => block_on(ops::redrive::run(args)),
     }
@@ -112,6 +115,7 @@ fn main() -> ExitCode {
         cli.command,
         Command::Remind(_)
             | Command::Subscriber(_)
+            | Command::Suppression(_)
             | Command::Dlq(_)
             | Command::Redrive(_)
             | Command::Config(_)

@@ -97,6 +97,15 @@ fn body(subscriber: &str, n: usize, due_ms: i64) -> Value {
     })
 }
 
+/// The dead reasons of the events `local events --json` printed, one event per line.
+fn reasons(events: &str) -> Vec<String> {
+    events
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|e| e["detail"]["reason"].as_str().map(str::to_owned))
+        .collect()
+}
+
 async fn send(
     http: &reqwest::Client,
     method: reqwest::Method,
@@ -555,10 +564,184 @@ async fn preferences_set_through_the_api_are_honoured_by_the_pipeline() {
         .output()
         .unwrap();
     let events = String::from_utf8(out.stdout).unwrap();
-    assert!(events.contains("\"reason\":\"opted_out\""), "{events}");
+    let reasons = reasons(&events);
+    assert!(reasons.contains(&"opted_out".to_owned()), "{events}");
     assert!(
-        events.contains("\"reason\":\"expired_quiet_hours\""),
+        reasons.contains(&"expired_quiet_hours".to_owned()),
         "{events}"
     );
+    drop(api);
+}
+
+/// The case: a provider's `410 Gone` suppresses the address, and the next reminder to
+/// it is not sent — the ledger, `remind show` and the events say `suppressed`; the operator
+/// lists the suppression (masked, hashed, never the address) and lifts it.
+#[tokio::test]
+async fn a_410_suppresses_the_address_and_the_next_reminder_to_it_is_not_sent() {
+    std::env::var("AWS_ENDPOINT_URL")
+        .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");
+    let mut env = stack(&format!("gone-{}", std::process::id()));
+    let port = free_port();
+    for channel in ["EMAIL", "SMS"] {
+        env.insert(format!("{channel}_PROVIDER"), "http".into());
+        env.insert(
+            format!("{channel}_HTTP_ENDPOINT"),
+            format!("http://127.0.0.1:{port}/send"),
+        );
+    }
+    env.insert("PUSH_PROVIDER".into(), "none".into());
+    let dead = "user1@example.org";
+    let receiver = Running::start(
+        &[
+            "local",
+            "receive",
+            "--port",
+            &port.to_string(),
+            "--gone",
+            dead,
+        ],
+        &env,
+    );
+    receiver.first_line();
+    let api = Running::start(&["local", "api", "--port", "0"], &env);
+    let first = api.first_line();
+    let base = first
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .to_owned();
+    reminders::aws::bootstrap::install_crypto();
+    let http = reqwest::Client::new();
+    let now_ms = i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap();
+    let run = || {
+        let out = Command::new(bin())
+            .args([
+                "local",
+                "run",
+                "--until-idle",
+                "--schedule-period",
+                "1",
+                "--idle-horizon",
+                "0",
+            ])
+            .envs(&env)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let state = |id: &'static str| {
+        let (http, base) = (http.clone(), base.clone());
+        async move {
+            send(
+                &http,
+                reqwest::Method::GET,
+                format!("{base}/v1/reminders/{id}"),
+                None,
+            )
+            .await
+            .1
+        }
+    };
+    let put = |id: &'static str| {
+        let (http, base) = (http.clone(), base.clone());
+        async move {
+            let b = body("u-gone", 1, now_ms);
+            send(
+                &http,
+                reqwest::Method::PUT,
+                format!("{base}/v1/reminders/{id}"),
+                Some(b),
+            )
+            .await
+            .0
+        }
+    };
+
+    assert_eq!(put("gone-first").await, 201);
+    run();
+    let s = state("gone-first").await;
+    assert_eq!(s["channels"]["email"]["status"], "dead", "{s}");
+    assert_eq!(s["channels"]["email"]["dead_reason"], "rejected", "{s}");
+    assert_eq!(s["channels"]["sms"]["status"], "delivered", "{s}");
+    assert!(receiver.lines().iter().any(|l| l.starts_with("gone email")));
+
+    let list = Command::new(bin())
+        .args(["suppression", "list", "--json"])
+        .envs(&env)
+        .output()
+        .unwrap();
+    let listed = String::from_utf8(list.stdout).unwrap();
+    assert!(list.status.success(), "{listed}");
+    assert!(!listed.contains(dead), "the address in clear: {listed}");
+    let sups: Vec<Value> = listed
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(sups.len(), 1, "{listed}");
+    assert_eq!(sups[0]["channel"], "email");
+    assert_eq!(sups[0]["source"], "http_410");
+    let hash = sups[0]["address_hash"].as_str().unwrap().to_owned();
+
+    assert_eq!(put("gone-second").await, 201);
+    run();
+    let s = state("gone-second").await;
+    let email = &s["channels"]["email"];
+    assert_eq!(email["status"], "dead", "{s}");
+    assert_eq!(email["dead_reason"], "suppressed", "{s}");
+    assert_eq!(email["attempts"], 0, "{s}");
+    assert_eq!(s["channels"]["sms"]["status"], "delivered", "{s}");
+    let key = email["delivery_key"].as_str().unwrap();
+    assert!(
+        !receiver.lines().iter().any(|l| l.contains(key)),
+        "a suppressed address was called"
+    );
+    let show = Command::new(bin())
+        .args(["remind", "show", "--id", "gone-second"])
+        .envs(&env)
+        .output()
+        .unwrap();
+    let shown = String::from_utf8(show.stdout).unwrap();
+    assert!(shown.contains("suppressed"), "{shown}");
+    assert!(!shown.contains(dead), "{shown}");
+    let events = Command::new(bin())
+        .args(["local", "events", "--json", "--wait", "10"])
+        .envs(&env)
+        .output()
+        .unwrap();
+    let events = String::from_utf8(events.stdout).unwrap();
+    assert!(
+        reasons(&events).contains(&"suppressed".to_owned()),
+        "{events}"
+    );
+
+    let lift = Command::new(bin())
+        .args(["suppression", "remove", "--hash", &hash])
+        .envs(&env)
+        .output()
+        .unwrap();
+    assert!(lift.status.success());
+    let again = Command::new(bin())
+        .args(["suppression", "remove", "--hash", &hash])
+        .envs(&env)
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(1), "lifted once");
+    let bad = Command::new(bin())
+        .args(["suppression", "remove", "--hash", "user1@example.org"])
+        .envs(&env)
+        .output()
+        .unwrap();
+    let err = String::from_utf8(bad.stderr).unwrap();
+    assert!(err.contains("--hash"), "{err}");
     drop(api);
 }

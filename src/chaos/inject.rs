@@ -306,6 +306,21 @@ impl<T: ReminderStore> ReminderStore for Chaotic<T> {
     ) -> Result<(), PortError> {
         self.inner.put_preferences(subscriber, prefs).await
     }
+    async fn suppression(
+        &self,
+        address: &crate::domain::AddressHash,
+    ) -> Result<Option<crate::domain::Suppression>, PortError> {
+        let call = self.inner.suppression(address);
+        self.dice
+            .around(crate::ports::reminders::OP_SUPPRESSION, call)
+            .await
+    }
+    async fn put_suppression(&self, s: &crate::domain::Suppression) -> Result<(), PortError> {
+        let call = self.inner.put_suppression(s);
+        self.dice
+            .around(crate::ports::reminders::OP_PUT_SUPPRESSION, call)
+            .await
+    }
 }
 
 impl<T: Ledger> Ledger for Chaotic<T> {

@@ -22,6 +22,10 @@ pub struct Metrics {
     pub deferred_provider: u32,
     /// Held because the provider partition's breaker is open (no call, no attempt spent).
     pub held_breaker: u32,
+    /// Held inside the recipient's quiet hours (no call, no attempt spent).
+    pub held_quiet_hours: u32,
+    /// Addresses a provider declared dead, suppressed by this batch.
+    pub suppressions_recorded: u32,
     /// Breaker probes won (each one provider call while the partition is open).
     pub breaker_probes: u32,
     /// Partitions this batch opened (or reopened after a failed probe).
@@ -76,6 +80,8 @@ impl Metrics {
         self.deferred_gate += other.deferred_gate;
         self.deferred_provider += other.deferred_provider;
         self.held_breaker += other.held_breaker;
+        self.held_quiet_hours += other.held_quiet_hours;
+        self.suppressions_recorded += other.suppressions_recorded;
         self.breaker_probes += other.breaker_probes;
         self.breaker_opened += other.breaker_opened;
         self.breaker_open_secs = self.breaker_open_secs.max(other.breaker_open_secs);
@@ -109,6 +115,8 @@ impl Metrics {
         count("deferred_provider".into(), self.deferred_provider);
         count("held_breaker".into(), self.held_breaker);
         count("breaker_probes".into(), self.breaker_probes);
+        count("held_quiet_hours".into(), self.held_quiet_hours);
+        count("suppressions_recorded".into(), self.suppressions_recorded);
         count("breaker_opened".into(), self.breaker_opened);
         count("retried".into(), self.retried);
         count("reenqueued".into(), self.reenqueued);

@@ -27,7 +27,7 @@ use rand::{Rng, SeedableRng};
 use tracing::Instrument;
 
 use crate::clock::{Clock, Timestamp};
-use crate::domain::{Channel, PerChannel};
+use crate::domain::{Channel, PerChannel, SuppressionKey};
 use crate::ports::{DeliveryQueue, Ports};
 pub use config::ConsumerConfig;
 pub use event::Incoming;
@@ -87,6 +87,9 @@ pub struct Consumer<P: Ports> {
     gates: GateCache,
     concurrency: Mutex<usize>,
     metrics_namespace: String,
+    /// The key suppressed addresses are hashed with (DESIGN §12): without one, suppressions
+    /// are neither checked nor recorded.
+    suppression_key: Option<SuppressionKey>,
 }
 
 impl<P: Ports> Consumer<P> {
@@ -102,7 +105,14 @@ impl<P: Ports> Consumer<P> {
             gates: GateCache::new(gate_cache),
             concurrency: Mutex::new(concurrency),
             metrics_namespace: metrics::NAMESPACE.to_owned(),
+            suppression_key: None,
         }
+    }
+
+    /// Check and record suppressions, hashing addresses with `key`.
+    pub fn with_suppression_key(mut self, key: Option<SuppressionKey>) -> Self {
+        self.suppression_key = key;
+        self
     }
 
     /// The EMF namespace (`METRICS_NAMESPACE`, from [`crate::aws::Settings`]).

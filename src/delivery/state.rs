@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::clock::Timestamp;
 use crate::domain::{Channel, DeadReason, DeliveryKey, ReminderId, SubscriberId};
 use crate::policy::{OutcomeClass, RetryPolicy};
-pub use transitions::apply;
+pub use transitions::{apply, HELD_FOR_QUIET_HOURS};
 
 mod transitions;
 
@@ -293,10 +293,12 @@ pub enum Change {
     },
     /// sending (fenced) → deferred, nothing spent: a breaker probe failed, which is the
     /// outage's failure, not this delivery's (DESIGN §4, held by the breaker).
+    /// Also the recipient's quiet hours (`quiet_hours`): no provider was asked at all.
     Hold {
         token: LeaseToken,
         next_eligible_at: Timestamp,
         error: Option<String>,
+        quiet_hours: bool,
     },
     /// sending (fenced) or deferred → dead for a provider or budget reason; scheduled → dead
     /// for an unknown reminder only.

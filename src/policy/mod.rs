@@ -11,6 +11,7 @@ use rand::{Rng, RngExt};
 use serde::{Deserialize, Serialize};
 
 use crate::clock::{ceil_secs, Timestamp};
+use crate::domain::suppression::SuppressionSource;
 use crate::domain::DeadReason;
 
 pub use breaker::BreakerPolicy;
@@ -40,6 +41,13 @@ pub enum Outcome {
     Permanent {
         error: String,
     },
+    /// Permanent, and the provider declared the address itself dead (a hard bounce, an
+    /// invalid address or number, a disabled endpoint, `410 Gone`): the address is suppressed
+    /// (DESIGN §12), so later deliveries to it end `suppressed` without a call.
+    Gone {
+        error: String,
+        source: SuppressionSource,
+    },
     /// The request may have been acted on (timeout or reset after writing it).
     Ambiguous {
         error: String,
@@ -59,7 +67,7 @@ impl Outcome {
             Outcome::Delivered { .. } => OutcomeClass::Delivered,
             Outcome::Throttled { .. } | Outcome::Blocked { .. } => OutcomeClass::Throttled,
             Outcome::Transient { .. } => OutcomeClass::Transient,
-            Outcome::Permanent { .. } => OutcomeClass::Permanent,
+            Outcome::Permanent { .. } | Outcome::Gone { .. } => OutcomeClass::Permanent,
             Outcome::Ambiguous { .. } => OutcomeClass::Ambiguous,
         }
     }
@@ -69,10 +77,19 @@ impl Outcome {
         match self {
             Outcome::Transient { error }
             | Outcome::Permanent { error }
+            | Outcome::Gone { error, .. }
             | Outcome::Ambiguous { error }
             | Outcome::Blocked { error, .. } => Some(error.clone()),
             Outcome::Throttled { .. } => Some("throttled".into()),
             Outcome::Delivered { .. } => None,
+        }
+    }
+
+    /// Who declared the address dead, when the provider did.
+    pub fn gone(&self) -> Option<SuppressionSource> {
+        match self {
+            Outcome::Gone { source, .. } => Some(*source),
+            _ => None,
         }
     }
 
@@ -268,7 +285,9 @@ pub fn decide(
 ) -> Next {
     let (delay, spends_attempt) = match outcome {
         Outcome::Delivered { .. } => return Next::Delivered,
-        Outcome::Permanent { .. } => return Next::Dead(DeadReason::Rejected),
+        Outcome::Permanent { .. } | Outcome::Gone { .. } => {
+            return Next::Dead(DeadReason::Rejected)
+        }
         Outcome::Ambiguous { .. } if !policy.may_resend_ambiguous(provider_idempotent) => {
             return Next::Dead(DeadReason::Ambiguous)
         }

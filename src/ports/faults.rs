@@ -194,6 +194,17 @@ impl<T: super::ReminderStore> super::ReminderStore for Faulty<T> {
         self.around(op, self.inner.put_preferences(subscriber, prefs))
             .await
     }
+    async fn suppression(
+        &self,
+        address: &crate::domain::AddressHash,
+    ) -> Result<Option<crate::domain::Suppression>, PortError> {
+        let op = super::reminders::OP_SUPPRESSION;
+        self.around(op, self.inner.suppression(address)).await
+    }
+    async fn put_suppression(&self, s: &crate::domain::Suppression) -> Result<(), PortError> {
+        let op = super::reminders::OP_PUT_SUPPRESSION;
+        self.around(op, self.inner.put_suppression(s)).await
+    }
 }
 
 impl<T: super::DeadLetters> super::DeadLetters for Faulty<T> {
@@ -375,6 +386,16 @@ impl<T: super::ReminderStore, C: crate::clock::Clock> super::ReminderStore for S
         prefs: &crate::domain::Preferences,
     ) -> Result<(), PortError> {
         self.inner.put_preferences(subscriber, prefs).await
+    }
+    async fn suppression(
+        &self,
+        address: &crate::domain::AddressHash,
+    ) -> Result<Option<crate::domain::Suppression>, PortError> {
+        self.wait().await;
+        self.inner.suppression(address).await
+    }
+    async fn put_suppression(&self, s: &crate::domain::Suppression) -> Result<(), PortError> {
+        self.inner.put_suppression(s).await
     }
 }
 

@@ -60,6 +60,8 @@ pub enum Answer {
     Throttle,
     Transient,
     Permanent,
+    /// `410 Gone`: permanent, and the address is dead (suppressed).
+    Gone,
     /// The provider accepted it, but the caller sees a timeout after the request was written.
     AcceptedThenLost,
     /// Accepted after `Duration` (on the provider's clock: virtual in the simulation).
@@ -229,6 +231,10 @@ impl<C: Clock> Provider for ScriptedProvider<C> {
             },
             Answer::Permanent => Outcome::Permanent {
                 error: "invalid_recipient".into(),
+            },
+            Answer::Gone => Outcome::Gone {
+                error: "http_410".into(),
+                source: crate::domain::SuppressionSource::Http410,
             },
             Answer::Panic => panic!("scripted provider panic"),
         }

@@ -13,7 +13,8 @@ mod by_subscriber;
 mod memory;
 use crate::clock::Timestamp;
 use crate::domain::{
-    due_shard, Channel, Preferences, Reminder, ReminderId, ReminderStatus, SubscriberId,
+    due_shard, AddressHash, Channel, Preferences, Reminder, ReminderId, ReminderStatus,
+    SubscriberId, Suppression,
 };
 pub use by_subscriber::{
     Listed, ReminderSummary, SubscriberCursor, SubscriberIndex, SubscriberPage, OP_BY_SUBSCRIBER,
@@ -30,6 +31,8 @@ pub const OP_EXTEND: &str = "reminders.extend_freshness";
 pub const OP_SWEEP: &str = "reminders.sweep_index";
 pub const OP_PREFERENCES: &str = "reminders.preferences";
 pub const OP_PUT_PREFERENCES: &str = "reminders.put_preferences";
+pub const OP_SUPPRESSION: &str = "reminders.suppression";
+pub const OP_PUT_SUPPRESSION: &str = "reminders.put_suppression";
 
 /// What the scheduler reads from the index: identities, times, version, channels. No content,
 /// no recipients.
@@ -241,6 +244,30 @@ pub trait ReminderStore: Send + Sync {
         }
     }
 
+    /// The suppression recorded for an address (DESIGN §12), found by its keyed hash; `None`
+    /// when the address is not suppressed. A store that keeps none answers `None`: wrappers
+    /// must pass this on to what they wrap.
+    fn suppression(
+        &self,
+        _address: &AddressHash,
+    ) -> impl Future<Output = Result<Option<Suppression>, PortError>> + Send {
+        async { Ok(None) }
+    }
+
+    /// Record a suppression (the first one for an address stands: a second provider answer
+    /// for it changes nothing).
+    fn put_suppression(
+        &self,
+        _suppression: &Suppression,
+    ) -> impl Future<Output = Result<(), PortError>> + Send {
+        async {
+            Err(PortError::Refused {
+                op: OP_PUT_SUPPRESSION,
+                message: "this store keeps no suppressions".into(),
+            })
+        }
+    }
+
     /// `scheduled` at `payload_version` → `to` (enqueued or expired), leaving the due index.
     /// `to = Cancelled` goes from `scheduled` or `enqueued`, still at `payload_version`.
     fn mark(
@@ -321,6 +348,18 @@ impl<T: ReminderStore> ReminderStore for std::sync::Arc<T> {
         prefs: &Preferences,
     ) -> impl Future<Output = Result<(), PortError>> + Send {
         (**self).put_preferences(subscriber, prefs)
+    }
+    fn suppression(
+        &self,
+        address: &AddressHash,
+    ) -> impl Future<Output = Result<Option<Suppression>, PortError>> + Send {
+        (**self).suppression(address)
+    }
+    fn put_suppression(
+        &self,
+        suppression: &Suppression,
+    ) -> impl Future<Output = Result<(), PortError>> + Send {
+        (**self).put_suppression(suppression)
     }
 }
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::clock::Clock;
-use crate::domain::Content;
+use crate::domain::{Content, SuppressionSource};
 use crate::policy::{parse_retry_after, Outcome};
 use crate::ports::{GatePartition, Provider, SendRequest};
 use crate::providers::secret::Token;
@@ -140,6 +140,11 @@ impl<C: Clock> Provider for HttpProvider<C> {
             // A secret may have been rotated: read it again and retry (an attempt spent).
             401 if self.cfg.token.refused().await => Outcome::Transient {
                 error: "http_401".into(),
+            },
+            // The provider contract: 410 Gone declares the address dead (DESIGN §12).
+            410 => Outcome::Gone {
+                error: "http_410".into(),
+                source: SuppressionSource::Http410,
             },
             408 | 500..=599 => Outcome::Transient {
                 error: format!("http_{status}"),

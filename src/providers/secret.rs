@@ -94,3 +94,42 @@ impl SecretToken {
         *self.cached.lock().await = None;
     }
 }
+
+/// The secret holding the key suppressed addresses are hashed with (DESIGN §12).
+pub const SUPPRESSION_KEY_SECRET_VAR: &str = "SUPPRESSION_KEY_SECRET_ARN";
+/// The key itself, for local runs only (refused on Lambda, as plain tokens are).
+pub const SUPPRESSION_KEY_VAR: &str = "SUPPRESSION_KEY";
+
+/// The suppression key: the secret's `SecretString` (read once, at cold start), or on a local
+/// run the plain variable; `None` (suppressions neither checked nor recorded) when neither is
+/// set. A key under 16 bytes is refused, naming the variable.
+pub async fn suppression_key(
+    get: impl Fn(&str) -> Option<String>,
+    sdk: &aws_config::SdkConfig,
+) -> Result<Option<crate::domain::SuppressionKey>, crate::config::ConfigError> {
+    use crate::config::ConfigError;
+    use crate::domain::SuppressionKey;
+    let on_lambda = get("AWS_LAMBDA_FUNCTION_NAME").is_some();
+    let (var, raw) =
+        match (get(SUPPRESSION_KEY_SECRET_VAR), get(SUPPRESSION_KEY_VAR)) {
+            (Some(arn), _) => {
+                let secret = SecretToken::new(sdk, arn);
+                let raw = secret
+                    .get()
+                    .await
+                    .map_err(|e| ConfigError::invalid(SUPPRESSION_KEY_SECRET_VAR, e.0))?;
+                (SUPPRESSION_KEY_SECRET_VAR, raw)
+            }
+            (None, Some(_)) if on_lambda => return Err(ConfigError::invalid(
+                SUPPRESSION_KEY_VAR,
+                format!(
+                    "a key in the environment is for local runs: set {SUPPRESSION_KEY_SECRET_VAR}"
+                ),
+            )),
+            (None, Some(raw)) => (SUPPRESSION_KEY_VAR, raw),
+            (None, None) => return Ok(None),
+        };
+    SuppressionKey::new(raw.into_bytes())
+        .map(Some)
+        .map_err(|e| ConfigError::invalid(var, e.to_string()))
+}

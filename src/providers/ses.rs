@@ -11,7 +11,7 @@ use aws_sdk_sesv2::types::{
 
 use super::sdk::{classify, short};
 use crate::clock::Clock;
-use crate::domain::Content;
+use crate::domain::{Content, SuppressionSource};
 use crate::policy::Outcome;
 use crate::ports::{GatePartition, Provider, SendRequest};
 
@@ -126,6 +126,17 @@ impl<C: Clock> Provider for SesProvider<C> {
                     error: format!("ses_{}", short(e.meta().code().unwrap_or("blocked"))),
                     retry_after: now.plus(BLOCK),
                 }),
+                // SES refuses a malformed recipient address with a 400 naming it ("Illegal
+                // address", "Missing final '@domain'"); a sandbox's "not verified" is the
+                // sender's configuration, not a dead address.
+                SendEmailError::BadRequestException(_)
+                    if e.meta().message().is_some_and(invalid_address) =>
+                {
+                    Some(Outcome::Gone {
+                        error: format!("ses_{}", short(e.meta().code().unwrap_or("rejected"))),
+                        source: SuppressionSource::SesInvalidAddress,
+                    })
+                }
                 SendEmailError::MessageRejected(_)
                 | SendEmailError::MailFromDomainNotVerifiedException(_)
                 | SendEmailError::BadRequestException(_)
@@ -136,4 +147,13 @@ impl<C: Clock> Provider for SesProvider<C> {
             }),
         }
     }
+}
+
+/// Whether SES's message refuses the recipient's address itself.
+fn invalid_address(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    (m.contains("illegal address")
+        || m.contains("missing final '@domain'")
+        || m.contains("invalid address"))
+        && !m.contains("not verified")
 }

@@ -8,7 +8,7 @@ use aws_sdk_sns::types::MessageAttributeValue;
 use super::sdk::{classify, short};
 use super::ses::BLOCK;
 use crate::clock::{Clock, Timestamp};
-use crate::domain::Content;
+use crate::domain::{Content, SuppressionSource};
 use crate::policy::Outcome;
 use crate::ports::{GatePartition, Provider, SendRequest};
 
@@ -31,8 +31,24 @@ fn publish_outcome(e: &PublishError, now: Timestamp) -> Option<Outcome> {
         PublishError::InternalErrorException(_) => Some(Outcome::Transient {
             error: "sns_internal_error".into(),
         }),
-        PublishError::EndpointDisabledException(_)
-        | PublishError::InvalidParameterException(_)
+        // The push endpoint is dead (the platform unregistered the token): suppressed.
+        PublishError::EndpointDisabledException(_) => Some(Outcome::Gone {
+            error: format!("sns_{}", code()),
+            source: SuppressionSource::SnsEndpointDisabled,
+        }),
+        // SNS names the parameter at fault: a refused phone number is a dead address.
+        PublishError::InvalidParameterException(_)
+        | PublishError::InvalidParameterValueException(_)
+            if e.meta()
+                .message()
+                .is_some_and(|m| m.contains("PhoneNumber")) =>
+        {
+            Some(Outcome::Gone {
+                error: format!("sns_{}", code()),
+                source: SuppressionSource::SnsInvalidNumber,
+            })
+        }
+        PublishError::InvalidParameterException(_)
         | PublishError::InvalidParameterValueException(_)
         | PublishError::NotFoundException(_)
         | PublishError::ValidationException(_)

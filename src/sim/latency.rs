@@ -218,6 +218,17 @@ impl<T: ReminderStore> ReminderStore for Timed<T> {
     ) -> Result<(), PortError> {
         self.inner.put_preferences(subscriber, prefs).await
     }
+    async fn suppression(
+        &self,
+        address: &crate::domain::AddressHash,
+    ) -> Result<Option<crate::domain::Suppression>, PortError> {
+        self.clock.dynamo(1.0);
+        self.inner.suppression(address).await
+    }
+    async fn put_suppression(&self, s: &crate::domain::Suppression) -> Result<(), PortError> {
+        self.clock.dynamo(1.0);
+        self.inner.put_suppression(s).await
+    }
 }
 
 impl<T: DeliveryQueue> DeliveryQueue for Timed<T> {

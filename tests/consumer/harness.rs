@@ -90,7 +90,8 @@ impl Mem {
             dead_letters: dlq.clone(),
             providers: PerChannel::from_fn(|_| provider.clone()),
         };
-        let consumer = Consumer::new(ports, cfg, queue_urls(), 42);
+        let consumer = Consumer::new(ports, cfg, queue_urls(), 42)
+            .with_suppression_key(Some(suppression_key()));
         Self {
             clock,
             store,
@@ -187,6 +188,11 @@ impl Mem {
     pub fn advance(&self, secs: u64) {
         self.clock.advance(Duration::from_secs(secs));
     }
+}
+
+/// The key the in-memory consumer hashes suppressed addresses with.
+pub fn suppression_key() -> reminders::domain::SuppressionKey {
+    reminders::domain::SuppressionKey::new(b"consumer tests' suppression key".to_vec()).unwrap()
 }
 
 pub fn reminder(id: &str, channels: &[Channel]) -> Reminder {

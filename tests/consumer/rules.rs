@@ -176,3 +176,101 @@ async fn outside_quiet_hours_it_is_sent_at_once() {
     w.run(Channel::Push).await.unwrap();
     assert_eq!(w.provider.calls_for(&msg.delivery_key), 1);
 }
+
+/// A provider's `410 Gone` suppresses the address (a keyed hash beside the masked form, never
+/// the address); the next reminder to it ends `suppressed` with no call, no attempt and no
+/// DLQ copy; once an operator lifts the suppression, a later one is sent.
+#[tokio::test]
+async fn an_address_declared_gone_is_suppressed_and_not_sent_again_until_lifted() {
+    use reminders::domain::{AddressHash, SuppressionSource};
+    use reminders::ports::Answer;
+    let w = Mem::new(test_config(), true);
+    let first = w.reminder("gone-1", &[Channel::Push]).await;
+    let m1 = message(&first, Channel::Push);
+    w.provider.script_for(&m1.delivery_key, [Answer::Gone]);
+    w.enqueue(&m1).await;
+    let out = w.run(Channel::Push).await.unwrap();
+    assert_eq!(out.metrics.get(Channel::Push).suppressions_recorded, 1);
+    let rec = w.record(&m1.delivery_key).await.unwrap();
+    assert_eq!(rec.dead_reason(), Some(DeadReason::Rejected), "its own end");
+    let recipient = &first.recipients[&Channel::Push];
+    let hash = AddressHash::of(&crate::harness::suppression_key(), recipient);
+    let sup = w
+        .store
+        .suppression(&hash)
+        .await
+        .unwrap()
+        .expect("suppressed");
+    assert_eq!(sup.source, SuppressionSource::Http410);
+    assert_eq!(sup.channel, Channel::Push);
+    let shown = serde_json::to_string(&sup).unwrap();
+    assert!(!shown.contains(recipient.expose()), "{shown}");
+
+    let second = w.reminder("gone-2", &[Channel::Push]).await;
+    let m2 = message(&second, Channel::Push);
+    w.enqueue(&m2).await;
+    let out = w.run(Channel::Push).await.unwrap();
+    assert_eq!(out.records[0].action, Action::Ack);
+    assert_eq!(w.provider.calls_for(&m2.delivery_key), 0, "never called");
+    let rec = w.record(&m2.delivery_key).await.unwrap();
+    assert_eq!(rec.status(), Status::Dead);
+    assert_eq!(rec.dead_reason(), Some(DeadReason::Suppressed));
+    assert_eq!(rec.attempt_count(), 0);
+    let why = rec.last_error().unwrap();
+    assert!(
+        why.contains("http_410") && why.contains(&sup.masked),
+        "{why}"
+    );
+    assert!(!why.contains(recipient.expose()), "{why}");
+    assert_eq!(out.metrics.get(Channel::Push).dead_needing_operator(), 0);
+    // Only the first (rejected) death was copied to the DLQ.
+    assert_eq!(w.dead_letters(Channel::Push).await.len(), 1);
+
+    assert!(w.store.lift_suppression(&hash));
+    let third = w.reminder("gone-3", &[Channel::Push]).await;
+    let m3 = message(&third, Channel::Push);
+    w.enqueue(&m3).await;
+    w.run(Channel::Push).await.unwrap();
+    assert_eq!(
+        w.provider.calls_for(&m3.delivery_key),
+        1,
+        "sent once lifted"
+    );
+    assert_eq!(
+        w.record(&m3.delivery_key).await.unwrap().status(),
+        Status::Delivered
+    );
+}
+
+/// An opt-out is the recipient's word and comes first: a channel both opted out of and
+/// suppressed ends `opted_out`.
+#[tokio::test]
+async fn an_opt_out_wins_over_a_suppression() {
+    use reminders::domain::{AddressHash, Suppression, SuppressionSource};
+    let w = Mem::new(test_config(), true);
+    let r = w.reminder("both", &[Channel::Sms]).await;
+    let recipient = &r.recipients[&Channel::Sms];
+    let key = crate::harness::suppression_key();
+    let sup = Suppression::record(
+        &key,
+        recipient,
+        SuppressionSource::SnsInvalidNumber,
+        reminders::clock::Clock::now(&w.clock),
+    );
+    w.store.put_suppression(&sup).await.unwrap();
+    assert!(w
+        .store
+        .suppression(&AddressHash::of(&key, recipient))
+        .await
+        .unwrap()
+        .is_some());
+    w.store
+        .put_preferences(&r.subscriber_id, &prefs(json!({"opted_out": ["sms"]})))
+        .await
+        .unwrap();
+    let msg = message(&r, Channel::Sms);
+    w.enqueue(&msg).await;
+    w.run(Channel::Sms).await.unwrap();
+    let rec = w.record(&msg.delivery_key).await.unwrap();
+    assert_eq!(rec.dead_reason(), Some(DeadReason::OptedOut));
+}

@@ -248,6 +248,7 @@ async fn suite<S: ReminderStore + SubscriberIndex>(store: &S) {
     skip_and_quarantine(store, until, expected).await;
     extend_freshness(store).await;
     preferences(store, until).await;
+    suppressions(store, until).await;
 }
 
 fn prefs(json: &str) -> Preferences {
@@ -306,6 +307,51 @@ async fn preferences<S: ReminderStore + SubscriberIndex>(store: &S, until: Times
     }
     assert!(swept.iter().any(|k| k == "p-01"), "{swept:?}");
     assert!(!swept.iter().any(|k| k.contains('#')), "{swept:?}");
+}
+
+/// Suppressions: none until put, read back by hash, the first one stands, another channel's
+/// hash of the same text is another suppression; the items sit in no index.
+async fn suppressions<S: ReminderStore>(store: &S, until: Timestamp) {
+    use reminders::domain::{
+        AddressHash, Channel, Recipient, Suppression, SuppressionKey, SuppressionSource,
+    };
+    let key = SuppressionKey::new(b"contract tests' suppression key".to_vec()).unwrap();
+    let email = Recipient::parse(Channel::Email, "Gone@Example.org").unwrap();
+    let hash = AddressHash::of(&key, &email);
+    assert_eq!(store.suppression(&hash).await.unwrap(), None);
+    let at = Timestamp::from_millis(1_800_000_000_000);
+    let first = Suppression::record(&key, &email, SuppressionSource::SesInvalidAddress, at);
+    store.put_suppression(&first).await.unwrap();
+    assert_eq!(store.suppression(&hash).await.unwrap(), Some(first.clone()));
+    let later = Suppression::record(
+        &key,
+        &email,
+        SuppressionSource::Operator,
+        at.plus(Duration::from_secs(60)),
+    );
+    store.put_suppression(&later).await.unwrap();
+    assert_eq!(
+        store.suppression(&hash).await.unwrap(),
+        Some(first),
+        "the first suppression stands"
+    );
+    // The lowercased address is the same suppression; a push token of the same text is not.
+    let lower = Recipient::parse(Channel::Email, "gone@example.org").unwrap();
+    assert!(store
+        .suppression(&AddressHash::of(&key, &lower))
+        .await
+        .unwrap()
+        .is_some());
+    let token = Recipient::parse(Channel::Push, "gone@example.org").unwrap();
+    assert_eq!(
+        store
+            .suppression(&AddressHash::of(&key, &token))
+            .await
+            .unwrap(),
+        None
+    );
+    let due = all_due(store, until).await;
+    assert!(!due.iter().any(|id| id.contains('#')), "{due:?}");
 }
 
 // The memory store keeps preferences as the validated type, so a malformed one cannot be
@@ -391,7 +437,50 @@ async fn dynamodb_store_meets_the_contract() {
         SHARDS,
     ))
     .await;
-    unreadable_preferences(client, table).await;
+    unreadable_preferences(client.clone(), table.clone()).await;
+    operators_list_and_lift_suppressions(client, table).await;
+}
+
+/// What `remindctl suppression list | remove` runs on: every suppression (and the key of an
+/// unreadable item, which fails the consumer's read as Corrupt), lifted by hash, once.
+async fn operators_list_and_lift_suppressions(client: aws_sdk_dynamodb::Client, table: String) {
+    use aws_sdk_dynamodb::types::AttributeValue as Av;
+    use reminders::aws::dynamo::suppression::suppression_key;
+    use reminders::domain::AddressHash;
+    let store = DynamoReminderStore::new(client.clone(), table.clone(), SHARDS);
+    let (found, unreadable) = store.suppressions().await.unwrap();
+    assert_eq!(found.len(), 1, "the suite's one suppression: {found:?}");
+    assert!(unreadable.is_empty(), "{unreadable:?}");
+    let bad = AddressHash::parse("s1_0123456789abcdef0123456789abcdef").unwrap();
+    client
+        .put_item()
+        .table_name(&table)
+        .item("reminder_id", Av::S(suppression_key(&bad)))
+        .item("kind", Av::S("suppression".into()))
+        .item("suppression", Av::S("not a map".into()))
+        .send()
+        .await
+        .expect("raw put");
+    match store.suppression(&bad).await {
+        Err(PortError::Corrupt { message, .. }) => {
+            assert!(message.starts_with("suppression"), "{message}");
+        }
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+    let (found, unreadable) = store.suppressions().await.unwrap();
+    assert_eq!((found.len(), unreadable), (1, vec![suppression_key(&bad)]));
+    assert!(matches!(
+        store.lift_suppression(&bad).await,
+        Ok(Some(Err(_)))
+    ));
+    let good = found[0].address_hash.clone();
+    assert!(matches!(store.lift_suppression(&good).await, Ok(Some(Ok(s))) if s == found[0]));
+    assert!(
+        matches!(store.lift_suppression(&good).await, Ok(None)),
+        "lifted once"
+    );
+    assert_eq!(store.suppression(&good).await.unwrap(), None);
+    assert_eq!(store.suppressions().await.unwrap(), (vec![], vec![]));
 }
 
 /// A preferences item another writer stored badly fails the read as Corrupt, naming the

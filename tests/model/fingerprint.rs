@@ -182,10 +182,12 @@ fn change<H: Hasher>(c: &Change, names: &mut Names, h: &mut H) {
             token,
             next_eligible_at,
             error,
+            quiet_hours,
         } => {
             names.hash(Some(token), h);
             next_eligible_at.hash(h);
             error.hash(h);
+            quiet_hours.hash(h);
         }
         Change::Release { token }
         | Change::ExpireHeld { token }

@@ -179,7 +179,18 @@ async fn server_errors_and_408_are_transient_other_4xx_permanent() {
                 error: format!("http_{status}")
             }
         );
+        assert_eq!(got.gone(), None, "{status} says nothing of the address");
     }
+    // The contract's 410 Gone: permanent, and the address is dead.
+    let got = send_to(vec![respond(410, "")]).await;
+    assert_eq!(
+        got,
+        Outcome::Gone {
+            error: "http_410".into(),
+            source: reminders::domain::SuppressionSource::Http410,
+        }
+    );
+    assert_eq!(got.class(), reminders::policy::OutcomeClass::Permanent);
 }
 
 #[tokio::test]

@@ -448,17 +448,23 @@ fn token_secrets_are_granted_one_by_one_and_never_in_the_environment() {
     };
     let push = "arn:aws:secretsmanager:us-east-1:123456789012:secret:push-token-AbCdEf";
     let sms = "arn:aws:secretsmanager:us-east-1:123456789012:secret:sms-token-GhIjKl";
-    assert!(granted(&[]).is_empty(), "no secret, no grant");
+    // The suppression key is the stack's own secret, read in every configuration.
+    let key = "${SuppressionKeySecret}".to_owned();
+    assert_eq!(
+        granted(&[]),
+        BTreeSet::from([key.clone()]),
+        "no token secret, no token grant"
+    );
     assert_eq!(
         granted(&[("PushHttpTokenSecretArn", push)]),
-        BTreeSet::from([push.to_owned()])
+        BTreeSet::from([key.clone(), push.to_owned()])
     );
     assert_eq!(
         granted(&[
             ("PushHttpTokenSecretArn", push),
             ("SmsHttpTokenSecretArn", sms)
         ]),
-        BTreeSet::from([push.to_owned(), sms.to_owned()])
+        BTreeSet::from([key, push.to_owned(), sms.to_owned()])
     );
     for role in ["SchedulerRole", "RedriveRole", "ApiRole", "EventsRole"] {
         let p = params(&t, &[("PushHttpTokenSecretArn", push)]);
@@ -479,8 +485,9 @@ fn token_secrets_are_granted_one_by_one_and_never_in_the_environment() {
             for k in vars.keys() {
                 let k = k.as_str().unwrap();
                 assert!(
-                    !reminders::providers::LOCAL_ONLY_VARS.contains(&k),
-                    "{name:?} gets a plain token in {k}"
+                    !reminders::providers::LOCAL_ONLY_VARS.contains(&k)
+                        && k != reminders::providers::secret::SUPPRESSION_KEY_VAR,
+                    "{name:?} gets a plain secret in {k}"
                 );
             }
         }
@@ -702,11 +709,11 @@ fn every_provider_combination_grants_only_what_it_needs() {
                     "{label}: SNS"
                 );
                 assert_eq!(has("sns:CreatePlatformEndpoint"), push == "sns", "{label}");
-                let http = [push, email, sms].contains(&"http");
-                assert_eq!(
+                // Token secrets are granted one by one (the test above); the suppression
+                // key in every combination.
+                assert!(
                     has("secretsmanager:GetSecretValue"),
-                    http,
-                    "{label}: tokens"
+                    "{label}: the suppression key"
                 );
                 for s in &allowed {
                     if strings(&s["Resource"]).iter().any(|r| r == "*") {

@@ -20,6 +20,10 @@ pub struct ReceiveArgs {
     /// Port on 127.0.0.1.
     #[arg(long, default_value_t = 8080)]
     port: u16,
+    /// An address that is dead (repeatable): requests to it are answered `410 Gone`, as a
+    /// provider declares an address dead, so the pipeline suppresses it.
+    #[arg(long, value_name = "ADDRESS")]
+    gone: Vec<String>,
 }
 
 /// Serve until the process is stopped (Ctrl-C).
@@ -34,7 +38,7 @@ pub fn run(args: ReceiveArgs) -> Result<(), String> {
             body,
             ..request_parts(&request)
         };
-        let (status, body, line) = answer(parts, &mut receipts);
+        let (status, body, line) = answer(parts, &mut receipts, &args.gone);
         println!("{line}");
         let _ = std::io::stdout().flush();
         respond(request, status, body);
@@ -62,7 +66,11 @@ fn request_parts(request: &Request) -> Parts {
 }
 
 /// The status, the JSON answer and the line to print for one request.
-fn answer(parts: Parts, receipts: &mut HashMap<String, String>) -> (u16, Value, String) {
+fn answer(
+    parts: Parts,
+    receipts: &mut HashMap<String, String>,
+    gone: &[String],
+) -> (u16, Value, String) {
     if parts.method != Method::Post {
         return (
             405,
@@ -87,6 +95,10 @@ fn answer(parts: Parts, receipts: &mut HashMap<String, String>) -> (u16, Value, 
         .ok()
         .and_then(|c| Recipient::parse(c, &text("recipient")).ok())
         .map_or_else(|| "an unreadable recipient".to_owned(), |r| r.fingerprint());
+    if gone.contains(&text("recipient")) {
+        let line = format!("gone {channel} {key} to {to}: 410, the address is dead");
+        return (410, json!({"error": "the address is gone"}), line);
+    }
     let next = format!("local-{}", receipts.len() + 1);
     let (id, fresh) = match receipts.get(&key) {
         Some(id) => (id.clone(), false),

@@ -141,14 +141,24 @@ async fn handlers(
         dead_letters: adapters.dead_letters,
         providers,
     };
+    // Suppressions are on locally too: SUPPRESSION_KEY (or the secret) when set, otherwise
+    // a fixed development key (the emulator's hashes are nobody's secret).
+    let key = reminders::providers::secret::suppression_key(env, &sdk)
+        .await
+        .map_err(|e| e.to_string())?
+        .or_else(|| reminders::domain::SuppressionKey::new(LOCAL_SUPPRESSION_KEY).ok());
     let consumer = Consumer::new(
         ports.clone(),
         consumer_cfg,
         settings.queue_urls.clone(),
         rand_seed(),
-    );
+    )
+    .with_suppression_key(key);
     Ok((Scheduler::new(ports, scheduler_cfg), consumer))
 }
+
+/// The key local runs hash suppressed addresses with when none is configured.
+pub const LOCAL_SUPPRESSION_KEY: &[u8] = b"remindctl local development suppression key";
 
 /// Ctrl-C (or SIGTERM) ends the run at the next step; the summary is still printed.
 fn interrupt_on_signal() -> Arc<AtomicBool> {

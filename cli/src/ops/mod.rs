@@ -8,6 +8,7 @@ pub mod redrive;
 pub mod remind;
 mod show;
 pub mod subscriber;
+pub mod suppression;
 mod words;
 
 use reminders::aws::{Adapters, Settings};

@@ -214,14 +214,17 @@ fn print_ledger(rec: &DeliveryRecord) {
     }
 }
 
-/// The history entry of a hold for quiet hours. The ledger records every hold as
-/// `held_by_breaker`; while the delivery is still held with the quiet-hours error, its last
-/// entry is that hold (a hold is the last write until the next claim). Earlier holds cannot be
-/// told apart from the breaker's.
+/// The history entry of a hold for quiet hours while the delivery is still held: its last
+/// entry (a hold is the last write until the next claim). Holds are recorded as
+/// `held_for_quiet_hours`; items written before that named them `held_by_breaker`.
 fn quiet_hold_entry(rec: &DeliveryRecord) -> Option<u64> {
     words::quiet_hours_until(rec)?;
     let (n, last) = rec.history().into_iter().last()?;
-    (last.detail.as_deref() == Some("held_by_breaker")).then_some(n)
+    matches!(
+        last.detail.as_deref(),
+        Some("held_by_breaker" | reminders::delivery::state::HELD_FOR_QUIET_HOURS)
+    )
+    .then_some(n)
 }
 
 /// The last error while it describes the delivery's state: an error from before a delivery

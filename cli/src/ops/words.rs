@@ -113,11 +113,12 @@ pub fn detail(detail: &str) -> &str {
         "dlq_copy_claimed" => "dead-letter copy being made",
         "dlq_copy" => "dead-letter copy made",
         "held_by_breaker" => "held back by the provider's circuit breaker",
+        "held_for_quiet_hours" => QUIET_HOLD,
         other => other,
     }
 }
 
-/// A hold for the recipient's quiet hours, which the ledger records as a breaker hold.
+/// A hold for the recipient's quiet hours.
 pub const QUIET_HOLD: &str = "held for the subscriber's quiet hours";
 
 /// The history line of a hold for quiet hours: `sending → deferred (held for …)`.

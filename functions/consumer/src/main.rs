@@ -31,8 +31,14 @@ async fn main() -> Result<(), Error> {
         dead_letters: adapters.dead_letters,
         providers,
     };
+    let suppression_key =
+        reminders::providers::secret::suppression_key(reminders::config::env, &start.sdk).await?;
+    if suppression_key.is_none() {
+        tracing::warn!("no suppression key: suppressions are neither checked nor recorded");
+    }
     let consumer = Consumer::new(ports, cfg, settings.queue_urls, rand::random())
-        .with_metrics_namespace(settings.metrics_namespace);
+        .with_metrics_namespace(settings.metrics_namespace)
+        .with_suppression_key(suppression_key);
     let consumer = &consumer;
     run(service_fn(move |event: LambdaEvent<SqsEvent>| async move {
         let now = reminders::clock::Clock::now(&SystemClock);

@@ -11,6 +11,7 @@ pub mod ledger;
 mod operator;
 pub mod reminders;
 mod subscriber;
+pub mod suppression;
 
 pub use gate::DynamoGate;
 

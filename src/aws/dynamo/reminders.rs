@@ -363,6 +363,17 @@ impl ReminderStore for DynamoReminderStore {
         Ok(())
     }
 
+    async fn suppression(
+        &self,
+        address: &crate::domain::AddressHash,
+    ) -> Result<Option<crate::domain::Suppression>, PortError> {
+        self.get_suppression(address).await
+    }
+
+    async fn put_suppression(&self, sup: &crate::domain::Suppression) -> Result<(), PortError> {
+        self.insert_suppression(sup).await
+    }
+
     async fn mark(
         &self,
         id: &ReminderId,

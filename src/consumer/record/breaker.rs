@@ -327,6 +327,7 @@ impl<P: Ports> Record<'_, P> {
             token: lease.token.clone(),
             next_eligible_at: at,
             error: Some(crate::policy::breaker::HELD_BY_BREAKER.into()),
+            quiet_hours: false,
         };
         let ctx: Ctx = self.ctx(&d.msg, d.reminder.fresh_until, now);
         let ledger = self.consumer.ports.ledger();

@@ -116,6 +116,10 @@ impl<P: Ports> Record<'_, P> {
         }
         // The recipient's rules, read after the claim: opt-outs and quiet hours.
         let lease = step!(self.recipient_rules(&delivery, lease).await);
+        // Reading them took a storage call: the freshness check holds right before a send.
+        if delivery.reminder.is_stale_at(self.now()) {
+            return self.expire_held(&delivery, lease).await;
+        }
         // A claim slowed by conflicts or storage may leave too little lease for a provider
         // call: sending then would let another worker take over mid-send. Give it back.
         if !self.lease_covers_send(&lease) {

@@ -13,25 +13,42 @@ use crate::clock::Timestamp;
 use crate::delivery::state::Change;
 use crate::delivery::Written;
 use crate::domain::preferences::Decision;
-use crate::domain::DeadReason;
+use crate::domain::{AddressHash, DeadReason, Suppression, SuppressionSource};
 use crate::ports::{Ports, ReminderStore};
 
 impl<P: Ports> Record<'_, P> {
-    /// `Continue` to send; otherwise the record ends held or dead, by the preferences.
+    /// `Continue` to send; otherwise the record ends held or dead, by the preferences and
+    /// the suppressions: an opt-out first (the recipient's word), then a dead address (no
+    /// point holding what can never go), then quiet hours.
     pub(super) async fn recipient_rules(&mut self, d: &Delivery, lease: Lease) -> Step<Lease> {
         let store = self.consumer.ports.reminders();
-        let Some(prefs) = store.preferences(&d.msg.subscriber_id).await? else {
-            return Ok(ControlFlow::Continue(lease));
-        };
+        let prefs = store.preferences(&d.msg.subscriber_id).await?;
         let now = self.now();
-        let action = match prefs.decide(self.inc.channel, now, d.reminder.fresh_until) {
-            Decision::Send => return Ok(ControlFlow::Continue(lease)),
+        let decision = prefs.as_ref().map_or(Decision::Send, |p| {
+            p.decide(self.inc.channel, now, d.reminder.fresh_until)
+        });
+        if matches!(decision, Decision::OptedOut) {
+            let why = "the subscriber opted out of this channel";
+            let action = self
+                .recipients_choice(d, lease, DeadReason::OptedOut, why)
+                .await?;
+            return Ok(ControlFlow::Break(action));
+        }
+        if let Some(found) = self.suppressed(d).await? {
+            let why = format!(
+                "{} was suppressed by {} at {}",
+                found.masked,
+                found.source,
+                found.at.to_rfc3339()
+            );
+            let action = self
+                .recipients_choice(d, lease, DeadReason::Suppressed, &why)
+                .await?;
+            return Ok(ControlFlow::Break(action));
+        }
+        let action = match decision {
+            Decision::Send | Decision::OptedOut => return Ok(ControlFlow::Continue(lease)),
             Decision::Hold { until } => self.quiet_hours(d, lease, until, now).await?,
-            Decision::OptedOut => {
-                let why = "the subscriber opted out of this channel";
-                self.recipients_choice(d, lease, DeadReason::OptedOut, why)
-                    .await?
-            }
             Decision::QuietUntilStale => {
                 let why = "inside quiet hours, and stale before they end";
                 self.recipients_choice(d, lease, DeadReason::ExpiredQuietHours, why)
@@ -39,6 +56,49 @@ impl<P: Ports> Record<'_, P> {
             }
         };
         Ok(ControlFlow::Break(action))
+    }
+
+    /// The suppression of this delivery's address, when suppressions are kept.
+    async fn suppressed(
+        &self,
+        d: &Delivery,
+    ) -> Result<Option<crate::domain::Suppression>, crate::ports::PortError> {
+        let Some(key) = &self.consumer.suppression_key else {
+            return Ok(None);
+        };
+        let hash = AddressHash::of(key, &d.request.recipient);
+        self.consumer.ports.reminders().suppression(&hash).await
+    }
+
+    /// The provider declared the address dead: suppress it, so later deliveries to it end
+    /// `suppressed` without a call. Best effort, before the outcome is written: a failed
+    /// write is logged and this delivery's own outcome still lands (the next answer from the
+    /// provider will declare it again).
+    pub(super) async fn suppress(&mut self, d: &Delivery, source: SuppressionSource) {
+        let Some(key) = &self.consumer.suppression_key else {
+            return;
+        };
+        let sup = Suppression::record(key, &d.request.recipient, source, self.now());
+        let store = self.consumer.ports.reminders();
+        match store.put_suppression(&sup).await {
+            Ok(()) => {
+                self.m.suppressions_recorded += 1;
+                tracing::warn!(
+                    delivery_key = %d.msg.delivery_key,
+                    channel = %sup.channel,
+                    address = %sup.masked,
+                    address_hash = %sup.address_hash,
+                    source = %sup.source,
+                    "address suppressed"
+                );
+            }
+            Err(e) => tracing::error!(
+                delivery_key = %d.msg.delivery_key,
+                address_hash = %sup.address_hash,
+                error = %e,
+                "address declared dead, but its suppression could not be written"
+            ),
+        }
     }
 
     /// Deferred (fenced, nothing spent) until the quiet hours end; the message waits as long.
@@ -53,9 +113,11 @@ impl<P: Ports> Record<'_, P> {
             token: lease.token,
             next_eligible_at: until,
             error: Some(format!("quiet hours until {}", until.to_rfc3339())),
+            quiet_hours: true,
         };
         match self.under_lease(d, lease.record, change).await? {
             Written::Applied(held) => {
+                self.m.held_quiet_hours += 1;
                 log_transition(
                     &d.msg,
                     held.attempt_count(),

@@ -22,6 +22,9 @@ impl<P: Ports> Record<'_, P> {
         if let Some(held) = self.breaker_learns(d, &lease, &outcome).await? {
             return Ok(held);
         }
+        if let Some(source) = outcome.gone() {
+            self.suppress(d, source).await;
+        }
         let now = self.now();
         let ctx = self.ctx(&d.msg, d.reminder.fresh_until, now);
         let policy = lease

@@ -128,7 +128,8 @@ fn land(
             token,
             next_eligible_at,
             error,
-        } => hold(from, next, token, *next_eligible_at, error)?,
+            quiet_hours,
+        } => hold(from, next, token, *next_eligible_at, error, *quiet_hours)?,
         Change::Die {
             token,
             reason,
@@ -243,21 +244,33 @@ fn defer(
     Ok(Landed::saying(Status::Deferred, detail))
 }
 
-/// sending (fenced) → deferred with nothing spent: held by the breaker.
+/// sending (fenced) → deferred with nothing spent: held by the breaker, or for the
+/// recipient's quiet hours (no provider was asked: the last outcome stays what it was).
 fn hold(
     from: &From,
     next: &mut DeliveryRecord,
     token: &LeaseToken,
     next_eligible_at: Timestamp,
     error: &Option<String>,
+    quiet_hours: bool,
 ) -> Result<Landed, Refused> {
     from.fenced(token)?;
     next.next_eligible_at = Some(next_eligible_at);
-    next.last_outcome_class = Some(OutcomeClass::Transient);
+    if !quiet_hours {
+        next.last_outcome_class = Some(OutcomeClass::Transient);
+    }
     next.set_error(error.as_deref());
     next.clear_lease();
-    Ok(Landed::saying(Status::Deferred, "held_by_breaker".into()))
+    let detail = if quiet_hours {
+        HELD_FOR_QUIET_HOURS
+    } else {
+        crate::policy::breaker::HELD_BY_BREAKER
+    };
+    Ok(Landed::saying(Status::Deferred, detail.into()))
 }
+
+/// The history detail of a hold for the recipient's quiet hours.
+pub const HELD_FOR_QUIET_HOURS: &str = "held_for_quiet_hours";
 
 /// sending (fenced) or deferred → dead for a provider or budget reason; scheduled, ready or
 /// deferred → dead for a reminder that is gone or cannot be read or sent (never from

@@ -24,6 +24,7 @@ struct Table {
     items: BTreeMap<String, Reminder>,
     due: BTreeSet<(u32, Timestamp, String)>,
     preferences: BTreeMap<SubscriberId, Preferences>,
+    suppressions: BTreeMap<AddressHash, Suppression>,
 }
 
 impl Table {
@@ -53,6 +54,16 @@ impl MemoryReminderStore {
             shards: shards.max(1),
             faults,
         }
+    }
+
+    /// Every suppression, by hash (the operator's list).
+    pub fn suppressions(&self) -> Vec<Suppression> {
+        lock(&self.state).suppressions.values().cloned().collect()
+    }
+
+    /// Lift a suppression: whether there was one.
+    pub fn lift_suppression(&self, address: &AddressHash) -> bool {
+        lock(&self.state).suppressions.remove(address).is_some()
     }
 
     fn guarded<T>(
@@ -254,6 +265,18 @@ impl ReminderStore for MemoryReminderStore {
     ) -> Result<(), PortError> {
         self.guarded(OP_PUT_PREFERENCES, |t| {
             t.preferences.insert(subscriber.clone(), prefs.clone());
+        })
+    }
+
+    async fn suppression(&self, address: &AddressHash) -> Result<Option<Suppression>, PortError> {
+        self.guarded(OP_SUPPRESSION, |t| t.suppressions.get(address).cloned())
+    }
+
+    async fn put_suppression(&self, suppression: &Suppression) -> Result<(), PortError> {
+        self.guarded(OP_PUT_SUPPRESSION, |t| {
+            t.suppressions
+                .entry(suppression.address_hash.clone())
+                .or_insert_with(|| suppression.clone());
         })
     }
 

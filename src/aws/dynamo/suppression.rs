@@ -1,0 +1,152 @@
+//! Suppressions in the reminders table (DESIGN §12): one item per suppressed (channel,
+//! address), keyed `suppress#<s1_ hash>`, holding the hash, the masked address, the source and
+//! the time — never the address. `#` never occurs in a reminder id and the item has neither
+//! `due_shard` nor `subscriber_id`, so no index holds it. The consumer reads one by its key
+//! (strongly consistent) before a send; operators list and lift them
+//! (`remindctl suppression list | remove`).
+
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
+use aws_sdk_dynamodb::operation::get_item::GetItemError;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::scan::ScanError;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
+
+use super::reminders::DynamoReminderStore;
+use super::{dynamo_kind, s};
+use crate::aws::error::{corrupt, port_error};
+use crate::domain::{AddressHash, Suppression};
+use crate::ports::reminders::{OP_PUT_SUPPRESSION, OP_SUPPRESSION};
+use crate::ports::PortError;
+
+pub const KIND: &str = "suppression";
+
+/// The item key of an address's suppression.
+pub fn suppression_key(address: &AddressHash) -> String {
+    format!("suppress#{}", address.as_str())
+}
+
+fn decode(
+    mut item: std::collections::HashMap<String, AttributeValue>,
+    op: &'static str,
+) -> Result<Suppression, PortError> {
+    let Some(value) = item.remove(KIND) else {
+        return Err(corrupt(op, "suppression: missing"));
+    };
+    serde_dynamo::from_attribute_value(value).map_err(|e| corrupt(op, format!("suppression: {e}")))
+}
+
+impl DynamoReminderStore {
+    pub(super) async fn get_suppression(
+        &self,
+        address: &AddressHash,
+    ) -> Result<Option<Suppression>, PortError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("reminder_id", s(suppression_key(address)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| port_error(OP_SUPPRESSION, e, dynamo_kind!(GetItemError)))?;
+        // An unreadable item fails the read: the address may be dead, and sending to it is
+        // worse than retrying (an operator can lift it by its hash).
+        out.item.map(|i| decode(i, OP_SUPPRESSION)).transpose()
+    }
+
+    /// The first suppression of an address stands: a later answer changes nothing.
+    pub(super) async fn insert_suppression(&self, sup: &Suppression) -> Result<(), PortError> {
+        let value: AttributeValue =
+            serde_dynamo::to_attribute_value(sup).map_err(|e| corrupt(OP_PUT_SUPPRESSION, e))?;
+        let put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item("reminder_id", s(suppression_key(&sup.address_hash)))
+            .item("kind", s(KIND))
+            .item(KIND, value)
+            .condition_expression("attribute_not_exists(reminder_id)")
+            .send()
+            .await;
+        match put {
+            Ok(_) => Ok(()),
+            Err(SdkError::ServiceError(e))
+                if matches!(e.err(), PutItemError::ConditionalCheckFailedException(_)) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(port_error(
+                OP_PUT_SUPPRESSION,
+                e,
+                dynamo_kind!(PutItemError),
+            )),
+        }
+    }
+
+    /// Every suppression, oldest first, and the keys of items that do not decode (so an
+    /// operator can lift those too). A filtered scan: an operator's command, not a hot path.
+    pub async fn suppressions(&self) -> Result<(Vec<Suppression>, Vec<String>), PortError> {
+        let mut found = Vec::new();
+        let mut unreadable = Vec::new();
+        let mut start = None;
+        loop {
+            let page = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .filter_expression("#kind = :kind")
+                .expression_attribute_names("#kind", "kind")
+                .expression_attribute_values(":kind", s(KIND))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(|e| port_error(OP_SUPPRESSION, e, dynamo_kind!(ScanError)))?;
+            for item in page.items.unwrap_or_default() {
+                let key = match item.get("reminder_id") {
+                    Some(AttributeValue::S(k)) => k.clone(),
+                    _ => String::new(),
+                };
+                match decode(item, OP_SUPPRESSION) {
+                    Ok(sup) => found.push(sup),
+                    Err(_) => unreadable.push(key),
+                }
+            }
+            start = page.last_evaluated_key;
+            if start.is_none() {
+                break;
+            }
+        }
+        found.sort_by(|a: &Suppression, b| (a.at, &a.address_hash).cmp(&(b.at, &b.address_hash)));
+        Ok((found, unreadable))
+    }
+
+    /// Lift an address's suppression: the one it was, if there was one (readable or not).
+    pub async fn lift_suppression(
+        &self,
+        address: &AddressHash,
+    ) -> Result<Option<Result<Suppression, String>>, PortError> {
+        let out = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .key("reminder_id", s(suppression_key(address)))
+            .condition_expression("#kind = :kind")
+            .expression_attribute_names("#kind", "kind")
+            .expression_attribute_values(":kind", s(KIND))
+            .return_values(ReturnValue::AllOld)
+            .send()
+            .await;
+        match out {
+            Ok(out) => Ok(out
+                .attributes
+                .map(|item| decode(item, OP_SUPPRESSION).map_err(|e| e.to_string()))),
+            Err(SdkError::ServiceError(e))
+                if matches!(e.err(), DeleteItemError::ConditionalCheckFailedException(_)) =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(port_error(OP_SUPPRESSION, e, dynamo_kind!(DeleteItemError))),
+        }
+    }
+}
