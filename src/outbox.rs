@@ -219,5 +219,6 @@ fn origin(reminder: &Reminder, channel: Channel) -> Origin {
         reminder_id: reminder.reminder_id.clone(),
         subscriber_id: reminder.subscriber_id.clone(),
         channel,
+        fallback_from: None,
     }
 }

@@ -745,3 +745,171 @@ async fn a_410_suppresses_the_address_and_the_next_reminder_to_it_is_not_sent() 
     assert!(err.contains("--hash"), "{err}");
     drop(api);
 }
+
+/// The cases for fallback, on the emulator through the API: an opted-out channel is not
+/// sent and its fallback is; quiet hours that outlast a 30-minute freshness hand the reminder
+/// to the fallback channel. The ledger (GET, `remind show`) and the events tell the chain; a
+/// channel in standby behind a delivered one is never sent.
+#[tokio::test]
+async fn an_opted_out_or_quiet_channel_falls_back_to_the_next_one_on_the_emulator() {
+    std::env::var("AWS_ENDPOINT_URL")
+        .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");
+    let mut env = stack(&format!("fb-{}", std::process::id()));
+    let port = free_port();
+    for channel in ["EMAIL", "SMS"] {
+        env.insert(format!("{channel}_PROVIDER"), "http".into());
+        env.insert(
+            format!("{channel}_HTTP_ENDPOINT"),
+            format!("http://127.0.0.1:{port}/send"),
+        );
+    }
+    env.insert("PUSH_PROVIDER".into(), "none".into());
+    let receiver = Running::start(&["local", "receive", "--port", &port.to_string()], &env);
+    receiver.first_line();
+    let api = Running::start(&["local", "api", "--port", "0"], &env);
+    let first = api.first_line();
+    let base = first
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .to_owned();
+    reminders::aws::bootstrap::install_crypto();
+    let http = reqwest::Client::new();
+    let now_ms = i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap();
+    let hhmm = |ms: i64| {
+        let mins = ms.div_euclid(60_000).rem_euclid(24 * 60);
+        format!("{:02}:{:02}", mins / 60, mins % 60)
+    };
+    let put = |url: String, b: Value| {
+        let http = http.clone();
+        async move { send(&http, reqwest::Method::PUT, url, Some(b)).await.0 }
+    };
+    // u-out: opted out of SMS, SMS first then email. u-quiet: email quiet now (UTC, an hour
+    // either side), email first then SMS. u-fine: SMS first then email, nothing in the way.
+    let prefs = [
+        (
+            "u-out",
+            json!({"opted_out": ["sms"], "fallback": ["sms", "email"]}),
+        ),
+        (
+            "u-quiet",
+            json!({"quiet_hours": {"email": {"start": hhmm(now_ms - 3_600_000),
+                "end": hhmm(now_ms + 3_600_000), "zone": "UTC"}}, "fallback": ["email", "sms"]}),
+        ),
+        ("u-fine", json!({"fallback": ["sms", "email"]})),
+    ];
+    for (sub, p) in prefs {
+        let url = format!("{base}/v1/subscribers/{sub}/preferences");
+        assert_eq!(put(url, p).await, 200);
+    }
+    for (id, sub, n) in [
+        ("fb-out", "u-out", 1),
+        ("fb-quiet", "u-quiet", 2),
+        ("fb-fine", "u-fine", 3),
+    ] {
+        let mut b = body(sub, n, now_ms);
+        b["fresh_for_secs"] = json!(1800);
+        assert_eq!(put(format!("{base}/v1/reminders/{id}"), b).await, 201);
+    }
+    let (_, before) = send(
+        &http,
+        reqwest::Method::GET,
+        format!("{base}/v1/reminders/fb-fine"),
+        None,
+    )
+    .await;
+    assert_eq!(before["channels"]["email"]["status"], "standby", "{before}");
+
+    let run = Command::new(bin())
+        .args([
+            "local",
+            "run",
+            "--until-idle",
+            "--schedule-period",
+            "1",
+            "--idle-horizon",
+            "0",
+        ])
+        .envs(&env)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let received = receiver.lines().join("\n");
+    let get = |id: &'static str| {
+        let (http, base) = (http.clone(), base.clone());
+        async move {
+            send(
+                &http,
+                reqwest::Method::GET,
+                format!("{base}/v1/reminders/{id}"),
+                None,
+            )
+            .await
+            .1
+        }
+    };
+    let sent = |s: &Value| received.contains(s["delivery_key"].as_str().unwrap());
+    for (id, dead, reason, fallback) in [
+        ("fb-out", "sms", "opted_out", "email"),
+        ("fb-quiet", "email", "expired_quiet_hours", "sms"),
+    ] {
+        let s = get(id).await;
+        let (d, f) = (&s["channels"][dead], &s["channels"][fallback]);
+        assert_eq!(d["status"], "dead", "{s}");
+        assert_eq!(d["dead_reason"], reason, "{s}");
+        assert_eq!(d["fallback_to"], fallback, "{s}");
+        assert_eq!(d["attempts"], 0, "{s}");
+        assert!(!sent(d), "{id}: the {dead} channel was sent");
+        assert_eq!(f["status"], "delivered", "{s}");
+        assert_eq!(f["fallback_from"], dead, "{s}");
+        let key = f["delivery_key"].as_str().unwrap();
+        assert_eq!(received.matches(key).count(), 1, "{id}: fallback sent once");
+    }
+    let s = get("fb-fine").await;
+    assert_eq!(s["channels"]["sms"]["status"], "delivered", "{s}");
+    assert_eq!(s["channels"]["email"]["status"], "standby", "{s}");
+    assert!(!sent(&s["channels"]["email"]), "standby was sent");
+
+    let show = Command::new(bin())
+        .args(["remind", "show", "--id", "fb-out"])
+        .envs(&env)
+        .output()
+        .unwrap();
+    let shown = String::from_utf8(show.stdout).unwrap();
+    assert!(shown.contains("fell back to email"), "{shown}");
+    assert!(shown.contains("the fallback of sms"), "{shown}");
+    let events = Command::new(bin())
+        .args(["local", "events", "--json", "--wait", "10"])
+        .envs(&env)
+        .output()
+        .unwrap();
+    let events = String::from_utf8(events.stdout).unwrap();
+    let chained: Vec<Value> = events
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["detail"]["reminder_id"] == "fb-out")
+        .collect();
+    assert!(
+        chained
+            .iter()
+            .any(|e| e["detail"]["fallback_to"] == "email" && e["detail"]["reason"] == "opted_out"),
+        "{events}"
+    );
+    assert!(
+        chained
+            .iter()
+            .any(|e| e["detail"]["fallback_from"] == "sms" && e["detail"]["outcome"] == "delivered"),
+        "{events}"
+    );
+    drop(api);
+}

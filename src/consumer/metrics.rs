@@ -26,6 +26,10 @@ pub struct Metrics {
     pub held_quiet_hours: u32,
     /// Addresses a provider declared dead, suppressed by this batch.
     pub suppressions_recorded: u32,
+    /// Messages of channels in standby behind another (acknowledged, nothing sent).
+    pub standby: u32,
+    /// Deaths that started a delivery on the subscriber's fallback channel.
+    pub fallbacks: u32,
     /// Breaker probes won (each one provider call while the partition is open).
     pub breaker_probes: u32,
     /// Partitions this batch opened (or reopened after a failed probe).
@@ -82,6 +86,8 @@ impl Metrics {
         self.held_breaker += other.held_breaker;
         self.held_quiet_hours += other.held_quiet_hours;
         self.suppressions_recorded += other.suppressions_recorded;
+        self.standby += other.standby;
+        self.fallbacks += other.fallbacks;
         self.breaker_probes += other.breaker_probes;
         self.breaker_opened += other.breaker_opened;
         self.breaker_open_secs = self.breaker_open_secs.max(other.breaker_open_secs);
@@ -117,6 +123,8 @@ impl Metrics {
         count("breaker_probes".into(), self.breaker_probes);
         count("held_quiet_hours".into(), self.held_quiet_hours);
         count("suppressions_recorded".into(), self.suppressions_recorded);
+        count("standby".into(), self.standby);
+        count("fallbacks".into(), self.fallbacks);
         count("breaker_opened".into(), self.breaker_opened);
         count("retried".into(), self.retried);
         count("reenqueued".into(), self.reenqueued);

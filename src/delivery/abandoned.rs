@@ -99,6 +99,7 @@ fn dies(stale_token: LeaseToken, reason: DeadReason) -> Change {
         reason,
         spends_attempt: true,
         error: Some(ABANDONED.into()),
+        fallback_to: None,
     }
 }
 

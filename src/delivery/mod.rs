@@ -83,6 +83,7 @@ pub fn settled(
             reason: *reason,
             spends_attempt: outcome.class() != OutcomeClass::Throttled,
             error,
+            fallback_to: None,
         },
         Next::Expire => Change::Defer {
             token,

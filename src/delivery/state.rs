@@ -104,6 +104,9 @@ pub struct Origin {
     pub reminder_id: ReminderId,
     pub subscriber_id: SubscriberId,
     pub channel: Channel,
+    /// The channel whose death this delivery fell back from (DESIGN §12).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_from: Option<Channel>,
 }
 
 impl Origin {
@@ -113,6 +116,7 @@ impl Origin {
             reminder_id: msg.reminder_id.clone(),
             subscriber_id: msg.subscriber_id.clone(),
             channel: msg.channel,
+            fallback_from: msg.fallback_from,
         }
     }
 }
@@ -167,6 +171,10 @@ pub struct DeliveryRecord {
     expires_at: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     origin: Option<Origin>,
+    /// The channel this delivery's death fell back to (DESIGN §12): its own delivery, keyed by
+    /// that channel, whose origin names this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    fallback_to: Option<Channel>,
 }
 
 impl DeliveryRecord {
@@ -249,6 +257,14 @@ impl DeliveryRecord {
     pub fn origin(&self) -> Option<&Origin> {
         self.origin.as_ref()
     }
+    /// The channel this delivery's death fell back to.
+    pub fn fallback_to(&self) -> Option<Channel> {
+        self.fallback_to
+    }
+    /// The channel whose death this delivery fell back from.
+    pub fn fallback_from(&self) -> Option<Channel> {
+        self.origin.as_ref().and_then(|o| o.fallback_from)
+    }
     /// Transitions, oldest first.
     pub fn history(&self) -> Vec<(u64, &HistoryEntry)> {
         let mut h: Vec<(u64, &HistoryEntry)> = self
@@ -307,6 +323,8 @@ pub enum Change {
         reason: DeadReason,
         spends_attempt: bool,
         error: Option<String>,
+        /// The channel a fallback delivery was started on, recorded with the death.
+        fallback_to: Option<Channel>,
     },
     /// scheduled, ready, deferred → expired.
     Expire,
@@ -428,6 +446,7 @@ impl DeliveryRecord {
             history: BTreeMap::new(),
             expires_at: ctx.expires_at,
             origin: None,
+            fallback_to: None,
         }
     }
 

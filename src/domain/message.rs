@@ -35,6 +35,10 @@ pub struct DeliveryMessage {
     pub not_before: Option<Timestamp>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redrive: Option<RedriveMarker>,
+    /// The channel whose death this delivery falls back from (DESIGN §12): it is sent even
+    /// though the subscriber's fallback order holds its channel in standby.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_from: Option<Channel>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -80,6 +84,7 @@ impl DeliveryMessage {
             fresh_until,
             not_before: None,
             redrive: None,
+            fallback_from: None,
         }
     }
 
@@ -180,6 +185,7 @@ mod tests {
             operator: "op".into(),
             at: Timestamp::from_millis(6),
         });
+        with_extras.fallback_from = Some(Channel::Push);
         let v: serde_json::Value = serde_json::from_str(&with_extras.encode()).unwrap();
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
         let allowed = [
@@ -193,6 +199,7 @@ mod tests {
             "fresh_until",
             "not_before",
             "redrive",
+            "fallback_from",
         ];
         for k in &keys {
             assert!(allowed.contains(k), "unexpected field {k}");

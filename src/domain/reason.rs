@@ -53,6 +53,20 @@ impl DeadReason {
     /// The recipient's rules ended it, not a failure (DESIGN §12): the ledger and the events
     /// say so, but no DLQ copy is made — there is nothing for an operator to fix or redrive,
     /// and a DLQ alarm would page for a recipient's choice.
+    /// Whether a death for this reason hands the reminder to the subscriber's fallback
+    /// channel (DESIGN §12): the channel cannot reach the person (a rejected address, an
+    /// opt-out, a suppressed address, quiet hours outlasting freshness). A budget spent, an
+    /// ambiguous send or a bad reminder does not.
+    pub const fn falls_back(self) -> bool {
+        matches!(
+            self,
+            DeadReason::Rejected
+                | DeadReason::OptedOut
+                | DeadReason::Suppressed
+                | DeadReason::ExpiredQuietHours
+        )
+    }
+
     pub const fn is_recipients_choice(self) -> bool {
         matches!(
             self,

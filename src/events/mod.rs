@@ -49,6 +49,10 @@ pub struct Settled {
     pub at: Timestamp,
     /// Provider attempts that counted against the budget.
     pub attempts: u32,
+    /// The channel this delivery fell back from, when it is a fallback (DESIGN §12).
+    pub fallback_from: Option<Channel>,
+    /// The channel this (dead) delivery handed the reminder to, when it fell back.
+    pub fallback_to: Option<Channel>,
 }
 
 impl Settled {
@@ -102,6 +106,8 @@ pub fn settled(old: Option<&DeliveryRecord>, new: &DeliveryRecord) -> Option<Set
         from,
         at: new.updated_at(),
         attempts: new.attempt_count(),
+        fallback_from: new.fallback_from(),
+        fallback_to: new.fallback_to(),
     })
 }
 

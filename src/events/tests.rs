@@ -18,6 +18,7 @@ fn origin() -> Origin {
         reminder_id: ReminderId::parse("r-1").unwrap(),
         subscriber_id: SubscriberId::parse("u-42").unwrap(),
         channel: Channel::Email,
+        fallback_from: None,
     }
 }
 
@@ -67,6 +68,7 @@ fn rejected(n: u64) -> Change {
         reason: DeadReason::Rejected,
         spends_attempt: true,
         error: Some("http_400".into()),
+        fallback_to: None,
     }
 }
 

@@ -110,25 +110,26 @@ pub async fn suppression_key(
     use crate::config::ConfigError;
     use crate::domain::SuppressionKey;
     let on_lambda = get("AWS_LAMBDA_FUNCTION_NAME").is_some();
-    let (var, raw) =
-        match (get(SUPPRESSION_KEY_SECRET_VAR), get(SUPPRESSION_KEY_VAR)) {
-            (Some(arn), _) => {
-                let secret = SecretToken::new(sdk, arn);
-                let raw = secret
-                    .get()
-                    .await
-                    .map_err(|e| ConfigError::invalid(SUPPRESSION_KEY_SECRET_VAR, e.0))?;
-                (SUPPRESSION_KEY_SECRET_VAR, raw)
-            }
-            (None, Some(_)) if on_lambda => return Err(ConfigError::invalid(
+    let (var, raw) = match (get(SUPPRESSION_KEY_SECRET_VAR), get(SUPPRESSION_KEY_VAR)) {
+        (Some(arn), _) => {
+            let secret = SecretToken::new(sdk, arn);
+            let raw = secret
+                .get()
+                .await
+                .map_err(|e| ConfigError::invalid(SUPPRESSION_KEY_SECRET_VAR, e.0))?;
+            (SUPPRESSION_KEY_SECRET_VAR, raw)
+        }
+        (None, Some(_)) if on_lambda => {
+            return Err(ConfigError::invalid(
                 SUPPRESSION_KEY_VAR,
                 format!(
                     "a key in the environment is for local runs: set {SUPPRESSION_KEY_SECRET_VAR}"
                 ),
-            )),
-            (None, Some(raw)) => (SUPPRESSION_KEY_VAR, raw),
-            (None, None) => return Ok(None),
-        };
+            ))
+        }
+        (None, Some(raw)) => (SUPPRESSION_KEY_VAR, raw),
+        (None, None) => return Ok(None),
+    };
     SuppressionKey::new(raw.into_bytes())
         .map(Some)
         .map_err(|e| ConfigError::invalid(var, e.to_string()))

@@ -39,9 +39,7 @@ fn publish_outcome(e: &PublishError, now: Timestamp) -> Option<Outcome> {
         // SNS names the parameter at fault: a refused phone number is a dead address.
         PublishError::InvalidParameterException(_)
         | PublishError::InvalidParameterValueException(_)
-            if e.meta()
-                .message()
-                .is_some_and(|m| m.contains("PhoneNumber")) =>
+            if e.meta().message().is_some_and(names_the_number) =>
         {
             Some(Outcome::Gone {
                 error: format!("sns_{}", code()),
@@ -243,4 +241,11 @@ impl<C: Clock> Provider for SnsPushProvider<C> {
             Err(err) => classify("sns", &err, |e| publish_outcome(e, now)),
         }
     }
+}
+
+/// Whether SNS's message refuses the phone number itself ("Invalid parameter: PhoneNumber
+/// Reason: … is not valid to publish to"; "Phone number does not meet the E164 format").
+fn names_the_number(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    m.contains("phonenumber") || m.contains("phone number")
 }

@@ -392,6 +392,7 @@ impl<P: Ports> Scheduler<P> {
                     reminder_id: r.reminder_id.clone(),
                     subscriber_id: r.subscriber_id.clone(),
                     channel,
+                    fallback_from: None,
                 }),
             };
             tried += 1;

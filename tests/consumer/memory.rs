@@ -1048,6 +1048,7 @@ impl reminders::ports::Provider for OutlivesItsLease {
             reason: DeadReason::Ambiguous,
             spends_attempt: true,
             error: Some("lease_expired_without_outcome".into()),
+            fallback_to: None,
         };
         reminders::delivery::transition(&*self.ledger, Some(held), die, &ctx)
             .await
@@ -1166,6 +1167,7 @@ async fn two_records_for_a_dead_delivery_at_once_copy_it_once() {
         reason: DeadReason::Rejected,
         spends_attempt: true,
         error: Some("http_400".into()),
+        fallback_to: None,
     };
     reminders::delivery::transition(&*ledger, Some(held), die, &ctx)
         .await

@@ -274,3 +274,159 @@ async fn an_opt_out_wins_over_a_suppression() {
     let rec = w.record(&msg.delivery_key).await.unwrap();
     assert_eq!(rec.dead_reason(), Some(DeadReason::OptedOut));
 }
+
+/// Fallback (DESIGN §12): with the order push, then email, a reminder listing both sends push
+/// only; email waits in standby (its own message acknowledged, nothing claimed or sent). The
+/// push delivery dies opted out: email gets a delivery of its own, keyed by its own channel,
+/// sent once; the chain is on both ledger items.
+#[tokio::test]
+async fn an_opted_out_channel_falls_back_to_the_next_one_in_the_order_once() {
+    let w = Mem::new(test_config(), true);
+    let r = w.reminder("fb1", &[Channel::Push, Channel::Email]).await;
+    let order = json!({"opted_out": ["push"], "fallback": ["push", "email"]});
+    w.store
+        .put_preferences(&r.subscriber_id, &prefs(order))
+        .await
+        .unwrap();
+    let (push, email) = (message(&r, Channel::Push), message(&r, Channel::Email));
+    w.enqueue(&push).await;
+    w.enqueue(&email).await;
+    // Email first: standby.
+    let out = w.run(Channel::Email).await.unwrap();
+    assert_eq!(out.records[0].action, Action::Ack);
+    assert_eq!(out.metrics.get(Channel::Email).standby, 1);
+    assert_eq!(w.provider.calls_for(&email.delivery_key), 0);
+    assert!(w.record(&email.delivery_key).await.is_none(), "no claim");
+    // Push: opted out, falls back.
+    let out = w.run(Channel::Push).await.unwrap();
+    assert_eq!(out.metrics.get(Channel::Push).fallbacks, 1);
+    let dead = w.record(&push.delivery_key).await.unwrap();
+    assert_eq!(dead.dead_reason(), Some(DeadReason::OptedOut));
+    assert_eq!(dead.fallback_to(), Some(Channel::Email));
+    assert_eq!(w.provider.calls_for(&push.delivery_key), 0);
+    // The fallback's message: email's own key, sent once.
+    let out = w.run(Channel::Email).await.unwrap();
+    assert_eq!(out.records.len(), 1);
+    assert_eq!(w.provider.calls_for(&email.delivery_key), 1);
+    let sent = w.record(&email.delivery_key).await.unwrap();
+    assert_eq!(sent.status(), Status::Delivered);
+    assert_eq!(sent.fallback_from(), Some(Channel::Push));
+    assert!(w.run(Channel::Email).await.is_none(), "nothing more queued");
+    assert!(w.run(Channel::Push).await.is_none());
+}
+
+/// Quiet hours that outlast freshness hand the reminder to the fallback channel; a provider's
+/// rejection does too. A delivered first channel leaves its standby unsent.
+#[tokio::test]
+async fn quiet_hours_and_rejections_fall_back_and_a_delivery_keeps_standby_unsent() {
+    use reminders::ports::Answer;
+    // Quiet until stale on push → email.
+    let w = Mem::new(test_config(), true);
+    w.clock.set(LOCAL_2330);
+    let r = due_at(
+        &w,
+        "fb2",
+        &[Channel::Push, Channel::Email],
+        LOCAL_2330,
+        Duration::from_secs(3600),
+    )
+    .await;
+    let p = json!({"quiet_hours": {"push": {"start": "22:00", "end": "07:00", "zone": "America/New_York"}},
+        "fallback": ["push", "email"]});
+    w.store
+        .put_preferences(&r.subscriber_id, &prefs(p))
+        .await
+        .unwrap();
+    let (push, email) = (message(&r, Channel::Push), message(&r, Channel::Email));
+    w.enqueue(&push).await;
+    w.run(Channel::Push).await.unwrap();
+    let rec = w.record(&push.delivery_key).await.unwrap();
+    assert_eq!(rec.dead_reason(), Some(DeadReason::ExpiredQuietHours));
+    assert_eq!(rec.fallback_to(), Some(Channel::Email));
+    w.run(Channel::Email).await.unwrap();
+    assert_eq!(w.provider.calls_for(&email.delivery_key), 1);
+
+    // Rejected on push → email; delivered on push → email stays in standby.
+    let w = Mem::new(test_config(), true);
+    let rejected = w.reminder("fb3", &[Channel::Push, Channel::Email]).await;
+    let fine = w.reminder("fb4", &[Channel::Push, Channel::Email]).await;
+    let order = json!({"fallback": ["push", "email"]});
+    w.store
+        .put_preferences(&rejected.subscriber_id, &prefs(order))
+        .await
+        .unwrap();
+    let bad = message(&rejected, Channel::Push);
+    w.provider
+        .script_for(&bad.delivery_key, [Answer::Permanent]);
+    for r in [&rejected, &fine] {
+        w.enqueue(&message(r, Channel::Push)).await;
+        w.enqueue(&message(r, Channel::Email)).await;
+    }
+    w.run(Channel::Push).await.unwrap();
+    let rec = w.record(&bad.delivery_key).await.unwrap();
+    assert_eq!(rec.dead_reason(), Some(DeadReason::Rejected));
+    assert_eq!(rec.fallback_to(), Some(Channel::Email));
+    assert_eq!(
+        w.dead_letters(Channel::Push).await.len(),
+        1,
+        "rejected: its DLQ copy"
+    );
+    w.run_until_idle(Channel::Email, 1, 10).await;
+    let fb = message(&rejected, Channel::Email).delivery_key;
+    assert_eq!(w.provider.calls_for(&fb), 1);
+    let standby = message(&fine, Channel::Email).delivery_key;
+    assert_eq!(
+        w.provider.calls_for(&standby),
+        0,
+        "reached on push: no email"
+    );
+    assert!(w.record(&standby).await.is_none());
+    let delivered = w
+        .record(&message(&fine, Channel::Push).delivery_key)
+        .await
+        .unwrap();
+    assert_eq!(delivered.fallback_to(), None);
+}
+
+/// A crash after the fallback's message was enqueued but before the death was written: the
+/// first delivery's message comes back, the same death is decided and the fallback enqueued
+/// again, and the fallback's ledger item still sends it once.
+#[tokio::test]
+async fn a_crash_between_the_fallback_enqueue_and_the_death_sends_the_fallback_once() {
+    use reminders::ports::faults::FaultPoint;
+    use reminders::ports::ledger::OP_PUT;
+    let w = Mem::new(test_config(), true);
+    let r = w.reminder("fb5", &[Channel::Sms, Channel::Email]).await;
+    let order = json!({"opted_out": ["sms"], "fallback": ["sms", "email"]});
+    w.store
+        .put_preferences(&r.subscriber_id, &prefs(order))
+        .await
+        .unwrap();
+    let (sms, email) = (message(&r, Channel::Sms), message(&r, Channel::Email));
+    w.enqueue(&sms).await;
+    // Put #1 is the claim; put #2, the death, fails after the fallback was enqueued.
+    w.ledger_faults.fail_after(OP_PUT, FaultPoint::Before, 1, 1);
+    let out = w.run(Channel::Sms).await.unwrap();
+    assert_eq!(out.records[0].action, Action::Retry);
+    assert_eq!(out.metrics.get(Channel::Sms).fallbacks, 1);
+    // The lease runs out; the message comes back until the death lands.
+    for _ in 0..5 {
+        w.advance(181);
+        if w.run(Channel::Sms).await.is_none() {
+            break;
+        }
+    }
+    let rec = w.record(&sms.delivery_key).await.unwrap();
+    assert_eq!(rec.dead_reason(), Some(DeadReason::OptedOut));
+    assert_eq!(rec.fallback_to(), Some(Channel::Email));
+    use reminders::ports::DeliveryQueue;
+    let queued = w.queue.depth(Channel::Email).await.unwrap().visible;
+    assert_eq!(queued, 2, "enqueued before each death decision");
+    w.run_until_idle(Channel::Email, 1, 10).await;
+    assert_eq!(w.provider.calls_for(&email.delivery_key), 1, "sent once");
+    assert_eq!(
+        w.provider.calls_for(&sms.delivery_key),
+        0,
+        "the opted-out channel never"
+    );
+}

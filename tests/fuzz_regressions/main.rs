@@ -118,6 +118,7 @@ fn built(target: &str) -> Vec<Vec<u8>> {
         reason: DeadReason::Rejected,
         spends_attempt: true,
         error: Some("http_400".into()),
+        fallback_to: None,
     };
     let dead = apply(Some(&sending), die, &ctx).unwrap();
     match target {

@@ -174,9 +174,10 @@ fn change<H: Hasher>(c: &Change, names: &mut Names, h: &mut H) {
             reason,
             spends_attempt,
             error,
+            fallback_to,
         } => {
             names.hash(token.as_ref(), h);
-            (reason, spends_attempt, error).hash(h);
+            (reason, spends_attempt, error, fallback_to).hash(h);
         }
         Change::Hold {
             token,

@@ -118,6 +118,7 @@ fn claimed(m: &ProtocolModel, s: &mut State, w: usize, token: LeaseToken, writte
                 reason: DeadReason::AttemptsExhausted,
                 spends_attempt: false,
                 error: Some("no attempt left in the budget".into()),
+                fallback_to: None,
             };
             s.ghost.budget_spent_claim = true;
             begin(

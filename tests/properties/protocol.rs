@@ -156,6 +156,7 @@ impl World {
                 reason,
                 spends_attempt: !throttled,
                 error,
+                fallback_to: None,
             },
             Next::Expire => {
                 let at = self.fresh_until;
@@ -192,6 +193,7 @@ impl World {
             reason,
             spends_attempt: true,
             error: error.clone(),
+            fallback_to: None,
         };
         let change = match next {
             Next::Dead(reason) => dies(reason),

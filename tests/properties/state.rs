@@ -121,6 +121,7 @@ fn with_token(token: LeaseToken, other: LeaseToken, now: Timestamp) -> Vec<Chang
                 reason,
                 spends_attempt,
                 error,
+                fallback_to: None,
             });
         }
     }

@@ -160,14 +160,22 @@ pub fn change() -> impl Strategy<Value = Change> {
                 error,
             }
         }),
-        3 => (prop::option::of(token()), reason(), any::<bool>(), error()).prop_map(
-            |(token, reason, spends_attempt, error)| Change::Die {
-                token,
-                reason,
-                spends_attempt,
-                error,
-            }
-        ),
+        3 => (
+            prop::option::of(token()),
+            reason(),
+            any::<bool>(),
+            error(),
+            prop::option::of(prop::sample::select(Channel::ALL.to_vec()))
+        )
+            .prop_map(
+                |(token, reason, spends_attempt, error, fallback_to)| Change::Die {
+                    token,
+                    reason,
+                    spends_attempt,
+                    error,
+                    fallback_to,
+                }
+            ),
         1 => Just(Change::Expire),
         1 => Just(Change::Cancel),
         2 => redrive(),

@@ -160,10 +160,12 @@ async fn sns_push_delivers_to_a_token_and_rejects_a_disabled_endpoint() {
     let got = push(&sdk, &app)
         .send(&request(Channel::Push, &endpoint))
         .await;
+    // A disabled endpoint is a dead address: permanent, and suppressed (DESIGN §12).
     assert_eq!(
         got,
-        Outcome::Permanent {
-            error: "sns_EndpointDisabled".into()
+        Outcome::Gone {
+            error: "sns_EndpointDisabled".into(),
+            source: reminders::domain::SuppressionSource::SnsEndpointDisabled,
         }
     );
 }

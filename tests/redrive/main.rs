@@ -448,6 +448,7 @@ async fn redrive_follows_the_ledgers_dead_reason() {
         reason: DeadReason::Ambiguous,
         spends_attempt: true,
         error: Some("timeout_after_write".into()),
+        fallback_to: None,
     };
     reminders::delivery::transition(&w.ports.ledger, Some(held), die, &ctx)
         .await

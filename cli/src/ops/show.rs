@@ -15,6 +15,8 @@ struct Delivery {
     fingerprint: String,
     key: DeliveryKey,
     rec: Option<DeliveryRecord>,
+    /// The subscriber's fallback order holds this channel behind another one listed.
+    standby: bool,
 }
 
 pub async fn run(raw_id: String, json: bool) -> Result<(), String> {
@@ -36,6 +38,12 @@ pub async fn run(raw_id: String, json: bool) -> Result<(), String> {
         }
         Err(e) => return Err(err(e)),
     };
+    let prefs = p
+        .reminders
+        .preferences(&r.subscriber_id)
+        .await
+        .map_err(err)?;
+    let listed = |c: Channel| r.recipients.contains_key(&c);
     let mut deliveries = Vec::new();
     for (channel, recipient) in &r.recipients {
         let key = DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, *channel);
@@ -45,6 +53,9 @@ pub async fn run(raw_id: String, json: bool) -> Result<(), String> {
             fingerprint: recipient.fingerprint(),
             key,
             rec,
+            standby: prefs
+                .as_ref()
+                .is_some_and(|p| p.is_standby(*channel, listed)),
         });
     }
     if json {
@@ -92,6 +103,7 @@ fn reminder_json(r: &Reminder, deliveries: &[Delivery]) -> Value {
         .iter()
         .map(|d| {
             let ledger = match &d.rec {
+                None if d.standby => json!({ "item": null, "meaning": words::STANDBY }),
                 None => json!({ "item": null, "meaning": words::never_claimed(r.status) }),
                 Some(rec) => ledger_json(rec),
             };
@@ -99,6 +111,7 @@ fn reminder_json(r: &Reminder, deliveries: &[Delivery]) -> Value {
                 "channel": d.channel.as_str(),
                 "recipient_fingerprint": d.fingerprint,
                 "delivery_key": d.key.to_string(),
+                "standby": d.standby,
                 "ledger": ledger,
             })
         })
@@ -133,6 +146,8 @@ fn ledger_json(rec: &DeliveryRecord) -> Value {
         "last_error": current_error(rec),
         "held_until": words::quiet_hours_until(rec),
         "why": words::why(rec),
+        "fallback_to": rec.fallback_to(),
+        "fallback_from": rec.fallback_from(),
         "history": history,
     })
 }
@@ -182,6 +197,7 @@ fn print_reminder(r: &Reminder, deliveries: &[Delivery]) {
             d.channel, d.fingerprint, d.key
         );
         match &d.rec {
+            None if d.standby => println!("  ledger     no item: {}", words::STANDBY),
             None => println!("  ledger     no item: {}", words::never_claimed(r.status)),
             Some(rec) => print_ledger(rec),
         }
@@ -203,6 +219,12 @@ fn print_ledger(rec: &DeliveryRecord) {
     );
     if let Some(why) = words::why(rec) {
         println!("  why        {why}");
+    }
+    if let Some(to) = rec.fallback_to() {
+        println!("  fallback   fell back to {to}: its own delivery, shown under {to}");
+    }
+    if let Some(from) = rec.fallback_from() {
+        println!("  fallback   sent as the fallback of {from}, whose delivery died");
     }
     let quiet = quiet_hold_entry(rec);
     for (n, h) in rec.history() {

@@ -53,11 +53,11 @@ where
     )
     .await?;
     if let Some(r) = created {
-        let state = view::reminder(&r, &app.ledger).await?;
+        let state = view::reminder(&r, &app.ledger, &app.store).await?;
         return Ok((StatusCode::CREATED, Json(state)).into_response());
     }
     let current = replace(&app, wanted).await?;
-    Ok(Json(view::reminder(&current, &app.ledger).await?).into_response())
+    Ok(Json(view::reminder(&current, &app.ledger, &app.store).await?).into_response())
 }
 
 /// The reminder already exists: the same body answers its state, a different one edits it
@@ -193,7 +193,7 @@ where
         .get(&id)
         .await?
         .ok_or_else(|| ApiError::not_found("reminder"))?;
-    Ok(Json(view::reminder(&r, &app.ledger).await?))
+    Ok(Json(view::reminder(&r, &app.ledger, &app.store).await?))
 }
 
 /// Cancel: the ledger first, per channel (ordered against claims), then the reminder.

@@ -5,21 +5,36 @@ use reminders::clock::Timestamp;
 use reminders::delivery::state::Status;
 use reminders::delivery::Cancelled;
 use reminders::domain::{Channel, Content, DeliveryKey, Reminder};
-use reminders::ports::{Ledger, Listed, PortError, SubscriberPage};
+use reminders::ports::{Ledger, Listed, PortError, ReminderStore, SubscriberPage};
 use serde_json::{json, Map, Value};
 
 fn time(t: Timestamp) -> Value {
     Value::String(t.to_rfc3339())
 }
 
-/// The reminder's state: its fields, and per channel the ledger's view of the delivery.
-pub async fn reminder<L: Ledger>(r: &Reminder, ledger: &L) -> Result<Value, PortError> {
+/// The reminder's state: its fields, and per channel the ledger's view of the delivery. A
+/// channel with no delivery yet that the subscriber's fallback order holds behind another
+/// listed one is `standby`: it is sent only if that one's delivery dies.
+pub async fn reminder<L: Ledger, S: ReminderStore>(
+    r: &Reminder,
+    ledger: &L,
+    store: &S,
+) -> Result<Value, PortError> {
+    let prefs = match r.recipients.len() {
+        0 | 1 => None,
+        _ => store.preferences(&r.subscriber_id).await?,
+    };
+    let listed = |c: Channel| r.recipients.contains_key(&c);
     let mut channels = Map::new();
     for channel in r.listed_channels() {
-        channels.insert(
-            channel.as_str().to_owned(),
-            delivery(r, channel, ledger).await?,
-        );
+        let mut d = delivery(r, channel, ledger).await?;
+        let standby = prefs
+            .as_ref()
+            .is_some_and(|p| p.is_standby(channel, listed));
+        if standby && d["status"] == Status::Scheduled.as_str() {
+            d["status"] = "standby".into();
+        }
+        channels.insert(channel.as_str().to_owned(), d);
     }
     Ok(json!({
         "reminder_id": r.reminder_id.as_str(),
@@ -72,6 +87,13 @@ async fn delivery<L: Ledger>(
             out["dead_at"] = time(at);
         }
         out["dead_reason"] = rec.dead_reason().map(|d| d.as_str()).into();
+        // The fallback chain (DESIGN §12), on both ends.
+        if let Some(to) = rec.fallback_to() {
+            out["fallback_to"] = to.as_str().into();
+        }
+        if let Some(from) = rec.fallback_from() {
+            out["fallback_from"] = from.as_str().into();
+        }
         // A deferred delivery: when it may be tried again, and why it waits (a retry, a
         // throttle, a held breaker, or the subscriber's quiet hours).
         if rec.status() == Status::Deferred {

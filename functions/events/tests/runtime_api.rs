@@ -22,6 +22,7 @@ fn ctx(reminder: &str) -> Ctx {
         reminder_id: ReminderId::parse(reminder).unwrap(),
         subscriber_id: SubscriberId::parse("u-42").unwrap(),
         channel: Channel::Email,
+        fallback_from: None,
     };
     Ctx {
         key: DeliveryKey::derive(&origin.reminder_id, &origin.subscriber_id, origin.channel),

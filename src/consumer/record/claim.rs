@@ -102,6 +102,7 @@ impl<P: Ports> Record<'_, P> {
             reason: DeadReason::AttemptsExhausted,
             spends_attempt: false,
             error: Some("no attempt left in the budget".into()),
+            fallback_to: None,
         };
         let ledger = self.consumer.ports.ledger();
         let dead = match transition(ledger, Some(record), change, &ctx).await? {

@@ -179,6 +179,7 @@ impl<P: Ports> Record<'_, P> {
             reason,
             spends_attempt: false,
             error: Some(error.clone()),
+            fallback_to: None,
         };
         let written = transition(self.consumer.ports.ledger(), None, change, &ctx).await?;
         let (dead, facts) = match written {

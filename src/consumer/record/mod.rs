@@ -25,6 +25,7 @@ macro_rules! step {
 mod breaker;
 mod claim;
 mod dead;
+mod fallback;
 mod hold;
 mod intake;
 mod rules;
@@ -101,6 +102,8 @@ impl<P: Ports> Record<'_, P> {
     async fn run(&mut self) -> Result<Action, PortError> {
         let msg = step!(self.decode().await);
         let delivery = step!(self.intake(msg).await);
+        // A channel in standby behind another is sent only as a fallback.
+        let delivery = step!(self.standby(delivery).await);
         // A claim, a send and its outcome must fit before the deadline; a Lambda timeout
         // would fail the whole batch. Released now, the message is back at once.
         let cfg = &self.consumer.cfg;

@@ -140,11 +140,13 @@ impl<P: Ports> Record<'_, P> {
         reason: DeadReason,
         why: &str,
     ) -> Result<Action, crate::ports::PortError> {
+        let fallback_to = self.fall_back(d, reason).await?;
         let change = Change::Die {
             token: Some(lease.token),
             reason,
             spends_attempt: false,
             error: Some(why.to_owned()),
+            fallback_to,
         };
         match self.under_lease(d, lease.record, change).await? {
             Written::Applied(dead) => {

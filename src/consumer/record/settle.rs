@@ -176,6 +176,10 @@ impl<P: Ports> Record<'_, P> {
         reason: DeadReason,
         ctx: &Ctx,
     ) -> Result<Action, PortError> {
+        let mut change = change;
+        if let Change::Die { fallback_to, .. } = &mut change {
+            *fallback_to = self.fall_back(d, reason).await?;
+        }
         let ledger = self.consumer.ports.ledger();
         let Written::Applied(dead) = transition(ledger, Some(lease.record), change, ctx).await?
         else {

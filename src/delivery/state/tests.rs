@@ -75,6 +75,7 @@ fn in_state(s: Status) -> Option<DeliveryRecord> {
                 reason: DeadReason::Rejected,
                 spends_attempt: true,
                 error: None,
+                fallback_to: None,
             },
         ),
         Status::Ready => step(
@@ -151,6 +152,7 @@ fn fenced_table() -> Vec<(Change, Vec<Status>, Status)> {
                 reason: DeadReason::Rejected,
                 spends_attempt: true,
                 error: None,
+                fallback_to: None,
             },
             vec![Sending],
             Dead,
@@ -169,6 +171,7 @@ fn unfenced_table() -> Vec<(Change, Vec<Status>, Status)> {
                 reason: DeadReason::ThrottleExhausted,
                 spends_attempt: false,
                 error: None,
+                fallback_to: None,
             },
             vec![Deferred],
             Dead,
@@ -179,6 +182,7 @@ fn unfenced_table() -> Vec<(Change, Vec<Status>, Status)> {
                 reason: DeadReason::UnknownReminder,
                 spends_attempt: false,
                 error: None,
+                fallback_to: None,
             },
             vec![Scheduled, Ready, Deferred],
             Dead,
@@ -189,6 +193,7 @@ fn unfenced_table() -> Vec<(Change, Vec<Status>, Status)> {
                 reason: DeadReason::InvalidReminder,
                 spends_attempt: false,
                 error: Some("recipients.sms: missing for a listed channel".into()),
+                fallback_to: None,
             },
             vec![Scheduled, Ready, Deferred],
             Dead,
@@ -351,6 +356,7 @@ fn dead_reasons_and_defer_classes_are_the_listed_ones() {
         reason,
         spends_attempt: false,
         error: None,
+        fallback_to: None,
     };
     for reason in [
         DeadReason::Schema,
@@ -404,6 +410,7 @@ fn errors_are_truncated_on_a_char_boundary() {
             reason: DeadReason::Rejected,
             spends_attempt: true,
             error: Some("é".repeat(300)),
+            fallback_to: None,
         },
     );
     assert!(dead.last_error().unwrap().len() <= MAX_ERROR_LEN);

@@ -85,6 +85,11 @@ pub fn apply(
     if next.origin.is_none() {
         next.origin = ctx.origin.clone();
     }
+    // A fallback's message names the channel it falls back from, whoever wrote first.
+    let from_channel = ctx.origin.as_ref().and_then(|o| o.fallback_from);
+    if let (Some(o), Some(c)) = (next.origin.as_mut(), from_channel) {
+        o.fallback_from.get_or_insert(c);
+    }
     next.push_history(HistoryEntry {
         at: ctx.now,
         from: from.status,
@@ -135,7 +140,14 @@ fn land(
             reason,
             spends_attempt,
             error,
-        } => die(from, next, token.as_ref(), *reason, *spends_attempt, error)?,
+            fallback_to,
+        } => {
+            let landed = die(from, next, token.as_ref(), *reason, *spends_attempt, error)?;
+            if fallback_to.is_some() {
+                next.fallback_to = *fallback_to;
+            }
+            landed
+        }
         Change::Expire => finish(from, next, OutcomeClass::Stale, Status::Expired)?,
         Change::Cancel => cancel(from, next)?,
         Change::Extend => extend(from)?,

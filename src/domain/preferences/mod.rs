@@ -71,6 +71,28 @@ impl Preferences {
         let i = self.fallback.iter().position(|c| *c == channel)?;
         self.fallback.get(i + 1).copied()
     }
+
+    /// The channel a dead delivery on `channel` falls back to, for a reminder that lists the
+    /// channels `listed` gives: the next one in the order that the reminder has an address
+    /// for (a channel it lacks is passed over).
+    pub fn fallback_for(
+        &self,
+        channel: Channel,
+        listed: impl Fn(Channel) -> bool,
+    ) -> Option<Channel> {
+        let i = self.fallback.iter().position(|c| *c == channel)?;
+        self.fallback[i + 1..].iter().copied().find(|c| listed(*c))
+    }
+
+    /// Whether `channel` waits in standby for a reminder listing `listed`: it is in the
+    /// fallback order behind a channel the reminder also lists, so it is sent only when that
+    /// one's delivery dies (as a fallback), never alongside it.
+    pub fn is_standby(&self, channel: Channel, listed: impl Fn(Channel) -> bool) -> bool {
+        let Some(i) = self.fallback.iter().position(|c| *c == channel) else {
+            return false;
+        };
+        self.fallback[..i].iter().any(|c| listed(*c))
+    }
 }
 
 /// The stored and API shape, before validation.

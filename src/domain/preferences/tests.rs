@@ -173,6 +173,36 @@ fn fallback_is_the_next_channel_in_the_order() {
     }
 }
 
+#[test]
+fn fallback_passes_over_channels_the_reminder_lacks_and_holds_later_ones_in_standby() {
+    let p: Preferences =
+        serde_json::from_value(json!({"fallback": ["push", "sms", "email"]})).unwrap();
+    let all = |_: Channel| true;
+    let no_sms = |c: Channel| c != Channel::Sms;
+    let email_only = |c: Channel| c == Channel::Email;
+    assert_eq!(p.fallback_for(Channel::Push, all), Some(Channel::Sms));
+    assert_eq!(p.fallback_for(Channel::Push, no_sms), Some(Channel::Email));
+    assert_eq!(
+        p.fallback_for(Channel::Email, all),
+        None,
+        "last in the order"
+    );
+    // Standby: behind a listed channel only.
+    assert!(!p.is_standby(Channel::Push, all), "first in the order");
+    assert!(p.is_standby(Channel::Sms, all));
+    assert!(p.is_standby(Channel::Email, no_sms), "behind push");
+    assert!(
+        !p.is_standby(Channel::Email, email_only),
+        "nothing listed before it"
+    );
+    // No order: every channel is sent, none falls back.
+    let none = Preferences::default();
+    for c in Channel::ALL {
+        assert!(!none.is_standby(c, all));
+        assert_eq!(none.fallback_for(c, all), None);
+    }
+}
+
 fn any_wire() -> impl Strategy<Value = PreferencesWire> {
     let channel = || prop::sample::select(vec!["push", "email", "sms", "fax"]);
     let time = prop::sample::select(vec!["22:00", "07:30", "00:00", "23:59", "7:00", "25:00"]);

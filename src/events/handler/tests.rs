@@ -20,6 +20,7 @@ fn origin(reminder: &str) -> Origin {
         reminder_id: ReminderId::parse(reminder).unwrap(),
         subscriber_id: SubscriberId::parse("u-1").unwrap(),
         channel: Channel::Sms,
+        fallback_from: None,
     }
 }
 

@@ -15,6 +15,7 @@ fn cancel_record(seq: u32, id: &str) -> EventRecord {
         reminder_id: ReminderId::parse(id).unwrap(),
         subscriber_id: SubscriberId::parse("u").unwrap(),
         channel: Channel::Sms,
+        fallback_from: None,
     };
     let ctx = Ctx {
         key: DeliveryKey::derive(&o.reminder_id, &o.subscriber_id, o.channel),

@@ -108,6 +108,7 @@ fn only_the_lapsed_lease_holder_reconciles_an_ambiguous_death() {
             reason: DeadReason::Ambiguous,
             spends_attempt: true,
             error: Some("lease_expired_without_outcome".into()),
+            fallback_to: None,
         },
         &ctx_at(LATER),
     )
@@ -131,6 +132,7 @@ fn only_the_lapsed_lease_holder_reconciles_an_ambiguous_death() {
             reason: DeadReason::ThrottleExhausted,
             spends_attempt: false,
             error: None,
+            fallback_to: None,
         },
         &ctx_at(LATER),
     )

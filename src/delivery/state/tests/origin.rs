@@ -8,6 +8,7 @@ fn origin(reminder: &str) -> Origin {
         reminder_id: ReminderId::parse(reminder).unwrap(),
         subscriber_id: SubscriberId::parse("s").unwrap(),
         channel: Channel::Sms,
+        fallback_from: None,
     }
 }
 
