@@ -48,6 +48,7 @@ pub fn aws_calls(function: &str) -> &'static [&'static str] {
             "SQS.SendMessageBatch",
         ],
         "consumer" => &[
+            "DynamoDB.BatchGetItem",
             "DynamoDB.GetItem",
             "DynamoDB.PutItem",
             "DynamoDB.UpdateItem",

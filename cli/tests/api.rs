@@ -825,6 +825,10 @@ async fn an_opted_out_or_quiet_channel_falls_back_to_the_next_one_on_the_emulato
     )
     .await;
     assert_eq!(before["channels"]["email"]["status"], "standby", "{before}");
+    assert_eq!(
+        before["channels"]["email"]["standby_behind"], "sms",
+        "{before}"
+    );
 
     let run = Command::new(bin())
         .args([
@@ -877,7 +881,8 @@ async fn an_opted_out_or_quiet_channel_falls_back_to_the_next_one_on_the_emulato
     }
     let s = get("fb-fine").await;
     assert_eq!(s["channels"]["sms"]["status"], "delivered", "{s}");
-    assert_eq!(s["channels"]["email"]["status"], "standby", "{s}");
+    assert_eq!(s["channels"]["email"]["status"], "not_needed", "{s}");
+    assert_eq!(s["channels"]["email"]["standby_behind"], "sms", "{s}");
     assert!(!sent(&s["channels"]["email"]), "standby was sent");
 
     let show = Command::new(bin())
@@ -910,6 +915,120 @@ async fn an_opted_out_or_quiet_channel_falls_back_to_the_next_one_on_the_emulato
             .iter()
             .any(|e| e["detail"]["fallback_from"] == "sms" && e["detail"]["outcome"] == "delivered"),
         "{events}"
+    );
+    drop(api);
+}
+
+/// Quiet hours on the emulator, in real time: a delivery due inside its channel's window (in
+/// Asia/Kolkata, a 30-minute offset) is held with nothing spent, and goes out when the window
+/// ends, a minute or two later — not before. The ledger's history and `remind show` say why it
+/// waited. (The 23:30 → 07:00 case itself runs on a virtual clock: tests/consumer/rules.rs.)
+#[tokio::test]
+async fn a_delivery_inside_quiet_hours_goes_out_when_they_end_on_the_emulator() {
+    std::env::var("AWS_ENDPOINT_URL")
+        .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");
+    let mut env = stack(&format!("quiet-{}", std::process::id()));
+    let port = free_port();
+    env.insert("EMAIL_PROVIDER".into(), "http".into());
+    env.insert(
+        "EMAIL_HTTP_ENDPOINT".into(),
+        format!("http://127.0.0.1:{port}/send"),
+    );
+    env.insert("SMS_PROVIDER".into(), "none".into());
+    env.insert("PUSH_PROVIDER".into(), "none".into());
+    let receiver = Running::start(&["local", "receive", "--port", &port.to_string()], &env);
+    receiver.first_line();
+    let api = Running::start(&["local", "api", "--port", "0"], &env);
+    let first = api.first_line();
+    let base = first
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .to_owned();
+    reminders::aws::bootstrap::install_crypto();
+    let http = reqwest::Client::new();
+    let now_ms = i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap();
+    // Kolkata is UTC+05:30: the window opened in the last minute and closes at the start of
+    // the minute after next.
+    let kolkata = |ms: i64| {
+        let mins = (ms + 330 * 60_000).div_euclid(60_000).rem_euclid(24 * 60);
+        format!("{:02}:{:02}", mins / 60, mins % 60)
+    };
+    let ends_at = now_ms - now_ms.rem_euclid(60_000) + 120_000;
+    let prefs = json!({"quiet_hours": {"email": {"start": kolkata(now_ms - 60_000),
+        "end": kolkata(ends_at), "zone": "Asia/Kolkata"}}});
+    let (status, _) = send(
+        &http,
+        reqwest::Method::PUT,
+        format!("{base}/v1/subscribers/u-quiet/preferences"),
+        Some(prefs),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let mut b = body("u-quiet", 1, now_ms);
+    b["channels"] = json!({"email": "user1@example.org"});
+    b["fresh_for_secs"] = json!(3600);
+    let (status, _) = send(
+        &http,
+        reqwest::Method::PUT,
+        format!("{base}/v1/reminders/quiet-1"),
+        Some(b),
+    )
+    .await;
+    assert_eq!(status, 201);
+    // Wait for work due within five minutes: the held message comes back when the window ends.
+    let run = Command::new(bin())
+        .args([
+            "local",
+            "run",
+            "--until-idle",
+            "--schedule-period",
+            "1",
+            "--idle-horizon",
+            "300",
+        ])
+        .envs(&env)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let (_, s) = send(
+        &http,
+        reqwest::Method::GET,
+        format!("{base}/v1/reminders/quiet-1"),
+        None,
+    )
+    .await;
+    let email = &s["channels"]["email"];
+    assert_eq!(email["status"], "delivered", "{s}");
+    assert_eq!(email["attempts"], 1, "the wait spent nothing: {s}");
+    let delivered =
+        reminders::clock::Timestamp::parse_rfc3339(email["delivered_at"].as_str().unwrap())
+            .unwrap();
+    assert!(
+        delivered.as_millis() >= ends_at,
+        "sent at {delivered:?}, before the window ended at {ends_at}"
+    );
+    let key = email["delivery_key"].as_str().unwrap();
+    assert_eq!(receiver.lines().join("\n").matches(key).count(), 1);
+    let show = Command::new(bin())
+        .args(["remind", "show", "--id", "quiet-1"])
+        .envs(&env)
+        .output()
+        .unwrap();
+    let shown = String::from_utf8(show.stdout).unwrap();
+    assert!(
+        shown.contains("held for the subscriber's quiet hours"),
+        "{shown}"
     );
     drop(api);
 }

@@ -283,6 +283,31 @@ pub async fn create_events_tap(
     })
 }
 
+/// `{prefix}-suppression-key`: the secret keying the hashes of suppressed addresses (the
+/// template's `SuppressionKeySecret`), 64 random hex characters; its ARN. An existing one is
+/// kept, so the hashes already stored stay findable (`local up` may run twice).
+pub async fn create_suppression_key_secret(
+    client: &aws_sdk_secretsmanager::Client,
+    prefix: &str,
+) -> Result<String, BootstrapError> {
+    let name = format!("{prefix}-suppression-key");
+    if let Ok(found) = client.describe_secret().secret_id(&name).send().await {
+        if let Some(arn) = found.arn {
+            return Ok(arn);
+        }
+    }
+    let value: String = (0..32)
+        .map(|_| format!("{:02x}", rand::random::<u8>()))
+        .collect();
+    let out = client
+        .create_secret()
+        .name(&name)
+        .secret_string(value)
+        .send()
+        .await?;
+    Ok(out.arn.ok_or("create_secret returned no ARN")?)
+}
+
 /// Load the shared SDK configuration: region, credentials and endpoint from the standard
 /// chain (`AWS_ENDPOINT_URL` selects an emulator).
 pub async fn sdk_config() -> aws_config::SdkConfig {

@@ -26,8 +26,10 @@ pub struct Metrics {
     pub held_quiet_hours: u32,
     /// Addresses a provider declared dead, suppressed by this batch.
     pub suppressions_recorded: u32,
-    /// Messages of channels in standby behind another (acknowledged, nothing sent).
+    /// Messages of channels in standby whose turn never came (acknowledged, nothing sent).
     pub standby: u32,
+    /// Messages of channels in standby held while the channel ahead settles.
+    pub standby_held: u32,
     /// Deaths that started a delivery on the subscriber's fallback channel.
     pub fallbacks: u32,
     /// Breaker probes won (each one provider call while the partition is open).
@@ -87,6 +89,7 @@ impl Metrics {
         self.held_quiet_hours += other.held_quiet_hours;
         self.suppressions_recorded += other.suppressions_recorded;
         self.standby += other.standby;
+        self.standby_held += other.standby_held;
         self.fallbacks += other.fallbacks;
         self.breaker_probes += other.breaker_probes;
         self.breaker_opened += other.breaker_opened;
@@ -124,6 +127,7 @@ impl Metrics {
         count("held_quiet_hours".into(), self.held_quiet_hours);
         count("suppressions_recorded".into(), self.suppressions_recorded);
         count("standby".into(), self.standby);
+        count("standby_held".into(), self.standby_held);
         count("fallbacks".into(), self.fallbacks);
         count("breaker_opened".into(), self.breaker_opened);
         count("retried".into(), self.retried);

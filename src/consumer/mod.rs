@@ -28,7 +28,8 @@ use tracing::Instrument;
 
 use crate::clock::{Clock, Timestamp};
 use crate::domain::{Channel, PerChannel, SuppressionKey};
-use crate::ports::{DeliveryQueue, Ports};
+use crate::ports::{DeliveryQueue, PortError, Ports};
+use crate::providers::secret::SuppressionKeySource;
 pub use config::ConsumerConfig;
 pub use event::Incoming;
 use gate_cache::GateCache;
@@ -89,7 +90,7 @@ pub struct Consumer<P: Ports> {
     metrics_namespace: String,
     /// The key suppressed addresses are hashed with (DESIGN §12): without one, suppressions
     /// are neither checked nor recorded.
-    suppression_key: Option<SuppressionKey>,
+    suppression_key: Option<SuppressionKeySource>,
 }
 
 impl<P: Ports> Consumer<P> {
@@ -109,10 +110,18 @@ impl<P: Ports> Consumer<P> {
         }
     }
 
-    /// Check and record suppressions, hashing addresses with `key`.
-    pub fn with_suppression_key(mut self, key: Option<SuppressionKey>) -> Self {
-        self.suppression_key = key;
+    /// Check and record suppressions, hashing addresses with the key from `source`.
+    pub fn with_suppression_key(mut self, source: Option<SuppressionKeySource>) -> Self {
+        self.suppression_key = source;
         self
+    }
+
+    /// The suppression key, `None` when suppressions are off; a secret is read on first use.
+    pub(crate) async fn suppression_key(&self) -> Result<Option<SuppressionKey>, PortError> {
+        match &self.suppression_key {
+            None => Ok(None),
+            Some(source) => source.get().await.map(Some),
+        }
     }
 
     /// The EMF namespace (`METRICS_NAMESPACE`, from [`crate::aws::Settings`]).

@@ -7,6 +7,7 @@
 //! [`step::Transition`], a machine without I/O, so the model check drives the same code.
 
 pub mod abandoned;
+pub mod standby;
 pub mod state;
 pub mod step;
 

@@ -90,7 +90,9 @@ fn a_delivery_publishes_the_contracts_detail_exactly() {
             "transition": 2,
             "from": "sending",
             "at": "2027-01-15T08:00:01.000Z",
-            "attempts": 1
+            "attempts": 1,
+            "fallback_from": null,
+            "fallback_to": null
         })
     );
 }

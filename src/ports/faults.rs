@@ -20,6 +20,8 @@ struct Rule {
     /// Calls that pass before the rule starts failing.
     skip: u32,
     remaining: u32,
+    /// Answer `Corrupt` (an item this version cannot read) instead of `Injected`.
+    corrupt: bool,
 }
 
 /// Shared between a test and the ports it wraps; cloning shares the rules.
@@ -39,6 +41,19 @@ impl Faults {
             point,
             skip,
             remaining: times,
+            corrupt: false,
+        });
+    }
+
+    /// Make the next `times` calls of `op` answer that the stored item is unreadable, as a
+    /// malformed item another writer stored would (for stores that cannot hold one).
+    pub fn corrupt(&self, op: &'static str, times: u32) {
+        self.lock().push(Rule {
+            op,
+            point: FaultPoint::Before,
+            skip: 0,
+            remaining: times,
+            corrupt: true,
         });
     }
 
@@ -56,6 +71,13 @@ impl Faults {
             Some(rule) if rule.skip > 0 => {
                 rule.skip -= 1;
                 Ok(())
+            }
+            Some(rule) if rule.corrupt => {
+                rule.remaining -= 1;
+                Err(PortError::Corrupt {
+                    op,
+                    message: "injected: the stored item is unreadable".into(),
+                })
             }
             Some(rule) => {
                 rule.remaining -= 1;

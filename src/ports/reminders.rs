@@ -33,6 +33,7 @@ pub const OP_PREFERENCES: &str = "reminders.preferences";
 pub const OP_PUT_PREFERENCES: &str = "reminders.put_preferences";
 pub const OP_SUPPRESSION: &str = "reminders.suppression";
 pub const OP_PUT_SUPPRESSION: &str = "reminders.put_suppression";
+pub const OP_RULES: &str = "reminders.recipient_rules";
 
 /// What the scheduler reads from the index: identities, times, version, channels. No content,
 /// no recipients.
@@ -221,14 +222,12 @@ pub trait ReminderStore: Send + Sync {
 
     /// A subscriber's preferences (DESIGN §12), stored beside the reminders; `None` when the
     /// subscriber set none. The consumer reads them after its claim, so a change that lands
-    /// before the claim is seen, as a cancel is. A store that keeps no preferences answers
-    /// `None`: wrappers must pass this on to what they wrap.
+    /// before the claim is seen, as a cancel is. No default: a wrapper that forgot to pass
+    /// this on would send to every opted-out channel.
     fn preferences(
         &self,
-        _subscriber: &SubscriberId,
-    ) -> impl Future<Output = Result<Option<Preferences>, PortError>> + Send {
-        async { Ok(None) }
-    }
+        subscriber: &SubscriberId,
+    ) -> impl Future<Output = Result<Option<Preferences>, PortError>> + Send;
 
     /// Replace a subscriber's preferences.
     fn put_preferences(
@@ -245,13 +244,31 @@ pub trait ReminderStore: Send + Sync {
     }
 
     /// The suppression recorded for an address (DESIGN §12), found by its keyed hash; `None`
-    /// when the address is not suppressed. A store that keeps none answers `None`: wrappers
-    /// must pass this on to what they wrap.
+    /// when the address is not suppressed. No default, as for preferences.
     fn suppression(
         &self,
-        _address: &AddressHash,
-    ) -> impl Future<Output = Result<Option<Suppression>, PortError>> + Send {
-        async { Ok(None) }
+        address: &AddressHash,
+    ) -> impl Future<Output = Result<Option<Suppression>, PortError>> + Send;
+
+    /// What the consumer reads after its claim: the subscriber's preferences and, when
+    /// `address` is given, its suppression. One call, so a store can batch the two reads
+    /// (DynamoDB: one `BatchGetItem`, strongly consistent); by default, the two reads.
+    fn recipient_rules(
+        &self,
+        subscriber: &SubscriberId,
+        address: Option<&AddressHash>,
+    ) -> impl Future<Output = Result<(Option<Preferences>, Option<Suppression>), PortError>> + Send
+    where
+        Self: Sized,
+    {
+        async move {
+            let prefs = self.preferences(subscriber).await?;
+            let suppression = match address {
+                Some(a) => self.suppression(a).await?,
+                None => None,
+            };
+            Ok((prefs, suppression))
+        }
     }
 
     /// Record a suppression (the first one for an address stands: a second provider answer
@@ -360,6 +377,14 @@ impl<T: ReminderStore> ReminderStore for std::sync::Arc<T> {
         suppression: &Suppression,
     ) -> impl Future<Output = Result<(), PortError>> + Send {
         (**self).put_suppression(suppression)
+    }
+    fn recipient_rules(
+        &self,
+        subscriber: &SubscriberId,
+        address: Option<&AddressHash>,
+    ) -> impl Future<Output = Result<(Option<Preferences>, Option<Suppression>), PortError>> + Send
+    {
+        (**self).recipient_rules(subscriber, address)
     }
 }
 

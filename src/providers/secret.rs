@@ -67,7 +67,7 @@ impl SecretToken {
         }
     }
 
-    async fn get(&self) -> Result<String, TokenUnavailable> {
+    pub(crate) async fn get(&self) -> Result<String, TokenUnavailable> {
         let mut cached = self.cached.lock().await;
         if let Some(t) = cached.as_ref() {
             return Ok(t.clone());
@@ -99,38 +99,69 @@ impl SecretToken {
 pub const SUPPRESSION_KEY_SECRET_VAR: &str = "SUPPRESSION_KEY_SECRET_ARN";
 /// The key itself, for local runs only (refused on Lambda, as plain tokens are).
 pub const SUPPRESSION_KEY_VAR: &str = "SUPPRESSION_KEY";
+const OP_SUPPRESSION_KEY: &str = "secrets.suppression_key";
 
-/// The suppression key: the secret's `SecretString` (read once, at cold start), or on a local
-/// run the plain variable; `None` (suppressions neither checked nor recorded) when neither is
-/// set. A key under 16 bytes is refused, naming the variable.
-pub async fn suppression_key(
+/// Where the suppression key comes from. A secret is read on first use (never at cold start:
+/// nothing at init touches the network) and kept for the container's life; a failed read
+/// fails only the record that needed it, which is retried.
+pub enum SuppressionKeySource {
+    Fixed(crate::domain::SuppressionKey),
+    Secret(SecretToken),
+}
+
+impl std::fmt::Debug for SuppressionKeySource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SuppressionKeySource::Fixed(_) => f.write_str("Fixed(<redacted>)"),
+            SuppressionKeySource::Secret(s) => write!(f, "Secret({})", s.arn),
+        }
+    }
+}
+
+impl SuppressionKeySource {
+    pub async fn get(&self) -> Result<crate::domain::SuppressionKey, crate::ports::PortError> {
+        use crate::ports::PortError;
+        match self {
+            SuppressionKeySource::Fixed(k) => Ok(k.clone()),
+            SuppressionKeySource::Secret(s) => {
+                let raw = s.get().await.map_err(|e| PortError::Unavailable {
+                    op: OP_SUPPRESSION_KEY,
+                    message: e.0,
+                })?;
+                crate::domain::SuppressionKey::new(raw.into_bytes()).map_err(|e| {
+                    PortError::Refused {
+                        op: OP_SUPPRESSION_KEY,
+                        message: e.to_string(),
+                    }
+                })
+            }
+        }
+    }
+}
+
+/// The suppression key's source: the secret (`SUPPRESSION_KEY_SECRET_ARN`, required on
+/// Lambda), or on a local run the plain variable; `None` off Lambda when neither is set
+/// (suppressions neither checked nor recorded). A plain key under 16 bytes is refused, naming
+/// the variable. Touches no network.
+pub fn suppression_key(
     get: impl Fn(&str) -> Option<String>,
     sdk: &aws_config::SdkConfig,
-) -> Result<Option<crate::domain::SuppressionKey>, crate::config::ConfigError> {
+) -> Result<Option<SuppressionKeySource>, crate::config::ConfigError> {
     use crate::config::ConfigError;
     use crate::domain::SuppressionKey;
     let on_lambda = get("AWS_LAMBDA_FUNCTION_NAME").is_some();
-    let (var, raw) = match (get(SUPPRESSION_KEY_SECRET_VAR), get(SUPPRESSION_KEY_VAR)) {
-        (Some(arn), _) => {
-            let secret = SecretToken::new(sdk, arn);
-            let raw = secret
-                .get()
-                .await
-                .map_err(|e| ConfigError::invalid(SUPPRESSION_KEY_SECRET_VAR, e.0))?;
-            (SUPPRESSION_KEY_SECRET_VAR, raw)
-        }
-        (None, Some(_)) if on_lambda => {
-            return Err(ConfigError::invalid(
-                SUPPRESSION_KEY_VAR,
-                format!(
-                    "a key in the environment is for local runs: set {SUPPRESSION_KEY_SECRET_VAR}"
-                ),
-            ))
-        }
-        (None, Some(raw)) => (SUPPRESSION_KEY_VAR, raw),
-        (None, None) => return Ok(None),
-    };
-    SuppressionKey::new(raw.into_bytes())
-        .map(Some)
-        .map_err(|e| ConfigError::invalid(var, e.to_string()))
+    match (get(SUPPRESSION_KEY_SECRET_VAR), get(SUPPRESSION_KEY_VAR)) {
+        (Some(arn), _) => Ok(Some(SuppressionKeySource::Secret(SecretToken::new(
+            sdk, arn,
+        )))),
+        (None, Some(_)) if on_lambda => Err(ConfigError::invalid(
+            SUPPRESSION_KEY_VAR,
+            format!("a key in the environment is for local runs: set {SUPPRESSION_KEY_SECRET_VAR}"),
+        )),
+        (None, Some(raw)) => SuppressionKey::new(raw.into_bytes())
+            .map(|k| Some(SuppressionKeySource::Fixed(k)))
+            .map_err(|e| ConfigError::invalid(SUPPRESSION_KEY_VAR, e.to_string())),
+        (None, None) if on_lambda => Err(ConfigError::Missing(SUPPRESSION_KEY_SECRET_VAR)),
+        (None, None) => Ok(None),
+    }
 }

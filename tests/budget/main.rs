@@ -1,5 +1,7 @@
 //! DESIGN §10's happy-path budget, counted at every port: per delivered reminder the consumer
-//! makes one read (the reminder), two conditional writes (claim, outcome), at most 0.05 gate
+//! makes one read (the reminder), one more for the recipient's rules (DESIGN §12: preferences
+//! and the address's suppression in one batched call, after the claim), two conditional writes
+//! (claim, outcome), at most 0.05 gate
 //! reads (one shared, single-flight read per partition while the warm copy lasts), and no SQS
 //! call of its own (the event source mapping deletes what succeeded). Counts, not timings.
 
@@ -12,8 +14,9 @@ use reminders::consumer::event::{arn_for_url, to_sqs_event};
 use reminders::consumer::{Consumer, ConsumerConfig};
 use reminders::delivery::state::DeliveryRecord;
 use reminders::domain::{
-    Channel, Content, DeliveryKey, DeliveryMessage, NewReminder, PerChannel, Recipient, Reminder,
-    ReminderId, ReminderStatus, SubscriberId,
+    AddressHash, Channel, Content, DeliveryKey, DeliveryMessage, NewReminder, PerChannel,
+    Preferences, Recipient, Reminder, ReminderId, ReminderStatus, SubscriberId, Suppression,
+    SuppressionKey,
 };
 use reminders::ports::gate::{BreakerChange, GateState};
 use reminders::ports::{
@@ -116,6 +119,23 @@ impl<T: ReminderStore> ReminderStore for Counted<T> {
         self.calls.hit("reminders.write");
         self.inner.mark(id, v, to).await
     }
+    async fn preferences(&self, s: &SubscriberId) -> Result<Option<Preferences>, PortError> {
+        self.calls.hit("reminders.preferences");
+        self.inner.preferences(s).await
+    }
+    async fn suppression(&self, a: &AddressHash) -> Result<Option<Suppression>, PortError> {
+        self.calls.hit("reminders.suppression");
+        self.inner.suppression(a).await
+    }
+    /// One call to the store (a `BatchGetItem` on DynamoDB), counted as one read.
+    async fn recipient_rules(
+        &self,
+        s: &SubscriberId,
+        a: Option<&AddressHash>,
+    ) -> Result<(Option<Preferences>, Option<Suppression>), PortError> {
+        self.calls.hit("reminders.rules");
+        self.inner.recipient_rules(s, a).await
+    }
 }
 
 impl<T: DeliveryQueue> DeliveryQueue for Counted<T> {
@@ -183,7 +203,12 @@ async fn a_delivered_reminder_costs_one_read_two_conditional_writes_and_a_twenti
         emit_metrics: false,
         ..ConsumerConfig::default()
     };
-    let consumer = Consumer::new(ports, cfg, urls.clone(), 1);
+    // Suppressions on, as the template deploys the consumer: the address's suppression is
+    // read with the preferences.
+    let key = SuppressionKey::new(b"budget test suppression key".to_vec()).unwrap();
+    let consumer = Consumer::new(ports, cfg, urls.clone(), 1).with_suppression_key(Some(
+        reminders::providers::secret::SuppressionKeySource::Fixed(key),
+    ));
     // Five batches of ten, 200 ms apart: a warm container's steady state at 50 deliveries a
     // second. The copy lasts a second (DESIGN §6), so the read is shared by every batch in it;
     // at 20 deliveries a second or more the gate costs at most 0.05 reads per delivery.
@@ -204,6 +229,11 @@ async fn a_delivered_reminder_costs_one_read_two_conditional_writes_and_a_twenti
     assert_eq!(delivered, n);
     let counts = calls.take();
     assert_eq!(counts.get("reminders.get"), Some(&n), "{counts:?}");
+    // The recipient's rules (DESIGN §12): preferences and suppression, one batched read per
+    // delivery after the claim; never the two reads apart.
+    assert_eq!(counts.get("reminders.rules"), Some(&n), "{counts:?}");
+    assert_eq!(counts.get("reminders.preferences"), None, "{counts:?}");
+    assert_eq!(counts.get("reminders.suppression"), None, "{counts:?}");
     assert_eq!(counts.get("ledger.write"), Some(&(2 * n)), "{counts:?}");
     assert_eq!(
         counts.get("ledger.get"),

@@ -49,6 +49,7 @@ pub struct Mem {
     pub ledger: Arc<MemoryLedger>,
     pub ledger_faults: Faults,
     pub store_faults: Faults,
+    pub queue_faults: Faults,
     pub queue: Arc<MemoryQueue<ManualClock>>,
     pub dlq: Arc<MemoryQueue<ManualClock>>,
     pub provider: Arc<ScriptedProvider<ManualClock>>,
@@ -72,9 +73,11 @@ impl Mem {
         let ledger = Arc::new(MemoryLedger::default());
         let ledger_faults = Faults::default();
         let dlq = Arc::new(MemoryQueue::new(clock.clone()));
+        let queue_faults = Faults::default();
+        let queue = MemoryQueue::with_faults(clock.clone(), queue_faults.clone());
         let queue = match redrive {
-            Some(max) => MemoryQueue::new(clock.clone()).with_redrive(max, dlq.clone()),
-            None => MemoryQueue::new(clock.clone()),
+            Some(max) => queue.with_redrive(max, dlq.clone()),
+            None => queue,
         };
         let queue = Arc::new(queue);
         let provider = Arc::new(ScriptedProvider::new(clock.clone(), idempotent));
@@ -90,14 +93,16 @@ impl Mem {
             dead_letters: dlq.clone(),
             providers: PerChannel::from_fn(|_| provider.clone()),
         };
-        let consumer = Consumer::new(ports, cfg, queue_urls(), 42)
-            .with_suppression_key(Some(suppression_key()));
+        let consumer = Consumer::new(ports, cfg, queue_urls(), 42).with_suppression_key(Some(
+            reminders::providers::secret::SuppressionKeySource::Fixed(suppression_key()),
+        ));
         Self {
             clock,
             store,
             ledger,
             ledger_faults,
             store_faults,
+            queue_faults,
             queue,
             dlq,
             provider,

@@ -218,7 +218,7 @@ async fn an_address_declared_gone_is_suppressed_and_not_sent_again_until_lifted(
     assert_eq!(rec.attempt_count(), 0);
     let why = rec.last_error().unwrap();
     assert!(
-        why.contains("http_410") && why.contains(&sup.masked),
+        why.contains("http_410") && why.contains(sup.address_hash.as_str()),
         "{why}"
     );
     assert!(!why.contains(recipient.expose()), "{why}");
@@ -276,9 +276,9 @@ async fn an_opt_out_wins_over_a_suppression() {
 }
 
 /// Fallback (DESIGN §12): with the order push, then email, a reminder listing both sends push
-/// only; email waits in standby (its own message acknowledged, nothing claimed or sent). The
-/// push delivery dies opted out: email gets a delivery of its own, keyed by its own channel,
-/// sent once; the chain is on both ledger items.
+/// only; email waits in standby (its own message held while push has not settled, nothing
+/// claimed). The push delivery dies opted out: email gets a delivery of its own, keyed by its
+/// own channel, sent once; the chain is on both ledger items.
 #[tokio::test]
 async fn an_opted_out_channel_falls_back_to_the_next_one_in_the_order_once() {
     let w = Mem::new(test_config(), true);
@@ -291,10 +291,13 @@ async fn an_opted_out_channel_falls_back_to_the_next_one_in_the_order_once() {
     let (push, email) = (message(&r, Channel::Push), message(&r, Channel::Email));
     w.enqueue(&push).await;
     w.enqueue(&email).await;
-    // Email first: standby.
+    // Email first: standby, held while push has not settled.
     let out = w.run(Channel::Email).await.unwrap();
-    assert_eq!(out.records[0].action, Action::Ack);
-    assert_eq!(out.metrics.get(Channel::Email).standby, 1);
+    assert!(
+        matches!(out.records[0].action, Action::Hold { .. }),
+        "{out:?}"
+    );
+    assert_eq!(out.metrics.get(Channel::Email).standby_held, 1);
     assert_eq!(w.provider.calls_for(&email.delivery_key), 0);
     assert!(w.record(&email.delivery_key).await.is_none(), "no claim");
     // Push: opted out, falls back.
@@ -304,14 +307,24 @@ async fn an_opted_out_channel_falls_back_to_the_next_one_in_the_order_once() {
     assert_eq!(dead.dead_reason(), Some(DeadReason::OptedOut));
     assert_eq!(dead.fallback_to(), Some(Channel::Email));
     assert_eq!(w.provider.calls_for(&push.delivery_key), 0);
-    // The fallback's message: email's own key, sent once.
-    let out = w.run(Channel::Email).await.unwrap();
-    assert_eq!(out.records.len(), 1);
+    // The fallback's message: email's own key, sent once; the held original, back later,
+    // finds it sent.
+    w.run(Channel::Email).await.unwrap();
     assert_eq!(w.provider.calls_for(&email.delivery_key), 1);
     let sent = w.record(&email.delivery_key).await.unwrap();
     assert_eq!(sent.status(), Status::Delivered);
     assert_eq!(sent.fallback_from(), Some(Channel::Push));
-    assert!(w.run(Channel::Email).await.is_none(), "nothing more queued");
+    w.advance(61);
+    let back = w
+        .run(Channel::Email)
+        .await
+        .expect("the held original comes back");
+    assert_eq!(
+        back.records[0].action,
+        Action::Ack,
+        "a duplicate of a delivered key"
+    );
+    assert_eq!(w.provider.calls_for(&email.delivery_key), 1, "once");
     assert!(w.run(Channel::Push).await.is_none());
 }
 
@@ -346,7 +359,7 @@ async fn quiet_hours_and_rejections_fall_back_and_a_delivery_keeps_standby_unsen
     w.run(Channel::Email).await.unwrap();
     assert_eq!(w.provider.calls_for(&email.delivery_key), 1);
 
-    // Rejected on push → email; delivered on push → email stays in standby.
+    // Rejected on push → email; delivered on push → email's turn never comes.
     let w = Mem::new(test_config(), true);
     let rejected = w.reminder("fb3", &[Channel::Push, Channel::Email]).await;
     let fine = w.reminder("fb4", &[Channel::Push, Channel::Email]).await;
@@ -371,7 +384,7 @@ async fn quiet_hours_and_rejections_fall_back_and_a_delivery_keeps_standby_unsen
         1,
         "rejected: its DLQ copy"
     );
-    w.run_until_idle(Channel::Email, 1, 10).await;
+    w.run_until_idle(Channel::Email, 60, 10).await;
     let fb = message(&rejected, Channel::Email).delivery_key;
     assert_eq!(w.provider.calls_for(&fb), 1);
     let standby = message(&fine, Channel::Email).delivery_key;
@@ -388,14 +401,16 @@ async fn quiet_hours_and_rejections_fall_back_and_a_delivery_keeps_standby_unsen
     assert_eq!(delivered.fallback_to(), None);
 }
 
-/// A crash after the fallback's message was enqueued but before the death was written: the
-/// first delivery's message comes back, the same death is decided and the fallback enqueued
-/// again, and the fallback's ledger item still sends it once.
+/// The fallback's message is lost (a crash after the death, or SQS refusing it): the standby
+/// channel's own message finds the death on the ledger and sends it, once. And with a
+/// provider that does not honour idempotency keys, a failed ledger write before any send gives
+/// the lease back: the retry decides the same death, never `ambiguous`.
 #[tokio::test]
-async fn a_crash_between_the_fallback_enqueue_and_the_death_sends_the_fallback_once() {
+async fn a_lost_fallback_message_or_a_failed_write_before_the_send_loses_nothing() {
     use reminders::ports::faults::FaultPoint;
     use reminders::ports::ledger::OP_PUT;
-    let w = Mem::new(test_config(), true);
+    use reminders::ports::queue::OP_SEND;
+    let w = Mem::new(test_config(), false);
     let r = w.reminder("fb5", &[Channel::Sms, Channel::Email]).await;
     let order = json!({"opted_out": ["sms"], "fallback": ["sms", "email"]});
     w.store
@@ -404,29 +419,107 @@ async fn a_crash_between_the_fallback_enqueue_and_the_death_sends_the_fallback_o
         .unwrap();
     let (sms, email) = (message(&r, Channel::Sms), message(&r, Channel::Email));
     w.enqueue(&sms).await;
-    // Put #1 is the claim; put #2, the death, fails after the fallback was enqueued.
+    w.enqueue(&email).await;
+    let out = w.run(Channel::Email).await.unwrap();
+    assert!(
+        matches!(out.records[0].action, Action::Hold { .. }),
+        "standby"
+    );
+    // Put #1 is the claim; put #2, the death, fails: the lease is given back.
     w.ledger_faults.fail_after(OP_PUT, FaultPoint::Before, 1, 1);
     let out = w.run(Channel::Sms).await.unwrap();
     assert_eq!(out.records[0].action, Action::Retry);
-    assert_eq!(out.metrics.get(Channel::Sms).fallbacks, 1);
-    // The lease runs out; the message comes back until the death lands.
-    for _ in 0..5 {
-        w.advance(181);
-        if w.run(Channel::Sms).await.is_none() {
-            break;
-        }
-    }
+    let released = w.record(&sms.delivery_key).await.unwrap();
+    assert_eq!(
+        released.status(),
+        Status::Ready,
+        "given back, nothing spent"
+    );
+    assert_eq!(released.attempt_count(), 0);
+    // The retry: the same death; its fallback message is refused by SQS.
+    w.queue_faults.fail(OP_SEND, FaultPoint::Before, 1);
+    w.advance(181);
+    w.run(Channel::Sms).await.unwrap();
     let rec = w.record(&sms.delivery_key).await.unwrap();
-    assert_eq!(rec.dead_reason(), Some(DeadReason::OptedOut));
+    assert_eq!(
+        rec.dead_reason(),
+        Some(DeadReason::OptedOut),
+        "not ambiguous"
+    );
+    assert_eq!(rec.attempt_count(), 0);
     assert_eq!(rec.fallback_to(), Some(Channel::Email));
-    use reminders::ports::DeliveryQueue;
-    let queued = w.queue.depth(Channel::Email).await.unwrap().visible;
-    assert_eq!(queued, 2, "enqueued before each death decision");
-    w.run_until_idle(Channel::Email, 1, 10).await;
+    // Email's own held message comes back, finds the death, and sends it once.
+    w.run_until_idle(Channel::Email, 60, 10).await;
     assert_eq!(w.provider.calls_for(&email.delivery_key), 1, "sent once");
+    let sent = w.record(&email.delivery_key).await.unwrap();
+    assert_eq!(sent.fallback_from(), Some(Channel::Sms));
     assert_eq!(
         w.provider.calls_for(&sms.delivery_key),
         0,
         "the opted-out channel never"
     );
+}
+
+/// The order changes while the first channel is still pending: nothing is lost and nothing is
+/// sent twice, because a standby channel waits on the ledger, not on the order it first saw.
+#[tokio::test]
+async fn a_fallback_order_changed_mid_flight_loses_nothing() {
+    let w = Mem::new(test_config(), true);
+    let r = w.reminder("fb6", &[Channel::Push, Channel::Email]).await;
+    let sub = r.subscriber_id.clone();
+    w.store
+        .put_preferences(&sub, &prefs(json!({"fallback": ["push", "email"]})))
+        .await
+        .unwrap();
+    let (push, email) = (message(&r, Channel::Push), message(&r, Channel::Email));
+    w.enqueue(&push).await;
+    w.enqueue(&email).await;
+    let out = w.run(Channel::Email).await.unwrap();
+    assert!(
+        matches!(out.records[0].action, Action::Hold { .. }),
+        "email waits for push"
+    );
+    w.store
+        .put_preferences(&sub, &prefs(json!({"fallback": ["email", "push"]})))
+        .await
+        .unwrap();
+    // Push is now behind email, which has not settled: held.
+    let out = w.run(Channel::Push).await.unwrap();
+    assert!(
+        matches!(out.records[0].action, Action::Hold { .. }),
+        "push waits for email"
+    );
+    // Email comes back first in the order: sent. Push then finds it delivered: not needed.
+    w.advance(61);
+    w.run_until_idle(Channel::Email, 60, 10).await;
+    w.run_until_idle(Channel::Push, 60, 10).await;
+    assert_eq!(w.provider.calls_for(&email.delivery_key), 1);
+    assert_eq!(w.provider.calls_for(&push.delivery_key), 0);
+    assert!(w.run(Channel::Push).await.is_none());
+    assert!(w.run(Channel::Email).await.is_none());
+}
+
+/// Unreadable preferences end the delivery `invalid_reminder`, naming the item, with its DLQ
+/// copy: never sent past an opt-out that cannot be read, never retried into `ambiguous`.
+#[tokio::test]
+async fn unreadable_preferences_end_the_delivery_invalid_with_its_reason() {
+    let w = Mem::new(test_config(), false);
+    let r = w.reminder("bad-prefs", &[Channel::Sms]).await;
+    let msg = message(&r, Channel::Sms);
+    w.enqueue(&msg).await;
+    // The memory store cannot hold a malformed item: a Corrupt answer stands in for one.
+    w.store_faults
+        .corrupt(reminders::ports::reminders::OP_PREFERENCES, 1);
+    w.run(Channel::Sms).await.unwrap();
+    let rec = w.record(&msg.delivery_key).await.unwrap();
+    assert_eq!(rec.status(), Status::Dead);
+    assert_eq!(rec.dead_reason(), Some(DeadReason::InvalidReminder));
+    assert_eq!(rec.attempt_count(), 0);
+    assert!(
+        rec.last_error().unwrap().contains("preferences"),
+        "{:?}",
+        rec.last_error()
+    );
+    assert_eq!(w.provider.calls_for(&msg.delivery_key), 0);
+    assert_eq!(w.dead_letters(Channel::Sms).await.len(), 1);
 }

@@ -352,6 +352,33 @@ async fn suppressions<S: ReminderStore>(store: &S, until: Timestamp) {
     );
     let due = all_due(store, until).await;
     assert!(!due.iter().any(|id| id.contains('#')), "{due:?}");
+
+    // The consumer's one read: both items, either, or neither, each as read alone.
+    let sub = SubscriberId::parse("sub-prefs").unwrap();
+    let prefs = store.preferences(&sub).await.unwrap();
+    assert!(prefs.is_some(), "the preferences test left some");
+    let sup = store.suppression(&hash).await.unwrap();
+    assert_eq!(
+        store.recipient_rules(&sub, Some(&hash)).await.unwrap(),
+        (prefs.clone(), sup.clone())
+    );
+    assert_eq!(
+        store.recipient_rules(&sub, None).await.unwrap(),
+        (prefs, None)
+    );
+    let nobody = SubscriberId::parse("sub-nobody").unwrap();
+    assert_eq!(
+        store.recipient_rules(&nobody, Some(&hash)).await.unwrap(),
+        (None, sup)
+    );
+    let unknown = AddressHash::of(&key, &token);
+    assert_eq!(
+        store
+            .recipient_rules(&nobody, Some(&unknown))
+            .await
+            .unwrap(),
+        (None, None)
+    );
 }
 
 // The memory store keeps preferences as the validated type, so a malformed one cannot be
@@ -467,6 +494,14 @@ async fn operators_list_and_lift_suppressions(client: aws_sdk_dynamodb::Client, 
         }
         other => panic!("expected Corrupt, got {other:?}"),
     }
+    let sub = SubscriberId::parse("sub-1").unwrap();
+    assert!(
+        matches!(
+            store.recipient_rules(&sub, Some(&bad)).await,
+            Err(PortError::Corrupt { .. })
+        ),
+        "the batch read refuses it too"
+    );
     let (found, unreadable) = store.suppressions().await.unwrap();
     assert_eq!((found.len(), unreadable), (1, vec![suppression_key(&bad)]));
     assert!(matches!(

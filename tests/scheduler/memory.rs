@@ -368,6 +368,18 @@ impl ReminderStore for FailingShard {
     fn shards(&self) -> u32 {
         self.inner.shards()
     }
+    async fn preferences(
+        &self,
+        s: &reminders::domain::SubscriberId,
+    ) -> Result<Option<reminders::domain::Preferences>, reminders::ports::PortError> {
+        self.inner.preferences(s).await
+    }
+    async fn suppression(
+        &self,
+        a: &reminders::domain::AddressHash,
+    ) -> Result<Option<reminders::domain::Suppression>, reminders::ports::PortError> {
+        self.inner.suppression(a).await
+    }
     async fn insert(
         &self,
         r: &reminders::domain::Reminder,

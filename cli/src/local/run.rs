@@ -144,9 +144,12 @@ async fn handlers(
     // Suppressions are on locally too: SUPPRESSION_KEY (or the secret) when set, otherwise
     // a fixed development key (the emulator's hashes are nobody's secret).
     let key = reminders::providers::secret::suppression_key(env, &sdk)
-        .await
         .map_err(|e| e.to_string())?
-        .or_else(|| reminders::domain::SuppressionKey::new(LOCAL_SUPPRESSION_KEY).ok());
+        .or_else(|| {
+            reminders::domain::SuppressionKey::new(LOCAL_SUPPRESSION_KEY)
+                .ok()
+                .map(reminders::providers::secret::SuppressionKeySource::Fixed)
+        });
     let consumer = Consumer::new(
         ports.clone(),
         consumer_cfg,

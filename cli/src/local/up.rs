@@ -4,7 +4,7 @@
 
 use reminders::aws::bootstrap::{
     create_channel_queues, create_deliveries_table, create_events_tap, create_reminders_table,
-    QueueSpec,
+    create_suppression_key_secret, QueueSpec,
 };
 use reminders::domain::Channel;
 
@@ -58,6 +58,10 @@ pub async fn run(args: UpArgs) -> Result<(), String> {
     let tap = create_events_tap(&events, &sqs, prefix)
         .await
         .map_err(|e| format!("creating the events bus, tap queue and rule: {e}"))?;
+    let secrets = aws_sdk_secretsmanager::Client::new(&sdk);
+    let key_arn = create_suppression_key_secret(&secrets, prefix)
+        .await
+        .map_err(|e| format!("creating the suppression key's secret: {e}"))?;
     println!("# resources on {endpoint}; export these for `remindctl local run`:");
     println!("export REMINDERS_TABLE={rem}");
     println!("export DELIVERIES_TABLE={del}");
@@ -71,6 +75,7 @@ pub async fn run(args: UpArgs) -> Result<(), String> {
     // queue, which `local events` reads.
     println!("export EVENT_BUS_NAME={}", tap.bus);
     println!("export EVENTS_TAP_QUEUE_URL={}", tap.queue_url);
+    println!("export SUPPRESSION_KEY_SECRET_ARN={key_arn}");
     // A comment, so `eval "$(remindctl local up)"` ignores it.
     println!(
         "# a provider that prints what it receives: remindctl local receive --port 8080 & \

@@ -1,6 +1,7 @@
 //! `remindctl remind show`: the reminder, each channel's ledger state and its history, in
 //! operator words (`words`), as text or one JSON object.
 
+use reminders::delivery::standby::{turn, Turn};
 use reminders::delivery::state::{DeliveryRecord, HistoryEntry, Status};
 use reminders::domain::{Channel, DeliveryKey, Reminder, ReminderId};
 use reminders::ports::{Ledger, PortError, ReminderStore};
@@ -15,8 +16,9 @@ struct Delivery {
     fingerprint: String,
     key: DeliveryKey,
     rec: Option<DeliveryRecord>,
-    /// The subscriber's fallback order holds this channel behind another one listed.
-    standby: bool,
+    /// The subscriber's fallback order holds this channel behind another one listed: that
+    /// channel, and this one's turn by its ledger item.
+    standby: Option<(Channel, Turn)>,
 }
 
 pub async fn run(raw_id: String, json: bool) -> Result<(), String> {
@@ -48,14 +50,22 @@ pub async fn run(raw_id: String, json: bool) -> Result<(), String> {
     for (channel, recipient) in &r.recipients {
         let key = DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, *channel);
         let rec = p.ledger.get(&key).await.map_err(err)?;
+        let mut standby = None;
+        let ahead = prefs
+            .as_ref()
+            .and_then(|p| p.standby_behind(*channel, listed));
+        if let (Some(ahead), None) = (ahead, rec.as_ref()) {
+            let ahead_key = DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, ahead);
+            let ahead_rec = p.ledger.get(&ahead_key).await.map_err(err)?;
+            let now = reminders::clock::Clock::now(&p.clock);
+            standby = Some((ahead, turn(ahead_rec.as_ref(), *channel, now)));
+        }
         deliveries.push(Delivery {
             channel: *channel,
             fingerprint: recipient.fingerprint(),
             key,
             rec,
-            standby: prefs
-                .as_ref()
-                .is_some_and(|p| p.is_standby(*channel, listed)),
+            standby,
         });
     }
     if json {
@@ -103,7 +113,9 @@ fn reminder_json(r: &Reminder, deliveries: &[Delivery]) -> Value {
         .iter()
         .map(|d| {
             let ledger = match &d.rec {
-                None if d.standby => json!({ "item": null, "meaning": words::STANDBY }),
+                None if d.standby.is_some() => {
+                    json!({ "item": null, "meaning": standby_words(d.standby) })
+                }
                 None => json!({ "item": null, "meaning": words::never_claimed(r.status) }),
                 Some(rec) => ledger_json(rec),
             };
@@ -111,7 +123,7 @@ fn reminder_json(r: &Reminder, deliveries: &[Delivery]) -> Value {
                 "channel": d.channel.as_str(),
                 "recipient_fingerprint": d.fingerprint,
                 "delivery_key": d.key.to_string(),
-                "standby": d.standby,
+                "standby_behind": d.standby.map(|(ahead, _)| ahead.as_str()),
                 "ledger": ledger,
             })
         })
@@ -197,10 +209,26 @@ fn print_reminder(r: &Reminder, deliveries: &[Delivery]) {
             d.channel, d.fingerprint, d.key
         );
         match &d.rec {
-            None if d.standby => println!("  ledger     no item: {}", words::STANDBY),
+            None if d.standby.is_some() => {
+                println!("  ledger     no item: {}", standby_words(d.standby))
+            }
             None => println!("  ledger     no item: {}", words::never_claimed(r.status)),
             Some(rec) => print_ledger(rec),
         }
+    }
+}
+
+/// A channel in standby, in words: waiting for the channel ahead, not needed, or taking over.
+fn standby_words(standby: Option<(Channel, Turn)>) -> String {
+    match standby {
+        Some((ahead, Turn::Wait { .. })) => format!("{} {ahead}", words::STANDBY),
+        Some((ahead, Turn::NotNeeded)) => format!(
+            "not needed: {ahead}, ahead of it in the fallback order, settled without handing on"
+        ),
+        Some((ahead, Turn::TakeOver)) => {
+            format!("{ahead}, ahead of it in the fallback order, died: sent next as its fallback")
+        }
+        None => String::new(),
     }
 }
 

@@ -12,7 +12,7 @@ const QUIET_HOURS_UNTIL: &str = "quiet hours until ";
 /// What a delivery with no ledger item means, by the reminder's status.
 /// A channel the subscriber's fallback order holds behind another one the reminder lists.
 pub const STANDBY: &str =
-    "standby: the subscriber's fallback order sends it only if the channel ahead of it dies";
+    "standby: the subscriber's fallback order sends it only if the delivery dies of";
 
 pub fn never_claimed(status: ReminderStatus) -> &'static str {
     use ReminderStatus as S;

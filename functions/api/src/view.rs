@@ -2,6 +2,7 @@
 //! (recipients masked), a cancel's outcome per channel, a page of a subscriber's reminders.
 
 use reminders::clock::Timestamp;
+use reminders::delivery::standby;
 use reminders::delivery::state::Status;
 use reminders::delivery::Cancelled;
 use reminders::domain::{Channel, Content, DeliveryKey, Reminder};
@@ -14,7 +15,8 @@ fn time(t: Timestamp) -> Value {
 
 /// The reminder's state: its fields, and per channel the ledger's view of the delivery. A
 /// channel with no delivery yet that the subscriber's fallback order holds behind another
-/// listed one is `standby`: it is sent only if that one's delivery dies.
+/// listed one is `standby` while that one has not settled, and `not_needed` once it settled
+/// without handing on (DESIGN §12).
 pub async fn reminder<L: Ledger, S: ReminderStore>(
     r: &Reminder,
     ledger: &L,
@@ -28,11 +30,21 @@ pub async fn reminder<L: Ledger, S: ReminderStore>(
     let mut channels = Map::new();
     for channel in r.listed_channels() {
         let mut d = delivery(r, channel, ledger).await?;
-        let standby = prefs
+        let ahead = prefs
             .as_ref()
-            .is_some_and(|p| p.is_standby(channel, listed));
-        if standby && d["status"] == Status::Scheduled.as_str() {
-            d["status"] = "standby".into();
+            .and_then(|p| p.standby_behind(channel, listed));
+        if let (Some(ahead), true) = (ahead, d["status"] == Status::Scheduled.as_str()) {
+            // Its turn, as the consumer reads it: from the ledger item of the channel ahead.
+            let key = DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, ahead);
+            let ahead_rec = ledger.get(&key).await?;
+            // A waiting turn's time is not shown: any clock will do.
+            let now = Timestamp::from_millis(0);
+            d["status"] = match standby::turn(ahead_rec.as_ref(), channel, now) {
+                standby::Turn::Wait { .. } => "standby".into(),
+                standby::Turn::NotNeeded => "not_needed".into(),
+                standby::Turn::TakeOver => Status::Scheduled.as_str().into(),
+            };
+            d["standby_behind"] = ahead.as_str().into();
         }
         channels.insert(channel.as_str().to_owned(), d);
     }

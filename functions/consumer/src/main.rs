@@ -31,11 +31,9 @@ async fn main() -> Result<(), Error> {
         dead_letters: adapters.dead_letters,
         providers,
     };
+    // Required on Lambda; the secret itself is read on first use.
     let suppression_key =
-        reminders::providers::secret::suppression_key(reminders::config::env, &start.sdk).await?;
-    if suppression_key.is_none() {
-        tracing::warn!("no suppression key: suppressions are neither checked nor recorded");
-    }
+        reminders::providers::secret::suppression_key(reminders::config::env, &start.sdk)?;
     let consumer = Consumer::new(ports, cfg, settings.queue_urls, rand::random())
         .with_metrics_namespace(settings.metrics_namespace)
         .with_suppression_key(suppression_key);

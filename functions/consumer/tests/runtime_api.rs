@@ -17,6 +17,12 @@ async fn the_consumer_bootstrap_dead_letters_garbage_under_cargo_lambda_watch() 
     for c in ["PUSH", "EMAIL", "SMS"] {
         env.push((format!("{c}_PROVIDER"), "none".to_owned()));
     }
+    // Required on Lambda (read on first use: this garbage record never needs it).
+    let secrets = aws_sdk_secretsmanager::Client::new(&stack.sdk);
+    let arn = reminders::aws::bootstrap::create_suppression_key_secret(&secrets, "rt-cons")
+        .await
+        .unwrap();
+    env.push(("SUPPRESSION_KEY_SECRET_ARN".to_owned(), arn));
     let push_url = stack.queues.get(Channel::Push).clone();
     let event = serde_json::json!({
         "Records": [{

@@ -37,6 +37,19 @@ pub fn preferences_key(subscriber: &SubscriberId) -> String {
     format!("prefs#{}", subscriber.as_str())
 }
 
+/// A preferences item, decoded. Unreadable preferences fail the read: sending against an
+/// opt-out this version cannot read is worse than not sending (the consumer ends the delivery
+/// `invalid_reminder`, naming the item, with its DLQ copy).
+pub(super) fn decode_preferences(
+    mut item: std::collections::HashMap<String, AttributeValue>,
+) -> Result<Preferences, PortError> {
+    let Some(prefs) = item.remove("preferences") else {
+        return Err(corrupt(OP_PREFERENCES, "preferences: missing"));
+    };
+    serde_dynamo::from_attribute_value(prefs)
+        .map_err(|e| corrupt(OP_PREFERENCES, format!("preferences: {e}")))
+}
+
 /// Values of one `IN` list (DynamoDB's limit).
 const MAX_IN_LIST: usize = 100;
 /// Subscribers the store filters out per query; past this the scheduler drops the rest itself.
@@ -330,17 +343,18 @@ impl ReminderStore for DynamoReminderStore {
             .send()
             .await
             .map_err(|e| port_error(OP_PREFERENCES, e, dynamo_kind!(GetItemError)))?;
-        let Some(mut item) = out.item else {
-            return Ok(None);
+        out.item.map(decode_preferences).transpose()
+    }
+
+    async fn recipient_rules(
+        &self,
+        subscriber: &SubscriberId,
+        address: Option<&crate::domain::AddressHash>,
+    ) -> Result<(Option<Preferences>, Option<crate::domain::Suppression>), PortError> {
+        let Some(address) = address else {
+            return Ok((self.preferences(subscriber).await?, None));
         };
-        // Unreadable preferences fail the read: sending against an opt-out this version
-        // cannot read is worse than retrying (the consumer's record is retried and alarmed).
-        let Some(prefs) = item.remove("preferences") else {
-            return Err(corrupt(OP_PREFERENCES, "preferences: missing"));
-        };
-        serde_dynamo::from_attribute_value(prefs)
-            .map(Some)
-            .map_err(|e| corrupt(OP_PREFERENCES, format!("preferences: {e}")))
+        self.rules_batch(subscriber, address).await
     }
 
     async fn put_preferences(

@@ -13,11 +13,14 @@ use aws_sdk_dynamodb::operation::scan::ScanError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 
 use super::reminders::DynamoReminderStore;
+use super::reminders::{decode_preferences, preferences_key};
 use super::{dynamo_kind, s};
 use crate::aws::error::{corrupt, port_error};
-use crate::domain::{AddressHash, Suppression};
-use crate::ports::reminders::{OP_PUT_SUPPRESSION, OP_SUPPRESSION};
+use crate::domain::{AddressHash, Preferences, SubscriberId, Suppression};
+use crate::ports::reminders::{OP_PUT_SUPPRESSION, OP_RULES, OP_SUPPRESSION};
 use crate::ports::PortError;
+use aws_sdk_dynamodb::operation::batch_get_item::BatchGetItemError;
+use aws_sdk_dynamodb::types::KeysAndAttributes;
 
 pub const KIND: &str = "suppression";
 
@@ -36,7 +39,49 @@ fn decode(
     serde_dynamo::from_attribute_value(value).map_err(|e| corrupt(op, format!("suppression: {e}")))
 }
 
+/// Rounds of `UnprocessedKeys` a batch read retries before it gives up (as unavailable).
+const BATCH_ROUNDS: usize = 4;
+
 impl DynamoReminderStore {
+    /// The subscriber's preferences and the address's suppression in one `BatchGetItem`
+    /// (strongly consistent), retrying keys DynamoDB left unprocessed.
+    pub(super) async fn rules_batch(
+        &self,
+        subscriber: &SubscriberId,
+        address: &AddressHash,
+    ) -> Result<(Option<Preferences>, Option<Suppression>), PortError> {
+        let prefs_key = preferences_key(subscriber);
+        let sup_key = suppression_key(address);
+        let key = |k: &str| std::collections::HashMap::from([("reminder_id".to_owned(), s(k))]);
+        let mut pending = KeysAndAttributes::builder()
+            .keys(key(&prefs_key))
+            .keys(key(&sup_key))
+            .consistent_read(true)
+            .build()
+            .map_err(|e| corrupt(OP_RULES, e))?;
+        let mut items = Vec::new();
+        for _ in 0..BATCH_ROUNDS {
+            let out = self
+                .client
+                .batch_get_item()
+                .request_items(&self.table, pending.clone())
+                .send()
+                .await
+                .map_err(|e| port_error(OP_RULES, e, dynamo_kind!(BatchGetItemError)))?;
+            if let Some(mut got) = out.responses {
+                items.extend(got.remove(&self.table).unwrap_or_default());
+            }
+            match out.unprocessed_keys.and_then(|mut u| u.remove(&self.table)) {
+                Some(rest) if !rest.keys().is_empty() => pending = rest,
+                _ => return rules_of(items, &prefs_key, &sup_key),
+            }
+        }
+        Err(PortError::Throttled {
+            op: OP_RULES,
+            message: "keys left unprocessed by every round of the batch read".into(),
+        })
+    }
+
     pub(super) async fn get_suppression(
         &self,
         address: &AddressHash,
@@ -149,4 +194,23 @@ impl DynamoReminderStore {
             Err(e) => Err(port_error(OP_SUPPRESSION, e, dynamo_kind!(DeleteItemError))),
         }
     }
+}
+
+/// The two items a batch read returned, by key.
+fn rules_of(
+    items: Vec<std::collections::HashMap<String, AttributeValue>>,
+    prefs_key: &str,
+    sup_key: &str,
+) -> Result<(Option<Preferences>, Option<Suppression>), PortError> {
+    let (mut prefs, mut sup) = (None, None);
+    for item in items {
+        match item.get("reminder_id") {
+            Some(AttributeValue::S(k)) if k == prefs_key => {
+                prefs = Some(decode_preferences(item)?);
+            }
+            Some(AttributeValue::S(k)) if k == sup_key => sup = Some(decode(item, OP_SUPPRESSION)?),
+            _ => {}
+        }
+    }
+    Ok((prefs, sup))
 }

@@ -1,70 +1,131 @@
 //! Fallback channels (DESIGN §12). With a fallback order in the subscriber's preferences, a
-//! reminder's channels behind the first one it lists wait in standby: their own messages are
-//! acknowledged without a claim or a send. When a channel's delivery dies for a reason that
-//! means it cannot reach the person (`rejected`, `opted_out`, `suppressed`,
-//! `expired_quiet_hours`), the next channel in the order gets a delivery of its own: a message
-//! naming `fallback_from`, keyed by its own (reminder, subscriber, channel), so its ledger item
-//! sends it at most once however often it is enqueued.
+//! reminder's channels behind the first one it lists wait in standby. When a channel's
+//! delivery dies for a reason that means it cannot reach the person (`rejected`, `opted_out`,
+//! `suppressed`, `expired_quiet_hours`), the next listed channel in the order gets a delivery
+//! of its own, keyed by its own (reminder, subscriber, channel), so its ledger item sends it at
+//! most once however many messages ask.
 //!
-//! Crash safety: the fallback message is enqueued before the death is written (the death
-//! write records `fallback_to`). A crash between the two leaves the first delivery claimed but
-//! not dead; its message comes back, the rules decide the same death again and enqueue again,
-//! and the second copy is a duplicate the fallback's ledger item refuses. The other order
-//! could lose the fallback for good.
+//! The death is written first, naming the channel it hands on to (`fallback_to`); then a
+//! message for that channel (`fallback_from`) is enqueued, best effort, to send it at once.
+//! Nothing rests on that message: the standby channel's own message (the scheduler enqueues
+//! one per listed channel) is held, not acknowledged, until the ledger item of the channel
+//! ahead of it settles, and then reads its turn from that item ([`crate::delivery::standby`]).
+//! A crash between the death and the enqueue, a failed enqueue, or a change of order mid-flight
+//! therefore loses nothing.
 
 use std::ops::ControlFlow;
+use std::time::Duration;
 
 use super::{Delivery, Record, Step};
 use crate::consumer::Action;
-use crate::domain::{Channel, DeadReason, DeliveryMessage};
-use crate::ports::{DeliveryQueue, OutgoingMessage, PortError, Ports, ReminderStore};
+use crate::delivery::standby::{turn, Turn};
+use crate::domain::{Channel, DeadReason, DeliveryKey, DeliveryMessage, Preferences};
+use crate::ports::{DeliveryQueue, Ledger, OutgoingMessage, PortError, Ports, ReminderStore};
+
+/// A standby channel looks at the channel ahead again this long after it could next change.
+pub const STANDBY_RECHECK: Duration = Duration::from_secs(30);
 
 impl<P: Ports> Record<'_, P> {
-    /// `Break(Ack)` when this message's channel waits in standby behind another channel the
-    /// reminder lists (and it is not itself a fallback): nothing is claimed or sent; a death of
-    /// the channel ahead enqueues its delivery.
-    pub(super) async fn standby(&mut self, d: Delivery) -> Step<Delivery> {
+    /// Before the claim: a channel in standby behind another that the reminder lists is held
+    /// until that one settles, then sent (its turn came) or acknowledged (it did not), by the
+    /// ledger item of the channel ahead. A fallback's own message goes straight on.
+    pub(super) async fn standby(&mut self, mut d: Delivery) -> Step<Delivery> {
         if d.msg.fallback_from.is_some() || d.reminder.recipients.len() < 2 {
             return Ok(ControlFlow::Continue(d));
         }
         let store = self.consumer.ports.reminders();
-        let Some(prefs) = store.preferences(&d.msg.subscriber_id).await? else {
-            return Ok(ControlFlow::Continue(d));
-        };
-        let listed = |c: Channel| d.reminder.recipients.contains_key(&c);
-        if !prefs.is_standby(self.inc.channel, listed) {
-            return Ok(ControlFlow::Continue(d));
-        }
-        self.m.standby += 1;
-        tracing::info!(
-            delivery_key = %d.msg.delivery_key,
-            reminder_id = %d.msg.reminder_id,
-            channel = %self.inc.channel,
-            "standby: sent only as a fallback"
-        );
-        Ok(ControlFlow::Break(Action::Ack))
-    }
-
-    /// Before a death for `reason` is written: the channel it falls back to, its message
-    /// enqueued (`None` when the reason, the preferences or the reminder's channels give
-    /// none). An enqueue that fails fails the record, so the death is decided again.
-    pub(super) async fn fall_back(
-        &mut self,
-        d: &Delivery,
-        reason: DeadReason,
-    ) -> Result<Option<Channel>, PortError> {
-        if !reason.falls_back() {
-            return Ok(None);
-        }
-        let store = self.consumer.ports.reminders();
-        let Some(prefs) = store.preferences(&d.msg.subscriber_id).await? else {
-            return Ok(None);
+        let prefs = match store.preferences(&d.msg.subscriber_id).await {
+            Ok(Some(prefs)) => prefs,
+            Ok(None) => return Ok(ControlFlow::Continue(d)),
+            Err(PortError::Corrupt { op, message }) => {
+                // Nothing claimed yet: dead with its reason and DLQ copy, as an unreadable
+                // reminder is.
+                let why = format!("unreadable {op}: {message}");
+                let now = self.now();
+                let action = self
+                    .dead_unsendable(&d.msg, DeadReason::InvalidReminder, why, now)
+                    .await?;
+                return Ok(ControlFlow::Break(action));
+            }
+            Err(e) => return Err(e),
         };
         let channel = self.inc.channel;
         let listed = |c: Channel| d.reminder.recipients.contains_key(&c);
-        let Some(next) = prefs.fallback_for(channel, listed) else {
-            return Ok(None);
+        let Some(ahead) = prefs.standby_behind(channel, listed) else {
+            return Ok(ControlFlow::Continue(d));
         };
+        let key = DeliveryKey::derive(&d.msg.reminder_id, &d.msg.subscriber_id, ahead);
+        let ahead_rec = self.consumer.ports.ledger().get(&key).await?;
+        let now = self.now();
+        let log = |what: &str| {
+            tracing::info!(
+                delivery_key = %d.msg.delivery_key,
+                reminder_id = %d.msg.reminder_id,
+                channel = %channel,
+                ahead = %ahead,
+                "standby: {what}"
+            );
+        };
+        match turn(ahead_rec.as_ref(), channel, now) {
+            Turn::TakeOver => {
+                log("the channel ahead died: sent as its fallback");
+                d.msg.fallback_from = Some(ahead);
+                Ok(ControlFlow::Continue(d))
+            }
+            Turn::NotNeeded => {
+                log("the channel ahead settled without handing on: not sent");
+                self.m.standby += 1;
+                Ok(ControlFlow::Break(Action::Ack))
+            }
+            Turn::Wait { after } => {
+                log("waiting for the channel ahead");
+                self.m.standby_held += 1;
+                let until = after.plus(STANDBY_RECHECK);
+                Ok(ControlFlow::Break(self.hold(&d.msg, until, now).await?))
+            }
+        }
+    }
+
+    /// The channel a death for `reason` hands the reminder on to, if the preferences and the
+    /// reminder's channels give one (recorded with the death as `fallback_to`).
+    pub(super) fn fallback_for(
+        &self,
+        d: &Delivery,
+        reason: DeadReason,
+        prefs: Option<&Preferences>,
+    ) -> Option<Channel> {
+        if !reason.falls_back() {
+            return None;
+        }
+        let listed = |c: Channel| d.reminder.recipients.contains_key(&c);
+        prefs?.fallback_for(self.inc.channel, listed)
+    }
+
+    /// The preferences, read for a death the provider decided (the recipient's rules read
+    /// them already); an unreadable item gives no fallback here, and the standby channel's
+    /// own message then finds the death (naming none) and takes over.
+    pub(super) async fn preferences_for_death(
+        &self,
+        d: &Delivery,
+        reason: DeadReason,
+    ) -> Option<Preferences> {
+        if !reason.falls_back() || d.reminder.recipients.len() < 2 {
+            return None;
+        }
+        let store = self.consumer.ports.reminders();
+        match store.preferences(&d.msg.subscriber_id).await {
+            Ok(prefs) => prefs,
+            Err(e) => {
+                tracing::warn!(delivery_key = %d.msg.delivery_key, error = %e, "preferences unreadable at a death: the standby channel's own message decides its turn");
+                None
+            }
+        }
+    }
+
+    /// After the death naming `next` was written: its message, to send it now. Best effort:
+    /// the standby channel's own message finds the death if this one never arrives.
+    pub(super) async fn enqueue_fallback(&mut self, d: &Delivery, next: Channel) {
+        let channel = self.inc.channel;
         let mut msg = DeliveryMessage::new(
             d.reminder.reminder_id.clone(),
             d.reminder.subscriber_id.clone(),
@@ -79,26 +140,30 @@ impl<P: Ports> Record<'_, P> {
             body: msg.encode(),
             delay_secs: 0,
         };
-        let failed = self.consumer.ports.queue().send_batch(next, &[out]).await?;
-        if let Some(f) = failed.first() {
-            let message = format!("fallback to {next}: {}", f.code);
-            let op = crate::ports::queue::OP_SEND;
-            return Err(if f.sender_fault {
-                PortError::Refused { op, message }
-            } else {
-                PortError::Unavailable { op, message }
-            });
+        let sent = self.consumer.ports.queue().send_batch(next, &[out]).await;
+        match sent {
+            Ok(failed) if failed.is_empty() => {
+                tracing::info!(
+                    delivery_key = %d.msg.delivery_key,
+                    reminder_id = %d.msg.reminder_id,
+                    from = %channel,
+                    to = %next,
+                    fallback_key = %msg.delivery_key,
+                    "fell back to the next channel"
+                );
+            }
+            Ok(failed) => tracing::warn!(
+                delivery_key = %d.msg.delivery_key,
+                to = %next,
+                code = failed.first().map(|f| f.code.as_str()).unwrap_or_default(),
+                "fallback message refused: the standby channel's own message will send it"
+            ),
+            Err(e) => tracing::warn!(
+                delivery_key = %d.msg.delivery_key,
+                to = %next,
+                error = %e,
+                "fallback message not enqueued: the standby channel's own message will send it"
+            ),
         }
-        self.m.fallbacks += 1;
-        tracing::info!(
-            delivery_key = %d.msg.delivery_key,
-            reminder_id = %d.msg.reminder_id,
-            from = %channel,
-            to = %next,
-            fallback_key = %msg.delivery_key,
-            reason = reason.as_str(),
-            "fell back to the next channel"
-        );
-        Ok(Some(next))
     }
 }

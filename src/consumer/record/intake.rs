@@ -166,7 +166,7 @@ impl<P: Ports> Record<'_, P> {
     /// No such reminder, or one that cannot be read or sent: dead with its reason and an
     /// error naming the field (a delivery already in the ledger in another state keeps it),
     /// with the evidence in the DLQ either way.
-    async fn dead_unsendable(
+    pub(super) async fn dead_unsendable(
         &mut self,
         msg: &DeliveryMessage,
         reason: DeadReason,

@@ -70,6 +70,7 @@ struct Delivery {
 }
 
 /// Our lease on a delivery.
+#[derive(Clone)]
 struct Lease {
     record: DeliveryRecord,
     token: LeaseToken,
@@ -117,8 +118,15 @@ impl<P: Ports> Record<'_, P> {
         if delivery.reminder.is_stale_at(self.now()) {
             return self.expire_held(&delivery, lease).await;
         }
-        // The recipient's rules, read after the claim: opt-outs and quiet hours.
-        let lease = step!(self.recipient_rules(&delivery, lease).await);
+        // The recipient's rules, read after the claim: opt-outs, suppressions, quiet hours.
+        // Nothing is sent yet: a failed read gives the lease back, never leaving a claim for
+        // the ambiguous rule to judge.
+        let kept = lease.clone();
+        let lease = match self.recipient_rules(&delivery, lease).await {
+            Ok(ControlFlow::Continue(lease)) => lease,
+            Ok(ControlFlow::Break(action)) => return Ok(action),
+            Err(e) => return self.unsent_after_error(&delivery, kept, e).await,
+        };
         // Reading them took a storage call: the freshness check holds right before a send.
         if delivery.reminder.is_stale_at(self.now()) {
             return self.expire_held(&delivery, lease).await;

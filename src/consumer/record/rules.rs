@@ -21,28 +21,35 @@ impl<P: Ports> Record<'_, P> {
     /// the suppressions: an opt-out first (the recipient's word), then a dead address (no
     /// point holding what can never go), then quiet hours.
     pub(super) async fn recipient_rules(&mut self, d: &Delivery, lease: Lease) -> Step<Lease> {
+        // One read for both (a batch on DynamoDB): the preferences, and the suppression of
+        // this address when suppressions are kept.
+        let hash = self.address_hash(d).await?;
         let store = self.consumer.ports.reminders();
-        let prefs = store.preferences(&d.msg.subscriber_id).await?;
+        let (prefs, suppressed) = store
+            .recipient_rules(&d.msg.subscriber_id, hash.as_ref())
+            .await?;
+        let prefs = prefs.as_ref();
         let now = self.now();
-        let decision = prefs.as_ref().map_or(Decision::Send, |p| {
+        let decision = prefs.map_or(Decision::Send, |p| {
             p.decide(self.inc.channel, now, d.reminder.fresh_until)
         });
         if matches!(decision, Decision::OptedOut) {
             let why = "the subscriber opted out of this channel";
             let action = self
-                .recipients_choice(d, lease, DeadReason::OptedOut, why)
+                .recipients_choice(d, lease, DeadReason::OptedOut, why, prefs)
                 .await?;
             return Ok(ControlFlow::Break(action));
         }
-        if let Some(found) = self.suppressed(d).await? {
+        if let Some(found) = suppressed {
+            // The hash and the source, never the address (not even masked) on the ledger.
             let why = format!(
-                "{} was suppressed by {} at {}",
-                found.masked,
+                "address {} suppressed by {} at {}",
+                found.address_hash,
                 found.source,
                 found.at.to_rfc3339()
             );
             let action = self
-                .recipients_choice(d, lease, DeadReason::Suppressed, &why)
+                .recipients_choice(d, lease, DeadReason::Suppressed, &why, prefs)
                 .await?;
             return Ok(ControlFlow::Break(action));
         }
@@ -51,23 +58,52 @@ impl<P: Ports> Record<'_, P> {
             Decision::Hold { until } => self.quiet_hours(d, lease, until, now).await?,
             Decision::QuietUntilStale => {
                 let why = "inside quiet hours, and stale before they end";
-                self.recipients_choice(d, lease, DeadReason::ExpiredQuietHours, why)
+                self.recipients_choice(d, lease, DeadReason::ExpiredQuietHours, why, prefs)
                     .await?
             }
         };
         Ok(ControlFlow::Break(action))
     }
 
-    /// The suppression of this delivery's address, when suppressions are kept.
-    async fn suppressed(
+    /// A storage call before the send failed, with nothing sent: the lease is given back
+    /// (nothing spent), so the retry is a fresh claim, never a takeover for the ambiguous rule
+    /// to judge. An item that cannot be read (unreadable preferences or suppression) ends the
+    /// delivery dead `invalid_reminder`, naming it, with its DLQ copy: fix the preferences or
+    /// lift the suppression, then redrive. Other errors retry the record.
+    pub(super) async fn unsent_after_error(
+        &mut self,
+        d: &Delivery,
+        lease: Lease,
+        error: crate::ports::PortError,
+    ) -> Result<Action, crate::ports::PortError> {
+        let change = Change::Release { token: lease.token };
+        match self.under_lease(d, lease.record, change).await {
+            Ok(Written::Applied(_)) => {}
+            // Taken over meanwhile: the holder's handle decides.
+            Ok(Written::Refused { .. }) => return Ok(Action::Leave),
+            // The ledger fails too: the lease lapses and a takeover decides.
+            Err(_) => return Err(error),
+        }
+        match error {
+            crate::ports::PortError::Corrupt { op, message } => {
+                let why = format!("unreadable {op}: {message}");
+                let now = self.now();
+                self.dead_unsendable(&d.msg, DeadReason::InvalidReminder, why, now)
+                    .await
+            }
+            other => Err(other),
+        }
+    }
+
+    /// The keyed hash of this delivery's address, when suppressions are kept.
+    async fn address_hash(
         &self,
         d: &Delivery,
-    ) -> Result<Option<crate::domain::Suppression>, crate::ports::PortError> {
-        let Some(key) = &self.consumer.suppression_key else {
+    ) -> Result<Option<AddressHash>, crate::ports::PortError> {
+        let Some(key) = self.consumer.suppression_key().await? else {
             return Ok(None);
         };
-        let hash = AddressHash::of(key, &d.request.recipient);
-        self.consumer.ports.reminders().suppression(&hash).await
+        Ok(Some(AddressHash::of(&key, &d.request.recipient)))
     }
 
     /// The provider declared the address dead: suppress it, so later deliveries to it end
@@ -75,10 +111,15 @@ impl<P: Ports> Record<'_, P> {
     /// write is logged and this delivery's own outcome still lands (the next answer from the
     /// provider will declare it again).
     pub(super) async fn suppress(&mut self, d: &Delivery, source: SuppressionSource) {
-        let Some(key) = &self.consumer.suppression_key else {
-            return;
+        let key = match self.consumer.suppression_key().await {
+            Ok(Some(key)) => key,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::error!(delivery_key = %d.msg.delivery_key, error = %e, "address declared dead, but the suppression key is unavailable");
+                return;
+            }
         };
-        let sup = Suppression::record(key, &d.request.recipient, source, self.now());
+        let sup = Suppression::record(&key, &d.request.recipient, source, self.now());
         let store = self.consumer.ports.reminders();
         match store.put_suppression(&sup).await {
             Ok(()) => {
@@ -139,8 +180,9 @@ impl<P: Ports> Record<'_, P> {
         lease: Lease,
         reason: DeadReason,
         why: &str,
+        prefs: Option<&crate::domain::Preferences>,
     ) -> Result<Action, crate::ports::PortError> {
-        let fallback_to = self.fall_back(d, reason).await?;
+        let fallback_to = self.fallback_for(d, reason, prefs);
         let change = Change::Die {
             token: Some(lease.token),
             reason,
@@ -158,6 +200,10 @@ impl<P: Ports> Record<'_, P> {
                     "dead",
                     Duration::ZERO,
                 );
+                if let Some(next) = fallback_to {
+                    self.m.fallbacks += 1;
+                    self.enqueue_fallback(d, next).await;
+                }
                 Ok(Action::Ack)
             }
             Written::Refused { .. } => Ok(Action::Leave),

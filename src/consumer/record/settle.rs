@@ -176,9 +176,12 @@ impl<P: Ports> Record<'_, P> {
         reason: DeadReason,
         ctx: &Ctx,
     ) -> Result<Action, PortError> {
+        // The death names the channel it hands the reminder on to (DESIGN §12).
+        let prefs = self.preferences_for_death(d, reason).await;
+        let next = self.fallback_for(d, reason, prefs.as_ref());
         let mut change = change;
         if let Change::Die { fallback_to, .. } = &mut change {
-            *fallback_to = self.fall_back(d, reason).await?;
+            *fallback_to = next;
         }
         let ledger = self.consumer.ports.ledger();
         let Written::Applied(dead) = transition(ledger, Some(lease.record), change, ctx).await?
@@ -186,6 +189,10 @@ impl<P: Ports> Record<'_, P> {
             // Our lease was taken over: the new holder's handle decides.
             return Ok(Action::Leave);
         };
+        if let Some(next) = next {
+            self.m.fallbacks += 1;
+            self.enqueue_fallback(d, next).await;
+        }
         self.m.dead(reason);
         let attempt = dead.attempt_count();
         log_transition(&d.msg, attempt, class_name(class), "dead", Duration::ZERO);

@@ -88,10 +88,22 @@ impl Preferences {
     /// fallback order behind a channel the reminder also lists, so it is sent only when that
     /// one's delivery dies (as a fallback), never alongside it.
     pub fn is_standby(&self, channel: Channel, listed: impl Fn(Channel) -> bool) -> bool {
-        let Some(i) = self.fallback.iter().position(|c| *c == channel) else {
-            return false;
-        };
-        self.fallback[..i].iter().any(|c| listed(*c))
+        self.standby_behind(channel, listed).is_some()
+    }
+
+    /// The channel a standby `channel` waits behind: the nearest one before it in the order
+    /// that the reminder lists.
+    pub fn standby_behind(
+        &self,
+        channel: Channel,
+        listed: impl Fn(Channel) -> bool,
+    ) -> Option<Channel> {
+        let i = self.fallback.iter().position(|c| *c == channel)?;
+        self.fallback[..i]
+            .iter()
+            .rev()
+            .copied()
+            .find(|c| listed(*c))
     }
 }
 

@@ -201,6 +201,12 @@ impl ReminderStore for CorruptIndex {
             message: "test: access denied".into(),
         })
     }
+    async fn suppression(
+        &self,
+        _a: &reminders::domain::AddressHash,
+    ) -> Result<Option<reminders::domain::Suppression>, PortError> {
+        Err(corrupt("reminders.suppression"))
+    }
     async fn insert(&self, r: &Reminder) -> Result<Inserted, PortError> {
         self.0.insert(r).await
     }
