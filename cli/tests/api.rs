@@ -838,7 +838,7 @@ async fn an_opted_out_or_quiet_channel_falls_back_to_the_next_one_on_the_emulato
             "--schedule-period",
             "1",
             "--idle-horizon",
-            "0",
+            "120",
         ])
         .envs(&env)
         .output()

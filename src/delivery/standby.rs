@@ -1,41 +1,313 @@
-//! A channel in standby (DESIGN §12): the subscriber's fallback order holds it behind the
-//! channel `ahead` of it that the reminder also lists. Whether its turn comes is read from the
-//! ledger item of the channel ahead, never from the preferences alone, so a change of order
-//! mid-flight cannot leave both channels waiting for each other, and a crash between a death
-//! and its fallback's message loses nothing: the standby channel's own message finds the death.
+//! A channel in standby (DESIGN §12): in the subscriber's fallback order, behind the first
+//! channel the reminder lists. Whether its turn comes is read from the ledger, never from the
+//! preferences alone: the chain the deliveries recorded is walked from the head of the order,
+//! following each death to the channel it handed on to (`fallback_to`; for a death that named
+//! none, or named a channel the reminder no longer lists, the next listed channel in the
+//! order). So a change of order or an edit mid-flight cannot leave channels waiting for each
+//! other, and a lost fallback message loses nothing: the standby channel's own message finds
+//! the death.
 
-use super::state::{DeliveryRecord, Status};
+use std::collections::BTreeSet;
+
+use super::state::Status;
 use crate::clock::Timestamp;
-use crate::domain::Channel;
+use crate::domain::{Channel, DeliveryKey, Preferences, ReminderId, SubscriberId};
+use crate::ports::{Ledger, PortError};
 
-/// What a standby channel does, by the ledger item of the channel ahead of it.
+/// What a standby channel does, by the chain on the ledger.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Turn {
-    /// The channel ahead has not settled: look again after this time (its next eligible time
-    /// when it waits for one, else now).
-    Wait { after: Timestamp },
-    /// The channel ahead died for a reason that hands the reminder on (to this channel, or
-    /// naming none, as when this channel was added by an edit after the death): send.
-    TakeOver,
-    /// The channel ahead reached the person, expired, was cancelled, handed the reminder to
-    /// another channel, or died for a reason that does not fall back: never sent.
-    NotNeeded,
+    /// `behind` has not settled (or has no delivery yet): look again after `after` (its
+    /// lease's end or next eligible time when it waits for one, else now).
+    Wait { after: Timestamp, behind: Channel },
+    /// The chain reached this channel: `from` died and handed the reminder on. Send.
+    TakeOver { from: Channel },
+    /// `because` reached the person, expired, was cancelled, or died for a reason that does
+    /// not fall back: this channel is never sent.
+    NotNeeded { because: Channel },
 }
 
-pub fn turn(ahead: Option<&DeliveryRecord>, channel: Channel, now: Timestamp) -> Turn {
-    let Some(rec) = ahead else {
-        return Turn::Wait { after: now };
+/// The channels of `prefs`'s fallback order that the reminder lists, in order.
+pub fn listed_order(prefs: &Preferences, listed: impl Fn(Channel) -> bool) -> Vec<Channel> {
+    prefs
+        .fallback
+        .iter()
+        .copied()
+        .filter(|c| listed(*c))
+        .collect()
+}
+
+/// `None` when `channel` is not in standby (no order, not in it, or first of the listed
+/// ones); otherwise its turn, walking the chain from the head of the order.
+pub async fn turn<L: Ledger>(
+    ledger: &L,
+    prefs: &Preferences,
+    reminder: &ReminderId,
+    subscriber: &SubscriberId,
+    listed: impl Fn(Channel) -> bool,
+    channel: Channel,
+    now: Timestamp,
+) -> Result<Option<Turn>, PortError> {
+    let order = listed_order(prefs, &listed);
+    match order.iter().position(|c| *c == channel) {
+        None | Some(0) => return Ok(None),
+        Some(_) => {}
+    }
+    let next_after = |c: Channel| {
+        let i = order.iter().position(|x| *x == c)?;
+        order.get(i + 1).copied()
     };
-    match rec.status() {
-        Status::Delivered | Status::Expired | Status::Cancelled => Turn::NotNeeded,
-        Status::Dead => match (rec.fallback_to(), rec.dead_reason()) {
-            (Some(to), _) if to == channel => Turn::TakeOver,
-            (Some(_), _) => Turn::NotNeeded,
-            (None, Some(reason)) if reason.falls_back() => Turn::TakeOver,
-            (None, _) => Turn::NotNeeded,
-        },
-        Status::Scheduled | Status::Ready | Status::Sending | Status::Deferred => Turn::Wait {
-            after: rec.next_eligible_at().map_or(now, |t| t.max(now)),
-        },
+    let (mut at, mut from) = (order[0], None);
+    let mut seen = BTreeSet::new();
+    loop {
+        if at == channel {
+            // Only a death hands on: `from` is set once the walk has left the head.
+            return Ok(from.map(|from| Turn::TakeOver { from }));
+        }
+        if !seen.insert(at) {
+            return Ok(Some(Turn::NotNeeded { because: at }));
+        }
+        let key = DeliveryKey::derive(reminder, subscriber, at);
+        let Some(rec) = ledger.get(&key).await? else {
+            return Ok(Some(Turn::Wait {
+                after: now,
+                behind: at,
+            }));
+        };
+        let wait = |t: Option<Timestamp>| Turn::Wait {
+            after: t.map_or(now, |t| t.max(now)),
+            behind: at,
+        };
+        match rec.status() {
+            Status::Delivered | Status::Expired | Status::Cancelled => {
+                return Ok(Some(Turn::NotNeeded { because: at }))
+            }
+            Status::Sending => return Ok(Some(wait(rec.lease_expires_at()))),
+            Status::Scheduled | Status::Ready | Status::Deferred => {
+                return Ok(Some(wait(rec.next_eligible_at())))
+            }
+            Status::Dead => {
+                let falls_back = rec.dead_reason().is_some_and(|r| r.falls_back());
+                let next = match rec.fallback_to() {
+                    Some(to) if listed(to) && to != at => Some(to),
+                    _ if falls_back => next_after(at),
+                    _ => None,
+                };
+                match next {
+                    Some(next) => (from, at) = (Some(at), next),
+                    None => return Ok(Some(Turn::NotNeeded { because: at })),
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use rand::rngs::StdRng;
+    use rand::SeedableRng;
+
+    use super::*;
+    use crate::delivery::state::{apply, Change, Ctx, DeliveryRecord, LeaseToken};
+    use crate::domain::DeadReason;
+    use crate::policy::RetryPolicy;
+    use crate::ports::Expected;
+    use crate::ports::MemoryLedger;
+    use Channel::{Email, Push, Sms};
+
+    const T0: Timestamp = Timestamp::from_millis(1_800_000_000_000);
+
+    fn ids() -> (ReminderId, SubscriberId) {
+        (
+            ReminderId::parse("r").unwrap(),
+            SubscriberId::parse("s").unwrap(),
+        )
+    }
+
+    fn prefs(order: &[Channel]) -> Preferences {
+        Preferences {
+            fallback: order.to_vec(),
+            ..Preferences::default()
+        }
+    }
+
+    /// Store `channel`'s delivery: claimed, then `end` (none: left sending).
+    async fn put(ledger: &MemoryLedger, channel: Channel, end: Option<Change>) {
+        let (r, s) = ids();
+        let ctx = Ctx {
+            key: DeliveryKey::derive(&r, &s, channel),
+            now: T0,
+            expires_at: 0,
+            origin: None,
+        };
+        let token = LeaseToken::generate(&mut StdRng::seed_from_u64(7));
+        let claim = Change::Claim {
+            token: token.clone(),
+            lease_expires_at: T0.plus(Duration::from_secs(60)),
+            payload_version: 1,
+            policy: RetryPolicy::default(),
+        };
+        let mut rec: DeliveryRecord = apply(None, claim, &ctx).unwrap();
+        if let Some(end) = end {
+            let end = match end {
+                Change::Die {
+                    reason,
+                    fallback_to,
+                    ..
+                } => Change::Die {
+                    token: Some(token.clone()),
+                    reason,
+                    spends_attempt: false,
+                    error: None,
+                    fallback_to,
+                },
+                Change::Deliver { receipt, .. } => Change::Deliver { token, receipt },
+                other => other,
+            };
+            rec = apply(Some(&rec), end, &ctx).unwrap();
+        }
+        use crate::ports::Ledger;
+        ledger.put_if(&rec, Expected::Absent).await.unwrap();
+    }
+
+    fn dies(reason: DeadReason, fallback_to: Option<Channel>) -> Option<Change> {
+        Some(Change::Die {
+            token: None,
+            reason,
+            spends_attempt: false,
+            error: None,
+            fallback_to,
+        })
+    }
+
+    fn delivered() -> Option<Change> {
+        Some(Change::Deliver {
+            token: LeaseToken::generate(&mut StdRng::seed_from_u64(0)),
+            receipt: None,
+        })
+    }
+
+    async fn turn_of(
+        ledger: &MemoryLedger,
+        order: &[Channel],
+        listed: &[Channel],
+        channel: Channel,
+    ) -> Option<Turn> {
+        let (r, s) = ids();
+        let listed = |c: Channel| listed.contains(&c);
+        turn(ledger, &prefs(order), &r, &s, listed, channel, T0)
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_head_and_channels_outside_the_order_are_not_in_standby() {
+        let l = MemoryLedger::default();
+        let all = [Push, Email, Sms];
+        assert_eq!(turn_of(&l, &[Push, Email], &all, Push).await, None);
+        assert_eq!(turn_of(&l, &[Push, Email], &all, Sms).await, None);
+        // Push is not listed: email heads the order.
+        assert_eq!(
+            turn_of(&l, &[Push, Email], &[Email, Sms], Email).await,
+            None
+        );
+    }
+
+    #[tokio::test]
+    async fn a_standby_waits_for_the_head_then_takes_over_or_is_not_needed() {
+        let all = [Push, Email];
+        let l = MemoryLedger::default();
+        let waits = Some(Turn::Wait {
+            after: T0,
+            behind: Push,
+        });
+        assert_eq!(turn_of(&l, &all, &all, Email).await, waits, "no item yet");
+        put(&l, Push, None).await;
+        let sending = turn_of(&l, &all, &all, Email).await;
+        assert!(
+            matches!(sending, Some(Turn::Wait { after, behind: Push }) if after > T0),
+            "until the lease ends: {sending:?}"
+        );
+        let l = MemoryLedger::default();
+        put(&l, Push, dies(DeadReason::OptedOut, Some(Email))).await;
+        assert_eq!(
+            turn_of(&l, &all, &all, Email).await,
+            Some(Turn::TakeOver { from: Push })
+        );
+        let l = MemoryLedger::default();
+        put(&l, Push, delivered()).await;
+        assert_eq!(
+            turn_of(&l, &all, &all, Email).await,
+            Some(Turn::NotNeeded { because: Push })
+        );
+        // A death that does not fall back (a spent budget) hands nothing on.
+        let l = MemoryLedger::default();
+        put(&l, Push, dies(DeadReason::AttemptsExhausted, None)).await;
+        assert_eq!(
+            turn_of(&l, &all, &all, Email).await,
+            Some(Turn::NotNeeded { because: Push })
+        );
+    }
+
+    #[tokio::test]
+    async fn a_chain_of_three_is_walked_death_by_death() {
+        let order = [Push, Sms, Email];
+        let l = MemoryLedger::default();
+        put(&l, Push, dies(DeadReason::Rejected, Some(Sms))).await;
+        assert_eq!(
+            turn_of(&l, &order, &order, Sms).await,
+            Some(Turn::TakeOver { from: Push })
+        );
+        assert_eq!(
+            turn_of(&l, &order, &order, Email).await,
+            Some(Turn::Wait {
+                after: T0,
+                behind: Sms
+            }),
+            "sms has not settled"
+        );
+        put(&l, Sms, dies(DeadReason::Suppressed, Some(Email))).await;
+        assert_eq!(
+            turn_of(&l, &order, &order, Email).await,
+            Some(Turn::TakeOver { from: Sms })
+        );
+    }
+
+    /// The death named a channel an edit then removed, or named none (the channel was added
+    /// after it): the next listed channel in the order takes over. A reordered chain is
+    /// followed as recorded.
+    #[tokio::test]
+    async fn edits_and_reorders_mid_flight_strand_nothing() {
+        let l = MemoryLedger::default();
+        put(&l, Push, dies(DeadReason::OptedOut, Some(Sms))).await;
+        // Sms edited away: email is next.
+        assert_eq!(
+            turn_of(&l, &[Push, Sms, Email], &[Push, Email], Email).await,
+            Some(Turn::TakeOver { from: Push })
+        );
+        // Reordered to push, email, sms after push handed on to sms: sms takes over (as
+        // recorded), and email waits for sms.
+        let reordered = [Push, Email, Sms];
+        let all = [Push, Email, Sms];
+        assert_eq!(
+            turn_of(&l, &reordered, &all, Sms).await,
+            Some(Turn::TakeOver { from: Push })
+        );
+        assert_eq!(
+            turn_of(&l, &reordered, &all, Email).await,
+            Some(Turn::Wait {
+                after: T0,
+                behind: Sms
+            })
+        );
+        // A death that named nothing (email was added by an edit after it).
+        let l = MemoryLedger::default();
+        put(&l, Push, dies(DeadReason::ExpiredQuietHours, None)).await;
+        assert_eq!(
+            turn_of(&l, &[Push, Email], &[Push, Email], Email).await,
+            Some(Turn::TakeOver { from: Push })
+        );
     }
 }

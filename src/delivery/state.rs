@@ -397,6 +397,9 @@ pub struct Ctx {
 pub enum Why {
     /// The design lists no such transition from this state.
     NotAllowed,
+    /// A redrive of a death that handed the reminder on to this channel (DESIGN §12): sending
+    /// it again would reach the person twice.
+    FellBack(Channel),
     /// The write is fenced and the lease is someone else's.
     WrongLease,
     /// A deferred delivery is not eligible before this time.

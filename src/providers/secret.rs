@@ -151,9 +151,16 @@ pub fn suppression_key(
     use crate::domain::SuppressionKey;
     let on_lambda = get("AWS_LAMBDA_FUNCTION_NAME").is_some();
     match (get(SUPPRESSION_KEY_SECRET_VAR), get(SUPPRESSION_KEY_VAR)) {
-        (Some(arn), _) => Ok(Some(SuppressionKeySource::Secret(SecretToken::new(
-            sdk, arn,
-        )))),
+        (Some(arn), _) => {
+            // Bounded as a storage call: the read happens before a claim, never under a lease.
+            let timeouts = aws_config::timeout::TimeoutConfig::builder()
+                .operation_timeout(crate::ports::STORAGE_OPERATION_TIMEOUT)
+                .build();
+            let bounded = sdk.to_builder().timeout_config(timeouts).build();
+            Ok(Some(SuppressionKeySource::Secret(SecretToken::new(
+                &bounded, arn,
+            ))))
+        }
         (None, Some(_)) if on_lambda => Err(ConfigError::invalid(
             SUPPRESSION_KEY_VAR,
             format!("a key in the environment is for local runs: set {SUPPRESSION_KEY_SECRET_VAR}"),

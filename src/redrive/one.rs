@@ -211,6 +211,23 @@ impl<P: Ports> Redriver<P> {
                 Ok(Break(One::Refused))
             }
             Written::Refused {
+                refused:
+                    Refused {
+                        why: Why::FellBack(to),
+                        ..
+                    },
+                ..
+            } => {
+                // Its fallback channel took the reminder over: a resend would reach the
+                // person twice. Done with: out of the DLQ, counted as skipped.
+                tracing::warn!(delivery_key = %msg.delivery_key, fallback_to = %to, "fell back to another channel; not redriven");
+                self.ports
+                    .dead_letters()
+                    .delete_dead(req.channel, &dm.message.receipt_handle)
+                    .await?;
+                Ok(Break(One::Skipped))
+            }
+            Written::Refused {
                 current: Some(r), ..
             } if r.status().is_terminal() => {
                 self.ports

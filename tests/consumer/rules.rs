@@ -448,6 +448,13 @@ async fn a_lost_fallback_message_or_a_failed_write_before_the_send_loses_nothing
     );
     assert_eq!(rec.attempt_count(), 0);
     assert_eq!(rec.fallback_to(), Some(Channel::Email));
+    use reminders::ports::DeliveryQueue;
+    let depth = w.queue.depth(Channel::Email).await.unwrap();
+    assert_eq!(
+        depth.total(),
+        1,
+        "only email's own held message: the fallback's was lost"
+    );
     // Email's own held message comes back, finds the death, and sends it once.
     w.run_until_idle(Channel::Email, 60, 10).await;
     assert_eq!(w.provider.calls_for(&email.delivery_key), 1, "sent once");
@@ -522,4 +529,68 @@ async fn unreadable_preferences_end_the_delivery_invalid_with_its_reason() {
     );
     assert_eq!(w.provider.calls_for(&msg.delivery_key), 0);
     assert_eq!(w.dead_letters(Channel::Sms).await.len(), 1);
+
+    // A reminder on two channels reads them before its claim (standby): the same end.
+    let two = w
+        .reminder("bad-prefs-2", &[Channel::Sms, Channel::Email])
+        .await;
+    let m2 = message(&two, Channel::Email);
+    w.enqueue(&m2).await;
+    w.store_faults
+        .corrupt(reminders::ports::reminders::OP_PREFERENCES, 1);
+    w.run(Channel::Email).await.unwrap();
+    let rec = w.record(&m2.delivery_key).await.unwrap();
+    assert_eq!(rec.dead_reason(), Some(DeadReason::InvalidReminder));
+    assert_eq!(w.provider.calls_for(&m2.delivery_key), 0);
+}
+
+/// Three channels in the order, the first two opted out: each death hands on to the next, the
+/// last one is sent once, and every original message, held while its turn had not come, is
+/// acknowledged without a second send.
+#[tokio::test]
+async fn a_chain_of_three_sends_the_last_channel_once() {
+    let w = Mem::new(test_config(), true);
+    let all = [Channel::Push, Channel::Sms, Channel::Email];
+    let r = w.reminder("fb3x", &all).await;
+    let p = json!({"opted_out": ["push", "sms"], "fallback": ["push", "sms", "email"]});
+    w.store
+        .put_preferences(&r.subscriber_id, &prefs(p))
+        .await
+        .unwrap();
+    for c in all {
+        w.enqueue(&message(&r, c)).await;
+    }
+    // Standbys first: held.
+    for c in [Channel::Email, Channel::Sms] {
+        let out = w.run(c).await.unwrap();
+        assert!(matches!(out.records[0].action, Action::Hold { .. }), "{c}");
+    }
+    for _ in 0..6 {
+        for c in all {
+            while w.run(c).await.is_some() {}
+        }
+        w.advance(120);
+    }
+    let key = |c| message(&r, c).delivery_key;
+    let push = w.record(&key(Channel::Push)).await.unwrap();
+    let sms = w.record(&key(Channel::Sms)).await.unwrap();
+    let email = w.record(&key(Channel::Email)).await.unwrap();
+    assert_eq!(push.fallback_to(), Some(Channel::Sms));
+    assert_eq!(sms.dead_reason(), Some(DeadReason::OptedOut));
+    assert_eq!(sms.fallback_from(), Some(Channel::Push));
+    assert_eq!(sms.fallback_to(), Some(Channel::Email));
+    assert_eq!(email.status(), Status::Delivered);
+    assert_eq!(email.fallback_from(), Some(Channel::Sms));
+    for c in all {
+        let expected = u32::from(c == Channel::Email);
+        assert_eq!(
+            w.provider.calls_for(&message(&r, c).delivery_key),
+            expected,
+            "{c}"
+        );
+    }
+    use reminders::ports::DeliveryQueue;
+    for c in all {
+        assert_eq!(w.queue.depth(c).await.unwrap().total(), 0, "{c}: drained");
+    }
 }

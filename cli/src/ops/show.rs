@@ -16,9 +16,9 @@ struct Delivery {
     fingerprint: String,
     key: DeliveryKey,
     rec: Option<DeliveryRecord>,
-    /// The subscriber's fallback order holds this channel behind another one listed: that
-    /// channel, and this one's turn by its ledger item.
-    standby: Option<(Channel, Turn)>,
+    /// The subscriber's fallback order holds this channel in standby: its turn, by the chain
+    /// on the ledger.
+    standby: Option<Turn>,
 }
 
 pub async fn run(raw_id: String, json: bool) -> Result<(), String> {
@@ -51,14 +51,12 @@ pub async fn run(raw_id: String, json: bool) -> Result<(), String> {
         let key = DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, *channel);
         let rec = p.ledger.get(&key).await.map_err(err)?;
         let mut standby = None;
-        let ahead = prefs
-            .as_ref()
-            .and_then(|p| p.standby_behind(*channel, listed));
-        if let (Some(ahead), None) = (ahead, rec.as_ref()) {
-            let ahead_key = DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, ahead);
-            let ahead_rec = p.ledger.get(&ahead_key).await.map_err(err)?;
+        if let (Some(prefs), None) = (prefs.as_ref(), rec.as_ref()) {
             let now = reminders::clock::Clock::now(&p.clock);
-            standby = Some((ahead, turn(ahead_rec.as_ref(), *channel, now)));
+            let (rid, sid) = (&r.reminder_id, &r.subscriber_id);
+            standby = turn(&p.ledger, prefs, rid, sid, listed, *channel, now)
+                .await
+                .map_err(err)?;
         }
         deliveries.push(Delivery {
             channel: *channel,
@@ -123,7 +121,7 @@ fn reminder_json(r: &Reminder, deliveries: &[Delivery]) -> Value {
                 "channel": d.channel.as_str(),
                 "recipient_fingerprint": d.fingerprint,
                 "delivery_key": d.key.to_string(),
-                "standby_behind": d.standby.map(|(ahead, _)| ahead.as_str()),
+                "standby": d.standby.map(|t| standby_words(Some(t))),
                 "ledger": ledger,
             })
         })
@@ -219,14 +217,14 @@ fn print_reminder(r: &Reminder, deliveries: &[Delivery]) {
 }
 
 /// A channel in standby, in words: waiting for the channel ahead, not needed, or taking over.
-fn standby_words(standby: Option<(Channel, Turn)>) -> String {
+fn standby_words(standby: Option<Turn>) -> String {
     match standby {
-        Some((ahead, Turn::Wait { .. })) => format!("{} {ahead}", words::STANDBY),
-        Some((ahead, Turn::NotNeeded)) => format!(
-            "not needed: {ahead}, ahead of it in the fallback order, settled without handing on"
+        Some(Turn::Wait { behind, .. }) => format!("{} {behind}", words::STANDBY),
+        Some(Turn::NotNeeded { because }) => format!(
+            "not needed: {because}, ahead of it in the fallback order, settled without handing on"
         ),
-        Some((ahead, Turn::TakeOver)) => {
-            format!("{ahead}, ahead of it in the fallback order, died: sent next as its fallback")
+        Some(Turn::TakeOver { from }) => {
+            format!("{from}, ahead of it in the fallback order, died: sent next as its fallback")
         }
         None => String::new(),
     }

@@ -30,21 +30,20 @@ pub async fn reminder<L: Ledger, S: ReminderStore>(
     let mut channels = Map::new();
     for channel in r.listed_channels() {
         let mut d = delivery(r, channel, ledger).await?;
-        let ahead = prefs
-            .as_ref()
-            .and_then(|p| p.standby_behind(channel, listed));
-        if let (Some(ahead), true) = (ahead, d["status"] == Status::Scheduled.as_str()) {
-            // Its turn, as the consumer reads it: from the ledger item of the channel ahead.
-            let key = DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, ahead);
-            let ahead_rec = ledger.get(&key).await?;
-            // A waiting turn's time is not shown: any clock will do.
+        let scheduled = d["status"] == Status::Scheduled.as_str();
+        if let (Some(p), true) = (prefs.as_ref(), scheduled) {
+            // Its turn, as the consumer reads it: from the chain on the ledger. A waiting
+            // turn's time is not shown, so any clock will do.
             let now = Timestamp::from_millis(0);
-            d["status"] = match standby::turn(ahead_rec.as_ref(), channel, now) {
-                standby::Turn::Wait { .. } => "standby".into(),
-                standby::Turn::NotNeeded => "not_needed".into(),
-                standby::Turn::TakeOver => Status::Scheduled.as_str().into(),
-            };
-            d["standby_behind"] = ahead.as_str().into();
+            let (rid, sid) = (&r.reminder_id, &r.subscriber_id);
+            if let Some(t) = standby::turn(ledger, p, rid, sid, listed, channel, now).await? {
+                d["status"] = match t {
+                    standby::Turn::Wait { .. } => "standby".into(),
+                    standby::Turn::NotNeeded { .. } => "not_needed".into(),
+                    standby::Turn::TakeOver { .. } => Status::Scheduled.as_str().into(),
+                };
+                d["standby_behind"] = p.standby_behind(channel, listed).map(|c| c.as_str()).into();
+            }
         }
         channels.insert(channel.as_str().to_owned(), d);
     }

@@ -58,7 +58,7 @@ impl DynamoReminderStore {
             .keys(key(&sup_key))
             .consistent_read(true)
             .build()
-            .map_err(|e| corrupt(OP_RULES, e))?;
+            .map_err(|e| invariant(e.to_string()))?;
         let mut items = Vec::new();
         for _ in 0..BATCH_ROUNDS {
             let out = self
@@ -72,7 +72,16 @@ impl DynamoReminderStore {
                 items.extend(got.remove(&self.table).unwrap_or_default());
             }
             match out.unprocessed_keys.and_then(|mut u| u.remove(&self.table)) {
-                Some(rest) if !rest.keys().is_empty() => pending = rest,
+                Some(rest) if !rest.keys().is_empty() => {
+                    pending = KeysAndAttributes::builder()
+                        .set_keys(Some(rest.keys))
+                        .consistent_read(true)
+                        .build()
+                        .map_err(|e| invariant(e.to_string()))?;
+                    // DynamoDB left keys unprocessed under load: a short pause before asking
+                    // again.
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
                 _ => return rules_of(items, &prefs_key, &sup_key),
             }
         }
@@ -193,6 +202,13 @@ impl DynamoReminderStore {
             }
             Err(e) => Err(port_error(OP_SUPPRESSION, e, dynamo_kind!(DeleteItemError))),
         }
+    }
+}
+
+fn invariant(message: String) -> PortError {
+    PortError::Invariant {
+        op: OP_RULES,
+        message,
     }
 }
 

@@ -51,6 +51,7 @@ impl<P: Ports> Record<'_, P> {
             token,
             half_open,
             probe: None,
+            prefs: None,
         }))
     }
 

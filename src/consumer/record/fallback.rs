@@ -19,10 +19,11 @@ use std::time::Duration;
 use super::{Delivery, Record, Step};
 use crate::consumer::Action;
 use crate::delivery::standby::{turn, Turn};
-use crate::domain::{Channel, DeadReason, DeliveryKey, DeliveryMessage, Preferences};
-use crate::ports::{DeliveryQueue, Ledger, OutgoingMessage, PortError, Ports, ReminderStore};
+use crate::domain::{Channel, DeadReason, DeliveryMessage, Preferences};
+use crate::ports::{DeliveryQueue, OutgoingMessage, PortError, Ports, ReminderStore};
 
-/// A standby channel looks at the channel ahead again this long after it could next change.
+/// A standby channel looks at the chain again this long (times its receives, up to 20) after
+/// the channel ahead could next change.
 pub const STANDBY_RECHECK: Duration = Duration::from_secs(30);
 
 impl<P: Ports> Record<'_, P> {
@@ -51,36 +52,40 @@ impl<P: Ports> Record<'_, P> {
         };
         let channel = self.inc.channel;
         let listed = |c: Channel| d.reminder.recipients.contains_key(&c);
-        let Some(ahead) = prefs.standby_behind(channel, listed) else {
+        let now = self.now();
+        let ledger = self.consumer.ports.ledger();
+        let (reminder, subscriber) = (&d.msg.reminder_id, &d.msg.subscriber_id);
+        let Some(turn) = turn(ledger, &prefs, reminder, subscriber, listed, channel, now).await?
+        else {
             return Ok(ControlFlow::Continue(d));
         };
-        let key = DeliveryKey::derive(&d.msg.reminder_id, &d.msg.subscriber_id, ahead);
-        let ahead_rec = self.consumer.ports.ledger().get(&key).await?;
-        let now = self.now();
         let log = |what: &str| {
             tracing::info!(
                 delivery_key = %d.msg.delivery_key,
                 reminder_id = %d.msg.reminder_id,
                 channel = %channel,
-                ahead = %ahead,
+                turn = ?turn,
                 "standby: {what}"
             );
         };
-        match turn(ahead_rec.as_ref(), channel, now) {
-            Turn::TakeOver => {
+        match turn {
+            Turn::TakeOver { from } => {
                 log("the channel ahead died: sent as its fallback");
-                d.msg.fallback_from = Some(ahead);
+                d.msg.fallback_from = Some(from);
                 Ok(ControlFlow::Continue(d))
             }
-            Turn::NotNeeded => {
-                log("the channel ahead settled without handing on: not sent");
+            Turn::NotNeeded { .. } => {
+                log("the chain ended without handing on: not sent");
                 self.m.standby += 1;
                 Ok(ControlFlow::Break(Action::Ack))
             }
-            Turn::Wait { after } => {
+            Turn::Wait { after, .. } => {
                 log("waiting for the channel ahead");
                 self.m.standby_held += 1;
-                let until = after.plus(STANDBY_RECHECK);
+                // Looked at again a little later each time it comes back (at most every ten
+                // minutes): a long wait ahead costs few receives.
+                let rounds = self.inc.receive_count.clamp(1, 20);
+                let until = after.max(now).plus(STANDBY_RECHECK * rounds);
                 Ok(ControlFlow::Break(self.hold(&d.msg, until, now).await?))
             }
         }
@@ -99,27 +104,6 @@ impl<P: Ports> Record<'_, P> {
         }
         let listed = |c: Channel| d.reminder.recipients.contains_key(&c);
         prefs?.fallback_for(self.inc.channel, listed)
-    }
-
-    /// The preferences, read for a death the provider decided (the recipient's rules read
-    /// them already); an unreadable item gives no fallback here, and the standby channel's
-    /// own message then finds the death (naming none) and takes over.
-    pub(super) async fn preferences_for_death(
-        &self,
-        d: &Delivery,
-        reason: DeadReason,
-    ) -> Option<Preferences> {
-        if !reason.falls_back() || d.reminder.recipients.len() < 2 {
-            return None;
-        }
-        let store = self.consumer.ports.reminders();
-        match store.preferences(&d.msg.subscriber_id).await {
-            Ok(prefs) => prefs,
-            Err(e) => {
-                tracing::warn!(delivery_key = %d.msg.delivery_key, error = %e, "preferences unreadable at a death: the standby channel's own message decides its turn");
-                None
-            }
-        }
     }
 
     /// After the death naming `next` was written: its message, to send it now. Best effort:

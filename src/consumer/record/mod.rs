@@ -78,6 +78,9 @@ struct Lease {
     half_open: bool,
     /// The breaker probe this send is, if it is one (its claim on the probe lapses then).
     probe: Option<Timestamp>,
+    /// The subscriber's preferences as read after the claim: a death after the send hands
+    /// on by them, with no storage call between the send and its outcome.
+    prefs: Option<crate::domain::Preferences>,
 }
 
 impl<P: Ports> Consumer<P> {
@@ -112,6 +115,8 @@ impl<P: Ports> Record<'_, P> {
         if !self.time_left_for(storage + cfg.provider_timeout + storage) {
             return self.release_unclaimed().await;
         }
+        // The suppression key before the claim: a slow or failing secret read holds no lease.
+        let address = self.address_hash(&delivery).await?;
         let lease = step!(self.claim(&delivery).await);
         // The claim may have taken conflict rounds or a slow write: freshness is checked
         // again right before the send, never only before the claim.
@@ -119,14 +124,7 @@ impl<P: Ports> Record<'_, P> {
             return self.expire_held(&delivery, lease).await;
         }
         // The recipient's rules, read after the claim: opt-outs, suppressions, quiet hours.
-        // Nothing is sent yet: a failed read gives the lease back, never leaving a claim for
-        // the ambiguous rule to judge.
-        let kept = lease.clone();
-        let lease = match self.recipient_rules(&delivery, lease).await {
-            Ok(ControlFlow::Continue(lease)) => lease,
-            Ok(ControlFlow::Break(action)) => return Ok(action),
-            Err(e) => return self.unsent_after_error(&delivery, kept, e).await,
-        };
+        let lease = step!(self.recipient_rules(&delivery, lease, address).await);
         // Reading them took a storage call: the freshness check holds right before a send.
         if delivery.reminder.is_stale_at(self.now()) {
             return self.expire_held(&delivery, lease).await;

@@ -20,49 +20,69 @@ impl<P: Ports> Record<'_, P> {
     /// `Continue` to send; otherwise the record ends held or dead, by the preferences and
     /// the suppressions: an opt-out first (the recipient's word), then a dead address (no
     /// point holding what can never go), then quiet hours.
-    pub(super) async fn recipient_rules(&mut self, d: &Delivery, lease: Lease) -> Step<Lease> {
+    pub(super) async fn recipient_rules(
+        &mut self,
+        d: &Delivery,
+        mut lease: Lease,
+        address: Option<AddressHash>,
+    ) -> Step<Lease> {
         // One read for both (a batch on DynamoDB): the preferences, and the suppression of
-        // this address when suppressions are kept.
-        let hash = self.address_hash(d).await?;
+        // this address when suppressions are kept. Nothing is sent yet: a failed read gives
+        // the lease back, never leaving a claim for the ambiguous rule to judge.
         let store = self.consumer.ports.reminders();
-        let (prefs, suppressed) = store
-            .recipient_rules(&d.msg.subscriber_id, hash.as_ref())
-            .await?;
+        let read = store
+            .recipient_rules(&d.msg.subscriber_id, address.as_ref())
+            .await;
+        let (prefs, suppressed) = match read {
+            Ok(read) => read,
+            Err(e) => {
+                return self
+                    .unsent_after_error(d, lease, e)
+                    .await
+                    .map(ControlFlow::Break)
+            }
+        };
+        lease.prefs = prefs.clone();
         let prefs = prefs.as_ref();
         let now = self.now();
         let decision = prefs.map_or(Decision::Send, |p| {
             p.decide(self.inc.channel, now, d.reminder.fresh_until)
         });
-        if matches!(decision, Decision::OptedOut) {
-            let why = "the subscriber opted out of this channel";
-            let action = self
-                .recipients_choice(d, lease, DeadReason::OptedOut, why, prefs)
-                .await?;
-            return Ok(ControlFlow::Break(action));
-        }
-        if let Some(found) = suppressed {
+        let choice = match (decision, suppressed) {
+            (Decision::OptedOut, _) => Some((
+                DeadReason::OptedOut,
+                "the subscriber opted out of this channel".to_owned(),
+            )),
             // The hash and the source, never the address (not even masked) on the ledger.
-            let why = format!(
-                "address {} suppressed by {} at {}",
-                found.address_hash,
-                found.source,
-                found.at.to_rfc3339()
-            );
-            let action = self
-                .recipients_choice(d, lease, DeadReason::Suppressed, &why, prefs)
-                .await?;
-            return Ok(ControlFlow::Break(action));
-        }
-        let action = match decision {
-            Decision::Send | Decision::OptedOut => return Ok(ControlFlow::Continue(lease)),
-            Decision::Hold { until } => self.quiet_hours(d, lease, until, now).await?,
-            Decision::QuietUntilStale => {
-                let why = "inside quiet hours, and stale before they end";
-                self.recipients_choice(d, lease, DeadReason::ExpiredQuietHours, why, prefs)
-                    .await?
-            }
+            (_, Some(found)) => Some((
+                DeadReason::Suppressed,
+                format!(
+                    "address {} suppressed by {} at {}",
+                    found.address_hash,
+                    found.source,
+                    found.at.to_rfc3339()
+                ),
+            )),
+            (Decision::QuietUntilStale, None) => Some((
+                DeadReason::ExpiredQuietHours,
+                "inside quiet hours, and stale before they end".to_owned(),
+            )),
+            (Decision::Send | Decision::Hold { .. }, None) => None,
         };
-        Ok(ControlFlow::Break(action))
+        // Nothing is sent on any of these paths: a failed write gives the lease back too.
+        let kept = lease.clone();
+        let done = match (choice, decision) {
+            (Some((reason, why)), _) => self.recipients_choice(d, lease, reason, &why, prefs).await,
+            (None, Decision::Hold { until }) => self.quiet_hours(d, lease, until, now).await,
+            (None, _) => return Ok(ControlFlow::Continue(lease)),
+        };
+        match done {
+            Ok(action) => Ok(ControlFlow::Break(action)),
+            Err(e) => self
+                .unsent_after_error(d, kept, e)
+                .await
+                .map(ControlFlow::Break),
+        }
     }
 
     /// A storage call before the send failed, with nothing sent: the lease is given back
@@ -79,8 +99,9 @@ impl<P: Ports> Record<'_, P> {
         let change = Change::Release { token: lease.token };
         match self.under_lease(d, lease.record, change).await {
             Ok(Written::Applied(_)) => {}
-            // Taken over meanwhile: the holder's handle decides.
-            Ok(Written::Refused { .. }) => return Ok(Action::Leave),
+            // Our own write applied before its answer was lost (or another worker took the
+            // lease): the next claim sees the ledger as it is. The error still counts.
+            Ok(Written::Refused { .. }) => return Err(error),
             // The ledger fails too: the lease lapses and a takeover decides.
             Err(_) => return Err(error),
         }
@@ -96,7 +117,7 @@ impl<P: Ports> Record<'_, P> {
     }
 
     /// The keyed hash of this delivery's address, when suppressions are kept.
-    async fn address_hash(
+    pub(super) async fn address_hash(
         &self,
         d: &Delivery,
     ) -> Result<Option<AddressHash>, crate::ports::PortError> {

@@ -22,9 +22,6 @@ impl<P: Ports> Record<'_, P> {
         if let Some(held) = self.breaker_learns(d, &lease, &outcome).await? {
             return Ok(held);
         }
-        if let Some(source) = outcome.gone() {
-            self.suppress(d, source).await;
-        }
         let now = self.now();
         let ctx = self.ctx(&d.msg, d.reminder.fresh_until, now);
         let policy = lease
@@ -48,11 +45,10 @@ impl<P: Ports> Record<'_, P> {
             self.rng,
         );
         let change = settled(&next, &outcome, lease.token.clone(), fresh_until);
-        let class = outcome.class();
         match next {
             Next::Delivered => self.delivered(d, lease, change, &ctx).await,
             Next::Retry { at, .. } => self.retry(d, lease, &outcome, change, at, &ctx).await,
-            Next::Dead(reason) => self.died(d, lease, class, change, reason, &ctx).await,
+            Next::Dead(reason) => self.died(d, lease, &outcome, change, reason, &ctx).await,
             Next::Expire => self.expired(d, lease, change, &ctx).await,
         }
     }
@@ -171,14 +167,15 @@ impl<P: Ports> Record<'_, P> {
         &mut self,
         d: &Delivery,
         lease: Lease,
-        class: OutcomeClass,
+        outcome: &Outcome,
         change: Change,
         reason: DeadReason,
         ctx: &Ctx,
     ) -> Result<Action, PortError> {
-        // The death names the channel it hands the reminder on to (DESIGN §12).
-        let prefs = self.preferences_for_death(d, reason).await;
-        let next = self.fallback_for(d, reason, prefs.as_ref());
+        let class = outcome.class();
+        // The death names the channel it hands the reminder on to (DESIGN §12), by the
+        // preferences read after the claim: no storage call between the send and this write.
+        let next = self.fallback_for(d, reason, lease.prefs.as_ref());
         let mut change = change;
         if let Change::Die { fallback_to, .. } = &mut change {
             *fallback_to = next;
@@ -189,6 +186,10 @@ impl<P: Ports> Record<'_, P> {
             // Our lease was taken over: the new holder's handle decides.
             return Ok(Action::Leave);
         };
+        // After the outcome is written: the dead address, then the fallback's message.
+        if let Some(source) = outcome.gone() {
+            self.suppress(d, source).await;
+        }
         if let Some(next) = next {
             self.m.fallbacks += 1;
             self.enqueue_fallback(d, next).await;

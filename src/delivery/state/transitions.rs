@@ -143,9 +143,7 @@ fn land(
             fallback_to,
         } => {
             let landed = die(from, next, token.as_ref(), *reason, *spends_attempt, error)?;
-            if fallback_to.is_some() {
-                next.fallback_to = *fallback_to;
-            }
+            next.fallback_to = *fallback_to;
             landed
         }
         Change::Expire => finish(from, next, OutcomeClass::Stale, Status::Expired)?,
@@ -390,6 +388,9 @@ fn redrive(
     }
     if let Some(reason) = next.dead_reason.filter(|r| !reasons.contains(r)) {
         return Err(from.refuse(Why::ReasonNotSelected(reason)));
+    }
+    if let Some(to) = next.fallback_to {
+        return Err(from.refuse(Why::FellBack(to)));
     }
     next.attempt_count = 0;
     next.throttle_count = 0;
