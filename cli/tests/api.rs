@@ -97,6 +97,91 @@ fn body(subscriber: &str, n: usize, due_ms: i64) -> Value {
     })
 }
 
+/// `remindctl local run --until-idle` on `env`, waiting for work due within `horizon` seconds.
+fn run_until_idle(env: &BTreeMap<String, String>, horizon: &str) {
+    let run = Command::new(bin())
+        .args([
+            "local",
+            "run",
+            "--until-idle",
+            "--schedule-period",
+            "1",
+            "--idle-horizon",
+            horizon,
+        ])
+        .envs(env)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+}
+
+/// A UTC clock reading `HH:MM` of an instant (epoch ms), for quiet windows around now.
+fn hhmm(ms: i64) -> String {
+    let mins = ms.div_euclid(60_000).rem_euclid(24 * 60);
+    format!("{:02}:{:02}", mins / 60, mins % 60)
+}
+
+/// What the emulator tests of the recipient rules share: a local stack named after `prefix`,
+/// the HTTP provider on `http_channels` answered by `local receive` (with `receive_args`),
+/// every other channel off, and `local api` serving the router. The environment, both
+/// processes, the API's base URL, an HTTP client and the time now (epoch ms).
+fn local_stack(
+    prefix: &str,
+    http_channels: &[&str],
+    receive_args: &[&str],
+) -> (
+    BTreeMap<String, String>,
+    Running,
+    Running,
+    String,
+    reqwest::Client,
+    i64,
+) {
+    std::env::var("AWS_ENDPOINT_URL")
+        .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");
+    let mut env = stack(&format!("{prefix}-{}", std::process::id()));
+    let port = free_port();
+    for channel in ["PUSH", "EMAIL", "SMS"] {
+        let provider = if http_channels.contains(&channel) {
+            "http"
+        } else {
+            "none"
+        };
+        env.insert(format!("{channel}_PROVIDER"), provider.into());
+        if provider == "http" {
+            env.insert(
+                format!("{channel}_HTTP_ENDPOINT"),
+                format!("http://127.0.0.1:{port}/send"),
+            );
+        }
+    }
+    let port = port.to_string();
+    let mut args = vec!["local", "receive", "--port", &port];
+    args.extend_from_slice(receive_args);
+    let receiver = Running::start(&args, &env);
+    receiver.first_line();
+    let api = Running::start(&["local", "api", "--port", "0"], &env);
+    let first = api.first_line();
+    let base = first
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .to_owned();
+    reminders::aws::bootstrap::install_crypto();
+    let now_ms = i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap();
+    (env, receiver, api, base, reqwest::Client::new(), now_ms)
+}
+
 /// The dead reasons of the events `local events --json` printed, one event per line.
 fn reasons(events: &str) -> Vec<String> {
     events
@@ -245,24 +330,7 @@ async fn local_api_creates_cancels_and_follows_reminders_through_the_pipeline() 
         json!({"email": "cancelled", "sms": "cancelled"})
     );
 
-    let run = Command::new(bin())
-        .args([
-            "local",
-            "run",
-            "--until-idle",
-            "--schedule-period",
-            "1",
-            "--idle-horizon",
-            "0",
-        ])
-        .envs(&env)
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    run_until_idle(&env, "0");
 
     let received = receiver.lines().join("\n");
     for n in 0..20 {
@@ -430,44 +498,8 @@ async fn local_api_creates_cancels_and_follows_reminders_through_the_pipeline() 
 /// before they end is dead `expired_quiet_hours`.
 #[tokio::test(flavor = "multi_thread")]
 async fn preferences_set_through_the_api_are_honoured_by_the_pipeline() {
-    std::env::var("AWS_ENDPOINT_URL")
-        .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");
-    let mut env = stack(&format!("prefs-{}", std::process::id()));
-    let port = free_port();
-    env.insert("EMAIL_PROVIDER".into(), "http".into());
-    env.insert(
-        "EMAIL_HTTP_ENDPOINT".into(),
-        format!("http://127.0.0.1:{port}/send"),
-    );
-    env.insert("SMS_PROVIDER".into(), "http".into());
-    env.insert(
-        "SMS_HTTP_ENDPOINT".into(),
-        format!("http://127.0.0.1:{port}/send"),
-    );
-    env.insert("PUSH_PROVIDER".into(), "none".into());
-    let receiver = Running::start(&["local", "receive", "--port", &port.to_string()], &env);
-    receiver.first_line();
-    let api = Running::start(&["local", "api", "--port", "0"], &env);
-    let first = api.first_line();
-    let base = first
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap()
-        .to_owned();
-    reminders::aws::bootstrap::install_crypto();
-    let http = reqwest::Client::new();
-    let now_ms = i64::try_from(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis(),
-    )
-    .unwrap();
+    let (env, receiver, api, base, http, now_ms) = local_stack("prefs", &["EMAIL", "SMS"], &[]);
     // A UTC window from an hour ago to an hour from now: quiet now, for email.
-    let hhmm = |ms: i64| {
-        let mins = ms.div_euclid(60_000).rem_euclid(24 * 60);
-        format!("{:02}:{:02}", mins / 60, mins % 60)
-    };
     let prefs = json!({
         "opted_out": ["sms"],
         "quiet_hours": {"email": {"start": hhmm(now_ms - 3_600_000), "end": hhmm(now_ms + 3_600_000), "zone": "UTC"}}
@@ -500,24 +532,7 @@ async fn preferences_set_through_the_api_are_honoured_by_the_pipeline() {
     short["fresh_for_secs"] = json!(1800);
     assert_eq!(put("short", short).await.0, 201);
 
-    let run = Command::new(bin())
-        .args([
-            "local",
-            "run",
-            "--until-idle",
-            "--schedule-period",
-            "1",
-            "--idle-horizon",
-            "0",
-        ])
-        .envs(&env)
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    run_until_idle(&env, "0");
 
     let received = receiver.lines().join("\n");
     for id in ["held", "short"] {
@@ -578,67 +593,10 @@ async fn preferences_set_through_the_api_are_honoured_by_the_pipeline() {
 /// lists the suppression (masked, hashed, never the address) and lifts it.
 #[tokio::test]
 async fn a_410_suppresses_the_address_and_the_next_reminder_to_it_is_not_sent() {
-    std::env::var("AWS_ENDPOINT_URL")
-        .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");
-    let mut env = stack(&format!("gone-{}", std::process::id()));
-    let port = free_port();
-    for channel in ["EMAIL", "SMS"] {
-        env.insert(format!("{channel}_PROVIDER"), "http".into());
-        env.insert(
-            format!("{channel}_HTTP_ENDPOINT"),
-            format!("http://127.0.0.1:{port}/send"),
-        );
-    }
-    env.insert("PUSH_PROVIDER".into(), "none".into());
     let dead = "user1@example.org";
-    let receiver = Running::start(
-        &[
-            "local",
-            "receive",
-            "--port",
-            &port.to_string(),
-            "--gone",
-            dead,
-        ],
-        &env,
-    );
-    receiver.first_line();
-    let api = Running::start(&["local", "api", "--port", "0"], &env);
-    let first = api.first_line();
-    let base = first
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap()
-        .to_owned();
-    reminders::aws::bootstrap::install_crypto();
-    let http = reqwest::Client::new();
-    let now_ms = i64::try_from(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis(),
-    )
-    .unwrap();
-    let run = || {
-        let out = Command::new(bin())
-            .args([
-                "local",
-                "run",
-                "--until-idle",
-                "--schedule-period",
-                "1",
-                "--idle-horizon",
-                "0",
-            ])
-            .envs(&env)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
+    let (env, receiver, api, base, http, now_ms) =
+        local_stack("gone", &["EMAIL", "SMS"], &["--gone", dead]);
+    let run = || run_until_idle(&env, "0");
     let state = |id: &'static str| {
         let (http, base) = (http.clone(), base.clone());
         async move {
@@ -752,40 +710,7 @@ async fn a_410_suppresses_the_address_and_the_next_reminder_to_it_is_not_sent() 
 /// channel in standby behind a delivered one is never sent.
 #[tokio::test]
 async fn an_opted_out_or_quiet_channel_falls_back_to_the_next_one_on_the_emulator() {
-    std::env::var("AWS_ENDPOINT_URL")
-        .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");
-    let mut env = stack(&format!("fb-{}", std::process::id()));
-    let port = free_port();
-    for channel in ["EMAIL", "SMS"] {
-        env.insert(format!("{channel}_PROVIDER"), "http".into());
-        env.insert(
-            format!("{channel}_HTTP_ENDPOINT"),
-            format!("http://127.0.0.1:{port}/send"),
-        );
-    }
-    env.insert("PUSH_PROVIDER".into(), "none".into());
-    let receiver = Running::start(&["local", "receive", "--port", &port.to_string()], &env);
-    receiver.first_line();
-    let api = Running::start(&["local", "api", "--port", "0"], &env);
-    let first = api.first_line();
-    let base = first
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap()
-        .to_owned();
-    reminders::aws::bootstrap::install_crypto();
-    let http = reqwest::Client::new();
-    let now_ms = i64::try_from(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis(),
-    )
-    .unwrap();
-    let hhmm = |ms: i64| {
-        let mins = ms.div_euclid(60_000).rem_euclid(24 * 60);
-        format!("{:02}:{:02}", mins / 60, mins % 60)
-    };
+    let (env, receiver, api, base, http, now_ms) = local_stack("fb", &["EMAIL", "SMS"], &[]);
     let put = |url: String, b: Value| {
         let http = http.clone();
         async move { send(&http, reqwest::Method::PUT, url, Some(b)).await.0 }
@@ -830,24 +755,7 @@ async fn an_opted_out_or_quiet_channel_falls_back_to_the_next_one_on_the_emulato
         "{before}"
     );
 
-    let run = Command::new(bin())
-        .args([
-            "local",
-            "run",
-            "--until-idle",
-            "--schedule-period",
-            "1",
-            "--idle-horizon",
-            "120",
-        ])
-        .envs(&env)
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    run_until_idle(&env, "120");
     let received = receiver.lines().join("\n");
     let get = |id: &'static str| {
         let (http, base) = (http.clone(), base.clone());
@@ -925,35 +833,7 @@ async fn an_opted_out_or_quiet_channel_falls_back_to_the_next_one_on_the_emulato
 /// waited. (The 23:30 → 07:00 case itself runs on a virtual clock: tests/consumer/rules.rs.)
 #[tokio::test]
 async fn a_delivery_inside_quiet_hours_goes_out_when_they_end_on_the_emulator() {
-    std::env::var("AWS_ENDPOINT_URL")
-        .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");
-    let mut env = stack(&format!("quiet-{}", std::process::id()));
-    let port = free_port();
-    env.insert("EMAIL_PROVIDER".into(), "http".into());
-    env.insert(
-        "EMAIL_HTTP_ENDPOINT".into(),
-        format!("http://127.0.0.1:{port}/send"),
-    );
-    env.insert("SMS_PROVIDER".into(), "none".into());
-    env.insert("PUSH_PROVIDER".into(), "none".into());
-    let receiver = Running::start(&["local", "receive", "--port", &port.to_string()], &env);
-    receiver.first_line();
-    let api = Running::start(&["local", "api", "--port", "0"], &env);
-    let first = api.first_line();
-    let base = first
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap()
-        .to_owned();
-    reminders::aws::bootstrap::install_crypto();
-    let http = reqwest::Client::new();
-    let now_ms = i64::try_from(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis(),
-    )
-    .unwrap();
+    let (env, receiver, api, base, http, now_ms) = local_stack("quiet", &["EMAIL"], &[]);
     // Kolkata is UTC+05:30: the window opened in the last minute and closes at the start of
     // the minute after next.
     let kolkata = |ms: i64| {
@@ -983,24 +863,7 @@ async fn a_delivery_inside_quiet_hours_goes_out_when_they_end_on_the_emulator() 
     .await;
     assert_eq!(status, 201);
     // Wait for work due within five minutes: the held message comes back when the window ends.
-    let run = Command::new(bin())
-        .args([
-            "local",
-            "run",
-            "--until-idle",
-            "--schedule-period",
-            "1",
-            "--idle-horizon",
-            "300",
-        ])
-        .envs(&env)
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    run_until_idle(&env, "300");
     let (_, s) = send(
         &http,
         reqwest::Method::GET,
