@@ -70,6 +70,10 @@ pub enum Edited {
     Missing,
     /// Cancelled or expired: no longer editable.
     Final(ReminderStatus),
+    /// The edit lists again a channel an earlier edit removed after it was enqueued: its
+    /// delivery was cancelled as edited away (or will be), and its key can never send again.
+    /// Refused rather than acknowledged and silently never sent.
+    Readded(Channel),
 }
 
 pub async fn edit<S: ReminderStore, L: Ledger>(
@@ -100,6 +104,9 @@ pub async fn edit<S: ReminderStore, L: Ledger>(
                 .unwrap_or_else(|| current.recipients.values().cloned().collect()),
         };
         let mut next = Reminder::new(new, Duration::ZERO, retention.0)?;
+        if let Some(channel) = readded(&current, &next) {
+            return Ok(Edited::Readded(channel));
+        }
         next.payload_version = current.payload_version + 1;
         after_edit(&current, &mut next);
         // Before the edit lands: a settled delivery's proof outlives the edited reminder
@@ -126,6 +133,14 @@ pub async fn edit<S: ReminderStore, L: Ledger>(
         }
     }
     Err(OutboxError::Contended)
+}
+
+/// A channel `next` lists that `current` does not, but that was enqueued before: an earlier
+/// edit removed it after it went out, and its message ends it `cancelled` (edited away).
+fn readded(current: &Reminder, next: &Reminder) -> Option<Channel> {
+    let listed: Vec<Channel> = current.listed_channels().collect();
+    next.listed_channels()
+        .find(|c| !listed.contains(c) && current.enqueued.contains(c))
 }
 
 /// An edit keeps the status, except that a channel added to a reminder already enqueued puts

@@ -181,14 +181,15 @@ pub fn claim_answer(written: Written, now: Timestamp) -> Result<Claim, PortError
     })
 }
 
-/// Move a settled delivery's TTL out to `ctx.expires_at` (an edit moved the reminder's
-/// freshness): its proof must outlive every message that carries its key. A delivery not
-/// settled, or already kept that long, is left alone; it gets its horizon from its next write.
+/// Move a delivery's TTL out to `ctx.expires_at` (an edit moved the reminder's freshness or
+/// due time): its proof must outlive every message that carries its key, whether it settled
+/// or not (a `sending` item a TTL deleted would be claimed and sent again). One kept that long
+/// already is left alone.
 pub async fn extend_horizon<L: Ledger>(ledger: &L, ctx: &Ctx) -> Result<(), PortError> {
     let Some(current) = ledger.get(&ctx.key).await? else {
         return Ok(());
     };
-    if !current.status().is_terminal() || current.expires_at() >= ctx.expires_at {
+    if current.expires_at() >= ctx.expires_at {
         return Ok(());
     }
     transition(ledger, Some(current), Change::Extend, ctx).await?;

@@ -7,9 +7,9 @@
 //! other, and a lost fallback message loses nothing: the standby channel's own message finds
 //! the death.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
-use super::state::Status;
+use super::state::{DeliveryRecord, Status};
 use crate::clock::Timestamp;
 use crate::domain::{Channel, DeliveryKey, Preferences, ReminderId, SubscriberId};
 use crate::ports::{Ledger, PortError};
@@ -37,8 +37,14 @@ pub fn listed_order(prefs: &Preferences, listed: impl Fn(Channel) -> bool) -> Ve
         .collect()
 }
 
-/// `None` when `channel` is not in standby (no order, not in it, or first of the listed
-/// ones); otherwise its turn, walking the chain from the head of the order.
+/// `None` when `channel` is not in standby (no order, not in it, or at the head of the
+/// chain); otherwise its turn, walking the chain from its head.
+///
+/// The head is the order's first listed channel, unless another channel of the order was
+/// already claimed as the head (its item names no `fallback_from`): then that one, the
+/// earliest such claim, stays the head whatever the order now says (DESIGN §12: once the head
+/// is claimed, a reorder changes nothing for that reminder). A channel that already has an
+/// item of its own goes on; its ledger item decides.
 pub async fn turn<L: Ledger>(
     ledger: &L,
     prefs: &Preferences,
@@ -49,30 +55,59 @@ pub async fn turn<L: Ledger>(
     now: Timestamp,
 ) -> Result<Option<Turn>, PortError> {
     let order = listed_order(prefs, &listed);
-    match order.iter().position(|c| *c == channel) {
-        None | Some(0) => return Ok(None),
-        Some(_) => {}
+    if order.len() < 2 || !order.contains(&channel) {
+        return Ok(None);
     }
-    let next_after = |c: Channel| {
-        let i = order.iter().position(|x| *x == c)?;
-        order.get(i + 1).copied()
-    };
-    let (mut at, mut from) = (order[0], None);
+    let mut items = BTreeMap::new();
+    for &c in &order {
+        let key = DeliveryKey::derive(reminder, subscriber, c);
+        if let Some(rec) = ledger.get(&key).await? {
+            items.insert(c, rec);
+        }
+    }
+    if items.contains_key(&channel) {
+        return Ok(None);
+    }
+    let head = order
+        .iter()
+        .filter_map(|c| items.get(c).map(|r| (c, r)))
+        .filter(|(_, r)| claimed_as_head(r))
+        .min_by_key(|(c, r)| (r.first_seen_at(), c.as_str()))
+        .map_or(order[0], |(c, _)| *c);
+    Ok(walk(&order, &items, head, channel, &listed, now))
+}
+
+/// An item made by the chain's head: claimed (not only cancelled or expired with the whole
+/// reminder) and not started as anyone's fallback.
+fn claimed_as_head(r: &DeliveryRecord) -> bool {
+    r.fallback_from().is_none() && !matches!(r.status(), Status::Cancelled | Status::Expired)
+}
+
+/// Follow the chain from `head` to `channel`: each death that sent nothing hands on to the
+/// channel it named, or else to the first channel of the order not yet visited.
+fn walk(
+    order: &[Channel],
+    items: &BTreeMap<Channel, DeliveryRecord>,
+    head: Channel,
+    channel: Channel,
+    listed: impl Fn(Channel) -> bool,
+    now: Timestamp,
+) -> Option<Turn> {
+    let (mut at, mut from) = (head, None);
     let mut seen = BTreeSet::new();
     loop {
         if at == channel {
             // Only a death hands on: `from` is set once the walk has left the head.
-            return Ok(from.map(|from| Turn::TakeOver { from }));
+            return from.map(|from| Turn::TakeOver { from });
         }
         if !seen.insert(at) {
-            return Ok(Some(Turn::NotNeeded { because: at }));
+            return Some(Turn::NotNeeded { because: at });
         }
-        let key = DeliveryKey::derive(reminder, subscriber, at);
-        let Some(rec) = ledger.get(&key).await? else {
-            return Ok(Some(Turn::Wait {
+        let Some(rec) = items.get(&at) else {
+            return Some(Turn::Wait {
                 after: now,
                 behind: at,
-            }));
+            });
         };
         let wait = |t: Option<Timestamp>| Turn::Wait {
             after: t.map_or(now, |t| t.max(now)),
@@ -80,22 +115,25 @@ pub async fn turn<L: Ledger>(
         };
         match rec.status() {
             Status::Delivered | Status::Expired | Status::Cancelled => {
-                return Ok(Some(Turn::NotNeeded { because: at }))
+                return Some(Turn::NotNeeded { because: at })
             }
-            Status::Sending => return Ok(Some(wait(rec.lease_expires_at()))),
+            Status::Sending => return Some(wait(rec.lease_expires_at())),
             Status::Scheduled | Status::Ready | Status::Deferred => {
-                return Ok(Some(wait(rec.next_eligible_at())))
+                return Some(wait(rec.next_eligible_at()))
             }
             Status::Dead => {
-                let falls_back = rec.dead_reason().is_some_and(|r| r.falls_back());
+                // Only a death known to have sent nothing hands on (DESIGN §12).
+                let falls_back =
+                    rec.dead_reason().is_some_and(|r| r.falls_back()) && !rec.may_have_reached();
+                let unseen = |c: &Channel| !seen.contains(c);
                 let next = match rec.fallback_to() {
-                    Some(to) if listed(to) && to != at => Some(to),
-                    _ if falls_back => next_after(at),
-                    _ => None,
+                    _ if !falls_back => None,
+                    Some(to) if listed(to) && unseen(&to) => Some(to),
+                    _ => order.iter().copied().find(unseen),
                 };
                 match next {
                     Some(next) => (from, at) = (Some(at), next),
-                    None => return Ok(Some(Turn::NotNeeded { because: at })),
+                    None => return Some(Turn::NotNeeded { because: at }),
                 }
             }
         }

@@ -175,6 +175,11 @@ pub struct DeliveryRecord {
     /// that channel, whose origin names this one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     fallback_to: Option<Channel>,
+    /// An attempt of this delivery may have reached the person: a timeout after the request
+    /// was written, a lease that lapsed mid-send, or an accepted send. Once set, never
+    /// cleared (a redrive included): no fallback takes over from it (DESIGN §12).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    maybe_sent: bool,
 }
 
 impl DeliveryRecord {
@@ -261,6 +266,17 @@ impl DeliveryRecord {
     pub fn fallback_to(&self) -> Option<Channel> {
         self.fallback_to
     }
+    /// Whether an attempt may have reached the person (DESIGN §12): recorded by every write
+    /// that learns it, and read from the history for items written before it was kept.
+    pub fn may_have_reached(&self) -> bool {
+        self.maybe_sent
+            || self.history.values().any(|h| {
+                h.to == Status::Delivered
+                    || h.detail
+                        .as_deref()
+                        .is_some_and(|d| d == "ambiguous" || d.starts_with("lease expired"))
+            })
+    }
     /// The channel whose death this delivery fell back from.
     pub fn fallback_from(&self) -> Option<Channel> {
         self.origin.as_ref().and_then(|o| o.fallback_from)
@@ -310,11 +326,13 @@ pub enum Change {
     /// sending (fenced) → deferred, nothing spent: a breaker probe failed, which is the
     /// outage's failure, not this delivery's (DESIGN §4, held by the breaker).
     /// Also the recipient's quiet hours (`quiet_hours`): no provider was asked at all.
+    /// `maybe_sent` when the failed send timed out after its request was written.
     Hold {
         token: LeaseToken,
         next_eligible_at: Timestamp,
         error: Option<String>,
         quiet_hours: bool,
+        maybe_sent: bool,
     },
     /// sending (fenced) or deferred → dead for a provider or budget reason; scheduled → dead
     /// for an unknown reminder only.
@@ -331,9 +349,10 @@ pub enum Change {
     /// scheduled, ready, deferred or dead → cancelled (a dead one so that no redrive can
     /// move it back to ready).
     Cancel,
-    /// delivered, expired or cancelled → the same, its TTL moved out to `Ctx::expires_at`: an
-    /// edit moved the reminder's `fresh_until`, and the proof of a settled delivery must
-    /// outlive the edited reminder.
+    /// any stored state → the same, its TTL moved out to `Ctx::expires_at`: an edit moved the
+    /// reminder's `fresh_until`, and the proof of a delivery, settled or not, must outlive the
+    /// edited reminder. Unfenced: a lease holder's fenced write that meets it is re-applied
+    /// (its lease is still its own).
     Extend,
     /// dead → ready, fresh budgets, audit entry — only when the ledger's `dead_reason` is one
     /// the operator selected (a stale or crash-looped DLQ copy cannot redrive a delivery the
@@ -347,6 +366,10 @@ pub enum Change {
     ClaimDlqCopy { token: LeaseToken },
     /// dead → dead: its DLQ copy exists (written once, after the copy).
     CopiedToDlq,
+    /// dead → dead, naming the channel a standby's walk handed the reminder on to, when the
+    /// death named none (or one the reminder no longer lists): written before that channel
+    /// sends, so a redrive of this death is refused as it is for any death that fell back.
+    HandOn { to: Channel },
     /// sending (fenced) → expired: the lease holder found it stale right before sending.
     ExpireHeld { token: LeaseToken },
     /// dead → delivered: the worker whose lease the delivery died under (while its send was in
@@ -375,6 +398,7 @@ impl Change {
             Change::Redrive { .. } => "redrive",
             Change::ClaimDlqCopy { .. } => "claim_dlq_copy",
             Change::CopiedToDlq => "copied_to_dlq",
+            Change::HandOn { .. } => "hand_on",
             Change::ExpireHeld { .. } => "expire_held",
             Change::Release { .. } => "release",
             Change::Reconcile { .. } => "reconcile",
@@ -450,6 +474,7 @@ impl DeliveryRecord {
             expires_at: ctx.expires_at,
             origin: None,
             fallback_to: None,
+            maybe_sent: false,
         }
     }
 

@@ -217,6 +217,14 @@ fn on_conflict(
     if let Some(cur) = current.as_ref().filter(|cur| is_ours(cur, next, change)) {
         return Some(Written::Applied(cur.clone()));
     }
+    // A fenced write that meets the item still `sending` under its own lease: nothing but an
+    // unfenced horizon move (an edit's `Extend`) can have changed it, so the outcome decided
+    // on what was seen still holds. Re-applied.
+    if let (Some(token), Some(cur)) = (fence(change), current.as_ref()) {
+        if cur.status() == Status::Sending && cur.lease_token() == Some(token) {
+            return None;
+        }
+    }
     // A claim, cancel, expiry, redrive or an unfenced death (the reminder is gone or
     // unreadable) states an intent that holds whatever the item now is; an outcome or a
     // takeover was decided on what was seen, so it is not re-applied to a newer item.
@@ -227,6 +235,7 @@ fn on_conflict(
             | Change::Expire
             | Change::Redrive { .. }
             | Change::Extend
+            | Change::HandOn { .. }
             | Change::Die { token: None, .. }
             // Fenced by the lease the delivery died under, whatever was written since (its
             // DLQ copy, say).
@@ -240,6 +249,21 @@ fn on_conflict(
         },
         current: current.clone(),
     })
+}
+
+/// The lease a fenced outcome write is made under.
+fn fence(change: &Change) -> Option<&super::state::LeaseToken> {
+    match change {
+        Change::Deliver { token, .. }
+        | Change::Defer { token, .. }
+        | Change::Hold { token, .. }
+        | Change::Release { token }
+        | Change::ExpireHeld { token }
+        | Change::Die {
+            token: Some(token), ..
+        } => Some(token),
+        _ => None,
+    }
 }
 
 /// The item shows that our write landed: it is what we wrote, or carries our fresh lease.

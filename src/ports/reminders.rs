@@ -45,6 +45,10 @@ pub struct DueReminder {
     pub fresh_until: Timestamp,
     pub payload_version: u64,
     pub channels: Vec<Channel>,
+    /// Marked `expired` but still in the index: the scheduler's expiry stopped between its
+    /// mark and the ledger's `expired` writes (a crash, a failed write). The next run finishes
+    /// it (the ledger, then out of the index); nothing sends it.
+    pub expiring: bool,
 }
 
 impl DueReminder {
@@ -69,6 +73,7 @@ impl From<&Reminder> for DueReminder {
             fresh_until: r.fresh_until,
             payload_version: r.payload_version,
             channels: r.channels().filter(|c| !r.enqueued.contains(c)).collect(),
+            expiring: r.status == ReminderStatus::Expired,
         }
     }
 }

@@ -275,7 +275,7 @@ impl<P: Ports> Scheduler<P> {
         let (stale, live): (Vec<DueReminder>, Vec<DueReminder>) = taken
             .picked
             .into_iter()
-            .partition(|r| crate::domain::reminder::is_stale(r.fresh_until, now));
+            .partition(|r| r.expiring || crate::domain::reminder::is_stale(r.fresh_until, now));
         self.expire(&stale, &mut report).await;
         self.dispatch(&live, deadline, &mut report).await;
         // Housekeeping after the due work, in the time left: what the sweep finds, no shard
@@ -351,15 +351,24 @@ impl<P: Ports> Scheduler<P> {
         }
     }
 
-    /// Past `fresh_until` before it was ever enqueued: expired, never sent. Each delivery is
-    /// expired on the ledger first (so `remind show`, the API and the outcome events tell
-    /// it), then the reminder is marked; a failure leaves it for the next run.
+    /// Past `fresh_until` before it was ever enqueued: expired, never sent. The reminder is
+    /// marked first, conditional on the version the scan read: an edit that landed since
+    /// (a reschedule, more freshness) wins, and nothing is written on the ledger for it.
+    /// Then each delivery is expired on the ledger (so `remind show`, the API and the outcome
+    /// events tell it), and only then does the reminder leave the due index: a run that stops
+    /// in between leaves it indexed as `expiring`, and the next run finishes it.
     async fn expire(&self, stale: &[DueReminder], report: &mut RunReport) {
         let results: Vec<(usize, dispatch::MarkOutcome)> = stream::iter(stale)
             .map(|r| async move {
+                if !r.expiring {
+                    match self.mark(r, ReminderStatus::Expired).await {
+                        dispatch::MarkOutcome::Marked => {}
+                        other => return (0, other),
+                    }
+                }
                 let written = self.expire_deliveries(r).await;
                 match written {
-                    Ok(n) => (n, self.mark(r, ReminderStatus::Expired).await),
+                    Ok(n) => (n + 1, self.unindex_expired(r).await),
                     Err(n) => (n, dispatch::MarkOutcome::Failed),
                 }
             })
@@ -372,6 +381,19 @@ impl<P: Ports> Scheduler<P> {
                 dispatch::MarkOutcome::Marked => report.expired += 1,
                 dispatch::MarkOutcome::Changed => report.changed += 1,
                 dispatch::MarkOutcome::Failed => report.mark_failed += 1,
+            }
+        }
+    }
+
+    /// An expired reminder whose deliveries the ledger now calls expired leaves the index.
+    async fn unindex_expired(&self, r: &DueReminder) -> dispatch::MarkOutcome {
+        let store = self.ports.reminders();
+        match store.quarantine(r.reminder_id.as_str(), "expired").await {
+            // Settled items only leave the index (their status stays `expired`).
+            Ok(_) => dispatch::MarkOutcome::Marked,
+            Err(e) => {
+                tracing::warn!(reminder_id = %r.reminder_id, error = %e, "an expired reminder could not leave the index; finished next run");
+                dispatch::MarkOutcome::Failed
             }
         }
     }

@@ -9,3 +9,4 @@ mod rules;
 #[path = "../support/mod.rs"]
 mod support;
 mod windows;
+mod windows4;

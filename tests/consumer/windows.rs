@@ -4,102 +4,20 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use reminders::clock::{Clock, ManualClock, Timestamp};
+use reminders::clock::{Clock, ManualClock};
 use reminders::consumer::Action;
 use reminders::delivery::state::{Change, Ctx, LeaseToken, Status};
 use reminders::delivery::{transition, Cancelled, Written};
-use reminders::domain::{
-    Channel, DeliveryKey, Recipient, Reminder, ReminderId, ReminderStatus, Retention,
-};
+use reminders::domain::{Channel, DeliveryKey, Recipient, ReminderStatus, Retention};
 use reminders::outbox::{self, Edit};
 use reminders::policy::Outcome;
 use reminders::ports::{
-    DeliveryQueue, DuePage, DueQuery, GatePartition, Inserted, Ledger, Marked, MemoryLedger,
-    MemoryQueue, MemoryReminderStore, PortError, Provider, ReminderStore, SendRequest,
-    StaleHandles,
+    DeliveryQueue, GatePartition, Ledger, Marked, MemoryLedger, MemoryQueue, MemoryReminderStore,
+    Provider, ReminderStore, SendRequest, StaleHandles,
 };
 
 use crate::harness::{reminder, Custom, T0};
-
-/// A reminders table on which an application's edit lands right before the first mark: the
-/// interleaving of a cancel (ledger written, mark not yet) with an edit that adds a channel.
-struct EditBeforeMark {
-    inner: Arc<MemoryReminderStore>,
-    ledger: Arc<MemoryLedger>,
-    edit: Mutex<Option<Edit>>,
-}
-
-impl ReminderStore for EditBeforeMark {
-    fn shards(&self) -> u32 {
-        self.inner.shards()
-    }
-    async fn preferences(
-        &self,
-        s: &reminders::domain::SubscriberId,
-    ) -> Result<Option<reminders::domain::Preferences>, reminders::ports::PortError> {
-        self.inner.preferences(s).await
-    }
-    async fn suppression(
-        &self,
-        a: &reminders::domain::AddressHash,
-    ) -> Result<Option<reminders::domain::Suppression>, reminders::ports::PortError> {
-        self.inner.suppression(a).await
-    }
-    async fn insert(&self, r: &Reminder) -> Result<Inserted, PortError> {
-        self.inner.insert(r).await
-    }
-    async fn replace(
-        &self,
-        r: &Reminder,
-        version: u64,
-        status: ReminderStatus,
-    ) -> Result<Marked, PortError> {
-        self.inner.replace(r, version, status).await
-    }
-    async fn get(&self, id: &ReminderId) -> Result<Option<Reminder>, PortError> {
-        self.inner.get(id).await
-    }
-    async fn query_due(&self, q: &DueQuery<'_>) -> Result<DuePage, PortError> {
-        self.inner.query_due(q).await
-    }
-    async fn extend_freshness(
-        &self,
-        id: &ReminderId,
-        version: u64,
-        fresh_until: Timestamp,
-        expires_at: i64,
-    ) -> Result<Marked, PortError> {
-        self.inner
-            .extend_freshness(id, version, fresh_until, expires_at)
-            .await
-    }
-    async fn quarantine(&self, key: &str, reason: &str) -> Result<Marked, PortError> {
-        self.inner.quarantine(key, reason).await
-    }
-    async fn sweep_index(
-        &self,
-        after: Option<&reminders::ports::SweepCursor>,
-        limit: u32,
-    ) -> Result<reminders::ports::SweepPage, PortError> {
-        self.inner.sweep_index(after, limit).await
-    }
-    async fn mark(
-        &self,
-        id: &ReminderId,
-        version: u64,
-        to: ReminderStatus,
-    ) -> Result<Marked, PortError> {
-        let edit = self.edit.lock().unwrap().take();
-        if let Some(edit) = edit {
-            let retention = Retention::default();
-            let store = &*self.inner;
-            outbox::edit(store, &*self.ledger, id, edit, T0, retention)
-                .await
-                .unwrap();
-        }
-        self.inner.mark(id, version, to).await
-    }
-}
+use crate::support::edit_before_mark::EditBeforeMark;
 
 /// Window 3 (cancel against an edit that adds a channel): the cancel's mark is conditional on
 /// the version it read, so the channel the edit added gets its `cancelled` ledger item before
@@ -121,6 +39,7 @@ async fn window_3_a_cancel_covers_a_channel_added_while_it_ran() {
         inner: store.clone(),
         ledger: ledger.clone(),
         edit: Mutex::new(Some(added)),
+        now: T0,
     };
     let report = outbox::cancel(&racing, &*ledger, &r.reminder_id, T0, Retention::default())
         .await

@@ -76,6 +76,9 @@ async fn drain_shard<S: ReminderStore>(
                 !skip.contains(&item.subscriber_id),
                 "skipped subscribers are filtered"
             );
+            if item.expiring {
+                continue;
+            }
             assert!(item.due_at >= last_due, "oldest first within a shard");
             assert!(item.due_at <= until);
             assert_eq!(item.channels, vec![Channel::Email, Channel::Sms]);
@@ -88,6 +91,46 @@ async fn drain_shard<S: ReminderStore>(
         }
     }
     panic!("pagination did not end")
+}
+
+/// Whether `id` is in the due index as an expiry not yet finished.
+async fn expiring<S: ReminderStore>(store: &S, id: &ReminderId, until: Timestamp) -> bool {
+    for shard in 0..store.shards() {
+        if let Some(expiring) = expiring_in(store, shard, id, until).await {
+            return expiring;
+        }
+    }
+    false
+}
+
+async fn expiring_in<S: ReminderStore>(
+    store: &S,
+    shard: u32,
+    id: &ReminderId,
+    until: Timestamp,
+) -> Option<bool> {
+    let mut cursor: Option<DueCursor> = None;
+    loop {
+        let q = DueQuery {
+            shard,
+            until,
+            limit: 100,
+            after: cursor.as_ref(),
+            skip: &BTreeSet::new(),
+        };
+        let page = store.query_due(&q).await.unwrap();
+        for entry in &page.items {
+            if let DueEntry::Due(d) = entry {
+                if d.reminder_id == *id {
+                    return Some(d.expiring);
+                }
+            }
+        }
+        match page.next {
+            Some(next) => cursor = Some(next),
+            None => return None,
+        }
+    }
 }
 
 async fn all_due<S: ReminderStore>(store: &S, until: Timestamp) -> BTreeSet<String> {
@@ -165,6 +208,38 @@ async fn suite<S: ReminderStore + SubscriberIndex>(store: &S) {
     assert_eq!(
         store.mark(&r2, 1, ReminderStatus::Expired).await.unwrap(),
         Marked::Marked
+    );
+    // An expiry stays in the index, `expiring`, until the scheduler has written the ledger and
+    // takes it out (issue 32, window 1): a run that stops between the two is finished by the
+    // next, and an edit that lands first makes the mark fail before any ledger write.
+    assert!(
+        expiring(store, &r2, until).await,
+        "marked expired: still indexed, expiring"
+    );
+    assert_eq!(
+        store.mark(&r2, 1, ReminderStatus::Expired).await.unwrap(),
+        Marked::Changed,
+        "marked once"
+    );
+    let mut edit = reminder("r-02", 20);
+    edit.payload_version = 2;
+    assert_eq!(
+        store
+            .replace(&edit, 1, ReminderStatus::Expired)
+            .await
+            .unwrap(),
+        Marked::Changed,
+        "an expired reminder cannot be edited back"
+    );
+    assert_eq!(
+        store.quarantine(r2.as_str(), "expired").await.unwrap(),
+        Marked::Changed,
+        "a settled item only leaves the index"
+    );
+    assert!(!expiring(store, &r2, until).await, "out of the index");
+    assert_eq!(
+        store.get(&r2).await.unwrap().unwrap().status,
+        ReminderStatus::Expired
     );
     // Cancel works from enqueued, too, at the version the cancel read (window 3: a version
     // edited since is refused, so the cancel reads again and covers what the edit added).

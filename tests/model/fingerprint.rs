@@ -184,16 +184,19 @@ fn change<H: Hasher>(c: &Change, names: &mut Names, h: &mut H) {
             next_eligible_at,
             error,
             quiet_hours,
+            maybe_sent,
         } => {
             names.hash(Some(token), h);
             next_eligible_at.hash(h);
             error.hash(h);
             quiet_hours.hash(h);
+            maybe_sent.hash(h);
         }
         Change::Release { token }
         | Change::ExpireHeld { token }
         | Change::ClaimDlqCopy { token } => names.hash(Some(token), h),
         Change::Redrive { reasons, .. } => reasons.hash(h),
+        Change::HandOn { to } => to.hash(h),
         Change::Expire | Change::Cancel | Change::Extend | Change::CopiedToDlq => {}
     }
 }

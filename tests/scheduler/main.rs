@@ -7,6 +7,7 @@ mod memory;
 mod poison;
 #[path = "../support/mod.rs"]
 mod support;
+mod windows4;
 
 use std::time::Duration;
 

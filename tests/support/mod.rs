@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod edit_before_mark;
+
 use std::sync::Arc;
 use std::time::Duration;
 

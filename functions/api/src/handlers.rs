@@ -119,6 +119,13 @@ where
             "id",
             "the reminder was removed meanwhile; retry",
         )),
+        Edited::Readded(channel) => Err(ApiError::conflict(
+            "channels",
+            format!(
+                "{channel} was removed by an earlier edit after it was enqueued, and its delivery \
+                 ended as edited away: it cannot be sent again; create another reminder"
+            ),
+        )),
         Edited::Final(status) => Err(ApiError::conflict(
             "status",
             format!(

@@ -157,7 +157,10 @@ pub(super) fn due_entry(item: HashMap<String, AttributeValue>) -> DueEntry {
         Ok(d) => d,
         Err(reason) => return bad(reason),
     };
-    if d.status != ReminderStatus::Scheduled {
+    // Expired but still indexed: an expiry the scheduler has not finished (its mark keeps
+    // the item in the index until the ledger says `expired`).
+    let expiring = d.status == ReminderStatus::Expired;
+    if d.status != ReminderStatus::Scheduled && !expiring {
         return bad(format!(
             "status: {} but still in the due index",
             d.status.as_str()
@@ -174,6 +177,7 @@ pub(super) fn due_entry(item: HashMap<String, AttributeValue>) -> DueEntry {
             .into_iter()
             .filter(|c| !d.enqueued_channels.contains(c))
             .collect(),
+        expiring,
     };
     match due.problem() {
         None => DueEntry::Due(due),

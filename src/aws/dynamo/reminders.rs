@@ -398,12 +398,19 @@ impl ReminderStore for DynamoReminderStore {
             // Nothing moves a reminder back into the index but an edit (`replace`).
             return Ok(Marked::Changed);
         }
+        // An expiry keeps the item in the index until the ledger says `expired` too (the
+        // scheduler then takes it out with `quarantine`): a run that stops between the two
+        // leaves it for the next one, never half done.
+        let update = match to {
+            ReminderStatus::Expired => "SET #status = :to",
+            _ => "SET #status = :to REMOVE due_shard",
+        };
         let mut up = self
             .client
             .update_item()
             .table_name(&self.table)
             .key("reminder_id", s(id.as_str()))
-            .update_expression("SET #status = :to REMOVE due_shard")
+            .update_expression(update)
             .expression_attribute_names("#status", "status")
             .expression_attribute_values(":to", s(to.as_str()))
             .expression_attribute_values(":scheduled", s(ReminderStatus::Scheduled.as_str()))

@@ -155,7 +155,10 @@ impl<P: Ports> Record<'_, P> {
             // The outage's failure: held, nothing spent (unless the ambiguous rule must decide).
             let until = self.reopened_until(d, now).await;
             if let (true, Some(until)) = (self.holdable(lease, outcome), until) {
-                return self.probe_failed(d, lease, until, now).await.map(Some);
+                return self
+                    .probe_failed(d, lease, outcome, until, now)
+                    .await
+                    .map(Some);
             }
             return Ok(None);
         }
@@ -163,7 +166,10 @@ impl<P: Ports> Record<'_, P> {
         // A failure that opened the partition, or met it open, is the outage's: held with
         // nothing spent, like a failed probe.
         if let (true, Some(until)) = (self.holdable(lease, outcome), open_until) {
-            return self.probe_failed(d, lease, until, now).await.map(Some);
+            return self
+                .probe_failed(d, lease, outcome, until, now)
+                .await
+                .map(Some);
         }
         Ok(None)
     }
@@ -319,6 +325,7 @@ impl<P: Ports> Record<'_, P> {
         &mut self,
         d: &Delivery,
         lease: &Lease,
+        outcome: &Outcome,
         until: Timestamp,
         now: Timestamp,
     ) -> Result<Action, PortError> {
@@ -328,6 +335,8 @@ impl<P: Ports> Record<'_, P> {
             next_eligible_at: at,
             error: Some(crate::policy::breaker::HELD_BY_BREAKER.into()),
             quiet_hours: false,
+            // A timeout after the request was written may have reached the person.
+            maybe_sent: matches!(outcome, Outcome::Ambiguous { .. }),
         };
         let ctx: Ctx = self.ctx(&d.msg, d.reminder.fresh_until, now);
         let ledger = self.consumer.ports.ledger();

@@ -69,7 +69,10 @@ impl<P: Ports> Record<'_, P> {
                 log_transition(msg, 0, "duplicate", "ack", Duration::ZERO);
                 Ok(Action::Ack)
             }
-            Claim::Dead(record) => self.ensure_copied(msg, record, now).await,
+            Claim::Dead(record) => {
+                self.ensure_fallback(msg, &record).await?;
+                self.ensure_copied(msg, record, now).await
+            }
             Claim::HeldByOther { until } => {
                 self.hold(msg, until.plus(Duration::from_secs(1)), now)
                     .await

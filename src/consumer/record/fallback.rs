@@ -19,8 +19,10 @@ use std::time::Duration;
 use super::{Delivery, Record, Step};
 use crate::consumer::Action;
 use crate::delivery::standby::{turn, Turn};
-use crate::domain::{Channel, DeadReason, DeliveryMessage, Preferences};
-use crate::ports::{DeliveryQueue, OutgoingMessage, PortError, Ports, ReminderStore};
+use crate::delivery::state::{Change, DeliveryRecord, Status};
+use crate::delivery::{transition, Written};
+use crate::domain::{Channel, DeadReason, DeliveryKey, DeliveryMessage, Preferences};
+use crate::ports::{DeliveryQueue, Ledger, OutgoingMessage, PortError, Ports, ReminderStore};
 
 /// A standby channel looks at the chain again this long (times its receives, up to 20) after
 /// the channel ahead could next change.
@@ -70,6 +72,13 @@ impl<P: Ports> Record<'_, P> {
         };
         match turn {
             Turn::TakeOver { from } => {
+                // The death ahead names this channel before it sends, so that no redrive
+                // revives it once this channel has served the reminder (DESIGN §12).
+                if !self.handed_on(&d, from).await? {
+                    log("the death ahead changed: looked at again");
+                    let again = now.plus(STANDBY_RECHECK);
+                    return Ok(ControlFlow::Break(self.hold(&d.msg, again, now).await?));
+                }
                 log("the channel ahead died: sent as its fallback");
                 d.msg.fallback_from = Some(from);
                 Ok(ControlFlow::Continue(d))
@@ -91,32 +100,81 @@ impl<P: Ports> Record<'_, P> {
         }
     }
 
+    /// Record on the death of `from` that it handed the reminder on to this channel (a
+    /// conditional write, ordered against a redrive of that death): whether it now says so.
+    async fn handed_on(&mut self, d: &Delivery, from: Channel) -> Result<bool, PortError> {
+        let channel = self.inc.channel;
+        let ctx = crate::delivery::state::Ctx {
+            key: crate::domain::DeliveryKey::derive(&d.msg.reminder_id, &d.msg.subscriber_id, from),
+            now: self.now(),
+            expires_at: self
+                .consumer
+                .cfg
+                .retention
+                .expires_at(d.reminder.fresh_until),
+            origin: None,
+        };
+        let change = Change::HandOn { to: channel };
+        let ledger = self.consumer.ports.ledger();
+        Ok(match transition(ledger, None, change, &ctx).await? {
+            Written::Applied(_) => true,
+            Written::Refused { current, .. } => current
+                .is_some_and(|c| c.status() == Status::Dead && c.fallback_to() == Some(channel)),
+        })
+    }
+
+    /// A dead delivery that names its fallback: make sure the fallback's delivery exists or
+    /// its message is on its way (a crash after the death, or a refused enqueue, left none).
+    /// An error leaves this message to come back and try again.
+    pub(super) async fn ensure_fallback(
+        &mut self,
+        msg: &DeliveryMessage,
+        dead: &DeliveryRecord,
+    ) -> Result<(), PortError> {
+        let Some(next) = dead.fallback_to() else {
+            return Ok(());
+        };
+        let key = DeliveryKey::derive(&msg.reminder_id, &msg.subscriber_id, next);
+        if self.consumer.ports.ledger().get(&key).await?.is_some() {
+            return Ok(());
+        }
+        self.enqueue_fallback(msg, next).await
+    }
+
     /// The channel a death for `reason` hands the reminder on to, if the preferences and the
-    /// reminder's channels give one (recorded with the death as `fallback_to`).
+    /// reminder's channels give one (recorded with the death as `fallback_to`). Only a death
+    /// known to have sent nothing hands on: after an attempt that may have reached the person
+    /// (`held`, the item as claimed, says so), the chain ends here.
     pub(super) fn fallback_for(
         &self,
         d: &Delivery,
+        held: &crate::delivery::state::DeliveryRecord,
         reason: DeadReason,
         prefs: Option<&Preferences>,
     ) -> Option<Channel> {
-        if !reason.falls_back() {
+        if !reason.falls_back() || held.may_have_reached() {
             return None;
         }
         let listed = |c: Channel| d.reminder.recipients.contains_key(&c);
         prefs?.fallback_for(self.inc.channel, listed)
     }
 
-    /// After the death naming `next` was written: its message, to send it now. Best effort:
-    /// the standby channel's own message finds the death if this one never arrives.
-    pub(super) async fn enqueue_fallback(&mut self, d: &Delivery, next: Channel) {
+    /// After the death naming `next` was written: its message, to send it now. An error (SQS
+    /// refused it or failed) fails this record, so its message comes back and the dead
+    /// delivery's next look enqueues it again ([`Record::ensure_fallback`]).
+    pub(super) async fn enqueue_fallback(
+        &mut self,
+        dead: &DeliveryMessage,
+        next: Channel,
+    ) -> Result<(), PortError> {
         let channel = self.inc.channel;
         let mut msg = DeliveryMessage::new(
-            d.reminder.reminder_id.clone(),
-            d.reminder.subscriber_id.clone(),
+            dead.reminder_id.clone(),
+            dead.subscriber_id.clone(),
             next,
-            d.reminder.payload_version,
-            d.reminder.due_at,
-            d.reminder.fresh_until,
+            dead.payload_version,
+            dead.due_at,
+            dead.fresh_until,
         );
         msg.fallback_from = Some(channel);
         let out = OutgoingMessage {
@@ -124,30 +182,21 @@ impl<P: Ports> Record<'_, P> {
             body: msg.encode(),
             delay_secs: 0,
         };
-        let sent = self.consumer.ports.queue().send_batch(next, &[out]).await;
-        match sent {
-            Ok(failed) if failed.is_empty() => {
-                tracing::info!(
-                    delivery_key = %d.msg.delivery_key,
-                    reminder_id = %d.msg.reminder_id,
-                    from = %channel,
-                    to = %next,
-                    fallback_key = %msg.delivery_key,
-                    "fell back to the next channel"
-                );
-            }
-            Ok(failed) => tracing::warn!(
-                delivery_key = %d.msg.delivery_key,
-                to = %next,
-                code = failed.first().map(|f| f.code.as_str()).unwrap_or_default(),
-                "fallback message refused: the standby channel's own message will send it"
-            ),
-            Err(e) => tracing::warn!(
-                delivery_key = %d.msg.delivery_key,
-                to = %next,
-                error = %e,
-                "fallback message not enqueued: the standby channel's own message will send it"
-            ),
+        let failed = self.consumer.ports.queue().send_batch(next, &[out]).await?;
+        if let Some(f) = failed.first() {
+            return Err(PortError::Unavailable {
+                op: "queue.send_batch",
+                message: format!("fallback message to {next} refused: {}", f.code),
+            });
         }
+        tracing::info!(
+            delivery_key = %dead.delivery_key,
+            reminder_id = %dead.reminder_id,
+            from = %channel,
+            to = %next,
+            fallback_key = %msg.delivery_key,
+            "fell back to the next channel"
+        );
+        Ok(())
     }
 }

@@ -71,7 +71,11 @@ impl<P: Ports> Record<'_, P> {
             return self.finish(&msg, Change::Expire, &ctx).await.map(Break);
         }
         if reminder.due_at > now {
-            // Edited to a later time after it was enqueued: wait for the new due time.
+            // Edited to a later time after it was enqueued: wait for the new due time. An
+            // earlier message may have claimed it under the old version's horizon (the edit
+            // moved what it found, but a claim can land after that): whatever this delivery's
+            // item is, it must outlive the wait, or a TTL would erase the proof of a send.
+            crate::delivery::extend_horizon(self.consumer.ports.ledger(), &ctx).await?;
             return self.hold(&msg, reminder.due_at, now).await.map(Break);
         }
         let request = SendRequest {

@@ -145,6 +145,8 @@ impl<P: Ports> Record<'_, P> {
             if !self.lease_covers_send(&lease) {
                 return self.release_unsent(&delivery, lease).await;
             }
+            // And the reminder may have gone stale, or its quiet hours begun, meanwhile.
+            lease = step!(self.last_look(&delivery, lease).await);
         }
         let provider = self.consumer.ports.provider(self.inc.channel);
         let outcome = provider.send(&delivery.request).await;

@@ -85,6 +85,37 @@ impl<P: Ports> Record<'_, P> {
         }
     }
 
+    /// The last look right before a send that came after a further write (the breaker's
+    /// probe): still fresh, and outside the quiet hours of the preferences read after the
+    /// claim. No storage read: the preferences ride on the lease.
+    pub(super) async fn last_look(&mut self, d: &Delivery, lease: Lease) -> Step<Lease> {
+        let now = self.now();
+        if d.reminder.is_stale_at(now) {
+            return self.expire_held(d, lease).await.map(ControlFlow::Break);
+        }
+        let decision = lease.prefs.as_ref().map_or(Decision::Send, |p| {
+            p.decide(self.inc.channel, now, d.reminder.fresh_until)
+        });
+        let prefs = lease.prefs.clone();
+        let action = match decision {
+            Decision::Send => return Ok(ControlFlow::Continue(lease)),
+            Decision::Hold { until } => self.quiet_hours(d, lease, until, now).await?,
+            Decision::OptedOut => {
+                let why = "the subscriber opted out of this channel";
+                let reason = DeadReason::OptedOut;
+                self.recipients_choice(d, lease, reason, why, prefs.as_ref())
+                    .await?
+            }
+            Decision::QuietUntilStale => {
+                let why = "inside quiet hours, and stale before they end";
+                let reason = DeadReason::ExpiredQuietHours;
+                self.recipients_choice(d, lease, reason, why, prefs.as_ref())
+                    .await?
+            }
+        };
+        Ok(ControlFlow::Break(action))
+    }
+
     /// A storage call before the send failed, with nothing sent: the lease is given back
     /// (nothing spent), so the retry is a fresh claim, never a takeover for the ambiguous rule
     /// to judge. An item that cannot be read (unreadable preferences or suppression) ends the
@@ -176,6 +207,7 @@ impl<P: Ports> Record<'_, P> {
             next_eligible_at: until,
             error: Some(format!("quiet hours until {}", until.to_rfc3339())),
             quiet_hours: true,
+            maybe_sent: false,
         };
         match self.under_lease(d, lease.record, change).await? {
             Written::Applied(held) => {
@@ -203,7 +235,7 @@ impl<P: Ports> Record<'_, P> {
         why: &str,
         prefs: Option<&crate::domain::Preferences>,
     ) -> Result<Action, crate::ports::PortError> {
-        let fallback_to = self.fallback_for(d, reason, prefs);
+        let fallback_to = self.fallback_for(d, &lease.record, reason, prefs);
         let change = Change::Die {
             token: Some(lease.token),
             reason,
@@ -223,7 +255,7 @@ impl<P: Ports> Record<'_, P> {
                 );
                 if let Some(next) = fallback_to {
                     self.m.fallbacks += 1;
-                    self.enqueue_fallback(d, next).await;
+                    self.enqueue_fallback(&d.msg, next).await?;
                 }
                 Ok(Action::Ack)
             }

@@ -175,7 +175,7 @@ impl<P: Ports> Record<'_, P> {
         let class = outcome.class();
         // The death names the channel it hands the reminder on to (DESIGN §12), by the
         // preferences read after the claim: no storage call between the send and this write.
-        let next = self.fallback_for(d, reason, lease.prefs.as_ref());
+        let next = self.fallback_for(d, &lease.record, reason, lease.prefs.as_ref());
         let mut change = change;
         if let Change::Die { fallback_to, .. } = &mut change {
             *fallback_to = next;
@@ -192,7 +192,7 @@ impl<P: Ports> Record<'_, P> {
         }
         if let Some(next) = next {
             self.m.fallbacks += 1;
-            self.enqueue_fallback(d, next).await;
+            self.enqueue_fallback(&d.msg, next).await?;
         }
         self.m.dead(reason);
         let attempt = dead.attempt_count();

@@ -134,7 +134,11 @@ fn land(
             next_eligible_at,
             error,
             quiet_hours,
-        } => hold(from, next, token, *next_eligible_at, error, *quiet_hours)?,
+            maybe_sent,
+        } => {
+            next.maybe_sent |= *maybe_sent;
+            hold(from, next, token, *next_eligible_at, error, *quiet_hours)?
+        }
         Change::Die {
             token,
             reason,
@@ -155,6 +159,7 @@ fn land(
         Change::Reconcile { token, receipt } => reconcile(from, next, token, receipt)?,
         Change::ClaimDlqCopy { token } => claim_copy(from, next, token, ctx)?,
         Change::CopiedToDlq => copied(from, next, ctx)?,
+        Change::HandOn { to } => hand_on(from, next, *to)?,
     })
 }
 
@@ -211,6 +216,8 @@ fn takeover(
     next.lease_token = Some(token.clone());
     next.lease_expires_at = Some(lease_expires_at);
     next.attempt_count += 1;
+    // The lapsed send may have gone out.
+    next.maybe_sent = true;
     let detail = "lease expired: ambiguous takeover".to_owned();
     Ok(Landed::saying(Status::Sending, detail))
 }
@@ -224,6 +231,7 @@ fn deliver(
 ) -> Result<Landed, Refused> {
     from.fenced(token)?;
     next.attempt_count += 1;
+    next.maybe_sent = true;
     next.provider_receipt = receipt.clone();
     next.last_outcome_class = Some(OutcomeClass::Delivered);
     next.clear_lease();
@@ -243,7 +251,11 @@ fn defer(
     from.fenced(token)?;
     match class {
         OutcomeClass::Throttled => next.throttle_count += 1,
-        OutcomeClass::Transient | OutcomeClass::Ambiguous => next.attempt_count += 1,
+        OutcomeClass::Transient => next.attempt_count += 1,
+        OutcomeClass::Ambiguous => {
+            next.attempt_count += 1;
+            next.maybe_sent = true;
+        }
         _ => return Err(from.refuse(Why::NotAllowed)),
     }
     next.next_eligible_at = Some(next_eligible_at);
@@ -317,6 +329,7 @@ fn die(
         return Err(from.refuse(Why::NotAllowed));
     }
     next.attempt_count += u32::from(spends_attempt);
+    next.maybe_sent |= reason == DeadReason::Ambiguous;
     next.dead_reason = Some(reason);
     // Only a send that may have happened can be reconciled; a recipient's choice sent nothing.
     next.died_under_lease = match from.status {
@@ -365,9 +378,11 @@ fn cancel(from: &From, next: &mut DeliveryRecord) -> Result<Landed, Refused> {
     Ok(Landed::saying(Status::Cancelled, detail))
 }
 
-/// delivered, expired, cancelled → the same; [`apply`] moves the TTL out.
+/// Any stored state → the same; [`apply`] moves the TTL out. An unsettled delivery too: its
+/// proof must outlive every message an edit left carrying its key (a `sending` item deleted
+/// by TTL before the ambiguous rule runs would be claimed afresh and sent again).
 fn extend(from: &From) -> Result<Landed, Refused> {
-    if !from.status.is_terminal() {
+    if from.current.is_none() {
         return Err(from.refuse(Why::NotAllowed));
     }
     Ok(Landed::saying(
@@ -442,6 +457,7 @@ fn reconcile(
     }
     next.dead_reason = None;
     next.died_under_lease = None;
+    next.maybe_sent = true;
     next.dlq_copy_claimed_at = None;
     next.dlq_copy_claim = None;
     next.provider_receipt = receipt.clone();
@@ -478,4 +494,18 @@ fn copied(from: &From, next: &mut DeliveryRecord, ctx: &Ctx) -> Result<Landed, R
     next.dlq_copy_claimed_at = None;
     next.dlq_copy_claim = None;
     Ok(Landed::saying(Status::Dead, "dlq_copy".to_owned()))
+}
+
+/// dead → dead, handing the reminder on to `to` (a standby's walk, for a death that named no
+/// listed channel). Refused once it names `to` already, or another channel.
+fn hand_on(
+    from: &From,
+    next: &mut DeliveryRecord,
+    to: crate::domain::Channel,
+) -> Result<Landed, Refused> {
+    if from.status != Status::Dead || next.fallback_to == Some(to) {
+        return Err(from.refuse(Why::NotAllowed));
+    }
+    next.fallback_to = Some(to);
+    Ok(Landed::saying(Status::Dead, format!("handed on to {to}")))
 }

@@ -241,6 +241,10 @@ impl ReminderStore for MemoryReminderStore {
                 return Marked::Missing;
             };
             if cur.status != ReminderStatus::Scheduled {
+                // Settled but still indexed (an expiry being finished): it only leaves the
+                // index, as on DynamoDB.
+                let shard = due_shard(&cur.reminder_id, shards);
+                t.due.remove(&(shard, cur.due_at, key.to_owned()));
                 return Marked::Changed;
             }
             let mut next = cur;
@@ -293,7 +297,12 @@ impl ReminderStore for MemoryReminderStore {
             Some(cur) => {
                 let mut next = cur.clone();
                 next.status = to;
+                let (due_at, key) = (next.due_at, id.as_str().to_owned());
                 t.put(next, shards);
+                // An expiry stays in the index until the scheduler takes it out.
+                if to == ReminderStatus::Expired {
+                    t.due.insert((due_shard(id, shards), due_at, key));
+                }
                 Marked::Marked
             }
         })

@@ -1,0 +1,509 @@
+//! Windows where features meet (issue 32), each proved by a test that failed before its fix
+//! (the window's number is in the name): an edit against the ledger's horizon, a fallback
+//! after an attempt that may have reached the person, a redrive inside a chain, the breaker's
+//! probe and freshness, a redrive against the standby walk, a reorder after the head's claim,
+//! and a channel removed then listed again.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use reminders::clock::{Clock, ManualClock, Timestamp};
+use reminders::consumer::Consumer;
+use reminders::delivery::state::{Change, Ctx, LeaseToken, Origin, RedriveAudit, Status, Why};
+use reminders::delivery::{self, transition, Claim, ClaimRequest, Written};
+use reminders::domain::{
+    Channel, DeadReason, PerChannel, Preferences, Recipient, Reminder, ReminderStatus, Retention,
+};
+use reminders::outbox::{self, Edit, Edited};
+use reminders::policy::RetryPolicy;
+use reminders::ports::gate::{BreakerChange, GateState};
+use reminders::ports::provider::Answer;
+use reminders::ports::{
+    FaultPoint, Gate, GatePartition, Ledger, MemoryGate, MemoryLedger, MemoryQueue,
+    MemoryReminderStore, PortError, PortSet, Provider, ReminderStore, ScriptedProvider,
+    SendRequest,
+};
+use serde_json::json;
+
+use crate::harness::{message, queue_urls, reminder, test_config, Mem, T0};
+
+fn prefs(v: serde_json::Value) -> Preferences {
+    serde_json::from_value(v).unwrap()
+}
+
+fn ctx(r: &Reminder, channel: Channel, now: Timestamp) -> Ctx {
+    Ctx {
+        key: reminders::domain::DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, channel),
+        now,
+        expires_at: Retention::default().expires_at(r.fresh_until),
+        origin: Some(Origin {
+            reminder_id: r.reminder_id.clone(),
+            subscriber_id: r.subscriber_id.clone(),
+            channel,
+            fallback_from: None,
+        }),
+    }
+}
+
+/// Claim `channel`'s delivery of `r` directly on the ledger (a worker that then crashed).
+async fn claimed(ledger: &MemoryLedger, r: &Reminder, channel: Channel, now: Timestamp) {
+    let req = ClaimRequest {
+        token: LeaseToken::generate(
+            &mut <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(1),
+        ),
+        lease_expires_at: now.plus(Duration::from_secs(60)),
+        payload_version: r.payload_version,
+        policy: RetryPolicy::default(),
+    };
+    let got = delivery::claim(ledger, req, &ctx(r, channel, now))
+        .await
+        .unwrap();
+    assert!(matches!(got, Claim::Acquired(_)), "{got:?}");
+}
+
+fn recipients(channels: &[Channel]) -> Vec<Recipient> {
+    reminder("x", channels)
+        .recipients
+        .values()
+        .cloned()
+        .collect()
+}
+
+/// Run `channel` until its queue is empty, 30 s between polls.
+async fn drain(w: &Mem, channel: Channel) {
+    for _ in 0..200 {
+        let _ = w.run(channel).await;
+        if w.queue.len(channel) == 0 {
+            return;
+        }
+        w.advance(30);
+    }
+    panic!("{channel} still busy");
+}
+
+/// Window 2: an edit that moves a reminder far out while one of its deliveries is `sending`
+/// (its worker crashed) moves that item's TTL too; and a claim that lands after the edit
+/// looked, under the old version's horizon, is moved out when a message of the edited
+/// reminder is held for its new due time. Before, only settled items moved, and a TTL could
+/// erase the proof of a send before the ambiguous rule ran.
+#[tokio::test]
+async fn w4_2_an_edit_far_out_moves_the_horizon_of_an_unsettled_delivery() {
+    let w = Mem::new(test_config(), true);
+    let r = w.reminder("w42", &[Channel::Push, Channel::Email]).await;
+    claimed(&w.ledger, &r, Channel::Push, T0).await;
+    let far = T0.plus(Duration::from_secs(30 * 86_400));
+    let edit = Edit {
+        due_at: Some(far),
+        fresh_until: Some(far.plus(Duration::from_secs(3600))),
+        ..Edit::default()
+    };
+    let retention = Retention::default();
+    let Edited::Edited(v2) =
+        outbox::edit(&*w.store, &*w.ledger, &r.reminder_id, edit, T0, retention)
+            .await
+            .unwrap()
+    else {
+        panic!("edit refused")
+    };
+    let horizon = retention.expires_at(v2.fresh_until);
+    let push = message(&r, Channel::Push);
+    let rec = w.record(&push.delivery_key).await.unwrap();
+    assert_eq!(rec.status(), Status::Sending);
+    assert!(
+        rec.expires_at() >= horizon,
+        "sending item kept the old horizon"
+    );
+    // Email is claimed by a worker that read the old version (after the edit looked).
+    claimed(&w.ledger, &r, Channel::Email, T0).await;
+    let email = message(&r, Channel::Email);
+    assert!(w.record(&email.delivery_key).await.unwrap().expires_at() < horizon);
+    // A duplicate of its message is held for the new due time: the horizon moves first.
+    w.enqueue(&email).await;
+    let out = w.run(Channel::Email).await.unwrap();
+    assert!(out.response.batch_item_failures.is_empty(), "{out:?}");
+    assert_eq!(w.provider.calls_for(&email.delivery_key), 0);
+    let rec = w.record(&email.delivery_key).await.unwrap();
+    assert!(rec.expires_at() >= horizon, "held past the old horizon");
+    assert_eq!(rec.status(), Status::Sending, "nothing else changed");
+}
+
+/// Window 3: an attempt that timed out after its request was written may have reached the
+/// person; when the retry then finds the channel opted out, the death hands nothing on.
+#[tokio::test]
+async fn w4_3_no_fallback_after_an_attempt_that_may_have_reached_the_person() {
+    let w = Mem::new(test_config(), true);
+    let r = w.reminder("w43", &[Channel::Push, Channel::Email]).await;
+    let sub = r.subscriber_id.clone();
+    let order = json!({"fallback": ["push", "email"]});
+    w.store.put_preferences(&sub, &prefs(order)).await.unwrap();
+    let (push, email) = (message(&r, Channel::Push), message(&r, Channel::Email));
+    w.provider
+        .script_for(&push.delivery_key, [Answer::AcceptedThenLost]);
+    w.enqueue(&push).await;
+    w.enqueue(&email).await;
+    w.run(Channel::Push).await.unwrap();
+    let rec = w.record(&push.delivery_key).await.unwrap();
+    assert_eq!(rec.status(), Status::Deferred, "ambiguous, to resend");
+    assert!(rec.may_have_reached());
+    let opted = json!({"opted_out": ["push"], "fallback": ["push", "email"]});
+    w.store.put_preferences(&sub, &prefs(opted)).await.unwrap();
+    drain(&w, Channel::Push).await;
+    let dead = w.record(&push.delivery_key).await.unwrap();
+    assert_eq!(dead.dead_reason(), Some(DeadReason::OptedOut));
+    assert_eq!(
+        dead.fallback_to(),
+        None,
+        "the chain ends at a maybe-sent push"
+    );
+    drain(&w, Channel::Email).await;
+    assert_eq!(
+        w.provider.calls_for(&email.delivery_key),
+        0,
+        "email never sent"
+    );
+}
+
+/// Window 4: the head first died for a reason that hands nothing on (its standby was
+/// acknowledged as not needed), was redriven, and died again opted out: the fallback's
+/// message is refused by SQS. The record fails instead of being acknowledged, and its next
+/// look enqueues the fallback again: email is sent, once.
+#[tokio::test]
+async fn w4_4_after_a_redrive_a_refused_fallback_message_strands_nothing() {
+    let w = Mem::new(test_config(), true);
+    let r = w.reminder("w44", &[Channel::Push, Channel::Email]).await;
+    let sub = r.subscriber_id.clone();
+    let order = json!({"fallback": ["push", "email"]});
+    w.store.put_preferences(&sub, &prefs(order)).await.unwrap();
+    let (push, email) = (message(&r, Channel::Push), message(&r, Channel::Email));
+    // Push dies out of budget (handing nothing on) while email waits in standby.
+    let c = ctx(&r, Channel::Push, T0);
+    let token =
+        LeaseToken::generate(&mut <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(3));
+    let claim = Change::Claim {
+        token: token.clone(),
+        lease_expires_at: T0.plus(Duration::from_secs(60)),
+        payload_version: 1,
+        policy: RetryPolicy::default(),
+    };
+    transition(&*w.ledger, None, claim, &c).await.unwrap();
+    let die = Change::Die {
+        token: None,
+        reason: DeadReason::AttemptsExhausted,
+        spends_attempt: false,
+        error: None,
+        fallback_to: None,
+    };
+    let seen = w.record(&push.delivery_key).await;
+    let defer = Change::Defer {
+        token,
+        next_eligible_at: T0,
+        class: reminders::policy::OutcomeClass::Transient,
+        error: None,
+    };
+    transition(&*w.ledger, seen, defer, &c).await.unwrap();
+    let seen = w.record(&push.delivery_key).await;
+    assert!(matches!(
+        transition(&*w.ledger, seen, die, &c).await.unwrap(),
+        Written::Applied(_)
+    ));
+    w.enqueue(&email).await;
+    let out = w.run(Channel::Email).await.unwrap();
+    assert_eq!(
+        out.records[0].action,
+        reminders::consumer::Action::Ack,
+        "not needed"
+    );
+    // The operator redrives push; the subscriber opts out of it meanwhile.
+    let redrive = Change::Redrive {
+        audit: RedriveAudit {
+            batch_id: "b1".into(),
+            operator: "op".into(),
+            note: String::new(),
+        },
+        reasons: BTreeSet::from([DeadReason::AttemptsExhausted]),
+    };
+    assert!(matches!(
+        transition(&*w.ledger, None, redrive, &c).await.unwrap(),
+        Written::Applied(_)
+    ));
+    let opted = json!({"opted_out": ["push"], "fallback": ["push", "email"]});
+    w.store.put_preferences(&sub, &prefs(opted)).await.unwrap();
+    w.enqueue(&push).await;
+    w.queue_faults
+        .fail(reminders::ports::queue::OP_SEND, FaultPoint::Before, 1);
+    let out = w.run(Channel::Push).await.unwrap();
+    assert_eq!(
+        out.response.batch_item_failures.len(),
+        1,
+        "not acknowledged"
+    );
+    let dead = w.record(&push.delivery_key).await.unwrap();
+    assert_eq!(dead.fallback_to(), Some(Channel::Email));
+    // Push's message comes back, finds the death, and enqueues the fallback.
+    w.advance(200);
+    drain(&w, Channel::Push).await;
+    drain(&w, Channel::Email).await;
+
+    assert_eq!(
+        w.provider.calls_for(&email.delivery_key),
+        1,
+        "email sent once"
+    );
+    assert_eq!(w.provider.calls_for(&push.delivery_key), 0);
+}
+
+/// A gate whose probe write takes `by` on the world's clock.
+struct SlowProbe {
+    inner: Arc<MemoryGate>,
+    clock: ManualClock,
+    by: Duration,
+}
+
+impl Gate for SlowProbe {
+    async fn state(&self, p: &GatePartition) -> Result<GateState, PortError> {
+        self.inner.state(p).await
+    }
+    async fn throttle(&self, p: &GatePartition, until: Timestamp) -> Result<(), PortError> {
+        self.inner.throttle(p, until).await
+    }
+    async fn failed(&self, p: &GatePartition, now: Timestamp) -> Result<GateState, PortError> {
+        self.inner.failed(p, now).await
+    }
+    async fn breaker(&self, p: &GatePartition, change: BreakerChange) -> Result<bool, PortError> {
+        if matches!(change, BreakerChange::Probe { .. }) {
+            self.clock.advance(self.by);
+        }
+        self.inner.breaker(p, change).await
+    }
+}
+
+/// Window 5: the breaker's probe is won by a write right before the send; a probe that took
+/// long enough for the reminder to go stale is never sent.
+#[tokio::test]
+async fn w4_5_a_probe_whose_write_outlasted_freshness_is_not_sent() {
+    let clock = ManualClock::at(T0);
+    let store = Arc::new(MemoryReminderStore::new(4));
+    let mut r = reminder("w45", &[Channel::Push]);
+    r.fresh_until = T0.plus(Duration::from_secs(60));
+    store.insert(&r).await.unwrap();
+    let ledger = Arc::new(MemoryLedger::default());
+    let queue = Arc::new(MemoryQueue::new(clock.clone()));
+    let provider = Arc::new(ScriptedProvider::new(clock.clone(), true));
+    let gate = Arc::new(MemoryGate::default());
+    let push = message(&r, Channel::Push);
+    let partition = provider.partition(&SendRequest {
+        delivery_key: push.delivery_key.clone(),
+        recipient: r.recipients[&Channel::Push].clone(),
+        content: r.content.clone(),
+        payload_version: 1,
+    });
+    let open = BreakerChange::Open {
+        now: T0,
+        until: T0.plus(Duration::from_secs(45)),
+    };
+    assert!(gate.breaker(&partition, open).await.unwrap());
+    clock.advance(Duration::from_secs(50));
+    let ports = PortSet {
+        clock: clock.clone(),
+        reminders: store,
+        ledger: ledger.clone(),
+        gate: SlowProbe {
+            inner: gate,
+            clock: clock.clone(),
+            by: Duration::from_secs(15),
+        },
+        queue: queue.clone(),
+        dead_letters: Arc::new(MemoryQueue::new(clock.clone())),
+        providers: PerChannel::from_fn(|_| provider.clone()),
+    };
+    let consumer = Consumer::new(ports, test_config(), queue_urls(), 5);
+    let entry = reminders::ports::OutgoingMessage {
+        entry_id: "0".into(),
+        body: push.encode(),
+        delay_secs: 0,
+    };
+    use reminders::ports::DeliveryQueue;
+    queue.send_batch(Channel::Push, &[entry]).await.unwrap();
+    reminders::local::poll_once(&consumer, &queue_urls(), Channel::Push, 10, 180, None)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        provider.calls_for(&push.delivery_key),
+        0,
+        "never sent stale"
+    );
+    let rec = ledger.get(&push.delivery_key).await.unwrap().unwrap();
+    assert_eq!(rec.status(), Status::Expired);
+}
+
+/// Window 6: push died rejected when email was not listed; an edit adds email, whose standby
+/// walk hands the reminder on from that death and sends it. The hand-on is written on push's
+/// death first, so a redrive of push's dead letter is refused as for any death that fell back.
+#[tokio::test]
+async fn w4_6_a_redrive_of_a_death_the_walk_handed_on_is_refused() {
+    let w = Mem::new(test_config(), true);
+    let r = w.reminder("w46", &[Channel::Push]).await;
+    let sub = r.subscriber_id.clone();
+    let order = json!({"fallback": ["push", "email"]});
+    w.store.put_preferences(&sub, &prefs(order)).await.unwrap();
+    let push = message(&r, Channel::Push);
+    w.provider
+        .script_for(&push.delivery_key, [Answer::Permanent]);
+    w.enqueue(&push).await;
+    w.run(Channel::Push).await.unwrap();
+    let dead = w.record(&push.delivery_key).await.unwrap();
+    assert_eq!(dead.dead_reason(), Some(DeadReason::Rejected));
+    assert_eq!(dead.fallback_to(), None, "email was not listed");
+    let add = Edit {
+        recipients: Some(recipients(&[Channel::Push, Channel::Email])),
+        ..Edit::default()
+    };
+    let retention = Retention::default();
+    let Edited::Edited(v2) =
+        outbox::edit(&*w.store, &*w.ledger, &r.reminder_id, add, T0, retention)
+            .await
+            .unwrap()
+    else {
+        panic!("edit refused")
+    };
+    let email = message(&v2, Channel::Email);
+    w.enqueue(&email).await;
+    w.run(Channel::Email).await.unwrap();
+    assert_eq!(
+        w.provider.calls_for(&email.delivery_key),
+        1,
+        "email took over"
+    );
+    let redrive = Change::Redrive {
+        audit: RedriveAudit {
+            batch_id: "b1".into(),
+            operator: "op".into(),
+            note: String::new(),
+        },
+        reasons: BTreeSet::from([DeadReason::Rejected]),
+    };
+    let got = transition(&*w.ledger, None, redrive, &ctx(&r, Channel::Push, T0))
+        .await
+        .unwrap();
+    match got {
+        Written::Refused { refused, .. } => assert_eq!(refused.why, Why::FellBack(Channel::Email)),
+        other => panic!("push redriven after email served the reminder: {other:?}"),
+    }
+}
+
+/// Window 7: with `[push, email]`, push is claimed; the order is then reversed. Email is
+/// not the head for this reminder: it waits on push, and once push is delivered it is not
+/// needed. Before, email saw itself first in the order and was sent too.
+#[tokio::test]
+async fn w4_7_a_reorder_after_the_head_was_claimed_sends_one_channel() {
+    let w = Mem::new(test_config(), true);
+    let r = w.reminder("w47", &[Channel::Push, Channel::Email]).await;
+    let sub = r.subscriber_id.clone();
+    let order = json!({"fallback": ["push", "email"]});
+    w.store.put_preferences(&sub, &prefs(order)).await.unwrap();
+    let (push, email) = (message(&r, Channel::Push), message(&r, Channel::Email));
+    w.enqueue(&push).await;
+    w.run(Channel::Push).await.unwrap();
+    assert_eq!(
+        w.provider.calls_for(&push.delivery_key),
+        1,
+        "push delivered"
+    );
+    let reversed = json!({"fallback": ["email", "push"]});
+    w.store
+        .put_preferences(&sub, &prefs(reversed.clone()))
+        .await
+        .unwrap();
+    w.enqueue(&email).await;
+    drain(&w, Channel::Email).await;
+    assert_eq!(
+        w.provider.calls_for(&email.delivery_key),
+        0,
+        "one channel only"
+    );
+    // And while push is still in flight: email waits for it.
+    let r2 = w.reminder("w47b", &[Channel::Push, Channel::Email]).await;
+    let (push2, email2) = (message(&r2, Channel::Push), message(&r2, Channel::Email));
+    w.store
+        .put_preferences(&sub, &prefs(json!({"fallback": ["push", "email"]})))
+        .await
+        .unwrap();
+    claimed(&w.ledger, &r2, Channel::Push, w.clock.now()).await;
+    w.store
+        .put_preferences(&sub, &prefs(reversed.clone()))
+        .await
+        .unwrap();
+    w.enqueue(&email2).await;
+    let out = w.run(Channel::Email).await.unwrap();
+    assert!(matches!(
+        out.records[0].action,
+        reminders::consumer::Action::Hold { .. }
+    ));
+    assert_eq!(w.provider.calls_for(&email2.delivery_key), 0);
+    let _ = push2;
+}
+
+/// Window 8: a channel removed by one edit after it was enqueued, and listed again by the
+/// next, is refused (its delivery ends cancelled as edited away and its key can never send
+/// again) instead of being acknowledged and never sent.
+#[tokio::test]
+async fn w4_8_a_channel_removed_after_enqueue_cannot_be_listed_again() {
+    let w = Mem::new(test_config(), true);
+    let r = w.reminder("w48", &[Channel::Push, Channel::Email]).await;
+    let marked = w
+        .store
+        .mark(&r.reminder_id, r.payload_version, ReminderStatus::Enqueued)
+        .await
+        .unwrap();
+    assert_eq!(marked, reminders::ports::Marked::Marked);
+    let retention = Retention::default();
+    let only_push = Edit {
+        recipients: Some(recipients(&[Channel::Push])),
+        ..Edit::default()
+    };
+    let got = outbox::edit(
+        &*w.store,
+        &*w.ledger,
+        &r.reminder_id,
+        only_push,
+        T0,
+        retention,
+    )
+    .await
+    .unwrap();
+    assert!(matches!(got, Edited::Edited(_)), "{got:?}");
+    let both = Edit {
+        recipients: Some(recipients(&[Channel::Push, Channel::Email])),
+        ..Edit::default()
+    };
+    let got = outbox::edit(&*w.store, &*w.ledger, &r.reminder_id, both, T0, retention)
+        .await
+        .unwrap();
+    assert_eq!(got, Edited::Readded(Channel::Email));
+    // A channel never enqueued may come and go freely.
+    let r2 = w.reminder("w48b", &[Channel::Push, Channel::Email]).await;
+    let only_push = Edit {
+        recipients: Some(recipients(&[Channel::Push])),
+        ..Edit::default()
+    };
+    outbox::edit(
+        &*w.store,
+        &*w.ledger,
+        &r2.reminder_id,
+        only_push,
+        T0,
+        retention,
+    )
+    .await
+    .unwrap();
+    let both = Edit {
+        recipients: Some(recipients(&[Channel::Push, Channel::Email])),
+        ..Edit::default()
+    };
+    let got = outbox::edit(&*w.store, &*w.ledger, &r2.reminder_id, both, T0, retention)
+        .await
+        .unwrap();
+    assert!(matches!(got, Edited::Edited(_)), "{got:?}");
+}
