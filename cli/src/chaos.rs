@@ -5,12 +5,18 @@ use reminders::chaos::{self, Plant};
 
 /// The system checker: seeded worlds with faults everywhere, every delivery judged.
 ///
-/// Each world runs the real scheduler, consumer and redrive on in-memory ports, with faults
-/// at every port call, crashes, duplicate deliveries, concurrent workers, redrives, cancels
-/// and edits, and subscribers who opt out or set quiet hours mid-run; then every delivery is
-/// judged (never sent twice, none lost, nothing stale, early, after a cancel, to an
-/// opted-out channel or inside quiet hours, budgets kept, one DLQ copy per death). Exits non-zero, naming
-/// the seed to replay, if any world breaks one.
+/// Each world runs the real scheduler, consumer, redrive and events handler on in-memory
+/// ports, with faults at every port call, crashes, duplicate deliveries, concurrent workers,
+/// redrives of every reason (two at once, a cancel racing each), cancels, edits of every
+/// field (due time earlier, later and past the ledger's TTL, freshness, content, channels
+/// removed, added and added back, stale reminders), 410s that suppress an address, and
+/// subscribers who opt out, set quiet hours or set, reorder and clear fallback orders
+/// mid-run; then every delivery is judged (never sent twice, none lost or stranded, nothing
+/// stale, early, after a cancel, to an opted-out channel or inside quiet hours, never
+/// expired while the API's version was fresh, never a second channel of a fallback order
+/// after a first may have reached the person, every acknowledged added channel sent or
+/// explained, every settled transition with its event, budgets kept, one DLQ copy per
+/// death). Exits non-zero, naming the seed to replay, if any world breaks one.
 ///
 /// Example: remindctl chaos --seeds 300 --json
 #[derive(Debug, clap::Args)]
@@ -32,7 +38,9 @@ pub struct ChaosArgs {
     /// sends_after_cancel, double-dead-letters → extra_dlq_copies, forget-attempts →
     /// budget_exceeded, early-freshness → unjustified_endings, strip-dead-letter-reason →
     /// dead_without_copy, ignore-opt-outs → sent_while_opted_out, ignore-quiet-hours →
-    /// sent_in_quiet_hours.
+    /// sent_in_quiet_hours, drop-event → event_missing, drop-freshness-edit →
+    /// expired_while_fresh, drop-added-channels → acknowledged_change_ignored,
+    /// ignore-fallback-order → two_channels_sent, lose-fallback-messages → stranded.
     #[arg(long)]
     plant: Option<String>,
 }
@@ -111,5 +119,17 @@ fn print_human(t: &chaos::Tally) {
         t.quiet_holds,
         t.opted_out,
         t.expired_quiet_hours
+    );
+    println!(
+        "expired while fresh {}  two channels sent {}  stranded {}  acknowledged change ignored {}  event missing {}",
+        t.expired_while_fresh,
+        t.two_channels_sent,
+        t.stranded,
+        t.acknowledged_change_ignored,
+        t.event_missing
+    );
+    println!(
+        "({} edits applied, {} fallbacks taken, {} redrives, {} reorders, {} settled transitions)",
+        t.edits_applied, t.fallbacks_taken, t.redrives_executed, t.reorders, t.settled_transitions
     );
 }

@@ -3,9 +3,10 @@
 use std::collections::BTreeMap;
 
 use super::journal::{KeyFacts, PrefsWrite};
+use super::verdicts::{Seen, Unsettled};
 use super::world::World;
 use super::{SeedReport, Tally};
-use crate::clock::Timestamp;
+use crate::clock::{Clock, Timestamp};
 use crate::delivery::state::{DeliveryRecord, Status};
 use crate::domain::{Channel, DeadReason, DeliveryKey, DeliveryMessage, Reminder, ReminderStatus};
 use crate::ports::ReminderStore;
@@ -27,8 +28,18 @@ struct Verdict<'a> {
     cancel_requested: bool,
     max_attempts: u32,
     max_receive_count: u32,
-    /// The reminder's `fresh_until` as first written (it only ever moves later).
+    /// The earliest `fresh_until` any version of the reminder had.
     first_fresh_until: Timestamp,
+    /// If it did not settle, why.
+    unsettled: Unsettled,
+    /// `acknowledged_change_ignored` fired for it: not judged lost or stranded too.
+    ignored: bool,
+    /// A provider answered 410 for its address (on any reminder of the subscriber).
+    gone: bool,
+    /// A version of the reminder that landed did not list the channel.
+    edited_away: bool,
+    /// Its death handed on (`fallback_to`), or another channel of the reminder delivered.
+    served_elsewhere: bool,
     what: String,
 }
 
@@ -61,11 +72,29 @@ pub(super) async fn judge(world: &World, seed: u64) -> SeedReport {
             report.broken(|t| &mut t.lost, what);
         }
     }
+    super::verdicts::world_wide(world, &mut report);
+    let seen = Seen {
+        world,
+        ledger: &ledger,
+        facts: &facts,
+        prefs: &prefs,
+        now: world.clock.now(),
+    };
     for id in &world.ids {
         let Ok(Some(r)) = world.store.get(id).await else {
             report.broken(|t| &mut t.lost, format!("reminder {id} is gone"));
             continue;
         };
+        seen.expired_while_fresh(&r, &mut report);
+        seen.two_channels_sent(&r, &mut report);
+        let ignored = seen.acknowledged_change_ignored(&r, &mut report);
+        let landed = world.acks.landed_versions(id);
+        let first_fresh_until = landed
+            .iter()
+            .map(|l| l.fresh_until)
+            .min()
+            .unwrap_or(r.fresh_until)
+            .min(r.fresh_until);
         for channel in r.channels() {
             let key = DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, channel);
             let rec = ledger.get(&key);
@@ -84,12 +113,16 @@ pub(super) async fn judge(world: &World, seed: u64) -> SeedReport {
                 cancel_requested: cancels.contains(&r.reminder_id),
                 max_attempts: world.consumer_cfg.policy.max_attempts,
                 max_receive_count: world.shape.max_receive_count,
-                first_fresh_until: world
-                    .first_fresh_until
-                    .get(id)
-                    .copied()
-                    .unwrap_or(r.fresh_until)
-                    .min(r.fresh_until),
+                first_fresh_until,
+                unsettled: seen.unsettled(&r, channel),
+                ignored: ignored.contains(&key),
+                gone: world.journal.was_gone(&r.subscriber_id, channel),
+                edited_away: landed.iter().any(|l| !l.channels.contains(&channel)),
+                served_elsewhere: rec.is_some_and(|r| r.fallback_to().is_some())
+                    || Channel::ALL.into_iter().filter(|c| *c != channel).any(|c| {
+                        let k = DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, c);
+                        ledger.get(&k).map(DeliveryRecord::status) == Some(Status::Delivered)
+                    }),
                 what: describe(&key, channel, idempotent, rec, &r, copies, f),
             };
             v.judge(&mut report);
@@ -150,6 +183,7 @@ impl Verdict<'_> {
                 match self.rec.and_then(DeliveryRecord::dead_reason) {
                     Some(DeadReason::OptedOut) => t.opted_out += 1,
                     Some(DeadReason::ExpiredQuietHours) => t.expired_quiet_hours += 1,
+                    Some(DeadReason::Suppressed) => t.suppressed += 1,
                     _ => {}
                 }
                 true
@@ -181,8 +215,17 @@ impl Verdict<'_> {
             }
             _ => false,
         };
-        if !settled {
-            report.broken(|t| &mut t.lost, self.what.clone());
+        if !settled && !self.ignored {
+            match self.unsettled {
+                Unsettled::Waiting => {}
+                Unsettled::NotNeeded => report.tally.not_needed += 1,
+                Unsettled::Stranded { alarmed: true } => report.tally.stranded_alarmed += 1,
+                Unsettled::Stranded { alarmed: false } => {
+                    let what = format!("stranded in standby: {}", self.what);
+                    report.broken(|t| &mut t.stranded, what);
+                }
+                Unsettled::Lost => report.broken(|t| &mut t.lost, self.what.clone()),
+            }
         }
         if unexplained {
             let what = format!(
@@ -193,7 +236,9 @@ impl Verdict<'_> {
         }
         let cancelled = self.status() == Some(Status::Cancelled)
             || reminder_status == ReminderStatus::Cancelled;
-        if cancelled && !self.cancel_requested {
+        // An edit that took the channel away cancels its delivery (the consumer's answer to
+        // a message of a channel no longer listed).
+        if cancelled && !self.cancel_requested && !self.edited_away {
             let what = format!("cancelled with no cancel asked: {}", self.what);
             report.broken(|t| &mut t.unjustified_endings, what);
         }
@@ -233,6 +278,7 @@ impl Verdict<'_> {
             {
                 Some("expired_quiet_hours with no quiet hours on the channel")
             }
+            DeadReason::Suppressed if !self.gone => Some("suppressed with no 410 for the address"),
             _ => None,
         }
     }
@@ -254,7 +300,13 @@ impl Verdict<'_> {
             .rec
             .and_then(DeliveryRecord::dead_reason)
             .is_some_and(DeadReason::is_recipients_choice);
-        if self.status() == Some(Status::Dead) && c.of_current == 0 && current.is_some() && !choice
+        // A death another channel took over from, or whose reminder another channel served:
+        // redrive removes its copy as skipped (it never revives it).
+        if self.status() == Some(Status::Dead)
+            && c.of_current == 0
+            && current.is_some()
+            && !choice
+            && !self.served_elsewhere
         {
             report.broken(|t| &mut t.dead_without_copy, self.what.clone());
         }
@@ -389,7 +441,7 @@ fn classify(copies: &[Copy], deaths: &[Timestamp], current: Option<Timestamp>) -
 }
 
 impl SeedReport {
-    fn broken(&mut self, counter: impl FnOnce(&mut Tally) -> &mut u64, what: String) {
+    pub(super) fn broken(&mut self, counter: impl FnOnce(&mut Tally) -> &mut u64, what: String) {
         *counter(&mut self.tally) += 1;
         self.findings.push(what);
     }

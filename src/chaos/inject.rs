@@ -41,6 +41,8 @@ pub struct Dice {
     rates: Mutex<Rates>,
     calm: AtomicBool,
     injected: AtomicU64,
+    /// For plants that strike once a world.
+    struck: AtomicBool,
 }
 
 impl Dice {
@@ -50,6 +52,7 @@ impl Dice {
             rates: Mutex::new(rates),
             calm: AtomicBool::new(false),
             injected: AtomicU64::new(0),
+            struck: AtomicBool::new(false),
         }
     }
 
@@ -60,6 +63,11 @@ impl Dice {
 
     pub fn is_calm(&self) -> bool {
         self.calm.load(Ordering::SeqCst)
+    }
+
+    /// False the first time it is asked in a world, true after (a plant that strikes once).
+    pub fn once(&self) -> bool {
+        self.struck.swap(true, Ordering::SeqCst)
     }
 
     pub fn injected(&self) -> u64 {
@@ -177,7 +185,14 @@ pub struct Chaotic<T> {
     pub dice: Arc<Dice>,
     /// A planted bug of this adapter, if any.
     pub plant: Option<super::Plant>,
+    /// Keys whose messages [`super::Plant::LoseFallbackMessages`] loses.
+    losing: Mutex<std::collections::BTreeSet<DeliveryKey>>,
+    /// Told of every version of a reminder that lands (a reminders table's writes).
+    watch: Option<Watch>,
 }
+
+/// What a watched reminders adapter tells of each version that lands.
+pub type Watch = Arc<dyn Fn(&Reminder) + Send + Sync>;
 
 impl<T> Chaotic<T> {
     pub fn new(inner: T, dice: Arc<Dice>) -> Self {
@@ -185,6 +200,19 @@ impl<T> Chaotic<T> {
             inner,
             dice,
             plant: None,
+            losing: Mutex::default(),
+            watch: None,
+        }
+    }
+
+    pub fn watched(mut self, watch: Watch) -> Self {
+        self.watch = Some(watch);
+        self
+    }
+
+    fn landed(&self, r: &Reminder) {
+        if let Some(w) = &self.watch {
+            w(r);
         }
     }
 
@@ -209,8 +237,15 @@ impl<T: ReminderStore> ReminderStore for Chaotic<T> {
             .await
     }
     async fn insert(&self, r: &Reminder) -> Result<Inserted, PortError> {
+        let call = async {
+            let out = self.inner.insert(r).await;
+            if matches!(out, Ok(Inserted::Created)) {
+                self.landed(r);
+            }
+            out
+        };
         self.dice
-            .around(crate::ports::reminders::OP_INSERT, self.inner.insert(r))
+            .around(crate::ports::reminders::OP_INSERT, call)
             .await
     }
     async fn replace(
@@ -219,7 +254,21 @@ impl<T: ReminderStore> ReminderStore for Chaotic<T> {
         version: u64,
         status: ReminderStatus,
     ) -> Result<Marked, PortError> {
-        let call = self.inner.replace(r, version, status);
+        let planted = match self.plant {
+            Some(p @ (super::Plant::DropFreshnessEdit | super::Plant::DropAddedChannels)) => {
+                let stored = self.inner.get(&r.reminder_id).await?;
+                stored.map(|stored| super::surface::planted_write(p, &stored, r))
+            }
+            _ => None,
+        };
+        let r = planted.as_ref().unwrap_or(r);
+        let call = async {
+            let out = self.inner.replace(r, version, status).await;
+            if matches!(out, Ok(Marked::Marked)) {
+                self.landed(r);
+            }
+            out
+        };
         self.dice
             .around(crate::ports::reminders::OP_REPLACE, call)
             .await
@@ -294,6 +343,7 @@ impl<T: ReminderStore> ReminderStore for Chaotic<T> {
             match self.plant {
                 Some(super::Plant::IgnoreOptOuts) => p.opted_out.clear(),
                 Some(super::Plant::IgnoreQuietHours) => p.quiet_hours.clear(),
+                Some(super::Plant::IgnoreFallbackOrder) => p.fallback.clear(),
                 _ => {}
             }
         }
@@ -382,7 +432,8 @@ impl<T: DeliveryQueue> DeliveryQueue for Chaotic<T> {
     ) -> Result<Vec<SendFailure>, PortError> {
         // A partial failure: SQS answers some entries failed, and sends the others.
         let (mut sent, mut failed) = (Vec::new(), Vec::new());
-        for m in messages {
+        let messages = self.lose_fallbacks(messages);
+        for m in &messages {
             if self.dice.strikes(|r| r.fail_before / 2.0) {
                 failed.push(SendFailure {
                     entry_id: m.entry_id.clone(),
@@ -427,6 +478,7 @@ impl<T: DeliveryQueue> DeliveryQueue for Chaotic<T> {
             .dice
             .around(crate::ports::queue::OP_RECEIVE, call)
             .await?;
+        let got = self.lose_standbys(channel, got).await;
         // At least once: sometimes a message also goes out again, as a second copy that
         // another worker may take while this one works on the first.
         for m in &got {
@@ -445,6 +497,48 @@ impl<T: DeliveryQueue> DeliveryQueue for Chaotic<T> {
         self.dice
             .around(crate::ports::queue::OP_DEPTH, self.inner.depth(channel))
             .await
+    }
+}
+
+impl<T: DeliveryQueue> Chaotic<T> {
+    /// [`super::Plant::LoseFallbackMessages`]: a fallback's message is answered sent and
+    /// dropped, and its key remembered.
+    fn lose_fallbacks(&self, messages: &[OutgoingMessage]) -> Vec<OutgoingMessage> {
+        if self.plant != Some(super::Plant::LoseFallbackMessages) {
+            return messages.to_vec();
+        }
+        let mut kept = Vec::new();
+        for m in messages {
+            match crate::domain::DeliveryMessage::decode(&m.body) {
+                Ok(msg) if msg.fallback_from.is_some() => {
+                    crate::ports::faults::lock(&self.losing).insert(msg.delivery_key);
+                }
+                _ => kept.push(m.clone()),
+            }
+        }
+        kept
+    }
+
+    /// ... and any message of a remembered key that comes back is deleted unseen.
+    async fn lose_standbys(
+        &self,
+        channel: Channel,
+        got: Vec<ReceivedMessage>,
+    ) -> Vec<ReceivedMessage> {
+        if self.plant != Some(super::Plant::LoseFallbackMessages) {
+            return got;
+        }
+        let mut kept = Vec::new();
+        for m in got {
+            let key = crate::domain::DeliveryMessage::decode(&m.body).map(|m| m.delivery_key);
+            let lost = key.is_ok_and(|k| crate::ports::faults::lock(&self.losing).contains(&k));
+            if lost {
+                let _ = self.inner.delete(channel, &m.receipt_handle).await;
+            } else {
+                kept.push(m);
+            }
+        }
+        kept
     }
 }
 

@@ -84,6 +84,34 @@ pub struct KeyFacts {
     pub channel: Option<crate::domain::Channel>,
     /// ... and the breaker was still open when the delivery died of spent attempts.
     pub died_while_open: bool,
+    /// Every provider call, in order: what the checker needs to say whether one may have
+    /// reached the person before another channel's.
+    pub sends: Vec<SendFact>,
+    /// Writes into `expired` (from another status), with their order number.
+    pub expiries: Vec<(u64, Timestamp)>,
+    /// A death of this delivery handed the reminder on (`fallback_to`).
+    pub fell_back: bool,
+}
+
+/// One provider call for a key.
+#[derive(Debug, Clone, Copy)]
+pub struct SendFact {
+    /// Its order among claims, preference writes and acknowledgments.
+    pub seq: u64,
+    pub at: Timestamp,
+    /// The claim it was made under (as the journal last saw one land).
+    pub claim: Option<u64>,
+    /// `Some(false)` when the provider answered a definite refusal (a 429, a 5xx, a
+    /// permanent reject, a 410); `Some(true)` when it accepted or the answer was lost;
+    /// `None` when the call never got an answer (its invocation stopped): may have been sent.
+    pub reached: Option<bool>,
+}
+
+impl SendFact {
+    /// Whether this call may have reached the person, as the system can know.
+    pub fn may_have_reached(&self) -> bool {
+        self.reached != Some(false)
+    }
 }
 
 impl KeyFacts {
@@ -104,6 +132,9 @@ pub struct PrefsWrite {
 
 pub struct Journal {
     keys: Mutex<BTreeMap<DeliveryKey, KeyFacts>>,
+    /// Channels of a subscriber (whose reminders share its addresses) a provider answered
+    /// 410 for.
+    gone: Mutex<std::collections::BTreeSet<(SubscriberId, Channel)>>,
     /// Every preferences write, per subscriber, oldest first.
     prefs: Mutex<BTreeMap<SubscriberId, Vec<PrefsWrite>>>,
     /// Orders claims and preference writes.
@@ -116,13 +147,16 @@ impl Journal {
     pub fn new(gate: Arc<crate::ports::MemoryGate>) -> Self {
         Self {
             keys: Mutex::default(),
+            gone: Mutex::default(),
             prefs: Mutex::default(),
             seq: AtomicU64::new(0),
             gate,
         }
     }
 
-    fn next_seq(&self) -> u64 {
+    /// The next order number (claims, preference writes, provider calls, expiries and the
+    /// API's acknowledgments share one order).
+    pub fn next_seq(&self) -> u64 {
         self.seq.fetch_add(1, Ordering::SeqCst)
     }
 
@@ -185,8 +219,9 @@ impl Journal {
         subscriber: Option<&SubscriberId>,
         now: Timestamp,
         fresh_until: Timestamp,
-    ) {
+    ) -> usize {
         let claimed = self.with(key, |k| k.claimed);
+        let seq = self.next_seq();
         // Judged only when every version the consumer may have read says so: a change after
         // the claim is in flight, as a cancel after the claim is.
         let (opted_out, quiet) = match (subscriber, claimed) {
@@ -211,7 +246,39 @@ impl Journal {
             let after_cancel = k.cancelled_at.is_some() || k.cancel_answered_at.is_some();
             k.sends_after_cancel += u32::from(after_cancel);
             k.sends_after_delivered += u32::from(k.delivered_at.is_some());
+            k.sends.push(SendFact {
+                seq,
+                at: now,
+                claim: claimed,
+                reached: None,
+            });
+            k.sends.len() - 1
+        })
+    }
+
+    /// The provider answered call `n` of `key`: whether it may have reached the person.
+    pub fn answered(&self, key: &DeliveryKey, n: usize, reached: bool) {
+        self.with(key, |k| {
+            if let Some(s) = k.sends.get_mut(n) {
+                s.reached = Some(reached);
+            }
         });
+    }
+
+    /// The provider answered 410 for `subscriber`'s address on `channel`.
+    pub fn gone(&self, subscriber: Option<&SubscriberId>, channel: Channel) {
+        if let Some(s) = subscriber {
+            lock(&self.gone).insert((s.clone(), channel));
+        }
+    }
+
+    /// Whether a provider ever answered 410 for that address.
+    pub fn was_gone(&self, subscriber: &SubscriberId, channel: Channel) -> bool {
+        lock(&self.gone).contains(&(subscriber.clone(), channel))
+    }
+
+    pub fn gone_answers(&self) -> u64 {
+        lock(&self.gone).len() as u64
     }
 
     /// A message with this key was received from its channel's queue.
@@ -264,7 +331,14 @@ impl Journal {
             && (from != Status::Sending
                 || before.and_then(DeliveryRecord::lease_token) != after.lease_token());
         let seq = claim.then(|| self.next_seq());
+        let expiry = (to == Status::Expired && from != Status::Expired).then(|| self.next_seq());
         self.with(after.key(), |k| {
+            if let Some(e) = expiry {
+                k.expiries.push((e, now));
+            }
+            if to == Status::Dead && after.fallback_to().is_some() && !k.fell_back {
+                k.fell_back = true;
+            }
             if seq.is_some() {
                 k.claimed = seq;
             }
@@ -372,13 +446,27 @@ fn unjustified_death(k: &KeyFacts, dead: &DeliveryRecord) -> Option<String> {
 pub struct Observed<C> {
     pub inner: Arc<MemoryLedger>,
     pub journal: Arc<Journal>,
+    /// The ledger's stream, which the world's events function reads.
+    pub tap: Arc<super::events::Tap>,
     pub clock: C,
     pub plant: Option<Plant>,
+    /// How long after its TTL an item is deleted.
+    pub ttl_lag_secs: i64,
+}
+
+impl<C: Clock> Observed<C> {
+    /// The item as the system can read it: DynamoDB's TTL deletes an item some time after
+    /// its `expires_at` (the world's lag), and then it is gone for every reader. (The memory
+    /// ledger keeps it, for the checker.)
+    fn alive(&self, r: Option<DeliveryRecord>) -> Option<DeliveryRecord> {
+        let now = self.clock.now().as_millis().div_euclid(1000);
+        r.filter(|r| r.expires_at().saturating_add(self.ttl_lag_secs) >= now)
+    }
 }
 
 impl<C: Clock> Ledger for Observed<C> {
     async fn get(&self, key: &DeliveryKey) -> Result<Option<DeliveryRecord>, PortError> {
-        let got = self.inner.get(key).await?;
+        let got = self.alive(self.inner.get(key).await?);
         Ok(match self.plant {
             Some(Plant::ForgetAttempts) => got.map(forget_attempts),
             _ => got,
@@ -387,29 +475,39 @@ impl<C: Clock> Ledger for Observed<C> {
 
     async fn put_if(&self, record: &DeliveryRecord, expected: Expected) -> Result<Cas, PortError> {
         // The memory ledger answers without yielding: nothing runs between this read and the
-        // write.
-        let before = self.inner.get(record.key()).await?;
+        // write. The condition is judged here, against the item as it lives (past its TTL it
+        // is gone), and the write then replaces whatever the memory ledger still keeps.
+        let stored = self.inner.get(record.key()).await?;
+        let before = self.alive(stored.clone());
         let expected = match self.plant {
             Some(Plant::UnfencedLedger) => Expected::of(before.as_ref()),
             _ => expected,
         };
-        let dropped = self.plant == Some(Plant::LostCancel)
-            && record.status() == Status::Cancelled
-            && expected.holds_for(before.as_ref());
+        let holds = expected.holds_for(before.as_ref());
+        let dropped =
+            self.plant == Some(Plant::LostCancel) && record.status() == Status::Cancelled && holds;
         if dropped {
             return Ok(Cas::Applied);
         }
-        let answer = self.inner.put_if(record, expected).await?;
+        if !holds {
+            return Ok(Cas::Conflict(before.map(|cur| {
+                let cur = match self.plant {
+                    Some(Plant::ForgetAttempts) => forget_attempts(cur),
+                    _ => cur,
+                };
+                Box::new(cur)
+            })));
+        }
+        let answer = self
+            .inner
+            .put_if(record, Expected::of(stored.as_ref()))
+            .await?;
         if answer == Cas::Applied {
             self.journal
                 .landed(before.as_ref(), record, self.clock.now());
+            self.tap.landed(before.as_ref(), record);
         }
-        Ok(match answer {
-            Cas::Conflict(Some(cur)) if self.plant == Some(Plant::ForgetAttempts) => {
-                Cas::Conflict(Some(Box::new(forget_attempts(*cur))))
-            }
-            answer => answer,
-        })
+        Ok(answer)
     }
 }
 

@@ -14,15 +14,19 @@
 //! hour of a world takes milliseconds, and one seed gives one run.
 
 mod check;
+mod events;
 pub mod inject;
 pub mod journal;
 pub mod provider;
 mod subscribers;
+mod surface;
+mod tally;
+mod verdicts;
 mod world;
 
 use std::time::Duration;
 
-use serde::Serialize;
+pub use tally::Tally;
 
 use crate::clock::{Clock, Timestamp};
 
@@ -60,10 +64,25 @@ pub enum Plant {
     IgnoreOptOuts,
     /// The reminders adapter reads a subscriber's preferences without their quiet hours.
     IgnoreQuietHours,
+    /// The events bus adapter answers the world's first event published and never sends it.
+    DropEvent,
+    /// The reminders adapter writes an edit without a change of `fresh_until` alone (an
+    /// update expression that sets it only with the due time): the API acknowledges a
+    /// freshness the pipeline never reads.
+    DropFreshnessEdit,
+    /// The reminders adapter writes an edit without the channels it adds (only the
+    /// recipients the stored item already has): the API acknowledges channels never stored.
+    DropAddedChannels,
+    /// The reminders adapter reads a subscriber's preferences without their fallback order:
+    /// every channel goes at once.
+    IgnoreFallbackOrder,
+    /// The queue adapter loses a fallback's message, and the standby channel's own message
+    /// of the same delivery when it next comes back.
+    LoseFallbackMessages,
 }
 
 impl Plant {
-    pub const ALL: [Plant; 14] = [
+    pub const ALL: [Plant; 19] = [
         Plant::AckBeforeOutcome,
         Plant::IgnoreRetryAfter,
         Plant::UnfencedLedger,
@@ -78,6 +97,11 @@ impl Plant {
         Plant::StripDeadLetterReason,
         Plant::IgnoreOptOuts,
         Plant::IgnoreQuietHours,
+        Plant::DropEvent,
+        Plant::DropFreshnessEdit,
+        Plant::DropAddedChannels,
+        Plant::IgnoreFallbackOrder,
+        Plant::LoseFallbackMessages,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -96,6 +120,11 @@ impl Plant {
             Plant::StripDeadLetterReason => "strip-dead-letter-reason",
             Plant::IgnoreOptOuts => "ignore-opt-outs",
             Plant::IgnoreQuietHours => "ignore-quiet-hours",
+            Plant::DropEvent => "drop-event",
+            Plant::DropFreshnessEdit => "drop-freshness-edit",
+            Plant::DropAddedChannels => "drop-added-channels",
+            Plant::IgnoreFallbackOrder => "ignore-fallback-order",
+            Plant::LoseFallbackMessages => "lose-fallback-messages",
         }
     }
 
@@ -116,113 +145,16 @@ impl Plant {
             Plant::StripDeadLetterReason => "dead_without_copy",
             Plant::IgnoreOptOuts => "sent_while_opted_out",
             Plant::IgnoreQuietHours => "sent_in_quiet_hours",
+            Plant::DropEvent => "event_missing",
+            Plant::DropFreshnessEdit => "expired_while_fresh",
+            Plant::DropAddedChannels => "acknowledged_change_ignored",
+            Plant::IgnoreFallbackOrder => "two_channels_sent",
+            Plant::LoseFallbackMessages => "stranded",
         }
     }
 
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|p| p.name() == s)
-    }
-}
-
-/// What a set of worlds came to: [`Tally::broken`] sums the fields that count broken promises
-/// (each must be 0); the others describe the worlds.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Tally {
-    pub seeds: u64,
-    pub deliveries: u64,
-    /// How the deliveries ended (a world where nothing is delivered is not green by default).
-    pub delivered: u64,
-    pub expired: u64,
-    pub cancelled: u64,
-    pub dead: u64,
-    /// Of the dead: the recipient's choice (no DLQ copy), by reason.
-    pub opted_out: u64,
-    pub expired_quiet_hours: u64,
-    /// Times a delivery was held until its channel's quiet hours ended.
-    pub quiet_holds: u64,
-    /// Preferences written mid-run (opt-outs, quiet hours, either lifted).
-    pub preference_changes: u64,
-    pub faults_injected: u64,
-    /// Deliveries that ended neither delivered, dead with a reason, expired nor cancelled.
-    pub lost: u64,
-    /// Sent again after the ledger recorded the delivery, or accepted twice by a provider
-    /// that ignores idempotency keys without an operator having accepted that risk.
-    pub duplicated: u64,
-    /// Deliveries the ledger flags as possibly sent (dead/ambiguous), or sent twice after an
-    /// operator redrove them out of `ambiguous` with `accept_duplicates`.
-    pub flagged_ambiguous: u64,
-    pub stale_sends: u64,
-    pub early_sends: u64,
-    pub sends_after_cancel: u64,
-    /// Provider calls for a channel the subscriber opted out of before the delivery's claim
-    /// (and had not opted back in by the call).
-    pub sent_while_opted_out: u64,
-    /// Provider calls at an instant inside the channel's quiet hours in force at the claim.
-    pub sent_in_quiet_hours: u64,
-    pub dead_without_copy: u64,
-    /// DLQ copies telling of a death other than the delivery's one (a copy per message seen,
-    /// a stale copy with a new `dead_at`): what would make a reader count deaths twice.
-    pub extra_dlq_copies: u64,
-    /// Copies of one death made twice, because a worker stopped between sending the copy and
-    /// recording it (standard SQS cannot deduplicate): same key, same `dead_at`: `dlq summary`
-    /// counts them as one death, and the ledger keeps a redrive of both single. Reported, not
-    /// a broken promise.
-    pub duplicate_copies: u64,
-    /// Made `ready` by a redrive run that stopped before re-enqueueing: the copy of its last
-    /// death is still in the DLQ, and the next redrive of its reason resends it. Reported.
-    pub awaiting_redrive: u64,
-    /// Copies of an earlier death, since redriven, left because a redrive run stopped between
-    /// its re-enqueue and its delete; a later run skips them. Reported.
-    pub stale_copies: u64,
-    pub budget_exceeded: u64,
-    /// Endings without their cause: cancelled with no cancel asked, dead as `rejected` with no
-    /// permanent answer, `attempts_exhausted` or `throttle_exhausted` with budget left, a data
-    /// error on a valid reminder.
-    pub unjustified_endings: u64,
-}
-
-impl Tally {
-    pub fn broken(&self) -> u64 {
-        self.lost
-            + self.duplicated
-            + self.stale_sends
-            + self.early_sends
-            + self.sends_after_cancel
-            + self.sent_while_opted_out
-            + self.sent_in_quiet_hours
-            + self.dead_without_copy
-            + self.extra_dlq_copies
-            + self.budget_exceeded
-            + self.unjustified_endings
-    }
-
-    pub fn add(&mut self, o: &Tally) {
-        self.seeds += o.seeds;
-        self.deliveries += o.deliveries;
-        self.delivered += o.delivered;
-        self.expired += o.expired;
-        self.cancelled += o.cancelled;
-        self.dead += o.dead;
-        self.opted_out += o.opted_out;
-        self.expired_quiet_hours += o.expired_quiet_hours;
-        self.quiet_holds += o.quiet_holds;
-        self.preference_changes += o.preference_changes;
-        self.unjustified_endings += o.unjustified_endings;
-        self.faults_injected += o.faults_injected;
-        self.lost += o.lost;
-        self.duplicated += o.duplicated;
-        self.flagged_ambiguous += o.flagged_ambiguous;
-        self.stale_sends += o.stale_sends;
-        self.early_sends += o.early_sends;
-        self.sends_after_cancel += o.sends_after_cancel;
-        self.sent_while_opted_out += o.sent_while_opted_out;
-        self.sent_in_quiet_hours += o.sent_in_quiet_hours;
-        self.dead_without_copy += o.dead_without_copy;
-        self.extra_dlq_copies += o.extra_dlq_copies;
-        self.duplicate_copies += o.duplicate_copies;
-        self.stale_copies += o.stale_copies;
-        self.awaiting_redrive += o.awaiting_redrive;
-        self.budget_exceeded += o.budget_exceeded;
     }
 }
 

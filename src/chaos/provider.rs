@@ -26,6 +26,8 @@ pub struct Misbehaviour {
     pub accept_then_drop: f64,
     /// Accepted only after the caller gave up (past its timeout, possibly past the lease).
     pub slow: f64,
+    /// `410 Gone`: the address is dead (the consumer suppresses it).
+    pub gone: f64,
 }
 
 /// Every channel's provider is one partition.
@@ -124,8 +126,28 @@ impl Provider for ChaosProvider {
         let now = self.clock.now();
         let (fresh_until, subscriber) = self.owner(key).await;
         let channel = request.recipient.channel();
-        self.journal
+        let n = self
+            .journal
             .send_started(key, channel, subscriber.as_ref(), now, fresh_until);
+        let outcome = self.answer(request, now).await;
+        let refused = matches!(
+            outcome,
+            Outcome::Throttled { .. }
+                | Outcome::Transient { .. }
+                | Outcome::Permanent { .. }
+                | Outcome::Gone { .. }
+        );
+        if matches!(outcome, Outcome::Gone { .. }) {
+            self.journal.gone(subscriber.as_ref(), channel);
+        }
+        self.journal.answered(key, n, !refused);
+        outcome
+    }
+}
+
+impl ChaosProvider {
+    async fn answer(&self, request: &SendRequest, now: Timestamp) -> Outcome {
+        let key = &request.delivery_key;
         tokio::time::sleep(Duration::from_millis(self.dice.range(20, 800))).await;
         let m = self.misbehaviour;
         if self.strikes(m.throttle) {
@@ -148,6 +170,13 @@ impl Provider for ChaosProvider {
             self.journal.permanent(key);
             return Outcome::Permanent {
                 error: "http_400".into(),
+            };
+        }
+        if self.strikes(m.gone) {
+            self.journal.permanent(key);
+            return Outcome::Gone {
+                error: "http_410".into(),
+                source: crate::domain::SuppressionSource::Http410,
             };
         }
         if self.strikes(m.slow) {

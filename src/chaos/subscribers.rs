@@ -1,6 +1,7 @@
 //! Subscribers who change their minds mid-run: at random moments of the first 25 minutes
-//! (while the world's reminders fall due) one opts out of a channel or back in, or sets,
-//! moves or lifts a channel's quiet hours. Windows are local times in a real IANA zone (a
+//! (while the world's reminders fall due) one opts out of a channel or back in, sets, moves
+//! or lifts a channel's quiet hours, or sets, reorders or clears a fallback order of two or
+//! three channels. Windows are local times in a real IANA zone (a
 //! 30- and a 45-minute offset among them), placed around the subscriber's local clock at the
 //! write so the world's clock crosses them. Each write goes through
 //! [`ReminderStore::put_preferences`] on the world's store, as the API would, and into the
@@ -34,7 +35,7 @@ const ZONES: [&str; 6] = [
 /// The subscribers of the world's reminders (`s-0` to `s-2`) change their preferences.
 pub(super) async fn change_their_minds(world: Arc<World>, seed: u64) {
     let mut rng = StdRng::seed_from_u64(seed ^ 0x5_ab5c);
-    let changes = rng.random_range(1..8);
+    let changes = rng.random_range(1..10);
     let mut at: Vec<u64> = (0..changes)
         .map(|_| rng.random_range(0..CHANGES_WITHIN.as_secs()))
         .collect();
@@ -50,7 +51,10 @@ pub(super) async fn change_their_minds(world: Arc<World>, seed: u64) {
         let mut prefs = current.get(&subscriber).cloned().unwrap_or_default();
         let channel = Channel::ALL[rng.random_range(0..3)];
         let now = world.clock.now();
-        if rng.random_bool(0.5) {
+        let draw = rng.random_range(0..10);
+        if draw < 4 {
+            prefs.fallback = order(&prefs.fallback, &mut rng);
+        } else if draw < 7 {
             if !prefs.opted_out.remove(&channel) {
                 prefs.opted_out.insert(channel);
             }
@@ -67,6 +71,28 @@ pub(super) async fn change_their_minds(world: Arc<World>, seed: u64) {
         {
             world.journal.preferences_written(&subscriber, &prefs, now);
             current.insert(subscriber, prefs);
+        }
+    }
+}
+
+/// The next fallback order: none made one of two or three channels; one is reordered
+/// (another order of as many) or, now and then, cleared or grown to a chain of three.
+fn order(current: &[Channel], rng: &mut StdRng) -> Vec<Channel> {
+    let mut all = Channel::ALL.to_vec();
+    for i in (1..all.len()).rev() {
+        all.swap(i, rng.random_range(0..=i));
+    }
+    match current.len() {
+        0 => all[..rng.random_range(2..4)].to_vec(),
+        _ if rng.random_bool(0.25) => Vec::new(),
+        n => {
+            let n = if rng.random_bool(0.3) { 3 } else { n };
+            let next = all[..n].to_vec();
+            if next == current {
+                next.into_iter().rev().collect()
+            } else {
+                next
+            }
         }
     }
 }

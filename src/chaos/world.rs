@@ -12,28 +12,32 @@ use rand::{RngExt, SeedableRng};
 use tokio::task::JoinSet;
 
 use super::check;
+use super::events::Tap;
 use super::inject::{invoke, Chaotic, Dice, Rates};
 use super::journal::{Journal, Observed};
 use super::provider::{ChaosProvider, Misbehaviour};
+use super::surface::Acks;
 use super::{Plant, SeedReport, VirtualClock};
 use crate::clock::{Clock, Timestamp};
 use crate::consumer::event::{arn_for_url, to_sqs_event};
 use crate::consumer::{Consumer, ConsumerConfig};
 use crate::domain::{
-    Channel, Content, DeadReason, DeliveryKey, NewReminder, PerChannel, Recipient, Reminder,
-    ReminderId, Retention, SubscriberId,
+    Channel, Content, DeliveryKey, NewReminder, PerChannel, Recipient, Reminder, ReminderId,
+    Retention, SubscriberId,
 };
-use crate::outbox::{self, Edit};
+use crate::outbox;
 use crate::ports::{
-    DeliveryQueue, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet,
+    DeliveryQueue, MemoryBus, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet,
     StaleHandles,
 };
-use crate::redrive::{RedriveConfig, RedriveRequest, Redriver};
 use crate::scheduler::{Scheduler, SchedulerConfig};
 
-const EPOCH: Timestamp = Timestamp::from_millis(1_700_000_000_000);
+/// The world's retention: past `fresh_until`, a ledger item lives this long.
+const RETENTION: Duration = Duration::from_secs(2 * 3600);
+
+pub(super) const EPOCH: Timestamp = Timestamp::from_millis(1_700_000_000_000);
 /// How long faults strike; then the world must settle.
-const CHAOS: Duration = Duration::from_secs(40 * 60);
+pub(super) const CHAOS: Duration = Duration::from_secs(40 * 60);
 /// Settled by then, or what is left is lost.
 const SETTLE_BY: Duration = Duration::from_secs(12 * 3600);
 const FUNCTION_TIMEOUT: Duration = Duration::from_secs(30);
@@ -63,6 +67,8 @@ pub(super) struct Shape {
     pub stale_handles: StaleHandles,
     /// Two operators redrive at once.
     pub twin_redrive: bool,
+    /// How long after its TTL the ledger's items go (DynamoDB deletes them some time after).
+    pub ttl_lag_secs: i64,
 }
 
 impl Shape {
@@ -82,6 +88,7 @@ impl Shape {
             permanent: rate(0.03),
             accept_then_drop: rate(0.08),
             slow: rate(0.05),
+            gone: rate(0.04),
         };
         Self {
             reminders: rng.random_range(4..16),
@@ -101,6 +108,7 @@ impl Shape {
                 StaleHandles::Ignored
             },
             twin_redrive: rng.random_bool(0.3),
+            ttl_lag_secs: rng.random_range(0..600),
         }
     }
 }
@@ -117,15 +125,23 @@ pub(super) struct World {
     pub urls: PerChannel<String>,
     pub ids: Vec<ReminderId>,
     pub owners: Arc<Mutex<BTreeMap<DeliveryKey, ReminderId>>>,
-    /// Each reminder's `fresh_until` as first written: redrives and edits only move it later,
-    /// so an expiry before it was unjustified whatever came after.
-    pub first_fresh_until: BTreeMap<ReminderId, Timestamp>,
     /// Invalid items written mid-run: each must end quarantined.
     pub invalid_ids: Mutex<BTreeSet<ReminderId>>,
     /// Reminders the operator asked to cancel (whether or not the cancel went through).
     pub cancel_requests: Mutex<BTreeSet<ReminderId>>,
     pub consumer_cfg: ConsumerConfig,
     pub plant: Option<Plant>,
+    /// Short, so that edits of hours outrun a delivery's proof on the ledger (whose TTL the
+    /// ledger adapter plays).
+    pub retention: Retention,
+    pub acks: Arc<Acks>,
+    /// Each reminder's `fresh_until` as created (by index of `ids`).
+    pub fresh_at_start: Vec<Timestamp>,
+    pub counts: super::surface::Counts,
+    pub tap: Arc<Tap>,
+    pub bus: Arc<MemoryBus>,
+    /// Per channel: what the consumer's alarmed metrics counted (invariant errors, panics).
+    pub alarms: Mutex<BTreeMap<Channel, u64>>,
 }
 
 pub(super) async fn run(seed: u64, plant: Option<Plant>) -> SeedReport {
@@ -155,10 +171,18 @@ fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
         .with_stale_handles(shape.stale_handles);
     let queue = Arc::new(queue);
     let owners = Arc::new(Mutex::new(BTreeMap::new()));
+    let retention = Retention(RETENTION);
     let consumer_cfg = ConsumerConfig {
         max_receive_count: shape.max_receive_count,
         emit_metrics: false,
+        retention,
         ..ConsumerConfig::default()
+    };
+    let tap = Arc::new(Tap::default());
+    let acks = Arc::new(Acks::default());
+    let watch = {
+        let (acks, journal) = (acks.clone(), journal.clone());
+        Arc::new(move |r: &Reminder| acks.landed(&journal, r))
     };
     let provider = |channel: Channel| {
         Arc::new(ChaosProvider {
@@ -174,21 +198,26 @@ fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
             plant,
         })
     };
-    let chaotic = |inner| Arc::new(Chaotic::new(inner, dice.clone()));
     let ports = PortSet {
         clock,
-        reminders: Arc::new(Chaotic::new(store.clone(), dice.clone()).planted(plant)),
+        reminders: Arc::new(
+            Chaotic::new(store.clone(), dice.clone())
+                .planted(plant)
+                .watched(watch),
+        ),
         ledger: Arc::new(Chaotic::new(
             Observed {
                 inner: ledger.clone(),
                 journal: journal.clone(),
+                tap: tap.clone(),
                 clock,
                 plant,
+                ttl_lag_secs: shape.ttl_lag_secs,
             },
             dice.clone(),
         )),
         gate: Arc::new(Chaotic::new(gate.clone(), dice.clone()).planted(plant)),
-        queue: chaotic(queue),
+        queue: Arc::new(Chaotic::new(queue, dice.clone()).planted(plant)),
         dead_letters: Arc::new(Chaotic::new(dlq.clone(), dice.clone()).planted(plant)),
         providers: PerChannel::from_fn(provider),
     };
@@ -204,11 +233,17 @@ fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
         urls: PerChannel::from_fn(|c| format!("http://chaos/000000000000/reminders-{c}")),
         ids: Vec::new(),
         owners,
-        first_fresh_until: BTreeMap::new(),
         invalid_ids: Mutex::new(BTreeSet::new()),
         cancel_requests: Mutex::new(BTreeSet::new()),
         consumer_cfg,
         plant,
+        retention,
+        acks,
+        fresh_at_start: Vec::new(),
+        counts: super::surface::Counts::default(),
+        tap,
+        bus: Arc::new(MemoryBus::default()),
+        alarms: Mutex::default(),
     }
 }
 
@@ -222,7 +257,7 @@ fn outage(seed: u64, channel: Channel) -> (Timestamp, Timestamp) {
     (from, from.plus(length))
 }
 
-fn recipient(channel: Channel, i: u32) -> Recipient {
+pub(super) fn recipient(channel: Channel, i: u32) -> Recipient {
     let raw = match channel {
         Channel::Push => format!("device-{i:08}"),
         Channel::Email => format!("person{i}@example.com"),
@@ -255,17 +290,16 @@ async fn seed_reminders(world: &mut World, rng: &mut StdRng) {
                 subject: "Reminder".into(),
                 body: "v1".into(),
             },
-            recipients: channels.iter().map(|c| recipient(*c, i)).collect(),
+            recipients: channels.iter().map(|c| recipient(*c, i % 3)).collect(),
         };
-        let Ok(r) = Reminder::new(new, Duration::from_secs(3600), Retention::default().0) else {
+        let Ok(r) = Reminder::new(new, Duration::from_secs(3600), world.retention.0) else {
             continue;
         };
         own(world, &r);
         if world.store.insert(&r).await.is_ok() {
+            super::surface::created(world, &r);
+            world.fresh_at_start.push(r.fresh_until);
             ids.push(r.reminder_id.clone());
-            world
-                .first_fresh_until
-                .insert(r.reminder_id.clone(), r.fresh_until);
         }
     }
     world.ids = ids;
@@ -292,21 +326,36 @@ fn start(world: &Arc<World>, tasks: &mut JoinSet<()>, seed: u64) {
                 world.consumer_cfg.clone(),
                 world.urls.clone(),
                 seed ^ (u64::from(n) << 8) ^ channel as u64,
-            );
+            )
+            .with_suppression_key(Some(suppression_key()));
             tasks.spawn_local(event_source(world.clone(), consumer, channel));
         }
     }
-    tasks.spawn_local(redrives(world.clone(), seed));
+    tasks.spawn_local(super::surface::redrives(world.clone(), seed));
     if world.shape.twin_redrive {
-        tasks.spawn_local(redrives(world.clone(), seed ^ 0x7317));
+        tasks.spawn_local(super::surface::redrives(world.clone(), seed ^ 0x7317));
     }
-    tasks.spawn_local(operator(world.clone(), seed));
+    tasks.spawn_local(super::surface::operator(world.clone(), seed));
+    tasks.spawn_local(super::surface::application(world.clone(), seed));
+    let bus = Arc::new(Chaotic::new(world.bus.clone(), world.dice.clone()).planted(world.plant));
+    tasks.spawn_local(super::events::stream_to_bus(world.tap.clone(), bus));
     tasks.spawn_local(super::subscribers::change_their_minds(world.clone(), seed));
+}
+
+/// Suppressions are kept in every world: a 410 suppresses the address.
+fn suppression_key() -> crate::providers::secret::SuppressionKeySource {
+    let key = crate::domain::SuppressionKey::new(b"chaos-suppression-key".to_vec())
+        .unwrap_or_else(|_| unreachable!("a key of 21 bytes"));
+    crate::providers::secret::SuppressionKeySource::Fixed(key)
 }
 
 /// EventBridge Scheduler: a run every minute (a twin runs off-beat, as a double schedule).
 async fn schedule(world: Arc<World>, n: u64) {
-    let scheduler = Scheduler::new(world.ports.clone(), SchedulerConfig::default());
+    let cfg = SchedulerConfig {
+        retention: world.retention,
+        ..SchedulerConfig::default()
+    };
+    let scheduler = Scheduler::new(world.ports.clone(), cfg);
     tokio::time::sleep(Duration::from_secs(n * 29)).await;
     loop {
         let deadline = world.clock.now().plus(Duration::from_secs(50));
@@ -351,6 +400,11 @@ async fn poll(world: &World, consumer: &Consumer<ChaosPorts>, channel: Channel) 
     let out = consumer
         .handle(to_sqs_event(&arn, &got), Some(deadline))
         .await;
+    let m = out.metrics.get(channel);
+    let alarmed = u64::from(m.invariant_errors + m.panics);
+    *crate::ports::faults::lock(&world.alarms)
+        .entry(channel)
+        .or_default() += alarmed;
     let failed: BTreeSet<&str> = out
         .response
         .batch_item_failures
@@ -366,100 +420,16 @@ async fn poll(world: &World, consumer: &Consumer<ChaosPorts>, channel: Channel) 
     true
 }
 
-/// An operator redriving a channel's DLQ now and then, during the faults.
-async fn redrives(world: Arc<World>, seed: u64) {
-    let redriver = Redriver::new(world.ports.clone(), RedriveConfig::default(), seed);
-    while !world.dice.is_calm() {
-        tokio::time::sleep(Duration::from_secs(world.dice.range(300, 1_200))).await;
-        let channel = Channel::ALL[world.dice.range(0, 3) as usize];
-        let mut reasons: BTreeSet<DeadReason> = [
-            DeadReason::AttemptsExhausted,
-            DeadReason::ThrottleExhausted,
-            DeadReason::ReceiveCountExceeded,
-            DeadReason::Rejected,
-        ]
-        .into();
-        let accept_duplicates = world.dice.unit() < 0.3;
-        if accept_duplicates {
-            reasons.insert(DeadReason::Ambiguous);
-        }
-        let req = RedriveRequest {
-            channel,
-            reasons,
-            first_seen_after: None,
-            first_seen_before: None,
-            dead_after: None,
-            dead_before: None,
-            max_messages: 20,
-            max_per_second: 10,
-            dry_run: false,
-            operator: "chaos".into(),
-            note: String::new(),
-            extend_freshness_secs: (world.dice.unit() < 0.3).then_some(900),
-            accept_duplicates,
-        };
-        let deadline = world.clock.now().plus(Duration::from_secs(60));
-        let _ = invoke(redriver.run(&req, Some(deadline)), Duration::from_secs(90)).await;
-    }
-}
-
-/// Cancels and edits at random moments of the fault phase.
-async fn operator(world: Arc<World>, seed: u64) {
-    let mut rng = StdRng::seed_from_u64(seed ^ 0x0e7a);
-    let mut at: Vec<u64> = (0..world.shape.ops)
-        .map(|_| rng.random_range(0..CHAOS.as_secs()))
-        .collect();
-    at.sort_unstable();
-    let mut elapsed = 0;
-    let retention = Retention::default();
-    for t in at {
-        tokio::time::sleep(Duration::from_secs(t - elapsed)).await;
-        elapsed = t;
-        let Some(id) = world.ids.get(rng.random_range(0..world.ids.len().max(1))) else {
-            return;
-        };
-        let ports = &world.ports;
-        if rng.random_bool(0.5) {
-            crate::ports::faults::lock(&world.cancel_requests).insert(id.clone());
-            let now = world.clock.now();
-            let answer = outbox::cancel(&ports.reminders, &ports.ledger, id, now, retention).await;
-            heard(&world, id, answer).await;
-        } else if rng.random_bool(0.5) {
-            // An invalid item written mid-run, as another application might: never due
-            // (fresh until before its due time). The scheduler must quarantine it.
-            invalid_item(&world, t).await;
-        } else {
-            let mut edit = Edit {
-                content: Some(Content::Text {
-                    subject: "Reminder".into(),
-                    body: format!("edited at {t}"),
-                }),
-                ..Edit::default()
-            };
-            if rng.random_bool(0.5) {
-                // Moved out by one to three hours, and sent to every channel: the channels
-                // already enqueued must not go out again.
-                grow(&world, id, &mut edit, rng.random_range(3_600..10_800)).await;
-            }
-            let _ = outbox::edit(
-                &ports.reminders,
-                &ports.ledger,
-                id,
-                edit,
-                world.clock.now(),
-                retention,
-            )
-            .await;
-        }
-    }
-}
-
 /// Wait, once the faults stop, until nothing is pending anywhere (and a late acceptance has
-/// had its time), or the settling time runs out.
+/// had its time) and every reminder's `fresh_until` has passed, or the settling time runs
+/// out.
 async fn settle(world: &World) {
     let give_up = world.clock.now().plus(SETTLE_BY);
     while world.clock.now() < give_up {
         tokio::time::sleep(Duration::from_secs(60)).await;
+        if last_deadline(world).await > world.clock.now() {
+            continue;
+        }
         if matches!(crate::local::nothing_pending(&world.ports).await, Ok(true)) {
             tokio::time::sleep(Duration::from_secs(300)).await;
             if matches!(crate::local::nothing_pending(&world.ports).await, Ok(true)) {
@@ -469,9 +439,21 @@ async fn settle(world: &World) {
     }
 }
 
+/// The latest `fresh_until` of the world's reminders as stored.
+async fn last_deadline(world: &World) -> Timestamp {
+    use crate::ports::ReminderStore;
+    let mut last = EPOCH;
+    for id in &world.ids {
+        if let Ok(Some(r)) = world.store.get(id).await {
+            last = last.max(r.fresh_until);
+        }
+    }
+    last
+}
+
 /// Tell the journal which deliveries an answered cancel settled: a send that starts after
 /// this is a send after the cancel, whatever the ledger came to say.
-async fn heard(
+pub(super) async fn heard(
     world: &World,
     id: &ReminderId,
     answer: Result<Option<outbox::CancelReport>, outbox::OutboxError>,
@@ -498,21 +480,8 @@ async fn heard(
     }
 }
 
-/// An edit that moves a reminder `secs` later and adds every channel it lacks.
-async fn grow(world: &World, id: &ReminderId, edit: &mut Edit, secs: u64) {
-    use crate::ports::ReminderStore;
-    let Ok(Some(r)) = world.store.get(id).await else {
-        return;
-    };
-    let later = Duration::from_secs(secs);
-    edit.due_at = Some(r.due_at.plus(later));
-    edit.fresh_until = Some(r.fresh_until.plus(later));
-    let i = world.ids.iter().position(|x| x == id).unwrap_or(0) as u32;
-    edit.recipients = Some(Channel::ALL.iter().map(|c| recipient(*c, i)).collect());
-}
-
 /// A stored item no reminder API would write: fresh until before it is due.
-async fn invalid_item(world: &World, t: u64) {
+pub(super) async fn invalid_item(world: &World, t: u64) {
     use crate::ports::ReminderStore;
     let Ok(id) = ReminderId::parse(format!("bad-{t}")) else {
         return;

@@ -22,9 +22,38 @@ fn delivered_share(t: &Tally) -> f64 {
     t.delivered as f64 / (t.delivered + t.expired).max(1) as f64
 }
 
+/// The floors first (about half of what 300 worlds generate today), so that a world that
+/// stopped generating a part of the surface fails even while a promise is broken.
 #[test]
 fn three_hundred_worlds_keep_every_promise() {
     let (total, failing) = run(0, 300, None);
+    let floors: [(&str, u64, u64); 18] = [
+        ("delivered", total.delivered, 1_500),
+        ("edits_applied", total.edits_applied, 750),
+        ("edits_due_earlier", total.edits_due_earlier, 120),
+        ("edits_due_later", total.edits_due_later, 250),
+        ("edits_past_horizon", total.edits_past_horizon, 180),
+        ("edits_freshness", total.edits_freshness, 120),
+        ("edits_content", total.edits_content, 130),
+        ("edits_channel_removed", total.edits_channel_removed, 90),
+        ("edits_channel_added", total.edits_channel_added, 120),
+        ("edits_channel_readded", total.edits_channel_readded, 12),
+        ("edits_of_stale", total.edits_of_stale, 200),
+        ("fallbacks_taken", total.fallbacks_taken, 30),
+        ("redrives_executed", total.redrives_executed, 120),
+        ("orders_set", total.orders_set, 200),
+        ("reorders", total.reorders, 55),
+        ("orders_cleared", total.orders_cleared, 20),
+        ("gone_answers", total.gone_answers, 20),
+        ("settled_transitions", total.settled_transitions, 2_500),
+    ];
+    for (name, got, floor) in floors {
+        assert!(got >= floor, "{name}: {got} < {floor}: {total:?}");
+    }
+    assert!(
+        total.not_needed > 0 && total.cancels_racing_redrives > 0,
+        "{total:?}"
+    );
     assert_kept(&total, &failing);
     // A floor: an "expire everything" bug keeps every other promise (early-freshness, below,
     // delivers none), so the share delivered is asserted too (about 0.93 today).
@@ -129,7 +158,17 @@ fn every_counter_has_a_plant_that_fires_it_in_sixty_worlds() {
         "unjustified_endings",
         "sent_while_opted_out",
         "sent_in_quiet_hours",
+        "expired_while_fresh",
+        "two_channels_sent",
+        "stranded",
+        "acknowledged_change_ignored",
+        "event_missing",
     ];
+    assert_eq!(
+        counters.len(),
+        Tally::BROKEN.len(),
+        "a counter without its plant"
+    );
     for c in counters {
         assert!(
             Plant::ALL.iter().any(|p| p.fires() == c),
@@ -184,4 +223,44 @@ fn ignoring_quiet_hours_is_caught_as_sends_in_quiet_hours() {
     assert!(total.sent_in_quiet_hours > 0, "{total:?}");
     assert_eq!(total.sent_while_opted_out, 0, "{total:?}");
     assert!(!failing.is_empty());
+}
+
+/// Each new verdict fires within 60 worlds when its plant breaks the piece it watches.
+fn fires_in_sixty(plant: Plant) {
+    let (total, failing) = run(0, 60, Some(plant));
+    let json = serde_json::to_value(&total).unwrap();
+    let fired = json[plant.fires()].as_u64().unwrap();
+    assert!(fired > 0, "{} went unnoticed: {total:?}", plant.name());
+    assert!(!failing.is_empty());
+}
+
+/// The events adapter drops one event: the settled transition has none.
+#[test]
+fn a_dropped_event_is_caught_as_event_missing() {
+    fires_in_sixty(Plant::DropEvent);
+}
+
+/// The reminders adapter drops an edit's change of freshness: the pipeline expires on the
+/// old one what the API acknowledged fresh.
+#[test]
+fn a_freshness_edit_never_stored_is_caught_as_expired_while_fresh() {
+    fires_in_sixty(Plant::DropFreshnessEdit);
+}
+
+/// The reminders adapter drops the channels an edit adds: acknowledged, never sent, no why.
+#[test]
+fn channels_an_edit_added_never_stored_are_caught_as_acknowledged_change_ignored() {
+    fires_in_sixty(Plant::DropAddedChannels);
+}
+
+/// The reminders adapter reads preferences without their fallback order: every channel goes.
+#[test]
+fn ignoring_the_fallback_order_is_caught_as_two_channels_sent() {
+    fires_in_sixty(Plant::IgnoreFallbackOrder);
+}
+
+/// The queue adapter loses a fallback's message and the standby's own: the chain strands.
+#[test]
+fn lost_fallback_messages_are_caught_as_stranded() {
+    fires_in_sixty(Plant::LoseFallbackMessages);
 }

@@ -1,0 +1,383 @@
+//! The application's and the operator's side of a world: edits of every field the API takes
+//! (the due time earlier, later and past the ledger's TTL horizon, the freshness either way,
+//! the content, a channel removed, added or added back, edits of stale reminders), cancels,
+//! invalid items, and redrives of every reason, two at once and with a cancel racing each —
+//! each call an invocation a crash can stop at any port call, as the API's and redrive's
+//! Lambdas can be.
+//!
+//! [`Acks`] keeps what the checker needs of it: every version of a reminder that landed in the
+//! reminders table (the table adapter tells it), and the versions the API acknowledged.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+
+use super::inject::invoke;
+use super::journal::Journal;
+use super::world::{recipient, World, CHAOS};
+use super::Plant;
+use crate::clock::{Clock, Timestamp};
+use crate::domain::{Channel, Content, DeadReason, Reminder, ReminderId};
+use crate::outbox::{self, Edit, Edited};
+use crate::ports::faults::lock;
+use crate::redrive::{RedriveConfig, RedriveRequest, Redriver};
+
+/// An API call's invocation timeout.
+const API_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What one edit changed (several at once, as a PUT of the whole body does).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Kinds {
+    pub due_earlier: bool,
+    pub due_later: bool,
+    pub past_horizon: bool,
+    pub freshness: bool,
+    pub content: bool,
+    pub removed: bool,
+    pub added: bool,
+    pub readded: bool,
+    pub of_stale: bool,
+}
+
+/// One version of a reminder that landed in the table.
+#[derive(Debug, Clone)]
+pub struct Landed {
+    pub seq: u64,
+    pub payload_version: u64,
+    pub fresh_until: Timestamp,
+    pub channels: BTreeSet<Channel>,
+}
+
+/// One version the API acknowledged (a create, or an edit answered `Edited`).
+#[derive(Debug, Clone)]
+pub struct Acked {
+    pub reminder: Reminder,
+    pub kinds: Kinds,
+}
+
+#[derive(Default)]
+pub struct Acks {
+    landed: Mutex<BTreeMap<ReminderId, Vec<Landed>>>,
+    acked: Mutex<BTreeMap<ReminderId, Vec<Acked>>>,
+}
+
+impl Acks {
+    /// A version of `r` landed in the table (an insert or a replace that applied).
+    pub fn landed(&self, journal: &Journal, r: &Reminder) {
+        let l = Landed {
+            seq: journal.next_seq(),
+            payload_version: r.payload_version,
+            fresh_until: r.fresh_until,
+            channels: r.listed_channels().collect(),
+        };
+        lock(&self.landed)
+            .entry(r.reminder_id.clone())
+            .or_default()
+            .push(l);
+    }
+
+    fn acknowledged(&self, journal: &Journal, r: &Reminder, kinds: Kinds) {
+        // Numbered, so that the order of acknowledgments and landings is one.
+        let _ = journal.next_seq();
+        let a = Acked {
+            reminder: r.clone(),
+            kinds,
+        };
+        lock(&self.acked)
+            .entry(r.reminder_id.clone())
+            .or_default()
+            .push(a);
+    }
+
+    pub fn landed_versions(&self, id: &ReminderId) -> Vec<Landed> {
+        lock(&self.landed).get(id).cloned().unwrap_or_default()
+    }
+
+    pub fn acked_versions(&self, id: &ReminderId) -> Vec<Acked> {
+        lock(&self.acked).get(id).cloned().unwrap_or_default()
+    }
+
+    /// Every acknowledged edit (creations left out).
+    pub fn edits(&self) -> Vec<Kinds> {
+        let acked = lock(&self.acked);
+        acked
+            .values()
+            .flat_map(|v| v.iter().skip(1).map(|a| a.kinds))
+            .collect()
+    }
+}
+
+/// A reminder the world created (before its clock starts): landed and acknowledged.
+pub(super) fn created(world: &World, r: &Reminder) {
+    world.acks.landed(&world.journal, r);
+    world.acks.acknowledged(&world.journal, r, Kinds::default());
+}
+
+/// What a planted reminders adapter writes instead of `r` over `stored`.
+pub fn planted_write(plant: Plant, stored: &Reminder, r: &Reminder) -> Reminder {
+    let mut w = r.clone();
+    match plant {
+        Plant::DropFreshnessEdit if w.due_at == stored.due_at => {
+            w.fresh_until = stored.fresh_until;
+        }
+        Plant::DropAddedChannels => {
+            w.recipients
+                .retain(|c, _| stored.recipients.contains_key(c));
+            if w.recipients.is_empty() {
+                w.recipients = r.recipients.clone();
+            }
+        }
+        _ => {}
+    }
+    w
+}
+
+/// The application: edits at random moments of the fault phase, each a whole body as a PUT
+/// sends it, changing one or two things.
+pub(super) async fn application(world: Arc<World>, seed: u64) {
+    let mut rng = StdRng::seed_from_u64(seed ^ 0xa991);
+    let edits = rng.random_range(0..12);
+    let mut at: Vec<(u64, Option<usize>)> = (0..edits)
+        .map(|_| (rng.random_range(0..CHAOS.as_secs()), None))
+        .collect();
+    // Some edits land just after a reminder goes stale, while the scheduler or a consumer
+    // may be expiring it: the edit that makes it fresh again races the expiry.
+    for (i, fresh) in world.fresh_at_start.iter().enumerate() {
+        if rng.random_bool(0.25) {
+            let t = fresh.since(super::world::EPOCH).as_secs() + rng.random_range(0..90);
+            at.push((t, Some(i)));
+        }
+    }
+    at.sort_unstable();
+    let mut elapsed = 0;
+    for (t, which) in at {
+        tokio::time::sleep(Duration::from_secs(t.saturating_sub(elapsed))).await;
+        elapsed = elapsed.max(t);
+        let i = which.unwrap_or_else(|| rng.random_range(0..world.ids.len().max(1)));
+        let Some(id) = world.ids.get(i) else {
+            return;
+        };
+        edit(&world, id, &mut rng, t, which.is_some()).await;
+    }
+}
+
+/// One PUT of `id`'s whole body, changing one or two things (`revive`: first moving it later,
+/// fresh again).
+async fn edit(world: &World, id: &ReminderId, rng: &mut StdRng, t: u64, revive: bool) {
+    use crate::ports::ReminderStore;
+    let Ok(Some(cur)) = world.store.get(id).await else {
+        return;
+    };
+    let now = world.clock.now();
+    let mut k = Kinds {
+        of_stale: cur.is_stale_at(now),
+        ..Kinds::default()
+    };
+    let (mut due, mut fresh) = (cur.due_at, cur.fresh_until);
+    let mut channels: BTreeSet<Channel> = cur.recipients.keys().copied().collect();
+    let mut content = cur.content.clone();
+    let ever: BTreeSet<Channel> = world
+        .acks
+        .landed_versions(id)
+        .iter()
+        .flat_map(|l| l.channels.iter().copied())
+        .collect();
+    for n in 0..rng.random_range(1..3) {
+        let draw = if revive && n == 0 {
+            1
+        } else {
+            rng.random_range(0..7)
+        };
+        match draw {
+            0 => {
+                let back = Duration::from_secs(rng.random_range(60..1_800));
+                due = due.minus(back).max(now.minus(Duration::from_secs(60)));
+                k.due_earlier = true;
+            }
+            1 | 2 => {
+                // Later, and sometimes past the ledger's TTL horizon (the retention of the
+                // world is short, so a move of hours outruns a delivery's proof).
+                let horizon = rng.random_bool(0.4);
+                let secs = if horizon {
+                    world.retention.0.as_secs() + rng.random_range(600..3_600)
+                } else {
+                    rng.random_range(300..3_600)
+                };
+                let later = Duration::from_secs(secs);
+                fresh = fresh.plus(later);
+                due = due.plus(later);
+                k.past_horizon |= horizon;
+                k.due_later |= !horizon;
+            }
+            3 => {
+                fresh = due.plus(Duration::from_secs(rng.random_range(60..5_400)));
+                k.freshness = true;
+            }
+            4 => {
+                content = Content::Text {
+                    subject: "Reminder".into(),
+                    body: format!("edited at {t}"),
+                };
+                k.content = true;
+            }
+            5 if channels.len() > 1 => {
+                let all: Vec<Channel> = channels.iter().copied().collect();
+                channels.remove(&all[rng.random_range(0..all.len())]);
+                k.removed = true;
+            }
+            _ => {
+                let missing: Vec<Channel> = Channel::ALL
+                    .into_iter()
+                    .filter(|c| !channels.contains(c))
+                    .collect();
+                // Back first: a channel an earlier edit took away.
+                let back: Vec<Channel> = missing
+                    .iter()
+                    .copied()
+                    .filter(|c| ever.contains(c))
+                    .collect();
+                let pick = if back.is_empty() { &missing } else { &back };
+                if let Some(c) = pick.get(rng.random_range(0..pick.len().max(1))) {
+                    channels.insert(*c);
+                    k.readded |= ever.contains(c);
+                    k.added |= !ever.contains(c);
+                }
+            }
+        }
+    }
+    let fresh = fresh.max(due);
+    let i = subscriber_index(&cur);
+    let changes = Edit {
+        due_at: Some(due),
+        fresh_until: Some(fresh),
+        content: Some(content),
+        recipients: Some(channels.iter().map(|c| recipient(*c, i)).collect()),
+    };
+    let ports = &world.ports;
+    let call = outbox::edit(
+        &ports.reminders,
+        &ports.ledger,
+        id,
+        changes,
+        now,
+        world.retention,
+    );
+    if let Some(Ok(Edited::Edited(next))) = invoke(call, API_TIMEOUT).await {
+        world.acks.acknowledged(&world.journal, &next, k);
+    }
+}
+
+/// The world's recipients are per subscriber (`s-0` … `s-2`), so a dead address is shared by
+/// every reminder of its subscriber.
+fn subscriber_index(r: &Reminder) -> u32 {
+    r.subscriber_id
+        .as_str()
+        .trim_start_matches("s-")
+        .parse()
+        .unwrap_or(0)
+}
+
+/// An operator redriving a channel's DLQ now and then, during the faults: any reasons, and
+/// sometimes a cancel of a reminder at the same moment.
+pub(super) async fn redrives(world: Arc<World>, seed: u64) {
+    let cfg = RedriveConfig {
+        retention: world.retention,
+        ..RedriveConfig::default()
+    };
+    let redriver = Redriver::new(world.ports.clone(), cfg, seed);
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x4ed4);
+    while !world.dice.is_calm() {
+        tokio::time::sleep(Duration::from_secs(rng.random_range(300..1_200))).await;
+        let channel = Channel::ALL[rng.random_range(0..3)];
+        let reasons: BTreeSet<DeadReason> = DeadReason::ALL
+            .into_iter()
+            .filter(|_| rng.random_bool(0.6))
+            .collect();
+        let accept_duplicates = reasons.contains(&DeadReason::Ambiguous);
+        let req = RedriveRequest {
+            channel,
+            reasons,
+            first_seen_after: None,
+            first_seen_before: None,
+            dead_after: None,
+            dead_before: None,
+            max_messages: 20,
+            max_per_second: 10,
+            dry_run: false,
+            operator: "chaos".into(),
+            note: String::new(),
+            extend_freshness_secs: rng.random_bool(0.3).then_some(900),
+            accept_duplicates,
+        };
+        let deadline = world.clock.now().plus(Duration::from_secs(60));
+        let run = invoke(redriver.run(&req, Some(deadline)), Duration::from_secs(90));
+        let racing = rng
+            .random_bool(0.3)
+            .then(|| rng.random_range(0..world.ids.len().max(1)));
+        match racing.and_then(|i| world.ids.get(i)) {
+            Some(id) => {
+                world.counts.racing_cancels();
+                let _ = tokio::join!(run, cancel(&world, id));
+            }
+            None => {
+                let _ = run.await;
+            }
+        }
+    }
+}
+
+/// Cancels and invalid items at random moments of the fault phase.
+pub(super) async fn operator(world: Arc<World>, seed: u64) {
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x0e7a);
+    let mut at: Vec<u64> = (0..world.shape.ops)
+        .map(|_| rng.random_range(0..CHAOS.as_secs()))
+        .collect();
+    at.sort_unstable();
+    let mut elapsed = 0;
+    for t in at {
+        tokio::time::sleep(Duration::from_secs(t - elapsed)).await;
+        elapsed = t;
+        let Some(id) = world.ids.get(rng.random_range(0..world.ids.len().max(1))) else {
+            return;
+        };
+        if rng.random_bool(0.7) {
+            cancel(&world, id).await;
+        } else {
+            // An invalid item written mid-run, as another application might: never due
+            // (fresh until before its due time). The scheduler must quarantine it.
+            super::world::invalid_item(&world, t).await;
+        }
+    }
+}
+
+/// The API's DELETE: asked (whatever comes of it), and what its answer settled told the
+/// journal.
+async fn cancel(world: &World, id: &ReminderId) {
+    lock(&world.cancel_requests).insert(id.clone());
+    let now = world.clock.now();
+    let ports = &world.ports;
+    let call = outbox::cancel(&ports.reminders, &ports.ledger, id, now, world.retention);
+    if let Some(answer) = invoke(call, API_TIMEOUT).await {
+        super::world::heard(world, id, answer).await;
+    }
+}
+
+/// Counts of what the world's operators did that the journal does not see.
+#[derive(Default)]
+pub struct Counts {
+    racing: std::sync::atomic::AtomicU64,
+}
+
+impl Counts {
+    fn racing_cancels(&self) {
+        self.racing
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub fn racing(&self) -> u64 {
+        self.racing.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}

@@ -1,0 +1,145 @@
+//! What a set of worlds came to: the counters of `remindctl chaos --json`. Each field is
+//! named once, in [`tally!`]: either a broken promise (summed by [`Tally::broken`], each must
+//! be 0) or a description of the worlds (how deliveries ended, what the worlds generated).
+
+use serde::Serialize;
+
+macro_rules! tally {
+    (
+        broken { $($(#[$bm:meta])* $b:ident,)* }
+        reported { $($(#[$rm:meta])* $r:ident,)* }
+    ) => {
+        /// What a set of worlds came to: [`Tally::broken`] sums the fields that count broken
+        /// promises (each must be 0); the others describe the worlds.
+        #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+        pub struct Tally {
+            pub seeds: u64,
+            $($(#[$rm])* pub $r: u64,)*
+            $($(#[$bm])* pub $b: u64,)*
+        }
+
+        impl Tally {
+            /// The names of the counters of broken promises, as the JSON spells them.
+            pub const BROKEN: &'static [&'static str] = &[$(stringify!($b)),*];
+
+            pub fn broken(&self) -> u64 {
+                0 $(+ self.$b)*
+            }
+
+            pub fn add(&mut self, o: &Tally) {
+                self.seeds += o.seeds;
+                $(self.$r += o.$r;)*
+                $(self.$b += o.$b;)*
+            }
+        }
+    };
+}
+
+tally! {
+    broken {
+        /// Deliveries that ended neither delivered, dead with a reason, expired nor cancelled.
+        lost,
+        /// Sent again after the ledger recorded the delivery, or accepted twice by a provider
+        /// that ignores idempotency keys without an operator having accepted that risk.
+        duplicated,
+        stale_sends,
+        early_sends,
+        sends_after_cancel,
+        /// Provider calls for a channel the subscriber opted out of before the delivery's
+        /// claim (and had not opted back in by the call).
+        sent_while_opted_out,
+        /// Provider calls at an instant inside the channel's quiet hours in force at the claim.
+        sent_in_quiet_hours,
+        dead_without_copy,
+        /// DLQ copies telling of a death other than the delivery's one (a copy per message
+        /// seen, a stale copy with a new `dead_at`): what would make a reader count deaths
+        /// twice.
+        extra_dlq_copies,
+        budget_exceeded,
+        /// Endings without their cause: cancelled with no cancel asked, dead as `rejected`
+        /// with no permanent answer, `attempts_exhausted` or `throttle_exhausted` with budget
+        /// left, a data error on a valid reminder.
+        unjustified_endings,
+        /// An `expired` ending written while every version of the reminder the API had
+        /// acknowledged last (and any edit of unknown outcome since) was still fresh.
+        expired_while_fresh,
+        /// A second channel of the subscriber's fallback order reached the provider for one
+        /// reminder after a first one's send was accepted or may have been (its answer was
+        /// not a definite refusal), while every order readable since its claim held both.
+        two_channels_sent,
+        /// Once the world quiesced past every deadline: a channel in standby of an
+        /// acknowledged reminder neither settled, nor waiting for a time ahead, nor made
+        /// unneeded by the chain ahead of it, and no alarm metric counted it.
+        stranded,
+        /// A channel an acknowledged edit added or re-added (and no later acknowledged edit
+        /// removed) that ends with no provider call and no reason a `GET` would show.
+        acknowledged_change_ignored,
+        /// A settled transition the checker saw land on the ledger with no outcome event on
+        /// the bus by the world's end.
+        event_missing,
+    }
+    reported {
+        deliveries,
+        /// How the deliveries ended (a world where nothing is delivered is not green by
+        /// default).
+        delivered,
+        expired,
+        cancelled,
+        dead,
+        /// Of the dead: the recipient's choice (no DLQ copy), by reason.
+        opted_out,
+        expired_quiet_hours,
+        suppressed,
+        /// Channels in standby whose turn never came (the chain ahead ended without them).
+        not_needed,
+        /// Times a delivery was held until its channel's quiet hours ended.
+        quiet_holds,
+        /// Preferences written mid-run (opt-outs, quiet hours, fallback orders).
+        preference_changes,
+        /// Of them, fallback orders set, reordered (a non-empty order replaced by another) and
+        /// cleared.
+        orders_set,
+        reorders,
+        orders_cleared,
+        /// Deaths that handed the reminder on to a fallback channel (`fallback_to`).
+        fallbacks_taken,
+        /// Provider answers declaring an address dead (410).
+        gone_answers,
+        /// Edits the API acknowledged, and of them the ones that moved the due time (earlier,
+        /// later, past the ledger's TTL horizon), changed the freshness or the content,
+        /// removed a channel, added one, or added back one an earlier edit removed.
+        edits_applied,
+        edits_due_earlier,
+        edits_due_later,
+        edits_past_horizon,
+        edits_freshness,
+        edits_content,
+        edits_channel_removed,
+        edits_channel_added,
+        edits_channel_readded,
+        /// Edits of reminders already past their `fresh_until`.
+        edits_of_stale,
+        /// `dead → ready` moves by operator redrives, and redrive runs with a cancel racing.
+        redrives_executed,
+        cancels_racing_redrives,
+        /// Settled transitions seen on the ledger (each must have its event).
+        settled_transitions,
+        /// Stranded channels an alarm metric counted (invariant errors, panics): reported.
+        stranded_alarmed,
+        faults_injected,
+        /// Deliveries the ledger flags as possibly sent (dead/ambiguous), or sent twice after
+        /// an operator redrove them out of `ambiguous` with `accept_duplicates`.
+        flagged_ambiguous,
+        /// Copies of one death made twice, because a worker stopped between sending the copy
+        /// and recording it (standard SQS cannot deduplicate): same key, same `dead_at`:
+        /// `dlq summary` counts them as one death, and the ledger keeps a redrive of both
+        /// single. Reported, not a broken promise.
+        duplicate_copies,
+        /// Made `ready` by a redrive run that stopped before re-enqueueing: the copy of its
+        /// last death is still in the DLQ, and the next redrive of its reason resends it.
+        awaiting_redrive,
+        /// Copies of an earlier death, since redriven, left because a redrive run stopped
+        /// between its re-enqueue and its delete; a later run skips them.
+        stale_copies,
+    }
+}
