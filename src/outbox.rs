@@ -235,5 +235,6 @@ fn origin(reminder: &Reminder, channel: Channel) -> Origin {
         subscriber_id: reminder.subscriber_id.clone(),
         channel,
         fallback_from: None,
+        chain_head: false,
     }
 }

@@ -65,6 +65,8 @@ pub struct KeyFacts {
     /// The order number of the latest claim that landed (a claim or a takeover): the send
     /// that follows it is the claimer's.
     pub claimed: Option<u64>,
+    /// The order number of its first claim: where a fallback order starts to bind it.
+    pub first_claim: Option<u64>,
     /// Sends to a channel the subscriber had opted out of before the claim, and still had
     /// at the send (an opt-out lifted in between may have been read: allowed).
     pub sent_while_opted_out: u32,
@@ -341,6 +343,7 @@ impl Journal {
             }
             if seq.is_some() {
                 k.claimed = seq;
+                k.first_claim = k.first_claim.or(seq);
             }
             let quiet = after
                 .last_error()

@@ -65,6 +65,9 @@ impl Seen<'_> {
             return Unsettled::Waiting;
         }
         let listed = self.ever_listed(r);
+        // In an order of two or more listed channels, at any place: a standby waits for
+        // the channel ahead, and the head itself is not needed once another channel of the
+        // order (claimed on its own before the order) may have reached the person.
         let standby = self.writes(r).iter().any(|w| {
             let order: Vec<Channel> = w
                 .prefs
@@ -73,17 +76,16 @@ impl Seen<'_> {
                 .copied()
                 .filter(|c| listed.contains(c))
                 .collect();
-            order
-                .iter()
-                .position(|c| *c == channel)
-                .is_some_and(|i| i > 0)
+            order.len() >= 2 && order.contains(&channel)
         });
         if !standby {
             return Unsettled::Lost;
         }
         let ends_chain = |rec: &DeliveryRecord| match rec.status() {
             Status::Delivered | Status::Expired | Status::Cancelled => true,
-            Status::Dead => !rec.dead_reason().is_some_and(|d| d.falls_back()),
+            Status::Dead => {
+                !rec.dead_reason().is_some_and(|d| d.falls_back()) || rec.may_have_reached()
+            }
             _ => false,
         };
         let ended = listed
@@ -138,15 +140,21 @@ impl Seen<'_> {
             .flat_map(|(c, f)| f.sends.iter().map(move |s| (c, s)))
             .collect();
         let writes = self.writes(r);
+        let first_claim = |c: Channel, s: &super::journal::SendFact| {
+            self.facts(&Self::key(r, c))
+                .and_then(|f| f.first_claim)
+                .or(s.claim)
+                .unwrap_or(s.seq)
+        };
         for (b, sb) in &sends {
             let Some(claim) = sb.claim else { continue };
             let first = sends
                 .iter()
                 .filter(|(a, sa)| a != b && sa.seq < sb.seq && sa.may_have_reached())
                 .find(|(a, sa)| {
-                    // From the earlier of the two claims: an order set while both were in
-                    // flight changes nothing for them.
-                    let from = sa.claim.unwrap_or(sa.seq).min(claim);
+                    // From the earlier of the two first claims: an order set while both were
+                    // in flight (claimed, if only once) changes nothing for them.
+                    let from = first_claim(*a, sa).min(first_claim(*b, sb)).min(claim);
                     both_ordered(writes, *a, *b, from, sb.seq)
                 });
             if let Some((a, sa)) = first {

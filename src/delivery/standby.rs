@@ -41,10 +41,13 @@ pub fn listed_order(prefs: &Preferences, listed: impl Fn(Channel) -> bool) -> Ve
 /// chain); otherwise its turn, walking the chain from its head.
 ///
 /// The head is the order's first listed channel, unless another channel of the order was
-/// already claimed as the head (its item names no `fallback_from`): then that one, the
+/// already claimed as the head (its first claim said so, [`heads_chain`]): then that one, the
 /// earliest such claim, stays the head whatever the order now says (DESIGN §12: once the head
 /// is claimed, a reorder changes nothing for that reminder). A channel that already has an
-/// item of its own goes on; its ledger item decides.
+/// item of its own goes on; its ledger item decides. Whatever the head, no channel of the
+/// order is sent once another may have reached the person (`NotNeeded`, the head too), nor
+/// while another is in flight (`Wait`): a channel claimed on its own before the order was
+/// set, or by a reader of an older order, is judged as the chain's items are.
 pub async fn turn<L: Ledger>(
     ledger: &L,
     prefs: &Preferences,
@@ -68,6 +71,15 @@ pub async fn turn<L: Ledger>(
     if items.contains_key(&channel) {
         return Ok(None);
     }
+    // Whoever heads the chain: once another channel of the order may have reached the
+    // person, this one is never sent; while another is in flight (claimed on its own before
+    // the order, or ahead in the chain), this one waits for it to settle.
+    if let Some((c, _)) = items.iter().find(|(_, r)| r.may_have_reached()) {
+        return Ok(Some(Turn::NotNeeded { because: *c }));
+    }
+    if let Some((c, r)) = items.iter().find(|(_, r)| in_flight(r)) {
+        return Ok(Some(waiting(r, *c, now)));
+    }
     let head = order
         .iter()
         .filter_map(|c| items.get(c).map(|r| (c, r)))
@@ -77,10 +89,43 @@ pub async fn turn<L: Ledger>(
     Ok(walk(&order, &items, head, channel, &listed, now))
 }
 
-/// An item made by the chain's head: claimed (not only cancelled or expired with the whole
-/// reminder) and not started as anyone's fallback.
+/// A claimed delivery that has not settled: it may still send.
+fn in_flight(r: &DeliveryRecord) -> bool {
+    matches!(
+        r.status(),
+        Status::Sending | Status::Scheduled | Status::Ready | Status::Deferred
+    )
+}
+
+/// Wait for `behind`'s item: until its lease ends while it is sending, else until it is
+/// next eligible (now, when neither is known).
+fn waiting(rec: &DeliveryRecord, behind: Channel, now: Timestamp) -> Turn {
+    let t = match rec.status() {
+        Status::Sending => rec.lease_expires_at(),
+        _ => rec.next_eligible_at(),
+    };
+    Turn::Wait {
+        after: t.map_or(now, |t| t.max(now)),
+        behind,
+    }
+}
+
+/// An item claimed as the head of the fallback order (its first claim said so). A delivery
+/// claimed with no order, or outside it, went out on its own and heads nothing.
 fn claimed_as_head(r: &DeliveryRecord) -> bool {
-    r.fallback_from().is_none() && !matches!(r.status(), Status::Cancelled | Status::Expired)
+    r.origin()
+        .is_some_and(|o| o.chain_head && o.fallback_from.is_none())
+}
+
+/// Whether a delivery that [`turn`] lets go on (`None`) is claimed as the chain's head: it is
+/// in an order of two or more listed channels, and not sent as anyone's fallback.
+pub fn heads_chain(
+    prefs: &Preferences,
+    listed: impl Fn(Channel) -> bool,
+    channel: Channel,
+) -> bool {
+    let order = listed_order(prefs, listed);
+    order.len() >= 2 && order.contains(&channel)
 }
 
 /// Follow the chain from `head` to `channel`: each death that sent nothing hands on to the
@@ -109,17 +154,12 @@ fn walk(
                 behind: at,
             });
         };
-        let wait = |t: Option<Timestamp>| Turn::Wait {
-            after: t.map_or(now, |t| t.max(now)),
-            behind: at,
-        };
         match rec.status() {
             Status::Delivered | Status::Expired | Status::Cancelled => {
                 return Some(Turn::NotNeeded { because: at })
             }
-            Status::Sending => return Some(wait(rec.lease_expires_at())),
-            Status::Scheduled | Status::Ready | Status::Deferred => {
-                return Some(wait(rec.next_eligible_at()))
+            Status::Sending | Status::Scheduled | Status::Ready | Status::Deferred => {
+                return Some(waiting(rec, at, now))
             }
             Status::Dead => {
                 // Only a death known to have sent nothing hands on (DESIGN §12).

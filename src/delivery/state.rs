@@ -107,6 +107,11 @@ pub struct Origin {
     /// The channel whose death this delivery fell back from (DESIGN §12).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback_from: Option<Channel>,
+    /// Claimed as the head of the subscriber's fallback order (DESIGN §12): named by the
+    /// first claim, it keeps this channel the chain's head whatever the order says later.
+    /// A delivery claimed with no order, or outside it, is no chain's head.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub chain_head: bool,
 }
 
 impl Origin {
@@ -117,6 +122,7 @@ impl Origin {
             subscriber_id: msg.subscriber_id.clone(),
             channel: msg.channel,
             fallback_from: msg.fallback_from,
+            chain_head: false,
         }
     }
 }

@@ -19,6 +19,7 @@ fn origin() -> Origin {
         subscriber_id: SubscriberId::parse("u-42").unwrap(),
         channel: Channel::Email,
         fallback_from: None,
+        chain_head: false,
     }
 }
 

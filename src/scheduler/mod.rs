@@ -415,6 +415,7 @@ impl<P: Ports> Scheduler<P> {
                     subscriber_id: r.subscriber_id.clone(),
                     channel,
                     fallback_from: None,
+                    chain_head: false,
                 }),
             };
             tried += 1;

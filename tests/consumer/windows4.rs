@@ -42,6 +42,7 @@ fn ctx(r: &Reminder, channel: Channel, now: Timestamp) -> Ctx {
             subscriber_id: r.subscriber_id.clone(),
             channel,
             fallback_from: None,
+            chain_head: false,
         }),
     }
 }

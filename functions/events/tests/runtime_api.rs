@@ -23,6 +23,7 @@ fn ctx(reminder: &str) -> Ctx {
         subscriber_id: SubscriberId::parse("u-42").unwrap(),
         channel: Channel::Email,
         fallback_from: None,
+        chain_head: false,
     };
     Ctx {
         key: DeliveryKey::derive(&origin.reminder_id, &origin.subscriber_id, origin.channel),

@@ -30,7 +30,10 @@ impl<P: Ports> Record<'_, P> {
             let ctx = self.ctx(&d.msg, d.reminder.fresh_until, now);
             return self.finish(&d.msg, Change::Expire, &ctx).await.map(Break);
         }
-        let ctx = self.ctx(&d.msg, d.reminder.fresh_until, now);
+        let mut ctx = self.ctx(&d.msg, d.reminder.fresh_until, now);
+        if let Some(origin) = ctx.origin.as_mut() {
+            origin.chain_head = d.chain_head;
+        }
         let token = LeaseToken::generate(self.rng);
         let req = ClaimRequest {
             token: token.clone(),

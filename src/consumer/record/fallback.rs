@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use super::{Delivery, Record, Step};
 use crate::consumer::Action;
-use crate::delivery::standby::{turn, Turn};
+use crate::delivery::standby::{heads_chain, turn, Turn};
 use crate::delivery::state::{Change, DeliveryRecord, Status};
 use crate::delivery::{transition, Written};
 use crate::domain::{Channel, DeadReason, DeliveryKey, DeliveryMessage, Preferences};
@@ -59,6 +59,7 @@ impl<P: Ports> Record<'_, P> {
         let (reminder, subscriber) = (&d.msg.reminder_id, &d.msg.subscriber_id);
         let Some(turn) = turn(ledger, &prefs, reminder, subscriber, listed, channel, now).await?
         else {
+            d.chain_head = heads_chain(&prefs, listed, channel);
             return Ok(ControlFlow::Continue(d));
         };
         let log = |what: &str| {

@@ -95,6 +95,7 @@ impl<P: Ports> Record<'_, P> {
             reminder,
             request,
             partition,
+            chain_head: false,
         }))
     }
 

@@ -67,6 +67,8 @@ struct Delivery {
     reminder: Reminder,
     request: SendRequest,
     partition: GatePartition,
+    /// Claimed as the head of the subscriber's fallback order (recorded on its first claim).
+    chain_head: bool,
 }
 
 /// Our lease on a delivery.

@@ -21,6 +21,7 @@ fn origin(reminder: &str) -> Origin {
         subscriber_id: SubscriberId::parse("u-1").unwrap(),
         channel: Channel::Sms,
         fallback_from: None,
+        chain_head: false,
     }
 }
 

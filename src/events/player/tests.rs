@@ -16,6 +16,7 @@ fn cancel_record(seq: u32, id: &str) -> EventRecord {
         subscriber_id: SubscriberId::parse("u").unwrap(),
         channel: Channel::Sms,
         fallback_from: None,
+        chain_head: false,
     };
     let ctx = Ctx {
         key: DeliveryKey::derive(&o.reminder_id, &o.subscriber_id, o.channel),

@@ -9,6 +9,7 @@ fn origin(reminder: &str) -> Origin {
         subscriber_id: SubscriberId::parse("s").unwrap(),
         channel: Channel::Sms,
         fallback_from: None,
+        chain_head: false,
     }
 }
 
