@@ -54,14 +54,14 @@ impl DeadLetter {
         attrs
     }
 
-    /// Read a DLQ message's attributes. A message without a (known) reason reached the DLQ
-    /// through the queue's redrive policy — a crash loop — and counts as
-    /// `receive_count_exceeded`; unreadable evidence is dropped, the reason kept.
+    /// Read a DLQ message's attributes. A message without a reason reached the DLQ through
+    /// the queue's redrive policy — a crash loop — and counts as `receive_count_exceeded`; a
+    /// reason this version does not know (a newer consumer's) is kept as it is; unreadable
+    /// evidence is dropped, the reason kept.
     pub fn from_attributes(attrs: &BTreeMap<String, String>) -> Self {
         let reason = attrs
             .get(ATTR_REASON)
-            .and_then(|r| r.parse().ok())
-            .unwrap_or(DeadReason::ReceiveCountExceeded);
+            .map_or(DeadReason::ReceiveCountExceeded, |r| DeadReason::read(r));
         let evidence = attrs
             .get(ATTR_EVIDENCE)
             .and_then(|e| serde_json::from_str(e).ok());
@@ -100,9 +100,10 @@ mod tests {
         let mut odd = BTreeMap::new();
         odd.insert(ATTR_REASON.to_owned(), "from_the_future".to_owned());
         odd.insert(ATTR_EVIDENCE.to_owned(), "{not json".to_owned());
+        // A newer consumer's reason is carried on, never mistaken for a crash loop.
         assert_eq!(
             DeadLetter::from_attributes(&odd).reason,
-            DeadReason::ReceiveCountExceeded
+            DeadReason::Unknown("from_the_future")
         );
     }
 }

@@ -11,11 +11,12 @@ use reminders::chaos::{self, Plant};
 /// field (due time earlier, later and past the ledger's TTL, freshness, content, channels
 /// removed, added and added back, stale reminders), 410s that suppress an address, and
 /// subscribers who opt out, set quiet hours or set, reorder and clear fallback orders
-/// mid-run; then every delivery is judged (never sent twice, none lost or stranded, nothing
+/// mid-run, and in a third of the worlds a ledger writer newer than the events function
+/// (values it does not know); then every delivery is judged (never sent twice, none lost or stranded, nothing
 /// stale, early, after a cancel, to an opted-out channel or inside quiet hours, never
 /// expired while the API's version was fresh, never a second channel of a fallback order
 /// after a first may have reached the person, every acknowledged added channel sent or
-/// explained, every settled transition with its event, budgets kept, one DLQ copy per
+/// explained, every settled transition with its event and its reason as written, budgets kept, one DLQ copy per
 /// death). Exits non-zero, naming the seed to replay, if any world breaks one.
 ///
 /// Example: remindctl chaos --seeds 300 --json
@@ -40,7 +41,8 @@ pub struct ChaosArgs {
     /// dead_without_copy, ignore-opt-outs → sent_while_opted_out, ignore-quiet-hours →
     /// sent_in_quiet_hours, drop-event → event_missing, drop-freshness-edit →
     /// expired_while_fresh, drop-added-channels → acknowledged_change_ignored,
-    /// ignore-fallback-order → two_channels_sent, lose-fallback-messages → stranded.
+    /// ignore-fallback-order → two_channels_sent, lose-fallback-messages → stranded,
+    /// refuse-newer-values → event_missing.
     #[arg(long)]
     plant: Option<String>,
 }

@@ -30,9 +30,26 @@ pub struct Tap {
     records: Mutex<Vec<EventRecord>>,
     /// Settled transitions as they landed: (key, transition number).
     settled: Mutex<BTreeSet<(DeliveryKey, u64)>>,
+    /// A newer version writes the ledger (issue 32's version skew): its images carry values
+    /// this events function does not know ([`newer`]); each dead event must name the reason
+    /// as that writer wrote it.
+    newer_writer: bool,
+    /// [`Plant::RefuseNewerValues`]: the newer value lands in `status` too.
+    refuse: bool,
+    /// The reason each settled death's image carries, by (key, transition number).
+    reasons: Mutex<std::collections::BTreeMap<(DeliveryKey, u64), String>>,
 }
 
 impl Tap {
+    /// A stream whose writer is of this version, or (`newer_writer`) of a newer one.
+    pub fn new(newer_writer: bool, plant: Option<Plant>) -> Self {
+        Self {
+            newer_writer,
+            refuse: newer_writer && plant == Some(Plant::RefuseNewerValues),
+            ..Self::default()
+        }
+    }
+
     /// A write landed on the ledger: its stream record, and the settled transition if it is
     /// one (judged here by the statuses alone, not by the events module's decision).
     pub fn landed(&self, before: Option<&DeliveryRecord>, after: &DeliveryRecord) {
@@ -42,12 +59,44 @@ impl Tap {
             to,
             Status::Delivered | Status::Dead | Status::Expired | Status::Cancelled
         );
-        if settles && from != to {
-            lock(&self.settled).insert((after.key().clone(), after.seq()));
+        let mut record = record(lock(&self.records).len(), before, after);
+        if self.newer_writer {
+            newer(&mut record.change.new_image, self.refuse);
+            newer(&mut record.change.old_image, self.refuse);
         }
-        let mut records = lock(&self.records);
-        let seq = records.len();
-        records.push(record(seq, before, after));
+        if settles && from != to {
+            let key = (after.key().clone(), after.seq());
+            if let Some(serde_dynamo::AttributeValue::S(r)) =
+                record.change.new_image.get("dead_reason")
+            {
+                lock(&self.reasons).insert(key.clone(), r.clone());
+            }
+            lock(&self.settled).insert(key);
+        }
+        lock(&self.records).push(record);
+    }
+
+    /// Dead events whose reason is not the one their image carried (a newer writer's reason
+    /// read as another, or dropped).
+    pub fn misread(&self, bus: &MemoryBus) -> Vec<(DeliveryKey, u64, String)> {
+        let reasons = lock(&self.reasons);
+        bus.published()
+            .into_iter()
+            .filter_map(|e| {
+                let want = reasons.get(&(e.delivery_key.clone(), e.transition))?;
+                let got = e.reason.map(|r| r.as_str()).unwrap_or("none");
+                (got != want).then(|| (e.delivery_key, e.transition, format!("{got}, not {want}")))
+            })
+            .collect()
+    }
+
+    /// Settled deaths whose image carried a value this version does not know.
+    pub fn newer_values(&self) -> u64 {
+        if self.newer_writer {
+            lock(&self.reasons).len() as u64
+        } else {
+            0
+        }
     }
 
     fn batch(&self, from: usize) -> Vec<EventRecord> {
@@ -71,6 +120,37 @@ impl Tap {
 
     pub fn settled_transitions(&self) -> u64 {
         lock(&self.settled).len() as u64
+    }
+}
+
+/// An image as a newer writer would make it: each enum it knows in a version this one does
+/// not (a dead reason, an outcome class, the policy's backoff and ambiguous rule); with
+/// `refuse`, the status too (a field this version still refuses).
+fn newer(image: &mut serde_dynamo::Item, refuse: bool) {
+    use serde_dynamo::AttributeValue as A;
+    let renamed = |v: &mut A| {
+        if let A::S(s) = v {
+            s.push_str("_v9");
+        }
+    };
+    let mut fields = vec!["dead_reason", "last_outcome_class"];
+    if refuse {
+        fields.push("status");
+    }
+    for f in fields {
+        if let Some(v) = image.get_mut(f) {
+            renamed(v);
+        }
+    }
+    if let Some(A::M(policy)) = image.get_mut("policy") {
+        if let Some(v) = policy.get_mut("ambiguous") {
+            renamed(v);
+        }
+        if let Some(A::M(backoff)) = policy.get_mut("backoff") {
+            if let Some(kind) = backoff.get_mut("kind") {
+                renamed(kind);
+            }
+        }
     }
 }
 

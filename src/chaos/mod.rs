@@ -79,10 +79,13 @@ pub enum Plant {
     /// The queue adapter loses a fallback's message, and the standby channel's own message
     /// of the same delivery when it next comes back.
     LoseFallbackMessages,
+    /// Window 9 re-opened: in worlds with a newer writer, its new value lands in a field this
+    /// version still refuses (`status`), so the events function skips the item.
+    RefuseNewerValues,
 }
 
 impl Plant {
-    pub const ALL: [Plant; 19] = [
+    pub const ALL: [Plant; 20] = [
         Plant::AckBeforeOutcome,
         Plant::IgnoreRetryAfter,
         Plant::UnfencedLedger,
@@ -102,6 +105,7 @@ impl Plant {
         Plant::DropAddedChannels,
         Plant::IgnoreFallbackOrder,
         Plant::LoseFallbackMessages,
+        Plant::RefuseNewerValues,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -125,6 +129,7 @@ impl Plant {
             Plant::DropAddedChannels => "drop-added-channels",
             Plant::IgnoreFallbackOrder => "ignore-fallback-order",
             Plant::LoseFallbackMessages => "lose-fallback-messages",
+            Plant::RefuseNewerValues => "refuse-newer-values",
         }
     }
 
@@ -150,6 +155,7 @@ impl Plant {
             Plant::DropAddedChannels => "acknowledged_change_ignored",
             Plant::IgnoreFallbackOrder => "two_channels_sent",
             Plant::LoseFallbackMessages => "stranded",
+            Plant::RefuseNewerValues => "event_missing",
         }
     }
 

@@ -124,6 +124,9 @@ tally! {
         cancels_racing_redrives,
         /// Settled transitions seen on the ledger (each must have its event).
         settled_transitions,
+        /// Deaths a newer writer recorded with values this version does not know (a third of
+        /// the worlds): each must be published with its reason as written.
+        newer_values_read,
         /// Stranded channels an alarm metric counted (invariant errors, panics): reported.
         stranded_alarmed,
         faults_injected,

@@ -273,8 +273,13 @@ pub(super) fn world_wide(world: &World, report: &mut SeedReport) {
         let what = format!("{key}: transition {transition} settled with no outcome event");
         report.broken(|t| &mut t.event_missing, what);
     }
+    for (key, transition, how) in world.tap.misread(&world.bus) {
+        let what = format!("{key}: transition {transition} published with reason {how}");
+        report.broken(|t| &mut t.event_missing, what);
+    }
     let t = &mut report.tally;
     t.settled_transitions += world.tap.settled_transitions();
+    t.newer_values_read += world.tap.newer_values();
     t.gone_answers += world.journal.gone_answers();
     t.cancels_racing_redrives += world.counts.racing();
     for k in world.acks.edits() {

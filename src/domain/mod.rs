@@ -11,6 +11,7 @@ pub mod recipient;
 pub mod reminder;
 pub mod retention;
 pub mod suppression;
+pub mod wire;
 
 pub use ids::{Channel, IdError, PerChannel, ReminderId, SubscriberId};
 pub use key::{DeliveryKey, KeyError};

@@ -4,10 +4,9 @@
 use std::fmt;
 use std::str::FromStr;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum DeadReason {
     /// The message could not be decoded, had an unknown version or a mismatched key.
     Schema,
@@ -33,6 +32,11 @@ pub enum DeadReason {
     Suppressed,
     /// Due inside the channel's quiet hours and stale before they end. No attempt spent.
     ExpiredQuietHours,
+    /// A reason this version does not know, written by a newer one (a deploy rolling out a
+    /// new reason): read, carried on with its wire string, logged and published as it is,
+    /// never refused. It falls back to nothing and is no recipient's choice: a DLQ copy is
+    /// made, and a redrive names it like any other.
+    Unknown(&'static str),
 }
 
 impl DeadReason {
@@ -87,7 +91,33 @@ impl DeadReason {
             DeadReason::OptedOut => "opted_out",
             DeadReason::Suppressed => "suppressed",
             DeadReason::ExpiredQuietHours => "expired_quiet_hours",
+            DeadReason::Unknown(s) => s,
         }
+    }
+
+    /// A stored or received wire string: a listed reason, or one this version does not know
+    /// ([`DeadReason::Unknown`], logged once per read).
+    pub fn read(s: &str) -> DeadReason {
+        s.parse().unwrap_or_else(|_| {
+            tracing::warn!(
+                reason = s,
+                "dead reason unknown to this version: carried on as it is"
+            );
+            DeadReason::Unknown(super::wire::intern(s))
+        })
+    }
+}
+
+impl Serialize for DeadReason {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for DeadReason {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        Ok(DeadReason::read(&s))
     }
 }
 
@@ -139,5 +169,17 @@ mod tests {
             assert_eq!(serde_json::to_string(&r).unwrap(), format!("\"{r}\""));
         }
         assert!("bogus".parse::<DeadReason>().is_err());
+    }
+
+    #[test]
+    fn a_reason_from_a_newer_version_is_carried_on_as_it_is() {
+        let r: DeadReason = serde_json::from_str("\"bounced_later\"").unwrap();
+        assert_eq!(r, DeadReason::Unknown("bounced_later"));
+        assert_eq!(r.as_str(), "bounced_later");
+        assert_eq!(serde_json::to_string(&r).unwrap(), "\"bounced_later\"");
+        assert!(!r.falls_back() && !r.is_recipients_choice());
+        for known in DeadReason::ALL {
+            assert_eq!(DeadReason::read(known.as_str()), known);
+        }
     }
 }

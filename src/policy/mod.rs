@@ -104,8 +104,7 @@ impl Outcome {
 }
 
 /// The design's outcome classes, as recorded on the ledger and in logs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum OutcomeClass {
     Delivered,
     Throttled,
@@ -114,10 +113,65 @@ pub enum OutcomeClass {
     Ambiguous,
     Stale,
     Cancelled,
+    /// A class a newer version recorded: carried on as it is ([`crate::domain::wire`]).
+    Unknown(&'static str),
+}
+
+impl OutcomeClass {
+    pub const KNOWN: [OutcomeClass; 7] = [
+        OutcomeClass::Delivered,
+        OutcomeClass::Throttled,
+        OutcomeClass::Transient,
+        OutcomeClass::Permanent,
+        OutcomeClass::Ambiguous,
+        OutcomeClass::Stale,
+        OutcomeClass::Cancelled,
+    ];
+
+    /// The wire string.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            OutcomeClass::Delivered => "delivered",
+            OutcomeClass::Throttled => "throttled",
+            OutcomeClass::Transient => "transient",
+            OutcomeClass::Permanent => "permanent",
+            OutcomeClass::Ambiguous => "ambiguous",
+            OutcomeClass::Stale => "stale",
+            OutcomeClass::Cancelled => "cancelled",
+            OutcomeClass::Unknown(s) => s,
+        }
+    }
+
+    /// A stored wire string: a known class, or [`OutcomeClass::Unknown`] (logged).
+    pub fn read(s: &str) -> OutcomeClass {
+        OutcomeClass::KNOWN
+            .into_iter()
+            .find(|c| c.as_str() == s)
+            .unwrap_or_else(|| {
+                tracing::warn!(
+                    class = s,
+                    "outcome class unknown to this version: carried on as it is"
+                );
+                OutcomeClass::Unknown(crate::domain::wire::intern(s))
+            })
+    }
+}
+
+impl Serialize for OutcomeClass {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for OutcomeClass {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        Ok(OutcomeClass::read(&s))
+    }
 }
 
 /// How retries after transient failures are spaced.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Backoff {
     /// Full jitter: uniform in `[1 s, min(cap, base × 2^(n−1))]` after the n-th failure.
@@ -131,16 +185,85 @@ pub enum Backoff {
     /// good for an hour, with five attempts and factor 4, tries at about 0, 30 s, 2.5 min,
     /// 12 min and 50 min; one good for a day at 0, 12 min, 1 h, 4 h and 19 h.
     Fitted { factor: u32 },
+    /// A backoff a newer version snapshotted: kept as it was stored (written back as it is),
+    /// and spaced here as [`DEFAULT_BACKOFF`] is.
+    #[serde(untagged)]
+    Unknown(serde_json::Value),
+}
+
+/// [`Backoff`] as this version knows it, for reading.
+#[derive(Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum KnownBackoff {
+    Exponential { base_secs: u64, cap_secs: u64 },
+    Schedule { schedule_secs: Vec<u64> },
+    Fitted { factor: u32 },
+}
+
+impl<'de> Deserialize<'de> for Backoff {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = serde_json::Value::deserialize(d)?;
+        Ok(match KnownBackoff::deserialize(&raw) {
+            Ok(KnownBackoff::Exponential {
+                base_secs,
+                cap_secs,
+            }) => Backoff::Exponential {
+                base_secs,
+                cap_secs,
+            },
+            Ok(KnownBackoff::Schedule { schedule_secs }) => Backoff::Schedule { schedule_secs },
+            Ok(KnownBackoff::Fitted { factor }) => Backoff::Fitted { factor },
+            Err(e) => {
+                tracing::warn!(backoff = %raw, error = %e, "backoff unknown to this version: carried on, spaced as the default");
+                Backoff::Unknown(raw)
+            }
+        })
+    }
 }
 
 /// What to do when a send may have happened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AmbiguousRule {
     /// Retry with the same key when the provider honours idempotency keys, else dead.
     RetryIfIdempotent,
     /// Always dead as `ambiguous`, for reconciliation by hand.
     Dead,
+    /// A rule a newer version snapshotted: carried on as it is, and read as `Dead` (never a
+    /// second send this version cannot judge).
+    Unknown(&'static str),
+}
+
+impl AmbiguousRule {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            AmbiguousRule::RetryIfIdempotent => "retry_if_idempotent",
+            AmbiguousRule::Dead => "dead",
+            AmbiguousRule::Unknown(s) => s,
+        }
+    }
+}
+
+impl Serialize for AmbiguousRule {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for AmbiguousRule {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        Ok(match &*s {
+            "retry_if_idempotent" => AmbiguousRule::RetryIfIdempotent,
+            "dead" => AmbiguousRule::Dead,
+            other => {
+                tracing::warn!(
+                    rule = other,
+                    "ambiguous rule unknown to this version: carried on, read as dead"
+                );
+                AmbiguousRule::Unknown(crate::domain::wire::intern(other))
+            }
+        })
+    }
 }
 
 /// The retry policy: configuration with a version label, snapshotted on the ledger item at
@@ -409,6 +532,13 @@ fn retry_delay(
         Backoff::Schedule { schedule_secs } => {
             let i = (failures as usize).min(schedule_secs.len().saturating_sub(1));
             Duration::from_secs(schedule_secs.get(i).copied().unwrap_or(0))
+        }
+        Backoff::Unknown(_) => {
+            let default = RetryPolicy {
+                backoff: DEFAULT_BACKOFF,
+                ..policy.clone()
+            };
+            retry_delay(&default, failures, left, rng)
         }
     }
 }

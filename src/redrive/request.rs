@@ -12,11 +12,23 @@ use crate::domain::{Channel, DeadReason};
 /// Hard ceiling on one run's `max_messages`.
 pub const MAX_MESSAGES_LIMIT: u32 = 10_000;
 
+fn listed_reasons<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeSet<DeadReason>, D::Error> {
+    let names = Vec::<String>::deserialize(d)?;
+    names
+        .iter()
+        .map(|n| n.parse().map_err(serde::de::Error::custom))
+        .collect()
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RedriveRequest {
     pub channel: Channel,
-    /// One or more reasons; there is no "everything".
+    /// One or more reasons; there is no "everything". Only reasons this version lists: an
+    /// operator's typo is refused, not read as a newer version's reason.
+    #[serde(deserialize_with = "listed_reasons")]
     pub reasons: BTreeSet<DeadReason>,
     #[serde(default)]
     pub first_seen_after: Option<Timestamp>,

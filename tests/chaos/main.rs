@@ -27,7 +27,7 @@ fn delivered_share(t: &Tally) -> f64 {
 #[test]
 fn three_hundred_worlds_keep_every_promise() {
     let (total, failing) = run(0, 300, None);
-    let floors: [(&str, u64, u64); 18] = [
+    let floors: [(&str, u64, u64); 19] = [
         ("delivered", total.delivered, 1_500),
         ("edits_applied", total.edits_applied, 750),
         ("edits_due_earlier", total.edits_due_earlier, 120),
@@ -46,6 +46,7 @@ fn three_hundred_worlds_keep_every_promise() {
         ("orders_cleared", total.orders_cleared, 20),
         ("gone_answers", total.gone_answers, 20),
         ("settled_transitions", total.settled_transitions, 2_500),
+        ("newer_values_read", total.newer_values_read, 250),
     ];
     for (name, got, floor) in floors {
         assert!(got >= floor, "{name}: {got} < {floor}: {total:?}");
@@ -263,4 +264,11 @@ fn ignoring_the_fallback_order_is_caught_as_two_channels_sent() {
 #[test]
 fn lost_fallback_messages_are_caught_as_stranded() {
     fires_in_sixty(Plant::LoseFallbackMessages);
+}
+
+/// Window 9 of issue 32: a newer writer's value in a field the events function refuses; the
+/// item is skipped, and its settled transition has no event.
+#[test]
+fn a_skipped_newer_value_is_caught_as_event_missing() {
+    fires_in_sixty(Plant::RefuseNewerValues);
 }

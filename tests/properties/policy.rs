@@ -319,7 +319,10 @@ proptest! {
                 let ms = schedule_secs[next_attempt] as i64 * 1000;
                 (ms, ms)
             }
-            (_, Backoff::Fitted { .. }) => (1000, (left / 10 * 9).clamp(1000, 86_400_000)),
+            // An unknown backoff (never generated here) is spaced as the default, fitted.
+            (_, Backoff::Fitted { .. } | Backoff::Unknown(_)) => {
+                (1000, (left / 10 * 9).clamp(1000, 86_400_000))
+            }
         };
         prop_assert!(
             moved_to_last_chance || (low <= delay && delay <= high),

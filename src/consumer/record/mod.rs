@@ -203,15 +203,7 @@ impl<P: Ports> Record<'_, P> {
 }
 
 fn class_name(class: OutcomeClass) -> &'static str {
-    match class {
-        OutcomeClass::Delivered => "delivered",
-        OutcomeClass::Throttled => "throttled",
-        OutcomeClass::Transient => "transient",
-        OutcomeClass::Permanent => "permanent",
-        OutcomeClass::Ambiguous => "ambiguous",
-        OutcomeClass::Stale => "stale",
-        OutcomeClass::Cancelled => "cancelled",
-    }
+    class.as_str()
 }
 
 /// The one structured line per transition (DESIGN §8). No recipient, ever.

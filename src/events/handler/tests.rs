@@ -173,3 +173,45 @@ async fn removals_and_gate_items_publish_nothing() {
     assert_eq!((h.published, h.quiet, h.failed_from), (0, 2, None));
     assert!(bus.published().is_empty());
 }
+
+/// Window 9 of issue 32: a consumer of a newer version writes values this events function
+/// does not know (a dead reason, an outcome class, a backoff, an ambiguous rule). The item is
+/// read, its event published with the reason as written, and the values survive a write
+/// back; nothing is skipped.
+#[tokio::test]
+async fn w4_9_values_from_a_newer_writer_are_published_and_carried_on() {
+    use serde_dynamo::AttributeValue as A;
+    let bus = MemoryBus::default();
+    let before = claimed("n");
+    let mut rec = record(1, Some(&before), &before);
+    let new = &mut rec.change.new_image;
+    new.insert("status".into(), A::S("dead".into()));
+    new.insert("seq".into(), A::N("2".into()));
+    new.insert("dead_reason".into(), A::S("bounced_after_send".into()));
+    new.insert("last_outcome_class".into(), A::S("bounced".into()));
+    let Some(A::M(policy)) = new.get_mut("policy") else {
+        panic!("a claim snapshots its policy")
+    };
+    policy.insert("ambiguous".into(), A::S("ask_the_provider".into()));
+    let backoff = [
+        ("kind".to_owned(), A::S("decorrelated".into())),
+        ("spread_secs".to_owned(), A::N("7".into())),
+    ];
+    policy.insert("backoff".into(), A::M(backoff.into_iter().collect()));
+
+    let h = handle(&bus, &[rec.clone()]).await;
+    assert_eq!((h.published, h.unreadable), (1, 0), "{h:?}");
+    let event = &bus.published()[0];
+    assert_eq!(event.outcome, crate::delivery::state::Status::Dead);
+    assert_eq!(event.reason.map(|r| r.as_str()), Some("bounced_after_send"));
+    let detail: serde_json::Value = serde_json::from_str(&event.detail_json()).unwrap();
+    assert_eq!(detail["reason"], "bounced_after_send", "{detail}");
+
+    // Read and written back by this version: every value as the newer one wrote it.
+    let read: DeliveryRecord = serde_dynamo::from_item(rec.change.new_image.clone()).unwrap();
+    let again = image(&read);
+    for field in ["dead_reason", "last_outcome_class", "policy"] {
+        assert_eq!(again.get(field), rec.change.new_image.get(field), "{field}");
+    }
+    assert!(!read.dead_reason().unwrap().falls_back());
+}
