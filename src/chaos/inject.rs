@@ -189,7 +189,12 @@ pub struct Chaotic<T> {
     losing: Mutex<std::collections::BTreeSet<DeliveryKey>>,
     /// Told of every version of a reminder that lands (a reminders table's writes).
     watch: Option<Watch>,
+    /// Told of every message a queue's receive hands out, its answer lost or not.
+    heard: Option<Heard>,
 }
+
+/// What a heard queue adapter tells of each receive that took effect.
+pub type Heard = Arc<dyn Fn(&[ReceivedMessage]) + Send + Sync>;
 
 /// What a watched reminders adapter tells of each version that lands.
 pub type Watch = Arc<dyn Fn(&Reminder) + Send + Sync>;
@@ -202,7 +207,15 @@ impl<T> Chaotic<T> {
             plant: None,
             losing: Mutex::default(),
             watch: None,
+            heard: None,
         }
+    }
+
+    /// Tell `heard` of every receive that took effect: SQS counts a receive whose answer
+    /// was lost, so the checker must too.
+    pub fn hearing(mut self, heard: Heard) -> Self {
+        self.heard = Some(heard);
+        self
     }
 
     pub fn watched(mut self, watch: Watch) -> Self {
@@ -473,7 +486,13 @@ impl<T: DeliveryQueue> DeliveryQueue for Chaotic<T> {
         max: u32,
         visibility_secs: u32,
     ) -> Result<Vec<ReceivedMessage>, PortError> {
-        let call = self.inner.receive(channel, max, visibility_secs);
+        let call = async {
+            let out = self.inner.receive(channel, max, visibility_secs).await;
+            if let (Ok(got), Some(heard)) = (&out, &self.heard) {
+                heard(got);
+            }
+            out
+        };
         let got = self
             .dice
             .around(crate::ports::queue::OP_RECEIVE, call)

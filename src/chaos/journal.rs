@@ -472,6 +472,7 @@ impl<C: Clock> Ledger for Observed<C> {
         let got = self.alive(self.inner.get(key).await?);
         Ok(match self.plant {
             Some(Plant::ForgetAttempts) => got.map(forget_attempts),
+            Some(Plant::ForgetMaybeSent) => got.map(forget_maybe_sent),
             _ => got,
         })
     }
@@ -496,6 +497,7 @@ impl<C: Clock> Ledger for Observed<C> {
             return Ok(Cas::Conflict(before.map(|cur| {
                 let cur = match self.plant {
                     Some(Plant::ForgetAttempts) => forget_attempts(cur),
+                    Some(Plant::ForgetMaybeSent) => forget_maybe_sent(cur),
                     _ => cur,
                 };
                 Box::new(cur)
@@ -523,5 +525,27 @@ fn forget_attempts(r: DeliveryRecord) -> DeliveryRecord {
         return r;
     };
     v["attempt_count"] = 0.into();
+    serde_json::from_value(v).unwrap_or(r)
+}
+
+/// [`Plant::ForgetMaybeSent`]: an item read as if no attempt could have reached the person
+/// (no `maybe_sent`, and no history detail that tells it).
+fn forget_maybe_sent(r: DeliveryRecord) -> DeliveryRecord {
+    let Ok(mut v) = serde_json::to_value(&r) else {
+        return r;
+    };
+    if let Some(o) = v.as_object_mut() {
+        o.remove("maybe_sent");
+    }
+    if let Some(h) = v["history"].as_object_mut() {
+        for e in h.values_mut() {
+            let tells = e["detail"]
+                .as_str()
+                .is_some_and(|d| d == "ambiguous" || d.starts_with("lease expired"));
+            if tells {
+                e["detail"] = serde_json::Value::Null;
+            }
+        }
+    }
     serde_json::from_value(v).unwrap_or(r)
 }

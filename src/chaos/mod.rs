@@ -82,10 +82,14 @@ pub enum Plant {
     /// Window 9 re-opened: in worlds with a newer writer, its new value lands in a field this
     /// version still refuses (`status`), so the events function skips the item.
     RefuseNewerValues,
+    /// Window 3 re-opened: the ledger adapter reads an item without `maybe_sent` and the
+    /// history that shows it (an adapter that never learned them), so a fallback takes over
+    /// from a death that may have reached the person.
+    ForgetMaybeSent,
 }
 
 impl Plant {
-    pub const ALL: [Plant; 20] = [
+    pub const ALL: [Plant; 21] = [
         Plant::AckBeforeOutcome,
         Plant::IgnoreRetryAfter,
         Plant::UnfencedLedger,
@@ -106,6 +110,7 @@ impl Plant {
         Plant::IgnoreFallbackOrder,
         Plant::LoseFallbackMessages,
         Plant::RefuseNewerValues,
+        Plant::ForgetMaybeSent,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -130,6 +135,7 @@ impl Plant {
             Plant::IgnoreFallbackOrder => "ignore-fallback-order",
             Plant::LoseFallbackMessages => "lose-fallback-messages",
             Plant::RefuseNewerValues => "refuse-newer-values",
+            Plant::ForgetMaybeSent => "forget-maybe-sent",
         }
     }
 
@@ -156,6 +162,7 @@ impl Plant {
             Plant::IgnoreFallbackOrder => "two_channels_sent",
             Plant::LoseFallbackMessages => "stranded",
             Plant::RefuseNewerValues => "event_missing",
+            Plant::ForgetMaybeSent => "two_channels_sent",
         }
     }
 

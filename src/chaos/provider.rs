@@ -46,6 +46,12 @@ pub struct ChaosProvider {
     /// The adapter's own request timeout.
     pub timeout: Duration,
     pub plant: Option<Plant>,
+    /// Whether an address whose attempt was ambiguous is dead at its next attempt (a number
+    /// ported away just then): the death that follows an attempt that may have reached the
+    /// person, which window 3 of issue 32 is about. Half the worlds.
+    pub gone_after_ambiguous: bool,
+    /// The keys whose next attempt answers `410`.
+    pub doomed: std::sync::Mutex<std::collections::BTreeSet<DeliveryKey>>,
 }
 
 impl ChaosProvider {
@@ -112,6 +118,14 @@ impl ChaosProvider {
     }
 }
 
+impl ChaosProvider {
+    fn doom(&self, key: &DeliveryKey) {
+        if self.gone_after_ambiguous {
+            crate::ports::faults::lock(&self.doomed).insert(key.clone());
+        }
+    }
+}
+
 impl Provider for ChaosProvider {
     fn honours_idempotency_key(&self) -> bool {
         self.idempotent
@@ -154,6 +168,14 @@ impl ChaosProvider {
             return self.throttle(key, now);
         }
         self.journal.attempt(key);
+        let doomed = crate::ports::faults::lock(&self.doomed).remove(key);
+        if doomed && !self.dice.is_calm() {
+            self.journal.permanent(key);
+            return Outcome::Gone {
+                error: "http_410".into(),
+                source: crate::domain::SuppressionSource::Http410,
+            };
+        }
         let in_outage = now >= self.outage.0 && now < self.outage.1 && !self.dice.is_calm();
         if in_outage || self.strikes(m.transient) {
             self.journal.failed(key, request.recipient.channel());
@@ -180,10 +202,12 @@ impl ChaosProvider {
             };
         }
         if self.strikes(m.slow) {
+            self.doom(key);
             return self.slow(key).await;
         }
         self.journal.accepted(key);
         if self.strikes(m.accept_then_drop) {
+            self.doom(key);
             return Outcome::Ambiguous {
                 error: "chaos: connection reset after the provider accepted".into(),
             };

@@ -75,6 +75,35 @@ pub(super) async fn change_their_minds(world: Arc<World>, seed: u64) {
     }
 }
 
+/// Before the clock starts, each subscriber orders the three channels (a seeded shuffle), so
+/// that every reminder of two or more channels is a chain from its first send.
+pub(super) async fn ordered_from_start(world: &World, seed: u64) {
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x0_4de5);
+    for n in 0..3 {
+        let Ok(subscriber) = SubscriberId::parse(format!("s-{n}")) else {
+            continue;
+        };
+        let mut all = Channel::ALL.to_vec();
+        for i in (1..all.len()).rev() {
+            all.swap(i, rng.random_range(0..=i));
+        }
+        let prefs = Preferences {
+            fallback: all,
+            ..Preferences::default()
+        };
+        if world
+            .store
+            .put_preferences(&subscriber, &prefs)
+            .await
+            .is_ok()
+        {
+            world
+                .journal
+                .preferences_written(&subscriber, &prefs, world.clock.now());
+        }
+    }
+}
+
 /// The next fallback order: none made one of two or three channels; one is reordered
 /// (another order of as many) or, now and then, cleared or grown to a chain of three.
 fn order(current: &[Channel], rng: &mut StdRng) -> Vec<Channel> {

@@ -81,11 +81,11 @@ impl Seen<'_> {
         if !standby {
             return Unsettled::Lost;
         }
+        // One that may have reached the person ends it whatever it is now (redriven, say).
         let ends_chain = |rec: &DeliveryRecord| match rec.status() {
+            _ if rec.may_have_reached() => true,
             Status::Delivered | Status::Expired | Status::Cancelled => true,
-            Status::Dead => {
-                !rec.dead_reason().is_some_and(|d| d.falls_back()) || rec.may_have_reached()
-            }
+            Status::Dead => !rec.dead_reason().is_some_and(|d| d.falls_back()),
             _ => false,
         };
         let ended = listed

@@ -69,6 +69,26 @@ pub(super) struct Shape {
     pub twin_redrive: bool,
     /// How long after its TTL the ledger's items go (DynamoDB deletes them some time after).
     pub ttl_lag_secs: i64,
+    /// The interleavings of issue 32's windows, drawn apart so that the rest of a seed's
+    /// shape stays what it was.
+    pub windows: Windows,
+}
+
+/// Moments where two features meet, which random timing alone rarely lines up.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Windows {
+    /// An address whose attempt was ambiguous answers `410` at its next, and every
+    /// subscriber starts with a fallback order of the three channels (window 3).
+    pub gone_after_ambiguous: bool,
+}
+
+impl Windows {
+    fn draw(seed: u64) -> Self {
+        let mut rng = StdRng::seed_from_u64(seed ^ 0x3_21d0);
+        Self {
+            gone_after_ambiguous: rng.random_bool(0.5),
+        }
+    }
 }
 
 impl Shape {
@@ -109,6 +129,7 @@ impl Shape {
             },
             twin_redrive: rng.random_bool(0.3),
             ttl_lag_secs: rng.random_range(0..600),
+            windows: Windows::default(),
         }
     }
 }
@@ -146,8 +167,17 @@ pub(super) struct World {
 
 pub(super) async fn run(seed: u64, plant: Option<Plant>) -> SeedReport {
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut world = build(Shape::draw(&mut rng), seed, plant);
+    let mut shape = Shape::draw(&mut rng);
+    shape.windows = Windows::draw(seed);
+    if shape.windows.gone_after_ambiguous {
+        let m = &mut shape.misbehaviour;
+        m.accept_then_drop = m.accept_then_drop.max(0.25);
+    }
+    let mut world = build(shape, seed, plant);
     seed_reminders(&mut world, &mut rng).await;
+    if world.shape.windows.gone_after_ambiguous {
+        super::subscribers::ordered_from_start(&world, seed).await;
+    }
     let world = Arc::new(world);
     let mut tasks = JoinSet::new();
     start(&world, &mut tasks, seed);
@@ -197,6 +227,8 @@ fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
             outage: outage(seed, channel),
             timeout: consumer_cfg.provider_timeout,
             plant,
+            gone_after_ambiguous: shape.windows.gone_after_ambiguous,
+            doomed: std::sync::Mutex::default(),
         })
     };
     let ports = PortSet {
@@ -218,7 +250,11 @@ fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
             dice.clone(),
         )),
         gate: Arc::new(Chaotic::new(gate.clone(), dice.clone()).planted(plant)),
-        queue: Arc::new(Chaotic::new(queue, dice.clone()).planted(plant)),
+        queue: Arc::new(
+            Chaotic::new(queue, dice.clone())
+                .planted(plant)
+                .hearing(counting_receives(&journal)),
+        ),
         dead_letters: Arc::new(Chaotic::new(dlq.clone(), dice.clone()).planted(plant)),
         providers: PerChannel::from_fn(provider),
     };
@@ -246,6 +282,18 @@ fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
         bus: Arc::new(MemoryBus::default()),
         alarms: Mutex::default(),
     }
+}
+
+/// The journal counts every message a receive handed out, as the queue does.
+fn counting_receives(journal: &Arc<Journal>) -> super::inject::Heard {
+    let journal = journal.clone();
+    Arc::new(move |got: &[crate::ports::ReceivedMessage]| {
+        for m in got {
+            if let Ok(msg) = crate::domain::DeliveryMessage::decode(&m.body) {
+                journal.received(&msg.delivery_key);
+            }
+        }
+    })
 }
 
 /// An outage of each channel's provider somewhere in the fault phase, from five minutes to an
@@ -386,11 +434,6 @@ async fn poll(world: &World, consumer: &Consumer<ChaosPorts>, channel: Channel) 
         Ok(got) if !got.is_empty() => got,
         _ => return false,
     };
-    for m in &got {
-        if let Ok(msg) = crate::domain::DeliveryMessage::decode(&m.body) {
-            world.journal.received(&msg.delivery_key);
-        }
-    }
     if world.plant == Some(Plant::AckBeforeOutcome) {
         for m in &got {
             let _ = queue.delete(channel, &m.receipt_handle).await;

@@ -57,12 +57,13 @@ pub async fn turn<L: Ledger>(
     channel: Channel,
     now: Timestamp,
 ) -> Result<Option<Turn>, PortError> {
-    let order = listed_order(prefs, &listed);
-    if order.len() < 2 || !order.contains(&channel) {
+    if !prefs.fallback.contains(&channel) {
         return Ok(None);
     }
+    // Every channel of the order, listed or not: one an edit removed after it may have
+    // reached the person still has.
     let mut items = BTreeMap::new();
-    for &c in &order {
+    for &c in prefs.fallback.iter().collect::<BTreeSet<_>>() {
         let key = DeliveryKey::derive(reminder, subscriber, c);
         if let Some(rec) = ledger.get(&key).await? {
             items.insert(c, rec);
@@ -73,13 +74,22 @@ pub async fn turn<L: Ledger>(
     }
     // Whoever heads the chain: once another channel of the order may have reached the
     // person, this one is never sent; while another is in flight (claimed on its own before
-    // the order, or ahead in the chain), this one waits for it to settle.
+    // the order, or ahead in the chain; mid-send, for one no longer listed), this one waits
+    // for it to settle.
     if let Some((c, _)) = items.iter().find(|(_, r)| r.may_have_reached()) {
         return Ok(Some(Turn::NotNeeded { because: *c }));
     }
-    if let Some((c, r)) = items.iter().find(|(_, r)| in_flight(r)) {
+    let busy = |c: Channel, r: &DeliveryRecord| {
+        in_flight(r) && (listed(c) || r.status() == Status::Sending)
+    };
+    if let Some((c, r)) = items.iter().find(|(c, r)| busy(**c, r)) {
         return Ok(Some(waiting(r, *c, now)));
     }
+    let order = listed_order(prefs, &listed);
+    if order.len() < 2 || !order.contains(&channel) {
+        return Ok(None);
+    }
+    items.retain(|c, _| order.contains(c));
     let head = order
         .iter()
         .filter_map(|c| items.get(c).map(|r| (c, r)))
@@ -291,6 +301,32 @@ mod tests {
             turn_of(&l, &[Push, Email], &[Email, Sms], Email).await,
             None
         );
+    }
+
+    /// Found by the chaos worlds of issue 32 (seeds 10 and 69 of 300): push delivered, an
+    /// edit removes it, and email, now first of the listed order, went out as its head.
+    #[tokio::test]
+    async fn a_channel_removed_after_it_may_have_reached_the_person_still_ends_the_chain() {
+        let order = [Push, Email, Sms];
+        let l = MemoryLedger::default();
+        put(&l, Push, delivered()).await;
+        let not_needed = Some(Turn::NotNeeded { because: Push });
+        assert_eq!(turn_of(&l, &order, &[Email, Sms], Email).await, not_needed);
+        // Alone of the order on the reminder now, too.
+        assert_eq!(turn_of(&l, &order, &[Email], Email).await, not_needed);
+        // Removed mid-send: its send may still land, so the rest waits for its lease.
+        let l = MemoryLedger::default();
+        put(&l, Push, None).await;
+        let sending = turn_of(&l, &order, &[Email], Email).await;
+        assert!(
+            matches!(sending, Some(Turn::Wait { after, behind: Push }) if after > T0),
+            "{sending:?}"
+        );
+        // Removed after a death that sent nothing: the rest of the order is the chain.
+        let l = MemoryLedger::default();
+        put(&l, Push, dies(DeadReason::OptedOut, None)).await;
+        assert_eq!(turn_of(&l, &order, &[Email, Sms], Email).await, None);
+        assert_eq!(turn_of(&l, &order, &[Email], Email).await, None);
     }
 
     #[tokio::test]

@@ -272,3 +272,11 @@ fn lost_fallback_messages_are_caught_as_stranded() {
 fn a_skipped_newer_value_is_caught_as_event_missing() {
     fires_in_sixty(Plant::RefuseNewerValues);
 }
+
+/// Window 3 of issue 32: the ledger adapter reads items without `maybe_sent` (and the history
+/// that shows it); after an ambiguous attempt and a 410 at the retry, the next channel of the
+/// order takes over and reaches the person a second time.
+#[test]
+fn a_forgotten_maybe_sent_is_caught_as_two_channels_sent() {
+    fires_in_sixty(Plant::ForgetMaybeSent);
+}

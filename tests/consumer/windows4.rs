@@ -508,3 +508,64 @@ async fn w4_8_a_channel_removed_after_enqueue_cannot_be_listed_again() {
         .unwrap();
     assert!(matches!(got, Edited::Edited(_)), "{got:?}");
 }
+
+/// Found by the chaos worlds once they ordered every subscriber's channels (issue 32): with
+/// `[push, email]`, push is delivered, then an edit removes push. Email, now the reminder's
+/// only channel, went out as if alone. A channel an edit removed after it may have reached
+/// the person still ends the chain; one removed mid-send is waited for.
+#[tokio::test]
+async fn w4_7_a_channel_removed_after_it_reached_the_person_still_ends_the_chain() {
+    let w = Mem::new(test_config(), true);
+    let r = w.reminder("w47c", &[Channel::Push, Channel::Email]).await;
+    let sub = r.subscriber_id.clone();
+    let order = json!({"fallback": ["push", "email"]});
+    w.store.put_preferences(&sub, &prefs(order)).await.unwrap();
+    let push = message(&r, Channel::Push);
+    w.enqueue(&push).await;
+    w.run(Channel::Push).await.unwrap();
+    assert_eq!(
+        w.provider.calls_for(&push.delivery_key),
+        1,
+        "push delivered"
+    );
+    let email = message(&only_email(&w, &r).await, Channel::Email);
+    w.enqueue(&email).await;
+    drain(&w, Channel::Email).await;
+    assert_eq!(
+        w.provider.calls_for(&email.delivery_key),
+        0,
+        "push reached the person: email is not needed"
+    );
+    // Removed mid-send: email waits for push's lease.
+    let r2 = w.reminder("w47d", &[Channel::Push, Channel::Email]).await;
+    claimed(&w.ledger, &r2, Channel::Push, w.clock.now()).await;
+    let email2 = message(&only_email(&w, &r2).await, Channel::Email);
+    w.enqueue(&email2).await;
+    let out = w.run(Channel::Email).await.unwrap();
+    let action = &out.records[0].action;
+    assert!(
+        matches!(action, reminders::consumer::Action::Hold { .. }),
+        "{action:?}"
+    );
+    assert_eq!(w.provider.calls_for(&email2.delivery_key), 0);
+}
+
+/// Edit `r` down to email alone, as a PUT would: the edited version.
+async fn only_email(w: &Mem, r: &Reminder) -> Reminder {
+    let edit = Edit {
+        recipients: Some(recipients(&[Channel::Email])),
+        ..Edit::default()
+    };
+    let retention = Retention::default();
+    let got = outbox::edit(&*w.store, &*w.ledger, &r.reminder_id, edit, T0, retention)
+        .await
+        .unwrap();
+    let Edited::Edited(edited) = got else {
+        panic!("{got:?}")
+    };
+    assert_eq!(
+        edited.listed_channels().collect::<Vec<_>>(),
+        [Channel::Email]
+    );
+    edited
+}

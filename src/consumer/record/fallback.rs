@@ -33,7 +33,10 @@ impl<P: Ports> Record<'_, P> {
     /// until that one settles, then sent (its turn came) or acknowledged (it did not), by the
     /// ledger item of the channel ahead. A fallback's own message goes straight on.
     pub(super) async fn standby(&mut self, mut d: Delivery) -> Step<Delivery> {
-        if d.msg.fallback_from.is_some() || d.reminder.recipients.len() < 2 {
+        // One channel, never edited: no other channel of the reminder ever had a delivery.
+        // Once edited, one it listed before may have reached the person (DESIGN §12).
+        let alone = d.reminder.recipients.len() < 2 && d.reminder.payload_version <= 1;
+        if d.msg.fallback_from.is_some() || alone {
             return Ok(ControlFlow::Continue(d));
         }
         let store = self.consumer.ports.reminders();
