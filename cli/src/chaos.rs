@@ -42,7 +42,8 @@ pub struct ChaosArgs {
     /// sent_in_quiet_hours, drop-event → event_missing, drop-freshness-edit →
     /// expired_while_fresh, drop-added-channels → acknowledged_change_ignored,
     /// ignore-fallback-order → two_channels_sent, lose-fallback-messages → stranded,
-    /// refuse-newer-values → event_missing, forget-maybe-sent → two_channels_sent.
+    /// refuse-newer-values → event_missing, forget-maybe-sent → two_channels_sent,
+    /// expire-over-an-edit → expired_while_fresh, keep-old-horizon → duplicated.
     #[arg(long)]
     plant: Option<String>,
 }

@@ -156,7 +156,7 @@ tokio::task_local! {
 
 /// Stop the current invocation here (a Lambda killed mid-call): what it did so far stays done,
 /// the rest never happens. Outside an invocation (an operator's command) nothing stops.
-async fn crash() {
+pub(super) async fn crash() {
     if INVOCATION.try_with(|kill| kill.notify_one()).is_ok() {
         std::future::pending::<()>().await;
     }
@@ -191,6 +191,8 @@ pub struct Chaotic<T> {
     watch: Option<Watch>,
     /// Told of every message a queue's receive hands out, its answer lost or not.
     heard: Option<Heard>,
+    /// Told of every due page a reminders adapter reads, before the reader goes on.
+    scans: Option<super::surface::Prompter>,
 }
 
 /// What a heard queue adapter tells of each receive that took effect.
@@ -208,7 +210,15 @@ impl<T> Chaotic<T> {
             losing: Mutex::default(),
             watch: None,
             heard: None,
+            scans: None,
         }
+    }
+
+    /// Prompt the application with each due page read (window 1 of issue 32): it may edit a
+    /// stale reminder of the page before the scheduler goes on.
+    pub fn prompting(mut self, scans: Option<super::surface::Prompter>) -> Self {
+        self.scans = scans;
+        self
     }
 
     /// Tell `heard` of every receive that took effect: SQS counts a receive whose answer
@@ -308,9 +318,22 @@ impl<T: ReminderStore> ReminderStore for Chaotic<T> {
         Ok(got)
     }
     async fn query_due(&self, q: &DueQuery<'_>) -> Result<DuePage, PortError> {
-        self.dice
+        let page = self
+            .dice
             .around(crate::ports::reminders::OP_QUERY, self.inner.query_due(q))
-            .await
+            .await?;
+        if !self.dice.is_calm() && !page.items.is_empty() {
+            let ids = page
+                .items
+                .iter()
+                .filter_map(|e| match e {
+                    crate::ports::DueEntry::Due(r) => Some(r.reminder_id.clone()),
+                    crate::ports::DueEntry::Unschedulable { .. } => None,
+                })
+                .collect();
+            super::surface::prompt(self.scans.as_ref(), super::surface::Prompt::Scanned(ids)).await;
+        }
+        Ok(page)
     }
     async fn quarantine(&self, key: &str, reason: &str) -> Result<Marked, PortError> {
         let call = self.inner.quarantine(key, reason);
@@ -338,6 +361,16 @@ impl<T: ReminderStore> ReminderStore for Chaotic<T> {
         version: u64,
         to: ReminderStatus,
     ) -> Result<Marked, PortError> {
+        // [`super::Plant::ExpireOverAnEdit`]: an expiry marks whatever version is stored.
+        let version = match self.plant {
+            Some(super::Plant::ExpireOverAnEdit) if to == ReminderStatus::Expired => {
+                match self.inner.get(id).await? {
+                    Some(cur) => cur.payload_version,
+                    None => version,
+                }
+            }
+            _ => version,
+        };
         let call = self.inner.mark(id, version, to);
         self.dice
             .around(crate::ports::reminders::OP_MARK, call)

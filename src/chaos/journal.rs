@@ -467,6 +467,27 @@ impl<C: Clock> Observed<C> {
     }
 }
 
+impl<C: Clock> Observed<C> {
+    /// [`Plant::KeepOldHorizon`]: a horizon move is acknowledged and dropped unless the item
+    /// has settled (delivered, expired, cancelled), as before issue 32.
+    fn keeps_old_horizon(&self, before: Option<&DeliveryRecord>, record: &DeliveryRecord) -> bool {
+        if self.plant != Some(Plant::KeepOldHorizon) {
+            return false;
+        }
+        let settled = before.is_some_and(|b| {
+            matches!(
+                b.status(),
+                Status::Delivered | Status::Expired | Status::Cancelled
+            )
+        });
+        let latest = record.history().into_iter().max_by_key(|(n, _)| *n);
+        let moves = latest.is_some_and(|(_, h)| {
+            h.detail.as_deref() == Some(crate::delivery::state::HORIZON_MOVED)
+        });
+        moves && before.is_some() && !settled
+    }
+}
+
 impl<C: Clock> Ledger for Observed<C> {
     async fn get(&self, key: &DeliveryKey) -> Result<Option<DeliveryRecord>, PortError> {
         let got = self.alive(self.inner.get(key).await?);
@@ -490,7 +511,7 @@ impl<C: Clock> Ledger for Observed<C> {
         let holds = expected.holds_for(before.as_ref());
         let dropped =
             self.plant == Some(Plant::LostCancel) && record.status() == Status::Cancelled && holds;
-        if dropped {
+        if dropped || (holds && self.keeps_old_horizon(before.as_ref(), record)) {
             return Ok(Cas::Applied);
         }
         if !holds {

@@ -86,10 +86,17 @@ pub enum Plant {
     /// history that shows it (an adapter that never learned them), so a fallback takes over
     /// from a death that may have reached the person.
     ForgetMaybeSent,
+    /// Window 1 re-opened: the reminders adapter marks an expiry on whatever version is
+    /// stored, not the one the scheduler read: an edit that made the reminder fresh again
+    /// while the scheduler held its page is expired.
+    ExpireOverAnEdit,
+    /// Window 2 re-opened: the ledger adapter acknowledges a horizon move and drops it unless
+    /// the item has settled: an unsettled delivery's proof goes with its old TTL.
+    KeepOldHorizon,
 }
 
 impl Plant {
-    pub const ALL: [Plant; 21] = [
+    pub const ALL: [Plant; 23] = [
         Plant::AckBeforeOutcome,
         Plant::IgnoreRetryAfter,
         Plant::UnfencedLedger,
@@ -111,6 +118,8 @@ impl Plant {
         Plant::LoseFallbackMessages,
         Plant::RefuseNewerValues,
         Plant::ForgetMaybeSent,
+        Plant::ExpireOverAnEdit,
+        Plant::KeepOldHorizon,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -136,6 +145,8 @@ impl Plant {
             Plant::LoseFallbackMessages => "lose-fallback-messages",
             Plant::RefuseNewerValues => "refuse-newer-values",
             Plant::ForgetMaybeSent => "forget-maybe-sent",
+            Plant::ExpireOverAnEdit => "expire-over-an-edit",
+            Plant::KeepOldHorizon => "keep-old-horizon",
         }
     }
 
@@ -163,6 +174,8 @@ impl Plant {
             Plant::LoseFallbackMessages => "stranded",
             Plant::RefuseNewerValues => "event_missing",
             Plant::ForgetMaybeSent => "two_channels_sent",
+            Plant::ExpireOverAnEdit => "expired_while_fresh",
+            Plant::KeepOldHorizon => "duplicated",
         }
     }
 

@@ -52,6 +52,9 @@ pub struct ChaosProvider {
     pub gone_after_ambiguous: bool,
     /// The keys whose next attempt answers `410`.
     pub doomed: std::sync::Mutex<std::collections::BTreeSet<DeliveryKey>>,
+    /// Told of some accepted sends, whose worker then stops before it hears the answer: the
+    /// application moves the reminder past the ledger's horizon meanwhile (window 2).
+    pub accepted: Option<super::surface::Prompter>,
 }
 
 impl ChaosProvider {
@@ -206,6 +209,14 @@ impl ChaosProvider {
             return self.slow(key).await;
         }
         self.journal.accepted(key);
+        if self.accepted.is_some() && self.strikes(0.2) {
+            let owner = crate::ports::faults::lock(&self.owners).get(key).cloned();
+            if let Some(id) = owner {
+                let what = super::surface::Prompt::Accepted(id);
+                super::surface::prompt(self.accepted.as_ref(), what).await;
+                super::inject::crash().await;
+            }
+        }
         if self.strikes(m.accept_then_drop) {
             self.doom(key);
             return Outcome::Ambiguous {

@@ -160,13 +160,87 @@ pub(super) async fn application(world: Arc<World>, seed: u64) {
         let Some(id) = world.ids.get(i) else {
             return;
         };
-        edit(&world, id, &mut rng, t, which.is_some()).await;
+        let force = if which.is_some() {
+            Force::Later
+        } else {
+            Force::Nothing
+        };
+        edit(&world, id, &mut rng, t, force).await;
     }
 }
 
-/// One PUT of `id`'s whole body, changing one or two things (`revive`: first moving it later,
+/// What an edit must change first, beside what it draws.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Force {
+    Nothing,
+    /// The due time later (so a stale reminder is fresh again).
+    Later,
+    /// The due time later, past the ledger's TTL horizon.
+    PastHorizon,
+}
+
+/// A moment where the pipeline, mid-call, has the application act at once and waits for its
+/// answer: the interleavings of issue 32's windows 1 and 2, which timing alone rarely lines
+/// up.
+#[derive(Debug, Clone)]
+pub enum Prompt {
+    /// The scheduler holds a due page with these reminders: one that is stale is edited
+    /// fresh again before the scheduler goes on (window 1).
+    Scanned(Vec<ReminderId>),
+    /// A provider accepted a send of this reminder's delivery (whose worker then stops):
+    /// the reminder is moved past the ledger's horizon (window 2).
+    Accepted(ReminderId),
+}
+
+/// Where prompts go, each with the answer to send when the edit is done.
+pub type Prompter = tokio::sync::mpsc::UnboundedSender<(Prompt, tokio::sync::oneshot::Sender<()>)>;
+pub type Prompts = tokio::sync::mpsc::UnboundedReceiver<(Prompt, tokio::sync::oneshot::Sender<()>)>;
+
+/// Have the application act on `what`, and wait until it has (at once when nobody listens).
+pub async fn prompt(to: Option<&Prompter>, what: Prompt) {
+    let Some(to) = to else { return };
+    let (done, answered) = tokio::sync::oneshot::channel();
+    if to.send((what, done)).is_ok() {
+        let _ = answered.await;
+    }
+}
+
+/// The application answering prompts, for as long as the world runs.
+pub(super) async fn prompted(world: Arc<World>, mut prompts: Prompts, seed: u64) {
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x9_70a1);
+    while let Some((what, done)) = prompts.recv().await {
+        let t = world.clock.now().since(super::world::EPOCH).as_secs();
+        match what {
+            Prompt::Scanned(ids) => {
+                let now = world.clock.now();
+                let mut stale = Vec::new();
+                for id in ids {
+                    use crate::ports::ReminderStore;
+                    if let Ok(Some(r)) = world.store.get(&id).await {
+                        if r.is_stale_at(now)
+                            && r.status == crate::domain::ReminderStatus::Scheduled
+                        {
+                            stale.push(id);
+                        }
+                    }
+                }
+                if let Some(id) = stale.first().filter(|_| rng.random_bool(0.5)) {
+                    edit(&world, id, &mut rng, t, Force::Later).await;
+                    world.counts.prompted_edits();
+                }
+            }
+            Prompt::Accepted(id) => {
+                edit(&world, &id, &mut rng, t, Force::PastHorizon).await;
+                world.counts.prompted_edits();
+            }
+        }
+        let _ = done.send(());
+    }
+}
+
+/// One PUT of `id`'s whole body, changing one or two things (`force`: first moving it later,
 /// fresh again).
-async fn edit(world: &World, id: &ReminderId, rng: &mut StdRng, t: u64, revive: bool) {
+async fn edit(world: &World, id: &ReminderId, rng: &mut StdRng, t: u64, force: Force) {
     use crate::ports::ReminderStore;
     let Ok(Some(cur)) = world.store.get(id).await else {
         return;
@@ -186,7 +260,7 @@ async fn edit(world: &World, id: &ReminderId, rng: &mut StdRng, t: u64, revive: 
         .flat_map(|l| l.channels.iter().copied())
         .collect();
     for n in 0..rng.random_range(1..3) {
-        let draw = if revive && n == 0 {
+        let draw = if force != Force::Nothing && n == 0 {
             1
         } else {
             rng.random_range(0..7)
@@ -200,7 +274,7 @@ async fn edit(world: &World, id: &ReminderId, rng: &mut StdRng, t: u64, revive: 
             1 | 2 => {
                 // Later, and sometimes past the ledger's TTL horizon (the retention of the
                 // world is short, so a move of hours outruns a delivery's proof).
-                let horizon = rng.random_bool(0.4);
+                let horizon = rng.random_bool(0.4) || (n == 0 && force == Force::PastHorizon);
                 let secs = if horizon {
                     world.retention.0.as_secs() + rng.random_range(600..3_600)
                 } else {
@@ -369,9 +443,20 @@ async fn cancel(world: &World, id: &ReminderId) {
 #[derive(Default)]
 pub struct Counts {
     racing: std::sync::atomic::AtomicU64,
+    prompted: std::sync::atomic::AtomicU64,
 }
 
 impl Counts {
+    fn prompted_edits(&self) {
+        self.prompted
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Edits made at a window's moment ([`Prompt`]).
+    pub fn prompted(&self) -> u64 {
+        self.prompted.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     fn racing_cancels(&self) {
         self.racing
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);

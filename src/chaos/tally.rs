@@ -122,6 +122,9 @@ tally! {
         /// `dead → ready` moves by operator redrives, and redrive runs with a cancel racing.
         redrives_executed,
         cancels_racing_redrives,
+        /// Edits made at a window's moment: a stale reminder edited while the scheduler held
+        /// its page, a reminder moved past the horizon after a send whose worker stopped.
+        prompted_edits,
         /// Settled transitions seen on the ledger (each must have its event).
         settled_transitions,
         /// Deaths a newer writer recorded with values this version does not know (a third of

@@ -282,6 +282,7 @@ pub(super) fn world_wide(world: &World, report: &mut SeedReport) {
     t.newer_values_read += world.tap.newer_values();
     t.gone_answers += world.journal.gone_answers();
     t.cancels_racing_redrives += world.counts.racing();
+    t.prompted_edits += world.counts.prompted();
     for k in world.acks.edits() {
         t.edits_applied += 1;
         t.edits_due_earlier += u64::from(k.due_earlier);

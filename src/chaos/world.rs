@@ -80,6 +80,15 @@ pub(super) struct Windows {
     /// An address whose attempt was ambiguous answers `410` at its next, and every
     /// subscriber starts with a fallback order of the three channels (window 3).
     pub gone_after_ambiguous: bool,
+    /// The application edits a stale reminder fresh again while the scheduler holds the
+    /// page it read it in (window 1); and the schedule stops for a while (a deploy, a
+    /// disabled rule), so that the scheduler comes back to a backlog gone stale.
+    pub edit_in_scan: bool,
+    /// When the schedule stops and for how long (seconds from the start).
+    pub paused: (u64, u64),
+    /// A worker stops right after a provider accepted its send, and the application moves
+    /// the reminder past the ledger's horizon meanwhile (window 2).
+    pub edit_after_accept: bool,
 }
 
 impl Windows {
@@ -87,6 +96,9 @@ impl Windows {
         let mut rng = StdRng::seed_from_u64(seed ^ 0x3_21d0);
         Self {
             gone_after_ambiguous: rng.random_bool(0.5),
+            edit_in_scan: rng.random_bool(0.5),
+            edit_after_accept: rng.random_bool(0.5),
+            paused: (rng.random_range(300..900), rng.random_range(480..1_200)),
         }
     }
 }
@@ -163,6 +175,8 @@ pub(super) struct World {
     pub bus: Arc<MemoryBus>,
     /// Per channel: what the consumer's alarmed metrics counted (invariant errors, panics).
     pub alarms: Mutex<BTreeMap<Channel, u64>>,
+    /// What the application answers at the windows' moments (taken when the world starts).
+    pub prompts: Mutex<Option<super::surface::Prompts>>,
 }
 
 pub(super) async fn run(seed: u64, plant: Option<Plant>) -> SeedReport {
@@ -215,6 +229,7 @@ fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
         let (acks, journal) = (acks.clone(), journal.clone());
         Arc::new(move |r: &Reminder| acks.landed(&journal, r))
     };
+    let (prompter, prompts) = tokio::sync::mpsc::unbounded_channel();
     let provider = |channel: Channel| {
         Arc::new(ChaosProvider {
             idempotent: *shape.idempotent.get(channel),
@@ -229,6 +244,7 @@ fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
             plant,
             gone_after_ambiguous: shape.windows.gone_after_ambiguous,
             doomed: std::sync::Mutex::default(),
+            accepted: shape.windows.edit_after_accept.then(|| prompter.clone()),
         })
     };
     let ports = PortSet {
@@ -236,7 +252,8 @@ fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
         reminders: Arc::new(
             Chaotic::new(store.clone(), dice.clone())
                 .planted(plant)
-                .watched(watch),
+                .watched(watch)
+                .prompting(shape.windows.edit_in_scan.then(|| prompter.clone())),
         ),
         ledger: Arc::new(Chaotic::new(
             Observed {
@@ -281,6 +298,7 @@ fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
         tap,
         bus: Arc::new(MemoryBus::default()),
         alarms: Mutex::default(),
+        prompts: Mutex::new(Some(prompts)),
     }
 }
 
@@ -386,6 +404,9 @@ fn start(world: &Arc<World>, tasks: &mut JoinSet<()>, seed: u64) {
     }
     tasks.spawn_local(super::surface::operator(world.clone(), seed));
     tasks.spawn_local(super::surface::application(world.clone(), seed));
+    if let Some(prompts) = crate::ports::faults::lock(&world.prompts).take() {
+        tasks.spawn_local(super::surface::prompted(world.clone(), prompts, seed));
+    }
     let bus = Arc::new(Chaotic::new(world.bus.clone(), world.dice.clone()).planted(world.plant));
     tasks.spawn_local(super::events::stream_to_bus(world.tap.clone(), bus));
     tasks.spawn_local(super::subscribers::change_their_minds(world.clone(), seed));
@@ -406,7 +427,13 @@ async fn schedule(world: Arc<World>, n: u64) {
     };
     let scheduler = Scheduler::new(world.ports.clone(), cfg);
     tokio::time::sleep(Duration::from_secs(n * 29)).await;
+    let w = world.shape.windows;
     loop {
+        let t = world.clock.now().since(EPOCH).as_secs();
+        if w.edit_in_scan && t >= w.paused.0 && t < w.paused.0 + w.paused.1 {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            continue;
+        }
         let deadline = world.clock.now().plus(Duration::from_secs(50));
         let _ = invoke(scheduler.run(Some(deadline)), Duration::from_secs(60)).await;
         tokio::time::sleep(Duration::from_secs(60)).await;

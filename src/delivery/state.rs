@@ -78,6 +78,9 @@ impl LeaseToken {
     }
 }
 
+/// The history detail of a horizon move (an edit's, or intake's for a due time moved later).
+pub const HORIZON_MOVED: &str = "horizon moved by an edit";
+
 /// Who redrove a delivery, kept in its history.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RedriveAudit {

@@ -385,10 +385,7 @@ fn extend(from: &From) -> Result<Landed, Refused> {
     if from.current.is_none() {
         return Err(from.refuse(Why::NotAllowed));
     }
-    Ok(Landed::saying(
-        from.status,
-        "horizon moved by an edit".into(),
-    ))
+    Ok(Landed::saying(from.status, super::HORIZON_MOVED.into()))
 }
 
 /// dead → ready: fresh budgets, an audit entry.
