@@ -12,7 +12,12 @@ use reminders::chaos::{self, Plant};
 /// removed, added and added back, stale reminders), 410s that suppress an address, and
 /// subscribers who opt out, set quiet hours or set, reorder and clear fallback orders
 /// mid-run, and in a third of the worlds a ledger writer newer than the events function
-/// (values it does not know); then every delivery is judged (never sent twice, none lost or stranded, nothing
+/// (values it does not know). Half the worlds each also line up a window where features
+/// meet: a schedule stopped for a while and a stale reminder edited fresh while the
+/// scheduler holds its page; a worker stopped right after an accepted send and its reminder
+/// moved past the ledger's TTL; an ambiguous attempt, then a 410, with every subscriber's
+/// channels ordered from the start; a channel added after a death that named none, then a
+/// redrive of that death. Then every delivery is judged (never sent twice, none lost or stranded, nothing
 /// stale, early, after a cancel, to an opted-out channel or inside quiet hours, never
 /// expired while the API's version was fresh, never a second channel of a fallback order
 /// after a first may have reached the person, every acknowledged added channel sent or

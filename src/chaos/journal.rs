@@ -455,6 +455,8 @@ pub struct Observed<C> {
     pub plant: Option<Plant>,
     /// How long after its TTL an item is deleted.
     pub ttl_lag_secs: i64,
+    /// Told of each death that falls back but names no channel (window 6).
+    pub died: Option<super::surface::Prompter>,
 }
 
 impl<C: Clock> Observed<C> {
@@ -485,6 +487,22 @@ impl<C: Clock> Observed<C> {
             h.detail.as_deref() == Some(crate::delivery::state::HORIZON_MOVED)
         });
         moves && before.is_some() && !settled
+    }
+}
+
+impl<C: Clock> Observed<C> {
+    /// A first death that falls back, may not have reached the person and names no channel
+    /// (the order's next is not listed): the application is prompted, and may add it.
+    async fn died_alone(&self, before: Option<&DeliveryRecord>, record: &DeliveryRecord) {
+        let first = before.is_none_or(|b| b.status() != Status::Dead);
+        let alone = record.status() == Status::Dead
+            && record.dead_reason().is_some_and(DeadReason::falls_back)
+            && record.fallback_to().is_none()
+            && !record.may_have_reached();
+        if let (true, true, Some(origin)) = (first, alone, record.origin()) {
+            let what = super::surface::Prompt::DiedAlone(origin.clone());
+            super::surface::prompt(self.died.as_ref(), what).await;
+        }
     }
 }
 
@@ -532,6 +550,7 @@ impl<C: Clock> Ledger for Observed<C> {
             self.journal
                 .landed(before.as_ref(), record, self.clock.now());
             self.tap.landed(before.as_ref(), record);
+            self.died_alone(before.as_ref(), record).await;
         }
         Ok(answer)
     }

@@ -190,6 +190,10 @@ pub enum Prompt {
     /// A provider accepted a send of this reminder's delivery (whose worker then stops):
     /// the reminder is moved past the ledger's horizon (window 2).
     Accepted(ReminderId),
+    /// A delivery died for a reason that falls back, naming no channel (the order's next is
+    /// not listed): the application adds the order's channels the reminder lacks, and the
+    /// operator redrives that channel's DLQ a few minutes later (window 6).
+    DiedAlone(crate::delivery::state::Origin),
 }
 
 /// Where prompts go, each with the answer to send when the edit is done.
@@ -233,9 +237,129 @@ pub(super) async fn prompted(world: Arc<World>, mut prompts: Prompts, seed: u64)
                 edit(&world, &id, &mut rng, t, Force::PastHorizon).await;
                 world.counts.prompted_edits();
             }
+            Prompt::DiedAlone(origin) => {
+                if add_the_order(&world, &origin).await {
+                    world.counts.prompted_edits();
+                    let after = Duration::from_secs(rng.random_range(120..900));
+                    let redrive = redrive_later(world.clone(), origin.channel, after, seed);
+                    tokio::task::spawn_local(redrive);
+                }
+            }
         }
         let _ = done.send(());
     }
+}
+
+/// A PUT of the reminder's body with the channels of the subscriber's fallback order it does
+/// not list added: whether the API acknowledged it.
+async fn add_the_order(world: &World, origin: &crate::delivery::state::Origin) -> bool {
+    use crate::ports::ReminderStore;
+    let store = &world.store;
+    let (Ok(Some(cur)), Ok(prefs)) = (
+        store.get(&origin.reminder_id).await,
+        store.preferences(&origin.subscriber_id).await,
+    ) else {
+        return false;
+    };
+    let mut prefs = prefs.unwrap_or_default();
+    let lacks = |c: &Channel| !cur.recipients.contains_key(c);
+    if !prefs.fallback.iter().any(lacks) {
+        // No order that names a channel the reminder lacks: the subscriber sets one, the
+        // dead channel first, then the missing ones, then the rest.
+        let (missing, listed): (Vec<Channel>, Vec<Channel>) = Channel::ALL
+            .into_iter()
+            .filter(|c| *c != origin.channel)
+            .partition(lacks);
+        if missing.is_empty() {
+            return false;
+        }
+        prefs.fallback = std::iter::once(origin.channel)
+            .chain(missing)
+            .chain(listed)
+            .collect();
+        if store
+            .put_preferences(&origin.subscriber_id, &prefs)
+            .await
+            .is_err()
+        {
+            return false;
+        }
+        let now = world.clock.now();
+        world
+            .journal
+            .preferences_written(&origin.subscriber_id, &prefs, now);
+    }
+    let ever: BTreeSet<Channel> = world
+        .acks
+        .landed_versions(&cur.reminder_id)
+        .iter()
+        .flat_map(|l| l.channels.iter().copied())
+        .collect();
+    let missing: Vec<Channel> = prefs
+        .fallback
+        .iter()
+        .copied()
+        .filter(|c| !cur.recipients.contains_key(c))
+        .collect();
+    if missing.is_empty() {
+        return false;
+    }
+    let i = subscriber_index(&cur);
+    let mut recipients: Vec<crate::domain::Recipient> = cur.recipients.values().cloned().collect();
+    recipients.extend(missing.iter().map(|c| recipient(*c, i)));
+    let k = Kinds {
+        added: missing.iter().any(|c| !ever.contains(c)),
+        readded: missing.iter().any(|c| ever.contains(c)),
+        ..Kinds::default()
+    };
+    let changes = Edit {
+        recipients: Some(recipients),
+        ..Edit::default()
+    };
+    let ports = &world.ports;
+    let now = world.clock.now();
+    let call = outbox::edit(
+        &ports.reminders,
+        &ports.ledger,
+        &cur.reminder_id,
+        changes,
+        now,
+        world.retention,
+    );
+    match invoke(call, API_TIMEOUT).await {
+        Some(Ok(Edited::Edited(next))) => {
+            world.acks.acknowledged(&world.journal, &next, k);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// An operator's redrive of `channel`'s DLQ, every reason, `after` from now.
+async fn redrive_later(world: Arc<World>, channel: Channel, after: Duration, seed: u64) {
+    tokio::time::sleep(after).await;
+    let cfg = RedriveConfig {
+        retention: world.retention,
+        ..RedriveConfig::default()
+    };
+    let redriver = Redriver::new(world.ports.clone(), cfg, seed ^ 0x6_4ed4);
+    let req = RedriveRequest {
+        channel,
+        reasons: DeadReason::ALL.into_iter().collect(),
+        first_seen_after: None,
+        first_seen_before: None,
+        dead_after: None,
+        dead_before: None,
+        max_messages: 20,
+        max_per_second: 10,
+        dry_run: false,
+        operator: "chaos".into(),
+        note: "after a chain took over".into(),
+        extend_freshness_secs: None,
+        accept_duplicates: true,
+    };
+    let deadline = world.clock.now().plus(Duration::from_secs(60));
+    let _ = invoke(redriver.run(&req, Some(deadline)), Duration::from_secs(90)).await;
 }
 
 /// One PUT of `id`'s whole body, changing one or two things (`force`: first moving it later,

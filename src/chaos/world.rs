@@ -86,6 +86,9 @@ pub(super) struct Windows {
     pub edit_in_scan: bool,
     /// When the schedule stops and for how long (seconds from the start).
     pub paused: (u64, u64),
+    /// After a death that falls back but names no channel, the application adds the
+    /// order's missing channels and the operator redrives that DLQ soon after (window 6).
+    pub add_after_death: bool,
     /// A worker stops right after a provider accepted its send, and the application moves
     /// the reminder past the ledger's horizon meanwhile (window 2).
     pub edit_after_accept: bool,
@@ -99,6 +102,7 @@ impl Windows {
             edit_in_scan: rng.random_bool(0.5),
             edit_after_accept: rng.random_bool(0.5),
             paused: (rng.random_range(300..900), rng.random_range(480..1_200)),
+            add_after_death: rng.random_bool(0.5),
         }
     }
 }
@@ -263,6 +267,7 @@ fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
                 clock,
                 plant,
                 ttl_lag_secs: shape.ttl_lag_secs,
+                died: shape.windows.add_after_death.then(|| prompter.clone()),
             },
             dice.clone(),
         )),

@@ -69,16 +69,27 @@ pub async fn turn<L: Ledger>(
             items.insert(c, rec);
         }
     }
+    // Whoever heads the chain, and whether or not this channel has an item of its own that
+    // could still send (a redrive made it ready again, say): once another channel of the
+    // order may have reached the person, this one is never sent. An own item that is
+    // sending, dead or settled is the ledger's to decide (a takeover, a DLQ copy).
+    let sendable = items.get(&channel).is_none_or(|own| {
+        matches!(
+            own.status(),
+            Status::Scheduled | Status::Ready | Status::Deferred
+        )
+    });
+    let reached = items
+        .iter()
+        .find(|(c, r)| sendable && **c != channel && r.may_have_reached());
+    if let Some((c, _)) = reached {
+        return Ok(Some(Turn::NotNeeded { because: *c }));
+    }
     if items.contains_key(&channel) {
         return Ok(None);
     }
-    // Whoever heads the chain: once another channel of the order may have reached the
-    // person, this one is never sent; while another is in flight (claimed on its own before
-    // the order, or ahead in the chain; mid-send, for one no longer listed), this one waits
-    // for it to settle.
-    if let Some((c, _)) = items.iter().find(|(_, r)| r.may_have_reached()) {
-        return Ok(Some(Turn::NotNeeded { because: *c }));
-    }
+    // While another is in flight (claimed on its own before the order, or ahead in the
+    // chain; mid-send, for one no longer listed), this one waits for it to settle.
     let busy = |c: Channel, r: &DeliveryRecord| {
         in_flight(r) && (listed(c) || r.status() == Status::Sending)
     };

@@ -409,9 +409,18 @@ pub fn mark_allowed(current: &Reminder, payload_version: u64, to: ReminderStatus
                 ReminderStatus::Scheduled | ReminderStatus::Enqueued
             ) && current.payload_version == payload_version
         }
-        ReminderStatus::Enqueued | ReminderStatus::Expired => {
+        ReminderStatus::Enqueued => {
             current.status == ReminderStatus::Scheduled
                 && current.payload_version == payload_version
+        }
+        // The scheduler's expiry of what it never enqueued, and the consumer's of an enqueued
+        // reminder found stale: at the version read, so that an edit that landed since (a
+        // reschedule, more freshness) wins, and once marked no edit lands (issue 32, window 1).
+        ReminderStatus::Expired => {
+            matches!(
+                current.status,
+                ReminderStatus::Scheduled | ReminderStatus::Enqueued
+            ) && current.payload_version == payload_version
         }
         ReminderStatus::Scheduled | ReminderStatus::Invalid => false,
     }

@@ -58,8 +58,11 @@ fn three_hundred_worlds_keep_every_promise() {
     );
     assert_kept(&total, &failing);
     // A floor: an "expire everything" bug keeps every other promise (early-freshness, below,
-    // delivers none), so the share delivered is asserted too (about 0.87 today).
-    assert!(delivered_share(&total) > 0.85, "{total:?}");
+    // delivers none), so the share delivered is asserted too: about 0.84 today, since half
+    // the worlds stop their schedule for 8 to 20 minutes (a backlog gone stale, window 1 of
+    // issue 32) and an edit of a reminder the consumer has expired is refused (it was 0.93
+    // before those worlds, with the floor at 0.85).
+    assert!(delivered_share(&total) > 0.75, "{total:?}");
     assert_eq!(total.seeds, 300);
     assert!(total.deliveries > 3_000, "{total:?}");
     assert!(total.faults_injected > 10_000, "{total:?}");

@@ -569,3 +569,70 @@ async fn only_email(w: &Mem, r: &Reminder) -> Reminder {
     );
     edited
 }
+
+/// Window 1's twin in the consumer, found by the chaos worlds (seed 625 of 1,300): a message
+/// of an enqueued reminder found stale, an application's reschedule landing before the
+/// consumer wrote `expired`, and the ledger said expired for the version the API had just
+/// acknowledged fresh. The consumer now marks the reminder expired at the version it read
+/// first: the edit that came first wins, and the next look sends it.
+#[tokio::test]
+async fn w4_1_an_edit_that_lands_during_the_consumers_expiry_wins() {
+    use reminders::ports::{DeliveryQueue, OutgoingMessage};
+    let now = T0.plus(Duration::from_secs(7_200));
+    let clock = ManualClock::at(now);
+    let inner = Arc::new(MemoryReminderStore::new(4));
+    let ledger = Arc::new(MemoryLedger::default());
+    let queue = Arc::new(MemoryQueue::new(clock.clone()));
+    let r = reminder("w41c", &[Channel::Push]);
+    assert!(r.is_stale_at(now));
+    inner.insert(&r).await.unwrap();
+    let enqueued = inner
+        .mark(&r.reminder_id, r.payload_version, ReminderStatus::Enqueued)
+        .await
+        .unwrap();
+    assert_eq!(enqueued, reminders::ports::Marked::Marked);
+    let reschedule = Edit {
+        due_at: Some(now),
+        fresh_until: Some(now.plus(Duration::from_secs(3600))),
+        ..Edit::default()
+    };
+    let store = crate::support::edit_before_mark::EditBeforeMark {
+        inner: inner.clone(),
+        ledger: ledger.clone(),
+        edit: std::sync::Mutex::new(Some(reschedule)),
+        now,
+    };
+    let provider = Arc::new(ScriptedProvider::new(clock.clone(), true));
+    let ports = PortSet {
+        clock: clock.clone(),
+        reminders: store,
+        ledger: ledger.clone(),
+        gate: Arc::new(MemoryGate::default()),
+        queue: queue.clone(),
+        dead_letters: Arc::new(MemoryQueue::new(clock.clone())),
+        providers: PerChannel::from_fn(|_| provider.clone()),
+    };
+    let consumer = Consumer::new(ports, test_config(), queue_urls(), 7);
+    let msg = message(&r, Channel::Push);
+    let entry = OutgoingMessage {
+        entry_id: "0".into(),
+        body: msg.encode(),
+        delay_secs: 0,
+    };
+    queue.send_batch(Channel::Push, &[entry]).await.unwrap();
+    let urls = queue_urls();
+    for _ in 0..5 {
+        let _ = reminders::local::poll_once(&consumer, &urls, Channel::Push, 10, 180, None).await;
+        clock.advance(Duration::from_secs(2));
+    }
+    let rec = ledger.get(&msg.delivery_key).await.unwrap();
+    assert_eq!(
+        rec.as_ref().map(|r| r.status()),
+        Some(Status::Delivered),
+        "the rescheduled version is sent, never expired: {rec:?}"
+    );
+    assert_eq!(provider.calls_for(&msg.delivery_key), 1);
+    let stored = inner.get(&r.reminder_id).await.unwrap().unwrap();
+    assert_eq!(stored.payload_version, 2);
+    assert_ne!(stored.status, ReminderStatus::Expired);
+}

@@ -311,6 +311,26 @@ async fn suite<S: ReminderStore + SubscriberIndex>(store: &S) {
         store.replace(&late_edit, 1, enqueued).await.unwrap(),
         Marked::Marked
     );
+    // The consumer's expiry of an enqueued reminder found stale: at the version it read
+    // (the edit above came first), and it does not put the reminder back in the index.
+    assert_eq!(
+        store.mark(&r4, 1, ReminderStatus::Expired).await.unwrap(),
+        Marked::Changed,
+        "an edit that landed first wins"
+    );
+    assert_eq!(
+        store.mark(&r4, 2, ReminderStatus::Expired).await.unwrap(),
+        Marked::Marked
+    );
+    assert!(!expiring(store, &r4, until).await, "enqueued: not indexed");
+    assert_eq!(
+        store
+            .replace(&late_edit, 2, ReminderStatus::Expired)
+            .await
+            .unwrap(),
+        Marked::Changed,
+        "no edit lands once expired"
+    );
     let mut expected = expected;
     for gone in ["r-01", "r-02", "r-03", "r-04"] {
         expected.remove(gone);

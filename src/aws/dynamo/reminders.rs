@@ -415,7 +415,9 @@ impl ReminderStore for DynamoReminderStore {
             .expression_attribute_values(":to", s(to.as_str()))
             .expression_attribute_values(":scheduled", s(ReminderStatus::Scheduled.as_str()))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
-        up = if to == ReminderStatus::Cancelled {
+        // A cancel, or the consumer's expiry of an enqueued reminder found stale, also holds
+        // for one already enqueued (out of the index: no `due_shard` to keep).
+        up = if matches!(to, ReminderStatus::Cancelled | ReminderStatus::Expired) {
             up.condition_expression("#status IN (:scheduled, :enqueued) AND payload_version = :v")
                 .expression_attribute_values(":enqueued", s(ReminderStatus::Enqueued.as_str()))
         } else {

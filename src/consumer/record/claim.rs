@@ -28,7 +28,10 @@ impl<P: Ports> Record<'_, P> {
         if d.reminder.is_stale_at(now) {
             // Written at the moment it was found stale, not at intake's earlier reading.
             let ctx = self.ctx(&d.msg, d.reminder.fresh_until, now);
-            return self.finish(&d.msg, Change::Expire, &ctx).await.map(Break);
+            return self
+                .expire_unclaimed(&d.msg, &d.reminder, &ctx)
+                .await
+                .map(Break);
         }
         let mut ctx = self.ctx(&d.msg, d.reminder.fresh_until, now);
         if let Some(origin) = ctx.origin.as_mut() {

@@ -8,8 +8,8 @@ use super::dead::Facts;
 use super::{Delivery, Record, Step};
 use crate::delivery::state::{Change, Ctx, Status};
 use crate::delivery::{transition, Written};
-use crate::domain::{DeadReason, DecodeError, DeliveryMessage, ReminderStatus};
-use crate::ports::{PortError, Ports, Provider, ReminderStore, SendRequest};
+use crate::domain::{DeadReason, DecodeError, DeliveryMessage, Reminder, ReminderStatus};
+use crate::ports::{Marked, PortError, Ports, Provider, ReminderStore, SendRequest};
 
 fn decode_class(e: &DecodeError) -> &'static str {
     match e {
@@ -53,7 +53,10 @@ impl<P: Ports> Record<'_, P> {
             // intake expires it: never called expired while still fresh.
             if nb > reminder.fresh_until {
                 if reminder.is_stale_at(now) {
-                    return self.finish(&msg, Change::Expire, &ctx).await.map(Break);
+                    return self
+                        .expire_unclaimed(&msg, &reminder, &ctx)
+                        .await
+                        .map(Break);
                 }
                 let past = reminder.fresh_until.plus(std::time::Duration::from_secs(1));
                 return self.hold(&msg, past, now).await.map(Break);
@@ -68,7 +71,10 @@ impl<P: Ports> Record<'_, P> {
             return self.finish(&msg, Change::Cancel, &ctx).await.map(Break);
         }
         if reminder.is_stale_at(now) || reminder.status == ReminderStatus::Expired {
-            return self.finish(&msg, Change::Expire, &ctx).await.map(Break);
+            return self
+                .expire_unclaimed(&msg, &reminder, &ctx)
+                .await
+                .map(Break);
         }
         if reminder.due_at > now {
             // Edited to a later time after it was enqueued: wait for the new due time. An
@@ -128,6 +134,38 @@ impl<P: Ports> Record<'_, P> {
         self.dead_unsendable(msg, reason, error, now)
             .await
             .map(Break)
+    }
+
+    /// Found stale: the reminder is marked `expired` at the version read before the ledger
+    /// says so, as the scheduler's expiry does (issue 32, window 1), so that an edit that
+    /// landed since (a reschedule, more freshness) wins, and none lands after. `false` when
+    /// one came first: the caller looks again.
+    pub(super) async fn mark_expired(&mut self, r: &Reminder) -> Result<bool, PortError> {
+        if r.status == ReminderStatus::Expired {
+            return Ok(true);
+        }
+        let store = self.consumer.ports.reminders();
+        let marked = store
+            .mark(&r.reminder_id, r.payload_version, ReminderStatus::Expired)
+            .await?;
+        Ok(marked != Marked::Changed)
+    }
+
+    /// Stale before any claim: expired (reminder, then ledger), or, when an edit landed
+    /// since the read, looked at again in a second.
+    pub(super) async fn expire_unclaimed(
+        &mut self,
+        msg: &DeliveryMessage,
+        reminder: &Reminder,
+        ctx: &Ctx,
+    ) -> Result<super::Action, PortError> {
+        if self.mark_expired(reminder).await? {
+            return self.finish(msg, Change::Expire, ctx).await;
+        }
+        tracing::info!(delivery_key = %msg.delivery_key, "found stale, but edited since: looked at again");
+        let now = self.now();
+        self.hold(msg, now.plus(std::time::Duration::from_secs(1)), now)
+            .await
     }
 
     /// Cancel or expire before any claim: never sent. A delivery still `sending` was claimed

@@ -254,6 +254,11 @@ impl<P: Ports> Record<'_, P> {
         d: &Delivery,
         lease: Lease,
     ) -> Result<Action, PortError> {
+        if !self.mark_expired(&d.reminder).await? {
+            // Edited since it was read: the lease is given back, and the next look reads
+            // the edited version.
+            return self.release_unsent(d, lease).await;
+        }
         let change = Change::ExpireHeld { token: lease.token };
         if let Written::Refused { .. } = self.under_lease(d, lease.record, change).await? {
             return Ok(Action::Leave);

@@ -295,12 +295,14 @@ impl ReminderStore for MemoryReminderStore {
             None => Marked::Missing,
             Some(cur) if !mark_allowed(cur, payload_version, to) => Marked::Changed,
             Some(cur) => {
+                let indexed = cur.status == ReminderStatus::Scheduled;
                 let mut next = cur.clone();
                 next.status = to;
                 let (due_at, key) = (next.due_at, id.as_str().to_owned());
                 t.put(next, shards);
-                // An expiry stays in the index until the scheduler takes it out.
-                if to == ReminderStatus::Expired {
+                // An expiry stays in the index until the scheduler takes it out (one already
+                // enqueued left it then).
+                if to == ReminderStatus::Expired && indexed {
                     t.due.insert((due_shard(id, shards), due_at, key));
                 }
                 Marked::Marked
