@@ -100,6 +100,8 @@ fn dies(stale_token: LeaseToken, reason: DeadReason) -> Change {
         spends_attempt: true,
         error: Some(ABANDONED.into()),
         fallback_to: None,
+        // Nobody heard what became of the send.
+        maybe_sent: true,
     }
 }
 

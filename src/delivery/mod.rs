@@ -85,6 +85,7 @@ pub fn settled(
             spends_attempt: outcome.class() != OutcomeClass::Throttled,
             error,
             fallback_to: None,
+            maybe_sent: outcome.class() == OutcomeClass::Ambiguous,
         },
         Next::Expire => Change::Defer {
             token,

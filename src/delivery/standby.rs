@@ -254,6 +254,7 @@ mod tests {
                 Change::Die {
                     reason,
                     fallback_to,
+                    maybe_sent,
                     ..
                 } => Change::Die {
                     token: Some(token.clone()),
@@ -261,6 +262,7 @@ mod tests {
                     spends_attempt: false,
                     error: None,
                     fallback_to,
+                    maybe_sent,
                 },
                 Change::Deliver { receipt, .. } => Change::Deliver { token, receipt },
                 other => other,
@@ -278,6 +280,7 @@ mod tests {
             spends_attempt: false,
             error: None,
             fallback_to,
+            maybe_sent: false,
         })
     }
 

@@ -352,6 +352,9 @@ pub enum Change {
         error: Option<String>,
         /// The channel a fallback delivery was started on, recorded with the death.
         fallback_to: Option<Channel>,
+        /// The answer that ended it may have been acted on (a lost answer on the last
+        /// attempt, a send nobody recorded): a fallback never takes over from it.
+        maybe_sent: bool,
     },
     /// scheduled, ready, deferred → expired.
     Expire,

@@ -70,6 +70,7 @@ fn rejected(n: u64) -> Change {
         spends_attempt: true,
         error: Some("http_400".into()),
         fallback_to: None,
+        maybe_sent: false,
     }
 }
 

@@ -1049,6 +1049,7 @@ impl reminders::ports::Provider for OutlivesItsLease {
             spends_attempt: true,
             error: Some("lease_expired_without_outcome".into()),
             fallback_to: None,
+            maybe_sent: false,
         };
         reminders::delivery::transition(&*self.ledger, Some(held), die, &ctx)
             .await
@@ -1168,6 +1169,7 @@ async fn two_records_for_a_dead_delivery_at_once_copy_it_once() {
         spends_attempt: true,
         error: Some("http_400".into()),
         fallback_to: None,
+        maybe_sent: false,
     };
     reminders::delivery::transition(&*ledger, Some(held), die, &ctx)
         .await

@@ -152,17 +152,54 @@ async fn w4_3_no_fallback_after_an_attempt_that_may_have_reached_the_person() {
     drain(&w, Channel::Push).await;
     let dead = w.record(&push.delivery_key).await.unwrap();
     assert_eq!(dead.dead_reason(), Some(DeadReason::OptedOut));
+    chain_ended(&w, &dead, &email).await;
+}
+
+/// The push's death handed nothing on, and email, in standby behind it, is never sent.
+async fn chain_ended(
+    w: &Mem,
+    dead: &reminders::delivery::state::DeliveryRecord,
+    email: &reminders::domain::DeliveryMessage,
+) {
     assert_eq!(
         dead.fallback_to(),
         None,
         "the chain ends at a maybe-sent push"
     );
-    drain(&w, Channel::Email).await;
+    drain(w, Channel::Email).await;
     assert_eq!(
         w.provider.calls_for(&email.delivery_key),
         0,
         "email never sent"
     );
+}
+
+/// Window 3, at the budget's end (found by the chaos worlds, seed 1221): the last attempt's
+/// answer is lost, so the push dies `attempts_exhausted` although it may have reached the
+/// person. The death records that, hands nothing on, and no later look of the standby sends
+/// email. Before, the death kept no trace of the lost answer and named email as its fallback.
+#[tokio::test]
+async fn w4_3_a_last_attempt_whose_answer_was_lost_ends_the_chain() {
+    // One delivery's failures alone must not open the breaker here.
+    let mut cfg = test_config();
+    cfg.breaker.failures = 100;
+    let w = Mem::new(cfg, true);
+    let r = w.reminder("w43b", &[Channel::Push, Channel::Email]).await;
+    let order = json!({"fallback": ["push", "email"]});
+    let sub = r.subscriber_id.clone();
+    w.store.put_preferences(&sub, &prefs(order)).await.unwrap();
+    let (push, email) = (message(&r, Channel::Push), message(&r, Channel::Email));
+    let mut answers = vec![Answer::Transient; 4];
+    answers.push(Answer::AcceptedThenLost);
+    w.provider.script_for(&push.delivery_key, answers);
+    w.enqueue(&push).await;
+    w.enqueue(&email).await;
+    drain(&w, Channel::Push).await;
+    let dead = w.record(&push.delivery_key).await.unwrap();
+    assert_eq!(w.provider.calls_for(&push.delivery_key), 5);
+    assert_eq!(dead.dead_reason(), Some(DeadReason::AttemptsExhausted));
+    assert!(dead.may_have_reached(), "the last answer was lost");
+    chain_ended(&w, &dead, &email).await;
 }
 
 /// Window 4: the head first died for a reason that hands nothing on (its standby was
@@ -194,6 +231,7 @@ async fn w4_4_after_a_redrive_a_refused_fallback_message_strands_nothing() {
         spends_attempt: false,
         error: None,
         fallback_to: None,
+        maybe_sent: false,
     };
     let seen = w.record(&push.delivery_key).await;
     let defer = Change::Defer {

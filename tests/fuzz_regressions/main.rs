@@ -119,6 +119,7 @@ fn built(target: &str) -> Vec<Vec<u8>> {
         spends_attempt: true,
         error: Some("http_400".into()),
         fallback_to: None,
+        maybe_sent: false,
     };
     let dead = apply(Some(&sending), die, &ctx).unwrap();
     match target {

@@ -175,9 +175,10 @@ fn change<H: Hasher>(c: &Change, names: &mut Names, h: &mut H) {
             spends_attempt,
             error,
             fallback_to,
+            maybe_sent,
         } => {
             names.hash(token.as_ref(), h);
-            (reason, spends_attempt, error, fallback_to).hash(h);
+            (reason, spends_attempt, error, fallback_to, maybe_sent).hash(h);
         }
         Change::Hold {
             token,

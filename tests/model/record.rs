@@ -119,6 +119,7 @@ fn claimed(m: &ProtocolModel, s: &mut State, w: usize, token: LeaseToken, writte
                 spends_attempt: false,
                 error: Some("no attempt left in the budget".into()),
                 fallback_to: None,
+                maybe_sent: false,
             };
             s.ghost.budget_spent_claim = true;
             begin(

@@ -157,6 +157,7 @@ impl World {
                 spends_attempt: !throttled,
                 error,
                 fallback_to: None,
+                maybe_sent: false,
             },
             Next::Expire => {
                 let at = self.fresh_until;
@@ -194,6 +195,7 @@ impl World {
             spends_attempt: true,
             error: error.clone(),
             fallback_to: None,
+            maybe_sent: false,
         };
         let change = match next {
             Next::Dead(reason) => dies(reason),

@@ -122,6 +122,7 @@ fn with_token(token: LeaseToken, other: LeaseToken, now: Timestamp) -> Vec<Chang
                 spends_attempt,
                 error,
                 fallback_to: None,
+                maybe_sent: false,
             });
         }
     }

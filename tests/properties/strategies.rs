@@ -158,15 +158,17 @@ pub fn change() -> impl Strategy<Value = Change> {
             any::<bool>(),
             error(),
             // Rare: a death that fell back is never redriven, and walks need redrives.
-            prop::option::weighted(0.15, prop::sample::select(Channel::ALL.to_vec()))
+            prop::option::weighted(0.15, prop::sample::select(Channel::ALL.to_vec())),
+            prop::bool::weighted(0.2),
         )
             .prop_map(
-                |(token, reason, spends_attempt, error, fallback_to)| Change::Die {
+                |(token, reason, spends_attempt, error, fallback_to, maybe_sent)| Change::Die {
                     token,
                     reason,
                     spends_attempt,
                     error,
                     fallback_to,
+                    maybe_sent,
                 }
             ),
         1 => Just(Change::Expire),

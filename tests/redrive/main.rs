@@ -449,6 +449,7 @@ async fn redrive_follows_the_ledgers_dead_reason() {
         spends_attempt: true,
         error: Some("timeout_after_write".into()),
         fallback_to: None,
+        maybe_sent: false,
     };
     reminders::delivery::transition(&w.ports.ledger, Some(held), die, &ctx)
         .await

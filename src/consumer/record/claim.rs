@@ -113,6 +113,7 @@ impl<P: Ports> Record<'_, P> {
             spends_attempt: false,
             error: Some("no attempt left in the budget".into()),
             fallback_to: None,
+            maybe_sent: false,
         };
         let ledger = self.consumer.ports.ledger();
         let dead = match transition(ledger, Some(record), change, &ctx).await? {

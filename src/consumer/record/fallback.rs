@@ -148,15 +148,17 @@ impl<P: Ports> Record<'_, P> {
     /// The channel a death for `reason` hands the reminder on to, if the preferences and the
     /// reminder's channels give one (recorded with the death as `fallback_to`). Only a death
     /// known to have sent nothing hands on: after an attempt that may have reached the person
-    /// (`held`, the item as claimed, says so), the chain ends here.
+    /// (`held`, the item as claimed, or `may_have_reached`, this answer, says so), the chain ends
+    /// here.
     pub(super) fn fallback_for(
         &self,
         d: &Delivery,
         held: &crate::delivery::state::DeliveryRecord,
         reason: DeadReason,
+        may_have_reached: bool,
         prefs: Option<&Preferences>,
     ) -> Option<Channel> {
-        if !reason.falls_back() || held.may_have_reached() {
+        if !reason.falls_back() || may_have_reached || held.may_have_reached() {
             return None;
         }
         let listed = |c: Channel| d.reminder.recipients.contains_key(&c);

@@ -223,6 +223,7 @@ impl<P: Ports> Record<'_, P> {
             spends_attempt: false,
             error: Some(error.clone()),
             fallback_to: None,
+            maybe_sent: false,
         };
         let written = transition(self.consumer.ports.ledger(), None, change, &ctx).await?;
         let (dead, facts) = match written {

@@ -235,13 +235,14 @@ impl<P: Ports> Record<'_, P> {
         why: &str,
         prefs: Option<&crate::domain::Preferences>,
     ) -> Result<Action, crate::ports::PortError> {
-        let fallback_to = self.fallback_for(d, &lease.record, reason, prefs);
+        let fallback_to = self.fallback_for(d, &lease.record, reason, false, prefs);
         let change = Change::Die {
             token: Some(lease.token),
             reason,
             spends_attempt: false,
             error: Some(why.to_owned()),
             fallback_to,
+            maybe_sent: false,
         };
         match self.under_lease(d, lease.record, change).await? {
             Written::Applied(dead) => {

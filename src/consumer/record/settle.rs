@@ -175,7 +175,9 @@ impl<P: Ports> Record<'_, P> {
         let class = outcome.class();
         // The death names the channel it hands the reminder on to (DESIGN §12), by the
         // preferences read after the claim: no storage call between the send and this write.
-        let next = self.fallback_for(d, &lease.record, reason, lease.prefs.as_ref());
+        // This answer too: a last attempt whose answer was lost may have reached the person.
+        let reached = class == OutcomeClass::Ambiguous;
+        let next = self.fallback_for(d, &lease.record, reason, reached, lease.prefs.as_ref());
         let mut change = change;
         if let Change::Die { fallback_to, .. } = &mut change {
             *fallback_to = next;

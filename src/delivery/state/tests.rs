@@ -76,6 +76,7 @@ fn in_state(s: Status) -> Option<DeliveryRecord> {
                 spends_attempt: true,
                 error: None,
                 fallback_to: None,
+                maybe_sent: false,
             },
         ),
         Status::Ready => step(
@@ -153,6 +154,7 @@ fn fenced_table() -> Vec<(Change, Vec<Status>, Status)> {
                 spends_attempt: true,
                 error: None,
                 fallback_to: None,
+                maybe_sent: false,
             },
             vec![Sending],
             Dead,
@@ -172,6 +174,7 @@ fn unfenced_table() -> Vec<(Change, Vec<Status>, Status)> {
                 spends_attempt: false,
                 error: None,
                 fallback_to: None,
+                maybe_sent: false,
             },
             vec![Deferred],
             Dead,
@@ -183,6 +186,7 @@ fn unfenced_table() -> Vec<(Change, Vec<Status>, Status)> {
                 spends_attempt: false,
                 error: None,
                 fallback_to: None,
+                maybe_sent: false,
             },
             vec![Scheduled, Ready, Deferred],
             Dead,
@@ -194,6 +198,7 @@ fn unfenced_table() -> Vec<(Change, Vec<Status>, Status)> {
                 spends_attempt: false,
                 error: Some("recipients.sms: missing for a listed channel".into()),
                 fallback_to: None,
+                maybe_sent: false,
             },
             vec![Scheduled, Ready, Deferred],
             Dead,
@@ -360,6 +365,7 @@ fn dead_reasons_and_defer_classes_are_the_listed_ones() {
         spends_attempt: false,
         error: None,
         fallback_to: None,
+        maybe_sent: false,
     };
     for reason in [
         DeadReason::Schema,
@@ -414,6 +420,7 @@ fn errors_are_truncated_on_a_char_boundary() {
             spends_attempt: true,
             error: Some("é".repeat(300)),
             fallback_to: None,
+            maybe_sent: false,
         },
     );
     assert!(dead.last_error().unwrap().len() <= MAX_ERROR_LEN);
@@ -435,6 +442,7 @@ fn a_death_that_fell_back_is_not_redriven() {
             spends_attempt: true,
             error: None,
             fallback_to: Some(Channel::Email),
+            maybe_sent: false,
         },
     );
     assert_eq!(dead.fallback_to(), Some(Channel::Email));

@@ -145,9 +145,11 @@ fn land(
             spends_attempt,
             error,
             fallback_to,
+            maybe_sent,
         } => {
             let landed = die(from, next, token.as_ref(), *reason, *spends_attempt, error)?;
             next.fallback_to = *fallback_to;
+            next.maybe_sent |= *maybe_sent;
             landed
         }
         Change::Expire => finish(from, next, OutcomeClass::Stale, Status::Expired)?,

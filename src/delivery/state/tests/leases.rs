@@ -109,6 +109,7 @@ fn only_the_lapsed_lease_holder_reconciles_an_ambiguous_death() {
             spends_attempt: true,
             error: Some("lease_expired_without_outcome".into()),
             fallback_to: None,
+            maybe_sent: false,
         },
         &ctx_at(LATER),
     )
@@ -133,6 +134,7 @@ fn only_the_lapsed_lease_holder_reconciles_an_ambiguous_death() {
             spends_attempt: false,
             error: None,
             fallback_to: None,
+            maybe_sent: false,
         },
         &ctx_at(LATER),
     )
