@@ -48,7 +48,8 @@ pub struct ChaosArgs {
     /// expired_while_fresh, drop-added-channels → acknowledged_change_ignored,
     /// ignore-fallback-order → two_channels_sent, lose-fallback-messages → stranded,
     /// refuse-newer-values → event_missing, forget-maybe-sent → two_channels_sent,
-    /// expire-over-an-edit → expired_while_fresh, keep-old-horizon → duplicated.
+    /// expire-over-an-edit → expired_while_fresh, keep-old-horizon → duplicated,
+    /// stale-last-look → stale_sends.
     #[arg(long)]
     plant: Option<String>,
 }

@@ -152,6 +152,19 @@ impl Dice {
 
 tokio::task_local! {
     static INVOCATION: Arc<Notify>;
+    /// [`super::Plant::StaleLastLook`]: the time the invocation's clock answers while a probe
+    /// it won is on its way to the provider.
+    static FROZEN: std::cell::Cell<Option<Timestamp>>;
+}
+
+/// The time this invocation's clock is stuck at, if a planted probe froze it.
+pub fn frozen() -> Option<Timestamp> {
+    FROZEN.try_with(std::cell::Cell::get).ok().flatten()
+}
+
+/// Stick (`Some`) or free (`None`) this invocation's clock.
+pub fn freeze(at: Option<Timestamp>) {
+    let _ = FROZEN.try_with(|f| f.set(at));
 }
 
 /// Stop the current invocation here (a Lambda killed mid-call): what it did so far stays done,
@@ -167,16 +180,15 @@ pub(super) async fn crash() {
 pub async fn invoke<F: Future>(work: F, timeout: Duration) -> Option<F::Output> {
     let kill = Arc::new(Notify::new());
     let watch = kill.clone();
-    INVOCATION
-        .scope(kill, async move {
-            tokio::select! {
-                biased;
-                () = watch.notified() => None,
-                () = tokio::time::sleep(timeout) => None,
-                out = work => Some(out),
-            }
-        })
-        .await
+    let run = INVOCATION.scope(kill, async move {
+        tokio::select! {
+            biased;
+            () = watch.notified() => None,
+            () = tokio::time::sleep(timeout) => None,
+            out = work => Some(out),
+        }
+    });
+    FROZEN.scope(std::cell::Cell::new(None), run).await
 }
 
 /// A port with the world's faults around each of its calls.
@@ -191,8 +203,11 @@ pub struct Chaotic<T> {
     watch: Option<Watch>,
     /// Told of every message a queue's receive hands out, its answer lost or not.
     heard: Option<Heard>,
-    /// Told of every due page a reminders adapter reads, before the reader goes on.
+    /// Told of the windows' moments: every due page a reminders adapter reads (before the
+    /// reader goes on), every breaker a gate adapter opens.
     scans: Option<super::surface::Prompter>,
+    /// A gate whose probe writes are slow (up to the storage timeout), window 5's world.
+    slow_probes: bool,
 }
 
 /// What a heard queue adapter tells of each receive that took effect.
@@ -211,7 +226,17 @@ impl<T> Chaotic<T> {
             watch: None,
             heard: None,
             scans: None,
+            slow_probes: false,
         }
+    }
+
+    /// A gate whose probe writes take 1 s to the storage timeout, whose breaker openings
+    /// prompt the application (window 5 of issue 32): it shortens a waiting reminder's
+    /// freshness to end just after the cool-down, so a probe starts almost stale.
+    pub fn probing_slowly(mut self, prompts: Option<super::surface::Prompter>) -> Self {
+        self.slow_probes = prompts.is_some();
+        self.scans = prompts;
+        self
     }
 
     /// Prompt the application with each due page read (window 1 of issue 32): it may edit a
@@ -461,12 +486,31 @@ impl<T: Gate> Gate for Chaotic<T> {
         Ok(state)
     }
     async fn breaker(&self, p: &GatePartition, change: BreakerChange) -> Result<bool, PortError> {
-        self.dice
+        let won = self
+            .dice
             .around(
                 crate::ports::gate::OP_BREAKER,
                 self.inner.breaker(p, change),
             )
-            .await
+            .await?;
+        match (change, won) {
+            (BreakerChange::Open { until, .. } | BreakerChange::Reopen { until, .. }, true) => {
+                let what = super::surface::Prompt::BreakerOpened(p.channel, until);
+                super::surface::tell(self.scans.as_ref(), what);
+            }
+            (BreakerChange::Probe { now, .. }, true) => {
+                if self.slow_probes {
+                    let slow = crate::ports::STORAGE_OPERATION_TIMEOUT.as_millis() as u64;
+                    tokio::time::sleep(Duration::from_millis(self.dice.range(1_000, slow))).await;
+                }
+                // The last look then reads the time from before the write, until the send.
+                if self.plant == Some(super::Plant::StaleLastLook) {
+                    freeze(Some(now));
+                }
+            }
+            _ => {}
+        }
+        Ok(won)
     }
 }
 

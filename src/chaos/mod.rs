@@ -93,10 +93,14 @@ pub enum Plant {
     /// Window 2 re-opened: the ledger adapter acknowledges a horizon move and drops it unless
     /// the item has settled: an unsettled delivery's proof goes with its old TTL.
     KeepOldHorizon,
+    /// Window 5 re-opened: the consumer's last look after the breaker's probe write reads the
+    /// time from before that write (slow, up to the storage timeout), so a probe that went
+    /// stale meanwhile is sent.
+    StaleLastLook,
 }
 
 impl Plant {
-    pub const ALL: [Plant; 23] = [
+    pub const ALL: [Plant; 24] = [
         Plant::AckBeforeOutcome,
         Plant::IgnoreRetryAfter,
         Plant::UnfencedLedger,
@@ -120,6 +124,7 @@ impl Plant {
         Plant::ForgetMaybeSent,
         Plant::ExpireOverAnEdit,
         Plant::KeepOldHorizon,
+        Plant::StaleLastLook,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -147,6 +152,7 @@ impl Plant {
             Plant::ForgetMaybeSent => "forget-maybe-sent",
             Plant::ExpireOverAnEdit => "expire-over-an-edit",
             Plant::KeepOldHorizon => "keep-old-horizon",
+            Plant::StaleLastLook => "stale-last-look",
         }
     }
 
@@ -176,6 +182,7 @@ impl Plant {
             Plant::ForgetMaybeSent => "two_channels_sent",
             Plant::ExpireOverAnEdit => "expired_while_fresh",
             Plant::KeepOldHorizon => "duplicated",
+            Plant::StaleLastLook => "stale_sends",
         }
     }
 
@@ -233,7 +240,7 @@ impl VirtualClock {
 
 impl Clock for VirtualClock {
     fn now(&self) -> Timestamp {
-        self.epoch.plus(self.start.elapsed())
+        inject::frozen().unwrap_or_else(|| self.epoch.plus(self.start.elapsed()))
     }
     fn sleep(&self, d: Duration) -> impl std::future::Future<Output = ()> + Send {
         tokio::time::sleep(d)

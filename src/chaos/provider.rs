@@ -139,6 +139,8 @@ impl Provider for ChaosProvider {
     }
 
     async fn send(&self, request: &SendRequest) -> Outcome {
+        // The call is made now, whatever a planted clock told the consumer.
+        super::inject::freeze(None);
         let key = &request.delivery_key;
         let now = self.clock.now();
         let (fresh_until, subscriber) = self.owner(key).await;

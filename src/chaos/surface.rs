@@ -177,6 +177,8 @@ enum Force {
     Later,
     /// The due time later, past the ledger's TTL horizon.
     PastHorizon,
+    /// Freshness alone, to end at this time.
+    FreshUntil(Timestamp),
 }
 
 /// A moment where the pipeline, mid-call, has the application act at once and waits for its
@@ -194,6 +196,9 @@ pub enum Prompt {
     /// not listed): the application adds the order's channels the reminder lacks, and the
     /// operator redrives that channel's DLQ a few minutes later (window 6).
     DiedAlone(crate::delivery::state::Origin),
+    /// A channel's breaker opened until this time: the application shortens the freshness
+    /// of a reminder waiting on that channel to end a few seconds after it (window 5).
+    BreakerOpened(Channel, Timestamp),
 }
 
 /// Where prompts go, each with the answer to send when the edit is done.
@@ -206,6 +211,14 @@ pub async fn prompt(to: Option<&Prompter>, what: Prompt) {
     let (done, answered) = tokio::sync::oneshot::channel();
     if to.send((what, done)).is_ok() {
         let _ = answered.await;
+    }
+}
+
+/// Have the application act on `what`, without waiting for it.
+pub fn tell(to: Option<&Prompter>, what: Prompt) {
+    if let Some(to) = to {
+        let (done, _) = tokio::sync::oneshot::channel();
+        let _ = to.send((what, done));
     }
 }
 
@@ -245,9 +258,61 @@ pub(super) async fn prompted(world: Arc<World>, mut prompts: Prompts, seed: u64)
                     tokio::task::spawn_local(redrive);
                 }
             }
+            Prompt::BreakerOpened(channel, until) => {
+                // Two at most: the first worker to poll after the cool-down probes.
+                for _ in 0..2 {
+                    let Some(id) = waiting_on(&world, channel, until, &mut rng).await else {
+                        break;
+                    };
+                    let after = Duration::from_millis(rng.random_range(1_000..12_000));
+                    edit(
+                        &world,
+                        &id,
+                        &mut rng,
+                        t,
+                        Force::FreshUntil(until.plus(after)),
+                    )
+                    .await;
+                    world.counts.prompted_edits();
+                }
+            }
         }
         let _ = done.send(());
     }
+}
+
+/// A reminder, due by `until`, fresh well past it, whose delivery on `channel` has not
+/// settled: one a breaker open until `until` holds.
+async fn waiting_on(
+    world: &World,
+    channel: Channel,
+    until: Timestamp,
+    rng: &mut StdRng,
+) -> Option<ReminderId> {
+    use crate::ports::{Ledger, ReminderStore};
+    let mut waiting = Vec::new();
+    for id in &world.ids {
+        let Ok(Some(r)) = world.store.get(id).await else {
+            continue;
+        };
+        let pending = matches!(
+            r.status,
+            crate::domain::ReminderStatus::Scheduled | crate::domain::ReminderStatus::Enqueued
+        );
+        let fits = r.due_at <= until && r.fresh_until > until.plus(Duration::from_secs(30));
+        if !pending || !fits || !r.recipients.contains_key(&channel) {
+            continue;
+        }
+        let key = crate::domain::DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, channel);
+        let settled = match world.ledger.get(&key).await {
+            Ok(Some(rec)) => rec.status().is_terminal(),
+            _ => false,
+        };
+        if !settled {
+            waiting.push(r.reminder_id);
+        }
+    }
+    (!waiting.is_empty()).then(|| waiting.swap_remove(rng.random_range(0..waiting.len())))
 }
 
 /// A PUT of the reminder's body with the channels of the subscriber's fallback order it does
@@ -383,7 +448,16 @@ async fn edit(world: &World, id: &ReminderId, rng: &mut StdRng, t: u64, force: F
         .iter()
         .flat_map(|l| l.channels.iter().copied())
         .collect();
-    for n in 0..rng.random_range(1..3) {
+    if let Force::FreshUntil(end) = force {
+        fresh = end.max(due);
+        k.freshness = true;
+    }
+    let draws = if matches!(force, Force::FreshUntil(_)) {
+        0
+    } else {
+        rng.random_range(1..3)
+    };
+    for n in 0..draws {
         let draw = if force != Force::Nothing && n == 0 {
             1
         } else {

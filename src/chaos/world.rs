@@ -92,6 +92,9 @@ pub(super) struct Windows {
     /// A worker stops right after a provider accepted its send, and the application moves
     /// the reminder past the ledger's horizon meanwhile (window 2).
     pub edit_after_accept: bool,
+    /// The gate's probe writes are slow, and when a breaker opens the application shortens
+    /// a waiting reminder's freshness to end just after the cool-down (window 5).
+    pub probe_near_end: bool,
 }
 
 impl Windows {
@@ -103,6 +106,7 @@ impl Windows {
             edit_after_accept: rng.random_bool(0.5),
             paused: (rng.random_range(300..900), rng.random_range(480..1_200)),
             add_after_death: rng.random_bool(0.5),
+            probe_near_end: rng.random_bool(0.5),
         }
     }
 }
@@ -271,7 +275,11 @@ fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
             },
             dice.clone(),
         )),
-        gate: Arc::new(Chaotic::new(gate.clone(), dice.clone()).planted(plant)),
+        gate: Arc::new(
+            Chaotic::new(gate.clone(), dice.clone())
+                .planted(plant)
+                .probing_slowly(shape.windows.probe_near_end.then(|| prompter.clone())),
+        ),
         queue: Arc::new(
             Chaotic::new(queue, dice.clone())
                 .planted(plant)

@@ -58,11 +58,12 @@ fn three_hundred_worlds_keep_every_promise() {
     );
     assert_kept(&total, &failing);
     // A floor: an "expire everything" bug keeps every other promise (early-freshness, below,
-    // delivers none), so the share delivered is asserted too: about 0.84 today, since half
-    // the worlds stop their schedule for 8 to 20 minutes (a backlog gone stale, window 1 of
-    // issue 32) and an edit of a reminder the consumer has expired is refused (it was 0.93
-    // before those worlds, with the floor at 0.85).
-    assert!(delivered_share(&total) > 0.75, "{total:?}");
+    // delivers none), so the share delivered is asserted too: about 0.72 today. Half the
+    // worlds stop their schedule for 8 to 20 minutes (a backlog gone stale, window 1 of
+    // issue 32), and in half the application shortens a waiting reminder's freshness to end
+    // seconds after a breaker's cool-down (window 5), which mostly expires it. It was 0.93
+    // before those worlds (floor 0.85), then 0.84 (floor 0.75).
+    assert!(delivered_share(&total) > 0.65, "{total:?}");
     assert_eq!(total.seeds, 300);
     assert!(total.deliveries > 3_000, "{total:?}");
     assert!(total.faults_injected > 10_000, "{total:?}");
@@ -298,4 +299,11 @@ fn an_expiry_over_an_edit_is_caught_as_expired_while_fresh() {
 #[test]
 fn a_horizon_kept_for_unsettled_items_is_caught_as_duplicated() {
     fires_in_sixty(Plant::KeepOldHorizon);
+}
+
+/// Window 5 of issue 32: the last look after the breaker's probe write reads the time from
+/// before that write; a probe that went stale while its write was slow is sent.
+#[test]
+fn a_last_look_before_the_probe_write_is_caught_as_stale_sends() {
+    fires_in_sixty(Plant::StaleLastLook);
 }
