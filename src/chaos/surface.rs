@@ -304,11 +304,16 @@ async fn waiting_on(
             continue;
         }
         let key = crate::domain::DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, channel);
-        let settled = match world.ledger.get(&key).await {
-            Ok(Some(rec)) => rec.status().is_terminal(),
+        // Not settled, and not mid-send: a worker that read the old version before this edit
+        // and sends later did nothing wrong.
+        let busy = match world.ledger.get(&key).await {
+            Ok(Some(rec)) => {
+                rec.status().is_terminal()
+                    || rec.status() == crate::delivery::state::Status::Sending
+            }
             _ => false,
         };
-        if !settled {
+        if !busy {
             waiting.push(r.reminder_id);
         }
     }
