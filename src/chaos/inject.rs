@@ -204,10 +204,9 @@ pub struct Chaotic<T> {
     /// Told of every message a queue's receive hands out, its answer lost or not.
     heard: Option<Heard>,
     /// Told of the windows' moments: every due page a reminders adapter reads (before the
-    /// reader goes on), every breaker a gate adapter opens.
-    scans: Option<super::surface::Prompter>,
-    /// A gate whose probe writes are slow (up to the storage timeout), window 5's world.
-    slow_probes: bool,
+    /// reader goes on), every breaker a gate adapter opens (whose probe writes are then slow,
+    /// up to the storage timeout: window 5's world).
+    prompts: Option<super::surface::Prompter>,
 }
 
 /// What a heard queue adapter tells of each receive that took effect.
@@ -225,8 +224,7 @@ impl<T> Chaotic<T> {
             losing: Mutex::default(),
             watch: None,
             heard: None,
-            scans: None,
-            slow_probes: false,
+            prompts: None,
         }
     }
 
@@ -234,15 +232,14 @@ impl<T> Chaotic<T> {
     /// prompt the application (window 5 of issue 32): it shortens a waiting reminder's
     /// freshness to end just after the cool-down, so a probe starts almost stale.
     pub fn probing_slowly(mut self, prompts: Option<super::surface::Prompter>) -> Self {
-        self.slow_probes = prompts.is_some();
-        self.scans = prompts;
+        self.prompts = prompts;
         self
     }
 
     /// Prompt the application with each due page read (window 1 of issue 32): it may edit a
     /// stale reminder of the page before the scheduler goes on.
-    pub fn prompting(mut self, scans: Option<super::surface::Prompter>) -> Self {
-        self.scans = scans;
+    pub fn prompting(mut self, prompts: Option<super::surface::Prompter>) -> Self {
+        self.prompts = prompts;
         self
     }
 
@@ -356,7 +353,8 @@ impl<T: ReminderStore> ReminderStore for Chaotic<T> {
                     crate::ports::DueEntry::Unschedulable { .. } => None,
                 })
                 .collect();
-            super::surface::prompt(self.scans.as_ref(), super::surface::Prompt::Scanned(ids)).await;
+            super::surface::prompt(self.prompts.as_ref(), super::surface::Prompt::Scanned(ids))
+                .await;
         }
         Ok(page)
     }
@@ -496,10 +494,10 @@ impl<T: Gate> Gate for Chaotic<T> {
         match (change, won) {
             (BreakerChange::Open { until, .. } | BreakerChange::Reopen { until, .. }, true) => {
                 let what = super::surface::Prompt::BreakerOpened(p.channel, until);
-                super::surface::tell(self.scans.as_ref(), what);
+                super::surface::tell(self.prompts.as_ref(), what);
             }
             (BreakerChange::Probe { now, .. }, true) => {
-                if self.slow_probes {
+                if self.prompts.is_some() {
                     let slow = crate::ports::STORAGE_OPERATION_TIMEOUT.as_millis() as u64;
                     tokio::time::sleep(Duration::from_millis(self.dice.range(1_000, slow))).await;
                 }
