@@ -40,6 +40,8 @@ struct Verdict<'a> {
     edited_away: bool,
     /// Its death handed on (`fallback_to`), or another channel of the reminder delivered.
     served_elsewhere: bool,
+    /// A breaker's opening cut the reminder's freshness short (window 5).
+    cut_short: bool,
     what: String,
 }
 
@@ -123,6 +125,7 @@ pub(super) async fn judge(world: &World, seed: u64) -> SeedReport {
                         let k = DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, c);
                         ledger.get(&k).map(DeliveryRecord::status) == Some(Status::Delivered)
                     }),
+                cut_short: world.counts.cut_short(&r.reminder_id),
                 what: describe(&key, channel, idempotent, rec, &r, copies, f),
             };
             v.judge(&mut report);
@@ -168,10 +171,12 @@ impl Verdict<'_> {
         let settled = match self.status() {
             Some(Status::Delivered) => {
                 t.delivered += 1;
+                t.cut_short_delivered += u64::from(self.cut_short);
                 true
             }
             Some(Status::Expired) => {
                 t.expired += 1;
+                t.cut_short_expired += u64::from(self.cut_short);
                 true
             }
             Some(Status::Cancelled) => {
@@ -194,6 +199,7 @@ impl Verdict<'_> {
             }
             None if reminder_status == ReminderStatus::Expired => {
                 t.expired += 1;
+                t.cut_short_expired += u64::from(self.cut_short);
                 true
             }
             // Not final on the ledger: settled only if its own message reached the DLQ through

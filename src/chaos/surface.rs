@@ -165,7 +165,7 @@ pub(super) async fn application(world: Arc<World>, seed: u64) {
         } else {
             Force::Nothing
         };
-        edit(&world, id, &mut rng, t, force).await;
+        let _ = edit(&world, id, &mut rng, t, force).await;
     }
 }
 
@@ -242,13 +242,15 @@ pub(super) async fn prompted(world: Arc<World>, mut prompts: Prompts, seed: u64)
                     }
                 }
                 if let Some(id) = stale.first().filter(|_| rng.random_bool(0.5)) {
-                    edit(&world, id, &mut rng, t, Force::Later).await;
-                    world.counts.prompted_edits();
+                    if edit(&world, id, &mut rng, t, Force::Later).await {
+                        world.counts.prompted_edits();
+                    }
                 }
             }
             Prompt::Accepted(id) => {
-                edit(&world, &id, &mut rng, t, Force::PastHorizon).await;
-                world.counts.prompted_edits();
+                if edit(&world, &id, &mut rng, t, Force::PastHorizon).await {
+                    world.counts.prompted_edits();
+                }
             }
             Prompt::DiedAlone(origin) => {
                 if add_the_order(&world, &origin).await {
@@ -265,15 +267,10 @@ pub(super) async fn prompted(world: Arc<World>, mut prompts: Prompts, seed: u64)
                         break;
                     };
                     let after = Duration::from_millis(rng.random_range(1_000..12_000));
-                    edit(
-                        &world,
-                        &id,
-                        &mut rng,
-                        t,
-                        Force::FreshUntil(until.plus(after)),
-                    )
-                    .await;
-                    world.counts.prompted_edits();
+                    let cut = Force::FreshUntil(until.plus(after));
+                    if edit(&world, &id, &mut rng, t, cut).await {
+                        world.counts.prompted_edits();
+                    }
                 }
             }
         }
@@ -434,10 +431,11 @@ async fn redrive_later(world: Arc<World>, channel: Channel, after: Duration, see
 
 /// One PUT of `id`'s whole body, changing one or two things (`force`: first moving it later,
 /// fresh again).
-async fn edit(world: &World, id: &ReminderId, rng: &mut StdRng, t: u64, force: Force) {
+/// The API's PUT of a drawn edit (or the one `force` names): whether it was accepted.
+async fn edit(world: &World, id: &ReminderId, rng: &mut StdRng, t: u64, force: Force) -> bool {
     use crate::ports::ReminderStore;
     let Ok(Some(cur)) = world.store.get(id).await else {
-        return;
+        return false;
     };
     let now = world.clock.now();
     let mut k = Kinds {
@@ -542,9 +540,14 @@ async fn edit(world: &World, id: &ReminderId, rng: &mut StdRng, t: u64, force: F
         now,
         world.retention,
     );
-    if let Some(Ok(Edited::Edited(next))) = invoke(call, API_TIMEOUT).await {
-        world.acks.acknowledged(&world.journal, &next, k);
+    let Some(Ok(Edited::Edited(next))) = invoke(call, API_TIMEOUT).await else {
+        return false;
+    };
+    world.acks.acknowledged(&world.journal, &next, k);
+    if matches!(force, Force::FreshUntil(_)) {
+        lock(&world.counts.cut).insert(id.clone());
     }
+    true
 }
 
 /// The world's recipients are per subscriber (`s-0` … `s-2`), so a dead address is shared by
@@ -647,6 +650,8 @@ async fn cancel(world: &World, id: &ReminderId) {
 pub struct Counts {
     racing: std::sync::atomic::AtomicU64,
     prompted: std::sync::atomic::AtomicU64,
+    /// Reminders whose freshness a breaker's opening cut short (window 5).
+    cut: Mutex<BTreeSet<ReminderId>>,
 }
 
 impl Counts {
@@ -658,6 +663,11 @@ impl Counts {
     /// Edits made at a window's moment ([`Prompt`]).
     pub fn prompted(&self) -> u64 {
         self.prompted.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Whether a breaker's opening cut this reminder's freshness short (an accepted edit).
+    pub fn cut_short(&self, id: &ReminderId) -> bool {
+        lock(&self.cut).contains(id)
     }
 
     fn racing_cancels(&self) {

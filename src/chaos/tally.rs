@@ -84,6 +84,11 @@ tally! {
         /// default).
         delivered,
         expired,
+        /// Of the delivered and the expired: deliveries of reminders whose freshness the
+        /// application cut to end seconds after a breaker's cool-down (window 5), which mostly
+        /// expire by design; the delivered share is judged without them.
+        cut_short_delivered,
+        cut_short_expired,
         cancelled,
         dead,
         /// Of the dead: the recipient's choice (no DLQ copy), by reason.
@@ -122,8 +127,10 @@ tally! {
         /// `dead → ready` moves by operator redrives, and redrive runs with a cancel racing.
         redrives_executed,
         cancels_racing_redrives,
-        /// Edits made at a window's moment: a stale reminder edited while the scheduler held
-        /// its page, a reminder moved past the horizon after a send whose worker stopped.
+        /// Edits made at a window's moment and accepted by the API: a stale reminder edited
+        /// while the scheduler held its page, a reminder moved past the horizon after a send
+        /// whose worker stopped, an order added after a death alone, a freshness cut at a
+        /// breaker's opening.
         prompted_edits,
         /// Settled transitions seen on the ledger (each must have its event).
         settled_transitions,

@@ -199,6 +199,11 @@ async fn w4_3_a_last_attempt_whose_answer_was_lost_ends_the_chain() {
     assert_eq!(w.provider.calls_for(&push.delivery_key), 5);
     assert_eq!(dead.dead_reason(), Some(DeadReason::AttemptsExhausted));
     assert!(dead.may_have_reached(), "the last answer was lost");
+    assert_eq!(
+        dead.last_outcome_class(),
+        Some(reminders::policy::OutcomeClass::Ambiguous),
+        "a GET tells the lost answer, not the transient before it"
+    );
     chain_ended(&w, &dead, &email).await;
 }
 

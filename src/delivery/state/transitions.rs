@@ -150,6 +150,10 @@ fn land(
             let landed = die(from, next, token.as_ref(), *reason, *spends_attempt, error)?;
             next.fallback_to = *fallback_to;
             next.maybe_sent |= *maybe_sent;
+            // The last answer was lost (a GET says so, not the transient before it).
+            if *maybe_sent {
+                next.last_outcome_class = Some(OutcomeClass::Ambiguous);
+            }
             landed
         }
         Change::Expire => finish(from, next, OutcomeClass::Stale, Status::Expired)?,
