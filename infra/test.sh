@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Run every check the project has, on a machine with only the Rust toolchain, Python 3.11 and
 # pip: install the pinned emulator and linters into .venv (once), start moto server on a free
-# 127.0.0.1 port, then rustfmt, clippy, all tests, cfn-lint, sam validate and checkov. The
-# emulator is stopped on every exit path.
+# 127.0.0.1 port, then rustfmt, clippy, all tests, the emulator suite again on LocalStack
+# (infra/localstack.sh), cfn-lint, sam validate and checkov. The emulators are stopped on every
+# exit path.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -88,6 +89,11 @@ if cargo nextest --version >/dev/null 2>&1; then
 else
   cargo test --workspace --locked --no-fail-fast
 fi
+
+# The same emulator tests of the local path, API, events, outage and walk-through against
+# LocalStack (host mode, installed and started by the script), DynamoDB still on this moto.
+step "the LocalStack leg (infra/localstack.sh)"
+MOTO_ENDPOINT="$AWS_ENDPOINT_URL" infra/localstack.sh
 
 # The HTTP API's contract (the tests hold the router to its status codes); the validator
 # comes with moto[server].
