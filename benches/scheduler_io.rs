@@ -60,7 +60,8 @@ fn reminder(i: u64, now: reminders::clock::Timestamp) -> Reminder {
 }
 
 async fn with_latency(n: u64, latency: Duration) {
-    use reminders::ports::{MemoryReminderStore, Slowed};
+    use reminders::ports::MemoryReminderStore;
+    use reminders_harness::wrap::Slowed;
     let clock = SystemClock;
     let store = std::sync::Arc::new(MemoryReminderStore::new(8));
     for i in 0..n {

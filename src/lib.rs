@@ -2,8 +2,10 @@
 //!
 //! Deliver each reminder over push, email and SMS **at most once per logical delivery, close to
 //! its due time, never after it went stale**, and explain every failure. The design is
-//! `shared/DESIGN.md`; this crate is the library every function, the CLI and the embedded
-//! simulation share. Decisions live here; the function crates only translate events.
+//! `shared/DESIGN.md`; this crate is the library every function and the CLI share. Decisions live
+//! here; the function crates only translate events. The test harness (the system checker, the
+//! embedded pipeline, the local runner) is a crate of its own, `reminders-harness`, which no
+//! function links.
 //!
 //! ## Layout
 //!
@@ -17,7 +19,8 @@
 //! | [`clock`] | epoch-millisecond [`clock::Timestamp`] and the `Clock` port |
 //! | [`domain`] | identities, recipients, the delivery key, reminders, retention, queue messages, dead reasons |
 //! | [`policy`] | outcome classes, the versioned retry policy, `decide` and the ambiguous rule, Retry-After parsing |
-//! | [`delivery`] | the ledger state machine and its claim / outcome / cancel operations |
+//! | [`ledger`] | the ledger's record and its state machine (pure: every write is a change applied to the item read) |
+//! | [`delivery`] | the ledger's claim / outcome / cancel operations over the ledger port |
 //! | [`deadletter`] | the DLQ evidence format |
 //! | [`ports`] | the port traits, each with its in-memory implementation and fault injection |
 //! | [`outbox`] | create, edit and cancel reminders (what applications call) |
@@ -27,18 +30,15 @@
 //! | [`redrive`] | bounded, filtered, audited replay of a channel's DLQ |
 //! | [`providers`] | real providers (SES v2, SNS, generic HTTP), chosen per channel by configuration |
 //! | [`aws`] | the DynamoDB, SQS, EventBridge and DynamoDB Streams adapters, resource settings, resource bootstrap |
-//! | [`local`] | the local pipeline runner: schedule and event source mappings, played |
-//! | [`sim`] | the embedded pipeline: real scheduler and consumer, virtual clock, simulated provider |
 //! | [`telemetry`] | JSON log setup for the binaries |
 //! | [`wiring`] | the top: which variables each function reads, and the shared cold start |
 //!
-//! Pure code (`domain`, `policy`, `delivery::state`) takes time and randomness as parameters.
+//! Pure code (`domain`, `policy`, `ledger`) takes time and randomness as parameters.
 //! The ports are generic traits (`async fn` returning `Send` futures), so the same pipeline runs
 //! on AWS, on an emulator and in memory. No pipeline module imports [`aws`], and [`aws`]
 //! imports no pipeline.
 
 pub mod aws;
-pub mod chaos;
 pub mod clock;
 pub mod config;
 pub mod consumer;
@@ -46,13 +46,12 @@ pub mod deadletter;
 pub mod delivery;
 pub mod domain;
 pub mod events;
-pub mod local;
+pub mod ledger;
 pub mod outbox;
 pub mod policy;
 pub mod ports;
 pub mod providers;
 pub mod redrive;
 pub mod scheduler;
-pub mod sim;
 pub mod telemetry;
 pub mod wiring;

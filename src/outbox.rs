@@ -9,12 +9,12 @@
 use std::time::Duration;
 
 use crate::clock::Timestamp;
-use crate::delivery::state::{Ctx, Origin};
 use crate::delivery::{self, Cancelled};
 use crate::domain::{
     Channel, Content, DeliveryKey, NewReminder, Recipient, Reminder, ReminderError, ReminderId,
     ReminderStatus,
 };
+use crate::ledger::{Ctx, Origin};
 use crate::ports::{Inserted, Ledger, Marked, PortError, ReminderStore};
 
 #[derive(Debug, thiserror::Error)]
@@ -206,7 +206,7 @@ pub async fn cancel<S: ReminderStore, L: Ledger>(
             let answer = match reminder.status {
                 ReminderStatus::Expired => match delivery::expire_unsent(ledger, &ctx).await? {
                     delivery::Written::Applied(_) => {
-                        Cancelled::AlreadyFinal(delivery::state::Status::Expired)
+                        Cancelled::AlreadyFinal(crate::ledger::Status::Expired)
                     }
                     refused => delivery::cancel_answer(refused),
                 },

@@ -10,6 +10,10 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::Layer;
 
+/// The EMF metrics' namespace when `METRICS_NAMESPACE` is not set. The template sets
+/// `Reminders/<stack name>`, so two stacks in one account never share a metric or an alarm.
+pub const METRICS_NAMESPACE: &str = "Reminders";
+
 /// `RUST_LOG` as directives: `None` when unset, `Err` naming the problem when unreadable.
 fn rust_log() -> Option<Result<Targets, String>> {
     let raw = std::env::var("RUST_LOG").ok()?;

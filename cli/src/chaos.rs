@@ -1,7 +1,7 @@
-//! `remindctl chaos`: the system checker over seeded worlds (see `reminders::chaos`).
+//! `remindctl chaos`: the system checker over seeded worlds (see `reminders_harness::chaos`).
 
 use indicatif::{ProgressBar, ProgressStyle};
-use reminders::chaos::{self, Plant};
+use reminders_harness::chaos::{self, Plant};
 
 /// The system checker: seeded worlds with faults everywhere, every delivery judged.
 ///

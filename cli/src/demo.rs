@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use reminders::sim::{chart, simulate, Profile, SimConfig};
+use reminders_harness::sim::{chart, simulate, Profile, SimConfig};
 
 /// The scheduler's deployment, for the demo and the planner: as the template deploys it
 /// unless told otherwise.
@@ -23,7 +23,7 @@ pub struct SchedulerFlags {
 impl SchedulerFlags {
     /// (parallelism, max per run), the deployed values where not given.
     pub fn resolve(self) -> (u32, u32) {
-        let (scheduler, _, parallelism) = reminders::sim::deployed();
+        let (scheduler, _, parallelism) = reminders_harness::sim::deployed();
         (
             self.scheduler_parallelism.unwrap_or(parallelism),
             self.max_per_run.unwrap_or(scheduler.max_per_run),

@@ -1,7 +1,7 @@
 //! `remindctl plan`: capacity planning on the demo's engine — an estimate, and the same
 //! reminders simulated, for a throughput, a timeout rate and an outage.
 
-use reminders::sim::plan::{self, Plan, PlanInput};
+use reminders_harness::sim::plan::{self, Plan, PlanInput};
 
 use crate::demo::SchedulerFlags;
 

@@ -302,7 +302,7 @@ fn chaos_help_lists_which_plant_fires_which_counter() {
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ");
-    for plant in reminders::chaos::Plant::ALL {
+    for plant in reminders_harness::chaos::Plant::ALL {
         let pair = format!("{} → {}", plant.name(), plant.fires());
         assert!(help.contains(&pair), "{pair} missing from:\n{help}");
     }

@@ -90,7 +90,7 @@ impl Settings {
             metrics_namespace: vars
                 .get(METRICS_NAMESPACE)
                 .filter(|ns| !ns.trim().is_empty())
-                .unwrap_or_else(|| crate::consumer::metrics::NAMESPACE.to_owned()),
+                .unwrap_or_else(|| crate::telemetry::METRICS_NAMESPACE.to_owned()),
         })
     }
 }

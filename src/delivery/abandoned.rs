@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use rand::Rng;
 
-use super::state::{Change, DeliveryRecord, LeaseToken};
 use crate::clock::Timestamp;
 use crate::domain::DeadReason;
+use crate::ledger::{Change, DeliveryRecord, LeaseToken};
 use crate::policy::{decide_abandoned, Next, OutcomeClass, RetryPolicy, Spent, ABANDONED};
 use crate::ports::PortError;
 

@@ -8,13 +8,12 @@
 
 pub mod abandoned;
 pub mod standby;
-pub mod state;
 pub mod step;
 
 use crate::clock::Timestamp;
+use crate::ledger::{Change, Ctx, DeliveryRecord, LeaseToken, Refused, Status};
 use crate::policy::{Next, Outcome, OutcomeClass, RetryPolicy};
 use crate::ports::{Ledger, PortError};
-use state::{Change, Ctx, DeliveryRecord, LeaseToken, Refused, Status};
 pub use step::{is_ours, Op, Progress, Transition};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,7 +149,7 @@ pub fn claim_answer(written: Written, now: Timestamp) -> Result<Claim, PortError
         Written::Applied(record) => return Ok(Claim::Acquired(record)),
         Written::Refused { refused, current } => (refused, current),
     };
-    if matches!(refused.why, state::Why::BudgetSpent { .. }) {
+    if matches!(refused.why, crate::ledger::Why::BudgetSpent { .. }) {
         if let Some(cur) = current {
             return Ok(Claim::BudgetSpent(cur));
         }

@@ -9,9 +9,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::state::{DeliveryRecord, Status};
 use crate::clock::Timestamp;
 use crate::domain::{Channel, DeliveryKey, Preferences, ReminderId, SubscriberId};
+use crate::ledger::{DeliveryRecord, Status};
 use crate::ports::{Ledger, PortError};
 
 /// What a standby channel does, by the chain on the ledger.
@@ -209,8 +209,8 @@ mod tests {
     use rand::SeedableRng;
 
     use super::*;
-    use crate::delivery::state::{apply, Change, Ctx, DeliveryRecord, LeaseToken};
     use crate::domain::DeadReason;
+    use crate::ledger::{apply, Change, Ctx, DeliveryRecord, LeaseToken};
     use crate::policy::RetryPolicy;
     use crate::ports::Expected;
     use crate::ports::MemoryLedger;

@@ -9,8 +9,8 @@
 //! outcome decided on an older view; a write that failed may have landed, so the item is read
 //! once, and the write was ours if the item is what we wrote (or carries our fresh lease).
 
-use super::state::{apply, Change, Ctx, DeliveryRecord, Refused, Status, Why};
 use super::Written;
+use crate::ledger::{apply, Change, Ctx, DeliveryRecord, Refused, Status, Why};
 use crate::ports::{Cas, Expected, PortError};
 
 /// Conflicts tolerated before a write gives up (each one means another writer made progress).
@@ -252,7 +252,7 @@ fn on_conflict(
 }
 
 /// The lease a fenced outcome write is made under.
-fn fence(change: &Change) -> Option<&super::state::LeaseToken> {
+fn fence(change: &Change) -> Option<&crate::ledger::LeaseToken> {
     match change {
         Change::Deliver { token, .. }
         | Change::Defer { token, .. }

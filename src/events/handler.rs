@@ -21,7 +21,7 @@ use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventR
 use serde_dynamo::AttributeValue;
 
 use super::{settled, Settled};
-use crate::delivery::state::DeliveryRecord;
+use crate::ledger::DeliveryRecord;
 use crate::ports::events::EventBus;
 use crate::ports::gate::GATE_KEY_PREFIX;
 

@@ -8,7 +8,9 @@ use rand::SeedableRng;
 use serde_json::json;
 
 use super::*;
-use crate::delivery::state::{apply, Change, Ctx, LeaseToken, Origin, RedriveAudit};
+use crate::clock::Timestamp;
+use crate::domain::{Channel, DeadReason, DeliveryKey, ReminderId, SubscriberId};
+use crate::ledger::{apply, Change, Ctx, LeaseToken, Origin, RedriveAudit};
 use crate::policy::RetryPolicy;
 
 const T0: Timestamp = Timestamp::from_millis(1_800_000_000_000);

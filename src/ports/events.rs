@@ -8,14 +8,57 @@ use std::future::Future;
 use std::sync::Mutex;
 
 use aws_lambda_events::event::dynamodb::EventRecord;
+use serde::Serialize;
 
 use super::faults::{lock, FaultPoint, Faults};
 use super::PortError;
-use crate::domain::DeliveryKey;
-use crate::events::Settled;
+use crate::clock::Timestamp;
+use crate::domain::{Channel, DeadReason, DeliveryKey, ReminderId, SubscriberId};
+use crate::ledger::Status;
 
 pub const OP_PUBLISH: &str = "events.publish";
 pub const OP_READ: &str = "events.read_stream";
+
+/// The detail of one event, field for field as published (the README's event); decided by
+/// [`crate::events::settled`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Settled {
+    pub version: u32,
+    /// From the ledger item's origin; `null` for items written before it was kept.
+    pub reminder_id: Option<ReminderId>,
+    pub subscriber_id: Option<SubscriberId>,
+    pub channel: Option<Channel>,
+    pub delivery_key: DeliveryKey,
+    /// `delivered`, `dead`, `expired` or `cancelled`.
+    pub outcome: Status,
+    /// Why it died (`dead` only).
+    pub reason: Option<DeadReason>,
+    /// The ledger's transition number of the settling write: with the key, the dedup id.
+    pub transition: u64,
+    /// The status it left (`scheduled` when the settling write created the item).
+    pub from: Status,
+    /// When the transition happened (RFC 3339, UTC).
+    #[serde(serialize_with = "rfc3339")]
+    pub at: Timestamp,
+    /// Provider attempts that counted against the budget.
+    pub attempts: u32,
+    /// The channel this delivery fell back from, when it is a fallback (DESIGN §12).
+    pub fallback_from: Option<Channel>,
+    /// The channel this (dead) delivery handed the reminder to, when it fell back.
+    pub fallback_to: Option<Channel>,
+}
+
+impl Settled {
+    /// The detail as EventBridge takes it (a JSON object, as text).
+    pub fn detail_json(&self) -> String {
+        // Plain strings, numbers and options: serialization cannot fail.
+        serde_json::to_string(self).unwrap_or_else(|_| "{}".to_owned())
+    }
+}
+
+fn rfc3339<S: serde::Serializer>(at: &Timestamp, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&at.to_rfc3339())
+}
 
 /// One event the bus would not take, by its index in the call.
 #[derive(Debug, Clone, PartialEq, Eq)]

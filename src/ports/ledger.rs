@@ -1,6 +1,6 @@
 //! The `Ledger` port: the deliveries table as a compare-and-set store of [`DeliveryRecord`]s.
 //!
-//! The state machine ([`crate::delivery::state`]) computes the next record; the port stores it
+//! The state machine ([`crate::ledger`]) computes the next record; the port stores it
 //! only if the item is still what the caller saw (`Expected`), and on a conflict returns the
 //! current item (DynamoDB: `ReturnValuesOnConditionCheckFailure=ALL_OLD`, no second read).
 
@@ -10,8 +10,8 @@ use std::sync::Mutex;
 
 use super::faults::{lock, FaultPoint, Faults};
 use super::PortError;
-use crate::delivery::state::{DeliveryRecord, Status};
 use crate::domain::DeliveryKey;
+use crate::ledger::{DeliveryRecord, Status};
 
 pub const OP_GET: &str = "ledger.get";
 pub const OP_PUT: &str = "ledger.put_if";

@@ -13,7 +13,7 @@ pub mod queue;
 pub mod reminders;
 
 pub use events::{EventBus, LedgerStream, MemoryBus, MemoryStream, Rejected};
-pub use faults::{FaultPoint, Faults, Faulty, Slowed};
+pub use faults::{FaultPoint, Faults};
 pub use gate::{Gate, GatePartition, MemoryGate};
 pub use ledger::{Cas, Expected, Ledger, MemoryLedger};
 pub use provider::{Answer, Provider, ScriptedProvider, SendRequest};

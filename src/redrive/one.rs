@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use super::{One, Redriver};
 use crate::clock::{Clock, Timestamp};
-use crate::delivery::state::{Change, Ctx, Origin, RedriveAudit, Refused, Status, Why};
 use crate::delivery::{transition, Cancelled, Written};
 use crate::domain::{DeliveryMessage, RedriveMarker, ReminderStatus};
+use crate::ledger::{Change, Ctx, Origin, RedriveAudit, Refused, Status, Why};
 use crate::ports::{
     DeadLetterMessage, DeadLetters, DeliveryQueue, Ledger, Marked, OutgoingMessage, PortError,
     Ports, ReminderStore,

@@ -406,11 +406,11 @@ impl<P: Ports> Scheduler<P> {
         let now = self.ports.clock().now();
         let mut tried = 0;
         for &channel in &r.channels {
-            let ctx = crate::delivery::state::Ctx {
+            let ctx = crate::ledger::Ctx {
                 key: crate::domain::DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, channel),
                 now,
                 expires_at: self.cfg.retention.expires_at(r.fresh_until),
-                origin: Some(crate::delivery::state::Origin {
+                origin: Some(crate::ledger::Origin {
                     reminder_id: r.reminder_id.clone(),
                     subscriber_id: r.subscriber_id.clone(),
                     channel,

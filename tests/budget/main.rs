@@ -12,12 +12,12 @@ use std::time::Duration;
 use reminders::clock::{ManualClock, Timestamp};
 use reminders::consumer::event::{arn_for_url, to_sqs_event};
 use reminders::consumer::{Consumer, ConsumerConfig};
-use reminders::delivery::state::DeliveryRecord;
 use reminders::domain::{
     AddressHash, Channel, Content, DeliveryKey, DeliveryMessage, NewReminder, PerChannel,
     Preferences, Recipient, Reminder, ReminderId, ReminderStatus, SubscriberId, Suppression,
     SuppressionKey,
 };
+use reminders::ledger::DeliveryRecord;
 use reminders::ports::gate::{BreakerChange, GateState};
 use reminders::ports::{
     Cas, DeliveryQueue, DuePage, DueQuery, Expected, Gate, GatePartition, Inserted, Ledger, Marked,

@@ -2,7 +2,7 @@
 //! thousands of faults injected; each deliberately planted fault is caught; the seeds that
 //! once broke a promise (before the fixes they led to) keep passing; one seed is one run.
 
-use reminders::chaos::{self, Plant, Tally};
+use reminders_harness::chaos::{self, Plant, Tally};
 
 fn run(from: u64, seeds: u64, plant: Option<Plant>) -> (Tally, Vec<chaos::SeedReport>) {
     chaos::run(from, seeds, plant, &|_| {})

@@ -10,8 +10,8 @@ use reminders::aws::ChannelUrls;
 use reminders::clock::SystemClock;
 use reminders::consumer::event::{arn_for_url, to_sqs_event};
 use reminders::consumer::{Action, BatchOutcome, Consumer, ConsumerConfig};
-use reminders::delivery::state::{DeliveryRecord, Status};
 use reminders::domain::{Channel, DeadReason, DeliveryKey, DeliveryMessage, Reminder};
+use reminders::ledger::{DeliveryRecord, Status};
 use reminders::policy::{Backoff, RetryPolicy};
 use reminders::ports::ledger::OP_PUT;
 use reminders::ports::{

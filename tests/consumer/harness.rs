@@ -8,15 +8,16 @@ use std::time::Duration;
 use reminders::clock::{ManualClock, Timestamp};
 use reminders::consumer::{BatchOutcome, Consumer, ConsumerConfig};
 use reminders::deadletter::DeadLetter;
-use reminders::delivery::state::DeliveryRecord;
 use reminders::domain::{
     Channel, Content, DeliveryKey, DeliveryMessage, NewReminder, PerChannel, Recipient, Reminder,
     ReminderId, SubscriberId,
 };
+use reminders::ledger::DeliveryRecord;
 use reminders::ports::{
-    DeadLetters, DeliveryQueue, Faults, Faulty, Ledger, MemoryGate, MemoryLedger, MemoryQueue,
+    DeadLetters, DeliveryQueue, Faults, Ledger, MemoryGate, MemoryLedger, MemoryQueue,
     MemoryReminderStore, OutgoingMessage, PortSet, ReminderStore, ScriptedProvider,
 };
+use reminders_harness::wrap::Faulty;
 
 pub const T0: Timestamp = Timestamp::from_millis(1_800_000_000_000);
 /// The channel queues' visibility timeout, as the template sets it.
@@ -152,7 +153,7 @@ impl Mem {
         deadline: Option<Timestamp>,
     ) -> Option<BatchOutcome> {
         let urls = queue_urls();
-        reminders::local::poll_once(
+        reminders_harness::local::poll_once(
             &self.consumer,
             &urls,
             channel,
@@ -323,7 +324,7 @@ where
     ) -> BatchOutcome {
         let urls = queue_urls();
         let consumer = &*self.consumer;
-        reminders::local::poll_once(consumer, &urls, channel, 10, visibility_secs, deadline)
+        reminders_harness::local::poll_once(consumer, &urls, channel, 10, visibility_secs, deadline)
             .await
             .unwrap()
             .expect("a message to poll")

@@ -4,8 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use reminders::consumer::{Action, ConsumerConfig};
-use reminders::delivery::state::Status;
 use reminders::domain::{Channel, DeadReason, ReminderStatus};
+use reminders::ledger::Status;
 use reminders::policy::{Backoff, RetryPolicy};
 use reminders::ports::ledger::OP_PUT;
 use reminders::ports::reminders::OP_GET;
@@ -858,7 +858,8 @@ async fn a_dead_delivery_is_copied_to_the_dlq_once() {
 #[tokio::test]
 async fn a_reminder_gone_stale_during_its_claim_is_not_sent() {
     use reminders::clock::{Clock, ManualClock};
-    use reminders::ports::{MemoryLedger, MemoryQueue, ScriptedProvider, Slowed};
+    use reminders::ports::{MemoryLedger, MemoryQueue, ScriptedProvider};
+    use reminders_harness::wrap::Slowed;
     let r = crate::harness::reminder("stale-in-claim", &[SMS]);
     let clock = ManualClock::at(r.fresh_until.minus(Duration::from_millis(100)));
     let ledger = Arc::new(MemoryLedger::default());
@@ -951,7 +952,8 @@ async fn a_deferred_delivery_whose_reminder_turns_invalid_dies() {
 #[tokio::test]
 async fn a_claim_that_used_up_its_lease_sends_nothing() {
     use reminders::clock::ManualClock;
-    use reminders::ports::{MemoryLedger, MemoryQueue, ScriptedProvider, Slowed};
+    use reminders::ports::{MemoryLedger, MemoryQueue, ScriptedProvider};
+    use reminders_harness::wrap::Slowed;
     let r = crate::harness::reminder("slow-claim", &[SMS]);
     let clock = ManualClock::at(T0);
     let ledger = Arc::new(MemoryLedger::default());
@@ -984,7 +986,8 @@ async fn a_claim_that_used_up_its_lease_sends_nothing() {
 #[tokio::test]
 async fn window_4_a_lease_that_cannot_cover_the_outcome_write_sends_nothing() {
     use reminders::clock::ManualClock;
-    use reminders::ports::{MemoryLedger, MemoryQueue, ScriptedProvider, Slowed};
+    use reminders::ports::{MemoryLedger, MemoryQueue, ScriptedProvider};
+    use reminders_harness::wrap::Slowed;
     let r = crate::harness::reminder("short-lease", &[SMS]);
     let clock = ManualClock::at(T0);
     let ledger = Arc::new(MemoryLedger::default());
@@ -1027,7 +1030,7 @@ impl reminders::ports::Provider for OutlivesItsLease {
         reminders::ports::GatePartition::new(request.recipient.channel(), "slow")
     }
     async fn send(&self, request: &reminders::ports::SendRequest) -> reminders::policy::Outcome {
-        use reminders::delivery::state::{Change, Ctx};
+        use reminders::ledger::{Change, Ctx};
         use reminders::ports::Ledger;
         self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         reminders::clock::Clock::sleep(&self.clock, Duration::from_secs(61)).await;
@@ -1127,7 +1130,7 @@ impl reminders::ports::DeadLetters for YieldingDlq {
 #[tokio::test]
 async fn two_records_for_a_dead_delivery_at_once_copy_it_once() {
     use reminders::clock::ManualClock;
-    use reminders::delivery::state::{Change, Ctx, LeaseToken};
+    use reminders::ledger::{Change, Ctx, LeaseToken};
     use reminders::ports::{MemoryLedger, MemoryQueue, ScriptedProvider};
     let r = crate::harness::reminder("dead-twice", &[SMS]);
     let clock = ManualClock::at(T0);
@@ -1201,7 +1204,8 @@ async fn two_records_for_a_dead_delivery_at_once_copy_it_once() {
 #[tokio::test]
 async fn a_record_that_cannot_finish_before_the_deadline_sends_nothing() {
     use reminders::clock::{Clock, ManualClock};
-    use reminders::ports::{MemoryLedger, MemoryQueue, ScriptedProvider, Slowed};
+    use reminders::ports::{MemoryLedger, MemoryQueue, ScriptedProvider};
+    use reminders_harness::wrap::Slowed;
     let r = crate::harness::reminder("late-in-invocation", &[SMS]);
     let clock = ManualClock::at(T0);
     let ledger = Arc::new(MemoryLedger::default());
@@ -1269,7 +1273,7 @@ async fn an_operator_cancel_is_counted_when_its_message_is_consumed() {
 /// never calling the provider.
 #[tokio::test]
 async fn a_claim_with_no_attempt_left_dies_instead_of_looping() {
-    use reminders::delivery::state::{apply, Change, Ctx, LeaseToken};
+    use reminders::ledger::{apply, Change, Ctx, LeaseToken};
     use reminders::policy::OutcomeClass;
     use reminders::ports::{Expected, Ledger};
     let w = Mem::new(test_config(), true);

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use reminders::clock::Timestamp;
 use reminders::consumer::Action;
-use reminders::delivery::state::Status;
 use reminders::domain::{Channel, DeadReason, Preferences, Reminder};
+use reminders::ledger::Status;
 use reminders::ports::ReminderStore;
 use serde_json::json;
 

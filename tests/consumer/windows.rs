@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use reminders::clock::{Clock, ManualClock};
 use reminders::consumer::Action;
-use reminders::delivery::state::{Change, Ctx, LeaseToken, Status};
 use reminders::delivery::{transition, Cancelled, Written};
 use reminders::domain::{Channel, DeliveryKey, Recipient, ReminderStatus, Retention};
+use reminders::ledger::{Change, Ctx, LeaseToken, Status};
 use reminders::outbox::{self, Edit};
 use reminders::policy::Outcome;
 use reminders::ports::{

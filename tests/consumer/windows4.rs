@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use reminders::clock::{Clock, ManualClock, Timestamp};
 use reminders::consumer::Consumer;
-use reminders::delivery::state::{Change, Ctx, LeaseToken, Origin, RedriveAudit, Status, Why};
 use reminders::delivery::{self, transition, Claim, ClaimRequest, Written};
 use reminders::domain::{
     Channel, DeadReason, PerChannel, Preferences, Recipient, Reminder, ReminderStatus, Retention,
 };
+use reminders::ledger::{Change, Ctx, LeaseToken, Origin, RedriveAudit, Status, Why};
 use reminders::outbox::{self, Edit, Edited};
 use reminders::policy::RetryPolicy;
 use reminders::ports::gate::{BreakerChange, GateState};
@@ -158,7 +158,7 @@ async fn w4_3_no_fallback_after_an_attempt_that_may_have_reached_the_person() {
 /// The push's death handed nothing on, and email, in standby behind it, is never sent.
 async fn chain_ended(
     w: &Mem,
-    dead: &reminders::delivery::state::DeliveryRecord,
+    dead: &reminders::ledger::DeliveryRecord,
     email: &reminders::domain::DeliveryMessage,
 ) {
     assert_eq!(
@@ -369,7 +369,7 @@ async fn w4_5_a_probe_whose_write_outlasted_freshness_is_not_sent() {
     };
     use reminders::ports::DeliveryQueue;
     queue.send_batch(Channel::Push, &[entry]).await.unwrap();
-    reminders::local::poll_once(&consumer, &queue_urls(), Channel::Push, 10, 180, None)
+    reminders_harness::local::poll_once(&consumer, &queue_urls(), Channel::Push, 10, 180, None)
         .await
         .unwrap()
         .unwrap();
@@ -665,7 +665,8 @@ async fn w4_1_an_edit_that_lands_during_the_consumers_expiry_wins() {
     queue.send_batch(Channel::Push, &[entry]).await.unwrap();
     let urls = queue_urls();
     for _ in 0..5 {
-        let _ = reminders::local::poll_once(&consumer, &urls, Channel::Push, 10, 180, None).await;
+        let _ = reminders_harness::local::poll_once(&consumer, &urls, Channel::Push, 10, 180, None)
+            .await;
         clock.advance(Duration::from_secs(2));
     }
     let rec = ledger.get(&msg.delivery_key).await.unwrap();

@@ -8,9 +8,9 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use reminders::aws::dynamo::DynamoLedger;
 use reminders::clock::Timestamp;
-use reminders::delivery::state::{apply, Change, Ctx, LeaseToken, Status};
 use reminders::delivery::{cancel, claim, transition, Cancelled, Claim, ClaimRequest, Written};
 use reminders::domain::{Channel, DeliveryKey, ReminderId, SubscriberId};
+use reminders::ledger::{apply, Change, Ctx, LeaseToken, Status};
 use reminders::policy::{OutcomeClass, RetryPolicy};
 use reminders::ports::{Cas, Expected, Ledger, MemoryLedger};
 

@@ -19,15 +19,15 @@ use reminders::aws::dynamo::{DynamoGate, DynamoLedger, DynamoReminderStore};
 use reminders::aws::{SqsDeadLetters, SqsQueues};
 use reminders::clock::{Clock, SystemClock};
 use reminders::consumer::{Consumer, ConsumerConfig};
-use reminders::delivery::state::Status;
 use reminders::domain::{
     Channel, Content, DeadReason, DeliveryKey, NewReminder, Recipient, Reminder, ReminderId,
     SubscriberId,
 };
-use reminders::local::{self, LocalConfig, Stop};
+use reminders::ledger::Status;
 use reminders::policy::{Backoff, RetryPolicy};
 use reminders::ports::{DeadLetters, Ledger, PortSet, ReminderStore};
 use reminders::scheduler::{Scheduler, SchedulerConfig};
+use reminders_harness::local::{self, LocalConfig, Stop};
 
 use server::{respond, respond_with, serve_fn, Behaviour, Recorded};
 

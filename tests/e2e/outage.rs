@@ -11,14 +11,14 @@ use std::time::{Duration, Instant};
 
 use reminders::clock::{Clock, SystemClock};
 use reminders::consumer::{Consumer, ConsumerConfig};
-use reminders::delivery::state::Status;
 use reminders::domain::{
     Channel, Content, DeliveryKey, NewReminder, Recipient, Reminder, ReminderId, SubscriberId,
 };
-use reminders::local::{self, LocalConfig, Stop};
+use reminders::ledger::Status;
 use reminders::policy::BreakerPolicy;
 use reminders::ports::{Ledger, ReminderStore};
 use reminders::scheduler::{Scheduler, SchedulerConfig};
+use reminders_harness::local::{self, LocalConfig, Stop};
 
 use crate::server::{respond, serve_fn, Behaviour};
 

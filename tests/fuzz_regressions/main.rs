@@ -70,8 +70,8 @@ fn item_json(
 /// Seeds the real encoders write, beside the kept inputs.
 fn built(target: &str) -> Vec<Vec<u8>> {
     use reminders::clock::Timestamp;
-    use reminders::delivery::state::{apply, Change, Ctx, LeaseToken};
     use reminders::domain::{Channel, DeadReason, DeliveryKey, DeliveryMessage};
+    use reminders::ledger::{apply, Change, Ctx, LeaseToken};
     let r = reminders::domain::Reminder::new(
         reminders::domain::NewReminder {
             reminder_id: reminders::domain::ReminderId::parse("fz-1").unwrap(),

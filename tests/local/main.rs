@@ -7,19 +7,19 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use reminders::chaos::VirtualClock;
 use reminders::clock::{Clock, Timestamp};
 use reminders::consumer::{Consumer, ConsumerConfig};
 use reminders::domain::{
     Channel, Content, NewReminder, PerChannel, Recipient, Reminder, ReminderId, SubscriberId,
 };
-use reminders::local::{run, LocalConfig, Stop};
 use reminders::policy::Outcome;
 use reminders::ports::{
     FaultPoint, Faults, GatePartition, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore,
     PortSet, Provider, ReminderStore, ScriptedProvider, SendRequest,
 };
 use reminders::scheduler::{Scheduler, SchedulerConfig};
+use reminders_harness::chaos::VirtualClock;
+use reminders_harness::local::{run, LocalConfig, Stop};
 
 const EPOCH: Timestamp = Timestamp::from_millis(1_800_000_000_000);
 
@@ -140,7 +140,7 @@ fn cfg() -> LocalConfig {
 async fn run_idle(
     w: &World,
     at_most: Duration,
-) -> Result<reminders::local::LocalReport, reminders::ports::PortError> {
+) -> Result<reminders_harness::local::LocalReport, reminders::ports::PortError> {
     let never = AtomicBool::new(false);
     run(
         &w.scheduler,
@@ -230,14 +230,14 @@ async fn progress_is_reported_as_the_run_goes() {
         .await;
     }
     let seen = std::sync::Mutex::new(Vec::new());
-    let on_progress = |p: &reminders::local::Progress| {
+    let on_progress = |p: &reminders_harness::local::Progress| {
         let depth = p.depths.get(Channel::Push).map(|d| d.total());
         seen.lock()
             .unwrap()
             .push((p.report.metrics.get(Channel::Push).delivered, depth));
     };
     let never = AtomicBool::new(false);
-    reminders::local::run_with_progress(
+    reminders_harness::local::run_with_progress(
         &w.scheduler,
         &w.consumer,
         &w.urls,

@@ -22,8 +22,8 @@
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
-use reminders::delivery::state::{Change, DeliveryRecord, LeaseToken};
 use reminders::delivery::Transition;
+use reminders::ledger::{Change, DeliveryRecord, LeaseToken};
 
 use crate::operator::{Canceller, Redriver};
 use crate::protocol::State;

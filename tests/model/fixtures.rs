@@ -9,8 +9,8 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use reminders::clock::Timestamp;
 use reminders::consumer::ConsumerConfig;
-use reminders::delivery::state::{Ctx, DeliveryRecord, LeaseToken};
 use reminders::domain::{Channel, DeliveryKey, ReminderId, SubscriberId};
+use reminders::ledger::{Ctx, DeliveryRecord, LeaseToken};
 use reminders::policy::{AmbiguousRule, Backoff, RetryPolicy};
 
 /// Tick 0 of the model's clock.

@@ -7,9 +7,9 @@
 
 use std::collections::BTreeSet;
 
-use reminders::delivery::state::{Change, RedriveAudit, Refused, Status, Why};
 use reminders::delivery::{cancel_answer, Cancelled, Progress, Transition, Written};
 use reminders::domain::DeadReason;
+use reminders::ledger::{Change, RedriveAudit, Refused, Status, Why};
 
 use crate::fixtures::ctx;
 use crate::protocol::{Fault, ProtocolModel, State};

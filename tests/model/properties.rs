@@ -1,7 +1,7 @@
 //! What must hold in every reachable state (`always`), and what must be reachable at all
 //! (`sometimes`), so that a model that collapses cannot pass by exploring nothing.
 
-use reminders::delivery::state::Status;
+use reminders::ledger::Status;
 use stateright::Property;
 
 use reminders::delivery::is_ours;

@@ -4,8 +4,8 @@
 //! the reminder's freshness running out, and the faults — a crash, a lost write response.
 
 use reminders::clock::Timestamp;
-use reminders::delivery::state::{Change, LeaseToken};
 use reminders::domain::DeadReason;
+use reminders::ledger::{Change, LeaseToken};
 use stateright::{Model, Property};
 
 use crate::fixtures::{fresh_until, token, Rec};

@@ -9,10 +9,10 @@
 use std::time::Duration;
 
 use reminders::delivery::abandoned::{self, Lapsed, Resolve};
-use reminders::delivery::state::{Change, LeaseToken, Status};
 use reminders::delivery::{claim_answer, settled, Claim, Written};
 use reminders::domain::reminder::is_stale;
 use reminders::domain::DeadReason;
+use reminders::ledger::{Change, LeaseToken, Status};
 use reminders::policy::{decide, Outcome, Spent};
 
 use crate::fixtures::{at, consumer, policy, rng};
@@ -143,7 +143,7 @@ fn take_over(
     m: &ProtocolModel,
     s: &mut State,
     w: usize,
-    stale: reminders::delivery::state::DeliveryRecord,
+    stale: reminders::ledger::DeliveryRecord,
     token: LeaseToken,
 ) {
     let cfg = consumer();
@@ -169,7 +169,7 @@ fn resolve_abandoned(
     m: &ProtocolModel,
     s: &mut State,
     w: usize,
-    sending: reminders::delivery::state::DeliveryRecord,
+    sending: reminders::ledger::DeliveryRecord,
 ) {
     let cfg = consumer();
     match abandoned::resolve(

@@ -6,9 +6,9 @@
 use std::sync::Arc;
 
 use reminders::clock::Timestamp;
-use reminders::delivery::state::{Change, LeaseToken};
 use reminders::delivery::{Op, Progress, Transition, Written};
 use reminders::domain::reminder::is_stale;
+use reminders::ledger::{Change, LeaseToken};
 use reminders::ports::{Cas, Expected, PortError};
 
 use crate::fixtures::{at, ctx, policy, Rec, LEASE_TICKS};

@@ -1,6 +1,6 @@
 //! Property tests (proptest) over the crate's public API: the retry decision
 //! ([`reminders::policy::decide`]), the delivery state machine
-//! ([`reminders::delivery::state::apply`]) on its own and driven by `decide` the way the
+//! ([`reminders::ledger::apply`]) on its own and driven by `decide` the way the
 //! consumer drives it, and the parsers at the edge (queue messages, redrive requests,
 //! `Retry-After`, recipients).
 //!

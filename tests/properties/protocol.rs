@@ -13,8 +13,8 @@ use proptest::prelude::*;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use reminders::clock::Timestamp;
-use reminders::delivery::state::{apply, Change, Ctx, DeliveryRecord, Status};
 use reminders::domain::DeadReason;
+use reminders::ledger::{apply, Change, Ctx, DeliveryRecord, Status};
 use reminders::policy::{
     decide, decide_abandoned, Next, Outcome, OutcomeClass, RetryPolicy, Spent, ABANDONED,
 };
@@ -327,7 +327,7 @@ fn overspent_by_a_takeover() {
     let refused = apply(Some(&claimed), takeover, &ctx).expect_err("no attempt left");
     assert_eq!(
         refused.why,
-        reminders::delivery::state::Why::BudgetSpent {
+        reminders::ledger::Why::BudgetSpent {
             attempts: 1,
             max: 1
         }

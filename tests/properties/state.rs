@@ -1,13 +1,13 @@
-//! `delivery::state::apply` (DESIGN §4) under arbitrary sequences of changes, from no record:
+//! `ledger::apply` (DESIGN §4) under arbitrary sequences of changes, from no record:
 //! what every write must keep, whatever the caller asks.
 
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use reminders::clock::Timestamp;
-use reminders::delivery::state::{
+use reminders::domain::DeadReason;
+use reminders::ledger::{
     apply, Change, DeliveryRecord, LeaseToken, Status, Why, HISTORY_BOUND, MAX_ERROR_LEN,
 };
-use reminders::domain::DeadReason;
 use reminders::policy::OutcomeClass;
 
 use crate::strategies::{redrive_all, token_n, TOKENS};

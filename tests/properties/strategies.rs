@@ -9,8 +9,8 @@ use proptest::prelude::*;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use reminders::clock::Timestamp;
-use reminders::delivery::state::{Change, LeaseToken, RedriveAudit};
 use reminders::domain::{Channel, DeadReason, DeliveryKey, ReminderId, SubscriberId};
+use reminders::ledger::{Change, LeaseToken, RedriveAudit};
 use reminders::policy::{AmbiguousRule, Backoff, OutcomeClass, RetryPolicy};
 
 /// Where every state machine walk starts.

@@ -1,5 +1,5 @@
 //! Walks for the state machine suites: arbitrary sequences of changes applied with
-//! `delivery::state::apply` from no record, each step checked; and checks that the walks are
+//! `ledger::apply` from no record, each step checked; and checks that the walks are
 //! not vacuous (they reach every status, apply every change, outgrow the history bound).
 
 use std::time::Duration;
@@ -7,7 +7,7 @@ use std::time::Duration;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{TestCaseError, TestRunner};
-use reminders::delivery::state::{apply, Change, Ctx, DeliveryRecord, Refused, HISTORY_BOUND};
+use reminders::ledger::{apply, Change, Ctx, DeliveryRecord, Refused, HISTORY_BOUND};
 
 use crate::strategies::{change, key, T0};
 

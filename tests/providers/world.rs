@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use reminders::clock::{ManualClock, Timestamp};
 use reminders::consumer::{BatchOutcome, Consumer, ConsumerConfig};
-use reminders::delivery::state::DeliveryRecord;
 use reminders::domain::{Channel, DeliveryKey, DeliveryMessage, PerChannel, Reminder};
+use reminders::ledger::DeliveryRecord;
 use reminders::ports::{
     DeliveryQueue, Ledger, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore,
     OutgoingMessage, PortSet, ReminderStore,
@@ -90,7 +90,7 @@ impl World {
 
     /// One event source mapping poll of the channel.
     pub async fn poll(&self, channel: Channel) -> Option<BatchOutcome> {
-        reminders::local::poll_once(&self.consumer, &self.urls, channel, 10, 180, None)
+        reminders_harness::local::poll_once(&self.consumer, &self.urls, channel, 10, 180, None)
             .await
             .unwrap()
     }

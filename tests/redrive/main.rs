@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 
 use reminders::aws::bootstrap::QueueSpec;
 use reminders::deadletter::{DeadLetter, Evidence};
-use reminders::delivery::state::Status;
 use reminders::domain::{Channel, DeadReason, DeliveryMessage, Reminder};
+use reminders::ledger::Status;
 use reminders::ports::queue::OP_DELETE;
 use reminders::ports::{
     Answer, DeadLetters, DeliveryQueue, FaultPoint, Ledger, OutgoingMessage, ReminderStore,
@@ -423,13 +423,13 @@ async fn redrive_follows_the_ledgers_dead_reason() {
     let r2 = reminder("was-ambiguous", SMS);
     w.ports.reminders.insert(&r2).await.unwrap();
     let msg2 = support_message(&r2);
-    let ctx = reminders::delivery::state::Ctx {
+    let ctx = reminders::ledger::Ctx {
         key: msg2.delivery_key.clone(),
         now: now(),
         expires_at: r2.expires_at,
         origin: None,
     };
-    let token = reminders::delivery::state::LeaseToken::generate(&mut rand::rng());
+    let token = reminders::ledger::LeaseToken::generate(&mut rand::rng());
     let req_claim = reminders::delivery::ClaimRequest {
         token: token.clone(),
         lease_expires_at: now().plus(std::time::Duration::from_secs(60)),
@@ -443,7 +443,7 @@ async fn redrive_follows_the_ledgers_dead_reason() {
     else {
         panic!("claim")
     };
-    let die = reminders::delivery::state::Change::Die {
+    let die = reminders::ledger::Change::Die {
         token: Some(token),
         reason: DeadReason::Ambiguous,
         spends_attempt: true,
@@ -505,7 +505,7 @@ async fn window_1_a_cancel_of_a_dead_delivery_is_ordered_before_a_redrive() {
         .unwrap();
     assert_eq!(rec.status(), Status::Dead);
     // The cancel's first step: the ledger. Its mark on the reminder has not landed yet.
-    let ctx = reminders::delivery::state::Ctx {
+    let ctx = reminders::ledger::Ctx {
         key: msg.delivery_key.clone(),
         now: now(),
         expires_at: r.expires_at,

@@ -7,12 +7,13 @@ use std::time::Duration;
 use reminders::aws::bootstrap::QueueSpec;
 use reminders::aws::dynamo::DynamoReminderStore;
 use reminders::consumer::Consumer;
-use reminders::delivery::state::Status;
 use reminders::domain::{Channel, DeliveryKey, DeliveryMessage, ReminderId, ReminderStatus};
+use reminders::ledger::Status;
 use reminders::outbox::{self, Edit, Edited, Retention};
 use reminders::ports::reminders::OP_MARK;
-use reminders::ports::{DeliveryQueue, FaultPoint, Faulty, Ledger, ReminderStore};
+use reminders::ports::{DeliveryQueue, FaultPoint, Ledger, ReminderStore};
 use reminders::scheduler::{RunReport, Scheduler, SchedulerConfig};
+use reminders_harness::wrap::Faulty;
 
 use crate::reminder;
 use crate::support::{now, AwsPorts, AwsWorld};

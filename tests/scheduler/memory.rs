@@ -140,7 +140,8 @@ async fn a_message_that_never_goes_out_leaves_its_reminder_for_the_next_run() {
 /// is sent twice, and consecutive runs drain the backlog.
 #[tokio::test]
 async fn slow_dependencies_mark_everything_sent_and_never_send_twice() {
-    use reminders::ports::{DueEntry, DueQuery, Slowed};
+    use reminders::ports::{DueEntry, DueQuery};
+    use reminders_harness::wrap::Slowed;
     let clock = ManualClock::at(T0);
     let store = Arc::new(MemoryReminderStore::new(4));
     let queue = Arc::new(MemoryQueue::new(clock.clone()));
@@ -290,8 +291,8 @@ async fn a_channel_added_after_enqueue_is_scheduled() {
 /// time comes, so the delivered one is never sent twice even once its old TTL has passed.
 #[tokio::test]
 async fn window_2_an_edit_far_out_enqueues_only_the_added_channel_and_keeps_the_proof() {
-    use reminders::delivery::state::{apply, Change, Ctx, LeaseToken, Status};
     use reminders::domain::{DeliveryKey, Recipient, ReminderStatus};
+    use reminders::ledger::{apply, Change, Ctx, LeaseToken, Status};
     use reminders::outbox::{self, Edit, Edited, Retention};
     use reminders::policy::RetryPolicy;
     use reminders::ports::{Expected, Ledger};

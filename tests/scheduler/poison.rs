@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use reminders::aws::bootstrap::QueueSpec;
-use reminders::delivery::state::Status;
 use reminders::domain::{
     Channel, DeadReason, DeliveryKey, ReminderId, ReminderStatus, SubscriberId,
 };
+use reminders::ledger::Status;
 use reminders::ports::{DeadLetters, Ledger, ReminderStore};
 use reminders::scheduler::{Scheduler, SchedulerConfig};
 

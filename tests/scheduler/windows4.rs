@@ -10,15 +10,16 @@ use crate::support::edit_before_mark::EditBeforeMark;
 use std::time::Duration;
 
 use reminders::clock::{ManualClock, Timestamp};
-use reminders::delivery::state::Status;
 use reminders::domain::{Channel, DeliveryKey, PerChannel, Reminder, ReminderStatus};
+use reminders::ledger::Status;
 use reminders::outbox::Edit;
 use reminders::ports::{
-    FaultPoint, Faults, Faulty, Ledger, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore,
+    FaultPoint, Faults, Ledger, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore,
     PortSet, ReminderStore,
 };
 use reminders::providers::AnyProvider;
 use reminders::scheduler::{Scheduler, SchedulerConfig};
+use reminders_harness::wrap::Faulty;
 
 use crate::reminder;
 

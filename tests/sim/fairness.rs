@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use reminders::clock::{Clock, ManualClock, Timestamp};
 use reminders::consumer::{Consumer, ConsumerConfig};
-use reminders::delivery::state::Status;
 use reminders::domain::{
     Channel, Content, DeliveryKey, NewReminder, PerChannel, Recipient, Reminder, ReminderId,
     SubscriberId,
 };
+use reminders::ledger::Status;
 use reminders::ports::{
     Ledger, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet, ReminderStore,
     ScriptedProvider,
@@ -95,7 +95,7 @@ async fn a_subscriber_with_100k_overdue_delays_no_one_else_past_one_period() {
         let run = scheduler.run(None).await.unwrap();
         assert!(run.picked <= 2_000 && run.scanned <= 20_000, "{run:?}");
         for _ in 0..PERIOD.as_secs() {
-            while reminders::local::poll_once(&consumer, &urls, Channel::Push, 10, 30, None)
+            while reminders_harness::local::poll_once(&consumer, &urls, Channel::Push, 10, 30, None)
                 .await
                 .unwrap()
                 .is_some()

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use reminders::sim::plan::{estimate, plan, PlanInput};
-use reminders::sim::{simulate, Profile, SimConfig};
+use reminders_harness::sim::plan::{estimate, plan, PlanInput};
+use reminders_harness::sim::{simulate, Profile, SimConfig};
 
 mod fairness;
 
@@ -120,12 +120,12 @@ async fn an_outage_kills_nothing_and_drains_when_the_estimate_says() {
 #[tokio::test]
 async fn without_the_breaker_the_same_outage_kills_fresh_reminders() {
     use reminders::policy::{Backoff, BreakerPolicy, RetryPolicy};
-    use reminders::sim::{simulate, SimConfig};
+    use reminders_harness::sim::{simulate, SimConfig};
     let input = PlanInput {
         outage: Some((60, 300)),
         ..PlanInput::deployed(10_000, 40.0)
     };
-    let mut cfg: SimConfig = reminders::sim::plan::config(&input);
+    let mut cfg: SimConfig = reminders_harness::sim::plan::config(&input);
     cfg.policy = RetryPolicy {
         backoff: Backoff::Schedule {
             schedule_secs: vec![0, 1],
@@ -181,7 +181,7 @@ async fn four_schedules_enqueue_four_times_what_one_does() {
             scheduler_parallelism: parallelism,
             ..SimConfig::default()
         };
-        reminders::sim::enqueued_per_minute(&cfg).await
+        reminders_harness::sim::enqueued_per_minute(&cfg).await
     };
     let one = per_minute(1).await;
     let four = per_minute(4).await;
@@ -200,7 +200,7 @@ async fn a_resend_after_a_confirmation_counts_as_a_duplicate() {
     use reminders::clock::{ManualClock, Timestamp};
     use reminders::domain::{Channel, Content, DeliveryKey, Recipient, ReminderId, SubscriberId};
     use reminders::ports::{Provider, SendRequest};
-    use reminders::sim::{Profile, SimProvider};
+    use reminders_harness::sim::{Profile, SimProvider};
     let calm = Profile {
         rate_429: 0.0,
         rate_5xx: 0.0,

@@ -19,7 +19,8 @@ use reminders::consumer::{Consumer, ConsumerConfig};
 use reminders::domain::{
     Channel, Content, NewReminder, PerChannel, Recipient, Reminder, ReminderId, SubscriberId,
 };
-use reminders::ports::{Faults, Faulty, PortSet, ScriptedProvider};
+use reminders::ports::{Faults, PortSet, ScriptedProvider};
+use reminders_harness::wrap::Faulty;
 
 pub type AwsPorts = PortSet<
     SystemClock,
@@ -112,9 +113,10 @@ impl AwsWorld {
     /// Play the event source mapping on one channel until its queue stays empty.
     pub async fn consume(&self, consumer: &Consumer<AwsPorts>, channel: Channel) {
         for _ in 0..100 {
-            let polled = reminders::local::poll_once(consumer, &self.queues, channel, 10, 30, None)
-                .await
-                .unwrap();
+            let polled =
+                reminders_harness::local::poll_once(consumer, &self.queues, channel, 10, 30, None)
+                    .await
+                    .unwrap();
             if polled.is_none() {
                 return;
             }

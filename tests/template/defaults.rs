@@ -80,7 +80,7 @@ fn the_template_deploys_the_codes_defaults() {
     );
     assert_eq!(api.get("RETENTION_SECS"), consumer.get("RETENTION_SECS"));
     // The simulation runs exactly these (src/sim: `deployed()`).
-    let (scheduler, consumer, parallelism) = reminders::sim::deployed();
+    let (scheduler, consumer, parallelism) = reminders_harness::sim::deployed();
     assert_eq!(scheduler, SchedulerConfig::default());
     assert_eq!(
         ConsumerConfig {

@@ -11,9 +11,9 @@ use reminders::clock::SystemClock;
 use reminders::config::env;
 use reminders::consumer::{Consumer, ConsumerConfig};
 use reminders::domain::Channel;
-use reminders::local::{self, LocalConfig, Stop};
 use reminders::ports::PortSet;
 use reminders::scheduler::{Scheduler, SchedulerConfig};
+use reminders_harness::local::{self, LocalConfig, Stop};
 
 use super::require_emulator;
 

@@ -2,8 +2,8 @@
 //! operator words (`words`), as text or one JSON object.
 
 use reminders::delivery::standby::{turn, Turn};
-use reminders::delivery::state::{DeliveryRecord, HistoryEntry, Status};
 use reminders::domain::{Channel, DeliveryKey, Reminder, ReminderId};
+use reminders::ledger::{DeliveryRecord, HistoryEntry, Status};
 use reminders::ports::{Ledger, PortError, ReminderStore};
 use serde_json::{json, Value};
 
@@ -270,7 +270,7 @@ fn quiet_hold_entry(rec: &DeliveryRecord) -> Option<u64> {
     let (n, last) = rec.history().into_iter().last()?;
     matches!(
         last.detail.as_deref(),
-        Some("held_by_breaker" | reminders::delivery::state::HELD_FOR_QUIET_HOURS)
+        Some("held_by_breaker" | reminders::ledger::HELD_FOR_QUIET_HOURS)
     )
     .then_some(n)
 }

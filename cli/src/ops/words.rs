@@ -2,8 +2,8 @@
 //! history entry, a redrive's audit, a reminder's status next to its deliveries'. Pure, so
 //! the wording is tested here and the commands only print it.
 
-use reminders::delivery::state::{DeliveryRecord, HistoryEntry, RedriveAudit, Status};
 use reminders::domain::{DeadReason, ReminderStatus};
+use reminders::ledger::{DeliveryRecord, HistoryEntry, RedriveAudit, Status};
 
 /// The consumer's `last_error` for a delivery it holds for the recipient's quiet hours
 /// (`quiet hours until <RFC 3339>`).

@@ -11,8 +11,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use reminders::clock::Clock;
-use reminders::delivery::state::Status;
 use reminders::domain::{DeliveryKey, Reminder, ReminderId, ReminderStatus, SubscriberId};
+use reminders::ledger::Status;
 use reminders::outbox::{self, Edit, Edited};
 use reminders::ports::{Ledger, ReminderStore, SubscriberCursor, SubscriberIndex};
 

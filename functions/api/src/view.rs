@@ -3,9 +3,9 @@
 
 use reminders::clock::Timestamp;
 use reminders::delivery::standby;
-use reminders::delivery::state::Status;
 use reminders::delivery::Cancelled;
 use reminders::domain::{Channel, Content, DeliveryKey, Reminder};
+use reminders::ledger::Status;
 use reminders::ports::{Ledger, Listed, PortError, ReminderStore, SubscriberPage};
 use serde_json::{json, Map, Value};
 

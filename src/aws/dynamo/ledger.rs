@@ -11,8 +11,8 @@ use serde_dynamo::aws_sdk_dynamodb_1::{from_item, to_item};
 
 use super::{dynamo_kind, n, s};
 use crate::aws::error::{corrupt, port_error};
-use crate::delivery::state::DeliveryRecord;
 use crate::domain::DeliveryKey;
+use crate::ledger::DeliveryRecord;
 use crate::ports::ledger::{OP_GET, OP_PUT};
 use crate::ports::{Cas, Expected, Ledger, PortError};
 

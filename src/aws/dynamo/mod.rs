@@ -32,13 +32,13 @@ pub fn decode_due_item(
 /// A ledger item, decoded on its own (for fuzzing and tests).
 pub fn decode_ledger_item(
     item: std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>,
-) -> Result<crate::delivery::state::DeliveryRecord, String> {
+) -> Result<crate::ledger::DeliveryRecord, String> {
     serde_dynamo::aws_sdk_dynamodb_1::from_item(item).map_err(|e| e.to_string())
 }
 
 /// A ledger record as the adapter stores it (for fuzzing and tests).
 pub fn encode_ledger_item(
-    record: &crate::delivery::state::DeliveryRecord,
+    record: &crate::ledger::DeliveryRecord,
 ) -> Result<std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>, String> {
     serde_dynamo::aws_sdk_dynamodb_1::to_item(record).map_err(|e| e.to_string())
 }

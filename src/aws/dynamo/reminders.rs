@@ -2,8 +2,6 @@
 //! `due_shard`, which puts it in the sparse `due-index` (`due_shard` HASH, `due_at` RANGE);
 //! every mark out of `scheduled` removes `due_shard` in the same conditional write.
 
-use std::collections::BTreeSet;
-
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::get_item::GetItemError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
@@ -26,9 +24,12 @@ use crate::ports::reminders::{
     OP_PUT_PREFERENCES, OP_QUARANTINE, OP_QUERY, OP_REPLACE, OP_SWEEP,
 };
 use crate::ports::{
-    DueCursor, DuePage, DueQuery, Inserted, Marked, PortError, ReminderStore, SweepCursor,
-    SweepPage, SweptItem,
+    DuePage, DueQuery, Inserted, Marked, PortError, ReminderStore, SweepCursor, SweepPage,
+    SweptItem,
 };
+use expr::{cursor, marked, settled_values, skip_filter};
+
+mod expr;
 
 /// A subscriber's preferences item in the reminders table: `#` never occurs in a reminder id,
 /// and the item has no `due_shard` or `due_at`, so neither index holds it. The attribute is
@@ -51,9 +52,9 @@ pub(super) fn decode_preferences(
 }
 
 /// Values of one `IN` list (DynamoDB's limit).
-const MAX_IN_LIST: usize = 100;
+pub(super) const MAX_IN_LIST: usize = 100;
 /// Subscribers the store filters out per query; past this the scheduler drops the rest itself.
-const MAX_SKIPPED: usize = 300;
+pub(super) const MAX_SKIPPED: usize = 300;
 
 #[derive(Debug, Clone)]
 pub struct DynamoReminderStore {
@@ -425,102 +426,5 @@ impl ReminderStore for DynamoReminderStore {
         };
         up = up.expression_attribute_values(":v", n(payload_version));
         marked(OP_MARK, up.send().await)
-    }
-}
-
-impl DynamoReminderStore {
-    /// Take a settled item out of the index, its status untouched.
-    async fn unindex(&self, key: &str) -> Result<(), PortError> {
-        let up = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key("reminder_id", s(key))
-            .update_expression("REMOVE due_shard")
-            .condition_expression("#status IN (:enqueued, :cancelled, :expired, :invalid)")
-            .expression_attribute_names("#status", "status");
-        match settled_values(up).send().await {
-            Ok(_) => {
-                tracing::warn!(
-                    reminder_id = key,
-                    "a settled reminder kept its due_shard; removed"
-                );
-                Ok(())
-            }
-            Err(SdkError::ServiceError(e))
-                if matches!(e.err(), UpdateItemError::ConditionalCheckFailedException(_)) =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(port_error(OP_QUARANTINE, e, dynamo_kind!(UpdateItemError))),
-        }
-    }
-}
-
-fn settled_values(
-    up: aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder,
-) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
-    up.expression_attribute_values(":enqueued", s(ReminderStatus::Enqueued.as_str()))
-        .expression_attribute_values(":cancelled", s(ReminderStatus::Cancelled.as_str()))
-        .expression_attribute_values(":expired", s(ReminderStatus::Expired.as_str()))
-        .expression_attribute_values(":invalid", s(ReminderStatus::Invalid.as_str()))
-}
-
-/// `NOT (subscriber_id IN (…)) AND …`, in lists of at most 100 values.
-fn skip_filter(
-    skip: &BTreeSet<SubscriberId>,
-) -> (
-    String,
-    Vec<(String, aws_sdk_dynamodb::types::AttributeValue)>,
-) {
-    let ids: Vec<&SubscriberId> = skip.iter().take(MAX_SKIPPED).collect();
-    let mut clauses = Vec::new();
-    let mut values = Vec::new();
-    for (c, chunk) in ids.chunks(MAX_IN_LIST).enumerate() {
-        let names: Vec<String> = (0..chunk.len()).map(|i| format!(":skip{c}_{i}")).collect();
-        for (name, id) in names.iter().zip(chunk) {
-            values.push((name.clone(), s(id.as_str())));
-        }
-        clauses.push(format!("NOT (subscriber_id IN ({}))", names.join(", ")));
-    }
-    (clauses.join(" AND "), values)
-}
-
-/// Where a page ended, from DynamoDB's `LastEvaluatedKey`.
-fn cursor(
-    key: &std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>,
-) -> Option<DueCursor> {
-    use aws_sdk_dynamodb::types::AttributeValue;
-    let (Some(AttributeValue::S(id)), Some(AttributeValue::N(due))) =
-        (key.get("reminder_id"), key.get("due_at"))
-    else {
-        return None;
-    };
-    let due_at = due.parse::<i64>().ok().map(Timestamp::from_millis)?;
-    Some(DueCursor {
-        due_at,
-        reminder_id: id.clone(),
-    })
-}
-
-/// A conditional `UpdateItem`'s answer as [`Marked`]: applied, refused against an item
-/// (`ALL_OLD` returns it), or refused for want of one.
-fn marked<R>(
-    op: &'static str,
-    result: Result<R, SdkError<UpdateItemError, aws_smithy_runtime_api::http::Response>>,
-) -> Result<Marked, PortError> {
-    match result {
-        Ok(_) => Ok(Marked::Marked),
-        Err(SdkError::ServiceError(e))
-            if matches!(e.err(), UpdateItemError::ConditionalCheckFailedException(_)) =>
-        {
-            Ok(match e.into_err() {
-                UpdateItemError::ConditionalCheckFailedException(f) if f.item.is_some() => {
-                    Marked::Changed
-                }
-                _ => Marked::Missing,
-            })
-        }
-        Err(e) => Err(port_error(op, e, dynamo_kind!(UpdateItemError))),
     }
 }

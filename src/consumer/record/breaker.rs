@@ -13,8 +13,8 @@ use rand::RngExt;
 
 use super::{log_transition, Action, Delivery, Lease, Record, Step};
 use crate::clock::Timestamp;
-use crate::delivery::state::{Change, Ctx};
 use crate::delivery::{transition, Written};
+use crate::ledger::{Change, Ctx};
 use crate::policy::Outcome;
 use crate::ports::gate::{BreakerChange, GateState, OpenBreaker};
 use crate::ports::{Gate, GatePartition, PortError, Ports};
@@ -113,7 +113,7 @@ impl<P: Ports> Record<'_, P> {
         let fresh_until = d.reminder.fresh_until;
         // Never spread past the reminder's freshness: the hold ends while it can still go.
         let room = fresh_until.since(until).as_millis() / 2;
-        let spread = super::claim::gate_hold_spread(self.inc.receive_count).min(room as u64);
+        let spread = gate_hold_spread(self.inc.receive_count).min(room as u64);
         let jitter = Duration::from_millis(self.rng.random_range(0..=spread));
         let at = until
             .plus(jitter)
@@ -377,5 +377,30 @@ impl<P: Ports> Record<'_, P> {
                 };
             })
             .await;
+    }
+}
+
+/// How widely (ms) a gate hold spreads the message past the reopening: a second on the first
+/// receive, doubling with each receive to a minute (exponential backoff with full jitter).
+/// Every message held by one closing comes back at once otherwise; the provider takes a
+/// second's worth, throttles the rest, and the gate closes again over a backlog that is
+/// received once per closing — work that grows with the square of the backlog.
+fn gate_hold_spread(receive_count: u32) -> u64 {
+    let doublings = receive_count.saturating_sub(1).min(6);
+    (1_000u64 << doublings).min(60_000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gate_hold_spread;
+
+    #[test]
+    fn a_gate_hold_spreads_wider_with_each_receive_up_to_a_minute() {
+        let spreads: Vec<u64> = (0..=9).map(gate_hold_spread).collect();
+        assert_eq!(
+            spreads,
+            [1_000, 1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 60_000, 60_000, 60_000]
+        );
+        assert_eq!(gate_hold_spread(u32::MAX), 60_000);
     }
 }

@@ -11,9 +11,9 @@ use super::dead::Facts;
 use super::{log_transition, Action, Delivery, Lease, Record, Step};
 use crate::clock::Timestamp;
 use crate::delivery::abandoned::{self, Lapsed, Resolve};
-use crate::delivery::state::{Change, Ctx, DeliveryRecord, LeaseToken};
 use crate::delivery::{claim, transition, Claim, ClaimRequest, Written};
 use crate::domain::{DeadReason, DeliveryMessage};
+use crate::ledger::{Change, Ctx, DeliveryRecord, LeaseToken};
 use crate::ports::{PortError, Ports};
 
 impl<P: Ports> Record<'_, P> {
@@ -105,7 +105,7 @@ impl<P: Ports> Record<'_, P> {
             key: record.key().clone(),
             now,
             expires_at: record.expires_at(),
-            origin: Some(crate::delivery::state::Origin::of(msg)),
+            origin: Some(crate::ledger::Origin::of(msg)),
         };
         let change = Change::Die {
             token: None,
@@ -247,30 +247,5 @@ impl<P: Ports> Record<'_, P> {
         let facts = Facts::of(&dead);
         self.copy_once(reason, dead, facts).await?;
         Ok(Action::Ack)
-    }
-}
-
-/// How widely (ms) a gate hold spreads the message past the reopening: a second on the first
-/// receive, doubling with each receive to a minute (exponential backoff with full jitter).
-/// Every message held by one closing comes back at once otherwise; the provider takes a
-/// second's worth, throttles the rest, and the gate closes again over a backlog that is
-/// received once per closing — work that grows with the square of the backlog.
-pub(crate) fn gate_hold_spread(receive_count: u32) -> u64 {
-    let doublings = receive_count.saturating_sub(1).min(6);
-    (1_000u64 << doublings).min(60_000)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::gate_hold_spread;
-
-    #[test]
-    fn a_gate_hold_spreads_wider_with_each_receive_up_to_a_minute() {
-        let spreads: Vec<u64> = (0..=9).map(gate_hold_spread).collect();
-        assert_eq!(
-            spreads,
-            [1_000, 1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 60_000, 60_000, 60_000]
-        );
-        assert_eq!(gate_hold_spread(u32::MAX), 60_000);
     }
 }

@@ -7,8 +7,8 @@ use crate::clock::Timestamp;
 use crate::consumer::config::ConsumerConfig;
 use crate::consumer::event::queue_name;
 use crate::deadletter::{DeadLetter, Evidence};
-use crate::delivery::state::{DeliveryRecord, Status};
 use crate::domain::DeadReason;
+use crate::ledger::{DeliveryRecord, Status};
 use crate::ports::queue::{message_size, MAX_MESSAGE_BYTES};
 use crate::ports::{DeadLetters, PortError, Ports};
 
@@ -84,7 +84,7 @@ fn fit_body<'b>(body: &'b str, evidence: &mut Evidence, reason: DeadReason) -> &
 
 /// Evidence stays short (the ledger keeps as much).
 fn short(error: &str) -> String {
-    let max = crate::delivery::state::MAX_ERROR_LEN;
+    let max = crate::ledger::MAX_ERROR_LEN;
     let mut cut = error.len().min(max);
     while !error.is_char_boundary(cut) {
         cut -= 1;
@@ -128,8 +128,8 @@ impl<P: Ports> Record<'_, P> {
         dead: DeliveryRecord,
         facts: Facts,
     ) -> Result<Option<Timestamp>, PortError> {
-        use crate::delivery::state::{Change, Ctx, LeaseToken, COPY_CLAIM_TIMEOUT};
         use crate::delivery::{transition, Written};
+        use crate::ledger::{Change, Ctx, LeaseToken, COPY_CLAIM_TIMEOUT};
         // A recipient's choice is on the ledger and in the events: nothing to redrive.
         if dead.dlq_copied_at().is_some() || reason.is_recipients_choice() {
             return Ok(None);

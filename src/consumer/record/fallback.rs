@@ -19,9 +19,9 @@ use std::time::Duration;
 use super::{Delivery, Record, Step};
 use crate::consumer::Action;
 use crate::delivery::standby::{heads_chain, turn, Turn};
-use crate::delivery::state::{Change, DeliveryRecord, Status};
 use crate::delivery::{transition, Written};
 use crate::domain::{Channel, DeadReason, DeliveryKey, DeliveryMessage, Preferences};
+use crate::ledger::{Change, DeliveryRecord, Status};
 use crate::ports::{DeliveryQueue, Ledger, OutgoingMessage, PortError, Ports, ReminderStore};
 
 /// A standby channel looks at the chain again this long (times its receives, up to 20) after
@@ -108,7 +108,7 @@ impl<P: Ports> Record<'_, P> {
     /// conditional write, ordered against a redrive of that death): whether it now says so.
     async fn handed_on(&mut self, d: &Delivery, from: Channel) -> Result<bool, PortError> {
         let channel = self.inc.channel;
-        let ctx = crate::delivery::state::Ctx {
+        let ctx = crate::ledger::Ctx {
             key: crate::domain::DeliveryKey::derive(&d.msg.reminder_id, &d.msg.subscriber_id, from),
             now: self.now(),
             expires_at: self
@@ -153,7 +153,7 @@ impl<P: Ports> Record<'_, P> {
     pub(super) fn fallback_for(
         &self,
         d: &Delivery,
-        held: &crate::delivery::state::DeliveryRecord,
+        held: &crate::ledger::DeliveryRecord,
         reason: DeadReason,
         may_have_reached: bool,
         prefs: Option<&Preferences>,

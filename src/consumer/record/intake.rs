@@ -6,9 +6,9 @@ use std::ops::ControlFlow::{Break, Continue};
 
 use super::dead::Facts;
 use super::{Delivery, Record, Step};
-use crate::delivery::state::{Change, Ctx, Status};
 use crate::delivery::{transition, Written};
 use crate::domain::{DeadReason, DecodeError, DeliveryMessage, Reminder, ReminderStatus};
+use crate::ledger::{Change, Ctx, Status};
 use crate::ports::{Marked, PortError, Ports, Provider, ReminderStore, SendRequest};
 
 fn decode_class(e: &DecodeError) -> &'static str {

@@ -38,8 +38,8 @@ use rand::rngs::StdRng;
 
 use super::{Action, Consumer, Incoming, Metrics};
 use crate::clock::{Clock, Timestamp};
-use crate::delivery::state::{Ctx, DeliveryRecord, LeaseToken};
 use crate::domain::{DeliveryMessage, Reminder};
+use crate::ledger::{Ctx, DeliveryRecord, LeaseToken};
 use crate::policy::OutcomeClass;
 use crate::ports::{DeliveryQueue, GatePartition, PortError, Ports, Provider, SendRequest};
 
@@ -192,7 +192,7 @@ impl<P: Ports> Record<'_, P> {
             key: msg.delivery_key.clone(),
             now,
             expires_at: self.consumer.cfg.retention.expires_at(fresh_until),
-            origin: Some(crate::delivery::state::Origin::of(msg)),
+            origin: Some(crate::ledger::Origin::of(msg)),
         }
     }
 

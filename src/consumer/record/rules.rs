@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use super::{log_transition, Action, Delivery, Lease, Record, Step};
 use crate::clock::Timestamp;
-use crate::delivery::state::Change;
 use crate::delivery::Written;
 use crate::domain::preferences::Decision;
 use crate::domain::{AddressHash, DeadReason, Suppression, SuppressionSource};
+use crate::ledger::Change;
 use crate::ports::{Ports, ReminderStore};
 
 impl<P: Ports> Record<'_, P> {

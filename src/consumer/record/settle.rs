@@ -6,9 +6,9 @@ use std::time::Duration;
 use super::dead::Facts;
 use super::{class_name, log_transition, Action, Delivery, Lease, Record};
 use crate::clock::Timestamp;
-use crate::delivery::state::{Change, Ctx};
 use crate::delivery::{settled, transition, Written};
 use crate::domain::DeadReason;
+use crate::ledger::{Change, Ctx};
 use crate::policy::{decide, Next, Outcome, OutcomeClass, Spent};
 use crate::ports::{Gate, GatePartition, PortError, Ports};
 
@@ -83,7 +83,7 @@ impl<P: Ports> Record<'_, P> {
             Written::Refused {
                 current: Some(dead),
                 ..
-            } if dead.status() == crate::delivery::state::Status::Dead => {
+            } if dead.status() == crate::ledger::Status::Dead => {
                 // The send outlived the lease and the delivery died meanwhile: it was
                 // delivered after all. Reconcile, fenced by the lease it died under.
                 self.m.delivered_after_takeover += 1;
@@ -243,7 +243,7 @@ impl<P: Ports> Record<'_, P> {
     pub(super) async fn under_lease(
         &self,
         d: &Delivery,
-        held: crate::delivery::state::DeliveryRecord,
+        held: crate::ledger::DeliveryRecord,
         change: Change,
     ) -> Result<Written, PortError> {
         let ctx = self.ctx(&d.msg, d.reminder.fresh_until, self.now());

@@ -8,8 +8,8 @@ use rand::SeedableRng;
 
 use super::*;
 use crate::clock::Timestamp;
-use crate::delivery::state::{apply, Change, Ctx, LeaseToken, Origin};
 use crate::domain::{Channel, DeliveryKey, ReminderId, SubscriberId};
+use crate::ledger::{apply, Change, Ctx, LeaseToken, Origin};
 use crate::policy::RetryPolicy;
 use crate::ports::{FaultPoint, Faults, MemoryBus};
 
@@ -202,7 +202,7 @@ async fn w4_9_values_from_a_newer_writer_are_published_and_carried_on() {
     let h = handle(&bus, &[rec.clone()]).await;
     assert_eq!((h.published, h.unreadable), (1, 0), "{h:?}");
     let event = &bus.published()[0];
-    assert_eq!(event.outcome, crate::delivery::state::Status::Dead);
+    assert_eq!(event.outcome, crate::ledger::Status::Dead);
     assert_eq!(event.reason.map(|r| r.as_str()), Some("bounced_after_send"));
     let detail: serde_json::Value = serde_json::from_str(&event.detail_json()).unwrap();
     assert_eq!(detail["reason"], "bounced_after_send", "{detail}");

@@ -4,8 +4,8 @@
 use aws_lambda_events::event::dynamodb::EventRecord;
 
 use super::*;
-use crate::delivery::state::{apply, Change, Ctx, Origin};
 use crate::domain::{Channel, DeliveryKey, ReminderId, SubscriberId};
+use crate::ledger::{apply, Change, Ctx, Origin};
 use crate::ports::events::OP_PUBLISH;
 use crate::ports::{FaultPoint, Faults, MemoryBus, MemoryStream};
 

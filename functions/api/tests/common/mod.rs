@@ -10,9 +10,9 @@ use axum::http::{Request, StatusCode};
 use axum::Router;
 use reminders::clock::SystemClock;
 use reminders::clock::Timestamp;
-use reminders::delivery::state::DeliveryRecord;
 use reminders::domain::{DeliveryKey, Retention};
 use reminders::domain::{Reminder, ReminderId, ReminderStatus, SubscriberId};
+use reminders::ledger::DeliveryRecord;
 use reminders::ports::{
     Cas, DuePage, DueQuery, Expected, Faults, Inserted, Ledger, Marked, MemoryLedger,
     MemoryReminderStore, PortError, ReminderStore, SubscriberCursor, SubscriberIndex,

@@ -1,0 +1,408 @@
+//! The verdict on a settled world, per delivery key of every reminder's final channels.
+
+use std::collections::BTreeMap;
+
+use super::copies::{classify, dlq_copies, Copy};
+use super::journal::{KeyFacts, PrefsWrite};
+use super::verdicts::{Seen, Unsettled};
+use super::world::World;
+use super::{SeedReport, Tally};
+use reminders::clock::{Clock, Timestamp};
+use reminders::domain::{Channel, DeadReason, DeliveryKey, Reminder, ReminderStatus};
+use reminders::ledger::{DeliveryRecord, Status};
+use reminders::ports::ReminderStore;
+
+/// Which tally field a broken promise goes to.
+type Counter = fn(&mut Tally) -> &mut u64;
+
+/// One delivery key as the world left it.
+struct Verdict<'a> {
+    reminder: &'a Reminder,
+    rec: Option<&'a DeliveryRecord>,
+    copies: &'a [Copy],
+    facts: &'a KeyFacts,
+    channel: Channel,
+    /// The subscriber's preference writes, oldest first.
+    prefs: &'a [PrefsWrite],
+    idempotent: bool,
+    /// The operator asked to cancel this reminder at some point.
+    cancel_requested: bool,
+    max_attempts: u32,
+    max_receive_count: u32,
+    /// The earliest `fresh_until` any version of the reminder had.
+    first_fresh_until: Timestamp,
+    /// If it did not settle, why.
+    unsettled: Unsettled,
+    /// `acknowledged_change_ignored` fired for it: not judged lost or stranded too.
+    ignored: bool,
+    /// A provider answered 410 for its address (on any reminder of the subscriber).
+    gone: bool,
+    /// A version of the reminder that landed did not list the channel.
+    edited_away: bool,
+    /// Its death handed on (`fallback_to`), or another channel of the reminder delivered.
+    served_elsewhere: bool,
+    /// A breaker's opening cut the reminder's freshness short (window 5).
+    cut_short: bool,
+    what: String,
+}
+
+pub(super) async fn judge(world: &World, seed: u64) -> SeedReport {
+    let ledger: BTreeMap<DeliveryKey, DeliveryRecord> = world
+        .ledger
+        .snapshot()
+        .into_iter()
+        .map(|r| (r.key().clone(), r))
+        .collect();
+    let copies = dlq_copies(world);
+    let facts = world.journal.facts();
+    let prefs = world.journal.preference_writes();
+    let cancels = reminders::ports::faults::lock(&world.cancel_requests).clone();
+    let mut report = SeedReport {
+        seed,
+        tally: Tally {
+            seeds: 1,
+            faults_injected: world.dice.injected(),
+            preference_changes: prefs.values().map(|w| w.len() as u64).sum(),
+            ..Tally::default()
+        },
+        findings: Vec::new(),
+    };
+    let invalid = reminders::ports::faults::lock(&world.invalid_ids).clone();
+    for id in &invalid {
+        let status = world.store.get(id).await.ok().flatten().map(|r| r.status);
+        if status != Some(ReminderStatus::Invalid) {
+            let what = format!("invalid item {id} never quarantined: {status:?}");
+            report.broken(|t| &mut t.lost, what);
+        }
+    }
+    super::verdicts::world_wide(world, &mut report);
+    let seen = Seen {
+        world,
+        ledger: &ledger,
+        facts: &facts,
+        prefs: &prefs,
+        now: world.clock.now(),
+    };
+    for id in &world.ids {
+        let Ok(Some(r)) = world.store.get(id).await else {
+            report.broken(|t| &mut t.lost, format!("reminder {id} is gone"));
+            continue;
+        };
+        seen.expired_while_fresh(&r, &mut report);
+        seen.two_channels_sent(&r, &mut report);
+        let ignored = seen.acknowledged_change_ignored(&r, &mut report);
+        let landed = world.acks.landed_versions(id);
+        let first_fresh_until = landed
+            .iter()
+            .map(|l| l.fresh_until)
+            .min()
+            .unwrap_or(r.fresh_until)
+            .min(r.fresh_until);
+        for channel in r.channels() {
+            let key = DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, channel);
+            let rec = ledger.get(&key);
+            let copies = copies.get(&key).map_or(&[][..], Vec::as_slice);
+            let none = KeyFacts::default();
+            let f = facts.get(&key).unwrap_or(&none);
+            let idempotent = *world.shape.idempotent.get(channel);
+            let v = Verdict {
+                reminder: &r,
+                rec,
+                copies,
+                facts: f,
+                channel,
+                prefs: prefs.get(&r.subscriber_id).map_or(&[][..], Vec::as_slice),
+                idempotent,
+                cancel_requested: cancels.contains(&r.reminder_id),
+                max_attempts: world.consumer_cfg.policy.max_attempts,
+                max_receive_count: world.shape.max_receive_count,
+                first_fresh_until,
+                unsettled: seen.unsettled(&r, channel),
+                ignored: ignored.contains(&key),
+                gone: world.journal.was_gone(&r.subscriber_id, channel),
+                edited_away: landed.iter().any(|l| !l.channels.contains(&channel)),
+                served_elsewhere: rec.is_some_and(|r| r.fallback_to().is_some())
+                    || Channel::ALL.into_iter().filter(|c| *c != channel).any(|c| {
+                        let k = DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, c);
+                        ledger.get(&k).map(DeliveryRecord::status) == Some(Status::Delivered)
+                    }),
+                cut_short: world.counts.cut_short(&r.reminder_id),
+                what: describe(&key, channel, idempotent, rec, &r, copies, f),
+            };
+            v.judge(&mut report);
+        }
+    }
+    report
+}
+
+impl Verdict<'_> {
+    fn status(&self) -> Option<Status> {
+        self.rec.map(DeliveryRecord::status)
+    }
+
+    /// When the ledger recorded the expiry, by the world's clock.
+    fn expired_at(&self) -> Option<Timestamp> {
+        let rec = self.rec.filter(|r| r.status() == Status::Expired)?;
+        // The entry that moved it to expired (an edit's horizon move is expired → expired).
+        let history = rec.history();
+        let (_, entry) = history
+            .iter()
+            .rev()
+            .find(|(_, h)| h.to == Status::Expired && h.from != Status::Expired)?;
+        Some(entry.at)
+    }
+
+    fn copy_of_last_death(&self) -> bool {
+        let last = self.facts.deaths.last().copied();
+        last.is_some() && self.copies.iter().any(|c| c.dead_at == last)
+    }
+
+    fn judge(&self, report: &mut SeedReport) {
+        report.tally.deliveries += 1;
+        self.ending(report);
+        self.dlq(report);
+        self.sends(report);
+    }
+
+    /// Settled, and for a reason the world gave.
+    fn ending(&self, report: &mut SeedReport) {
+        let mut unexplained = false;
+        let t = &mut report.tally;
+        let reminder_status = self.reminder.status;
+        let settled = match self.status() {
+            Some(Status::Delivered) => {
+                t.delivered += 1;
+                t.cut_short_delivered += u64::from(self.cut_short);
+                true
+            }
+            Some(Status::Expired) => {
+                t.expired += 1;
+                t.cut_short_expired += u64::from(self.cut_short);
+                true
+            }
+            Some(Status::Cancelled) => {
+                t.cancelled += 1;
+                true
+            }
+            Some(Status::Dead) => {
+                t.dead += 1;
+                match self.rec.and_then(DeliveryRecord::dead_reason) {
+                    Some(DeadReason::OptedOut) => t.opted_out += 1,
+                    Some(DeadReason::ExpiredQuietHours) => t.expired_quiet_hours += 1,
+                    Some(DeadReason::Suppressed) => t.suppressed += 1,
+                    _ => {}
+                }
+                true
+            }
+            None if reminder_status == ReminderStatus::Cancelled => {
+                t.cancelled += 1;
+                true
+            }
+            None if reminder_status == ReminderStatus::Expired => {
+                t.expired += 1;
+                t.cut_short_expired += u64::from(self.cut_short);
+                true
+            }
+            // Not final on the ledger: settled only if its own message reached the DLQ through
+            // the queue's redrive policy (a crash loop), never by a stale copy of an earlier
+            // death.
+            _ if self.copies.iter().any(|c| c.dead_at.is_none()) => {
+                t.dead += 1;
+                // Judged, not taken on trust: the queue moves a message only past its
+                // receive count.
+                unexplained = self.facts.receives < self.max_receive_count;
+                true
+            }
+            // Made `ready` by a redrive run that stopped before its re-enqueue: the copy of its
+            // last death is still in the DLQ, and the next redrive of that reason resends it.
+            Some(Status::Ready) if self.copy_of_last_death() => {
+                t.dead += 1;
+                t.awaiting_redrive += 1;
+                true
+            }
+            _ => false,
+        };
+        if !settled && !self.ignored {
+            match self.unsettled {
+                Unsettled::Waiting => {}
+                Unsettled::NotNeeded => report.tally.not_needed += 1,
+                Unsettled::Stranded { alarmed: true } => report.tally.stranded_alarmed += 1,
+                Unsettled::Stranded { alarmed: false } => {
+                    let what = format!("stranded in standby: {}", self.what);
+                    report.broken(|t| &mut t.stranded, what);
+                }
+                Unsettled::Lost => report.broken(|t| &mut t.lost, self.what.clone()),
+            }
+        }
+        if unexplained {
+            let what = format!(
+                "in the DLQ without a reason after {} receives (maxReceiveCount {}): {}",
+                self.facts.receives, self.max_receive_count, self.what
+            );
+            report.broken(|t| &mut t.unjustified_endings, what);
+        }
+        let cancelled = self.status() == Some(Status::Cancelled)
+            || reminder_status == ReminderStatus::Cancelled;
+        // An edit that took the channel away cancels its delivery (the consumer's answer to
+        // a message of a channel no longer listed).
+        if cancelled && !self.cancel_requested && !self.edited_away {
+            let what = format!("cancelled with no cancel asked: {}", self.what);
+            report.broken(|t| &mut t.unjustified_endings, what);
+        }
+        if let Some(at) = self.expired_at().filter(|at| *at <= self.first_fresh_until) {
+            let what = format!(
+                "expired at {} while fresh until {}: {}",
+                at.as_millis(),
+                self.first_fresh_until.as_millis(),
+                self.what
+            );
+            report.broken(|t| &mut t.unjustified_endings, what);
+        }
+        if let Some(why) = self.facts.unjustified.first() {
+            let what = format!("{why}: {}", self.what);
+            report.broken(|t| &mut t.unjustified_endings, what);
+        }
+        if let Some(why) = self.unchosen() {
+            let what = format!("{why}: {}", self.what);
+            report.broken(|t| &mut t.unjustified_endings, what);
+        }
+    }
+
+    /// A recipient's-choice death the subscriber never chose: `opted_out` with no opt-out of
+    /// the channel ever written, `expired_quiet_hours` with no quiet hours on it.
+    fn unchosen(&self) -> Option<&'static str> {
+        let reason = self
+            .rec
+            .filter(|r| r.status() == Status::Dead)
+            .and_then(DeliveryRecord::dead_reason)?;
+        let ever = |f: &dyn Fn(&PrefsWrite) -> bool| self.prefs.iter().any(f);
+        match reason {
+            DeadReason::OptedOut if !ever(&|w| w.prefs.opted_out.contains(&self.channel)) => {
+                Some("opted_out with no opt-out of the channel")
+            }
+            DeadReason::ExpiredQuietHours
+                if !ever(&|w| w.prefs.quiet_hours.contains_key(&self.channel)) =>
+            {
+                Some("expired_quiet_hours with no quiet hours on the channel")
+            }
+            DeadReason::Suppressed if !self.gone => Some("suppressed with no 410 for the address"),
+            _ => None,
+        }
+    }
+
+    /// One DLQ copy of the current death; a second only if a second claim to copy was made.
+    fn dlq(&self, report: &mut SeedReport) {
+        // The death as the journal saw it land (the item's own history is bounded).
+        let current = match self.status() {
+            Some(Status::Dead) => self.facts.deaths.last().copied(),
+            _ => None,
+        };
+        let c = classify(self.copies, &self.facts.deaths, current);
+        let allowed = u64::from(self.facts.copy_claims.max(1));
+        let t = &mut report.tally;
+        t.stale_copies += c.stale;
+        t.duplicate_copies += c.of_current.min(allowed).saturating_sub(1);
+        // A recipient's choice is on the ledger, never copied to the DLQ.
+        let choice = self
+            .rec
+            .and_then(DeliveryRecord::dead_reason)
+            .is_some_and(DeadReason::is_recipients_choice);
+        // A death another channel took over from, or whose reminder another channel served:
+        // redrive removes its copy as skipped (it never revives it).
+        if self.status() == Some(Status::Dead)
+            && c.of_current == 0
+            && current.is_some()
+            && !choice
+            && !self.served_elsewhere
+        {
+            report.broken(|t| &mut t.dead_without_copy, self.what.clone());
+        }
+        let extra = c.unknown + c.of_current.saturating_sub(allowed);
+        if extra > 0 {
+            report.tally.extra_dlq_copies += extra;
+            let what = format!("DLQ copies beyond the deaths and claims: {}", self.what);
+            report.findings.push(what);
+        }
+    }
+
+    fn sends(&self, report: &mut SeedReport) {
+        let f = self.facts;
+        // Without deduplication, a second acceptance is allowed only by an operator's redrive
+        // out of `ambiguous` (one each).
+        let twice = !self.idempotent && f.acceptances > 1;
+        let beyond_consent = !self.idempotent && f.acceptances > 1 + f.ambiguous_redrives;
+        if f.sends_after_delivered > 0 || beyond_consent {
+            report.broken(|t| &mut t.duplicated, self.what.clone());
+        }
+        let dead_ambiguous = self.status() == Some(Status::Dead)
+            && self.rec.and_then(DeliveryRecord::dead_reason) == Some(DeadReason::Ambiguous);
+        if dead_ambiguous || (twice && !beyond_consent) {
+            report.tally.flagged_ambiguous += 1;
+        }
+        report.tally.quiet_holds += u64::from(f.quiet_holds);
+        let checks: [(u32, &str, Counter); 5] = [
+            (f.stale_sends, "sent after fresh_until", |t| {
+                &mut t.stale_sends
+            }),
+            (f.early_sends, "sent before its Retry-After", |t| {
+                &mut t.early_sends
+            }),
+            (f.sends_after_cancel, "sent after its cancel", |t| {
+                &mut t.sends_after_cancel
+            }),
+            (
+                f.sent_while_opted_out,
+                "sent to a channel opted out of before the claim",
+                |t| &mut t.sent_while_opted_out,
+            ),
+            (
+                f.sent_in_quiet_hours,
+                "sent inside the quiet hours in force at the claim",
+                |t| &mut t.sent_in_quiet_hours,
+            ),
+        ];
+        for (n, label, counter) in checks {
+            if n > 0 {
+                report.broken(counter, format!("{label}: {}", self.what));
+            }
+        }
+        if f.budget_spent() > self.max_attempts {
+            report.broken(|t| &mut t.budget_exceeded, self.what.clone());
+        }
+    }
+}
+
+fn describe(
+    key: &DeliveryKey,
+    channel: reminders::domain::Channel,
+    idempotent: bool,
+    rec: Option<&DeliveryRecord>,
+    r: &Reminder,
+    copies: &[Copy],
+    f: &KeyFacts,
+) -> String {
+    let history: Vec<String> = rec
+        .map(|rec| {
+            rec.history()
+                .into_iter()
+                .map(|(n, h)| {
+                    let detail = h.detail.as_deref().unwrap_or("");
+                    format!("{n}:{}->{} {detail}", h.from.as_str(), h.to.as_str())
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let status = rec.map(DeliveryRecord::status);
+    format!(
+        "{key} ({channel}, idempotent {idempotent}): ledger {status:?} [{}], reminder {:?}, DLQ copies {copies:?}, {f:?}",
+        history.join(", "),
+        r.status
+    )
+}
+
+impl SeedReport {
+    pub(super) fn broken(&mut self, counter: impl FnOnce(&mut Tally) -> &mut u64, what: String) {
+        *counter(&mut self.tally) += 1;
+        self.findings.push(what);
+    }
+}

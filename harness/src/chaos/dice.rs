@@ -1,0 +1,187 @@
+//! Faults at every port call, drawn from one seeded source ([`Dice`]): latency, a failure
+//! before the effect, a throttle, a crash of the invocation before or after the effect, and a
+//! lost response after it; [`invoke`] runs an invocation that a crash can stop at any of its
+//! port calls. [`super::inject::Chaotic`] puts them around any port.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use tokio::sync::Notify;
+
+use reminders::clock::Timestamp;
+use reminders::ports::PortError;
+
+/// How often each fault strikes a port call (probabilities per call).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Rates {
+    pub latency: f64,
+    pub fail_before: f64,
+    pub throttle: f64,
+    pub crash: f64,
+    pub lost_response: f64,
+    /// A received message is delivered a second time (SQS is at least once).
+    pub duplicate: f64,
+}
+
+/// The one random source of a world's faults, and their count.
+pub struct Dice {
+    rng: Mutex<StdRng>,
+    rates: Mutex<Rates>,
+    calm: AtomicBool,
+    injected: AtomicU64,
+    /// For plants that strike once a world.
+    struck: AtomicBool,
+}
+
+impl Dice {
+    pub fn new(seed: u64, rates: Rates) -> Self {
+        Self {
+            rng: Mutex::new(StdRng::seed_from_u64(seed)),
+            rates: Mutex::new(rates),
+            calm: AtomicBool::new(false),
+            injected: AtomicU64::new(0),
+            struck: AtomicBool::new(false),
+        }
+    }
+
+    /// Stop injecting: the world must then converge.
+    pub fn calm(&self) {
+        self.calm.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_calm(&self) -> bool {
+        self.calm.load(Ordering::SeqCst)
+    }
+
+    /// False the first time it is asked in a world, true after (a plant that strikes once).
+    pub fn once(&self) -> bool {
+        self.struck.swap(true, Ordering::SeqCst)
+    }
+
+    pub fn injected(&self) -> u64 {
+        self.injected.load(Ordering::SeqCst)
+    }
+
+    pub fn count(&self) {
+        self.injected.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// A fair draw in `[0, 1)`, whatever the calm.
+    pub fn unit(&self) -> f64 {
+        reminders::ports::faults::lock(&self.rng).random()
+    }
+
+    pub fn range(&self, lo: u64, hi: u64) -> u64 {
+        if hi <= lo {
+            return lo;
+        }
+        reminders::ports::faults::lock(&self.rng).random_range(lo..hi)
+    }
+
+    /// Whether a fault with this rate strikes now (never once calm); counted when it does.
+    pub fn strikes(&self, rate: impl Fn(&Rates) -> f64) -> bool {
+        if self.is_calm() {
+            return false;
+        }
+        let p = rate(&reminders::ports::faults::lock(&self.rates));
+        let hit = p > 0.0 && self.unit() < p;
+        if hit {
+            self.count();
+        }
+        hit
+    }
+
+    async fn before(&self, op: &'static str) -> Result<(), PortError> {
+        if self.strikes(|r| r.latency) {
+            tokio::time::sleep(Duration::from_millis(self.range(100, 4_000))).await;
+        }
+        if self.strikes(|r| r.crash) {
+            crash().await;
+        }
+        if self.strikes(|r| r.fail_before) {
+            return Err(PortError::Unavailable {
+                op,
+                message: "chaos: failed before the effect".into(),
+            });
+        }
+        if self.strikes(|r| r.throttle) {
+            return Err(PortError::Throttled {
+                op,
+                message: "chaos: throttled".into(),
+            });
+        }
+        Ok(())
+    }
+
+    async fn after(&self, op: &'static str) -> Result<(), PortError> {
+        if self.strikes(|r| r.crash) {
+            crash().await;
+        }
+        if self.strikes(|r| r.lost_response) {
+            return Err(PortError::Unavailable {
+                op,
+                message: "chaos: response lost after the effect".into(),
+            });
+        }
+        Ok(())
+    }
+
+    pub async fn around<R>(
+        &self,
+        op: &'static str,
+        call: impl Future<Output = Result<R, PortError>>,
+    ) -> Result<R, PortError> {
+        self.before(op).await?;
+        let out = call.await?;
+        self.after(op).await?;
+        Ok(out)
+    }
+}
+
+tokio::task_local! {
+    static INVOCATION: Arc<Notify>;
+    /// [`super::Plant::StaleLastLook`]: the time the invocation's clock answers while a probe
+    /// it won is on its way to the provider.
+    static FROZEN: std::cell::Cell<Option<Timestamp>>;
+}
+
+/// The time this invocation's clock is stuck at, if a planted probe froze it.
+pub fn frozen() -> Option<Timestamp> {
+    FROZEN.try_with(std::cell::Cell::get).ok().flatten()
+}
+
+/// Stick (`Some`) or free (`None`) this invocation's clock.
+pub fn freeze(at: Option<Timestamp>) {
+    let _ = FROZEN.try_with(|f| f.set(at));
+}
+
+/// Stop the current invocation here (a Lambda killed mid-call): what it did so far stays done,
+/// the rest never happens. Outside an invocation (an operator's command) nothing stops.
+pub(super) async fn crash() {
+    if INVOCATION.try_with(|kill| kill.notify_one()).is_ok() {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// Run `work` as one invocation: `None` when a crash stopped it or it outlived `timeout`
+/// (Lambda stops a function at its timeout, wherever it is).
+pub async fn invoke<F: Future>(work: F, timeout: Duration) -> Option<F::Output> {
+    let kill = Arc::new(Notify::new());
+    let watch = kill.clone();
+    let run = INVOCATION.scope(kill, async move {
+        tokio::select! {
+            biased;
+            () = watch.notified() => None,
+            () = tokio::time::sleep(timeout) => None,
+            out = work => Some(out),
+        }
+    });
+    FROZEN.scope(std::cell::Cell::new(None), run).await
+}
+
+/// An API call's invocation timeout.
+pub(super) const API_TIMEOUT: Duration = Duration::from_secs(30);

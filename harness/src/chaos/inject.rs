@@ -1,0 +1,363 @@
+//! [`Chaotic`]: any port with the world's faults ([`Dice`]) around each of its calls, the
+//! plants of its adapter, and what it tells the checker (each version of a reminder that lands,
+//! each receive) and the application (the windows' prompts). The queues' side is in
+//! [`super::queues`].
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::dice::{freeze, Dice};
+use super::prompt::Prompter;
+use super::Plant;
+use reminders::clock::Timestamp;
+use reminders::domain::{DeliveryKey, Reminder, ReminderId, ReminderStatus};
+use reminders::ledger::DeliveryRecord;
+use reminders::ports::gate::{BreakerChange, GateState};
+use reminders::ports::{
+    Cas, DuePage, DueQuery, Expected, Gate, GatePartition, Inserted, Ledger, Marked, PortError,
+    ReceivedMessage, ReminderStore,
+};
+
+/// A port with the world's faults around each of its calls.
+pub struct Chaotic<T> {
+    pub inner: T,
+    pub dice: Arc<Dice>,
+    /// A planted bug of this adapter, if any.
+    pub plant: Option<super::Plant>,
+    /// Keys whose messages [`super::Plant::LoseFallbackMessages`] loses.
+    pub(super) losing: Mutex<std::collections::BTreeSet<DeliveryKey>>,
+    /// Told of every version of a reminder that lands (a reminders table's writes).
+    pub(super) watch: Option<Watch>,
+    /// Told of every message a queue's receive hands out, its answer lost or not.
+    pub(super) heard: Option<Heard>,
+    /// Told of the windows' moments: every due page a reminders adapter reads (before the
+    /// reader goes on), every breaker a gate adapter opens (whose probe writes are then slow,
+    /// up to the storage timeout: window 5's world).
+    pub(super) prompts: Option<Prompter>,
+}
+
+/// What a heard queue adapter tells of each receive that took effect.
+pub type Heard = Arc<dyn Fn(&[ReceivedMessage]) + Send + Sync>;
+
+/// What a watched reminders adapter tells of each version that lands.
+pub type Watch = Arc<dyn Fn(&Reminder) + Send + Sync>;
+
+impl<T> Chaotic<T> {
+    pub fn new(inner: T, dice: Arc<Dice>) -> Self {
+        Self {
+            inner,
+            dice,
+            plant: None,
+            losing: Mutex::default(),
+            watch: None,
+            heard: None,
+            prompts: None,
+        }
+    }
+
+    /// A gate whose probe writes take 1 s to the storage timeout, whose breaker openings
+    /// prompt the application (window 5 of issue 32): it shortens a waiting reminder's
+    /// freshness to end just after the cool-down, so a probe starts almost stale.
+    pub fn probing_slowly(mut self, prompts: Option<super::prompt::Prompter>) -> Self {
+        self.prompts = prompts;
+        self
+    }
+
+    /// Prompt the application with each due page read (window 1 of issue 32): it may edit a
+    /// stale reminder of the page before the scheduler goes on.
+    pub fn prompting(mut self, prompts: Option<super::prompt::Prompter>) -> Self {
+        self.prompts = prompts;
+        self
+    }
+
+    /// Tell `heard` of every receive that took effect: SQS counts a receive whose answer
+    /// was lost, so the checker must too.
+    pub fn hearing(mut self, heard: Heard) -> Self {
+        self.heard = Some(heard);
+        self
+    }
+
+    pub fn watched(mut self, watch: Watch) -> Self {
+        self.watch = Some(watch);
+        self
+    }
+
+    fn landed(&self, r: &Reminder) {
+        if let Some(w) = &self.watch {
+            w(r);
+        }
+    }
+
+    pub fn planted(mut self, plant: Option<super::Plant>) -> Self {
+        self.plant = plant;
+        self
+    }
+}
+
+impl<T: ReminderStore> ReminderStore for Chaotic<T> {
+    fn shards(&self) -> u32 {
+        self.inner.shards()
+    }
+    async fn sweep_index(
+        &self,
+        after: Option<&reminders::ports::SweepCursor>,
+        limit: u32,
+    ) -> Result<reminders::ports::SweepPage, PortError> {
+        let call = self.inner.sweep_index(after, limit);
+        self.dice
+            .around(reminders::ports::reminders::OP_SWEEP, call)
+            .await
+    }
+    async fn insert(&self, r: &Reminder) -> Result<Inserted, PortError> {
+        let call = async {
+            let out = self.inner.insert(r).await;
+            if matches!(out, Ok(Inserted::Created)) {
+                self.landed(r);
+            }
+            out
+        };
+        self.dice
+            .around(reminders::ports::reminders::OP_INSERT, call)
+            .await
+    }
+    async fn replace(
+        &self,
+        r: &Reminder,
+        version: u64,
+        status: ReminderStatus,
+    ) -> Result<Marked, PortError> {
+        let planted = match self.plant {
+            Some(p @ (super::Plant::DropFreshnessEdit | super::Plant::DropAddedChannels)) => {
+                let stored = self.inner.get(&r.reminder_id).await?;
+                stored.map(|stored| super::inject::planted_write(p, &stored, r))
+            }
+            _ => None,
+        };
+        let r = planted.as_ref().unwrap_or(r);
+        let call = async {
+            let out = self.inner.replace(r, version, status).await;
+            if matches!(out, Ok(Marked::Marked)) {
+                self.landed(r);
+            }
+            out
+        };
+        self.dice
+            .around(reminders::ports::reminders::OP_REPLACE, call)
+            .await
+    }
+    async fn get(&self, id: &ReminderId) -> Result<Option<Reminder>, PortError> {
+        let mut got = self
+            .dice
+            .around(reminders::ports::reminders::OP_GET, self.inner.get(id))
+            .await?;
+        if let Some(r) = got.as_mut() {
+            match self.plant {
+                Some(super::Plant::LateFreshness) => {
+                    r.fresh_until = r.fresh_until.plus(std::time::Duration::from_secs(86_400));
+                }
+                Some(super::Plant::EarlyFreshness) => {
+                    r.fresh_until = r.fresh_until.minus(std::time::Duration::from_secs(3_600));
+                }
+                Some(super::Plant::LostCancel) if r.status == ReminderStatus::Cancelled => {
+                    r.status = ReminderStatus::Enqueued;
+                }
+                _ => {}
+            }
+        }
+        Ok(got)
+    }
+    async fn query_due(&self, q: &DueQuery<'_>) -> Result<DuePage, PortError> {
+        let page = self
+            .dice
+            .around(
+                reminders::ports::reminders::OP_QUERY,
+                self.inner.query_due(q),
+            )
+            .await?;
+        if !self.dice.is_calm() && !page.items.is_empty() {
+            let ids = page
+                .items
+                .iter()
+                .filter_map(|e| match e {
+                    reminders::ports::DueEntry::Due(r) => Some(r.reminder_id.clone()),
+                    reminders::ports::DueEntry::Unschedulable { .. } => None,
+                })
+                .collect();
+            super::prompt::prompt(self.prompts.as_ref(), super::prompt::Prompt::Scanned(ids)).await;
+        }
+        Ok(page)
+    }
+    async fn quarantine(&self, key: &str, reason: &str) -> Result<Marked, PortError> {
+        let call = self.inner.quarantine(key, reason);
+        self.dice
+            .around(reminders::ports::reminders::OP_QUARANTINE, call)
+            .await
+    }
+    async fn extend_freshness(
+        &self,
+        id: &ReminderId,
+        version: u64,
+        fresh_until: Timestamp,
+        expires_at: i64,
+    ) -> Result<Marked, PortError> {
+        let call = self
+            .inner
+            .extend_freshness(id, version, fresh_until, expires_at);
+        self.dice
+            .around(reminders::ports::reminders::OP_EXTEND, call)
+            .await
+    }
+    async fn mark(
+        &self,
+        id: &ReminderId,
+        version: u64,
+        to: ReminderStatus,
+    ) -> Result<Marked, PortError> {
+        // [`super::Plant::ExpireOverAnEdit`]: an expiry marks whatever version is stored.
+        let version = match self.plant {
+            Some(super::Plant::ExpireOverAnEdit) if to == ReminderStatus::Expired => {
+                match self.inner.get(id).await? {
+                    Some(cur) => cur.payload_version,
+                    None => version,
+                }
+            }
+            _ => version,
+        };
+        let call = self.inner.mark(id, version, to);
+        self.dice
+            .around(reminders::ports::reminders::OP_MARK, call)
+            .await
+    }
+    async fn preferences(
+        &self,
+        subscriber: &reminders::domain::SubscriberId,
+    ) -> Result<Option<reminders::domain::Preferences>, PortError> {
+        let call = self.inner.preferences(subscriber);
+        let mut got = self
+            .dice
+            .around(reminders::ports::reminders::OP_PREFERENCES, call)
+            .await?;
+        if let Some(p) = got.as_mut() {
+            match self.plant {
+                Some(super::Plant::IgnoreOptOuts) => p.opted_out.clear(),
+                Some(super::Plant::IgnoreQuietHours) => p.quiet_hours.clear(),
+                Some(super::Plant::IgnoreFallbackOrder) => p.fallback.clear(),
+                _ => {}
+            }
+        }
+        Ok(got)
+    }
+    async fn put_preferences(
+        &self,
+        subscriber: &reminders::domain::SubscriberId,
+        prefs: &reminders::domain::Preferences,
+    ) -> Result<(), PortError> {
+        self.inner.put_preferences(subscriber, prefs).await
+    }
+    async fn suppression(
+        &self,
+        address: &reminders::domain::AddressHash,
+    ) -> Result<Option<reminders::domain::Suppression>, PortError> {
+        let call = self.inner.suppression(address);
+        self.dice
+            .around(reminders::ports::reminders::OP_SUPPRESSION, call)
+            .await
+    }
+    async fn put_suppression(&self, s: &reminders::domain::Suppression) -> Result<(), PortError> {
+        let call = self.inner.put_suppression(s);
+        self.dice
+            .around(reminders::ports::reminders::OP_PUT_SUPPRESSION, call)
+            .await
+    }
+}
+
+impl<T: Ledger> Ledger for Chaotic<T> {
+    async fn get(&self, key: &DeliveryKey) -> Result<Option<DeliveryRecord>, PortError> {
+        self.dice
+            .around(reminders::ports::ledger::OP_GET, self.inner.get(key))
+            .await
+    }
+    async fn put_if(&self, record: &DeliveryRecord, expected: Expected) -> Result<Cas, PortError> {
+        let call = self.inner.put_if(record, expected);
+        self.dice
+            .around(reminders::ports::ledger::OP_PUT, call)
+            .await
+    }
+}
+
+impl<T: Gate> Gate for Chaotic<T> {
+    async fn state(&self, p: &GatePartition) -> Result<GateState, PortError> {
+        let mut state = self
+            .dice
+            .around(reminders::ports::gate::OP_GET, self.inner.state(p))
+            .await?;
+        if self.plant == Some(super::Plant::HideBreaker) {
+            state.breaker = None;
+        }
+        Ok(state)
+    }
+    async fn throttle(&self, p: &GatePartition, until: Timestamp) -> Result<(), PortError> {
+        self.dice
+            .around(
+                reminders::ports::gate::OP_THROTTLE,
+                self.inner.throttle(p, until),
+            )
+            .await
+    }
+    async fn failed(&self, p: &GatePartition, now: Timestamp) -> Result<GateState, PortError> {
+        let mut state = self
+            .dice
+            .around(reminders::ports::gate::OP_FAILED, self.inner.failed(p, now))
+            .await?;
+        if self.plant == Some(super::Plant::HideBreaker) {
+            state.breaker = None;
+        }
+        Ok(state)
+    }
+    async fn breaker(&self, p: &GatePartition, change: BreakerChange) -> Result<bool, PortError> {
+        let won = self
+            .dice
+            .around(
+                reminders::ports::gate::OP_BREAKER,
+                self.inner.breaker(p, change),
+            )
+            .await?;
+        match (change, won) {
+            (BreakerChange::Open { until, .. } | BreakerChange::Reopen { until, .. }, true) => {
+                let what = super::prompt::Prompt::BreakerOpened(p.channel, until);
+                super::prompt::tell(self.prompts.as_ref(), what);
+            }
+            (BreakerChange::Probe { now, .. }, true) => {
+                if self.prompts.is_some() {
+                    let slow = reminders::ports::STORAGE_OPERATION_TIMEOUT.as_millis() as u64;
+                    tokio::time::sleep(Duration::from_millis(self.dice.range(1_000, slow))).await;
+                }
+                // The last look then reads the time from before the write, until the send.
+                if self.plant == Some(super::Plant::StaleLastLook) {
+                    freeze(Some(now));
+                }
+            }
+            _ => {}
+        }
+        Ok(won)
+    }
+}
+
+/// What a planted reminders adapter writes instead of `r` over `stored`.
+pub fn planted_write(plant: Plant, stored: &Reminder, r: &Reminder) -> Reminder {
+    let mut w = r.clone();
+    match plant {
+        Plant::DropFreshnessEdit if w.due_at == stored.due_at => {
+            w.fresh_until = stored.fresh_until;
+        }
+        Plant::DropAddedChannels => {
+            w.recipients
+                .retain(|c, _| stored.recipients.contains_key(c));
+            if w.recipients.is_empty() {
+                w.recipients = r.recipients.clone();
+            }
+        }
+        _ => {}
+    }
+    w
+}

@@ -1,0 +1,291 @@
+//! The system checker: seeded worlds in which the real scheduler, consumer and redrive run on
+//! the in-memory ports, in virtual time, while faults strike at every port call — latency,
+//! failures before the effect, throttles, lost responses after it, crashes of the invocation
+//! before or after a call — and around them: duplicate queue deliveries, concurrent workers on
+//! one message (visibility shorter than the work), two schedulers at once, a provider that
+//! throttles with Retry-After, fails, rejects, accepts then drops the connection or accepts
+//! after the caller's timeout, an outage, redrive runs, cancels and edits at random moments,
+//! subscribers who opt out of a channel or set quiet hours (in their IANA zone, across the
+//! world's clock) at random moments. Then the faults stop, the world must settle, and every
+//! delivery key is judged ([`check`]): never sent twice, none lost, nothing sent when it must
+//! not be (stale, early, after a cancel, to an opted-out channel, inside quiet hours).
+//!
+//! Time is tokio's paused clock: it jumps to the next timer whenever every task waits, so an
+//! hour of a world takes milliseconds, and one seed gives one run.
+
+mod acks;
+mod check;
+mod copies;
+mod dice;
+mod events;
+mod inject;
+mod journal;
+mod observed;
+mod operator;
+mod prompt;
+mod provider;
+mod queues;
+mod run;
+mod subscribers;
+mod surface;
+mod tally;
+mod verdicts;
+mod world;
+
+use std::time::Duration;
+
+pub use tally::Tally;
+
+use reminders::clock::{Clock, Timestamp};
+
+/// A deliberately broken piece, to show the checker catches what it claims to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plant {
+    /// The event source glue deletes each message as soon as it is received, before its
+    /// outcome is recorded.
+    AckBeforeOutcome,
+    /// The provider adapter drops the Retry-After of a 429.
+    IgnoreRetryAfter,
+    /// The ledger adapter writes without its condition: no fencing of claims or outcomes.
+    UnfencedLedger,
+    /// The dead-letter adapter reports success without sending the copy.
+    DropDeadLetters,
+    /// The provider adapter classifies a 5xx as permanent.
+    FiveXxPermanent,
+    /// The gate adapter reads the throttle but not the breaker (an adapter that never learned
+    /// the breaker's attributes): workers charge attempts against a provider known down.
+    HideBreaker,
+    /// The reminders adapter reads `fresh_until` a day late (a unit mistake in a decoder).
+    LateFreshness,
+    /// The ledger adapter acknowledges a cancel without writing it, and the reminders
+    /// adapter reads a cancelled reminder as still enqueued.
+    LostCancel,
+    /// The dead-letter adapter sends every copy twice.
+    DoubleDeadLetters,
+    /// The ledger adapter reads a waiting delivery's attempt count as zero.
+    ForgetAttempts,
+    /// The reminders adapter reads `fresh_until` an hour early.
+    EarlyFreshness,
+    /// The dead-letter adapter drops a copy's reason and evidence.
+    StripDeadLetterReason,
+    /// The reminders adapter reads a subscriber's preferences without their opt-outs.
+    IgnoreOptOuts,
+    /// The reminders adapter reads a subscriber's preferences without their quiet hours.
+    IgnoreQuietHours,
+    /// The events bus adapter answers the world's first event published and never sends it.
+    DropEvent,
+    /// The reminders adapter writes an edit without a change of `fresh_until` alone (an
+    /// update expression that sets it only with the due time): the API acknowledges a
+    /// freshness the pipeline never reads.
+    DropFreshnessEdit,
+    /// The reminders adapter writes an edit without the channels it adds (only the
+    /// recipients the stored item already has): the API acknowledges channels never stored.
+    DropAddedChannels,
+    /// The reminders adapter reads a subscriber's preferences without their fallback order:
+    /// every channel goes at once.
+    IgnoreFallbackOrder,
+    /// The queue adapter loses a fallback's message, and the standby channel's own message
+    /// of the same delivery when it next comes back.
+    LoseFallbackMessages,
+    /// Window 9 re-opened: in worlds with a newer writer, its new value lands in a field this
+    /// version still refuses (`status`), so the events function skips the item.
+    RefuseNewerValues,
+    /// Window 3 re-opened: the ledger adapter reads an item without `maybe_sent` and the
+    /// history that shows it (an adapter that never learned them), so a fallback takes over
+    /// from a death that may have reached the person.
+    ForgetMaybeSent,
+    /// Window 1 re-opened: the reminders adapter marks an expiry on whatever version is
+    /// stored, not the one the scheduler read: an edit that made the reminder fresh again
+    /// while the scheduler held its page is expired.
+    ExpireOverAnEdit,
+    /// Window 2 re-opened: the ledger adapter acknowledges a horizon move and drops it unless
+    /// the item has settled: an unsettled delivery's proof goes with its old TTL.
+    KeepOldHorizon,
+    /// Window 5 re-opened: the consumer's last look after the breaker's probe write reads the
+    /// time from before that write (slow, up to the storage timeout), so a probe that went
+    /// stale meanwhile is sent.
+    StaleLastLook,
+}
+
+impl Plant {
+    pub const ALL: [Plant; 24] = [
+        Plant::AckBeforeOutcome,
+        Plant::IgnoreRetryAfter,
+        Plant::UnfencedLedger,
+        Plant::DropDeadLetters,
+        Plant::FiveXxPermanent,
+        Plant::HideBreaker,
+        Plant::LateFreshness,
+        Plant::LostCancel,
+        Plant::DoubleDeadLetters,
+        Plant::ForgetAttempts,
+        Plant::EarlyFreshness,
+        Plant::StripDeadLetterReason,
+        Plant::IgnoreOptOuts,
+        Plant::IgnoreQuietHours,
+        Plant::DropEvent,
+        Plant::DropFreshnessEdit,
+        Plant::DropAddedChannels,
+        Plant::IgnoreFallbackOrder,
+        Plant::LoseFallbackMessages,
+        Plant::RefuseNewerValues,
+        Plant::ForgetMaybeSent,
+        Plant::ExpireOverAnEdit,
+        Plant::KeepOldHorizon,
+        Plant::StaleLastLook,
+    ];
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            Plant::AckBeforeOutcome => "ack-before-outcome",
+            Plant::IgnoreRetryAfter => "ignore-retry-after",
+            Plant::UnfencedLedger => "unfenced-ledger",
+            Plant::DropDeadLetters => "drop-dead-letters",
+            Plant::FiveXxPermanent => "5xx-permanent",
+            Plant::HideBreaker => "hide-breaker",
+            Plant::LateFreshness => "late-freshness",
+            Plant::LostCancel => "lost-cancel",
+            Plant::DoubleDeadLetters => "double-dead-letters",
+            Plant::ForgetAttempts => "forget-attempts",
+            Plant::EarlyFreshness => "early-freshness",
+            Plant::StripDeadLetterReason => "strip-dead-letter-reason",
+            Plant::IgnoreOptOuts => "ignore-opt-outs",
+            Plant::IgnoreQuietHours => "ignore-quiet-hours",
+            Plant::DropEvent => "drop-event",
+            Plant::DropFreshnessEdit => "drop-freshness-edit",
+            Plant::DropAddedChannels => "drop-added-channels",
+            Plant::IgnoreFallbackOrder => "ignore-fallback-order",
+            Plant::LoseFallbackMessages => "lose-fallback-messages",
+            Plant::RefuseNewerValues => "refuse-newer-values",
+            Plant::ForgetMaybeSent => "forget-maybe-sent",
+            Plant::ExpireOverAnEdit => "expire-over-an-edit",
+            Plant::KeepOldHorizon => "keep-old-horizon",
+            Plant::StaleLastLook => "stale-last-look",
+        }
+    }
+
+    /// The verdict (a counter of the JSON) this plant is built to fire.
+    pub const fn fires(self) -> &'static str {
+        match self {
+            Plant::AckBeforeOutcome => "lost",
+            Plant::IgnoreRetryAfter => "early_sends",
+            Plant::UnfencedLedger => "duplicated",
+            Plant::DropDeadLetters => "dead_without_copy",
+            Plant::FiveXxPermanent => "unjustified_endings",
+            Plant::HideBreaker => "unjustified_endings",
+            Plant::LateFreshness => "stale_sends",
+            Plant::LostCancel => "sends_after_cancel",
+            Plant::DoubleDeadLetters => "extra_dlq_copies",
+            Plant::ForgetAttempts => "budget_exceeded",
+            Plant::EarlyFreshness => "unjustified_endings",
+            Plant::StripDeadLetterReason => "dead_without_copy",
+            Plant::IgnoreOptOuts => "sent_while_opted_out",
+            Plant::IgnoreQuietHours => "sent_in_quiet_hours",
+            Plant::DropEvent => "event_missing",
+            Plant::DropFreshnessEdit => "expired_while_fresh",
+            Plant::DropAddedChannels => "acknowledged_change_ignored",
+            Plant::IgnoreFallbackOrder => "two_channels_sent",
+            Plant::LoseFallbackMessages => "stranded",
+            Plant::RefuseNewerValues => "event_missing",
+            Plant::ForgetMaybeSent => "two_channels_sent",
+            Plant::ExpireOverAnEdit => "expired_while_fresh",
+            Plant::KeepOldHorizon => "duplicated",
+            Plant::StaleLastLook => "stale_sends",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.name() == s)
+    }
+}
+
+/// One world's result, with a line per broken promise (key and what happened).
+#[derive(Debug, Clone, Default)]
+pub struct SeedReport {
+    pub seed: u64,
+    pub tally: Tally,
+    pub findings: Vec<String>,
+}
+
+/// Run one seeded world to the end.
+pub fn run_seed(seed: u64, plant: Option<Plant>) -> SeedReport {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build();
+    match rt {
+        Ok(rt) => {
+            let local = tokio::task::LocalSet::new();
+            rt.block_on(local.run_until(run::run(seed, plant)))
+        }
+        Err(e) => SeedReport {
+            seed,
+            findings: vec![format!("cannot start a runtime: {e}")],
+            tally: Tally {
+                lost: 1,
+                ..Tally::default()
+            },
+        },
+    }
+}
+
+/// The virtual clock of a world: tokio's paused time, from a fixed epoch.
+#[derive(Debug, Clone, Copy)]
+pub struct VirtualClock {
+    epoch: Timestamp,
+    start: tokio::time::Instant,
+}
+
+impl VirtualClock {
+    /// Must be made inside the world's runtime.
+    pub fn start(epoch: Timestamp) -> Self {
+        Self {
+            epoch,
+            start: tokio::time::Instant::now(),
+        }
+    }
+}
+
+impl Clock for VirtualClock {
+    fn now(&self) -> Timestamp {
+        dice::frozen().unwrap_or_else(|| self.epoch.plus(self.start.elapsed()))
+    }
+    fn sleep(&self, d: Duration) -> impl std::future::Future<Output = ()> + Send {
+        tokio::time::sleep(d)
+    }
+}
+
+/// Seeds `from .. from + seeds`, on every core: the sum, and the worlds that broke a promise
+/// (by seed). `on_seed` hears of each world as it ends.
+pub fn run(
+    from: u64,
+    seeds: u64,
+    plant: Option<Plant>,
+    on_seed: &(dyn Fn(&SeedReport) + Sync),
+) -> (Tally, Vec<SeedReport>) {
+    let next = std::sync::atomic::AtomicU64::new(from);
+    let end = from.saturating_add(seeds);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let results = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let seed = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                if seed >= end {
+                    break;
+                }
+                let report = run_seed(seed, plant);
+                on_seed(&report);
+                reminders::ports::faults::lock(&results).push(report);
+            });
+        }
+    });
+    let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    results.sort_by_key(|r| r.seed);
+    let mut total = Tally::default();
+    for r in &results {
+        total.add(&r.tally);
+    }
+    results.retain(|r| r.tally.broken() > 0);
+    (total, results)
+}

@@ -1,0 +1,156 @@
+//! [`Observed`]: the world's ledger, telling the journal of every write that lands (what the
+//! checker judges against), with the plants of a ledger adapter.
+
+use std::sync::Arc;
+
+use super::journal::Journal;
+use super::Plant;
+use reminders::clock::Clock;
+use reminders::domain::{DeadReason, DeliveryKey};
+use reminders::ledger::{DeliveryRecord, Status};
+use reminders::ports::{Cas, Expected, Ledger, MemoryLedger, PortError};
+
+/// The in-memory ledger, telling the journal about every write that lands. With the
+/// [`Plant::UnfencedLedger`] fault, writes ignore their condition (a broken adapter).
+pub struct Observed<C> {
+    pub inner: Arc<MemoryLedger>,
+    pub journal: Arc<Journal>,
+    /// The ledger's stream, which the world's events function reads.
+    pub tap: Arc<super::events::Tap>,
+    pub clock: C,
+    pub plant: Option<Plant>,
+    /// How long after its TTL an item is deleted.
+    pub ttl_lag_secs: i64,
+    /// Told of each death that falls back but names no channel (window 6).
+    pub died: Option<super::prompt::Prompter>,
+}
+
+impl<C: Clock> Observed<C> {
+    /// The item as the system can read it: DynamoDB's TTL deletes an item some time after
+    /// its `expires_at` (the world's lag), and then it is gone for every reader. (The memory
+    /// ledger keeps it, for the checker.)
+    fn alive(&self, r: Option<DeliveryRecord>) -> Option<DeliveryRecord> {
+        let now = self.clock.now().as_millis().div_euclid(1000);
+        r.filter(|r| r.expires_at().saturating_add(self.ttl_lag_secs) >= now)
+    }
+}
+
+impl<C: Clock> Observed<C> {
+    /// [`Plant::KeepOldHorizon`]: a horizon move is acknowledged and dropped unless the item
+    /// has settled (delivered, expired, cancelled), as before issue 32.
+    fn keeps_old_horizon(&self, before: Option<&DeliveryRecord>, record: &DeliveryRecord) -> bool {
+        if self.plant != Some(Plant::KeepOldHorizon) {
+            return false;
+        }
+        let settled = before.is_some_and(|b| {
+            matches!(
+                b.status(),
+                Status::Delivered | Status::Expired | Status::Cancelled
+            )
+        });
+        let latest = record.history().into_iter().max_by_key(|(n, _)| *n);
+        let moves = latest
+            .is_some_and(|(_, h)| h.detail.as_deref() == Some(reminders::ledger::HORIZON_MOVED));
+        moves && before.is_some() && !settled
+    }
+}
+
+impl<C: Clock> Observed<C> {
+    /// A first death that falls back, may not have reached the person and names no channel
+    /// (the order's next is not listed): the application is prompted, and may add it.
+    async fn died_alone(&self, before: Option<&DeliveryRecord>, record: &DeliveryRecord) {
+        let first = before.is_none_or(|b| b.status() != Status::Dead);
+        let alone = record.status() == Status::Dead
+            && record.dead_reason().is_some_and(DeadReason::falls_back)
+            && record.fallback_to().is_none()
+            && !record.may_have_reached();
+        if let (true, true, Some(origin)) = (first, alone, record.origin()) {
+            let what = super::prompt::Prompt::DiedAlone(origin.clone());
+            super::prompt::prompt(self.died.as_ref(), what).await;
+        }
+    }
+}
+
+impl<C: Clock> Ledger for Observed<C> {
+    async fn get(&self, key: &DeliveryKey) -> Result<Option<DeliveryRecord>, PortError> {
+        let got = self.alive(self.inner.get(key).await?);
+        Ok(match self.plant {
+            Some(Plant::ForgetAttempts) => got.map(forget_attempts),
+            Some(Plant::ForgetMaybeSent) => got.map(forget_maybe_sent),
+            _ => got,
+        })
+    }
+
+    async fn put_if(&self, record: &DeliveryRecord, expected: Expected) -> Result<Cas, PortError> {
+        // The memory ledger answers without yielding: nothing runs between this read and the
+        // write. The condition is judged here, against the item as it lives (past its TTL it
+        // is gone), and the write then replaces whatever the memory ledger still keeps.
+        let stored = self.inner.get(record.key()).await?;
+        let before = self.alive(stored.clone());
+        let expected = match self.plant {
+            Some(Plant::UnfencedLedger) => Expected::of(before.as_ref()),
+            _ => expected,
+        };
+        let holds = expected.holds_for(before.as_ref());
+        let dropped =
+            self.plant == Some(Plant::LostCancel) && record.status() == Status::Cancelled && holds;
+        if dropped || (holds && self.keeps_old_horizon(before.as_ref(), record)) {
+            return Ok(Cas::Applied);
+        }
+        if !holds {
+            return Ok(Cas::Conflict(before.map(|cur| {
+                let cur = match self.plant {
+                    Some(Plant::ForgetAttempts) => forget_attempts(cur),
+                    Some(Plant::ForgetMaybeSent) => forget_maybe_sent(cur),
+                    _ => cur,
+                };
+                Box::new(cur)
+            })));
+        }
+        let answer = self
+            .inner
+            .put_if(record, Expected::of(stored.as_ref()))
+            .await?;
+        if answer == Cas::Applied {
+            self.journal
+                .landed(before.as_ref(), record, self.clock.now());
+            self.tap.landed(before.as_ref(), record);
+            self.died_alone(before.as_ref(), record).await;
+        }
+        Ok(answer)
+    }
+}
+
+/// [`Plant::ForgetAttempts`]: a waiting delivery read with no attempt spent.
+fn forget_attempts(r: DeliveryRecord) -> DeliveryRecord {
+    if !matches!(r.status(), Status::Deferred | Status::Ready) {
+        return r;
+    }
+    let Ok(mut v) = serde_json::to_value(&r) else {
+        return r;
+    };
+    v["attempt_count"] = 0.into();
+    serde_json::from_value(v).unwrap_or(r)
+}
+
+/// [`Plant::ForgetMaybeSent`]: an item read as if no attempt could have reached the person
+/// (no `maybe_sent`, and no history detail that tells it).
+fn forget_maybe_sent(r: DeliveryRecord) -> DeliveryRecord {
+    let Ok(mut v) = serde_json::to_value(&r) else {
+        return r;
+    };
+    if let Some(o) = v.as_object_mut() {
+        o.remove("maybe_sent");
+    }
+    if let Some(h) = v["history"].as_object_mut() {
+        for e in h.values_mut() {
+            let tells = e["detail"]
+                .as_str()
+                .is_some_and(|d| d == "ambiguous" || d.starts_with("lease expired"));
+            if tells {
+                e["detail"] = serde_json::Value::Null;
+            }
+        }
+    }
+    serde_json::from_value(v).unwrap_or(r)
+}

@@ -1,0 +1,47 @@
+//! Prompts: moments where the pipeline, mid-call, has the application act at once (the
+//! interleavings of issue 32's windows, which timing alone rarely lines up). The ports send
+//! them; the application's side of the world ([`super::surface::prompted`]) answers.
+
+use reminders::clock::Timestamp;
+use reminders::domain::{Channel, ReminderId};
+
+/// A moment where the pipeline, mid-call, has the application act at once and waits for its
+/// answer: the interleavings of issue 32's windows 1 and 2, which timing alone rarely lines
+/// up.
+#[derive(Debug, Clone)]
+pub enum Prompt {
+    /// The scheduler holds a due page with these reminders: one that is stale is edited
+    /// fresh again before the scheduler goes on (window 1).
+    Scanned(Vec<ReminderId>),
+    /// A provider accepted a send of this reminder's delivery (whose worker then stops):
+    /// the reminder is moved past the ledger's horizon (window 2).
+    Accepted(ReminderId),
+    /// A delivery died for a reason that falls back, naming no channel (the order's next is
+    /// not listed): the application adds the order's channels the reminder lacks, and the
+    /// operator redrives that channel's DLQ a few minutes later (window 6).
+    DiedAlone(reminders::ledger::Origin),
+    /// A channel's breaker opened until this time: the application shortens the freshness
+    /// of a reminder waiting on that channel to end a few seconds after it (window 5).
+    BreakerOpened(Channel, Timestamp),
+}
+
+/// Where prompts go, each with the answer to send when the edit is done.
+pub type Prompter = tokio::sync::mpsc::UnboundedSender<(Prompt, tokio::sync::oneshot::Sender<()>)>;
+pub type Prompts = tokio::sync::mpsc::UnboundedReceiver<(Prompt, tokio::sync::oneshot::Sender<()>)>;
+
+/// Have the application act on `what`, and wait until it has (at once when nobody listens).
+pub async fn prompt(to: Option<&Prompter>, what: Prompt) {
+    let Some(to) = to else { return };
+    let (done, answered) = tokio::sync::oneshot::channel();
+    if to.send((what, done)).is_ok() {
+        let _ = answered.await;
+    }
+}
+
+/// Have the application act on `what`, without waiting for it.
+pub fn tell(to: Option<&Prompter>, what: Prompt) {
+    if let Some(to) = to {
+        let (done, _) = tokio::sync::oneshot::channel();
+        let _ = to.send((what, done));
+    }
+}

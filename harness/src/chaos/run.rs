@@ -1,0 +1,239 @@
+//! A world's life: drawn from its seed, built, its reminders seeded, the deployed wiring
+//! started as tasks on virtual time (schedules, each channel's event source mapping with one
+//! to three workers, redrive runs, the operator, the application, subscribers changing their
+//! preferences), faults for forty minutes, then calm until everything settles, and judged.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use tokio::task::JoinSet;
+
+use super::dice::invoke;
+use super::inject::Chaotic;
+use super::world::{
+    build, recipient, ChaosPorts, Shape, Windows, World, CHAOS, EPOCH, FUNCTION_TIMEOUT, SETTLE_BY,
+};
+use super::{check, Plant, SeedReport};
+use reminders::clock::{Clock, Timestamp};
+use reminders::consumer::event::{arn_for_url, to_sqs_event};
+use reminders::consumer::Consumer;
+use reminders::domain::{
+    Channel, Content, DeliveryKey, NewReminder, Reminder, ReminderId, SubscriberId,
+};
+use reminders::ports::DeliveryQueue;
+use reminders::scheduler::{Scheduler, SchedulerConfig};
+
+pub(super) async fn run(seed: u64, plant: Option<Plant>) -> SeedReport {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut shape = Shape::draw(&mut rng);
+    shape.windows = Windows::draw(seed);
+    if shape.windows.gone_after_ambiguous {
+        let m = &mut shape.misbehaviour;
+        m.accept_then_drop = m.accept_then_drop.max(0.25);
+    }
+    let mut world = build(shape, seed, plant);
+    seed_reminders(&mut world, &mut rng).await;
+    if world.shape.windows.gone_after_ambiguous {
+        super::subscribers::ordered_from_start(&world, seed).await;
+    }
+    let world = Arc::new(world);
+    let mut tasks = JoinSet::new();
+    start(&world, &mut tasks, seed);
+    tokio::time::sleep(CHAOS).await;
+    world.dice.calm();
+    settle(&world).await;
+    tasks.abort_all();
+    check::judge(&world, seed).await
+}
+
+async fn seed_reminders(world: &mut World, rng: &mut StdRng) {
+    use reminders::ports::ReminderStore;
+    let mut ids = Vec::new();
+    for i in 0..world.shape.reminders {
+        let due = EPOCH.plus(Duration::from_secs(rng.random_range(0..1_200)));
+        let channels: Vec<Channel> = Channel::ALL
+            .into_iter()
+            .filter(|_| rng.random_bool(0.6))
+            .collect();
+        let channels = if channels.is_empty() {
+            vec![Channel::ALL[i as usize % 3]]
+        } else {
+            channels
+        };
+        let new = NewReminder {
+            reminder_id: ReminderId::parse(format!("r-{i:03}")).unwrap_or_else(|_| unreachable!()),
+            subscriber_id: SubscriberId::parse(format!("s-{}", i % 3))
+                .unwrap_or_else(|_| unreachable!()),
+            due_at: due,
+            fresh_until: Some(due.plus(Duration::from_secs(rng.random_range(300..3_600)))),
+            content: Content::Text {
+                subject: "Reminder".into(),
+                body: "v1".into(),
+            },
+            recipients: channels.iter().map(|c| recipient(*c, i % 3)).collect(),
+        };
+        let Ok(r) = Reminder::new(new, Duration::from_secs(3600), world.retention.0) else {
+            continue;
+        };
+        own(world, &r);
+        if world.store.insert(&r).await.is_ok() {
+            super::surface::created(world, &r);
+            world.fresh_at_start.push(r.fresh_until);
+            ids.push(r.reminder_id.clone());
+        }
+    }
+    world.ids = ids;
+}
+
+/// Remember which reminder each of its possible delivery keys belongs to.
+fn own(world: &World, r: &Reminder) {
+    let mut owners = reminders::ports::faults::lock(&world.owners);
+    for channel in Channel::ALL {
+        let key = DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, channel);
+        owners.insert(key, r.reminder_id.clone());
+    }
+}
+
+fn start(world: &Arc<World>, tasks: &mut JoinSet<()>, seed: u64) {
+    let schedulers = if world.shape.twin_scheduler { 2 } else { 1 };
+    for n in 0..schedulers {
+        tasks.spawn_local(schedule(world.clone(), n));
+    }
+    for channel in Channel::ALL {
+        for n in 0..world.shape.workers {
+            let consumer = Consumer::new(
+                world.ports.clone(),
+                world.consumer_cfg.clone(),
+                world.urls.clone(),
+                seed ^ (u64::from(n) << 8) ^ channel as u64,
+            )
+            .with_suppression_key(Some(suppression_key()));
+            tasks.spawn_local(event_source(world.clone(), consumer, channel));
+        }
+    }
+    tasks.spawn_local(super::operator::redrives(world.clone(), seed));
+    if world.shape.twin_redrive {
+        tasks.spawn_local(super::operator::redrives(world.clone(), seed ^ 0x7317));
+    }
+    tasks.spawn_local(super::operator::operator(world.clone(), seed));
+    tasks.spawn_local(super::surface::application(world.clone(), seed));
+    if let Some(prompts) = reminders::ports::faults::lock(&world.prompts).take() {
+        tasks.spawn_local(super::surface::prompted(world.clone(), prompts, seed));
+    }
+    let bus = Arc::new(Chaotic::new(world.bus.clone(), world.dice.clone()).planted(world.plant));
+    tasks.spawn_local(super::events::stream_to_bus(world.tap.clone(), bus));
+    tasks.spawn_local(super::subscribers::change_their_minds(world.clone(), seed));
+}
+
+/// EventBridge Scheduler: a run every minute (a twin runs off-beat, as a double schedule).
+async fn schedule(world: Arc<World>, n: u64) {
+    let cfg = SchedulerConfig {
+        retention: world.retention,
+        ..SchedulerConfig::default()
+    };
+    let scheduler = Scheduler::new(world.ports.clone(), cfg);
+    tokio::time::sleep(Duration::from_secs(n * 29)).await;
+    let w = world.shape.windows;
+    loop {
+        let t = world.clock.now().since(EPOCH).as_secs();
+        if w.edit_in_scan && t >= w.paused.0 && t < w.paused.0 + w.paused.1 {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            continue;
+        }
+        let deadline = world.clock.now().plus(Duration::from_secs(50));
+        let _ = invoke(scheduler.run(Some(deadline)), Duration::from_secs(60)).await;
+        tokio::time::sleep(Duration::from_secs(60)).await;
+    }
+}
+
+/// One worker of a channel's event source mapping: receive, invoke the consumer, delete what
+/// succeeded; an empty receive waits (long polling).
+async fn event_source(world: Arc<World>, consumer: Consumer<ChaosPorts>, channel: Channel) {
+    loop {
+        let polled = invoke(poll(&world, &consumer, channel), FUNCTION_TIMEOUT).await;
+        if polled != Some(true) {
+            let idle = world.dice.range(1, 20);
+            tokio::time::sleep(Duration::from_secs(idle)).await;
+        }
+    }
+}
+
+async fn poll(world: &World, consumer: &Consumer<ChaosPorts>, channel: Channel) -> bool {
+    let queue = &world.ports.queue;
+    let got = match queue
+        .receive(channel, 10, world.shape.visibility_secs)
+        .await
+    {
+        Ok(got) if !got.is_empty() => got,
+        _ => return false,
+    };
+    if world.plant == Some(Plant::AckBeforeOutcome) {
+        for m in &got {
+            let _ = queue.delete(channel, &m.receipt_handle).await;
+        }
+    }
+    let arn = arn_for_url(world.urls.get(channel), "local");
+    let deadline = world.clock.now().plus(FUNCTION_TIMEOUT);
+    let out = consumer
+        .handle(to_sqs_event(&arn, &got), Some(deadline))
+        .await;
+    let m = out.metrics.get(channel);
+    let alarmed = u64::from(m.invariant_errors + m.panics);
+    *reminders::ports::faults::lock(&world.alarms)
+        .entry(channel)
+        .or_default() += alarmed;
+    let failed: BTreeSet<&str> = out
+        .response
+        .batch_item_failures
+        .iter()
+        .map(|f| f.item_identifier.as_str())
+        .collect();
+    for m in got
+        .iter()
+        .filter(|m| !failed.contains(m.message_id.as_str()))
+    {
+        let _ = queue.delete(channel, &m.receipt_handle).await;
+    }
+    true
+}
+
+/// Wait, once the faults stop, until nothing is pending anywhere (and a late acceptance has
+/// had its time) and every reminder's `fresh_until` has passed, or the settling time runs
+/// out.
+async fn settle(world: &World) {
+    let give_up = world.clock.now().plus(SETTLE_BY);
+    while world.clock.now() < give_up {
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        if last_deadline(world).await > world.clock.now() {
+            continue;
+        }
+        if matches!(crate::local::nothing_pending(&world.ports).await, Ok(true)) {
+            tokio::time::sleep(Duration::from_secs(300)).await;
+            if matches!(crate::local::nothing_pending(&world.ports).await, Ok(true)) {
+                return;
+            }
+        }
+    }
+}
+
+/// The latest `fresh_until` of the world's reminders as stored.
+async fn last_deadline(world: &World) -> Timestamp {
+    use reminders::ports::ReminderStore;
+    let mut last = EPOCH;
+    for id in &world.ids {
+        if let Ok(Some(r)) = world.store.get(id).await {
+            last = last.max(r.fresh_until);
+        }
+    }
+    last
+}
+
+/// Suppressions are kept in every world: a 410 suppresses the address.
+fn suppression_key() -> reminders::providers::secret::SuppressionKeySource {
+    let key = reminders::domain::SuppressionKey::new(b"chaos-suppression-key".to_vec())
+        .unwrap_or_else(|_| unreachable!("a key of 21 bytes"));
+    reminders::providers::secret::SuppressionKeySource::Fixed(key)
+}

@@ -1,0 +1,388 @@
+//! The application's and the operator's side of a world: edits of every field the API takes
+//! (the due time earlier, later and past the ledger's TTL horizon, the freshness either way,
+//! the content, a channel removed, added or added back, edits of stale reminders), cancels,
+//! invalid items, and redrives of every reason, two at once and with a cancel racing each —
+//! each call an invocation a crash can stop at any port call, as the API's and redrive's
+//! Lambdas can be.
+//!
+//! [`Acks`] keeps what the checker needs of it: every version of a reminder that landed in the
+//! reminders table (the table adapter tells it), and the versions the API acknowledged.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+
+use super::acks::Kinds;
+use super::dice::{invoke, API_TIMEOUT};
+use super::operator::redrive_later;
+use super::prompt::{Prompt, Prompts};
+use super::world::{recipient, World, CHAOS};
+use reminders::clock::{Clock, Timestamp};
+use reminders::domain::{Channel, Content, Reminder, ReminderId};
+use reminders::outbox::{self, Edit, Edited};
+use reminders::ports::faults::lock;
+
+/// A reminder the world created (before its clock starts): landed and acknowledged.
+pub(super) fn created(world: &World, r: &Reminder) {
+    world.acks.landed(&world.journal, r);
+    world.acks.acknowledged(&world.journal, r, Kinds::default());
+}
+
+/// The application: edits at random moments of the fault phase, each a whole body as a PUT
+/// sends it, changing one or two things.
+pub(super) async fn application(world: Arc<World>, seed: u64) {
+    let mut rng = StdRng::seed_from_u64(seed ^ 0xa991);
+    let edits = rng.random_range(0..12);
+    let mut at: Vec<(u64, Option<usize>)> = (0..edits)
+        .map(|_| (rng.random_range(0..CHAOS.as_secs()), None))
+        .collect();
+    // Some edits land just after a reminder goes stale, while the scheduler or a consumer
+    // may be expiring it: the edit that makes it fresh again races the expiry.
+    for (i, fresh) in world.fresh_at_start.iter().enumerate() {
+        if rng.random_bool(0.25) {
+            let t = fresh.since(super::world::EPOCH).as_secs() + rng.random_range(0..90);
+            at.push((t, Some(i)));
+        }
+    }
+    at.sort_unstable();
+    let mut elapsed = 0;
+    for (t, which) in at {
+        tokio::time::sleep(Duration::from_secs(t.saturating_sub(elapsed))).await;
+        elapsed = elapsed.max(t);
+        let i = which.unwrap_or_else(|| rng.random_range(0..world.ids.len().max(1)));
+        let Some(id) = world.ids.get(i) else {
+            return;
+        };
+        let force = if which.is_some() {
+            Force::Later
+        } else {
+            Force::Nothing
+        };
+        let _ = edit(&world, id, &mut rng, t, force).await;
+    }
+}
+
+/// What an edit must change first, beside what it draws.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Force {
+    Nothing,
+    /// The due time later (so a stale reminder is fresh again).
+    Later,
+    /// The due time later, past the ledger's TTL horizon.
+    PastHorizon,
+    /// Freshness alone, to end at this time.
+    FreshUntil(Timestamp),
+}
+
+/// The application answering prompts, for as long as the world runs.
+pub(super) async fn prompted(world: Arc<World>, mut prompts: Prompts, seed: u64) {
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x9_70a1);
+    while let Some((what, done)) = prompts.recv().await {
+        let t = world.clock.now().since(super::world::EPOCH).as_secs();
+        match what {
+            Prompt::Scanned(ids) => {
+                let now = world.clock.now();
+                let mut stale = Vec::new();
+                for id in ids {
+                    use reminders::ports::ReminderStore;
+                    if let Ok(Some(r)) = world.store.get(&id).await {
+                        if r.is_stale_at(now)
+                            && r.status == reminders::domain::ReminderStatus::Scheduled
+                        {
+                            stale.push(id);
+                        }
+                    }
+                }
+                if let Some(id) = stale.first().filter(|_| rng.random_bool(0.5)) {
+                    if edit(&world, id, &mut rng, t, Force::Later).await {
+                        world.counts.prompted_edits();
+                    }
+                }
+            }
+            Prompt::Accepted(id) => {
+                if edit(&world, &id, &mut rng, t, Force::PastHorizon).await {
+                    world.counts.prompted_edits();
+                }
+            }
+            Prompt::DiedAlone(origin) => {
+                if add_the_order(&world, &origin).await {
+                    world.counts.prompted_edits();
+                    let after = Duration::from_secs(rng.random_range(120..900));
+                    let redrive = redrive_later(world.clone(), origin.channel, after, seed);
+                    tokio::task::spawn_local(redrive);
+                }
+            }
+            Prompt::BreakerOpened(channel, until) => {
+                // Two at most: the first worker to poll after the cool-down probes.
+                for _ in 0..2 {
+                    let Some(id) = waiting_on(&world, channel, until, &mut rng).await else {
+                        break;
+                    };
+                    let after = Duration::from_millis(rng.random_range(1_000..12_000));
+                    let cut = Force::FreshUntil(until.plus(after));
+                    if edit(&world, &id, &mut rng, t, cut).await {
+                        world.counts.prompted_edits();
+                    }
+                }
+            }
+        }
+        let _ = done.send(());
+    }
+}
+
+/// A reminder, due by `until`, fresh well past it, whose delivery on `channel` has not
+/// settled: one a breaker open until `until` holds.
+async fn waiting_on(
+    world: &World,
+    channel: Channel,
+    until: Timestamp,
+    rng: &mut StdRng,
+) -> Option<ReminderId> {
+    use reminders::ports::{Ledger, ReminderStore};
+    let mut waiting = Vec::new();
+    for id in &world.ids {
+        let Ok(Some(r)) = world.store.get(id).await else {
+            continue;
+        };
+        let pending = matches!(
+            r.status,
+            reminders::domain::ReminderStatus::Scheduled
+                | reminders::domain::ReminderStatus::Enqueued
+        );
+        let fits = r.due_at <= until && r.fresh_until > until.plus(Duration::from_secs(30));
+        if !pending || !fits || !r.recipients.contains_key(&channel) {
+            continue;
+        }
+        let key = reminders::domain::DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, channel);
+        // Not settled, and not mid-send: a worker that read the old version before this edit
+        // and sends later did nothing wrong.
+        let busy = match world.ledger.get(&key).await {
+            Ok(Some(rec)) => {
+                rec.status().is_terminal() || rec.status() == reminders::ledger::Status::Sending
+            }
+            _ => false,
+        };
+        if !busy {
+            waiting.push(r.reminder_id);
+        }
+    }
+    (!waiting.is_empty()).then(|| waiting.swap_remove(rng.random_range(0..waiting.len())))
+}
+
+/// A PUT of the reminder's body with the channels of the subscriber's fallback order it does
+/// not list added: whether the API acknowledged it.
+async fn add_the_order(world: &World, origin: &reminders::ledger::Origin) -> bool {
+    use reminders::ports::ReminderStore;
+    let store = &world.store;
+    let (Ok(Some(cur)), Ok(prefs)) = (
+        store.get(&origin.reminder_id).await,
+        store.preferences(&origin.subscriber_id).await,
+    ) else {
+        return false;
+    };
+    let mut prefs = prefs.unwrap_or_default();
+    let lacks = |c: &Channel| !cur.recipients.contains_key(c);
+    if !prefs.fallback.iter().any(lacks) {
+        // No order that names a channel the reminder lacks: the subscriber sets one, the
+        // dead channel first, then the missing ones, then the rest.
+        let (missing, listed): (Vec<Channel>, Vec<Channel>) = Channel::ALL
+            .into_iter()
+            .filter(|c| *c != origin.channel)
+            .partition(lacks);
+        if missing.is_empty() {
+            return false;
+        }
+        prefs.fallback = std::iter::once(origin.channel)
+            .chain(missing)
+            .chain(listed)
+            .collect();
+        if store
+            .put_preferences(&origin.subscriber_id, &prefs)
+            .await
+            .is_err()
+        {
+            return false;
+        }
+        world
+            .journal
+            .preferences_written(&origin.subscriber_id, &prefs);
+    }
+    let ever: BTreeSet<Channel> = world
+        .acks
+        .landed_versions(&cur.reminder_id)
+        .iter()
+        .flat_map(|l| l.channels.iter().copied())
+        .collect();
+    let missing: Vec<Channel> = prefs
+        .fallback
+        .iter()
+        .copied()
+        .filter(|c| !cur.recipients.contains_key(c))
+        .collect();
+    if missing.is_empty() {
+        return false;
+    }
+    let i = subscriber_index(&cur);
+    let mut recipients: Vec<reminders::domain::Recipient> =
+        cur.recipients.values().cloned().collect();
+    recipients.extend(missing.iter().map(|c| recipient(*c, i)));
+    let k = Kinds {
+        added: missing.iter().any(|c| !ever.contains(c)),
+        readded: missing.iter().any(|c| ever.contains(c)),
+        ..Kinds::default()
+    };
+    let changes = Edit {
+        recipients: Some(recipients),
+        ..Edit::default()
+    };
+    let ports = &world.ports;
+    let now = world.clock.now();
+    let call = outbox::edit(
+        &ports.reminders,
+        &ports.ledger,
+        &cur.reminder_id,
+        changes,
+        now,
+        world.retention,
+    );
+    match invoke(call, API_TIMEOUT).await {
+        Some(Ok(Edited::Edited(next))) => {
+            world.acks.acknowledged(&world.journal, &next, k);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// One PUT of `id`'s whole body, changing one or two things (`force`: first moving it later,
+/// fresh again, or cutting its freshness): whether the API accepted it.
+async fn edit(world: &World, id: &ReminderId, rng: &mut StdRng, t: u64, force: Force) -> bool {
+    use reminders::ports::ReminderStore;
+    let Ok(Some(cur)) = world.store.get(id).await else {
+        return false;
+    };
+    let now = world.clock.now();
+    let mut k = Kinds {
+        of_stale: cur.is_stale_at(now),
+        ..Kinds::default()
+    };
+    let (mut due, mut fresh) = (cur.due_at, cur.fresh_until);
+    let mut channels: BTreeSet<Channel> = cur.recipients.keys().copied().collect();
+    let mut content = cur.content.clone();
+    let ever: BTreeSet<Channel> = world
+        .acks
+        .landed_versions(id)
+        .iter()
+        .flat_map(|l| l.channels.iter().copied())
+        .collect();
+    if let Force::FreshUntil(end) = force {
+        fresh = end.max(due);
+        k.freshness = true;
+    }
+    let draws = if matches!(force, Force::FreshUntil(_)) {
+        0
+    } else {
+        rng.random_range(1..3)
+    };
+    for n in 0..draws {
+        let draw = if force != Force::Nothing && n == 0 {
+            1
+        } else {
+            rng.random_range(0..7)
+        };
+        match draw {
+            0 => {
+                let back = Duration::from_secs(rng.random_range(60..1_800));
+                due = due.minus(back).max(now.minus(Duration::from_secs(60)));
+                k.due_earlier = true;
+            }
+            1 | 2 => {
+                // Later, and sometimes past the ledger's TTL horizon (the retention of the
+                // world is short, so a move of hours outruns a delivery's proof).
+                let horizon = rng.random_bool(0.4) || (n == 0 && force == Force::PastHorizon);
+                let secs = if horizon {
+                    world.retention.0.as_secs() + rng.random_range(600..3_600)
+                } else {
+                    rng.random_range(300..3_600)
+                };
+                let later = Duration::from_secs(secs);
+                fresh = fresh.plus(later);
+                due = due.plus(later);
+                k.past_horizon |= horizon;
+                k.due_later |= !horizon;
+            }
+            3 => {
+                fresh = due.plus(Duration::from_secs(rng.random_range(60..5_400)));
+                k.freshness = true;
+            }
+            4 => {
+                content = Content::Text {
+                    subject: "Reminder".into(),
+                    body: format!("edited at {t}"),
+                };
+                k.content = true;
+            }
+            5 if channels.len() > 1 => {
+                let all: Vec<Channel> = channels.iter().copied().collect();
+                channels.remove(&all[rng.random_range(0..all.len())]);
+                k.removed = true;
+            }
+            _ => {
+                let missing: Vec<Channel> = Channel::ALL
+                    .into_iter()
+                    .filter(|c| !channels.contains(c))
+                    .collect();
+                // Back first: a channel an earlier edit took away.
+                let back: Vec<Channel> = missing
+                    .iter()
+                    .copied()
+                    .filter(|c| ever.contains(c))
+                    .collect();
+                let pick = if back.is_empty() { &missing } else { &back };
+                if let Some(c) = pick.get(rng.random_range(0..pick.len().max(1))) {
+                    channels.insert(*c);
+                    k.readded |= ever.contains(c);
+                    k.added |= !ever.contains(c);
+                }
+            }
+        }
+    }
+    let fresh = fresh.max(due);
+    let i = subscriber_index(&cur);
+    let changes = Edit {
+        due_at: Some(due),
+        fresh_until: Some(fresh),
+        content: Some(content),
+        recipients: Some(channels.iter().map(|c| recipient(*c, i)).collect()),
+    };
+    let ports = &world.ports;
+    let call = outbox::edit(
+        &ports.reminders,
+        &ports.ledger,
+        id,
+        changes,
+        now,
+        world.retention,
+    );
+    let Some(Ok(Edited::Edited(next))) = invoke(call, API_TIMEOUT).await else {
+        return false;
+    };
+    world.acks.acknowledged(&world.journal, &next, k);
+    if matches!(force, Force::FreshUntil(_)) {
+        lock(&world.counts.cut).insert(id.clone());
+    }
+    true
+}
+
+/// The world's recipients are per subscriber (`s-0` … `s-2`), so a dead address is shared by
+/// every reminder of its subscriber.
+fn subscriber_index(r: &Reminder) -> u32 {
+    r.subscriber_id
+        .as_str()
+        .trim_start_matches("s-")
+        .parse()
+        .unwrap_or(0)
+}

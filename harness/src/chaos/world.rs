@@ -1,0 +1,318 @@
+//! One seeded world as built: its shape drawn from the seed (the faults' rates, the windows it
+//! lines up, the providers' misbehaviour), and the ports, clock, journal and checker's records
+//! the deployed wiring runs on. Its life is [`super::run`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+
+use super::acks::Acks;
+use super::dice::{Dice, Rates};
+use super::events::Tap;
+use super::inject::Chaotic;
+use super::journal::Journal;
+use super::observed::Observed;
+use super::provider::{ChaosProvider, Misbehaviour};
+use super::{Plant, VirtualClock};
+use reminders::clock::Timestamp;
+use reminders::consumer::ConsumerConfig;
+use reminders::domain::{
+    Channel, DeliveryKey, PerChannel, Recipient, Reminder, ReminderId, Retention,
+};
+use reminders::ports::{
+    MemoryBus, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet, StaleHandles,
+};
+
+/// The world's retention: past `fresh_until`, a ledger item lives this long.
+const RETENTION: Duration = Duration::from_secs(2 * 3600);
+
+pub(super) const EPOCH: Timestamp = Timestamp::from_millis(1_700_000_000_000);
+/// How long faults strike; then the world must settle.
+pub(super) const CHAOS: Duration = Duration::from_secs(40 * 60);
+/// Settled by then, or what is left is lost.
+pub(super) const SETTLE_BY: Duration = Duration::from_secs(12 * 3600);
+pub(super) const FUNCTION_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub(super) type ChaosPorts = PortSet<
+    VirtualClock,
+    Arc<Chaotic<Arc<MemoryReminderStore>>>,
+    Arc<Chaotic<Observed<VirtualClock>>>,
+    Arc<Chaotic<Arc<MemoryGate>>>,
+    Arc<Chaotic<Arc<MemoryQueue<VirtualClock>>>>,
+    Arc<Chaotic<Arc<MemoryQueue<VirtualClock>>>>,
+    Arc<ChaosProvider>,
+>;
+
+/// The world's shape, drawn from its seed.
+pub(super) struct Shape {
+    pub reminders: u32,
+    pub idempotent: PerChannel<bool>,
+    pub workers: u32,
+    pub twin_scheduler: bool,
+    pub visibility_secs: u32,
+    pub max_receive_count: u32,
+    pub rates: Rates,
+    pub misbehaviour: Misbehaviour,
+    pub ops: u32,
+    /// What an older receipt handle does (SQS promises neither): half the worlds each.
+    pub stale_handles: StaleHandles,
+    /// Two operators redrive at once.
+    pub twin_redrive: bool,
+    /// How long after its TTL the ledger's items go (DynamoDB deletes them some time after).
+    pub ttl_lag_secs: i64,
+    /// The interleavings of issue 32's windows, drawn apart so that the rest of a seed's
+    /// shape stays what it was.
+    pub windows: Windows,
+}
+
+/// Moments where two features meet, which random timing alone rarely lines up.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Windows {
+    /// An address whose attempt was ambiguous answers `410` at its next, and every
+    /// subscriber starts with a fallback order of the three channels (window 3).
+    pub gone_after_ambiguous: bool,
+    /// The application edits a stale reminder fresh again while the scheduler holds the
+    /// page it read it in (window 1); and the schedule stops for a while (a deploy, a
+    /// disabled rule), so that the scheduler comes back to a backlog gone stale.
+    pub edit_in_scan: bool,
+    /// When the schedule stops and for how long (seconds from the start).
+    pub paused: (u64, u64),
+    /// After a death that falls back but names no channel, the application adds the
+    /// order's missing channels and the operator redrives that DLQ soon after (window 6).
+    pub add_after_death: bool,
+    /// A worker stops right after a provider accepted its send, and the application moves
+    /// the reminder past the ledger's horizon meanwhile (window 2).
+    pub edit_after_accept: bool,
+    /// The gate's probe writes are slow, and when a breaker opens the application shortens
+    /// a waiting reminder's freshness to end just after the cool-down (window 5).
+    pub probe_near_end: bool,
+}
+
+impl Windows {
+    pub(super) fn draw(seed: u64) -> Self {
+        let mut rng = StdRng::seed_from_u64(seed ^ 0x3_21d0);
+        Self {
+            gone_after_ambiguous: rng.random_bool(0.5),
+            edit_in_scan: rng.random_bool(0.5),
+            edit_after_accept: rng.random_bool(0.5),
+            paused: (rng.random_range(300..900), rng.random_range(480..1_200)),
+            add_after_death: rng.random_bool(0.5),
+            probe_near_end: rng.random_bool(0.5),
+        }
+    }
+}
+
+impl Shape {
+    pub(super) fn draw(rng: &mut StdRng) -> Self {
+        let mut rate = |max: f64| rng.random_range(0.0..max);
+        let rates = Rates {
+            latency: rate(0.1),
+            fail_before: rate(0.05),
+            throttle: rate(0.03),
+            crash: rate(0.02),
+            lost_response: rate(0.05),
+            duplicate: rate(0.1),
+        };
+        let misbehaviour = Misbehaviour {
+            throttle: rate(0.15),
+            transient: rate(0.15),
+            permanent: rate(0.03),
+            accept_then_drop: rate(0.08),
+            slow: rate(0.05),
+            gone: rate(0.04),
+        };
+        Self {
+            reminders: rng.random_range(4..16),
+            idempotent: PerChannel::from_fn(|_| rng.random_bool(0.5)),
+            workers: rng.random_range(1..4),
+            twin_scheduler: rng.random_bool(0.5),
+            // Sometimes shorter than the work: a second worker gets the same message.
+            visibility_secs: if rng.random_bool(0.3) { 20 } else { 180 },
+            // The template's lowest maxReceiveCount (20), or its default.
+            max_receive_count: if rng.random_bool(0.3) { 20 } else { 100 },
+            rates,
+            misbehaviour,
+            ops: rng.random_range(0..6),
+            stale_handles: if rng.random_bool(0.5) {
+                StaleHandles::Act
+            } else {
+                StaleHandles::Ignored
+            },
+            twin_redrive: rng.random_bool(0.3),
+            ttl_lag_secs: rng.random_range(0..600),
+            windows: Windows::default(),
+        }
+    }
+}
+
+pub(super) struct World {
+    pub shape: Shape,
+    pub clock: VirtualClock,
+    pub dice: Arc<Dice>,
+    pub journal: Arc<Journal>,
+    pub store: Arc<MemoryReminderStore>,
+    pub ledger: Arc<MemoryLedger>,
+    pub dlq: Arc<MemoryQueue<VirtualClock>>,
+    pub ports: ChaosPorts,
+    pub urls: PerChannel<String>,
+    pub ids: Vec<ReminderId>,
+    pub owners: Arc<Mutex<BTreeMap<DeliveryKey, ReminderId>>>,
+    /// Invalid items written mid-run: each must end quarantined.
+    pub invalid_ids: Mutex<BTreeSet<ReminderId>>,
+    /// Reminders the operator asked to cancel (whether or not the cancel went through).
+    pub cancel_requests: Mutex<BTreeSet<ReminderId>>,
+    pub consumer_cfg: ConsumerConfig,
+    pub plant: Option<Plant>,
+    /// Short, so that edits of hours outrun a delivery's proof on the ledger (whose TTL the
+    /// ledger adapter plays).
+    pub retention: Retention,
+    pub acks: Arc<Acks>,
+    /// Each reminder's `fresh_until` as created (by index of `ids`).
+    pub fresh_at_start: Vec<Timestamp>,
+    pub counts: super::acks::Counts,
+    pub tap: Arc<Tap>,
+    pub bus: Arc<MemoryBus>,
+    /// Per channel: what the consumer's alarmed metrics counted (invariant errors, panics).
+    pub alarms: Mutex<BTreeMap<Channel, u64>>,
+    /// What the application answers at the windows' moments (taken when the world starts).
+    pub prompts: Mutex<Option<super::prompt::Prompts>>,
+}
+
+pub(super) fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
+    let clock = VirtualClock::start(EPOCH);
+    let dice = Arc::new(Dice::new(seed ^ 0xc4a0_5eed, shape.rates));
+    let gate = Arc::new(MemoryGate::default());
+    let journal = Arc::new(Journal::new(gate.clone()));
+    let store = Arc::new(MemoryReminderStore::new(4));
+    let ledger = Arc::new(MemoryLedger::default());
+    let dlq = Arc::new(MemoryQueue::new(clock).with_stale_handles(shape.stale_handles));
+    let queue = MemoryQueue::new(clock)
+        .with_redrive(shape.max_receive_count, dlq.clone())
+        .with_stale_handles(shape.stale_handles);
+    let queue = Arc::new(queue);
+    let owners = Arc::new(Mutex::new(BTreeMap::new()));
+    let retention = Retention(RETENTION);
+    let consumer_cfg = ConsumerConfig {
+        max_receive_count: shape.max_receive_count,
+        emit_metrics: false,
+        retention,
+        ..ConsumerConfig::default()
+    };
+    // A third of the worlds run a newer writer than their events function (issue 32).
+    let tap = Arc::new(Tap::new(seed % 3 == 1, plant));
+    let acks = Arc::new(Acks::default());
+    let watch = {
+        let (acks, journal) = (acks.clone(), journal.clone());
+        Arc::new(move |r: &Reminder| acks.landed(&journal, r))
+    };
+    let (prompter, prompts) = tokio::sync::mpsc::unbounded_channel();
+    let provider = |channel: Channel| {
+        Arc::new(ChaosProvider {
+            idempotent: *shape.idempotent.get(channel),
+            dice: dice.clone(),
+            journal: journal.clone(),
+            clock,
+            store: store.clone(),
+            owners: owners.clone(),
+            misbehaviour: shape.misbehaviour,
+            outage: outage(seed, channel),
+            timeout: consumer_cfg.provider_timeout,
+            plant,
+            gone_after_ambiguous: shape.windows.gone_after_ambiguous,
+            doomed: std::sync::Mutex::default(),
+            accepted: shape.windows.edit_after_accept.then(|| prompter.clone()),
+        })
+    };
+    let ports = PortSet {
+        clock,
+        reminders: Arc::new(
+            Chaotic::new(store.clone(), dice.clone())
+                .planted(plant)
+                .watched(watch)
+                .prompting(shape.windows.edit_in_scan.then(|| prompter.clone())),
+        ),
+        ledger: Arc::new(Chaotic::new(
+            Observed {
+                inner: ledger.clone(),
+                journal: journal.clone(),
+                tap: tap.clone(),
+                clock,
+                plant,
+                ttl_lag_secs: shape.ttl_lag_secs,
+                died: shape.windows.add_after_death.then(|| prompter.clone()),
+            },
+            dice.clone(),
+        )),
+        gate: Arc::new(
+            Chaotic::new(gate.clone(), dice.clone())
+                .planted(plant)
+                .probing_slowly(shape.windows.probe_near_end.then(|| prompter.clone())),
+        ),
+        queue: Arc::new(
+            Chaotic::new(queue, dice.clone())
+                .planted(plant)
+                .hearing(counting_receives(&journal)),
+        ),
+        dead_letters: Arc::new(Chaotic::new(dlq.clone(), dice.clone()).planted(plant)),
+        providers: PerChannel::from_fn(provider),
+    };
+    World {
+        shape,
+        clock,
+        dice,
+        journal,
+        store,
+        ledger,
+        dlq,
+        ports,
+        urls: PerChannel::from_fn(|c| format!("http://chaos/000000000000/reminders-{c}")),
+        ids: Vec::new(),
+        owners,
+        invalid_ids: Mutex::new(BTreeSet::new()),
+        cancel_requests: Mutex::new(BTreeSet::new()),
+        consumer_cfg,
+        plant,
+        retention,
+        acks,
+        fresh_at_start: Vec::new(),
+        counts: super::acks::Counts::default(),
+        tap,
+        bus: Arc::new(MemoryBus::default()),
+        alarms: Mutex::default(),
+        prompts: Mutex::new(Some(prompts)),
+    }
+}
+
+/// The journal counts every message a receive handed out, as the queue does.
+fn counting_receives(journal: &Arc<Journal>) -> super::inject::Heard {
+    let journal = journal.clone();
+    Arc::new(move |got: &[reminders::ports::ReceivedMessage]| {
+        for m in got {
+            if let Ok(msg) = reminders::domain::DeliveryMessage::decode(&m.body) {
+                journal.received(&msg.delivery_key);
+            }
+        }
+    })
+}
+
+/// An outage of each channel's provider somewhere in the fault phase, from five minutes to an
+/// hour: longer than a fixed retry schedule, often longer than a reminder's freshness (it
+/// ends with the fault phase at the latest).
+fn outage(seed: u64, channel: Channel) -> (Timestamp, Timestamp) {
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x07a6e ^ channel as u64);
+    let from = EPOCH.plus(Duration::from_secs(rng.random_range(0..CHAOS.as_secs())));
+    let length = Duration::from_secs(rng.random_range(300..=3_600));
+    (from, from.plus(length))
+}
+
+pub(super) fn recipient(channel: Channel, i: u32) -> Recipient {
+    let raw = match channel {
+        Channel::Push => format!("device-{i:08}"),
+        Channel::Email => format!("person{i}@example.com"),
+        Channel::Sms => format!("+1415555{i:04}"),
+    };
+    Recipient::parse(channel, &raw).unwrap_or_else(|_| unreachable!("chaos recipient {raw}"))
+}

@@ -1,0 +1,92 @@
+//! What one simulation runs: the deployed configuration (the template's defaults, one
+//! source), the load, the providers' profiles and the seed.
+
+use std::time::Duration;
+
+use reminders::clock::Timestamp;
+use reminders::consumer::ConsumerConfig;
+use reminders::policy::RetryPolicy;
+use reminders::scheduler::SchedulerConfig;
+
+use super::latency::LatencyModel;
+use reminders::domain::Channel;
+
+use super::provider::Profile;
+
+/// The simulated epoch (virtual time starts here).
+pub const EPOCH: Timestamp = Timestamp::from_millis(1_700_000_000_000);
+
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    pub reminders: u32,
+    /// Due times are spread uniformly over `[0, window)` from the start.
+    pub window: Duration,
+    pub freshness: Duration,
+    pub subscribers: u32,
+    /// Which channels reminders go to (round robin).
+    pub channels: Vec<Channel>,
+    pub seed: u64,
+    pub profile: Profile,
+    pub policy: RetryPolicy,
+    /// Event source mapping capacity per channel: batches of ten per virtual second.
+    pub batches_per_second: u32,
+    /// Give up this long (virtual time) after the window closes.
+    pub max_time: Duration,
+    /// The scheduler's schedules (one share of the due index each) and its per-run backstop,
+    /// as deployed unless told otherwise.
+    pub scheduler_parallelism: u32,
+    pub max_per_run: u32,
+    /// Modelled AWS latency and scheduler CPU, so the scheduler's ceiling shows.
+    pub latency: LatencyModel,
+    /// The consumer's breaker (deployed unless told otherwise).
+    pub breaker: reminders::policy::BreakerPolicy,
+    /// Subscribers with opt-outs and quiet hours ([`recipients`]); none by default.
+    pub recipient_rules: bool,
+}
+
+/// What the stack deploys, from the one source the template is tested against: the
+/// scheduler's and consumer's defaults and the number of schedules.
+pub fn deployed() -> (SchedulerConfig, ConsumerConfig, u32) {
+    let consumer = ConsumerConfig {
+        emit_metrics: false,
+        ..ConsumerConfig::default()
+    };
+    let parallelism = reminders::scheduler::config::DEFAULT_PARALLELISM;
+    (SchedulerConfig::default(), consumer, parallelism)
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        Self {
+            reminders: 10_000,
+            window: Duration::from_secs(1800),
+            freshness: Duration::from_secs(3600),
+            subscribers: 2_000,
+            channels: Channel::ALL.to_vec(),
+            seed: 1,
+            profile: Profile::default(),
+            policy: RetryPolicy::default(),
+            batches_per_second: 20,
+            max_time: Duration::from_secs(12 * 3600),
+            scheduler_parallelism: deployed().2,
+            max_per_run: deployed().0.max_per_run,
+            latency: LatencyModel::default(),
+            breaker: deployed().1.breaker,
+            recipient_rules: false,
+        }
+    }
+}
+
+/// The demo's default load: reminders per second of the due window (10,000 over 30 minutes).
+/// A run with more reminders spreads them over a longer window at this density unless told
+/// otherwise, so that the same providers and failure profile see the same load.
+pub const DEFAULT_DENSITY_PER_SEC: f64 = 10_000.0 / 1_800.0;
+
+impl SimConfig {
+    /// The due window that keeps [`DEFAULT_DENSITY_PER_SEC`] for `reminders` (30 minutes at
+    /// least).
+    pub fn default_window(reminders: u32) -> Duration {
+        let secs = (f64::from(reminders) / DEFAULT_DENSITY_PER_SEC).ceil() as u64;
+        Duration::from_secs(secs.max(1_800))
+    }
+}

@@ -1,0 +1,118 @@
+//! Capacity planning on the simulation engine: with this throughput, policy and outage, what
+//! fraction arrives before its freshness deadline, and when does the queue drain? The
+//! arithmetic estimate is printed beside the simulated answer.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::{simulate, Profile, SimConfig, SimReport};
+use reminders::domain::Channel;
+use reminders::policy::RetryPolicy;
+
+#[derive(Debug, Clone)]
+pub struct PlanInput {
+    pub reminders: u32,
+    /// Due times spread over this many seconds (0: all due at once).
+    pub due_spread_secs: u64,
+    /// Sends per second the provider accepts.
+    pub throughput_per_sec: f64,
+    /// Fraction of first attempts that time out (and are retried with the same key).
+    pub timeout_rate: f64,
+    pub freshness_secs: u64,
+    pub outage: Option<(u64, u64)>,
+    pub seed: u64,
+    /// The scheduler as deployed unless told otherwise (`SchedulerParallelism`,
+    /// `SchedulerMaxPerRun`).
+    pub scheduler_parallelism: u32,
+    pub max_per_run: u32,
+}
+
+impl PlanInput {
+    /// A plan of the stack as deployed.
+    pub fn deployed(reminders: u32, throughput_per_sec: f64) -> Self {
+        let (scheduler, _, parallelism) = super::deployed();
+        Self {
+            reminders,
+            due_spread_secs: 0,
+            throughput_per_sec,
+            timeout_rate: 0.0,
+            freshness_secs: 3600,
+            outage: None,
+            seed: 1,
+            scheduler_parallelism: parallelism,
+            max_per_run: scheduler.max_per_run,
+        }
+    }
+}
+
+/// Back-of-the-envelope: every send, first or retried, costs one unit of throughput.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Estimate {
+    pub first_wave_secs: f64,
+    pub retry_secs: f64,
+    pub drain_secs: f64,
+}
+
+pub fn estimate(input: &PlanInput) -> Estimate {
+    let n = f64::from(input.reminders);
+    let rate = input.throughput_per_sec.max(f64::MIN_POSITIVE);
+    let first_wave_secs = n / rate;
+    let retry_secs = n * input.timeout_rate / rate;
+    let outage = input.outage.map_or(0.0, |(_, len)| len as f64);
+    let work = first_wave_secs + retry_secs + outage;
+    Estimate {
+        first_wave_secs,
+        retry_secs,
+        drain_secs: work.max(input.due_spread_secs as f64),
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    pub estimate: Estimate,
+    pub simulated: SimReport,
+}
+
+pub async fn plan(input: &PlanInput) -> Plan {
+    Plan {
+        estimate: estimate(input),
+        simulated: simulate(&config(input), |_, _| {}).await,
+    }
+}
+
+/// The simulation a plan runs: one channel at the plan's throughput, the deployed stack.
+pub fn config(input: &PlanInput) -> SimConfig {
+    let profile = Profile {
+        push_per_sec: input.throughput_per_sec,
+        rate_429: 0.0,
+        rate_5xx: 0.0,
+        rate_permanent: 0.0,
+        rate_timeout: input.timeout_rate,
+        timeout_first_attempt_only: true,
+        outage_start_secs: input.outage.map(|(start, _)| start),
+        outage_secs: input.outage.map_or(0, |(_, len)| len),
+        outage_channel: None,
+        idempotent: true,
+        ..Profile::default()
+    };
+    SimConfig {
+        reminders: input.reminders,
+        window: Duration::from_secs(input.due_spread_secs.max(1)),
+        freshness: Duration::from_secs(input.freshness_secs),
+        subscribers: input.reminders.max(1),
+        channels: vec![Channel::Push],
+        seed: input.seed,
+        profile,
+        // The deployed policy, with the plan's freshness as its default.
+        policy: RetryPolicy {
+            freshness_default_secs: input.freshness_secs.max(1),
+            ..RetryPolicy::default()
+        },
+        batches_per_second: ((input.throughput_per_sec / 10.0).ceil() as u32 * 3).max(5),
+        max_time: Duration::from_secs(24 * 3600),
+        scheduler_parallelism: input.scheduler_parallelism,
+        max_per_run: input.max_per_run,
+        ..SimConfig::default()
+    }
+}

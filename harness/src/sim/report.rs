@@ -1,0 +1,189 @@
+//! What a simulation found: the numbers an operator plans with, as text or one JSON line
+//! (no wall-clock time, no paths: the same seed gives the same bytes).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::Serialize;
+
+use super::{SimConfig, World};
+use reminders::consumer::Metrics;
+use reminders::domain::{Channel, DeadReason, PerChannel};
+
+/// One point of the time series (every ten virtual seconds).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sample {
+    pub t_secs: u64,
+    pub depth: PerChannel<u64>,
+    pub oldest_age_secs: PerChannel<u64>,
+    /// Deliveries since the previous sample.
+    pub delivered: u64,
+    /// Deliveries that expired (went stale), died, or were cancelled since the previous one.
+    pub expired: u64,
+    pub dead: u64,
+    pub cancelled: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Percentiles {
+    pub p50: i64,
+    pub p95: i64,
+    pub p99: i64,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Outcomes {
+    pub delivered: u64,
+    pub expired: u64,
+    pub cancelled: u64,
+    pub pending: u64,
+    pub dead: BTreeMap<DeadReason, u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SimReport {
+    pub seed: u64,
+    pub reminders: u64,
+    pub delivered: u64,
+    /// Delivered within a minute of their due time.
+    pub on_time: u64,
+    pub expired: u64,
+    pub cancelled: u64,
+    /// Neither final nor dead when the simulation stopped.
+    pub pending: u64,
+    pub dead: BTreeMap<DeadReason, u64>,
+    pub provider_calls: u64,
+    /// Delivery keys the recipient saw more than once (0 with an idempotent provider).
+    pub duplicates: u64,
+    pub lateness_ms: Percentiles,
+    pub peak_queue_age_s: BTreeMap<Channel, u64>,
+    /// Virtual seconds until nothing was left to do (none if it never drained).
+    pub drain_time_s: Option<u64>,
+    /// Delivered before going stale, as a fraction of all reminders.
+    pub fresh_fraction: f64,
+    #[serde(skip)]
+    pub samples: Vec<Sample>,
+}
+
+fn percentile(sorted: &[i64], p: f64) -> i64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+pub(super) async fn build(
+    cfg: &SimConfig,
+    w: &World,
+    metrics: PerChannel<Metrics>,
+    samples: Vec<Sample>,
+    drained_at: Option<u64>,
+) -> SimReport {
+    let (store, ledger, dlq, provider) = w.parts();
+    let o = super::outcomes(store, ledger, dlq, cfg).await;
+    let mut lateness: Vec<i64> = Channel::ALL
+        .iter()
+        .flat_map(|c| metrics.get(*c).lateness_ms.iter().copied())
+        .collect();
+    lateness.sort_unstable();
+    let peak_queue_age_s = Channel::ALL
+        .iter()
+        .map(|c| {
+            let peak = samples
+                .iter()
+                .map(|s| *s.oldest_age_secs.get(*c))
+                .max()
+                .unwrap_or(0);
+            (*c, peak)
+        })
+        .collect();
+    let reminders = u64::from(cfg.reminders);
+    SimReport {
+        seed: cfg.seed,
+        reminders,
+        delivered: o.delivered,
+        on_time: lateness.iter().filter(|l| **l <= 60_000).count() as u64,
+        expired: o.expired,
+        cancelled: o.cancelled,
+        pending: o.pending,
+        dead: o.dead,
+        provider_calls: provider.calls(),
+        duplicates: provider.duplicates(),
+        lateness_ms: Percentiles {
+            p50: percentile(&lateness, 50.0),
+            p95: percentile(&lateness, 95.0),
+            p99: percentile(&lateness, 99.0),
+        },
+        peak_queue_age_s,
+        drain_time_s: drained_at,
+        fresh_fraction: if reminders == 0 {
+            0.0
+        } else {
+            (o.delivered as f64 / reminders as f64 * 10_000.0).round() / 10_000.0
+        },
+        samples,
+    }
+}
+
+impl SimReport {
+    /// The report as one JSON line.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+impl fmt::Display for SimReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let pct = |n: u64| 100.0 * n as f64 / self.reminders.max(1) as f64;
+        writeln!(f, "reminders           {}", self.reminders)?;
+        writeln!(
+            f,
+            "delivered           {} ({:.1}%)",
+            self.delivered,
+            pct(self.delivered)
+        )?;
+        writeln!(
+            f,
+            "  on time (≤ 60 s)  {} ({:.1}%)",
+            self.on_time,
+            pct(self.on_time)
+        )?;
+        writeln!(
+            f,
+            "  lateness          p50 {:.1} s · p95 {:.1} s · p99 {:.1} s",
+            self.lateness_ms.p50 as f64 / 1000.0,
+            self.lateness_ms.p95 as f64 / 1000.0,
+            self.lateness_ms.p99 as f64 / 1000.0
+        )?;
+        writeln!(
+            f,
+            "expired (stale)     {} ({:.1}%)",
+            self.expired,
+            pct(self.expired)
+        )?;
+        let dead: u64 = self.dead.values().sum();
+        writeln!(f, "dead                {dead}")?;
+        for (reason, n) in &self.dead {
+            writeln!(f, "  {:<20}{n}", reason.as_str())?;
+        }
+        if self.pending > 0 {
+            writeln!(f, "still pending       {}", self.pending)?;
+        }
+        writeln!(
+            f,
+            "provider calls      {} for {} deliveries ({:.2} per delivery)",
+            self.provider_calls,
+            self.delivered,
+            self.provider_calls as f64 / self.delivered.max(1) as f64
+        )?;
+        writeln!(f, "duplicates          {}", self.duplicates)?;
+        for (c, age) in &self.peak_queue_age_s {
+            writeln!(f, "peak queue age      {:<6} {age} s", c.as_str())?;
+        }
+        match self.drain_time_s {
+            Some(t) => writeln!(f, "drained after       {t} s of simulated time"),
+            None => writeln!(f, "did not drain before the time limit"),
+        }
+    }
+}
