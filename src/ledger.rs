@@ -15,9 +15,11 @@ use crate::clock::Timestamp;
 use crate::domain::{Channel, DeadReason, DeliveryKey, ReminderId, SubscriberId};
 use crate::policy::{OutcomeClass, RetryPolicy};
 pub use change::{Change, Ctx, Refused, Why};
+pub use detail::{Detail, QUIET_HOURS_ERROR};
 pub use transitions::{apply, HELD_FOR_QUIET_HOURS};
 
 mod change;
+mod detail;
 mod transitions;
 
 /// Transitions kept on the item; each write adds one and drops the oldest beyond this.
@@ -81,7 +83,7 @@ impl LeaseToken {
 }
 
 /// The history detail of a horizon move (an edit's, or intake's for a due time moved later).
-pub const HORIZON_MOVED: &str = "horizon moved by an edit";
+pub const HORIZON_MOVED: &str = Detail::HorizonMoved.as_str();
 
 /// Who redrove a delivery, kept in its history.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -223,6 +225,24 @@ impl DeliveryRecord {
     }
     pub fn last_error(&self) -> Option<&str> {
         self.last_error.as_deref()
+    }
+    /// When a deferred delivery is held for the recipient's quiet hours, the time they end
+    /// (its next eligible time); `None` for any other state or deferral.
+    pub fn held_for_quiet_hours_until(&self) -> Option<Timestamp> {
+        if self.status != Status::Deferred {
+            return None;
+        }
+        // A hold is the last write until the next claim.
+        let (_, last) = self.history().into_iter().last()?;
+        let quiet = match last.detail.as_deref().and_then(Detail::parse) {
+            Some(Detail::HeldForQuietHours) => true,
+            // Written before holds were named apart: the breaker's code, told by the error.
+            Some(Detail::HeldByBreaker) => self
+                .last_error()
+                .is_some_and(|e| e.starts_with(detail::QUIET_HOURS_ERROR)),
+            _ => false,
+        };
+        self.next_eligible_at.filter(|_| quiet)
     }
     pub fn dead_reason(&self) -> Option<DeadReason> {
         self.dead_reason

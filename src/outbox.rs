@@ -14,7 +14,7 @@ use crate::domain::{
     Channel, Content, DeliveryKey, NewReminder, Recipient, Reminder, ReminderError, ReminderId,
     ReminderStatus,
 };
-use crate::ledger::{Ctx, Origin};
+use crate::ledger::{Ctx, Origin, Status};
 use crate::ports::{Inserted, Ledger, Marked, PortError, ReminderStore};
 
 #[derive(Debug, thiserror::Error)]
@@ -45,8 +45,10 @@ pub async fn create<S: ReminderStore>(
     new: NewReminder,
     default_freshness: Duration,
     retention: Retention,
+    now: Timestamp,
 ) -> Result<Option<Reminder>, OutboxError> {
     let reminder = Reminder::new(new, default_freshness, retention.0)?;
+    crate::domain::check_due_ahead(reminder.due_at, now)?;
     Ok(match store.insert(&reminder).await? {
         Inserted::Created => Some(reminder),
         Inserted::AlreadyExists => None,
@@ -74,6 +76,9 @@ pub enum Edited {
     /// delivery was cancelled as edited away (or will be), and its key can never send again.
     /// Refused rather than acknowledged and silently never sent.
     Readded(Channel),
+    /// Every channel it lists has settled (delivered, dead, expired or cancelled) and the
+    /// edit adds none: it would send nothing (the API's `409`; create another reminder).
+    NothingLeft,
 }
 
 pub async fn edit<S: ReminderStore, L: Ledger>(
@@ -104,8 +109,14 @@ pub async fn edit<S: ReminderStore, L: Ledger>(
                 .unwrap_or_else(|| current.recipients.values().cloned().collect()),
         };
         let mut next = Reminder::new(new, Duration::ZERO, retention.0)?;
+        if next.due_at != current.due_at {
+            crate::domain::check_due_ahead(next.due_at, now)?;
+        }
         if let Some(channel) = readded(&current, &next) {
             return Ok(Edited::Readded(channel));
+        }
+        if nothing_left(&current, &next, ledger).await? {
+            return Ok(Edited::NothingLeft);
         }
         next.payload_version = current.payload_version + 1;
         after_edit(&current, &mut next);
@@ -133,6 +144,35 @@ pub async fn edit<S: ReminderStore, L: Ledger>(
         }
     }
     Err(OutboxError::Contended)
+}
+
+/// An enqueued reminder whose every listed channel has settled on the ledger, edited without
+/// adding a channel: nothing it could change would ever be sent.
+async fn nothing_left<L: Ledger>(
+    current: &Reminder,
+    next: &Reminder,
+    ledger: &L,
+) -> Result<bool, PortError> {
+    if current.status != ReminderStatus::Enqueued
+        || next
+            .channels()
+            .any(|c| !current.recipients.contains_key(&c))
+    {
+        return Ok(false);
+    }
+    for channel in current.listed_channels() {
+        let key = DeliveryKey::derive(&current.reminder_id, &current.subscriber_id, channel);
+        let settled = ledger.get(&key).await?.is_some_and(|r| {
+            matches!(
+                r.status(),
+                Status::Delivered | Status::Dead | Status::Expired | Status::Cancelled
+            )
+        });
+        if !settled {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// A channel `next` lists that `current` does not, but that was enqueued before: an earlier
@@ -205,9 +245,7 @@ pub async fn cancel<S: ReminderStore, L: Ledger>(
             // scheduler wrote that already, unless it expired before the ledger recorded it).
             let answer = match reminder.status {
                 ReminderStatus::Expired => match delivery::expire_unsent(ledger, &ctx).await? {
-                    delivery::Written::Applied(_) => {
-                        Cancelled::AlreadyFinal(crate::ledger::Status::Expired)
-                    }
+                    delivery::Written::Applied(_) => Cancelled::AlreadyFinal(Status::Expired),
                     refused => delivery::cancel_answer(refused),
                 },
                 _ => delivery::cancel(ledger, &ctx).await?,

@@ -63,6 +63,35 @@ fn operator_commands_against_the_emulator() {
         &env,
     );
     assert!(created.contains("created op-1"), "{created}");
+    // The API's limits hold here too: one line, and nothing written.
+    for (flag, value, says) in [
+        ("--due-in", "400000000", "within 10 years"),
+        ("--fresh-secs", "40000000", "fresh"),
+    ] {
+        let args = [
+            "remind",
+            "create",
+            "--id",
+            "op-far",
+            "--subscriber",
+            "u-1",
+            "--body",
+            "hi",
+            "--push",
+            "t",
+            flag,
+            value,
+        ];
+        let out = remindctl(&args, &env, "");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.lines().count() == 1,
+            "{flag}: {err}"
+        );
+        assert!(err.contains(says), "{flag}: {err}");
+    }
+    let far = remindctl(&["remind", "show", "--id", "op-far"], &env, "");
+    assert!(!far.status.success(), "a refused create wrote nothing");
     let shown = ok(&["remind", "show", "--id", "op-1"], &env);
     assert!(shown.contains("no item: not enqueued yet"), "{shown}");
     // The reminder's status comes with what its deliveries say.

@@ -12,7 +12,6 @@
 
 pub mod config;
 pub mod event;
-mod gate_cache;
 pub mod metrics;
 mod record;
 
@@ -32,8 +31,8 @@ use crate::ports::{DeliveryQueue, PortError, Ports};
 use crate::providers::secret::SuppressionKeySource;
 pub use config::ConsumerConfig;
 pub use event::Incoming;
-use gate_cache::GateCache;
 pub use metrics::Metrics;
+use record::health::{next_limit, GateCache};
 
 /// What happened to one message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -173,13 +172,7 @@ impl<P: Ports> Consumer<P> {
             let Some((report, channel, m)) = in_flight.next().await else {
                 break;
             };
-            limit = if m.deferred_provider > 0 {
-                (limit / 2).max(1)
-            } else if m.delivered > 0 {
-                (limit + 1).min(self.cfg.max_concurrency)
-            } else {
-                limit
-            };
+            limit = next_limit(limit, &m, self.cfg.max_concurrency);
             metrics.get_mut(channel).merge(m);
             reports.push(report);
         }

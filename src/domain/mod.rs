@@ -22,7 +22,8 @@ pub use preferences::{
 pub use reason::DeadReason;
 pub use recipient::{Recipient, RecipientError};
 pub use reminder::{
-    due_shard, Content, NewReminder, Reminder, ReminderError, ReminderStatus, MAX_DUE_SHARDS,
+    check_due_ahead, due_shard, Content, NewReminder, Reminder, ReminderError, ReminderStatus,
+    MAX_DUE_AHEAD, MAX_DUE_SHARDS, MAX_FRESHNESS,
 };
 pub use retention::Retention;
 pub use suppression::{AddressHash, Suppression, SuppressionKey, SuppressionSource};

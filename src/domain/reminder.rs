@@ -10,6 +10,13 @@ use super::ids::{Channel, ReminderId, SubscriberId};
 use super::recipient::Recipient;
 use crate::clock::Timestamp;
 
+/// How far ahead a reminder may be due, and how long after it is due it may stay fresh: the
+/// TTL is `fresh_until` + retention, so these bound how long a recipient stays stored. The
+/// API, `remindctl remind create` and every edit hold them ([`Reminder::new`],
+/// [`check_due_ahead`]).
+pub const MAX_DUE_AHEAD: Duration = Duration::from_secs(10 * 366 * 86_400);
+pub const MAX_FRESHNESS: Duration = Duration::from_secs(366 * 86_400);
+
 pub const MAX_SUBJECT_LEN: usize = 998;
 pub const MAX_BODY_LEN: usize = 64 * 1024;
 
@@ -59,6 +66,10 @@ pub enum Content {
 pub enum ReminderError {
     #[error("fresh_until: must be after due_at")]
     FreshBeforeDue,
+    #[error("fresh_until: a reminder may stay fresh for at most 366 days after it is due")]
+    FreshTooLong,
+    #[error("due_at: must be within 10 years")]
+    DueTooFar,
     #[error("recipients: must name at least one channel's recipient")]
     NoRecipients,
     #[error("content.{part}: must be at most {limit} bytes", limit = content_limit(part))]
@@ -73,7 +84,8 @@ impl ReminderError {
     /// The attribute at fault, as the stored item names it (`content.body`, `recipients`).
     pub fn field(&self) -> String {
         match self {
-            ReminderError::FreshBeforeDue => "fresh_until".into(),
+            ReminderError::FreshBeforeDue | ReminderError::FreshTooLong => "fresh_until".into(),
+            ReminderError::DueTooFar => "due_at".into(),
             ReminderError::NoRecipients => "recipients".into(),
             ReminderError::ContentTooLarge { part } => format!("content.{part}"),
             ReminderError::BadTemplateData => "content.template_data".into(),
@@ -94,6 +106,15 @@ impl ReminderError {
     pub fn is_too_large(&self) -> bool {
         matches!(self, ReminderError::ContentTooLarge { .. })
     }
+}
+
+/// A reminder due at `due_at` may be created or moved there at `now`: within
+/// [`MAX_DUE_AHEAD`].
+pub fn check_due_ahead(due_at: Timestamp, now: Timestamp) -> Result<(), ReminderError> {
+    if due_at > now.plus(MAX_DUE_AHEAD) {
+        return Err(ReminderError::DueTooFar);
+    }
+    Ok(())
 }
 
 fn content_limit(part: &str) -> usize {
@@ -152,6 +173,9 @@ impl Reminder {
             .unwrap_or_else(|| new.due_at.plus(default_freshness));
         if fresh_until <= new.due_at {
             return Err(ReminderError::FreshBeforeDue);
+        }
+        if fresh_until.since(new.due_at) > MAX_FRESHNESS {
+            return Err(ReminderError::FreshTooLong);
         }
         if new.recipients.is_empty() {
             return Err(ReminderError::NoRecipients);

@@ -301,7 +301,7 @@ fn hold(
 }
 
 /// The history detail of a hold for the recipient's quiet hours.
-pub const HELD_FOR_QUIET_HOURS: &str = "held_for_quiet_hours";
+pub const HELD_FOR_QUIET_HOURS: &str = super::Detail::HeldForQuietHours.as_str();
 
 /// sending (fenced) or deferred → dead for a provider or budget reason; scheduled, ready or
 /// deferred → dead for a reminder that is gone or cannot be read or sent (never from

@@ -4,7 +4,7 @@
 
 pub mod breaker;
 mod retry;
-pub mod retry_after;
+pub mod throttle;
 
 use std::time::Duration;
 
@@ -19,7 +19,7 @@ pub use breaker::BreakerPolicy;
 pub use retry::{
     AmbiguousRule, Backoff, PolicyError, RetryPolicy, DEFAULT_BACKOFF, DEFAULT_POLICY_VERSION,
 };
-pub use retry_after::parse_retry_after;
+pub use throttle::parse_retry_after;
 
 /// SQS caps a message's visibility at 12 h from its receive; keep a margin for the
 /// processing time already spent (a Lambda runs at most 15 minutes).
@@ -249,19 +249,10 @@ pub fn decide(
             (delay, true)
         }
         Outcome::Throttled { .. } | Outcome::Blocked { .. } => {
-            let retry_after = match outcome {
-                Outcome::Throttled { retry_after } => *retry_after,
-                Outcome::Blocked { retry_after, .. } => Some(*retry_after),
-                _ => None,
-            };
-            let throttles = spent.throttles.saturating_add(1);
-            if throttles > policy.max_throttle_deferrals {
-                return Next::Dead(DeadReason::ThrottleExhausted);
+            match throttle::delay(policy, spent, outcome, now, rng) {
+                Ok(delay) => (delay, false),
+                Err(dead) => return dead,
             }
-            (
-                throttle_delay(policy, throttles, retry_after, now, rng),
-                false,
-            )
         }
     };
     let at = now.plus(delay);
@@ -373,32 +364,8 @@ fn fitted_delay(factor: u32, remaining: u32, left: Duration, rng: &mut impl Rng)
     Duration::from_millis(rng.random_range(ceiling / 2..=ceiling).max(1_000))
 }
 
-fn throttle_delay(
-    policy: &RetryPolicy,
-    throttles: u32,
-    retry_after: Option<Timestamp>,
-    now: Timestamp,
-    rng: &mut impl Rng,
-) -> Duration {
-    match retry_after {
-        // Never earlier than the provider asked; a little jitter after it so a reopening is
-        // not a stampede.
-        Some(at) => {
-            let wait = at.since(now);
-            let spread = (wait.as_millis() as u64 / 10).min(5_000);
-            wait + Duration::from_millis(rng.random_range(0..=spread))
-        }
-        None => full_jitter(
-            policy.throttle_base_secs,
-            policy.throttle_cap_secs,
-            throttles,
-            rng,
-        ),
-    }
-}
-
 /// Uniform in `[1 s, min(cap, base × 2^(n−1))]`, in whole seconds.
-fn full_jitter(base: u64, cap: u64, n: u32, rng: &mut impl Rng) -> Duration {
+pub(super) fn full_jitter(base: u64, cap: u64, n: u32, rng: &mut impl Rng) -> Duration {
     let exp = n.saturating_sub(1).min(32);
     let ceiling = base.saturating_mul(1u64 << exp).min(cap).max(1);
     Duration::from_secs(rng.random_range(1..=ceiling))

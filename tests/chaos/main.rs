@@ -31,7 +31,7 @@ fn delivered_share(t: &Tally) -> f64 {
 #[test]
 fn three_hundred_worlds_keep_every_promise() {
     let (total, failing) = run(0, 300, None);
-    let floors: [(&str, u64, u64); 20] = [
+    let floors: [(&str, u64, u64); 21] = [
         ("delivered", total.delivered, 1_500),
         ("edits_applied", total.edits_applied, 750),
         ("edits_due_earlier", total.edits_due_earlier, 120),
@@ -42,7 +42,11 @@ fn three_hundred_worlds_keep_every_promise() {
         ("edits_channel_removed", total.edits_channel_removed, 90),
         ("edits_channel_added", total.edits_channel_added, 120),
         ("edits_channel_readded", total.edits_channel_readded, 12),
-        ("edits_of_stale", total.edits_of_stale, 200),
+        // Edits of stale reminders that still had a delivery to send (window 1). An edit of a
+        // reminder whose every delivery settled is refused with 409, as the API does, and
+        // counted in `edits_refused` instead: 180 and 472 at 300 worlds.
+        ("edits_of_stale", total.edits_of_stale, 120),
+        ("edits_refused", total.edits_refused, 250),
         ("fallbacks_taken", total.fallbacks_taken, 30),
         ("redrives_executed", total.redrives_executed, 120),
         ("orders_set", total.orders_set, 200),

@@ -10,9 +10,10 @@ use reminders::consumer::{BatchOutcome, Consumer, ConsumerConfig};
 use reminders::deadletter::DeadLetter;
 use reminders::domain::{
     Channel, Content, DeliveryKey, DeliveryMessage, NewReminder, PerChannel, Recipient, Reminder,
-    ReminderId, SubscriberId,
+    ReminderId, ReminderStatus, SubscriberId,
 };
 use reminders::ledger::DeliveryRecord;
+use reminders::outbox::{self, Edit, Edited, OutboxError};
 use reminders::ports::{
     DeadLetters, DeliveryQueue, Faults, Ledger, MemoryGate, MemoryLedger, MemoryQueue,
     MemoryReminderStore, OutgoingMessage, PortSet, ReminderStore, ScriptedProvider,
@@ -116,6 +117,29 @@ impl Mem {
         let r = reminder(id, channels);
         self.store.insert(&r).await.unwrap();
         r
+    }
+
+    /// The scheduler's mark: `r`'s version enqueued.
+    pub async fn mark_enqueued(&self, r: &Reminder) {
+        let marked = self
+            .store
+            .mark(&r.reminder_id, r.payload_version, ReminderStatus::Enqueued)
+            .await
+            .unwrap();
+        assert_eq!(marked, reminders::ports::Marked::Marked);
+    }
+
+    /// An application's edit of `id` at T0, as the API makes it (default retention).
+    pub async fn edit(&self, id: &ReminderId, edit: Edit) -> Result<Edited, OutboxError> {
+        outbox::edit(
+            &*self.store,
+            &*self.ledger,
+            id,
+            edit,
+            T0,
+            reminders::domain::Retention::default(),
+        )
+        .await
     }
 
     pub async fn enqueue(&self, msg: &DeliveryMessage) {

@@ -4,6 +4,7 @@
 mod emulator;
 mod harness;
 mod memory;
+mod outbox_rules;
 mod retention;
 mod rules;
 #[path = "../support/mod.rs"]

@@ -46,6 +46,7 @@ async fn ttls_with(retention_secs: &str) -> Vec<(&'static str, i64, Timestamp)> 
         },
         Duration::from_secs(3600),
         retention,
+        T0,
     )
     .await
     .unwrap()

@@ -15,7 +15,7 @@ use reminders::domain::{
     Channel, DeadReason, PerChannel, Preferences, Recipient, Reminder, ReminderStatus, Retention,
 };
 use reminders::ledger::{Change, Ctx, LeaseToken, Origin, RedriveAudit, Status, Why};
-use reminders::outbox::{self, Edit, Edited};
+use reminders::outbox::{Edit, Edited};
 use reminders::policy::RetryPolicy;
 use reminders::ports::gate::{BreakerChange, GateState};
 use reminders::ports::provider::Answer;
@@ -100,11 +100,7 @@ async fn w4_2_an_edit_far_out_moves_the_horizon_of_an_unsettled_delivery() {
         ..Edit::default()
     };
     let retention = Retention::default();
-    let Edited::Edited(v2) =
-        outbox::edit(&*w.store, &*w.ledger, &r.reminder_id, edit, T0, retention)
-            .await
-            .unwrap()
-    else {
+    let Edited::Edited(v2) = w.edit(&r.reminder_id, edit).await.unwrap() else {
         panic!("edit refused")
     };
     let horizon = retention.expires_at(v2.fresh_until);
@@ -404,12 +400,7 @@ async fn w4_6_a_redrive_of_a_death_the_walk_handed_on_is_refused() {
         recipients: Some(recipients(&[Channel::Push, Channel::Email])),
         ..Edit::default()
     };
-    let retention = Retention::default();
-    let Edited::Edited(v2) =
-        outbox::edit(&*w.store, &*w.ledger, &r.reminder_id, add, T0, retention)
-            .await
-            .unwrap()
-    else {
+    let Edited::Edited(v2) = w.edit(&r.reminder_id, add).await.unwrap() else {
         panic!("edit refused")
     };
     let email = message(&v2, Channel::Email);
@@ -496,35 +487,18 @@ async fn w4_7_a_reorder_after_the_head_was_claimed_sends_one_channel() {
 async fn w4_8_a_channel_removed_after_enqueue_cannot_be_listed_again() {
     let w = Mem::new(test_config(), true);
     let r = w.reminder("w48", &[Channel::Push, Channel::Email]).await;
-    let marked = w
-        .store
-        .mark(&r.reminder_id, r.payload_version, ReminderStatus::Enqueued)
-        .await
-        .unwrap();
-    assert_eq!(marked, reminders::ports::Marked::Marked);
-    let retention = Retention::default();
+    w.mark_enqueued(&r).await;
     let only_push = Edit {
         recipients: Some(recipients(&[Channel::Push])),
         ..Edit::default()
     };
-    let got = outbox::edit(
-        &*w.store,
-        &*w.ledger,
-        &r.reminder_id,
-        only_push,
-        T0,
-        retention,
-    )
-    .await
-    .unwrap();
+    let got = w.edit(&r.reminder_id, only_push).await.unwrap();
     assert!(matches!(got, Edited::Edited(_)), "{got:?}");
     let both = Edit {
         recipients: Some(recipients(&[Channel::Push, Channel::Email])),
         ..Edit::default()
     };
-    let got = outbox::edit(&*w.store, &*w.ledger, &r.reminder_id, both, T0, retention)
-        .await
-        .unwrap();
+    let got = w.edit(&r.reminder_id, both).await.unwrap();
     assert_eq!(got, Edited::Readded(Channel::Email));
     // A channel never enqueued may come and go freely.
     let r2 = w.reminder("w48b", &[Channel::Push, Channel::Email]).await;
@@ -532,23 +506,12 @@ async fn w4_8_a_channel_removed_after_enqueue_cannot_be_listed_again() {
         recipients: Some(recipients(&[Channel::Push])),
         ..Edit::default()
     };
-    outbox::edit(
-        &*w.store,
-        &*w.ledger,
-        &r2.reminder_id,
-        only_push,
-        T0,
-        retention,
-    )
-    .await
-    .unwrap();
+    w.edit(&r2.reminder_id, only_push).await.unwrap();
     let both = Edit {
         recipients: Some(recipients(&[Channel::Push, Channel::Email])),
         ..Edit::default()
     };
-    let got = outbox::edit(&*w.store, &*w.ledger, &r2.reminder_id, both, T0, retention)
-        .await
-        .unwrap();
+    let got = w.edit(&r2.reminder_id, both).await.unwrap();
     assert!(matches!(got, Edited::Edited(_)), "{got:?}");
 }
 
@@ -599,10 +562,7 @@ async fn only_email(w: &Mem, r: &Reminder) -> Reminder {
         recipients: Some(recipients(&[Channel::Email])),
         ..Edit::default()
     };
-    let retention = Retention::default();
-    let got = outbox::edit(&*w.store, &*w.ledger, &r.reminder_id, edit, T0, retention)
-        .await
-        .unwrap();
+    let got = w.edit(&r.reminder_id, edit).await.unwrap();
     let Edited::Edited(edited) = got else {
         panic!("{got:?}")
     };

@@ -86,12 +86,14 @@ async fn create(a: CreateArgs) -> Result<(), String> {
             .as_secs(),
     };
     let p = ports().await?;
-    let new = new_reminder(a, p.clock.now(), fresh_secs)?;
+    let now = p.clock.now();
+    let new = new_reminder(a, now, fresh_secs)?;
     let created = outbox::create(
         &p.reminders,
         new,
         Duration::from_secs(fresh_secs),
         retention()?,
+        now,
     )
     .await
     .map_err(err)?;

@@ -266,13 +266,9 @@ fn print_ledger(rec: &DeliveryRecord) {
 /// entry (a hold is the last write until the next claim). Holds are recorded as
 /// `held_for_quiet_hours`; items written before that named them `held_by_breaker`.
 fn quiet_hold_entry(rec: &DeliveryRecord) -> Option<u64> {
-    words::quiet_hours_until(rec)?;
-    let (n, last) = rec.history().into_iter().last()?;
-    matches!(
-        last.detail.as_deref(),
-        Some("held_by_breaker" | reminders::ledger::HELD_FOR_QUIET_HOURS)
-    )
-    .then_some(n)
+    rec.held_for_quiet_hours_until()?;
+    let (n, _) = rec.history().into_iter().last()?;
+    Some(n)
 }
 
 /// The last error while it describes the delivery's state: an error from before a delivery

@@ -3,11 +3,7 @@
 //! the wording is tested here and the commands only print it.
 
 use reminders::domain::{DeadReason, ReminderStatus};
-use reminders::ledger::{DeliveryRecord, HistoryEntry, RedriveAudit, Status};
-
-/// The consumer's `last_error` for a delivery it holds for the recipient's quiet hours
-/// (`quiet hours until <RFC 3339>`).
-const QUIET_HOURS_UNTIL: &str = "quiet hours until ";
+use reminders::ledger::{DeliveryRecord, Detail, HistoryEntry, RedriveAudit, Status};
 
 /// What a delivery with no ledger item means, by the reminder's status.
 /// A channel the subscriber's fallback order holds behind another one the reminder lists.
@@ -57,13 +53,10 @@ pub fn dead_reason(reason: DeadReason) -> Option<&'static str> {
     }
 }
 
-/// When a deferred delivery is held for the recipient's quiet hours, the time they end (as
-/// the consumer wrote it); `None` for any other state or deferral.
-pub fn quiet_hours_until(rec: &DeliveryRecord) -> Option<&str> {
-    if rec.status() != Status::Deferred {
-        return None;
-    }
-    rec.last_error()?.strip_prefix(QUIET_HOURS_UNTIL)
+/// When a deferred delivery is held for the recipient's quiet hours, the time they end
+/// (RFC 3339); `None` for any other state or deferral.
+pub fn quiet_hours_until(rec: &DeliveryRecord) -> Option<String> {
+    rec.held_for_quiet_hours_until().map(|t| t.to_rfc3339())
 }
 
 /// Why the delivery is where it is, when its code needs words: a recipient's-choice death, or
@@ -113,12 +106,12 @@ pub fn status_detail(status: ReminderStatus, ledgers: &[Option<&DeliveryRecord>]
 /// A history entry's detail in operator words; the ledger's own codes stay in `--json`.
 /// Details already in words (dead reasons, which are also `--reason` values) pass through.
 pub fn detail(detail: &str) -> &str {
-    match detail {
-        "dlq_copy_claimed" => "dead-letter copy being made",
-        "dlq_copy" => "dead-letter copy made",
-        "held_by_breaker" => "held back by the provider's circuit breaker",
-        "held_for_quiet_hours" => QUIET_HOLD,
-        other => other,
+    match Detail::parse(detail) {
+        Some(Detail::DlqCopyClaimed) => "dead-letter copy being made",
+        Some(Detail::DlqCopy) => "dead-letter copy made",
+        Some(Detail::HeldByBreaker) => "held back by the provider's circuit breaker",
+        Some(Detail::HeldForQuietHours) => QUIET_HOLD,
+        Some(Detail::HorizonMoved) | None => detail,
     }
 }
 
@@ -242,26 +235,46 @@ mod tests {
         assert_eq!(why(&rejected), None);
     }
 
+    /// A deferred item whose last write is a hold with `detail`, eligible at `until`.
+    fn held(detail: &str, until: reminders::clock::Timestamp, error: &str) -> DeliveryRecord {
+        let hold =
+            serde_json::json!({ "at": 0, "from": "sending", "to": "deferred", "detail": detail });
+        record(
+            "deferred",
+            serde_json::json!({
+                "last_error": error,
+                "next_eligible_at": until.as_millis(),
+                "history": { "2": hold },
+            }),
+        )
+    }
+
     #[test]
     fn a_delivery_held_for_quiet_hours_says_until_when() {
-        let until = "2026-06-11T05:00:00Z";
-        let held = record(
-            "deferred",
-            serde_json::json!({ "last_error": format!("quiet hours until {until}") }),
-        );
-        assert_eq!(quiet_hours_until(&held), Some(until));
+        // As the consumer writes it: the hold's end in milliseconds.
+        let until = "2026-06-11T05:00:00.000Z";
+        let at = reminders::clock::Timestamp::parse_rfc3339(until).unwrap();
+        let quiet = format!("quiet hours until {until}");
+        let held_quiet = held("held_for_quiet_hours", at, &quiet);
+        assert_eq!(quiet_hours_until(&held_quiet).as_deref(), Some(until));
         assert_eq!(
-            deliveries_say(ReminderStatus::Enqueued, &[Some(&held)]),
+            deliveries_say(ReminderStatus::Enqueued, &[Some(&held_quiet)]),
             format!("1 delivery: held for quiet hours until {until}")
         );
         assert_eq!(
-            why(&held).as_deref(),
+            why(&held_quiet).as_deref(),
             Some(
-                "held for the subscriber's quiet hours until 2026-06-11T05:00:00Z; sent then \
+                "held for the subscriber's quiet hours until 2026-06-11T05:00:00.000Z; sent then \
                  if still fresh, nothing spent"
             )
         );
-        // Another deferral, or a record no longer deferred, is not a quiet-hours hold.
+        // Written before holds were named apart: the breaker's code, told by the error.
+        let legacy = held("held_by_breaker", at, &quiet);
+        assert_eq!(quiet_hours_until(&legacy).as_deref(), Some(until));
+        // The breaker's own hold, another deferral, or a record no longer deferred, is not a
+        // quiet-hours hold.
+        let breaker = held("held_by_breaker", at, "http_503");
+        assert_eq!(quiet_hours_until(&breaker), None);
         let throttled = record(
             "deferred",
             serde_json::json!({ "last_error": "429 slow down" }),
@@ -272,10 +285,7 @@ mod tests {
             deliveries_say(ReminderStatus::Enqueued, &[Some(&throttled)]),
             "1 delivery: deferred"
         );
-        let sent = record(
-            "sending",
-            serde_json::json!({ "last_error": format!("quiet hours until {until}") }),
-        );
+        let sent = record("sending", serde_json::json!({ "last_error": quiet }));
         assert_eq!(quiet_hours_until(&sent), None);
         let hold = entry(Status::Sending, Status::Deferred, Some("held_by_breaker"));
         assert_eq!(

@@ -54,10 +54,9 @@ struct ContentBody {
     data: Option<Value>,
 }
 
-/// How far ahead a reminder may be due, and how long it may stay fresh: the TTL is
-/// `fresh_until` + retention, so these bound how long a recipient stays stored.
-pub const MAX_DUE_AHEAD: Duration = Duration::from_secs(10 * 366 * 86_400);
-pub const MAX_FRESHNESS: Duration = Duration::from_secs(366 * 86_400);
+/// The library's limits ([`reminders::domain::reminder`]), checked here first to name the
+/// body's field (`not_before`, `fresh_for_secs`).
+pub use reminders::domain::{MAX_DUE_AHEAD, MAX_FRESHNESS};
 
 /// What a body asks for.
 pub struct Wanted {

@@ -11,8 +11,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use reminders::clock::Clock;
-use reminders::domain::{DeliveryKey, Reminder, ReminderId, ReminderStatus, SubscriberId};
-use reminders::ledger::Status;
+use reminders::domain::{Reminder, ReminderId, SubscriberId};
 use reminders::outbox::{self, Edit, Edited};
 use reminders::ports::{Ledger, ReminderStore, SubscriberCursor, SubscriberIndex};
 
@@ -50,6 +49,7 @@ where
         new_reminder(&wanted.reminder),
         app.defaults.freshness,
         app.defaults.retention,
+        app.clock.now(),
     )
     .await?;
     if let Some(r) = created {
@@ -88,15 +88,6 @@ where
             "subscriber_id cannot change: the delivery keys derive from it; create another reminder",
         ));
     }
-    if current.status == ReminderStatus::Enqueued
-        && nothing_left(&current, &wanted, &app.ledger).await?
-    {
-        return Err(ApiError::conflict(
-            "status",
-            "every channel has already settled (delivered, dead, expired or cancelled): an edit \
-             would send nothing; create another reminder",
-        ));
-    }
     let changes = Edit {
         due_at: Some(wanted.due_at),
         fresh_until: Some(wanted.fresh_until),
@@ -126,6 +117,11 @@ where
                  ended as edited away: it cannot be sent again; create another reminder"
             ),
         )),
+        Edited::NothingLeft => Err(ApiError::conflict(
+            "status",
+            "every channel has already settled (delivered, dead, expired or cancelled): an edit \
+             would send nothing; create another reminder",
+        )),
         Edited::Final(status) => Err(ApiError::conflict(
             "status",
             format!(
@@ -134,34 +130,6 @@ where
             ),
         )),
     }
-}
-
-/// An edit of an enqueued reminder that adds no channel, when each of its channels has
-/// settled: it could change nothing that is sent (an edit never sends a channel again).
-async fn nothing_left<L: Ledger>(
-    current: &Reminder,
-    wanted: &Reminder,
-    ledger: &L,
-) -> Result<bool, ApiError> {
-    if wanted
-        .channels()
-        .any(|c| !current.recipients.contains_key(&c))
-    {
-        return Ok(false);
-    }
-    for channel in current.listed_channels() {
-        let key = DeliveryKey::derive(&current.reminder_id, &current.subscriber_id, channel);
-        let settled = ledger.get(&key).await?.is_some_and(|r| {
-            matches!(
-                r.status(),
-                Status::Delivered | Status::Dead | Status::Expired | Status::Cancelled
-            )
-        });
-        if !settled {
-            return Ok(false);
-        }
-    }
-    Ok(true)
 }
 
 /// The same body: everything the application wrote is what is stored. A body that named no

@@ -98,6 +98,7 @@ impl Acks {
 pub struct Counts {
     racing: std::sync::atomic::AtomicU64,
     prompted: std::sync::atomic::AtomicU64,
+    refused: std::sync::atomic::AtomicU64,
     /// Reminders whose freshness a breaker's opening cut short (window 5).
     pub(super) cut: Mutex<BTreeSet<ReminderId>>,
 }
@@ -116,6 +117,16 @@ impl Counts {
     /// Whether a breaker's opening cut this reminder's freshness short (an accepted edit).
     pub fn cut_short(&self, id: &ReminderId) -> bool {
         lock(&self.cut).contains(id)
+    }
+
+    /// An edit the API answered `409`: every delivery had settled.
+    pub(super) fn refused_edit(&self) {
+        self.refused
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub fn refused(&self) -> u64 {
+        self.refused.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     pub(super) fn racing_cancels(&self) {

@@ -345,7 +345,7 @@ impl Journal {
             }
             let quiet = after
                 .last_error()
-                .is_some_and(|e| e.starts_with("quiet hours until"));
+                .is_some_and(|e| e.starts_with(reminders::ledger::QUIET_HOURS_ERROR));
             if to == Status::Deferred && from == Status::Sending && quiet {
                 k.quiet_holds += 1;
             }

@@ -99,7 +99,7 @@ impl ChaosProvider {
         };
         let retry_after = match self.plant {
             Some(Plant::IgnoreRetryAfter) => None,
-            _ => reminders::policy::retry_after::parse_retry_after(&header, now),
+            _ => reminders::policy::parse_retry_after(&header, now),
         };
         Outcome::Throttled { retry_after }
     }

@@ -253,6 +253,10 @@ async fn add_the_order(world: &World, origin: &reminders::ledger::Origin) -> boo
             world.acks.acknowledged(&world.journal, &next, k);
             true
         }
+        Some(Ok(Edited::NothingLeft)) => {
+            world.counts.refused_edit();
+            false
+        }
         _ => false,
     }
 }
@@ -367,8 +371,13 @@ async fn edit(world: &World, id: &ReminderId, rng: &mut StdRng, t: u64, force: F
         now,
         world.retention,
     );
-    let Some(Ok(Edited::Edited(next))) = invoke(call, API_TIMEOUT).await else {
-        return false;
+    let next = match invoke(call, API_TIMEOUT).await {
+        Some(Ok(Edited::Edited(next))) => next,
+        Some(Ok(Edited::NothingLeft)) => {
+            world.counts.refused_edit();
+            return false;
+        }
+        _ => return false,
     };
     world.acks.acknowledged(&world.journal, &next, k);
     if matches!(force, Force::FreshUntil(_)) {

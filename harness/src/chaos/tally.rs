@@ -124,6 +124,9 @@ tally! {
         edits_channel_readded,
         /// Edits of reminders already past their `fresh_until`.
         edits_of_stale,
+        /// Edits the API refused with `409` because every delivery of the reminder had
+        /// settled (nothing left for the edit to send).
+        edits_refused,
         /// `dead → ready` moves by operator redrives, and redrive runs with a cancel racing.
         redrives_executed,
         cancels_racing_redrives,

@@ -283,6 +283,7 @@ pub(super) fn world_wide(world: &World, report: &mut SeedReport) {
     t.gone_answers += world.journal.gone_answers();
     t.cancels_racing_redrives += world.counts.racing();
     t.prompted_edits += world.counts.prompted();
+    t.edits_refused += world.counts.refused();
     for k in world.acks.edits() {
         t.edits_applied += 1;
         t.edits_due_earlier += u64::from(k.due_earlier);

@@ -6,8 +6,8 @@
 use std::ops::ControlFlow::{Break, Continue};
 use std::time::Duration;
 
-use super::breaker::Admit;
 use super::dead::Facts;
+use super::health::Admit;
 use super::{log_transition, Action, Delivery, Lease, Record, Step};
 use crate::clock::Timestamp;
 use crate::delivery::abandoned::{self, Lapsed, Resolve};

@@ -22,10 +22,10 @@ macro_rules! step {
     };
 }
 
-mod breaker;
 mod claim;
 mod dead;
 mod fallback;
+pub(super) mod health;
 mod hold;
 mod intake;
 mod rules;

@@ -205,7 +205,11 @@ impl<P: Ports> Record<'_, P> {
         let change = Change::Hold {
             token: lease.token,
             next_eligible_at: until,
-            error: Some(format!("quiet hours until {}", until.to_rfc3339())),
+            error: Some(format!(
+                "{}{}",
+                crate::ledger::QUIET_HOURS_ERROR,
+                until.to_rfc3339()
+            )),
             quiet_hours: true,
             maybe_sent: false,
         };

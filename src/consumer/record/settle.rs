@@ -1,4 +1,4 @@
-//! Step 4: record the provider's answer, fenced by our lease, and act on the policy's
+//! Step 5: record the provider's answer, fenced by our lease, and act on the policy's
 //! decision — ack a delivery, hold a retry, dead-letter a dead one, expire a stale one.
 
 use std::time::Duration;
@@ -10,7 +10,7 @@ use crate::delivery::{settled, transition, Written};
 use crate::domain::DeadReason;
 use crate::ledger::{Change, Ctx};
 use crate::policy::{decide, Next, Outcome, OutcomeClass, Spent};
-use crate::ports::{Gate, GatePartition, PortError, Ports};
+use crate::ports::{PortError, Ports};
 
 impl<P: Ports> Record<'_, P> {
     pub(super) async fn settle(
@@ -293,15 +293,5 @@ impl<P: Ports> Record<'_, P> {
         );
         self.hold(&d.msg, now.plus(Duration::from_secs(1)), now)
             .await
-    }
-
-    /// Close the provider partition; a failure here only costs other workers a 429 each.
-    async fn close_gate(&self, partition: &GatePartition, until: Timestamp) {
-        let c = self.consumer;
-        let now = self.now();
-        c.gates.learned(partition, now, until).await;
-        if let Err(e) = c.ports.gate().throttle(partition, until).await {
-            tracing::warn!(error = %e, partition = %partition.item_key(), "could not close the provider gate");
-        }
     }
 }

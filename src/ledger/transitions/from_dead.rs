@@ -3,7 +3,7 @@
 //! the claim and the record of its one DLQ copy, and the hand-on to a fallback channel.
 
 use super::{From, Landed};
-use crate::ledger::Ctx;
+use crate::ledger::{Ctx, Detail};
 use crate::ledger::{DeliveryRecord, LeaseToken, Refused, Status, Why, COPY_CLAIM_TIMEOUT};
 use crate::policy::OutcomeClass;
 
@@ -47,7 +47,10 @@ pub(super) fn claim_copy(
     }
     next.dlq_copy_claimed_at = Some(ctx.now);
     next.dlq_copy_claim = Some(token.clone());
-    Ok(Landed::saying(Status::Dead, "dlq_copy_claimed".to_owned()))
+    Ok(Landed::saying(
+        Status::Dead,
+        Detail::DlqCopyClaimed.as_str().to_owned(),
+    ))
 }
 
 /// dead → dead: its DLQ copy exists, once.
@@ -58,7 +61,10 @@ pub(super) fn copied(from: &From, next: &mut DeliveryRecord, ctx: &Ctx) -> Resul
     next.dlq_copied_at = Some(ctx.now);
     next.dlq_copy_claimed_at = None;
     next.dlq_copy_claim = None;
-    Ok(Landed::saying(Status::Dead, "dlq_copy".to_owned()))
+    Ok(Landed::saying(
+        Status::Dead,
+        Detail::DlqCopy.as_str().to_owned(),
+    ))
 }
 
 /// dead → dead, handing the reminder on to `to` (a standby's walk, for a death that named no

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use rand::RngExt;
 
-use super::{log_transition, Action, Delivery, Lease, Record, Step};
+use super::super::{log_transition, Action, Delivery, Lease, Record, Step};
 use crate::clock::Timestamp;
 use crate::delivery::{transition, Written};
 use crate::ledger::{Change, Ctx};
@@ -20,7 +20,7 @@ use crate::ports::gate::{BreakerChange, GateState, OpenBreaker};
 use crate::ports::{Gate, GatePartition, PortError, Ports};
 
 /// What the gate lets this delivery do now.
-pub(super) enum Admit {
+pub(in crate::consumer::record) enum Admit {
     /// Send; `half_open` when the breaker lets one probe through (won right before the send).
     Send {
         half_open: bool,
@@ -33,7 +33,10 @@ pub(super) enum Admit {
 
 impl<P: Ports> Record<'_, P> {
     /// The gate's answer for `d` at intake's moment.
-    pub(super) async fn admit(&mut self, d: &Delivery) -> Result<Admit, PortError> {
+    pub(in crate::consumer::record) async fn admit(
+        &mut self,
+        d: &Delivery,
+    ) -> Result<Admit, PortError> {
         let now = d.seen.now;
         let c = self.consumer;
         let state = c.gates.state(c.ports.gate(), &d.partition, now).await?;
@@ -67,7 +70,10 @@ impl<P: Ports> Record<'_, P> {
     /// Win the half-open partition's single probe, right before sending under our lease:
     /// `Some(probe_until)` when this send is the probe. It lapses after a send and its
     /// outcome write could have ended, if the worker dies.
-    pub(super) async fn win_probe(&mut self, d: &Delivery) -> Option<Timestamp> {
+    pub(in crate::consumer::record) async fn win_probe(
+        &mut self,
+        d: &Delivery,
+    ) -> Option<Timestamp> {
         let now = self.now();
         let c = self.consumer;
         let storage = crate::ports::STORAGE_OPERATION_TIMEOUT;
@@ -103,7 +109,7 @@ impl<P: Ports> Record<'_, P> {
 
     /// Hold `d` by visibility until the gate reopens, spread by a jitter that widens with each
     /// receive, never past `fresh_until`: a held delivery still expires on time, never sent.
-    pub(super) async fn hold_at_gate(
+    pub(in crate::consumer::record) async fn hold_at_gate(
         &mut self,
         d: &Delivery,
         until: Timestamp,
@@ -126,7 +132,7 @@ impl<P: Ports> Record<'_, P> {
 
     /// The breaker's bookkeeping for the provider's answer; `Some` when a failed probe holds
     /// the delivery (the caller writes nothing more).
-    pub(super) async fn breaker_learns(
+    pub(in crate::consumer::record) async fn breaker_learns(
         &mut self,
         d: &Delivery,
         lease: &Lease,

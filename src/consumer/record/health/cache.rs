@@ -40,7 +40,7 @@ impl GateCache {
     }
 
     fn slot(&self, partition: &GatePartition) -> Slot {
-        let mut slots = super::lock(&self.slots);
+        let mut slots = crate::consumer::lock(&self.slots);
         match slots.get(partition) {
             Some(slot) => slot.clone(),
             None => {

@@ -1,9 +1,16 @@
-//! `Retry-After` (RFC 9110 §10.2.3): delta-seconds or an HTTP-date. Anything else is ignored,
-//! never a panic: a malformed header must not be able to crash a record.
+//! What a 429 means to the policy (the consumer's side is `consumer::record::health`): the
+//! provider's `Retry-After` (RFC 9110 §10.2.3: delta-seconds or an HTTP-date; anything else is
+//! ignored, never a panic: a malformed header must not be able to crash a record), and the
+//! delay — never earlier than the provider asked, spending the throttle budget, never the
+//! attempt budget.
 
 use std::time::{Duration, UNIX_EPOCH};
 
+use rand::{Rng, RngExt};
+
+use super::{full_jitter, Next, Outcome, RetryPolicy, Spent};
 use crate::clock::Timestamp;
+use crate::domain::DeadReason;
 
 /// Longest wait representable here (~136 years): a header is honoured to the second, and any
 /// real delivery is stale long before this.
@@ -29,6 +36,47 @@ pub fn parse_retry_after(raw: &str, now: Timestamp) -> Option<Timestamp> {
     };
     let at = Timestamp::from_millis(ms).max(now);
     Some(at.min(now.plus(MAX_RETRY_AFTER)))
+}
+
+/// A throttled outcome (a 429, or a delivery the gate held): `Err` with its death once the
+/// throttle budget is spent, else the delay before the next try.
+pub(super) fn delay(
+    policy: &RetryPolicy,
+    spent: Spent,
+    outcome: &Outcome,
+    now: Timestamp,
+    rng: &mut impl Rng,
+) -> Result<Duration, Next> {
+    let retry_after = outcome.retry_after();
+    let throttles = spent.throttles.saturating_add(1);
+    if throttles > policy.max_throttle_deferrals {
+        return Err(Next::Dead(DeadReason::ThrottleExhausted));
+    }
+    Ok(throttle_delay(policy, throttles, retry_after, now, rng))
+}
+
+fn throttle_delay(
+    policy: &RetryPolicy,
+    throttles: u32,
+    retry_after: Option<Timestamp>,
+    now: Timestamp,
+    rng: &mut impl Rng,
+) -> Duration {
+    match retry_after {
+        // Never earlier than the provider asked; a little jitter after it so a reopening is
+        // not a stampede.
+        Some(at) => {
+            let wait = at.since(now);
+            let spread = (wait.as_millis() as u64 / 10).min(5_000);
+            wait + Duration::from_millis(rng.random_range(0..=spread))
+        }
+        None => full_jitter(
+            policy.throttle_base_secs,
+            policy.throttle_cap_secs,
+            throttles,
+            rng,
+        ),
+    }
 }
 
 #[cfg(test)]
