@@ -44,7 +44,7 @@ fn three_hundred_worlds_keep_every_promise() {
         ("edits_channel_readded", total.edits_channel_readded, 12),
         // Edits of stale reminders that still had a delivery to send (window 1). An edit of a
         // reminder whose every delivery settled is refused with 409, as the API does, and
-        // counted in `edits_refused` instead: 180 and 472 at 300 worlds.
+        // counted in `edits_refused` instead: 174 and 465 at 300 worlds.
         ("edits_of_stale", total.edits_of_stale, 120),
         ("edits_refused", total.edits_refused, 250),
         ("fallbacks_taken", total.fallbacks_taken, 30),

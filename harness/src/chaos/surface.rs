@@ -110,7 +110,13 @@ pub(super) async fn prompted(world: Arc<World>, mut prompts: Prompts, seed: u64)
             Prompt::DiedAlone(origin) => {
                 if add_the_order(&world, &origin).await {
                     world.counts.prompted_edits();
-                    let after = Duration::from_secs(rng.random_range(120..900));
+                    // Minutes later, or while the channel that took over is in flight (an
+                    // operator acting on the alarm of the death).
+                    let after = if rng.random_bool(0.5) {
+                        Duration::from_secs(rng.random_range(0..20))
+                    } else {
+                        Duration::from_secs(rng.random_range(120..900))
+                    };
                     let redrive = redrive_later(world.clone(), origin.channel, after, seed);
                     tokio::task::spawn_local(redrive);
                 }
