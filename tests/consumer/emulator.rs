@@ -186,7 +186,14 @@ async fn emulator_lost_outcome_write_resolves_by_the_ambiguous_rule() {
 
 #[tokio::test]
 async fn emulator_no_call_before_retry_after_and_no_attempt_spent() {
-    let w = Aws::new(long_lease_config()).await;
+    // One record at a time: the two held copies come back together, and moto's conditional
+    // writes are not atomic across concurrent requests (both claims of one batch can land, a
+    // third call; CI saw it under load). Concurrent claims are proven on the memory ledger.
+    let cfg = ConsumerConfig {
+        max_concurrency: 1,
+        ..long_lease_config()
+    };
+    let w = Aws::new(cfg).await;
     let msg = message(&w.reminder("throttled").await, SMS);
     w.provider
         .script_for(&msg.delivery_key, [Answer::ThrottleSecs(2)]);
