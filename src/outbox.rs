@@ -11,8 +11,8 @@ use std::time::Duration;
 use crate::clock::Timestamp;
 use crate::delivery::{self, Cancelled};
 use crate::domain::{
-    Channel, Content, DeliveryKey, NewReminder, Recipient, Reminder, ReminderError, ReminderId,
-    ReminderStatus,
+    Access, Channel, Content, DeliveryKey, NewReminder, Owner, Recipient, Reminder, ReminderError,
+    ReminderId, ReminderStatus,
 };
 use crate::ledger::{Ctx, Origin, Status};
 use crate::ports::{Inserted, Ledger, Marked, PortError, ReminderStore};
@@ -47,7 +47,20 @@ pub async fn create<S: ReminderStore>(
     retention: Retention,
     now: Timestamp,
 ) -> Result<Option<Reminder>, OutboxError> {
-    let reminder = Reminder::new(new, default_freshness, retention.0)?;
+    create_owned(store, new, None, default_freshness, retention, now).await
+}
+
+/// [`create`], stored as `owner`'s (the API's caller): no other owner reaches it.
+pub async fn create_owned<S: ReminderStore>(
+    store: &S,
+    new: NewReminder,
+    owner: Option<Owner>,
+    default_freshness: Duration,
+    retention: Retention,
+    now: Timestamp,
+) -> Result<Option<Reminder>, OutboxError> {
+    let mut reminder = Reminder::new(new, default_freshness, retention.0)?;
+    reminder.owner = owner;
     crate::domain::check_due_ahead(reminder.due_at, now)?;
     Ok(match store.insert(&reminder).await? {
         Inserted::Created => Some(reminder),
@@ -89,10 +102,27 @@ pub async fn edit<S: ReminderStore, L: Ledger>(
     now: Timestamp,
     retention: Retention,
 ) -> Result<Edited, OutboxError> {
+    edit_as(&Access::Any, store, ledger, id, changes, now, retention).await
+}
+
+/// [`edit`] by a caller that reaches only some reminders: one it does not reach is
+/// [`Edited::Missing`], and the write is conditional on the owner it read.
+pub async fn edit_as<S: ReminderStore, L: Ledger>(
+    access: &Access,
+    store: &S,
+    ledger: &L,
+    id: &ReminderId,
+    changes: Edit,
+    now: Timestamp,
+    retention: Retention,
+) -> Result<Edited, OutboxError> {
     for _ in 0..5 {
         let Some(current) = store.get(id).await? else {
             return Ok(Edited::Missing);
         };
+        if !access.reaches(current.owner.as_ref(), &current.subscriber_id) {
+            return Ok(Edited::Missing);
+        }
         if !crate::ports::reminders::editable(current.status) {
             return Ok(Edited::Final(current.status));
         }
@@ -109,6 +139,7 @@ pub async fn edit<S: ReminderStore, L: Ledger>(
                 .unwrap_or_else(|| current.recipients.values().cloned().collect()),
         };
         let mut next = Reminder::new(new, Duration::ZERO, retention.0)?;
+        next.owner = current.owner.clone();
         if next.due_at != current.due_at {
             crate::domain::check_due_ahead(next.due_at, now)?;
         }
@@ -220,6 +251,20 @@ pub async fn cancel<S: ReminderStore, L: Ledger>(
     now: Timestamp,
     retention: Retention,
 ) -> Result<Option<CancelReport>, OutboxError> {
+    cancel_as(&Access::Any, store, ledger, id, now, retention).await
+}
+
+/// [`cancel`] by a caller that reaches only some reminders: one it does not reach is `None`
+/// (as if missing), and nothing is written. Owners never change, so the mark's condition on
+/// the version read holds the owner too.
+pub async fn cancel_as<S: ReminderStore, L: Ledger>(
+    access: &Access,
+    store: &S,
+    ledger: &L,
+    id: &ReminderId,
+    now: Timestamp,
+    retention: Retention,
+) -> Result<Option<CancelReport>, OutboxError> {
     let mut deliveries: Vec<(Channel, Cancelled)> = Vec::new();
     // The mark is conditional on the version read: an edit that lands between the ledger's
     // writes and the mark (a channel added, say) makes it fail, and the next round covers
@@ -231,6 +276,9 @@ pub async fn cancel<S: ReminderStore, L: Ledger>(
                 reminder: Marked::Missing,
             }));
         };
+        if !access.reaches(reminder.owner.as_ref(), &reminder.subscriber_id) {
+            return Ok(None);
+        }
         for channel in reminder.listed_channels() {
             if deliveries.iter().any(|(c, _)| *c == channel) {
                 continue;

@@ -23,14 +23,35 @@ pub fn reads(function: &str) -> Vec<&'static str> {
         "scheduler" => vars.extend(crate::scheduler::config::VARS),
         "redrive" => vars.extend(crate::redrive::VARS),
         // The HTTP API writes reminders (their TTLs) and defaults their freshness window.
-        "api" => vars.extend([
-            crate::domain::retention::RETENTION_VAR,
-            crate::outbox::FRESHNESS_VAR,
-        ]),
+        "api" => {
+            vars.extend([
+                crate::domain::retention::RETENTION_VAR,
+                crate::outbox::FRESHNESS_VAR,
+            ]);
+            vars.extend(api_auth::VARS);
+        }
         "events" => vars.extend(crate::aws::eventbridge::VARS),
         _ => {}
     }
     vars
+}
+
+/// The HTTP API's authorization settings (the `api` crate's `caller` module reads them).
+pub mod api_auth {
+    /// `on` (default) or `off`: a caller reaches only the reminders it created.
+    pub const OWNER_ISOLATION_VAR: &str = "OWNER_ISOLATION";
+    /// `true` (default) or `false`: a JWT caller needs each route's scope.
+    pub const REQUIRE_SCOPES_VAR: &str = "API_SCOPE_REQUIRED";
+    /// Put before each scope's name.
+    pub const SCOPE_PREFIX_VAR: &str = "API_SCOPE_PREFIX";
+    /// The JWT claim that holds an end user's own subscriber id.
+    pub const SUBSCRIBER_CLAIM_VAR: &str = "SUBSCRIBER_CLAIM";
+    pub const VARS: [&str; 4] = [
+        OWNER_ISOLATION_VAR,
+        REQUIRE_SCOPES_VAR,
+        SCOPE_PREFIX_VAR,
+        SUBSCRIBER_CLAIM_VAR,
+    ];
 }
 
 /// Every AWS SDK operation `function`'s code can call, as the SDK names them
@@ -72,6 +93,7 @@ pub fn aws_calls(function: &str) -> &'static [&'static str] {
         // Reminders: get, conditional put, status update, and the subscriber index query;
         // the ledger: get and the cancel's conditional puts.
         "api" => &[
+            "DynamoDB.BatchGetItem",
             "DynamoDB.GetItem",
             "DynamoDB.PutItem",
             "DynamoDB.Query",

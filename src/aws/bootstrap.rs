@@ -27,6 +27,8 @@ pub const DUE_INDEX_PROJECTION: [&str; 6] = [
 
 /// Attributes the subscriber index projects besides its keys: a reminder's summary
 /// (`GET /v1/subscribers/{id}/reminders`), never its recipients or content.
+/// (Not `owner`: a deployed index's projection cannot change in a stack update, so a list
+/// reads its page's owners from the table, `aws::dynamo::subscriber`.)
 pub const SUBSCRIBER_INDEX_PROJECTION: [&str; 4] =
     ["status", "fresh_until", "payload_version", "channels"];
 

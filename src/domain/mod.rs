@@ -5,6 +5,7 @@
 pub mod ids;
 pub mod key;
 pub mod message;
+pub mod owner;
 pub mod preferences;
 pub mod reason;
 pub mod recipient;
@@ -16,6 +17,7 @@ pub mod wire;
 pub use ids::{Channel, IdError, PerChannel, ReminderId, SubscriberId};
 pub use key::{DeliveryKey, KeyError};
 pub use message::{DecodeError, DeliveryMessage, RedriveMarker};
+pub use owner::{Access, Owner, OwnerError};
 pub use preferences::{
     Decision, LocalTime, Preferences, PreferencesError, PreferencesWire, QuietHours, Zone,
 };

@@ -147,6 +147,9 @@ pub struct Reminder {
     /// Channels enqueued before an edit put the reminder back into scheduling (it added a
     /// channel): the scheduler enqueues only the others.
     pub enqueued: BTreeSet<Channel>,
+    /// The caller that created it (the API's authorizer), `None` when written without one.
+    /// Never changes: every edit and cancel of another owner finds nothing.
+    pub owner: Option<super::Owner>,
 }
 
 /// What an application supplies to create a reminder.
@@ -200,6 +203,7 @@ impl Reminder {
             invalid_reason: None,
             unsendable: BTreeMap::new(),
             enqueued: BTreeSet::new(),
+            owner: None,
             expires_at: super::Retention(retention).expires_at(fresh_until),
         })
     }

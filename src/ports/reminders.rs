@@ -177,8 +177,9 @@ pub trait ReminderStore: Send + Sync {
     fn insert(&self, r: &Reminder) -> impl Future<Output = Result<Inserted, PortError>> + Send;
 
     /// Replace a reminder whose stored `payload_version` is `expected_version` and whose status
-    /// is still `expected_status` (an edit). Only `scheduled` and `enqueued` reminders can be
-    /// edited; the new status decides whether it is in the due index.
+    /// is still `expected_status` and whose owner is `r.owner` (an edit: owners never change,
+    /// so an edit lands only on the owner's item). Only `scheduled` and `enqueued` reminders
+    /// can be edited; the new status decides whether it is in the due index.
     fn replace(
         &self,
         r: &Reminder,

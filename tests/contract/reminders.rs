@@ -275,6 +275,64 @@ async fn suite<S: ReminderStore + SubscriberIndex>(store: &S) {
             .unwrap(),
         Marked::Missing
     );
+    // An owner's reminder: an edit lands only as that owner's (owners never change), and
+    // the owner is stored, read back and listed.
+    let mut owned = reminder("r-owned", 600);
+    owned.owner = Some(reminders::domain::Owner::parse("app-a").unwrap());
+    assert_eq!(store.insert(&owned).await.unwrap(), Inserted::Created);
+    let mut by_b = owned.clone();
+    by_b.payload_version = 2;
+    by_b.owner = Some(reminders::domain::Owner::parse("app-b").unwrap());
+    assert_eq!(
+        store.replace(&by_b, 1, sched).await.unwrap(),
+        Marked::Changed
+    );
+    by_b.owner = None;
+    assert_eq!(
+        store.replace(&by_b, 1, sched).await.unwrap(),
+        Marked::Changed
+    );
+    // An unowned one takes no owner by an edit either.
+    let mut claimed = edited.clone();
+    claimed.payload_version = 3;
+    claimed.owner = owned.owner.clone();
+    assert_eq!(
+        store.replace(&claimed, 2, sched).await.unwrap(),
+        Marked::Changed
+    );
+    let stored = store.get(&owned.reminder_id).await.unwrap().unwrap();
+    assert_eq!(stored, owned, "unchanged, its owner read back");
+    let mut by_a = owned.clone();
+    by_a.payload_version = 2;
+    assert_eq!(
+        store.replace(&by_a, 1, sched).await.unwrap(),
+        Marked::Marked
+    );
+    let page = store
+        .by_subscriber(&owned.subscriber_id, None, 100)
+        .await
+        .unwrap();
+    let owner_of = |id: &ReminderId| {
+        page.items.iter().find_map(|i| match i {
+            Listed::Summary(s) if &s.reminder_id == id => Some(s.owner.clone()),
+            _ => None,
+        })
+    };
+    assert_eq!(
+        owner_of(&owned.reminder_id),
+        Some(owned.owner.clone()),
+        "a list reads each reminder's owner"
+    );
+    assert_eq!(
+        owner_of(&edited.reminder_id),
+        Some(None),
+        "an unowned reminder is listed without one"
+    );
+    store
+        .mark(&owned.reminder_id, 2, ReminderStatus::Cancelled)
+        .await
+        .unwrap();
+
     // An edit names the status it keeps: a cancelled reminder cannot be edited back into the
     // index, and an enqueued one stays out of it.
     let mut revived = reminder("r-01", 5);

@@ -11,11 +11,13 @@ use super::iam::{condition, params, resolve};
 use super::{resource, scalar, template};
 
 /// The routes the API serves (the contract's, issue 25).
-const ROUTES: [&str; 4] = [
+const ROUTES: [&str; 6] = [
     "PUT /v1/reminders/{id}",
     "GET /v1/reminders/{id}",
     "DELETE /v1/reminders/{id}",
     "GET /v1/subscribers/{id}/reminders",
+    "GET /v1/subscribers/{id}/preferences",
+    "PUT /v1/subscribers/{id}/preferences",
 ];
 
 /// Every resource of this type as deployed with these parameters: `(name, properties)`.
@@ -106,6 +108,43 @@ fn the_api_serves_its_routes_with_iam_by_default_and_jwt_with_its_parameters() {
         .filter_map(Value::as_str)
         .collect();
     assert_eq!(audience, ["reminders-api", "reminders-cli"]);
+    // Each route's scope, after the prefix; none with JwtScopes=false, and none on IAM.
+    let scopes = |overrides: &[(&str, &str)]| -> BTreeMap<String, Option<Vec<String>>> {
+        let p = params(&t, overrides);
+        deployed(&t, &p, "AWS::ApiGatewayV2::Route")
+            .into_iter()
+            .map(|(_, r)| {
+                let s = r["AuthorizationScopes"].as_sequence().map(|s| {
+                    s.iter()
+                        .map(|v| v.as_str().unwrap().to_owned())
+                        .collect::<Vec<_>>()
+                });
+                (r["RouteKey"].as_str().unwrap().to_owned(), s)
+            })
+            .collect()
+    };
+    let prefixed = [
+        jwt[0],
+        jwt[1],
+        ("JwtScopePrefix", "https://reminders.example.com/"),
+    ];
+    let want_scope = |key: &str| {
+        let name = match key {
+            k if k.ends_with("/preferences") => "subscribers/preferences",
+            k if k.starts_with("GET") => "reminders/read",
+            _ => "reminders/write",
+        };
+        Some(vec![format!("https://reminders.example.com/{name}")])
+    };
+    for (key, got) in scopes(&prefixed) {
+        assert_eq!(got, want_scope(&key), "{key}");
+    }
+    let unscoped = [jwt[0], jwt[1], ("JwtScopes", "false")];
+    assert!(scopes(&unscoped).values().all(Option::is_none));
+    assert!(
+        scopes(&[]).values().all(Option::is_none),
+        "IAM routes carry no scopes"
+    );
     // No authorizer at all without the parameters (an empty issuer would fail the deploy).
     assert!(deployed(&t, &params(&t, &[]), "AWS::ApiGatewayV2::Authorizer").is_empty());
     // One without the other is refused by the template's Rules, not silently IAM.
@@ -221,8 +260,12 @@ fn the_reminders_table_has_the_subscriber_index() {
         .collect();
     assert_eq!(
         projected,
-        BTreeSet::from(["status", "fresh_until", "payload_version", "channels"])
+        BTreeSet::from(reminders::aws::bootstrap::SUBSCRIBER_INDEX_PROJECTION),
+        "as the bootstrap creates it"
     );
+    // A deployed index's projection cannot change in a stack update (CloudFormation refuses
+    // it): lists read owners from the table instead, and the projection stays as deployed.
+    assert!(!projected.contains("owner"));
 }
 
 /// The ledger's stream carries both images (the events function needs the status before and

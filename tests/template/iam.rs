@@ -769,8 +769,26 @@ fn the_api_and_events_roles_name_their_resources() {
         getatt(&api, "dynamodb:UpdateItem"),
         set(&["RemindersTable.Arn"])
     );
+    assert_eq!(
+        getatt(&api, "dynamodb:BatchGetItem"),
+        set(&["RemindersTable.Arn"]),
+        "a list's owners, from the reminders table only"
+    );
     assert!(!format!("{api:?}").contains("dynamodb:Scan"));
     assert!(!on(&api, "dynamodb:Query").contains(reminders));
+    // The API writes reminders and preferences in the reminders table, never a suppression
+    // (the consumer's record of a dead address): denied by the item's leading key.
+    let deny = api
+        .iter()
+        .find(|s| s["Sid"].as_str() == Some("ApiNeverWritesSuppressions"))
+        .expect("ApiRole denies writing suppressions");
+    assert_eq!(deny["Effect"].as_str(), Some("Deny"));
+    let denied: BTreeSet<String> = strings(&deny["Action"]).into_iter().collect();
+    assert_eq!(denied, set(&["dynamodb:PutItem", "dynamodb:UpdateItem"]));
+    assert_eq!(
+        strings(&deny["Condition"]["ForAnyValue:StringLike"]["dynamodb:LeadingKeys"]),
+        vec!["suppress#*".to_owned()]
+    );
 
     let events = deployed_statements(&t, &p, "EventsRole");
     for action in [

@@ -11,10 +11,11 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use reminders::clock::Clock;
-use reminders::domain::{Reminder, ReminderId, SubscriberId};
+use reminders::domain::{Access, Reminder, ReminderId, SubscriberId};
 use reminders::outbox::{self, Edit, Edited};
 use reminders::ports::{Ledger, ReminderStore, SubscriberCursor, SubscriberIndex};
 
+use crate::caller::{end_user_refused, Caller, Scope};
 use crate::error::ApiError;
 use crate::{body, view, App};
 
@@ -29,8 +30,19 @@ fn reminder_id(id: &str) -> Result<ReminderId, ApiError> {
 }
 
 /// Create, repeat or edit (`PUT` is idempotent by id).
+/// What a caller that may change reminders reaches (an end user's token may not).
+fn writer<S, L, C>(app: &App<S, L, C>, caller: &Caller) -> Result<Access, ApiError> {
+    caller.require(&app.auth, Scope::Write)?;
+    match caller.access(&app.auth)? {
+        Access::Subscriber(_) => Err(end_user_refused()),
+        access => Ok(access),
+    }
+}
+
+/// Create, repeat or edit (`PUT` is idempotent by id).
 pub async fn put<S, L, C>(
     State(app): Shared<S, L, C>,
+    caller: Caller,
     Path(id): Path<String>,
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError>
@@ -39,14 +51,16 @@ where
     L: Ledger,
     C: Clock,
 {
+    let access = writer(&app, &caller)?;
     let raw = raw.map_err(|e| match e.status() {
         StatusCode::PAYLOAD_TOO_LARGE => ApiError::too_large(None, e.body_text()),
         _ => ApiError::invalid("body", e.body_text()),
     })?;
     let wanted = body::decode(&id, &raw, app.defaults, app.clock.now())?;
-    let created = outbox::create(
+    let created = outbox::create_owned(
         &app.store,
         new_reminder(&wanted.reminder),
+        access.owner().cloned(),
         app.defaults.freshness,
         app.defaults.retention,
         app.clock.now(),
@@ -56,13 +70,17 @@ where
         let state = view::reminder(&r, &app.ledger, &app.store).await?;
         return Ok((StatusCode::CREATED, Json(state)).into_response());
     }
-    let current = replace(&app, wanted).await?;
+    let current = replace(&app, &access, wanted).await?;
     Ok(Json(view::reminder(&current, &app.ledger, &app.store).await?).into_response())
 }
 
 /// The reminder already exists: the same body answers its state, a different one edits it
 /// while an edit is allowed (the outbox's rules), else `409` naming why.
-async fn replace<S, L, C>(app: &App<S, L, C>, wanted: body::Wanted) -> Result<Reminder, ApiError>
+async fn replace<S, L, C>(
+    app: &App<S, L, C>,
+    access: &Access,
+    wanted: body::Wanted,
+) -> Result<Reminder, ApiError>
 where
     S: ReminderStore,
     L: Ledger,
@@ -79,6 +97,10 @@ where
             "the reminder was removed meanwhile; retry",
         ));
     };
+    // Another owner's: as if there were none (its id is taken, and nothing says by whom).
+    if !access.reaches(current.owner.as_ref(), &current.subscriber_id) {
+        return Err(ApiError::not_found("reminder"));
+    }
     if same(&current, &wanted, freshness_given) {
         return Ok(current);
     }
@@ -95,7 +117,8 @@ where
         recipients: Some(wanted.recipients.values().cloned().collect()),
     };
     let now = app.clock.now();
-    match outbox::edit(
+    match outbox::edit_as(
+        access,
         &app.store,
         &app.ledger,
         &wanted.reminder_id,
@@ -156,17 +179,21 @@ fn new_reminder(r: &Reminder) -> reminders::domain::NewReminder {
 
 pub async fn show<S, L, C>(
     State(app): Shared<S, L, C>,
+    caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<serde_json::Value>, ApiError>
 where
     S: ReminderStore,
     L: Ledger,
 {
+    caller.require(&app.auth, Scope::Read)?;
+    let access = caller.access(&app.auth)?;
     let id = reminder_id(&id)?;
     let r = app
         .store
         .get(&id)
         .await?
+        .filter(|r| access.reaches(r.owner.as_ref(), &r.subscriber_id))
         .ok_or_else(|| ApiError::not_found("reminder"))?;
     Ok(Json(view::reminder(&r, &app.ledger, &app.store).await?))
 }
@@ -174,6 +201,7 @@ where
 /// Cancel: the ledger first, per channel (ordered against claims), then the reminder.
 pub async fn cancel<S, L, C>(
     State(app): Shared<S, L, C>,
+    caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<serde_json::Value>, ApiError>
 where
@@ -181,9 +209,11 @@ where
     L: Ledger,
     C: Clock,
 {
+    let access = writer(&app, &caller)?;
     let id = reminder_id(&id)?;
     let now = app.clock.now();
-    let report = outbox::cancel(&app.store, &app.ledger, &id, now, app.defaults.retention)
+    let retention = app.defaults.retention;
+    let report = outbox::cancel_as(&access, &app.store, &app.ledger, &id, now, retention)
         .await?
         .ok_or_else(|| ApiError::not_found("reminder"))?;
     let status = match app.store.get(&id).await? {
@@ -204,13 +234,19 @@ where
 
 pub async fn list<S, L, C>(
     State(app): Shared<S, L, C>,
+    caller: Caller,
     Path(id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Json<serde_json::Value>, ApiError>
 where
     S: SubscriberIndex,
 {
+    caller.require(&app.auth, Scope::Read)?;
+    let access = caller.access(&app.auth)?;
     let subscriber = SubscriberId::parse(id).map_err(|e| ApiError::invalid("id", e.to_string()))?;
+    if !access.reaches_subscriber(&subscriber) {
+        return Err(ApiError::not_found("subscriber"));
+    }
     let limit = match query.get("limit") {
         None => DEFAULT_LIMIT,
         Some(raw) => raw
@@ -234,10 +270,17 @@ where
                 })?,
         ),
     };
-    let page = app
+    let mut page = app
         .store
         .by_subscriber(&subscriber, after.as_ref(), limit)
         .await?;
+    // Only what the caller reaches: a page may come back shorter than `limit` (its cursor
+    // still goes on), as a DynamoDB query with a filter does. An item no one could read is
+    // an operator's to see.
+    page.items.retain(|item| match item {
+        reminders::ports::Listed::Summary(s) => access.reaches(s.owner.as_ref(), &subscriber),
+        reminders::ports::Listed::Unreadable { .. } => access == Access::Any,
+    });
     Ok(Json(view::page(&page)))
 }
 

@@ -16,6 +16,7 @@
 //! the router to every status code the document lists.
 
 mod body;
+pub mod caller;
 mod error;
 mod handlers;
 mod preferences;
@@ -32,6 +33,7 @@ use reminders::domain::Retention;
 use reminders::ports::{Ledger, ReminderStore, SubscriberIndex};
 
 pub use body::MAX_REQUEST_BYTES;
+pub use caller::{Auth, Identity};
 
 /// What the API needs besides its ports: the defaults a body may leave out.
 #[derive(Debug, Clone, Copy)]
@@ -51,12 +53,29 @@ impl Defaults {
     }
 }
 
-/// The ports and defaults every handler shares.
+/// The ports, defaults and authorization settings every handler shares.
 pub struct App<S, L, C> {
     pub store: S,
     pub ledger: L,
     pub clock: C,
     pub defaults: Defaults,
+    pub auth: Auth,
+}
+
+impl<S, L, C> axum::extract::FromRequestParts<Arc<App<S, L, C>>> for caller::Caller
+where
+    S: Send + Sync,
+    L: Send + Sync,
+    C: Send + Sync,
+{
+    type Rejection = error::ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        app: &Arc<App<S, L, C>>,
+    ) -> Result<Self, error::ApiError> {
+        caller::Caller::of(parts, &app.auth)
+    }
 }
 
 /// The API's routes over any reminders store, ledger and clock: DynamoDB on Lambda and on an

@@ -3,7 +3,7 @@
 
 use lambda_http::{run, Error};
 use reminders::clock::SystemClock;
-use reminders_api::{router, App, Defaults};
+use reminders_api::{router, App, Auth, Defaults};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
@@ -13,6 +13,7 @@ async fn main() -> Result<(), Error> {
         ledger: start.adapters.ledger,
         clock: SystemClock,
         defaults: Defaults::from_env()?,
+        auth: Auth::from_env()?,
     };
     run(router(app)).await
 }

@@ -16,6 +16,7 @@ use reminders::domain::{Preferences, SubscriberId};
 use reminders::ports::ReminderStore;
 use serde_json::Value;
 
+use crate::caller::{Caller, Scope};
 use crate::error::ApiError;
 use crate::App;
 
@@ -23,8 +24,19 @@ use crate::App;
 const MAX_BODY: usize = 16 * 1024;
 const FIELDS: [&str; 3] = ["opted_out", "quiet_hours", "fallback"];
 
-fn subscriber(id: &str) -> Result<SubscriberId, ApiError> {
-    SubscriberId::parse(id).map_err(|e| ApiError::invalid("id", e.to_string()))
+/// The path's subscriber, if the caller holds the scope and reaches it.
+fn subscriber<S, L, C>(
+    app: &App<S, L, C>,
+    caller: &Caller,
+    id: &str,
+) -> Result<SubscriberId, ApiError> {
+    caller.require(&app.auth, Scope::Preferences)?;
+    let access = caller.access(&app.auth)?;
+    let s = SubscriberId::parse(id).map_err(|e| ApiError::invalid("id", e.to_string()))?;
+    if !access.reaches_subscriber(&s) {
+        return Err(ApiError::not_found("subscriber"));
+    }
+    Ok(s)
 }
 
 /// The body, validated: only the three fields, each as `Preferences` requires.
@@ -60,6 +72,7 @@ fn decode(raw: &[u8]) -> Result<Preferences, ApiError> {
 
 pub async fn put<S, L, C>(
     State(app): State<Arc<App<S, L, C>>>,
+    caller: Caller,
     Path(id): Path<String>,
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Preferences>, ApiError>
@@ -67,7 +80,7 @@ where
     S: ReminderStore,
     C: Clock,
 {
-    let subscriber = subscriber(&id)?;
+    let subscriber = subscriber(&app, &caller, &id)?;
     let raw = raw.map_err(|e| match e.status() {
         StatusCode::PAYLOAD_TOO_LARGE => ApiError::too_large(None, e.body_text()),
         _ => ApiError::invalid("body", e.body_text()),
@@ -79,12 +92,13 @@ where
 
 pub async fn show<S, L, C>(
     State(app): State<Arc<App<S, L, C>>>,
+    caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<Preferences>, ApiError>
 where
     S: ReminderStore,
 {
-    let subscriber = subscriber(&id)?;
+    let subscriber = subscriber(&app, &caller, &id)?;
     match app.store.preferences(&subscriber).await? {
         Some(prefs) => Ok(Json(prefs)),
         None => Err(ApiError::not_found("preferences for this subscriber")),

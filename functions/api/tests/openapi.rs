@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::future::Future;
 use std::pin::Pin;
 
-use common::{body, call, Harness};
+use common::{body, call, call_with, Harness};
 use reminders::ports::reminders::OP_GET;
 use reminders::ports::FaultPoint;
 use serde_json::{json, Value};
@@ -271,8 +271,94 @@ fn scenario(path: &str, method: &str, status: u16) -> Option<Scenario> {
                 .0
                 .as_u16()
         }),
+        // Authorization, on every route, as `remindctl local api --trust-identity-header`.
+        (_, _, 401 | 403) if operation(&p, &m) => {
+            let uri = sample(&p);
+            let method = verb(&m);
+            Box::pin(async move {
+                let h = Harness::with_auth(trusting());
+                let b = (method == "PUT").then(|| sample_body(&uri));
+                let headers = match status {
+                    401 => vec![],
+                    _ => caller(json!({})),
+                };
+                call_with(&h.router, &headers, method, &uri, b)
+                    .await
+                    .0
+                    .as_u16()
+            })
+        }
+        // An end user's token for another subscriber.
+        (l, "get", 404) | (l, "put", 404)
+            if (l == list && m == "get") || (l == prefs && m == "put") =>
+        {
+            let uri = sample(&p);
+            let method = verb(&m);
+            Box::pin(async move {
+                let h = Harness::with_auth(trusting());
+                let user =
+                    json!({"scope": "reminders/read subscribers/preferences", "sub_id": "u-2"});
+                let b = (method == "PUT").then(|| sample_body(&uri));
+                call_with(&h.router, &caller(user), method, &uri, b)
+                    .await
+                    .0
+                    .as_u16()
+            })
+        }
         _ => return None,
     })
+}
+
+/// The API's six operations.
+fn operation(path: &str, method: &str) -> bool {
+    matches!(
+        (path, method),
+        ("/v1/reminders/{id}", "get" | "put" | "delete")
+            | ("/v1/subscribers/{id}/reminders", "get")
+            | ("/v1/subscribers/{id}/preferences", "get" | "put")
+    )
+}
+
+/// The development headers' settings, with `sub_id` as the end users' claim.
+fn trusting() -> reminders_api::Auth {
+    reminders_api::Auth {
+        identity: reminders_api::Identity::TrustHeaders,
+        subscriber_claim: Some("sub_id".into()),
+        ..reminders_api::Auth::default()
+    }
+}
+
+fn caller(claims: Value) -> Vec<(&'static str, String)> {
+    vec![
+        (reminders_api::caller::CALLER_HEADER, "app-a".to_owned()),
+        (reminders_api::caller::CLAIMS_HEADER, claims.to_string()),
+    ]
+}
+
+/// The path with `u-1` or `a` for its id.
+fn sample(path: &str) -> String {
+    if path.starts_with("/v1/subscribers/") {
+        path.replace("{id}", "u-1")
+    } else {
+        path.replace("{id}", "a")
+    }
+}
+
+fn sample_body(uri: &str) -> Value {
+    if uri.ends_with("/preferences") {
+        quiet()
+    } else {
+        body("u-1", "Pickup")
+    }
+}
+
+fn verb(method: &str) -> &'static str {
+    match method {
+        "get" => "GET",
+        "put" => "PUT",
+        "delete" => "DELETE",
+        other => panic!("{other}"),
+    }
 }
 
 fn quiet() -> Value {
@@ -303,7 +389,7 @@ fn the_document_lists_every_code_a_scenario_answers() {
     ];
     for path in paths {
         for method in ["get", "put", "delete"] {
-            for status in [200, 201, 400, 404, 409, 413, 500, 503] {
+            for status in [200, 201, 400, 401, 403, 404, 409, 413, 500, 503] {
                 if scenario(path, method, status).is_some() {
                     let t = (path.to_owned(), method.to_owned(), status);
                     assert!(

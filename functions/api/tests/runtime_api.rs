@@ -143,3 +143,162 @@ async fn a_bad_body_through_api_gateway_is_a_400_naming_the_field() {
         answer.aws_calls
     );
 }
+
+/// The event as API Gateway's JWT authorizer passes it on: the token's claims and scopes.
+fn as_jwt(mut event: Value, client_id: &str, scopes: &[&str]) -> Value {
+    event["requestContext"]["authorizer"] = json!({
+        "jwt": {"claims": {"client_id": client_id, "sub": client_id, "scope": scopes.join(" ")},
+                "scopes": scopes}
+    });
+    event
+}
+
+/// Every route through API Gateway with the JWT authorizer's context: the owner comes from
+/// the token, each route checks its scope, and another application's token finds nothing.
+#[tokio::test]
+async fn every_route_through_api_gateway_as_a_jwt_caller() {
+    let stack = Stack::create("rt-api-jwt").await;
+    let all = [
+        "reminders/read",
+        "reminders/write",
+        "subscribers/preferences",
+    ];
+    let rem = "/v1/reminders/{id}";
+    let prefs = "/v1/subscribers/{id}/preferences";
+    let list = "/v1/subscribers/{id}/reminders";
+    let body = json!({
+        "subscriber_id": "u-7",
+        "due_at": "2030-01-01T10:00:00Z",
+        "channels": {"email": "user@example.org"},
+        "content": {"subject": "Pickup", "body": "at five"}
+    });
+    let quiet = json!({"opted_out": ["sms"]});
+    let calls = [
+        (
+            "app-a",
+            &all[..],
+            "PUT",
+            "/v1/reminders/j-1",
+            rem,
+            "j-1",
+            Some(body),
+            201,
+        ),
+        (
+            "app-a",
+            &all[..],
+            "GET",
+            "/v1/reminders/j-1",
+            rem,
+            "j-1",
+            None,
+            200,
+        ),
+        (
+            "app-a",
+            &all[..],
+            "GET",
+            "/v1/subscribers/u-7/reminders",
+            list,
+            "u-7",
+            None,
+            200,
+        ),
+        (
+            "app-a",
+            &all[..],
+            "PUT",
+            "/v1/subscribers/u-7/preferences",
+            prefs,
+            "u-7",
+            Some(quiet),
+            200,
+        ),
+        (
+            "app-a",
+            &all[..],
+            "GET",
+            "/v1/subscribers/u-7/preferences",
+            prefs,
+            "u-7",
+            None,
+            200,
+        ),
+        (
+            "app-b",
+            &all[..],
+            "GET",
+            "/v1/reminders/j-1",
+            rem,
+            "j-1",
+            None,
+            404,
+        ),
+        (
+            "app-b",
+            &all[..],
+            "DELETE",
+            "/v1/reminders/j-1",
+            rem,
+            "j-1",
+            None,
+            404,
+        ),
+        (
+            "app-a",
+            &all[..1],
+            "DELETE",
+            "/v1/reminders/j-1",
+            rem,
+            "j-1",
+            None,
+            403,
+        ),
+        (
+            "app-a",
+            &all[..],
+            "DELETE",
+            "/v1/reminders/j-1",
+            rem,
+            "j-1",
+            None,
+            200,
+        ),
+    ];
+    for (who, scopes, method, path, route, id, body, want) in calls {
+        let e = as_jwt(event(method, path, route, id, body), who, scopes);
+        let answer = invoke(
+            env!("CARGO_BIN_EXE_api"),
+            &stack.env(),
+            e,
+            CARGO_LAMBDA_WATCH_DEADLINE,
+        )
+        .await;
+        assert_eq!(answer.kind, "response", "{}", answer.body);
+        assert_eq!(
+            answer.body["statusCode"], want,
+            "{who} {method} {path}: {}",
+            answer.body
+        );
+        assert_calls_declared("api", &answer);
+    }
+    // The list by another application leaves app-a's reminder out.
+    let e = as_jwt(
+        event("GET", "/v1/subscribers/u-7/reminders", list, "u-7", None),
+        "app-b",
+        &all,
+    );
+    let answer = invoke(
+        env!("CARGO_BIN_EXE_api"),
+        &stack.env(),
+        e,
+        CARGO_LAMBDA_WATCH_DEADLINE,
+    )
+    .await;
+    assert_eq!(
+        answer_body(&answer)["reminders"],
+        json!([]),
+        "{}",
+        answer.body
+    );
+}

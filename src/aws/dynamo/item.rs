@@ -35,6 +35,10 @@ pub(super) struct ReminderItem {
     /// Channels enqueued before an edit added one (projected: the scheduler skips them).
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     enqueued_channels: BTreeSet<Channel>,
+    /// The caller that created it (not in an index: a list reads its page's owners from the
+    /// table).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    owner: Option<crate::domain::Owner>,
 }
 
 /// The index projection: keys plus the INCLUDE attributes.
@@ -88,6 +92,7 @@ fn shape_of(path: &str) -> Option<&'static str> {
         "payload_version" => "must be a whole number, 0 or more",
         "due_shard" => "must be a whole number from 0 to 63",
         "expires_at" => "must be a whole number: epoch seconds (the TTL)",
+        "owner" => "must be text of 1 to 512 printable characters: the caller that created it",
         "reminder_id" | "subscriber_id" | "invalid_reason" => return None,
         _ => return None,
     })
@@ -102,6 +107,8 @@ struct SummaryItem {
     fresh_until: Timestamp,
     payload_version: u64,
     channels: Vec<Channel>,
+    #[serde(default)]
+    owner: Option<crate::domain::Owner>,
 }
 
 /// One subscriber-index item, decoded on its own.
@@ -122,6 +129,7 @@ pub(super) fn summary(item: HashMap<String, AttributeValue>) -> Listed {
             fresh_until: i.fresh_until,
             payload_version: i.payload_version,
             channels: i.channels,
+            owner: i.owner,
         }),
         Err(reason) => Listed::Unreadable {
             reminder_id,
@@ -206,6 +214,7 @@ impl ReminderItem {
                 .then(|| due_shard(&r.reminder_id, shards)),
             invalid_reason: r.invalid_reason.clone(),
             enqueued_channels: r.enqueued.clone(),
+            owner: r.owner.clone(),
         }
     }
 
@@ -251,6 +260,7 @@ impl ReminderItem {
             unsendable,
             expires_at: self.expires_at,
             enqueued: self.enqueued_channels,
+            owner: self.owner,
         })
     }
 }

@@ -96,6 +96,9 @@ impl DynamoReminderStore {
         if condition.contains("#status") {
             put = put.expression_attribute_names("#status", "status");
         }
+        if condition.contains("#owner") {
+            put = put.expression_attribute_names("#owner", "owner");
+        }
         match put.send().await {
             Ok(_) => Ok(Ok(())),
             Err(SdkError::ServiceError(e))
@@ -136,11 +139,21 @@ impl ReminderStore for DynamoReminderStore {
         if !editable(r.status) || !editable(expected_status) {
             return Ok(Marked::Changed);
         }
-        let cond = "payload_version = :expected AND #status = :status";
-        let values = [
+        // The owner never changes: an edit lands only on the item of the owner it was made
+        // for (a reminder removed by its TTL and created again by another caller keeps it).
+        let mut values = vec![
             (":expected", n(expected_version)),
             (":status", s(expected_status.as_str())),
         ];
+        let cond = match &r.owner {
+            Some(owner) => {
+                values.push((":owner", s(owner.as_str())));
+                "payload_version = :expected AND #status = :status AND #owner = :owner"
+            }
+            None => {
+                "payload_version = :expected AND #status = :status AND attribute_not_exists(#owner)"
+            }
+        };
         Ok(
             match self.put_conditional(OP_REPLACE, r, cond, &values).await? {
                 Ok(()) => Marked::Marked,

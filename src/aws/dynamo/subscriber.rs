@@ -1,12 +1,16 @@
 //! The reminders table's `subscriber-index` (`subscriber_id` HASH, `due_at` RANGE), read
 //! newest due first.
 
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::operation::batch_get_item::BatchGetItemError;
 use aws_sdk_dynamodb::operation::query::QueryError;
+use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 
 use super::reminders::DynamoReminderStore;
 use super::{dynamo_kind, item, n, s, SUBSCRIBER_INDEX};
 use crate::aws::error::port_error;
-use crate::domain::SubscriberId;
+use crate::domain::{Owner, SubscriberId};
 use crate::ports::reminders::OP_BY_SUBSCRIBER;
 use crate::ports::{Listed, PortError, SubscriberCursor, SubscriberIndex, SubscriberPage};
 
@@ -69,6 +73,106 @@ impl SubscriberIndex for DynamoReminderStore {
             (true, Some(last)) => cursor_of(last),
             _ => None,
         };
+        self.fill_owners(&mut items).await?;
         Ok(SubscriberPage { items, next })
+    }
+}
+
+/// Rounds of `UnprocessedKeys` the owners' read retries before it gives up (as throttled).
+const OWNER_ROUNDS: usize = 4;
+
+impl DynamoReminderStore {
+    /// The page's owners, from the table in one `BatchGetItem` (the index does not project
+    /// `owner`: a deployed index's projection cannot change in a stack update). Eventually
+    /// consistent is enough: an owner never changes. A reminder gone from the table keeps no
+    /// owner (its GET answers 404 anyway).
+    async fn fill_owners(&self, items: &mut [Listed]) -> Result<(), PortError> {
+        let ids: Vec<String> = items
+            .iter()
+            .filter_map(|i| match i {
+                Listed::Summary(r) => Some(r.reminder_id.as_str().to_owned()),
+                Listed::Unreadable { .. } => None,
+            })
+            .collect();
+        let mut owners: HashMap<String, Result<Owner, String>> = HashMap::new();
+        // BatchGetItem takes at most 100 keys; a page holds at most 100.
+        for chunk in ids.chunks(100) {
+            let mut pending = Some(
+                KeysAndAttributes::builder()
+                    .set_keys(Some(
+                        chunk
+                            .iter()
+                            .map(|id| HashMap::from([("reminder_id".to_owned(), s(id))]))
+                            .collect(),
+                    ))
+                    .projection_expression("reminder_id, #owner")
+                    .expression_attribute_names("#owner", "owner")
+                    .build()
+                    .map_err(|e| PortError::Invariant {
+                        op: OP_BY_SUBSCRIBER,
+                        message: e.to_string(),
+                    })?,
+            );
+            let mut rounds = 0;
+            while let Some(keys) = pending.take() {
+                rounds += 1;
+                if rounds > OWNER_ROUNDS {
+                    return Err(PortError::Throttled {
+                        op: OP_BY_SUBSCRIBER,
+                        message: "keys left unprocessed by every round of the owners' read".into(),
+                    });
+                }
+                let out = self
+                    .client
+                    .batch_get_item()
+                    .request_items(&self.table, keys.clone())
+                    .send()
+                    .await
+                    .map_err(|e| {
+                        port_error(OP_BY_SUBSCRIBER, e, dynamo_kind!(BatchGetItemError))
+                    })?;
+                for got in out
+                    .responses
+                    .and_then(|mut r| r.remove(&self.table))
+                    .unwrap_or_default()
+                {
+                    let id = match got.get("reminder_id") {
+                        Some(AttributeValue::S(id)) => id.clone(),
+                        _ => continue,
+                    };
+                    let owner = match got.get("owner") {
+                        None => continue,
+                        Some(AttributeValue::S(o)) => {
+                            Owner::parse(o.clone()).map_err(|e| e.to_string())
+                        }
+                        Some(_) => Err("owner: must be a string".to_owned()),
+                    };
+                    owners.insert(id, owner);
+                }
+                if let Some(rest) = out.unprocessed_keys.and_then(|mut u| u.remove(&self.table)) {
+                    if !rest.keys().is_empty() {
+                        pending = Some(rest);
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    }
+                }
+            }
+        }
+        for item in items.iter_mut() {
+            let Listed::Summary(r) = item else { continue };
+            match owners.remove(r.reminder_id.as_str()) {
+                None => r.owner = None,
+                Some(Ok(o)) => r.owner = Some(o),
+                // An owner this version cannot read: shown as an unreadable item, which only
+                // a caller reaching every reminder sees.
+                Some(Err(reason)) => {
+                    *item = Listed::Unreadable {
+                        reminder_id: r.reminder_id.as_str().to_owned(),
+                        due_at: Some(r.due_at),
+                        reason,
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 }

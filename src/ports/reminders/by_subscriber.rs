@@ -21,6 +21,8 @@ pub struct ReminderSummary {
     pub fresh_until: Timestamp,
     pub payload_version: u64,
     pub channels: Vec<Channel>,
+    /// The caller that created it: a list shows a caller only what it reaches.
+    pub owner: Option<crate::domain::Owner>,
 }
 
 /// One item of a page, decoded on its own: an item another writer stored badly is shown with

@@ -106,6 +106,7 @@ impl ReminderStore for MemoryReminderStore {
             Some(cur)
                 if cur.payload_version != expected_version
                     || cur.status != expected_status
+                    || cur.owner != r.owner
                     || !editable(cur.status)
                     || !editable(r.status) =>
             {
@@ -356,5 +357,6 @@ fn summary(r: &Reminder) -> ReminderSummary {
         fresh_until: r.fresh_until,
         payload_version: r.payload_version,
         channels: r.listed_channels().collect(),
+        owner: r.owner.clone(),
     }
 }

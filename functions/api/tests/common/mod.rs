@@ -61,6 +61,7 @@ impl Harness {
             ledger,
             clock: SystemClock,
             defaults: defaults(),
+            auth: reminders_api::Auth::default(),
         });
         Self {
             router,
@@ -68,6 +69,32 @@ impl Harness {
             ledger_faults,
             store_faults,
         }
+    }
+
+    /// Callers as `auth` states them, over a shared store (one per test).
+    pub fn with_auth(auth: reminders_api::Auth) -> Self {
+        let store = Arc::new(MemoryReminderStore::new(8));
+        let router = router(App {
+            store: store.clone(),
+            ledger: Arc::new(MemoryLedger::default()),
+            clock: SystemClock,
+            defaults: defaults(),
+            auth,
+        });
+        Self {
+            router,
+            store,
+            ledger_faults: Faults::default(),
+            store_faults: Faults::default(),
+        }
+    }
+
+    /// The stored reminder, as the store holds it.
+    pub async fn stored(&self, id: &str) -> Option<Reminder> {
+        self.store
+            .get(&ReminderId::parse(id).unwrap())
+            .await
+            .unwrap()
     }
 
     /// Faults of the reminders store (and its subscriber index).
@@ -83,6 +110,7 @@ impl Harness {
             ledger: CorruptLedger,
             clock: SystemClock,
             defaults: defaults(),
+            auth: reminders_api::Auth::default(),
         });
         Self {
             router,
@@ -100,6 +128,7 @@ impl Harness {
             ledger: Arc::new(MemoryLedger::default()),
             clock: SystemClock,
             defaults: defaults(),
+            auth: reminders_api::Auth::default(),
         });
         Self {
             router,
@@ -120,9 +149,36 @@ impl Harness {
     }
 }
 
+/// One request as `caller`, with these JWT `claims` (the development headers).
+pub async fn call_as(
+    router: &Router,
+    caller: &str,
+    claims: &Value,
+    method: &str,
+    uri: &str,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
+    let headers = [
+        (reminders_api::caller::CALLER_HEADER, caller.to_owned()),
+        (reminders_api::caller::CLAIMS_HEADER, claims.to_string()),
+    ];
+    call_with(router, &headers, method, uri, body).await
+}
+
 /// One request through the router; the answer's status and JSON body.
 pub async fn call(
     router: &Router,
+    method: &str,
+    uri: &str,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
+    call_with(router, &[], method, uri, body).await
+}
+
+/// One request with extra headers.
+pub async fn call_with(
+    router: &Router,
+    headers: &[(&str, String)],
     method: &str,
     uri: &str,
     body: Option<Value>,
@@ -131,12 +187,14 @@ pub async fn call(
         Some(v) => Body::from(v.to_string()),
         None => Body::empty(),
     };
-    let request = Request::builder()
+    let mut request = Request::builder()
         .method(method)
         .uri(uri)
-        .header("content-type", "application/json")
-        .body(body)
-        .unwrap();
+        .header("content-type", "application/json");
+    for (k, v) in headers {
+        request = request.header(*k, v);
+    }
+    let request = request.body(body).unwrap();
     let answer = router.clone().oneshot(request).await.unwrap();
     let status = answer.status();
     let bytes = axum::body::to_bytes(answer.into_body(), usize::MAX)
