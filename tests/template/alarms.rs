@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_norway::Value;
 
-use super::iam::{condition, params, resolve};
+use super::iam::{condition, condition_expr, params, resolve};
 use super::template;
 
 /// The resources as deployed under `stack` with these parameter overrides: those whose
@@ -140,6 +140,33 @@ fn dashboard_metrics(resources: &BTreeMap<String, Value>) -> Vec<MetricId> {
     out
 }
 
+/// The composite alarms: each pages for the alarms its rule names.
+fn composites(resources: &BTreeMap<String, Value>) -> Vec<(&String, &Value)> {
+    resources
+        .iter()
+        .filter(|(_, r)| r["Type"].as_str() == Some("AWS::CloudWatch::CompositeAlarm"))
+        .map(|(name, r)| (name, &r["Properties"]))
+        .collect()
+}
+
+/// Alarms that notify no one themselves, because a composite alarm pages for them: their
+/// logical names, as the composites' rules name them (`ALARM(${Name})`).
+fn paged_through_a_composite(resources: &BTreeMap<String, Value>) -> BTreeSet<String> {
+    let t = template();
+    let mut out = BTreeSet::new();
+    for (name, r) in t["Resources"].as_mapping().unwrap() {
+        if r["Type"].as_str() != Some("AWS::CloudWatch::CompositeAlarm") {
+            continue;
+        }
+        assert!(resources.contains_key(name.as_str().unwrap()));
+        let rule = format!("{:?}", r["Properties"]["AlarmRule"]);
+        for part in rule.split("ALARM(${").skip(1) {
+            out.insert(part.split('}').next().unwrap().to_owned());
+        }
+    }
+    out
+}
+
 #[test]
 fn every_alarm_notifies_someone_and_says_when_it_recovers() {
     // No topic given: the stack's own topic.
@@ -148,7 +175,20 @@ fn every_alarm_notifies_someone_and_says_when_it_recovers() {
         own.contains_key("AlarmTopic"),
         "no topic of the stack's own"
     );
+    let quiet = paged_through_a_composite(&own);
+    let mut notifying = alarms(&own);
+    notifying.retain(|(name, _)| !quiet.contains(name.as_str()));
+    notifying.extend(composites(&own));
     for (name, a) in alarms(&own) {
+        if quiet.contains(name.as_str()) {
+            assert_eq!(a["ActionsEnabled"], Value::Bool(false), "{name}");
+            assert!(
+                a.get("AlarmActions").is_none(),
+                "{name} pages through its composite"
+            );
+        }
+    }
+    for (name, a) in notifying {
         for field in ["AlarmActions", "OKActions"] {
             let actions = a[field].as_sequence();
             let actions = actions.unwrap_or_else(|| panic!("{name} has no {field}"));
@@ -163,7 +203,10 @@ fn every_alarm_notifies_someone_and_says_when_it_recovers() {
     let arn = "arn:aws:sns:us-east-1:123456789012:on-call";
     let given = rendered("reminders", &[("AlarmTopicArn", arn)]);
     assert!(!given.contains_key("AlarmTopic"));
-    for (name, a) in alarms(&given) {
+    let mut notifying = alarms(&given);
+    notifying.retain(|(name, _)| !quiet.contains(name.as_str()));
+    notifying.extend(composites(&given));
+    for (name, a) in notifying {
         for field in ["AlarmActions", "OKActions"] {
             assert_eq!(
                 a[field],
@@ -315,4 +358,61 @@ fn the_application_alarms_exist() {
         1
     );
     assert_eq!(on("AWS/SQS", "ApproximateAgeOfOldestMessage", dlq).len(), 1);
+}
+
+/// One death pages once: a channel's dead-letter copy (`<Channel>DeadLetterQueueNotEmpty`) and
+/// the consumer's `dead_total` (`<Channel>DeadDeliveries`) both see it; neither notifies, and one
+/// composite alarm per channel pages while either is in ALARM.
+#[test]
+fn one_death_pages_once() {
+    let r = rendered("reminders", &[]);
+    let quiet = paged_through_a_composite(&r);
+    for ch in ["Push", "Email", "Sms"] {
+        let pair = [
+            format!("{ch}DeadLetterQueueNotEmpty"),
+            format!("{ch}DeadDeliveries"),
+        ];
+        for name in &pair {
+            assert!(r.contains_key(name), "{name}");
+            assert!(quiet.contains(name), "{name} pages on its own");
+        }
+        // The rules as written (`${Logical}`), not as rendered.
+        let t = template();
+        let paging: Vec<String> = composites(&r)
+            .into_iter()
+            .map(|(name, _)| {
+                format!(
+                    "{:?}",
+                    t["Resources"][name.as_str()]["Properties"]["AlarmRule"]
+                )
+            })
+            .filter(|rule| pair.iter().any(|n| rule.contains(&format!("${{{n}}}"))))
+            .collect();
+        assert_eq!(paging.len(), 1, "{ch}: {paging:?}");
+        let rule = &paging[0];
+        assert!(
+            pair.iter()
+                .all(|n| rule.contains(&format!("ALARM(${{{n}}})")))
+                && rule.contains(" OR "),
+            "{ch}: {rule}"
+        );
+    }
+}
+
+/// A stack whose alarms reach nobody does not deploy unless the deployer says so: the
+/// template's rule, evaluated for each way of giving (or not giving) a subscriber.
+#[test]
+fn alarms_without_a_subscriber_do_not_deploy_unless_asked() {
+    let t = template();
+    let rule = &t["Rules"]["AlarmsReachSomeone"]["Assertions"][0]["Assert"];
+    assert!(!rule.is_null(), "no AlarmsReachSomeone rule");
+    let deploys = |overrides: &[(&str, &str)]| condition_expr(&t, &params(&t, overrides), rule);
+    assert!(!deploys(&[]), "the defaults alert no one: refused");
+    assert!(deploys(&[("AlarmEmail", "oncall@example.com")]));
+    assert!(deploys(&[(
+        "AlarmTopicArn",
+        "arn:aws:sns:us-east-1:123456789012:on-call"
+    )]));
+    assert!(deploys(&[("AlarmsWithoutSubscriber", "true")]));
+    assert!(!deploys(&[("AlarmsWithoutSubscriber", "false")]));
 }

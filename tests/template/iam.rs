@@ -162,7 +162,7 @@ pub(super) fn condition(t: &Value, p: &BTreeMap<String, String>, name: &str) -> 
     condition_expr(t, p, def)
 }
 
-fn condition_expr(t: &Value, p: &BTreeMap<String, String>, v: &Value) -> bool {
+pub(super) fn condition_expr(t: &Value, p: &BTreeMap<String, String>, v: &Value) -> bool {
     let args = |v: &Value| v.as_sequence().cloned().unwrap_or_default();
     if let Some(a) = tagged(v, "Equals") {
         let a = args(a);
