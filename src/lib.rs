@@ -28,6 +28,7 @@
 //! | [`consumer`] | the consumer: SQS batch in, partial batch response out; one record's pipeline in steps (`intake` → `claim` → send → `settle`) |
 //! | [`events`] | outcome events: which ledger writes settle a delivery, the stream handler that publishes them, the local stream player |
 //! | [`redrive`] | bounded, filtered, audited replay of a channel's DLQ |
+//! | [`feedback`] | SES bounces and complaints in, suppressions out |
 //! | [`providers`] | real providers (SES v2, SNS, generic HTTP), chosen per channel by configuration |
 //! | [`aws`] | the DynamoDB, SQS, EventBridge and DynamoDB Streams adapters, resource settings, resource bootstrap |
 //! | [`telemetry`] | JSON log setup for the binaries |
@@ -46,6 +47,7 @@ pub mod deadletter;
 pub mod delivery;
 pub mod domain;
 pub mod events;
+pub mod feedback;
 pub mod ledger;
 pub mod outbox;
 pub mod policy;

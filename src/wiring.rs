@@ -8,7 +8,14 @@ use crate::aws::{sdk_config, Adapters, Settings};
 use crate::config::ConfigError;
 
 /// The functions the template deploys.
-pub const FUNCTIONS: [&str; 5] = ["scheduler", "consumer", "redrive", "api", "events"];
+pub const FUNCTIONS: [&str; 6] = [
+    "scheduler",
+    "consumer",
+    "redrive",
+    "api",
+    "events",
+    "feedback",
+];
 
 /// Every environment variable `function` reads (the template must set them all).
 pub fn reads(function: &str) -> Vec<&'static str> {
@@ -22,15 +29,21 @@ pub fn reads(function: &str) -> Vec<&'static str> {
         }
         "scheduler" => vars.extend(crate::scheduler::config::VARS),
         "redrive" => vars.extend(crate::redrive::VARS),
-        // The HTTP API writes reminders (their TTLs) and defaults their freshness window.
+        // The HTTP API writes reminders (their TTLs), defaults their freshness window and
+        // refuses SMS numbers outside the allowed calling codes.
         "api" => {
             vars.extend([
                 crate::domain::retention::RETENTION_VAR,
                 crate::outbox::FRESHNESS_VAR,
+                crate::domain::sms_countries::SMS_COUNTRIES_VAR,
             ]);
             vars.extend(api_auth::VARS);
         }
         "events" => vars.extend(crate::aws::eventbridge::VARS),
+        "feedback" => vars.extend([
+            crate::providers::secret::SUPPRESSION_KEY_SECRET_VAR,
+            crate::feedback::FEEDBACK_DLQ_VAR,
+        ]),
         _ => {}
     }
     vars
@@ -102,6 +115,13 @@ pub fn aws_calls(function: &str) -> &'static [&'static str] {
         // The stream itself is read by Lambda's event source mapping, with the role's
         // dynamodb:GetRecords and friends; the function only publishes.
         "events" => &["EventBridge.PutEvents"],
+        // Suppressions (conditional puts of `suppress#` items), the key, and the DLQ for a
+        // body that is not SES feedback.
+        "feedback" => &[
+            "DynamoDB.PutItem",
+            "SQS.SendMessage",
+            "Secrets Manager.GetSecretValue",
+        ],
         _ => &[],
     }
 }

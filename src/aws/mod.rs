@@ -17,7 +17,7 @@ pub mod streams;
 
 pub use bootstrap::sdk_config;
 pub use config::Settings;
-pub use sqs::{ChannelUrls, SqsDeadLetters, SqsQueues};
+pub use sqs::{ChannelUrls, FeedbackDeadLetters, SqsDeadLetters, SqsQueues};
 
 use crate::ports::STORAGE_OPERATION_TIMEOUT;
 

@@ -399,3 +399,41 @@ mod tests {
         assert!(!is_trace_header(&format!("{root};{}", "x".repeat(300))));
     }
 }
+
+/// The feedback queue's DLQ (`FEEDBACK_DLQ_URL`): a body that is not SES feedback goes there
+/// at once with its `reason` attribute, rather than through the redrive policy's retries with
+/// none.
+#[derive(Debug, Clone)]
+pub struct FeedbackDeadLetters {
+    client: Client,
+    url: String,
+}
+
+impl FeedbackDeadLetters {
+    pub fn new(client: Client, url: String) -> Self {
+        Self { client, url }
+    }
+
+    pub async fn dead_letter(&self, body: &str, reason: &str) -> Result<(), PortError> {
+        let mut attrs = std::collections::HashMap::new();
+        attrs.insert(
+            crate::deadletter::ATTR_REASON.to_owned(),
+            string_attr(reason)?,
+        );
+        // The head of a body too big to carry beside its attributes (SQS's 256 KiB).
+        let mut cut = body.len().min(200 * 1024);
+        while !body.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let body = &body[..cut];
+        self.client
+            .send_message()
+            .queue_url(&self.url)
+            .message_body(body)
+            .set_message_attributes(Some(attrs))
+            .send()
+            .await
+            .map_err(|e| port_error(OP_DEAD_LETTER, e, sqs_kind!(SendMessageError)))?;
+        Ok(())
+    }
+}

@@ -31,6 +31,8 @@ pub struct ConsumerConfig {
     pub retention: Retention,
     /// Print EMF metric lines (off in tests and the simulation).
     pub emit_metrics: bool,
+    /// The calling codes SMS may go to; a number elsewhere dies `country_not_allowed`.
+    pub sms_countries: crate::domain::SmsCountries,
 }
 
 impl Default for ConsumerConfig {
@@ -48,12 +50,13 @@ impl Default for ConsumerConfig {
             gate_cache: Duration::from_secs(1),
             retention: Retention::default(),
             emit_metrics: true,
+            sms_countries: crate::domain::SmsCountries::default(),
         }
     }
 }
 
 /// Every variable [`ConsumerConfig`] reads.
-pub const VARS: [&str; 17] = [
+pub const VARS: [&str; 18] = [
     "POLICY_VERSION",
     "BREAKER_FAILURES",
     "BREAKER_COOLDOWN_SECS",
@@ -71,6 +74,7 @@ pub const VARS: [&str; 17] = [
     "DEADLINE_MARGIN_SECS",
     "MAX_CONCURRENCY",
     RETENTION_VAR,
+    crate::domain::sms_countries::SMS_COUNTRIES_VAR,
 ];
 
 /// The variable a policy error is about.
@@ -163,6 +167,7 @@ impl ConsumerConfig {
             gate_cache: d.gate_cache,
             retention: Retention::from_vars(&vars)?,
             emit_metrics: true,
+            sms_countries: crate::domain::SmsCountries::from_vars(&vars)?,
         };
         let cfg = Self {
             initial_concurrency: cfg.initial_concurrency.min(cfg.max_concurrency).max(1),

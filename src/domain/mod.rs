@@ -11,6 +11,7 @@ pub mod reason;
 pub mod recipient;
 pub mod reminder;
 pub mod retention;
+pub mod sms_countries;
 pub mod suppression;
 pub mod wire;
 
@@ -28,4 +29,5 @@ pub use reminder::{
     MAX_DUE_AHEAD, MAX_DUE_SHARDS, MAX_FRESHNESS,
 };
 pub use retention::Retention;
+pub use sms_countries::SmsCountries;
 pub use suppression::{AddressHash, Suppression, SuppressionKey, SuppressionSource};

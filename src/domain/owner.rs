@@ -51,8 +51,8 @@ impl std::fmt::Display for Owner {
 }
 
 /// What a caller may reach. A reminder with no owner (written before owners were stored, or
-/// by the library or `remindctl remind create`) is reachable by every caller that may
-/// reach its subscriber.
+/// by the library or `remindctl remind create`) is an operator's: no owner-scoped caller
+/// reaches it, or every application could read and take it over.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Access {
     /// Every reminder: an operator, or an API deployed with owner isolation off.
@@ -69,12 +69,15 @@ impl Access {
     pub fn reaches(&self, owner: Option<&Owner>, subscriber: &super::SubscriberId) -> bool {
         match self {
             Access::Any => true,
-            Access::Owner(me) => owner.is_none_or(|o| o == me),
+            Access::Owner(me) => owner == Some(me),
             Access::Subscriber(s) => s == subscriber,
         }
     }
 
     /// Whether this caller may reach the subscriber itself (its list, its preferences).
+    /// Preferences are the person's, not an application's: every application that holds
+    /// the preferences scope reads and sets the same opt-outs and quiet hours, so that an
+    /// opt-out given through one application holds for all.
     pub fn reaches_subscriber(&self, subscriber: &super::SubscriberId) -> bool {
         match self {
             Access::Subscriber(s) => s == subscriber,
@@ -105,7 +108,11 @@ mod tests {
         let owner_a = Access::Owner(a.clone());
         assert!(owner_a.reaches(Some(&a), &u1));
         assert!(!owner_a.reaches(Some(&b), &u1), "another owner's reminder");
-        assert!(owner_a.reaches(None, &u1), "an unowned reminder");
+        assert!(
+            !owner_a.reaches(None, &u1),
+            "an unowned reminder is an operator's"
+        );
+        assert!(Access::Any.reaches(None, &u1));
         let user = Access::Subscriber(u1.clone());
         assert!(
             user.reaches(Some(&b), &u1),

@@ -32,6 +32,11 @@ pub enum DeadReason {
     Suppressed,
     /// Due inside the channel's quiet hours and stale before they end. No attempt spent.
     ExpiredQuietHours,
+    /// An SMS number outside the calling codes the stack allows (`SMS_ALLOWED_COUNTRY_CODES`):
+    /// decided before any send, no attempt spent. The operator's policy, not the person's
+    /// choice: a DLQ copy is made, and a redrive after the list is widened sends it. No
+    /// fallback takes over (the reminder's other channels go out on their own).
+    CountryNotAllowed,
     /// A reason this version does not know, written by a newer one (a deploy rolling out a
     /// new reason): read, carried on with its wire string, logged and published as it is,
     /// never refused. It falls back to nothing and is no recipient's choice: a DLQ copy is
@@ -40,7 +45,7 @@ pub enum DeadReason {
 }
 
 impl DeadReason {
-    pub const ALL: [DeadReason; 11] = [
+    pub const ALL: [DeadReason; 12] = [
         DeadReason::Schema,
         DeadReason::UnknownReminder,
         DeadReason::Rejected,
@@ -52,6 +57,7 @@ impl DeadReason {
         DeadReason::OptedOut,
         DeadReason::Suppressed,
         DeadReason::ExpiredQuietHours,
+        DeadReason::CountryNotAllowed,
     ];
 
     /// The recipient's rules ended it, not a failure (DESIGN §12): the ledger and the events
@@ -91,6 +97,7 @@ impl DeadReason {
             DeadReason::OptedOut => "opted_out",
             DeadReason::Suppressed => "suppressed",
             DeadReason::ExpiredQuietHours => "expired_quiet_hours",
+            DeadReason::CountryNotAllowed => "country_not_allowed",
             DeadReason::Unknown(s) => s,
         }
     }
@@ -161,7 +168,8 @@ mod tests {
                 "invalid_reminder",
                 "opted_out",
                 "suppressed",
-                "expired_quiet_hours"
+                "expired_quiet_hours",
+                "country_not_allowed"
             ]
         );
         for r in DeadReason::ALL {

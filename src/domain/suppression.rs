@@ -130,6 +130,9 @@ pub enum SuppressionSource {
     /// An SES permanent (hard) bounce.
     #[serde(rename = "ses_bounce")]
     SesBounce,
+    /// An SES complaint (the recipient reported the mail as spam), from SES feedback.
+    #[serde(rename = "ses_complaint")]
+    SesComplaint,
     /// SES refused the address itself as invalid.
     #[serde(rename = "ses_invalid_address")]
     SesInvalidAddress,
@@ -147,12 +150,13 @@ pub enum SuppressionSource {
     Operator,
 }
 
-const SOURCE_NAMES: &str =
-    "ses_bounce, ses_invalid_address, sns_endpoint_disabled, sns_invalid_number, http_410, operator";
+const SOURCE_NAMES: &str = "ses_bounce, ses_complaint, ses_invalid_address, \
+     sns_endpoint_disabled, sns_invalid_number, http_410, operator";
 
 impl SuppressionSource {
-    pub const ALL: [SuppressionSource; 6] = [
+    pub const ALL: [SuppressionSource; 7] = [
         SuppressionSource::SesBounce,
+        SuppressionSource::SesComplaint,
         SuppressionSource::SesInvalidAddress,
         SuppressionSource::SnsEndpointDisabled,
         SuppressionSource::SnsInvalidNumber,
@@ -163,6 +167,7 @@ impl SuppressionSource {
     pub const fn as_str(self) -> &'static str {
         match self {
             SuppressionSource::SesBounce => "ses_bounce",
+            SuppressionSource::SesComplaint => "ses_complaint",
             SuppressionSource::SesInvalidAddress => "ses_invalid_address",
             SuppressionSource::SnsEndpointDisabled => "sns_endpoint_disabled",
             SuppressionSource::SnsInvalidNumber => "sns_invalid_number",

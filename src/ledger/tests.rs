@@ -372,6 +372,7 @@ fn dead_reasons_and_defer_classes_are_the_listed_ones() {
         DeadReason::UnknownReminder,
         DeadReason::ReceiveCountExceeded,
         DeadReason::InvalidReminder,
+        DeadReason::CountryNotAllowed,
     ] {
         let refused = apply(Some(&sending), die(reason), &ctx_at(T0)).unwrap_err();
         assert_eq!(refused.why, Why::NotAllowed, "{reason}");

@@ -329,7 +329,9 @@ fn die(
         (Status::Scheduled | Status::Ready | Status::Deferred, None)
             if matches!(
                 reason,
-                DeadReason::UnknownReminder | DeadReason::InvalidReminder
+                DeadReason::UnknownReminder
+                    | DeadReason::InvalidReminder
+                    | DeadReason::CountryNotAllowed
             ) => {}
         _ => return Err(from.refuse(Why::NotAllowed)),
     }

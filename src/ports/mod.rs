@@ -22,7 +22,7 @@ pub use queue::{
     ReceivedMessage, SendFailure, StaleHandles,
 };
 pub use reminders::{
-    DueCursor, DueEntry, DuePage, DueQuery, DueReminder, Inserted, Listed, Marked,
+    visible_page, DueCursor, DueEntry, DuePage, DueQuery, DueReminder, Inserted, Listed, Marked,
     MemoryReminderStore, ReminderStore, ReminderSummary, SubscriberCursor, SubscriberIndex,
     SubscriberPage, SweepCursor, SweepPage, SweptItem,
 };

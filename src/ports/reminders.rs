@@ -17,7 +17,8 @@ use crate::domain::{
     SubscriberId, Suppression,
 };
 pub use by_subscriber::{
-    Listed, ReminderSummary, SubscriberCursor, SubscriberIndex, SubscriberPage, OP_BY_SUBSCRIBER,
+    visible_page, Listed, ReminderSummary, SubscriberCursor, SubscriberIndex, SubscriberPage,
+    MAX_SCANNED, OP_BY_SUBSCRIBER,
 };
 pub use memory::MemoryReminderStore;
 

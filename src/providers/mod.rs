@@ -254,6 +254,28 @@ fn token_from(
     }
 }
 
+/// A provider endpoint carries the recipient, the content and the bearer token: `https`
+/// only, but for a receiver on this machine's loopback (a local run's or a test's), which
+/// never leaves the host.
+pub fn check_endpoint(endpoint: &reqwest::Url) -> Result<(), &'static str> {
+    let Some(host) = endpoint.host_str().filter(|h| !h.is_empty()) else {
+        return Err("must be an https URL with a host");
+    };
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    match endpoint.scheme() {
+        "https" => Ok(()),
+        "http" if loopback => Ok(()),
+        "http" => Err("must be https: plain http would carry the recipient, the content and the \
+                       token unencrypted (http is accepted only to a loopback host, for local runs)"),
+        _ => Err("must be an https URL with a host"),
+    }
+}
+
 fn http_from<C: Clock>(
     get: &impl Fn(&str) -> Option<String>,
     channel: Channel,
@@ -268,12 +290,10 @@ fn http_from<C: Clock>(
         var: endpoint_var,
         problem: e.to_string(),
     })?;
-    if !matches!(endpoint.scheme(), "http" | "https") || endpoint.host_str().is_none() {
-        return Err(ConfigError::Invalid {
-            var: endpoint_var,
-            problem: "must be an http(s) URL with a host".into(),
-        });
-    }
+    check_endpoint(&endpoint).map_err(|problem| ConfigError::Invalid {
+        var: endpoint_var,
+        problem: problem.into(),
+    })?;
     let idempotent_var = v.idempotent;
     let idempotent = match get(idempotent_var).as_deref() {
         None | Some("true") => true,

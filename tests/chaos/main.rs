@@ -181,6 +181,7 @@ fn every_counter_has_a_plant_that_fires_it_in_sixty_worlds() {
         "stranded",
         "acknowledged_change_ignored",
         "event_missing",
+        "sent_abroad",
     ];
     assert_eq!(
         counters.len(),
@@ -318,4 +319,11 @@ fn a_horizon_kept_for_unsettled_items_is_caught_as_duplicated() {
 #[test]
 fn a_last_look_before_the_probe_write_is_caught_as_stale_sends() {
     fires_in_sixty(Plant::StaleLastLook);
+}
+
+/// Issue 34: a consumer deployed without its SMS allow-list sends the numbers edits moved
+/// abroad.
+#[test]
+fn a_consumer_without_its_allow_list_is_caught_as_sent_abroad() {
+    fires_in_sixty(Plant::IgnoreCountries);
 }

@@ -283,6 +283,28 @@ fn configuration_names_what_is_missing_or_wrong_and_hides_the_token() {
             ..
         }
     ));
+    // Plain http would carry the recipient, the content and the token unencrypted: refused
+    // unless the receiver is on loopback (a local run's).
+    for plain in ["http://api.example/v1/send", "http://10.0.0.7/send"] {
+        let mut bad = with_http.clone();
+        bad.push(("EMAIL_HTTP_ENDPOINT", plain));
+        match load(env(&bad)).unwrap_err() {
+            ConfigError::Invalid { var, problem } => {
+                assert_eq!(var, "EMAIL_HTTP_ENDPOINT");
+                assert!(problem.contains("https"), "{problem}");
+            }
+            other => panic!("{plain}: {other:?}"),
+        }
+    }
+    for local in [
+        "http://127.0.0.1:9/send",
+        "http://localhost:9/send",
+        "http://[::1]:9/",
+    ] {
+        let mut ok = with_http.clone();
+        ok.push(("EMAIL_HTTP_ENDPOINT", local));
+        assert!(load(env(&ok)).is_ok(), "{local}");
+    }
     let mut good = with_http;
     good.push(("EMAIL_HTTP_ENDPOINT", "https://api.example/v1/send"));
     good.push(("EMAIL_HTTP_TOKEN", "top-secret"));

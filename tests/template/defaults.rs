@@ -79,6 +79,15 @@ fn the_template_deploys_the_codes_defaults() {
         Some(&default(&t, "FreshnessSeconds"))
     );
     assert_eq!(api.get("RETENTION_SECS"), consumer.get("RETENTION_SECS"));
+    // One allow-list: what the API refuses is what the consumer would refuse.
+    assert_eq!(
+        api.get("SMS_ALLOWED_COUNTRY_CODES"),
+        consumer.get("SMS_ALLOWED_COUNTRY_CODES")
+    );
+    assert_eq!(
+        default(&t, "SmsAllowedCountryCodes"),
+        reminders::domain::sms_countries::DEFAULT_SMS_COUNTRIES
+    );
     // The simulation runs exactly these (src/sim: `deployed()`).
     let (scheduler, consumer, parallelism) = reminders_harness::sim::deployed();
     assert_eq!(scheduler, SchedulerConfig::default());

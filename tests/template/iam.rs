@@ -97,6 +97,7 @@ fn iam_is_scoped_per_function() {
     assert_eq!(
         wildcard_resources,
         [
+            ("FeedbackRole".to_owned(), xray()),
             ("SchedulerRole".to_owned(), xray()),
             ("ConsumerRole".to_owned(), xray()),
             ("ConsumerRole".to_owned(), vec!["sns:Publish".to_owned()]),
@@ -357,11 +358,15 @@ fn ses_grant_covers_the_sender_identity_and_the_configuration_set() {
     let mut want: BTreeSet<String> = sender.iter().cloned().collect();
     want.insert(arn("configuration-set/reminders-events"));
     assert_eq!(with_set, want);
+    // Without one named, the stack's own (EmailConfigurationSet, which feedback publishes
+    // from): the grant names it.
     let without_set = ses(&[
         ("EmailProvider", "ses"),
         ("EmailSesFrom", "noreply@mail.example.com"),
     ]);
-    assert_eq!(without_set, sender.iter().cloned().collect());
+    let mut want: BTreeSet<String> = sender.iter().cloned().collect();
+    want.insert(arn("configuration-set/${EmailConfigurationSet}"));
+    assert_eq!(without_set, want);
     assert!(
         !without_set
             .iter()
@@ -602,6 +607,18 @@ fn each_role_grants_exactly_what_its_code_calls() {
                 "dynamodb:GetShardIterator",
                 "dynamodb:ListStreams",
                 "sqs:SendMessage",
+            ],
+        ),
+        (
+            "feedback",
+            &[
+                "logs:CreateLogStream",
+                "logs:PutLogEvents",
+                "xray:PutTraceSegments",
+                "xray:PutTelemetryRecords",
+                "sqs:ReceiveMessage",
+                "sqs:DeleteMessage",
+                "sqs:GetQueueAttributes",
             ],
         ),
     ];

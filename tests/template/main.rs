@@ -67,6 +67,7 @@ fn every_variable_a_function_reads_is_set_for_it_and_no_other() {
         ("RedriveFunction", "redrive"),
         ("ApiFunction", "api"),
         ("EventsFunction", "events"),
+        ("FeedbackFunction", "feedback"),
     ];
     // Every function of the template is checked, and every function the code knows.
     let in_template: BTreeSet<String> = t["Resources"]

@@ -42,7 +42,7 @@ pub async fn run(args: ApiArgs) -> Result<(), String> {
             identity: if args.trust_identity_header {
                 Identity::TrustHeaders
             } else {
-                Identity::Authorizer
+                Identity::Operator
             },
             ..Auth::from_env().map_err(|e| e.to_string())?
         },

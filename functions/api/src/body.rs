@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use reminders::clock::Timestamp;
 use reminders::domain::{
-    Channel, Content, NewReminder, Recipient, Reminder, ReminderId, SubscriberId,
+    Channel, Content, NewReminder, Recipient, Reminder, ReminderId, SmsCountries, SubscriberId,
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -71,7 +71,7 @@ pub struct Wanted {
 pub fn decode(
     id: &str,
     raw: &[u8],
-    defaults: Defaults,
+    defaults: &Defaults,
     now: Timestamp,
 ) -> Result<Wanted, ApiError> {
     if raw.len() > MAX_REQUEST_BYTES {
@@ -135,7 +135,7 @@ pub fn decode(
         due_at,
         fresh_until,
         content: content(body.content)?,
-        recipients: recipients(body.channels)?,
+        recipients: recipients(body.channels, &defaults.sms_countries)?,
     };
     Ok(Wanted {
         reminder: Reminder::new(new, defaults.freshness, defaults.retention.0)?,
@@ -194,7 +194,7 @@ fn when(field: &str, v: &Value) -> Result<Timestamp, ApiError> {
     }
 }
 
-fn recipients(c: Channels) -> Result<Vec<Recipient>, ApiError> {
+fn recipients(c: Channels, sms: &SmsCountries) -> Result<Vec<Recipient>, ApiError> {
     let listed = [
         (Channel::Push, c.push),
         (Channel::Email, c.email),
@@ -207,6 +207,15 @@ fn recipients(c: Channels) -> Result<Vec<Recipient>, ApiError> {
             let field = api_field(&format!("recipients.{channel}"));
             ApiError::invalid(field.clone(), format!("{field}: {e}"))
         })?;
+        if channel == Channel::Sms && !sms.allows(r.expose()) {
+            return Err(ApiError::invalid(
+                "channels.sms",
+                format!(
+                    "channels.sms: this stack sends SMS only to {} (SMS_ALLOWED_COUNTRY_CODES)",
+                    sms.describe()
+                ),
+            ));
+        }
         out.push(r);
     }
     Ok(out)

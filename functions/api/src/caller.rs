@@ -56,12 +56,17 @@ impl Scope {
 /// Where the caller's identity comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Identity {
-    /// API Gateway's request context (on Lambda). A request without one (`remindctl local
-    /// api` without the flag, the router's tests) is an operator's: every reminder.
+    /// API Gateway's request context (the deployed function). A request that reaches the
+    /// function without an authorizer's identity (a route deployed without one, a direct
+    /// invoke) is refused `401`: it never becomes an operator.
     Authorizer,
     /// The development headers ([`CALLER_HEADER`], [`CLAIMS_HEADER`]); a request without
     /// them is refused `401`.
     TrustHeaders,
+    /// No authorization at all (`remindctl local api` without `--trust-identity-header`,
+    /// the router's tests): every request is an operator's and reaches every reminder.
+    /// Never the deployed function's: [`Auth::from_env`] always answers [`Identity::Authorizer`].
+    Operator,
 }
 
 /// The API's authorization settings, from the same variables the template sets.
@@ -132,7 +137,9 @@ impl Caller {
     pub fn of(parts: &Parts, auth: &Auth) -> Result<Self, ApiError> {
         match auth.identity {
             Identity::TrustHeaders => Self::from_headers(parts),
-            Identity::Authorizer => Ok(Self::from_context(parts)),
+            Identity::Authorizer => Self::from_context(parts)
+                .ok_or_else(|| unauthorized("no identity from API Gateway's authorizer")),
+            Identity::Operator => Ok(Self::default()),
         }
     }
 
@@ -166,43 +173,49 @@ impl Caller {
         })
     }
 
-    fn from_context(parts: &Parts) -> Self {
+    /// The authorizer's caller, or `None` when the request carries no usable identity.
+    fn from_context(parts: &Parts) -> Option<Self> {
         use lambda_http::request::RequestContext;
         let Some(RequestContext::ApiGatewayV2(ctx)) = parts.extensions.get::<RequestContext>()
         else {
-            return Self::default();
+            return None;
         };
-        let Some(authorizer) = &ctx.authorizer else {
-            return Self::default();
-        };
+        let authorizer = ctx.authorizer.as_ref()?;
         if let Some(jwt) = &authorizer.jwt {
             let claims = jwt.claims.clone();
             let principal = claims
                 .get("client_id")
                 .or_else(|| claims.get("sub"))
-                .cloned();
+                .filter(|p| !p.trim().is_empty())
+                .cloned()?;
             let scopes = match &jwt.scopes {
                 Some(s) if !s.is_empty() => s.iter().cloned().collect(),
                 _ => scopes_claim(&claims),
             };
-            return Self {
-                principal,
+            return Some(Self {
+                principal: Some(principal),
                 scopes: Some(scopes),
                 claims,
-            };
+            });
         }
         if let Some(iam) = &authorizer.iam {
-            return Self {
-                principal: iam.user_arn.clone().or_else(|| iam.caller_id.clone()),
+            let principal = iam
+                .user_arn
+                .as_deref()
+                .map(iam_principal)
+                .or_else(|| iam.caller_id.clone())
+                .filter(|p| !p.trim().is_empty())?;
+            return Some(Self {
+                principal: Some(principal),
                 scopes: None,
                 claims: HashMap::new(),
-            };
+            });
         }
-        Self::default()
+        None
     }
 
-    /// `403` unless the caller's token holds `scope` (callers without scopes — IAM, or no
-    /// authorizer — are not checked here).
+    /// `403` unless the caller's token holds `scope` (callers without scopes — IAM, whose
+    /// policy on the route ARNs decides, or [`Identity::Operator`] — are not checked here).
     pub fn require(&self, auth: &Auth, scope: Scope) -> Result<(), ApiError> {
         let Some(held) = &self.scopes else {
             return Ok(());
@@ -251,6 +264,33 @@ pub fn end_user_refused() -> ApiError {
     }
 }
 
+/// The owner an IAM caller is stored as: an assumed role's ARN without its session name
+/// (`arn:aws:sts::123456789012:assumed-role/app/i-0abc` is `…:assumed-role/app`), so that every
+/// session of one role — each Lambda instance, each `aws sts assume-role` — is one owner. A
+/// user's or any other ARN is kept as it is.
+pub fn iam_principal(arn: &str) -> String {
+    let mut parts = arn.splitn(6, ':');
+    let (Some("arn"), Some(_partition), Some("sts"), Some(_region), Some(_account), Some(res)) = (
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+    ) else {
+        return arn.to_owned();
+    };
+    match res
+        .strip_prefix("assumed-role/")
+        .and_then(|r| r.split_once('/'))
+    {
+        Some((role, _session)) if !role.is_empty() => {
+            arn[..arn.len() - res.len()].to_owned() + "assumed-role/" + role
+        }
+        _ => arn.to_owned(),
+    }
+}
+
 fn scopes_claim(claims: &HashMap<String, String>) -> BTreeSet<String> {
     claims
         .get("scope")
@@ -264,5 +304,38 @@ fn unauthorized(why: &str) -> ApiError {
         code: "unauthorized",
         field: None,
         message: why.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::iam_principal;
+
+    #[test]
+    fn every_session_of_one_role_is_one_owner() {
+        let a = "arn:aws:sts::123456789012:assumed-role/app/i-0abc";
+        let b = "arn:aws:sts::123456789012:assumed-role/app/botocore-session-17";
+        assert_eq!(
+            iam_principal(a),
+            "arn:aws:sts::123456789012:assumed-role/app"
+        );
+        assert_eq!(iam_principal(a), iam_principal(b));
+        assert_ne!(
+            iam_principal(a),
+            iam_principal("arn:aws:sts::123456789012:assumed-role/other/i-0abc")
+        );
+        assert_eq!(
+            iam_principal("arn:aws-cn:sts::123456789012:assumed-role/app/s"),
+            "arn:aws-cn:sts::123456789012:assumed-role/app"
+        );
+        for kept in [
+            "arn:aws:iam::123456789012:user/alice",
+            "arn:aws:iam::123456789012:role/app",
+            "arn:aws:sts::123456789012:federated-user/bob",
+            "arn:aws:sts::123456789012:assumed-role/app",
+            "AIDAEXAMPLE",
+        ] {
+            assert_eq!(iam_principal(kept), kept);
+        }
     }
 }

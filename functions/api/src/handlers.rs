@@ -13,7 +13,7 @@ use axum::Json;
 use reminders::clock::Clock;
 use reminders::domain::{Access, Reminder, ReminderId, SubscriberId};
 use reminders::outbox::{self, Edit, Edited};
-use reminders::ports::{Ledger, ReminderStore, SubscriberCursor, SubscriberIndex};
+use reminders::ports::{visible_page, Ledger, ReminderStore, SubscriberCursor, SubscriberIndex};
 
 use crate::caller::{end_user_refused, Caller, Scope};
 use crate::error::ApiError;
@@ -29,7 +29,6 @@ fn reminder_id(id: &str) -> Result<ReminderId, ApiError> {
     ReminderId::parse(id).map_err(|e| ApiError::invalid("id", e.to_string()))
 }
 
-/// Create, repeat or edit (`PUT` is idempotent by id).
 /// What a caller that may change reminders reaches (an end user's token may not).
 fn writer<S, L, C>(app: &App<S, L, C>, caller: &Caller) -> Result<Access, ApiError> {
     caller.require(&app.auth, Scope::Write)?;
@@ -56,7 +55,7 @@ where
         StatusCode::PAYLOAD_TOO_LARGE => ApiError::too_large(None, e.body_text()),
         _ => ApiError::invalid("body", e.body_text()),
     })?;
-    let wanted = body::decode(&id, &raw, app.defaults, app.clock.now())?;
+    let wanted = body::decode(&id, &raw, &app.defaults, app.clock.now())?;
     let created = outbox::create_owned(
         &app.store,
         new_reminder(&wanted.reminder),
@@ -270,17 +269,8 @@ where
                 })?,
         ),
     };
-    let mut page = app
-        .store
-        .by_subscriber(&subscriber, after.as_ref(), limit)
-        .await?;
-    // Only what the caller reaches: a page may come back shorter than `limit` (its cursor
-    // still goes on), as a DynamoDB query with a filter does. An item no one could read is
-    // an operator's to see.
-    page.items.retain(|item| match item {
-        reminders::ports::Listed::Summary(s) => access.reaches(s.owner.as_ref(), &subscriber),
-        reminders::ports::Listed::Unreadable { .. } => access == Access::Any,
-    });
+    // Only what the caller reaches, and a cursor that names only what it reaches.
+    let page = visible_page(&app.store, &access, &subscriber, after.as_ref(), limit).await?;
     Ok(Json(view::page(&page)))
 }
 

@@ -29,26 +29,31 @@ use axum::routing::get;
 use axum::Router;
 use reminders::clock::Clock;
 use reminders::config::ConfigError;
-use reminders::domain::Retention;
+use reminders::domain::{Retention, SmsCountries};
 use reminders::ports::{Ledger, ReminderStore, SubscriberIndex};
 
 pub use body::MAX_REQUEST_BYTES;
 pub use caller::{Auth, Identity};
 
-/// What the API needs besides its ports: the defaults a body may leave out.
-#[derive(Debug, Clone, Copy)]
+/// What the API needs besides its ports: the defaults a body may leave out, and the limits
+/// a body is held to.
+#[derive(Debug, Clone)]
 pub struct Defaults {
     pub freshness: Duration,
     pub retention: Retention,
+    /// Where SMS may go (`SMS_ALLOWED_COUNTRY_CODES`, the consumer's variable too).
+    pub sms_countries: SmsCountries,
 }
 
 impl Defaults {
-    /// `FRESHNESS_SECS` (the retry policy's default freshness when unset) and
-    /// `RETENTION_SECS`, the same variables `remindctl remind create` reads.
+    /// `FRESHNESS_SECS` (the retry policy's default freshness when unset),
+    /// `RETENTION_SECS` (the same variables `remindctl remind create` reads) and
+    /// `SMS_ALLOWED_COUNTRY_CODES`.
     pub fn from_env() -> Result<Self, ConfigError> {
         Ok(Self {
             freshness: reminders::outbox::default_freshness()?,
             retention: Retention::from_env()?,
+            sms_countries: SmsCountries::from_env()?,
         })
     }
 }

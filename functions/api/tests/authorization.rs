@@ -6,6 +6,8 @@ mod common;
 
 use axum::http::StatusCode;
 use common::{body, call_as, call_with, Harness};
+use reminders::domain::{Channel, DeliveryKey, ReminderId, SubscriberId};
+use reminders::ports::{Ledger, SubscriberCursor};
 use reminders_api::{Auth, Identity};
 use serde_json::{json, Value};
 
@@ -71,7 +73,20 @@ async fn another_owner_finds_nothing_and_changes_nothing() {
     .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(list["reminders"], json!([]), "{list}");
+    assert_eq!(list["next_cursor"], Value::Null, "{list}");
     assert_eq!(h.stored("r-a").await.unwrap(), before, "nothing changed");
+    for channel in [Channel::Email, Channel::Sms] {
+        let key = DeliveryKey::derive(
+            &ReminderId::parse("r-a").unwrap(),
+            &SubscriberId::parse("u-1").unwrap(),
+            channel,
+        );
+        assert_eq!(
+            h.ledger.get(&key).await.unwrap(),
+            None,
+            "B's DELETE wrote nothing to the ledger ({channel:?})"
+        );
+    }
 
     // A still reaches it all.
     let (status, list) = call_as(
@@ -187,6 +202,16 @@ async fn an_end_users_token_reaches_only_its_subscriber() {
         .await;
         assert_eq!(status, StatusCode::CREATED);
     }
+    let (status, _) = call_as(
+        r,
+        "backend",
+        &app,
+        "PUT",
+        "/v1/subscribers/u-2/preferences",
+        Some(json!({"opted_out": ["push"]})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "u-2's preferences exist");
     let user = json!({"scope": "reminders/read subscribers/preferences reminders/write", "custom:subscriber": "u-1"});
     // Its own, whoever created them.
     let (status, list) = call_as(
@@ -231,6 +256,21 @@ async fn an_end_users_token_reaches_only_its_subscriber() {
     )
     .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, prefs) = call_as(
+        r,
+        "backend",
+        &app,
+        "GET",
+        "/v1/subscribers/u-2/preferences",
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        prefs["opted_out"],
+        json!(["push"]),
+        "u-2's preferences unchanged: {prefs}"
+    );
     let (status, _) = call_as(r, "mobile", &user, "DELETE", "/v1/reminders/r-1", None).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     let (status, _) = call_as(
@@ -289,4 +329,122 @@ async fn with_isolation_off_every_caller_reaches_every_reminder() {
     .await;
     let (status, _) = call_as(r, "app-b", &claims, "GET", "/v1/reminders/r-o", None).await;
     assert_eq!(status, StatusCode::OK);
+}
+
+/// A subscriber's list holds every application's reminders: each page shows only the
+/// caller's, and its cursor names only the caller's (never another owner's id or due time).
+#[tokio::test]
+async fn a_page_and_its_cursor_name_only_what_the_caller_reaches() {
+    let h = Harness::with_auth(trusting());
+    let r = &h.router;
+    let claims = app_claims();
+    // Interleaved due times, newest first: b-5, a-4, b-3, b-2, a-1, b-0.
+    for (who, id, minute) in [
+        ("app-b", "b-0", 0),
+        ("app-a", "a-1", 1),
+        ("app-b", "b-2", 2),
+        ("app-b", "b-3", 3),
+        ("app-a", "a-4", 4),
+        ("app-b", "b-5", 5),
+    ] {
+        let mut b = body("u-1", "x");
+        b["due_at"] = json!(format!("2030-01-01T10:0{minute}:00Z"));
+        let (status, e) = call_as(
+            r,
+            who,
+            &claims,
+            "PUT",
+            &format!("/v1/reminders/{id}"),
+            Some(b),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CREATED, "{e}");
+    }
+    let mut seen = Vec::new();
+    let mut uri = "/v1/subscribers/u-1/reminders?limit=1".to_owned();
+    for _ in 0..5 {
+        let (status, page) = call_as(r, "app-a", &claims, "GET", &uri, None).await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        for item in page["reminders"].as_array().unwrap() {
+            seen.push(item["reminder_id"].as_str().unwrap().to_owned());
+        }
+        let Some(cursor) = page["next_cursor"].as_str() else {
+            break;
+        };
+        let decoded = SubscriberCursor::decode(cursor).unwrap();
+        assert!(
+            decoded.reminder_id.starts_with("a-"),
+            "the cursor names another owner's reminder: {decoded:?}"
+        );
+        uri = format!("/v1/subscribers/u-1/reminders?limit=1&cursor={cursor}");
+    }
+    assert_eq!(
+        seen,
+        ["a-4", "a-1"],
+        "each of A's once, newest first, nothing else"
+    );
+    // A full page at once: both, and no cursor (nothing of A's is left).
+    let (_, page) = call_as(
+        r,
+        "app-a",
+        &claims,
+        "GET",
+        "/v1/subscribers/u-1/reminders?limit=2",
+        None,
+    )
+    .await;
+    assert_eq!(page["reminders"].as_array().unwrap().len(), 2, "{page}");
+    assert_eq!(page["next_cursor"], Value::Null, "{page}");
+}
+
+/// A reminder with no owner (the library's, `remindctl remind create`'s, or one written
+/// before owners were stored) is an operator's: no application reads, edits or cancels it.
+#[tokio::test]
+async fn an_unowned_reminder_is_reachable_by_no_application() {
+    let h = Harness::with_auth(trusting());
+    let operator = reminders_api::router(reminders_api::App {
+        store: h.store.clone(),
+        ledger: h.ledger.clone(),
+        clock: reminders::clock::SystemClock,
+        defaults: common::defaults(),
+        auth: common::operator(),
+    });
+    let (status, e) = common::call(
+        &operator,
+        "PUT",
+        "/v1/reminders/r-u",
+        Some(body("u-1", "x")),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{e}");
+    let before = h.stored("r-u").await.unwrap();
+    assert_eq!(before.owner, None);
+    let claims = app_claims();
+    let mut hijack = body("u-1", "x");
+    hijack["channels"] = json!({"email": "attacker@example.org"});
+    for (method, body) in [("GET", None), ("PUT", Some(hijack)), ("DELETE", None)] {
+        let (status, e) = call_as(
+            &h.router,
+            "app-a",
+            &claims,
+            method,
+            "/v1/reminders/r-u",
+            body,
+        )
+        .await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{method}: {e}");
+    }
+    let (_, list) = call_as(
+        &h.router,
+        "app-a",
+        &claims,
+        "GET",
+        "/v1/subscribers/u-1/reminders",
+        None,
+    )
+    .await;
+    assert_eq!(list["reminders"], json!([]), "{list}");
+    assert_eq!(h.stored("r-u").await.unwrap(), before, "nothing changed");
+    let (status, _) = common::call(&operator, "GET", "/v1/reminders/r-u", None).await;
+    assert_eq!(status, StatusCode::OK, "the operator still reaches it");
 }

@@ -271,6 +271,32 @@ fn scenario(path: &str, method: &str, status: u16) -> Option<Scenario> {
                 .0
                 .as_u16()
         }),
+        // An id another owner holds: its PUT finds nothing to create or edit.
+        ("/v1/reminders/{id}", "put", 404) => Box::pin(async move {
+            let h = Harness::with_auth(trusting());
+            let all = json!({"scope": "reminders/read reminders/write subscribers/preferences"});
+            let mut other = caller(all.clone());
+            other[0].1 = "app-b".to_owned();
+            let created = call_with(
+                &h.router,
+                &other,
+                "PUT",
+                "/v1/reminders/a",
+                Some(body("u-1", "x")),
+            )
+            .await;
+            assert_eq!(created.0.as_u16(), 201, "{}", created.1);
+            call_with(
+                &h.router,
+                &caller(all),
+                "PUT",
+                "/v1/reminders/a",
+                Some(body("u-1", "Pickup")),
+            )
+            .await
+            .0
+            .as_u16()
+        }),
         // Authorization, on every route, as `remindctl local api --trust-identity-header`.
         (_, _, 401 | 403) if operation(&p, &m) => {
             let uri = sample(&p);

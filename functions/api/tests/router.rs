@@ -121,6 +121,11 @@ async fn bad_bodies_get_400_naming_the_field_and_never_a_recipient() {
             "fresh_for_secs",
         ),
         (with(&["due_at"], json!("2099-01-01T00:00:00Z")), "due_at"),
+        // A valid number outside the allowed calling codes (+1 by default).
+        (
+            with(&["channels", "sms"], json!("+447700900123")),
+            "channels.sms",
+        ),
     ];
     for (i, (bad, field)) in cases.into_iter().enumerate() {
         let sent = bad.to_string();
@@ -135,6 +140,7 @@ async fn bad_bodies_get_400_naming_the_field_and_never_a_recipient() {
                 "user@@example",
                 "14155550100",
                 "secret.person",
+                "7700900123",
             ]
             .iter(),
         ) {

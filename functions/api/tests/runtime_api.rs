@@ -34,6 +34,17 @@ fn event(method: &str, path: &str, route: &str, id: &str, body: Option<Value>) -
     })
 }
 
+/// The api bootstrap's answer to `event`, on `stack`.
+async fn call(stack: &Stack, event: Value) -> runtime_api::Answer {
+    invoke(
+        env!("CARGO_BIN_EXE_api"),
+        &stack.env(),
+        event,
+        CARGO_LAMBDA_WATCH_DEADLINE,
+    )
+    .await
+}
+
 fn answer_body(answer: &runtime_api::Answer) -> Value {
     let body = answer.body["body"]
         .as_str()
@@ -52,14 +63,12 @@ async fn a_put_through_api_gateway_creates_the_reminder() {
         "content": {"subject": "Pickup", "body": "at five"}
     });
     let route = "/v1/reminders/{id}";
-    let put = event("PUT", "/v1/reminders/rt-1", route, "rt-1", Some(body));
-    let answer = invoke(
-        env!("CARGO_BIN_EXE_api"),
-        &stack.env(),
-        put,
-        CARGO_LAMBDA_WATCH_DEADLINE,
-    )
-    .await;
+    let put = as_jwt(
+        event("PUT", "/v1/reminders/rt-1", route, "rt-1", Some(body)),
+        "app-rt",
+        &ALL_SCOPES,
+    );
+    let answer = call(&stack, put).await;
     assert_eq!(answer.kind, "response", "{}", answer.body);
     assert_eq!(answer.body["statusCode"], 201, "{}", answer.body);
     let state = answer_body(&answer);
@@ -74,32 +83,28 @@ async fn a_put_through_api_gateway_creates_the_reminder() {
         answer.aws_calls
     );
 
-    let get = event("GET", "/v1/reminders/rt-1", route, "rt-1", None);
-    let answer = invoke(
-        env!("CARGO_BIN_EXE_api"),
-        &stack.env(),
-        get,
-        CARGO_LAMBDA_WATCH_DEADLINE,
-    )
-    .await;
+    let get = as_jwt(
+        event("GET", "/v1/reminders/rt-1", route, "rt-1", None),
+        "app-rt",
+        &ALL_SCOPES,
+    );
+    let answer = call(&stack, get).await;
     assert_eq!(answer.body["statusCode"], 200, "{}", answer.body);
     assert_eq!(answer_body(&answer)["status"], "scheduled");
     assert_calls_declared("api", &answer);
 
-    let list = event(
-        "GET",
-        "/v1/subscribers/u-42/reminders",
-        "/v1/subscribers/{id}/reminders",
-        "u-42",
-        None,
+    let list = as_jwt(
+        event(
+            "GET",
+            "/v1/subscribers/u-42/reminders",
+            "/v1/subscribers/{id}/reminders",
+            "u-42",
+            None,
+        ),
+        "app-rt",
+        &ALL_SCOPES,
     );
-    let answer = invoke(
-        env!("CARGO_BIN_EXE_api"),
-        &stack.env(),
-        list,
-        CARGO_LAMBDA_WATCH_DEADLINE,
-    )
-    .await;
+    let answer = call(&stack, list).await;
     assert_eq!(answer.body["statusCode"], 200, "{}", answer.body);
     assert_eq!(answer_body(&answer)["reminders"][0]["reminder_id"], "rt-1");
     assert!(
@@ -120,20 +125,18 @@ async fn a_bad_body_through_api_gateway_is_a_400_naming_the_field() {
         "channels": {"email": "user@example.org"},
         "content": {"subject": "Pickup", "body": "at five"}
     });
-    let put = event(
-        "PUT",
-        "/v1/reminders/rt-2",
-        "/v1/reminders/{id}",
-        "rt-2",
-        Some(body),
+    let put = as_jwt(
+        event(
+            "PUT",
+            "/v1/reminders/rt-2",
+            "/v1/reminders/{id}",
+            "rt-2",
+            Some(body),
+        ),
+        "app-rt",
+        &ALL_SCOPES,
     );
-    let answer = invoke(
-        env!("CARGO_BIN_EXE_api"),
-        &stack.env(),
-        put,
-        CARGO_LAMBDA_WATCH_DEADLINE,
-    )
-    .await;
+    let answer = call(&stack, put).await;
     assert_eq!(answer.kind, "response", "{}", answer.body);
     assert_eq!(answer.body["statusCode"], 400, "{}", answer.body);
     assert_eq!(answer_body(&answer)["error"]["field"], "due_at");
@@ -141,6 +144,102 @@ async fn a_bad_body_through_api_gateway_is_a_400_naming_the_field() {
         answer.aws_calls.is_empty(),
         "refused before any call: {:?}",
         answer.aws_calls
+    );
+}
+
+const ALL_SCOPES: [&str; 3] = [
+    "reminders/read",
+    "reminders/write",
+    "subscribers/preferences",
+];
+
+/// The event as API Gateway's IAM authorizer passes it on: the caller's ARN (a role's session).
+fn as_iam(mut event: Value, user_arn: &str) -> Value {
+    event["requestContext"]["authorizer"] = json!({
+        "iam": {"accessKey": "ASIAEXAMPLE", "accountId": "123456789012",
+                "callerId": "AROAEXAMPLE:session", "principalOrgId": null,
+                "userArn": user_arn, "userId": "AROAEXAMPLE:session"}
+    });
+    event
+}
+
+/// A request that reaches the function with no authorizer's identity (a route deployed
+/// without one, a direct invoke) is refused: it is never taken for an operator's.
+#[tokio::test]
+async fn a_request_without_an_authorizer_identity_is_refused_401() {
+    let stack = Stack::create("rt-api-anon").await;
+    let get = event(
+        "GET",
+        "/v1/reminders/rt-9",
+        "/v1/reminders/{id}",
+        "rt-9",
+        None,
+    );
+    let answer = call(&stack, get).await;
+    assert_eq!(answer.kind, "response", "{}", answer.body);
+    assert_eq!(answer.body["statusCode"], 401, "{}", answer.body);
+    assert_eq!(answer_body(&answer)["error"]["code"], "unauthorized");
+    assert!(
+        answer.aws_calls.is_empty(),
+        "refused before any call: {:?}",
+        answer.aws_calls
+    );
+}
+
+/// IAM callers: every session of one role is one owner; another role's GET and PUT find
+/// nothing, and its PUT changes nothing.
+#[tokio::test]
+async fn iam_callers_own_by_role_and_another_role_cannot_take_a_reminder() {
+    let stack = Stack::create("rt-api-iam").await;
+    let role = "arn:aws:sts::123456789012:assumed-role/app";
+    let other = "arn:aws:sts::123456789012:assumed-role/intruder/s-1";
+    let route = "/v1/reminders/{id}";
+    let body = |to: &str| {
+        json!({
+            "subscriber_id": "u-8",
+            "due_at": "2030-01-01T10:00:00Z",
+            "channels": {"email": to},
+            "content": {"subject": "Pickup", "body": "at five"}
+        })
+    };
+    let path = "/v1/reminders/i-1";
+    let calls = [
+        (
+            format!("{role}/i-0aaa"),
+            "PUT",
+            Some(body("user@example.org")),
+            201,
+        ),
+        (format!("{role}/i-0bbb"), "GET", None, 200),
+        (other.to_owned(), "GET", None, 404),
+        (
+            other.to_owned(),
+            "PUT",
+            Some(body("thief@example.net")),
+            404,
+        ),
+        (other.to_owned(), "DELETE", None, 404),
+    ];
+    for (who, method, body, want) in calls {
+        let e = as_iam(event(method, path, route, "i-1", body), &who);
+        let answer = call(&stack, e).await;
+        assert_eq!(
+            answer.body["statusCode"], want,
+            "{who} {method}: {}",
+            answer.body
+        );
+        assert_calls_declared("api", &answer);
+    }
+    let e = as_iam(
+        event("GET", path, route, "i-1", None),
+        &format!("{role}/later"),
+    );
+    let answer = call(&stack, e).await;
+    let state = answer_body(&answer);
+    assert_eq!(state["status"], "scheduled", "{state}");
+    assert_eq!(
+        state["channels"]["email"]["recipient"], "u***@example.org",
+        "the intruder's PUT changed nothing: {state}"
     );
 }
 
@@ -158,11 +257,7 @@ fn as_jwt(mut event: Value, client_id: &str, scopes: &[&str]) -> Value {
 #[tokio::test]
 async fn every_route_through_api_gateway_as_a_jwt_caller() {
     let stack = Stack::create("rt-api-jwt").await;
-    let all = [
-        "reminders/read",
-        "reminders/write",
-        "subscribers/preferences",
-    ];
+    let all = ALL_SCOPES;
     let rem = "/v1/reminders/{id}";
     let prefs = "/v1/subscribers/{id}/preferences";
     let list = "/v1/subscribers/{id}/reminders";
@@ -267,13 +362,7 @@ async fn every_route_through_api_gateway_as_a_jwt_caller() {
     ];
     for (who, scopes, method, path, route, id, body, want) in calls {
         let e = as_jwt(event(method, path, route, id, body), who, scopes);
-        let answer = invoke(
-            env!("CARGO_BIN_EXE_api"),
-            &stack.env(),
-            e,
-            CARGO_LAMBDA_WATCH_DEADLINE,
-        )
-        .await;
+        let answer = call(&stack, e).await;
         assert_eq!(answer.kind, "response", "{}", answer.body);
         assert_eq!(
             answer.body["statusCode"], want,
@@ -288,13 +377,7 @@ async fn every_route_through_api_gateway_as_a_jwt_caller() {
         "app-b",
         &all,
     );
-    let answer = invoke(
-        env!("CARGO_BIN_EXE_api"),
-        &stack.env(),
-        e,
-        CARGO_LAMBDA_WATCH_DEADLINE,
-    )
-    .await;
+    let answer = call(&stack, e).await;
     assert_eq!(
         answer_body(&answer)["reminders"],
         json!([]),

@@ -23,6 +23,8 @@ pub struct Kinds {
     pub added: bool,
     pub readded: bool,
     pub of_stale: bool,
+    /// The SMS number moved outside the allowed calling codes.
+    pub abroad: bool,
 }
 
 /// One version of a reminder that landed in the table.

@@ -190,6 +190,7 @@ impl Verdict<'_> {
                     Some(DeadReason::OptedOut) => t.opted_out += 1,
                     Some(DeadReason::ExpiredQuietHours) => t.expired_quiet_hours += 1,
                     Some(DeadReason::Suppressed) => t.suppressed += 1,
+                    Some(DeadReason::CountryNotAllowed) => t.country_not_allowed += 1,
                     _ => {}
                 }
                 true
@@ -340,7 +341,7 @@ impl Verdict<'_> {
             report.tally.flagged_ambiguous += 1;
         }
         report.tally.quiet_holds += u64::from(f.quiet_holds);
-        let checks: [(u32, &str, Counter); 5] = [
+        let checks: [(u32, &str, Counter); 6] = [
             (f.stale_sends, "sent after fresh_until", |t| {
                 &mut t.stale_sends
             }),
@@ -359,6 +360,11 @@ impl Verdict<'_> {
                 f.sent_in_quiet_hours,
                 "sent inside the quiet hours in force at the claim",
                 |t| &mut t.sent_in_quiet_hours,
+            ),
+            (
+                f.sent_abroad,
+                "sent to an SMS number outside the allowed calling codes",
+                |t| &mut t.sent_abroad,
             ),
         ];
         for (n, label, counter) in checks {

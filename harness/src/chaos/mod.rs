@@ -105,10 +105,13 @@ pub enum Plant {
     /// time from before that write (slow, up to the storage timeout), so a probe that went
     /// stale meanwhile is sent.
     StaleLastLook,
+    /// The consumer deployed without its SMS allow-list (`SMS_ALLOWED_COUNTRY_CODES` read
+    /// as `*`): a number an edit moved abroad is sent.
+    IgnoreCountries,
 }
 
 impl Plant {
-    pub const ALL: [Plant; 24] = [
+    pub const ALL: [Plant; 25] = [
         Plant::AckBeforeOutcome,
         Plant::IgnoreRetryAfter,
         Plant::UnfencedLedger,
@@ -133,6 +136,7 @@ impl Plant {
         Plant::ExpireOverAnEdit,
         Plant::KeepOldHorizon,
         Plant::StaleLastLook,
+        Plant::IgnoreCountries,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -161,6 +165,7 @@ impl Plant {
             Plant::ExpireOverAnEdit => "expire-over-an-edit",
             Plant::KeepOldHorizon => "keep-old-horizon",
             Plant::StaleLastLook => "stale-last-look",
+            Plant::IgnoreCountries => "ignore-countries",
         }
     }
 
@@ -191,6 +196,7 @@ impl Plant {
             Plant::ExpireOverAnEdit => "expired_while_fresh",
             Plant::KeepOldHorizon => "duplicated",
             Plant::StaleLastLook => "stale_sends",
+            Plant::IgnoreCountries => "sent_abroad",
         }
     }
 

@@ -57,12 +57,18 @@ pub(super) async fn redrives(world: Arc<World>, seed: u64) {
     };
     let redriver = Redriver::new(world.ports.clone(), cfg, seed);
     let mut rng = StdRng::seed_from_u64(seed ^ 0x4ed4);
+    let mut added = StdRng::seed_from_u64(seed ^ 0x1a7e4);
     while !world.dice.is_calm() {
         tokio::time::sleep(Duration::from_secs(rng.random_range(300..1_200))).await;
         let channel = Channel::ALL[rng.random_range(0..3)];
+        // A reason added since the worlds were calibrated draws from its own dice, so the
+        // operator's other choices stay as they were.
         let reasons: BTreeSet<DeadReason> = DeadReason::ALL
             .into_iter()
-            .filter(|_| rng.random_bool(0.6))
+            .filter(|r| match r {
+                DeadReason::CountryNotAllowed => added.random_bool(0.6),
+                _ => rng.random_bool(0.6),
+            })
             .collect();
         let accept_duplicates = reasons.contains(&DeadReason::Ambiguous);
         let req = RedriveRequest {

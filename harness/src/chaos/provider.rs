@@ -144,6 +144,12 @@ impl Provider for ChaosProvider {
         let now = self.clock.now();
         let (fresh_until, subscriber) = self.owner(key).await;
         let channel = request.recipient.channel();
+        // The deployed allow-list, whatever the consumer under test was configured with.
+        let allowed = reminders::domain::SmsCountries::default();
+        if channel == reminders::domain::Channel::Sms && !allowed.allows(request.recipient.expose())
+        {
+            self.journal.sent_abroad(key);
+        }
         let n = self
             .journal
             .send_started(key, channel, subscriber.as_ref(), now, fresh_until);

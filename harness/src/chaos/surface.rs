@@ -19,7 +19,7 @@ use super::acks::Kinds;
 use super::dice::{invoke, API_TIMEOUT};
 use super::operator::redrive_later;
 use super::prompt::{Prompt, Prompts};
-use super::world::{recipient, World, CHAOS};
+use super::world::{abroad, recipient, World, CHAOS};
 use reminders::clock::{Clock, Timestamp};
 use reminders::domain::{Channel, Content, Reminder, ReminderId};
 use reminders::outbox::{self, Edit, Edited};
@@ -362,11 +362,19 @@ async fn edit(world: &World, id: &ReminderId, rng: &mut StdRng, t: u64, force: F
     }
     let fresh = fresh.max(due);
     let i = subscriber_index(&cur);
+    // Now and then the SMS number moves abroad, outside the allowed calling codes (its own
+    // dice, so the worlds' other draws stay as they were).
+    let mut own = StdRng::seed_from_u64(t ^ u64::from(i) ^ 0xab_10ad);
+    k.abroad = channels.contains(&Channel::Sms) && own.random_bool(0.2);
+    let number = |c: &Channel| match (c, k.abroad) {
+        (Channel::Sms, true) => abroad(i),
+        _ => recipient(*c, i),
+    };
     let changes = Edit {
         due_at: Some(due),
         fresh_until: Some(fresh),
         content: Some(content),
-        recipients: Some(channels.iter().map(|c| recipient(*c, i)).collect()),
+        recipients: Some(channels.iter().map(number).collect()),
     };
     let ports = &world.ports;
     let call = outbox::edit(

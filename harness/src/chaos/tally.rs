@@ -50,6 +50,8 @@ tally! {
         sent_while_opted_out,
         /// Provider calls at an instant inside the channel's quiet hours in force at the claim.
         sent_in_quiet_hours,
+        /// SMS provider calls to a number outside the deployed `SMS_ALLOWED_COUNTRY_CODES`.
+        sent_abroad,
         dead_without_copy,
         /// DLQ copies telling of a death other than the delivery's one (a copy per message
         /// seen, a stale copy with a new `dead_at`): what would make a reader count deaths
@@ -95,6 +97,11 @@ tally! {
         opted_out,
         expired_quiet_hours,
         suppressed,
+        /// Of the dead: SMS numbers outside the allowed calling codes (an edit moved them
+        /// abroad), never sent.
+        country_not_allowed,
+        /// Edits that moved a reminder's SMS number outside the allowed calling codes.
+        edits_sms_abroad,
         /// Channels in standby whose turn never came (the chain ahead ended without them).
         not_needed,
         /// Times a delivery was held until its channel's quiet hours ended.

@@ -295,6 +295,7 @@ pub(super) fn world_wide(world: &World, report: &mut SeedReport) {
         t.edits_channel_added += u64::from(k.added);
         t.edits_channel_readded += u64::from(k.readded);
         t.edits_of_stale += u64::from(k.of_stale);
+        t.edits_sms_abroad += u64::from(k.abroad);
     }
     for f in world.journal.facts().values() {
         t.fallbacks_taken += u64::from(f.fell_back);

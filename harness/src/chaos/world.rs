@@ -199,6 +199,10 @@ pub(super) fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
         max_receive_count: shape.max_receive_count,
         emit_metrics: false,
         retention,
+        sms_countries: match plant {
+            Some(Plant::IgnoreCountries) => reminders::domain::SmsCountries::Any,
+            _ => reminders::domain::SmsCountries::default(),
+        },
         ..ConsumerConfig::default()
     };
     // A third of the worlds run a newer writer than their events function (issue 32).
@@ -306,6 +310,13 @@ fn outage(seed: u64, channel: Channel) -> (Timestamp, Timestamp) {
     let from = EPOCH.plus(Duration::from_secs(rng.random_range(0..CHAOS.as_secs())));
     let length = Duration::from_secs(rng.random_range(300..=3_600));
     (from, from.plus(length))
+}
+
+/// The SMS number of subscriber `i` abroad (`+44`, outside the deployed allow-list): an edit
+/// moves a reminder's number there now and then.
+pub(super) fn abroad(i: u32) -> Recipient {
+    let raw = format!("+447700900{:03}", i % 1_000);
+    Recipient::parse(Channel::Sms, &raw).unwrap_or_else(|_| unreachable!("chaos recipient {raw}"))
 }
 
 pub(super) fn recipient(channel: Channel, i: u32) -> Recipient {

@@ -14,23 +14,6 @@ use crate::domain::{Owner, SubscriberId};
 use crate::ports::reminders::OP_BY_SUBSCRIBER;
 use crate::ports::{Listed, PortError, SubscriberCursor, SubscriberIndex, SubscriberPage};
 
-fn cursor_of(item: &Listed) -> Option<SubscriberCursor> {
-    match item {
-        Listed::Summary(r) => Some(SubscriberCursor {
-            due_at: r.due_at,
-            reminder_id: r.reminder_id.as_str().to_owned(),
-        }),
-        Listed::Unreadable {
-            reminder_id,
-            due_at,
-            ..
-        } => due_at.map(|due_at| SubscriberCursor {
-            due_at,
-            reminder_id: reminder_id.clone(),
-        }),
-    }
-}
-
 impl SubscriberIndex for DynamoReminderStore {
     async fn by_subscriber(
         &self,
@@ -70,7 +53,7 @@ impl SubscriberIndex for DynamoReminderStore {
         items.truncate(wanted);
         // The next page starts after the last item answered (its key from the item itself).
         let next = match (more, items.last()) {
-            (true, Some(last)) => cursor_of(last),
+            (true, Some(last)) => last.cursor(),
             _ => None,
         };
         self.fill_owners(&mut items).await?;

@@ -49,7 +49,13 @@ impl<P: Ports> Record<'_, P> {
                 let why = format!("unreadable {op}: {message}");
                 let now = self.now();
                 let action = self
-                    .dead_unsendable(&d.msg, DeadReason::InvalidReminder, why, now)
+                    .dead_unsendable(
+                        &d.msg,
+                        DeadReason::InvalidReminder,
+                        why,
+                        d.reminder.fresh_until,
+                        now,
+                    )
                     .await?;
                 return Ok(ControlFlow::Break(action));
             }

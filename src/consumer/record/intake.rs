@@ -84,6 +84,22 @@ impl<P: Ports> Record<'_, P> {
             crate::delivery::extend_horizon(self.consumer.ports.ledger(), &ctx).await?;
             return self.hold(&msg, reminder.due_at, now).await.map(Break);
         }
+        if self.inc.channel == crate::domain::Channel::Sms {
+            let countries = &self.consumer.cfg.sms_countries;
+            let fresh = reminder.fresh_until;
+            if !countries.allows(recipient.expose()) {
+                // The number itself is never logged or stored in the error.
+                let error = format!(
+                    "country_not_allowed: the number's calling code is not in \
+                     SMS_ALLOWED_COUNTRY_CODES ({})",
+                    countries.describe()
+                );
+                return self
+                    .dead_unsendable(&msg, DeadReason::CountryNotAllowed, error, fresh, now)
+                    .await
+                    .map(Break);
+            }
+        }
         let request = SendRequest {
             delivery_key: msg.delivery_key.clone(),
             recipient,
@@ -131,7 +147,7 @@ impl<P: Ports> Record<'_, P> {
             ),
             Err(e) => return Err(e),
         };
-        self.dead_unsendable(msg, reason, error, now)
+        self.dead_unsendable(msg, reason, error, msg.fresh_until, now)
             .await
             .map(Break)
     }
@@ -208,15 +224,19 @@ impl<P: Ports> Record<'_, P> {
 
     /// No such reminder, or one that cannot be read or sent: dead with its reason and an
     /// error naming the field (a delivery already in the ledger in another state keeps it),
-    /// with the evidence in the DLQ either way.
+    /// with the evidence in the DLQ either way. `fresh_until` sets the item's TTL: the
+    /// reminder's as read, when it could be read (an edit may have moved it past the
+    /// message's, and a death under the old horizon would be gone before its copy is made),
+    /// else the message's.
     pub(super) async fn dead_unsendable(
         &mut self,
         msg: &DeliveryMessage,
         reason: DeadReason,
         error: String,
+        fresh_until: crate::clock::Timestamp,
         now: crate::clock::Timestamp,
     ) -> Result<super::Action, PortError> {
-        let ctx = self.ctx(msg, msg.fresh_until, now);
+        let ctx = self.ctx(msg, fresh_until, now);
         let change = Change::Die {
             token: None,
             reason,

@@ -140,8 +140,14 @@ impl<P: Ports> Record<'_, P> {
             crate::ports::PortError::Corrupt { op, message } => {
                 let why = format!("unreadable {op}: {message}");
                 let now = self.now();
-                self.dead_unsendable(&d.msg, DeadReason::InvalidReminder, why, now)
-                    .await
+                self.dead_unsendable(
+                    &d.msg,
+                    DeadReason::InvalidReminder,
+                    why,
+                    d.reminder.fresh_until,
+                    now,
+                )
+                .await
             }
             other => Err(other),
         }

@@ -40,6 +40,15 @@ pub fn defaults() -> Defaults {
     Defaults {
         freshness: Duration::from_secs(3600),
         retention: Retention::default(),
+        sms_countries: Default::default(),
+    }
+}
+
+/// The router with no authorization: every request is an operator's.
+pub fn operator() -> reminders_api::Auth {
+    reminders_api::Auth {
+        identity: reminders_api::Identity::Operator,
+        ..reminders_api::Auth::default()
     }
 }
 
@@ -47,6 +56,8 @@ pub fn defaults() -> Defaults {
 pub struct Harness {
     pub router: Router,
     pub store: Arc<MemoryReminderStore>,
+    /// The ledger the router writes (an unused one beside a corrupt ledger).
+    pub ledger: Arc<MemoryLedger>,
     pub ledger_faults: Faults,
     store_faults: Faults,
 }
@@ -58,14 +69,15 @@ impl Harness {
         let ledger = Arc::new(MemoryLedger::with_faults(ledger_faults.clone()));
         let router = router(App {
             store: store.clone(),
-            ledger,
+            ledger: ledger.clone(),
             clock: SystemClock,
             defaults: defaults(),
-            auth: reminders_api::Auth::default(),
+            auth: operator(),
         });
         Self {
             router,
             store,
+            ledger,
             ledger_faults,
             store_faults,
         }
@@ -74,9 +86,10 @@ impl Harness {
     /// Callers as `auth` states them, over a shared store (one per test).
     pub fn with_auth(auth: reminders_api::Auth) -> Self {
         let store = Arc::new(MemoryReminderStore::new(8));
+        let ledger = Arc::new(MemoryLedger::default());
         let router = router(App {
             store: store.clone(),
-            ledger: Arc::new(MemoryLedger::default()),
+            ledger: ledger.clone(),
             clock: SystemClock,
             defaults: defaults(),
             auth,
@@ -84,6 +97,7 @@ impl Harness {
         Self {
             router,
             store,
+            ledger,
             ledger_faults: Faults::default(),
             store_faults: Faults::default(),
         }
@@ -110,11 +124,12 @@ impl Harness {
             ledger: CorruptLedger,
             clock: SystemClock,
             defaults: defaults(),
-            auth: reminders_api::Auth::default(),
+            auth: operator(),
         });
         Self {
             router,
             store,
+            ledger: Arc::default(),
             ledger_faults: Faults::default(),
             store_faults: Faults::default(),
         }
@@ -128,11 +143,12 @@ impl Harness {
             ledger: Arc::new(MemoryLedger::default()),
             clock: SystemClock,
             defaults: defaults(),
-            auth: reminders_api::Auth::default(),
+            auth: operator(),
         });
         Self {
             router,
             store,
+            ledger: Arc::default(),
             ledger_faults: Faults::default(),
             store_faults: Faults::default(),
         }
