@@ -76,19 +76,33 @@ fn address(raw: &str) -> Result<Recipient, FeedbackError> {
         .map_err(|_| FeedbackError::Field("emailAddress: not an email address"))
 }
 
+/// The addresses of one event: each one SES names that reads as an address (one it cannot
+/// read is skipped and logged, never blocking the others); an error only when none does.
 fn addresses(list: Option<&Value>, field: &'static str) -> Result<Vec<Recipient>, FeedbackError> {
     let list = list
         .and_then(Value::as_array)
         .filter(|l| !l.is_empty())
         .ok_or(FeedbackError::Field(field))?;
-    list.iter()
-        .map(|r| {
-            r.get("emailAddress")
-                .and_then(Value::as_str)
-                .ok_or(FeedbackError::Field("emailAddress: missing"))
-                .and_then(address)
-        })
-        .collect()
+    let mut found = Vec::new();
+    let mut first_error = None;
+    for r in list {
+        let one = r
+            .get("emailAddress")
+            .and_then(Value::as_str)
+            .ok_or(FeedbackError::Field("emailAddress: missing"))
+            .and_then(address);
+        match one {
+            Ok(a) => found.push(a),
+            Err(e) => {
+                tracing::warn!(reason = %e, "feedback: a recipient SES named is skipped");
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    match (found.is_empty(), first_error) {
+        (true, Some(e)) => Err(e),
+        _ => Ok(found),
+    }
 }
 
 /// What `body` asks for.

@@ -89,6 +89,19 @@ fn a_permanent_bounce_suppresses_each_bounced_address_in_every_envelope() {
     assert_eq!(parse(&identity.to_string()), Ok(want));
 }
 
+/// One recipient SES names that does not read as an address never blocks the others.
+#[test]
+fn an_unreadable_recipient_is_skipped_and_the_others_suppressed() {
+    let event = bounce("Permanent", &["not an address", "gone@example.org"]);
+    assert_eq!(
+        parse(&event.to_string()),
+        Ok(Feedback::Suppress {
+            source: SuppressionSource::SesBounce,
+            addresses: vec![email("gone@example.org")],
+        })
+    );
+}
+
 #[test]
 fn transient_bounces_not_spam_and_other_events_change_nothing() {
     let t = bounce("Transient", &["full@example.org"]);

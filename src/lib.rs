@@ -24,6 +24,7 @@
 //! | [`deadletter`] | the DLQ evidence format |
 //! | [`ports`] | the port traits, each with its in-memory implementation and fault injection |
 //! | [`outbox`] | create, edit and cancel reminders (what applications call) |
+//! | [`erasure`] | erase a subscriber: cancel, then delete their reminders, preferences and suppressions |
 //! | [`scheduler`] | the scheduler run: due scan, fair fan-out, enqueue and mark |
 //! | [`consumer`] | the consumer: SQS batch in, partial batch response out; one record's pipeline in steps (`intake` → `claim` → send → `settle`) |
 //! | [`events`] | outcome events: which ledger writes settle a delivery, the stream handler that publishes them, the local stream player |
@@ -46,6 +47,7 @@ pub mod consumer;
 pub mod deadletter;
 pub mod delivery;
 pub mod domain;
+pub mod erasure;
 pub mod events;
 pub mod feedback;
 pub mod ledger;

@@ -2,7 +2,7 @@
 //! `RUST_LOG` filters (default `info`): a level, or `target=level` directives separated by
 //! commas (`info,reminders::consumer=debug`). Span and field filters are not supported: that
 //! would bring a regex engine into every bootstrap. Recipients never reach a log line: domain
-//! types that hold them print a fingerprint instead.
+//! types that hold them print their masked form instead (`u***@example.org`).
 
 use tracing_subscriber::filter::Targets;
 use tracing_subscriber::layer::Context;

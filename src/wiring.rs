@@ -36,6 +36,10 @@ pub fn reads(function: &str) -> Vec<&'static str> {
                 crate::domain::retention::RETENTION_VAR,
                 crate::outbox::FRESHNESS_VAR,
                 crate::domain::sms_countries::SMS_COUNTRIES_VAR,
+                // Erasure finds a subscriber's suppressions by their keyed hash, and says it
+                // happened on the stack's bus.
+                crate::providers::secret::SUPPRESSION_KEY_SECRET_VAR,
+                crate::aws::eventbridge::EVENT_BUS_VAR,
             ]);
             vars.extend(api_auth::VARS);
         }
@@ -105,12 +109,16 @@ pub fn aws_calls(function: &str) -> &'static [&'static str] {
         ],
         // Reminders: get, conditional put, status update, and the subscriber index query;
         // the ledger: get and the cancel's conditional puts.
+        // Erasure: conditional deletes, and the suppression key.
         "api" => &[
             "DynamoDB.BatchGetItem",
+            "DynamoDB.DeleteItem",
             "DynamoDB.GetItem",
             "DynamoDB.PutItem",
             "DynamoDB.Query",
             "DynamoDB.UpdateItem",
+            "EventBridge.PutEvents",
+            "Secrets Manager.GetSecretValue",
         ],
         // The stream itself is read by Lambda's event source mapping, with the role's
         // dynamodb:GetRecords and friends; the function only publishes.

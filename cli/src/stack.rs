@@ -36,6 +36,30 @@ pub fn configure(name: &str) -> Result<(), String> {
             Err(_) => set.push((var, value.clone())),
         }
     }
+    // For `subscriber erase`: the suppression key's secret, to find the suppressions of the
+    // subscriber's addresses, and the bus its event goes to (optional: a stack from an older
+    // template may lack them).
+    for (output, var) in [
+        (
+            "SuppressionKeySecretArn",
+            reminders::providers::secret::SUPPRESSION_KEY_SECRET_VAR,
+        ),
+        ("EventBusName", reminders::aws::eventbridge::EVENT_BUS_VAR),
+    ] {
+        let Some((_, value)) = outputs.iter().find(|(k, _)| k == output) else {
+            continue;
+        };
+        match std::env::var(var) {
+            Ok(current) if current != *value => {
+                return Err(format!(
+                    "{var} is set, and stack {name} says otherwise (output {output}): unset \
+                     it, or drop --stack"
+                ))
+            }
+            Ok(_) => {}
+            Err(_) => set.push((var, value.clone())),
+        }
+    }
     if !missing.is_empty() {
         return Err(format!(
             "stack {name} has no output {}: deployed from an older template.yaml?",

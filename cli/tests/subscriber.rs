@@ -226,3 +226,48 @@ fn explained_by_remind_show(env: &BTreeMap<String, String>) {
     assert_eq!(ledger["status"], "deferred", "{json}");
     assert!(ledger["held_until"].is_string(), "{json}");
 }
+
+/// `subscriber erase` on the emulator, with `local up`'s suppression key: the subscriber's
+/// reminder is cancelled and deleted, their preferences too; again, nothing is left to erase.
+#[test]
+fn subscriber_erase_cancels_and_deletes_and_is_idempotent() {
+    let env = local_up(&format!("erase-{}", std::process::id()));
+    let created = ok(
+        &[
+            "remind",
+            "create",
+            "--id",
+            "er-1",
+            "--subscriber",
+            "u-8",
+            "--body",
+            "hi",
+            "--push",
+            "secret-token-8",
+        ],
+        &env,
+    );
+    assert!(created.contains("created er-1"), "{created}");
+    ok(
+        &["subscriber", "set", "--id", "u-8", "--opt-out", "sms"],
+        &env,
+    );
+    let erased = ok(&["subscriber", "erase", "--id", "u-8", "--json"], &env);
+    let v: serde_json::Value = serde_json::from_str(&erased).unwrap();
+    assert_eq!(v["reminders_cancelled"], 1, "{v}");
+    assert_eq!(v["reminders_deleted"], 1, "{v}");
+    assert_eq!(v["preferences_deleted"], true, "{v}");
+    assert_eq!(
+        v["suppressions_lifted"], 0,
+        "the key is there, nothing was suppressed: {v}"
+    );
+    assert_eq!(v["complete"], true, "{v}");
+    assert!(!erased.contains("secret-token-8"), "{erased}");
+    let none = ok(&["subscriber", "show", "--id", "u-8", "--json"], &env);
+    assert_eq!(none, "null\n");
+    let (code, err) = refused(&["remind", "show", "--id", "er-1"], &env);
+    assert_ne!(code, 0, "{err}");
+    let again = ok(&["subscriber", "erase", "--id", "u-8"], &env);
+    assert!(again.contains("reminders deleted     0"), "{again}");
+    assert!(again.contains("preferences           none"), "{again}");
+}

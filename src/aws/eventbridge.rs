@@ -8,7 +8,7 @@ use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 
 use super::error::{port_error, Kind};
 use crate::config::{ConfigError, Vars};
-use crate::events::{Settled, DETAIL_TYPE, SOURCE};
+use crate::events::{Settled, DETAIL_TYPE, ERASED_DETAIL_TYPE, SOURCE};
 use crate::ports::events::{EventBus, Rejected, OP_PUBLISH};
 use crate::ports::PortError;
 
@@ -44,6 +44,49 @@ impl EventBridgeBus {
 
     pub fn bus(&self) -> &str {
         &self.bus
+    }
+
+    /// The bus named by `EVENT_BUS_NAME`, if set, on `sdk` (the API's, for erasures).
+    pub fn optional(
+        sdk: &aws_config::SdkConfig,
+        get: impl Fn(&str) -> Option<String>,
+    ) -> Option<Self> {
+        let bus = get(EVENT_BUS_VAR).filter(|b| !b.trim().is_empty())?;
+        Some(Self::new(aws_sdk_eventbridge::Client::new(sdk), bus))
+    }
+
+    /// One `Subscriber Erased` event: `detail` is the erasure's answer (counts only).
+    pub async fn publish_erased(
+        &self,
+        detail: &serde_json::Value,
+        at: crate::clock::Timestamp,
+    ) -> Result<(), PortError> {
+        let entry = PutEventsRequestEntry::builder()
+            .event_bus_name(&self.bus)
+            .source(SOURCE)
+            .detail_type(ERASED_DETAIL_TYPE)
+            .detail(detail.to_string())
+            .time(aws_smithy_types::DateTime::from_millis(at.as_millis()))
+            .build();
+        let out = self
+            .client
+            .put_events()
+            .entries(entry)
+            .send()
+            .await
+            .map_err(|e| port_error(OP_PUBLISH, e, kind))?;
+        match out
+            .entries
+            .unwrap_or_default()
+            .first()
+            .and_then(|r| r.error_code.clone())
+        {
+            Some(code) => Err(PortError::Refused {
+                op: OP_PUBLISH,
+                message: format!("the erasure event was refused: {code}"),
+            }),
+            None => Ok(()),
+        }
     }
 
     fn entry(&self, event: &Settled) -> PutEventsRequestEntry {

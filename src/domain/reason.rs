@@ -33,9 +33,10 @@ pub enum DeadReason {
     /// Due inside the channel's quiet hours and stale before they end. No attempt spent.
     ExpiredQuietHours,
     /// An SMS number outside the calling codes the stack allows (`SMS_ALLOWED_COUNTRY_CODES`):
-    /// decided before any send, no attempt spent. The operator's policy, not the person's
-    /// choice: a DLQ copy is made, and a redrive after the list is widened sends it. No
-    /// fallback takes over (the reminder's other channels go out on their own).
+    /// decided before any claim, no attempt spent, nothing sent. The operator's policy, not the
+    /// person's choice: a DLQ copy is made. Like a rejected address, the channel cannot reach
+    /// the person, so the fallback order hands the reminder on; without one, a redrive after
+    /// the list is widened sends it.
     CountryNotAllowed,
     /// A reason this version does not know, written by a newer one (a deploy rolling out a
     /// new reason): read, carried on with its wire string, logged and published as it is,
@@ -65,8 +66,8 @@ impl DeadReason {
     /// and a DLQ alarm would page for a recipient's choice.
     /// Whether a death for this reason hands the reminder to the subscriber's fallback
     /// channel (DESIGN §12): the channel cannot reach the person (a rejected address, an
-    /// opt-out, a suppressed address, quiet hours outlasting freshness). A budget spent, an
-    /// ambiguous send or a bad reminder does not.
+    /// opt-out, a suppressed address, quiet hours outlasting freshness, an SMS number outside
+    /// the allowed countries). A budget spent, an ambiguous send or a bad reminder does not.
     pub const fn falls_back(self) -> bool {
         matches!(
             self,
@@ -74,6 +75,18 @@ impl DeadReason {
                 | DeadReason::OptedOut
                 | DeadReason::Suppressed
                 | DeadReason::ExpiredQuietHours
+                | DeadReason::CountryNotAllowed
+        )
+    }
+
+    /// Whether a delivery dies for this reason before any claim (no lease, nothing sent): the
+    /// reminder is missing or unreadable, or the SMS number is outside the allowed countries.
+    pub const fn dies_unclaimed(self) -> bool {
+        matches!(
+            self,
+            DeadReason::UnknownReminder
+                | DeadReason::InvalidReminder
+                | DeadReason::CountryNotAllowed
         )
     }
 

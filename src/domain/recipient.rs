@@ -5,8 +5,6 @@
 
 use std::fmt;
 
-use sha2::{Digest, Sha256};
-
 use super::ids::Channel;
 
 pub const MAX_PUSH_TOKEN_LEN: usize = 4096;
@@ -78,16 +76,20 @@ impl Recipient {
         }
     }
 
-    /// A short hash for logs: the same recipient gives the same fingerprint.
-    pub fn fingerprint(&self) -> String {
-        let digest = Sha256::digest(self.value.as_bytes());
-        digest[..6].iter().map(|b| format!("{b:02x}")).collect()
+    /// What tells recipients apart where the masked form cannot: the stack's keyed hash
+    /// (HMAC-SHA256 under the suppression key, the hash suppressions are stored under), so a
+    /// list of guessed numbers cannot be tested against it without the key. An unkeyed hash
+    /// of a phone number is no protection: the numbers are few enough to enumerate.
+    pub fn fingerprint(&self, key: &super::SuppressionKey) -> super::AddressHash {
+        super::AddressHash::of(key, self)
     }
 }
 
+/// The masked form only: no log line, panic message or `{:?}` ever holds the address, nor an
+/// unkeyed hash of it.
 impl fmt::Debug for Recipient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Recipient({}, #{})", self.channel, self.fingerprint())
+        write!(f, "Recipient({}, {})", self.channel, self.masked())
     }
 }
 
@@ -240,6 +242,13 @@ mod tests {
         let r = Recipient::parse(Channel::Email, "secret.person@example.com").unwrap();
         let shown = format!("{r:?}");
         assert!(!shown.contains("secret"), "{shown}");
-        assert_eq!(r.fingerprint().len(), 12);
+        assert_eq!(shown, "Recipient(email, s***@example.com)");
+        let phone = Recipient::parse(Channel::Sms, "+14155550123").unwrap();
+        assert_eq!(format!("{phone:?}"), "Recipient(sms, +14*******23)");
+        // Keyed: another key, another fingerprint.
+        let k1 = super::super::SuppressionKey::new(vec![1; 16]).unwrap();
+        let k2 = super::super::SuppressionKey::new(vec![2; 16]).unwrap();
+        assert_ne!(phone.fingerprint(&k1), phone.fingerprint(&k2));
+        assert_eq!(phone.fingerprint(&k1), phone.fingerprint(&k1));
     }
 }

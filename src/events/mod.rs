@@ -21,6 +21,9 @@ pub use handler::{handle, Handled};
 pub const SOURCE: &str = "reminders";
 /// The event's `detail-type`.
 pub const DETAIL_TYPE: &str = "Reminder Delivery Settled";
+/// The `detail-type` of the event an erasure publishes (`reminders::erasure`): the counts of
+/// what was removed, never an address or content.
+pub const ERASED_DETAIL_TYPE: &str = "Subscriber Erased";
 /// The detail's `version`: bumped when a field changes meaning or goes away.
 pub const DETAIL_VERSION: u32 = 1;
 

@@ -326,13 +326,8 @@ fn die(
     match (from.status, token) {
         (Status::Sending, Some(t)) if budget_or_provider || recipients_choice => from.fenced(t)?,
         (Status::Deferred, None) if budget_or_provider => {}
-        (Status::Scheduled | Status::Ready | Status::Deferred, None)
-            if matches!(
-                reason,
-                DeadReason::UnknownReminder
-                    | DeadReason::InvalidReminder
-                    | DeadReason::CountryNotAllowed
-            ) => {}
+        (Status::Scheduled | Status::Ready | Status::Deferred, None) if reason.dies_unclaimed() => {
+        }
         _ => return Err(from.refuse(Why::NotAllowed)),
     }
     // Only a send spends an attempt, and only a lease holder sends.

@@ -4,6 +4,7 @@
 //! accept [`Faults`]: a call can be made to fail before its effect, or after it (the effect
 //! happened but the caller sees an error) — the two ways a network call fails.
 
+pub mod eraser;
 pub mod events;
 pub mod faults;
 pub mod gate;
@@ -12,6 +13,7 @@ pub mod provider;
 pub mod queue;
 pub mod reminders;
 
+pub use eraser::{Deleted, Eraser};
 pub use events::{EventBus, LedgerStream, MemoryBus, MemoryStream, Rejected};
 pub use faults::{FaultPoint, Faults};
 pub use gate::{Gate, GatePartition, MemoryGate};

@@ -255,9 +255,9 @@ fn token_from(
 }
 
 /// A provider endpoint carries the recipient, the content and the bearer token: `https`
-/// only, but for a receiver on this machine's loopback (a local run's or a test's), which
-/// never leaves the host.
-pub fn check_endpoint(endpoint: &reqwest::Url) -> Result<(), &'static str> {
+/// only. Off Lambda (`local`: `remindctl local run`, `local receive`, the tests), plain `http`
+/// to this machine's loopback is allowed too, since it never leaves the host; on Lambda never.
+pub fn check_endpoint(endpoint: &reqwest::Url, on_lambda: bool) -> Result<(), &'static str> {
     let Some(host) = endpoint.host_str().filter(|h| !h.is_empty()) else {
         return Err("must be an https URL with a host");
     };
@@ -269,9 +269,14 @@ pub fn check_endpoint(endpoint: &reqwest::Url) -> Result<(), &'static str> {
             .is_ok_and(|ip| ip.is_loopback());
     match endpoint.scheme() {
         "https" => Ok(()),
-        "http" if loopback => Ok(()),
-        "http" => Err("must be https: plain http would carry the recipient, the content and the \
-                       token unencrypted (http is accepted only to a loopback host, for local runs)"),
+        "http" if loopback && !on_lambda => Ok(()),
+        "http" if loopback => {
+            Err("must be https on Lambda (plain http to loopback is for local runs)")
+        }
+        "http" => Err(
+            "must be https: plain http would carry the recipient, the content and the \
+                       token unencrypted (http is accepted only to a loopback host, off Lambda)",
+        ),
         _ => Err("must be an https URL with a host"),
     }
 }
@@ -290,7 +295,8 @@ fn http_from<C: Clock>(
         var: endpoint_var,
         problem: e.to_string(),
     })?;
-    check_endpoint(&endpoint).map_err(|problem| ConfigError::Invalid {
+    let on_lambda = get("AWS_LAMBDA_FUNCTION_NAME").is_some();
+    check_endpoint(&endpoint, on_lambda).map_err(|problem| ConfigError::Invalid {
         var: endpoint_var,
         problem: problem.into(),
     })?;

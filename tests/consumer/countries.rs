@@ -1,12 +1,14 @@
 //! The SMS allow-list in the consumer (issue 34): a number outside
 //! `SMS_ALLOWED_COUNTRY_CODES` dies `country_not_allowed` before any claim or send, with its
 //! DLQ copy, no attempt spent, and the number in no error; the reminder's other channels go
-//! out. With the list widened, the same number is sent.
+//! out, and a fallback order hands the reminder on. A standby SMS whose turn never comes
+//! never dies for it. With the list widened, the same number is sent.
 
 use reminders::consumer::{Action, ConsumerConfig};
 use reminders::domain::{Channel, DeadReason, Recipient, SmsCountries};
 use reminders::ledger::Status;
 use reminders::ports::ReminderStore;
+use serde_json::json;
 
 use crate::harness::{message, reminder, test_config, Mem};
 
@@ -105,4 +107,75 @@ async fn a_death_after_an_edit_keeps_the_edited_reminders_horizon() {
         "the edited reminder's horizon, not the message's"
     );
     assert_eq!(w.dead_letters(Channel::Sms).await.len(), 1);
+}
+
+/// A reminder whose SMS number is abroad, under this fallback order, both channels queued:
+/// its SMS and email messages.
+async fn ordered(
+    w: &Mem,
+    id: &str,
+    order: [&str; 2],
+) -> (
+    reminders::domain::DeliveryMessage,
+    reminders::domain::DeliveryMessage,
+) {
+    let r = abroad(w, id).await;
+    let prefs = serde_json::from_value(json!({ "fallback": order })).unwrap();
+    w.store
+        .put_preferences(&r.subscriber_id, &prefs)
+        .await
+        .unwrap();
+    let (sms, email) = (message(&r, Channel::Sms), message(&r, Channel::Email));
+    w.enqueue(&sms).await;
+    w.enqueue(&email).await;
+    (sms, email)
+}
+
+/// SMS first in the order, its number abroad: it dies unsent, and email takes over.
+#[tokio::test]
+async fn a_number_abroad_hands_the_reminder_to_the_fallback_channel() {
+    let w = Mem::new(test_config(), true);
+    let (sms, email) = ordered(&w, "c4", ["sms", "email"]).await;
+    w.run(Channel::Sms).await.unwrap();
+    let dead = w.record(&sms.delivery_key).await.unwrap();
+    assert_eq!(dead.dead_reason(), Some(DeadReason::CountryNotAllowed));
+    w.run_until_idle(Channel::Email, 60, 10).await;
+    assert_eq!(
+        w.provider.calls_for(&email.delivery_key),
+        1,
+        "email sent once"
+    );
+    let sent = w.record(&email.delivery_key).await.unwrap();
+    assert_eq!(sent.status(), Status::Delivered);
+    assert_eq!(sent.fallback_from(), Some(Channel::Sms));
+    assert_eq!(w.provider.calls_for(&sms.delivery_key), 0);
+    let dead = w.record(&sms.delivery_key).await.unwrap();
+    assert_eq!(dead.fallback_to(), Some(Channel::Email), "handed on");
+}
+
+/// SMS in standby behind email, which delivers: the SMS's turn never comes, so it never dies
+/// (no death, no DLQ copy, no page) although its number is abroad.
+#[tokio::test]
+async fn a_standby_sms_behind_a_delivered_channel_never_dies() {
+    let w = Mem::new(test_config(), true);
+    let (sms, email) = ordered(&w, "c5", ["email", "sms"]).await;
+    let out = w.run(Channel::Sms).await.unwrap();
+    assert!(
+        matches!(out.records[0].action, Action::Hold { .. }),
+        "standby behind email: {:?}",
+        out.records
+    );
+    w.run(Channel::Email).await.unwrap();
+    assert_eq!(
+        w.record(&email.delivery_key).await.unwrap().status(),
+        Status::Delivered
+    );
+    w.run_until_idle(Channel::Sms, 60, 10).await;
+    assert_eq!(
+        w.record(&sms.delivery_key).await,
+        None,
+        "never claimed, never dead"
+    );
+    assert!(w.dead_letters(Channel::Sms).await.is_empty());
+    assert_eq!(w.provider.calls_for(&sms.delivery_key), 0);
 }

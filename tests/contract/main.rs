@@ -5,6 +5,7 @@
 //! Emulator tests need `AWS_ENDPOINT_URL`; without it they fail, never skip.
 
 mod common;
+mod eraser;
 mod gate;
 mod ledger;
 mod queue;

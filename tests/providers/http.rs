@@ -304,6 +304,15 @@ fn configuration_names_what_is_missing_or_wrong_and_hides_the_token() {
         let mut ok = with_http.clone();
         ok.push(("EMAIL_HTTP_ENDPOINT", local));
         assert!(load(env(&ok)).is_ok(), "{local}");
+        // On Lambda, never: not even loopback.
+        ok.push(("AWS_LAMBDA_FUNCTION_NAME", "reminders-consumer"));
+        match load(env(&ok)).unwrap_err() {
+            ConfigError::Invalid { var, problem } => {
+                assert_eq!(var, "EMAIL_HTTP_ENDPOINT");
+                assert!(problem.contains("https on Lambda"), "{problem}");
+            }
+            other => panic!("{local} on Lambda: {other:?}"),
+        }
     }
     let mut good = with_http;
     good.push(("EMAIL_HTTP_ENDPOINT", "https://api.example/v1/send"));

@@ -13,7 +13,7 @@ use super::template;
 /// condition is false left out, intrinsic functions resolved, and a `!Ref` or `!GetAtt …` to a
 /// resource resolved to its name (the one the template gives it, or the one CloudFormation
 /// generates, which starts with the stack's name).
-fn rendered(stack: &str, overrides: &[(&str, &str)]) -> BTreeMap<String, Value> {
+pub(super) fn rendered(stack: &str, overrides: &[(&str, &str)]) -> BTreeMap<String, Value> {
     let t = template();
     let mut p = params(&t, overrides);
     p.insert("AWS::StackName".into(), stack.into());

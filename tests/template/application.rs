@@ -11,13 +11,14 @@ use super::iam::{condition, params, resolve};
 use super::{resource, scalar, template};
 
 /// The routes the API serves (the contract's, issue 25).
-const ROUTES: [&str; 6] = [
+const ROUTES: [&str; 7] = [
     "PUT /v1/reminders/{id}",
     "GET /v1/reminders/{id}",
     "DELETE /v1/reminders/{id}",
     "GET /v1/subscribers/{id}/reminders",
     "GET /v1/subscribers/{id}/preferences",
     "PUT /v1/subscribers/{id}/preferences",
+    "DELETE /v1/subscribers/{id}",
 ];
 
 /// Every resource of this type as deployed with these parameters: `(name, properties)`.
@@ -131,6 +132,7 @@ fn the_api_serves_its_routes_with_iam_by_default_and_jwt_with_its_parameters() {
     let want_scope = |key: &str| {
         let name = match key {
             k if k.ends_with("/preferences") => "subscribers/preferences",
+            "DELETE /v1/subscribers/{id}" => "subscribers/erase",
             k if k.starts_with("GET") => "reminders/read",
             _ => "reminders/write",
         };

@@ -471,8 +471,8 @@ fn token_secrets_are_granted_one_by_one_and_never_in_the_environment() {
         ]),
         BTreeSet::from([key, push.to_owned(), sms.to_owned()])
     );
-    for role in ["SchedulerRole", "RedriveRole", "ApiRole", "EventsRole"] {
-        let p = params(&t, &[("PushHttpTokenSecretArn", push)]);
+    let p = params(&t, &[("PushHttpTokenSecretArn", push)]);
+    for role in ["SchedulerRole", "RedriveRole", "EventsRole"] {
         assert!(
             resources_for(
                 &deployed_statements(&t, &p, role),
@@ -481,6 +481,18 @@ fn token_secrets_are_granted_one_by_one_and_never_in_the_environment() {
             )
             .is_empty(),
             "{role} reads no secret"
+        );
+    }
+    // The API (erasure) and the feedback function read the suppression key, no token.
+    for role in ["ApiRole", "FeedbackRole"] {
+        assert_eq!(
+            resources_for(
+                &deployed_statements(&t, &p, role),
+                "Allow",
+                "secretsmanager:GetSecretValue"
+            ),
+            BTreeSet::from(["${SuppressionKeySecret}".to_owned()]),
+            "{role}"
         );
     }
     let resources = t["Resources"].as_mapping().unwrap();

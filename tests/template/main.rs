@@ -108,6 +108,7 @@ fn every_variable_a_function_reads_is_set_for_it_and_no_other() {
 mod alarms;
 mod application;
 mod defaults;
+mod guards;
 mod iam;
 
 #[test]

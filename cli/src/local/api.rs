@@ -37,7 +37,7 @@ pub async fn run(args: ApiArgs) -> Result<(), String> {
         store: adapters.reminders,
         ledger: adapters.ledger,
         clock: SystemClock,
-        defaults: Defaults::from_env().map_err(|e| e.to_string())?,
+        defaults: Defaults::from_env_with_key(&sdk).map_err(|e| e.to_string())?,
         auth: Auth {
             identity: if args.trust_identity_header {
                 Identity::TrustHeaders

@@ -94,7 +94,7 @@ fn answer(
         .parse::<Channel>()
         .ok()
         .and_then(|c| Recipient::parse(c, &text("recipient")).ok())
-        .map_or_else(|| "an unreadable recipient".to_owned(), |r| r.fingerprint());
+        .map_or_else(|| "an unreadable recipient".to_owned(), |r| r.masked());
     if gone.contains(&text("recipient")) {
         let line = format!("gone {channel} {key} to {to}: 410, the address is dead");
         return (410, json!({"error": "the address is gone"}), line);

@@ -9,11 +9,11 @@ use serde_json::{json, Value};
 
 use super::{err, ports, words, OpsPorts};
 
-/// One channel of the reminder: its recipient only as a fingerprint (personal data), and
-/// its ledger item if a worker ever claimed it.
+/// One channel of the reminder: its recipient only masked (personal data), and its ledger
+/// item if a worker ever claimed it.
 struct Delivery {
     channel: Channel,
-    fingerprint: String,
+    masked: String,
     key: DeliveryKey,
     rec: Option<DeliveryRecord>,
     /// The subscriber's fallback order holds this channel in standby: its turn, by the chain
@@ -60,7 +60,7 @@ pub async fn run(raw_id: String, json: bool) -> Result<(), String> {
         }
         deliveries.push(Delivery {
             channel: *channel,
-            fingerprint: recipient.fingerprint(),
+            masked: recipient.masked(),
             key,
             rec,
             standby,
@@ -119,7 +119,7 @@ fn reminder_json(r: &Reminder, deliveries: &[Delivery]) -> Value {
             };
             json!({
                 "channel": d.channel.as_str(),
-                "recipient_fingerprint": d.fingerprint,
+                "recipient": d.masked,
                 "delivery_key": d.key.to_string(),
                 "standby": d.standby.map(|t| standby_words(Some(t))),
                 "ledger": ledger,
@@ -201,11 +201,8 @@ fn print_reminder(r: &Reminder, deliveries: &[Delivery]) {
         r.fresh_until.to_rfc3339()
     );
     for d in deliveries {
-        // Recipients are personal data: a fingerprint only.
-        println!(
-            "\n{} → recipient #{} · key {}",
-            d.channel, d.fingerprint, d.key
-        );
+        // Recipients are personal data: the masked form only.
+        println!("\n{} → {} · key {}", d.channel, d.masked, d.key);
         match &d.rec {
             None if d.standby.is_some() => {
                 println!("  ledger     no item: {}", standby_words(d.standby))

@@ -1,4 +1,4 @@
-//! `remindctl subscriber set | show`: a subscriber's preferences (DESIGN §12) — the channels
+//! `remindctl subscriber set | show | erase`: a subscriber's preferences (DESIGN §12) — the channels
 //! it opted out of, quiet hours per channel in an IANA zone, the fallback order — written and
 //! read through the same `ReminderStore` the consumer reads them from. The flags build the
 //! stored and API shape (`PreferencesWire`), so they are validated by the one parser, and an
@@ -22,6 +22,19 @@ pub enum SubscriberCommand {
         id: String,
         /// The preferences as stored and as the API takes them (`null` when none), accepted
         /// back by `set --json`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Erase a subscriber: cancel every reminder still to be sent, lift the suppressions of
+    /// their addresses (with SUPPRESSION_KEY_SECRET_ARN, which --stack sets), delete every
+    /// reminder (recipients and content with it) and the preferences. The ledger keeps each
+    /// delivery's masked history. Idempotent.
+    ///
+    /// Example: remindctl subscriber erase --id user-7
+    Erase {
+        #[arg(long)]
+        id: String,
+        /// What was removed, as the API's DELETE /v1/subscribers/{id} answers it.
         #[arg(long)]
         json: bool,
     },
@@ -56,6 +69,7 @@ pub async fn run(cmd: SubscriberCommand) -> Result<(), String> {
     match cmd {
         SubscriberCommand::Set(args) => set(args).await,
         SubscriberCommand::Show { id, json } => show(id, json).await,
+        SubscriberCommand::Erase { id, json } => erase(id, json).await,
     }
 }
 
@@ -90,6 +104,80 @@ async fn show(id: String, json: bool) -> Result<(), String> {
     for line in describe(&sub, prefs.as_ref(), p.clock.now()) {
         println!("{line}");
     }
+    Ok(())
+}
+
+async fn erase(id: String, json: bool) -> Result<(), String> {
+    let sub = subscriber(id)?;
+    let sdk = reminders::aws::sdk_config().await;
+    let source = reminders::providers::secret::suppression_key(reminders::config::env, &sdk)
+        .map_err(|e| e.to_string())?;
+    let key = match &source {
+        Some(s) => Some(s.get().await.map_err(err)?),
+        None => None,
+    };
+    let p = ports().await?;
+    let retention = reminders::domain::Retention::from_env().map_err(|e| e.to_string())?;
+    let now = p.clock.now();
+    let out =
+        reminders::erasure::erase(&p.reminders, &p.ledger, key.as_ref(), &sub, now, retention)
+            .await
+            .map_err(err)?;
+    let mut v = serde_json::to_value(&out).map_err(err)?;
+    v["erased_at"] = serde_json::Value::String(now.to_rfc3339());
+    // The event, as the API publishes it (EVENT_BUS_NAME, which --stack sets).
+    let bus = reminders::aws::eventbridge::EventBridgeBus::optional(&sdk, reminders::config::env);
+    let published = match &bus {
+        Some(bus) => match bus.publish_erased(&v, now).await {
+            Ok(()) => true,
+            Err(e) => {
+                eprintln!(
+                    "remindctl: erased, but the event was not published: {}",
+                    err(e)
+                );
+                false
+            }
+        },
+        None => false,
+    };
+    v["event_published"] = serde_json::Value::Bool(published);
+    if json {
+        println!("{v}");
+        return Ok(());
+    }
+    println!("erased subscriber {}", out.subscriber_id);
+    println!("  reminders cancelled   {}", out.reminders_cancelled);
+    println!("  reminders deleted     {}", out.reminders_deleted);
+    println!(
+        "  preferences           {}",
+        if out.preferences_deleted {
+            "deleted"
+        } else {
+            "none"
+        }
+    );
+    match out.suppressions_lifted {
+        Some(n) => println!("  suppressions lifted   {n}"),
+        None => println!(
+            "  suppressions          not looked up: no suppression key (SUPPRESSION_KEY_SECRET_ARN, or --stack)"
+        ),
+    }
+    if out.reminders_left > 0 || !out.complete {
+        println!(
+            "  left for another call  {} (a send in flight, a reminder still changing, or more \
+             than one call erases): run it again",
+            out.reminders_left
+        );
+    }
+    println!(
+        "  event                 {}",
+        match (&bus, published) {
+            (Some(b), true) => format!("Subscriber Erased on {}", b.bus()),
+            (Some(_), false) => "not published (see above)".to_owned(),
+            (None, _) => "none: no EVENT_BUS_NAME (or --stack)".to_owned(),
+        }
+    );
+    println!("  the ledger keeps each delivery's masked history until its TTL");
     Ok(())
 }
 

@@ -7,6 +7,7 @@
 //! | `GET /v1/reminders/{id}`, `GET /v1/subscribers/{id}/reminders` | `reminders/read` |
 //! | `PUT`, `DELETE /v1/reminders/{id}` | `reminders/write` |
 //! | `GET`, `PUT /v1/subscribers/{id}/preferences` | `subscribers/preferences` |
+//! | `DELETE /v1/subscribers/{id}` | `subscribers/erase` |
 //!
 //! With the JWT authorizer, API Gateway checks the scopes itself (the template's
 //! `AuthorizationScopes`); the router checks them again, so `remind local api` and a stack
@@ -39,16 +40,18 @@ pub enum Scope {
     Read,
     Write,
     Preferences,
+    Erase,
 }
 
 impl Scope {
-    pub const ALL: [Scope; 3] = [Scope::Read, Scope::Write, Scope::Preferences];
+    pub const ALL: [Scope; 4] = [Scope::Read, Scope::Write, Scope::Preferences, Scope::Erase];
 
     pub const fn as_str(self) -> &'static str {
         match self {
             Scope::Read => "reminders/read",
             Scope::Write => "reminders/write",
             Scope::Preferences => "subscribers/preferences",
+            Scope::Erase => "subscribers/erase",
         }
     }
 }

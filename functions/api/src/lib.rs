@@ -10,6 +10,7 @@
 //! | `GET /v1/subscribers/{id}/reminders` | a subscriber's reminders, newest due first, a page at a time |
 //! | `PUT /v1/subscribers/{id}/preferences` | replace a subscriber's opt-outs, quiet hours and fallback order |
 //! | `GET /v1/subscribers/{id}/preferences` | them; `404` when none were set |
+//! | `DELETE /v1/subscribers/{id}` | erase the subscriber: cancel their pending reminders, delete their reminders, preferences and suppressions; what was removed, in counts |
 //!
 //! The same [`router`] runs on Lambda (`lambda_http`, `main.rs`) and locally
 //! (`remindctl local api`); `openapi.yaml` beside this crate documents it, and a test holds
@@ -17,6 +18,7 @@
 
 mod body;
 pub mod caller;
+mod erase;
 mod error;
 mod handlers;
 mod preferences;
@@ -30,7 +32,8 @@ use axum::Router;
 use reminders::clock::Clock;
 use reminders::config::ConfigError;
 use reminders::domain::{Retention, SmsCountries};
-use reminders::ports::{Ledger, ReminderStore, SubscriberIndex};
+use reminders::ports::{Eraser, Ledger, ReminderStore, SubscriberIndex};
+use reminders::providers::secret::SuppressionKeySource;
 
 pub use body::MAX_REQUEST_BYTES;
 pub use caller::{Auth, Identity};
@@ -43,6 +46,11 @@ pub struct Defaults {
     pub retention: Retention,
     /// Where SMS may go (`SMS_ALLOWED_COUNTRY_CODES`, the consumer's variable too).
     pub sms_countries: SmsCountries,
+    /// The stack's suppression key (`SUPPRESSION_KEY_SECRET_ARN`), for an erasure to find the
+    /// suppressions of a subscriber's addresses; without it, an erasure lifts none.
+    pub suppression_key: Option<Arc<SuppressionKeySource>>,
+    /// Where an erasure's `Subscriber Erased` event goes (`EVENT_BUS_NAME`); none, no event.
+    pub erasure_events: Option<Arc<reminders::aws::eventbridge::EventBridgeBus>>,
 }
 
 impl Defaults {
@@ -54,6 +62,28 @@ impl Defaults {
             freshness: reminders::outbox::default_freshness()?,
             retention: Retention::from_env()?,
             sms_countries: SmsCountries::from_env()?,
+            suppression_key: None,
+            erasure_events: None,
+        })
+    }
+
+    /// [`Defaults::from_env`] with the suppression key's source (`SUPPRESSION_KEY_SECRET_ARN`,
+    /// read on first use; or locally `SUPPRESSION_KEY`).
+    pub fn from_env_with_key(sdk: &aws_config::SdkConfig) -> Result<Self, ConfigError> {
+        // Optional here (the template sets it): without it an erasure says it looked up no
+        // suppressions, rather than the API failing to start.
+        use reminders::providers::secret::{SUPPRESSION_KEY_SECRET_VAR, SUPPRESSION_KEY_VAR};
+        let env = reminders::config::env;
+        let key = match env(SUPPRESSION_KEY_SECRET_VAR).or_else(|| env(SUPPRESSION_KEY_VAR)) {
+            None => None,
+            Some(_) => reminders::providers::secret::suppression_key(env, sdk)?,
+        };
+        let bus =
+            reminders::aws::eventbridge::EventBridgeBus::optional(sdk, reminders::config::env);
+        Ok(Self {
+            suppression_key: key.map(Arc::new),
+            erasure_events: bus.map(Arc::new),
+            ..Self::from_env()?
         })
     }
 }
@@ -87,10 +117,11 @@ where
 /// emulator, memory in tests.
 pub fn router<S, L, C>(app: App<S, L, C>) -> Router
 where
-    S: ReminderStore + SubscriberIndex + 'static,
+    S: ReminderStore + SubscriberIndex + Eraser + 'static,
     L: Ledger + 'static,
     C: Clock + Send + Sync + 'static,
 {
+    use erase::erase;
     use handlers::{cancel, list, put, show};
     Router::new()
         .route(
@@ -100,6 +131,10 @@ where
                 .delete(cancel::<S, L, C>),
         )
         .route("/v1/subscribers/{id}/reminders", get(list::<S, L, C>))
+        .route(
+            "/v1/subscribers/{id}",
+            axum::routing::delete(erase::<S, L, C>),
+        )
         .route(
             "/v1/subscribers/{id}/preferences",
             get(preferences::show::<S, L, C>).put(preferences::put::<S, L, C>),

@@ -12,7 +12,7 @@ async fn main() -> Result<(), Error> {
         store: start.adapters.reminders,
         ledger: start.adapters.ledger,
         clock: SystemClock,
-        defaults: Defaults::from_env()?,
+        defaults: Defaults::from_env_with_key(&start.sdk)?,
         auth: Auth::from_env()?,
     };
     run(router(app)).await

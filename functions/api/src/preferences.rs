@@ -58,6 +58,7 @@ fn decode(raw: &[u8]) -> Result<Preferences, ApiError> {
             "body: unknown field, expected opted_out, quiet_hours or fallback",
         ));
     }
+    check_quiet_hours(object.get("quiet_hours"))?;
     let de = serde_path_to_error::deserialize::<_, PreferencesWire>(value);
     let wire = de.map_err(|e| {
         let path = e.path().to_string();
@@ -68,6 +69,33 @@ fn decode(raw: &[u8]) -> Result<Preferences, ApiError> {
         let field = e.field();
         ApiError::invalid(field.clone(), format!("{field}: {}", e.requirement()))
     })
+}
+
+/// `quiet_hours`' keys are channels and each window holds `start`, `end` and `zone` only,
+/// checked before decoding so that no error names a key the caller typed (an unknown key may
+/// be anything, an address even): the field named is `quiet_hours` or a channel's window.
+fn check_quiet_hours(quiet: Option<&Value>) -> Result<(), ApiError> {
+    let Some(map) = quiet.and_then(Value::as_object) else {
+        return Ok(());
+    };
+    for (channel, window) in map {
+        if channel.parse::<reminders::domain::Channel>().is_err() {
+            return Err(ApiError::invalid(
+                "quiet_hours",
+                "quiet_hours: keys must be channels (push, email or sms)",
+            ));
+        }
+        let unknown = window.as_object().is_some_and(|w| {
+            w.keys()
+                .any(|k| !["start", "end", "zone"].contains(&k.as_str()))
+        });
+        if unknown {
+            let field = format!("quiet_hours.{channel}");
+            let message = format!("{field}: unknown field, expected start, end and zone");
+            return Err(ApiError::invalid(field, message));
+        }
+    }
+    Ok(())
 }
 
 pub async fn put<S, L, C>(

@@ -45,6 +45,7 @@ fn scenario(path: &str, method: &str, status: u16) -> Option<Scenario> {
     let rem = "/v1/reminders/{id}";
     let list = "/v1/subscribers/{id}/reminders";
     let prefs = "/v1/subscribers/{id}/preferences";
+    let erase = "/v1/subscribers/{id}";
     let go = |h: Harness, method: &'static str, uri: String, b: Option<Value>| -> Scenario {
         Box::pin(async move { call(&h.router, method, &uri, b).await.0.as_u16() })
     };
@@ -297,6 +298,37 @@ fn scenario(path: &str, method: &str, status: u16) -> Option<Scenario> {
             .0
             .as_u16()
         }),
+        (e, "delete", 200) if e == erase => Box::pin(async move {
+            let h = created("a").await;
+            call(&h.router, "DELETE", "/v1/subscribers/u-1", None)
+                .await
+                .0
+                .as_u16()
+        }),
+        (e, "delete", 400) if e == erase => go(
+            Harness::new(),
+            "DELETE",
+            "/v1/subscribers/u%201".into(),
+            None,
+        ),
+        (e, "delete", 500) if e == erase => go(
+            Harness::with_corrupt_index(),
+            "DELETE",
+            "/v1/subscribers/u-1".into(),
+            None,
+        ),
+        (e, "delete", 503) if e == erase => Box::pin(async move {
+            let h = Harness::new();
+            h.store_faults().fail(
+                reminders::ports::reminders::OP_BY_SUBSCRIBER,
+                FaultPoint::Before,
+                1,
+            );
+            call(&h.router, "DELETE", "/v1/subscribers/u-1", None)
+                .await
+                .0
+                .as_u16()
+        }),
         // Authorization, on every route, as `remindctl local api --trust-identity-header`.
         (_, _, 401 | 403) if operation(&p, &m) => {
             let uri = sample(&p);
@@ -315,15 +347,16 @@ fn scenario(path: &str, method: &str, status: u16) -> Option<Scenario> {
             })
         }
         // An end user's token for another subscriber.
-        (l, "get", 404) | (l, "put", 404)
-            if (l == list && m == "get") || (l == prefs && m == "put") =>
+        (l, "get", 404) | (l, "put", 404) | (l, "delete", 404)
+            if (l == list && m == "get")
+                || (l == prefs && m == "put")
+                || (l == erase && m == "delete") =>
         {
             let uri = sample(&p);
             let method = verb(&m);
             Box::pin(async move {
                 let h = Harness::with_auth(trusting());
-                let user =
-                    json!({"scope": "reminders/read subscribers/preferences", "sub_id": "u-2"});
+                let user = json!({"scope": "reminders/read subscribers/preferences subscribers/erase", "sub_id": "u-2"});
                 let b = (method == "PUT").then(|| sample_body(&uri));
                 call_with(&h.router, &caller(user), method, &uri, b)
                     .await
@@ -335,13 +368,14 @@ fn scenario(path: &str, method: &str, status: u16) -> Option<Scenario> {
     })
 }
 
-/// The API's six operations.
+/// The API's seven operations.
 fn operation(path: &str, method: &str) -> bool {
     matches!(
         (path, method),
         ("/v1/reminders/{id}", "get" | "put" | "delete")
             | ("/v1/subscribers/{id}/reminders", "get")
             | ("/v1/subscribers/{id}/preferences", "get" | "put")
+            | ("/v1/subscribers/{id}", "delete")
     )
 }
 

@@ -282,3 +282,49 @@ async fn storage_failures_are_503_to_retry_and_unreadable_answers_500() {
     assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{answer}");
     assert_eq!(answer["error"]["code"], "internal");
 }
+
+/// A preferences body's errors name the field, never a key the caller typed (a key may be
+/// anything, an address even), and a window's unknown fields are refused.
+#[tokio::test]
+async fn bad_preferences_name_the_field_and_never_the_callers_keys() {
+    let h = Harness::new();
+    let window = json!({"start": "22:00", "end": "07:00", "zone": "Europe/Paris"});
+    let mut extra = window.clone();
+    extra["secret.person@example.org"] = json!(1);
+    let cases = [
+        (
+            json!({"quiet_hours": {"secret.person@example.org": window}}),
+            "quiet_hours",
+        ),
+        (json!({"quiet_hours": {"push": extra}}), "quiet_hours.push"),
+        (
+            json!({"quiet_hours": {"push": {"start": "22:00", "end": "07:00"}}}),
+            "quiet_hours.push",
+        ),
+        (
+            json!({"quiet_hours": {"push": {"start": "22:00", "end": "07:00", "zone": "Secret/Place"}}}),
+            "quiet_hours.push.zone",
+        ),
+    ];
+    for (i, (body, field)) in cases.into_iter().enumerate() {
+        let (status, e) = call(
+            &h.router,
+            "PUT",
+            "/v1/subscribers/u-1/preferences",
+            Some(body),
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "case {i}: {e}");
+        assert!(
+            e["error"]["field"].as_str().unwrap().starts_with(field),
+            "case {i}: {e}"
+        );
+        let text = e.to_string();
+        assert!(
+            !text.contains("secret") && !text.contains("Secret"),
+            "case {i} echoes: {text}"
+        );
+    }
+    let (status, _) = call(&h.router, "GET", "/v1/subscribers/u-1/preferences", None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "nothing stored");
+}

@@ -4,6 +4,8 @@
 
 #[path = "../../../tests/support/runtime_api.rs"]
 mod runtime_api;
+#[path = "../../../tests/support/suppression_key.rs"]
+mod suppression_key;
 
 use runtime_api::{assert_calls_declared, invoke, Stack, CARGO_LAMBDA_WATCH_DEADLINE};
 use serde_json::{json, Value};
@@ -383,5 +385,205 @@ async fn every_route_through_api_gateway_as_a_jwt_caller() {
         json!([]),
         "{}",
         answer.body
+    );
+}
+
+/// Erasure through API Gateway on the emulator (issue 34): a subscriber with two reminders,
+/// preferences and a suppression of their address; after `DELETE /v1/subscribers/{id}`
+/// nothing of them is left but the ledger's masked history, and a second call finds nothing.
+#[tokio::test]
+async fn an_erasure_leaves_only_the_ledgers_masked_history() {
+    use reminders::domain::{
+        Channel, DeliveryKey, Recipient, ReminderId, SubscriberId, Suppression, SuppressionSource,
+    };
+    use reminders::ports::{Ledger, ReminderStore};
+    let stack = Stack::create("rt-api-erase").await;
+    let (arn, key) = suppression_key::suppression_key_secret(&stack.sdk, "rt-api-erase").await;
+    let mut env = stack.env();
+    env.push(("SUPPRESSION_KEY_SECRET_ARN".to_owned(), arn.clone()));
+    // The stack's bus, with a rule taking erasures to a queue the test reads.
+    let unique = format!("rt-api-erase-{}", std::process::id());
+    let events = aws_sdk_eventbridge::Client::new(&stack.sdk);
+    let sqs = aws_sdk_sqs::Client::new(&stack.sdk);
+    events
+        .create_event_bus()
+        .name(&unique)
+        .send()
+        .await
+        .unwrap();
+    let seen = sqs
+        .create_queue()
+        .queue_name(format!("{unique}-seen"))
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    let seen_arn = reminders::consumer::event::arn_for_url(&seen, "us-east-1");
+    events
+        .put_rule()
+        .name(format!("{unique}-erased"))
+        .event_bus_name(&unique)
+        .event_pattern(r#"{"source": ["reminders"], "detail-type": ["Subscriber Erased"]}"#)
+        .send()
+        .await
+        .unwrap();
+    events
+        .put_targets()
+        .rule(format!("{unique}-erased"))
+        .event_bus_name(&unique)
+        .targets(
+            aws_sdk_eventbridge::types::Target::builder()
+                .id("seen")
+                .arn(seen_arn)
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await
+        .unwrap();
+    env.push(("EVENT_BUS_NAME".to_owned(), unique.clone()));
+    let scopes = [
+        "reminders/read",
+        "reminders/write",
+        "subscribers/preferences",
+        "subscribers/erase",
+    ];
+    let run = |e: Value| {
+        let env = env.clone();
+        async move {
+            invoke(
+                env!("CARGO_BIN_EXE_api"),
+                &env,
+                as_jwt(e, "app-e", &scopes),
+                CARGO_LAMBDA_WATCH_DEADLINE,
+            )
+            .await
+        }
+    };
+    let rem = "/v1/reminders/{id}";
+    for id in ["x-1", "x-2"] {
+        let body = json!({
+            "subscriber_id": "u-9",
+            "due_at": "2030-01-01T10:00:00Z",
+            "channels": {"email": "person@example.org", "sms": "+14155550199"},
+            "content": {"subject": "Pickup", "body": "at five"}
+        });
+        let path = format!("/v1/reminders/{id}");
+        let answer = run(event("PUT", &path, rem, id, Some(body))).await;
+        assert_eq!(answer.body["statusCode"], 201, "{}", answer.body);
+    }
+    let prefs = "/v1/subscribers/{id}/preferences";
+    let quiet = json!({"opted_out": ["sms"]});
+    let answer = run(event(
+        "PUT",
+        "/v1/subscribers/u-9/preferences",
+        prefs,
+        "u-9",
+        Some(quiet),
+    ))
+    .await;
+    assert_eq!(answer.body["statusCode"], 200, "{}", answer.body);
+    let dynamo = aws_sdk_dynamodb::Client::new(&stack.sdk);
+    let store =
+        reminders::aws::dynamo::DynamoReminderStore::new(dynamo.clone(), &stack.reminders_table, 8);
+    let address = Recipient::parse(Channel::Email, "person@example.org").unwrap();
+    let sup = Suppression::record(
+        &key,
+        &address,
+        SuppressionSource::SesBounce,
+        reminders::clock::Timestamp::from_millis(1_796_385_600_000),
+    );
+    store.put_suppression(&sup).await.unwrap();
+
+    let erase = "/v1/subscribers/{id}";
+    let answer = run(event("DELETE", "/v1/subscribers/u-9", erase, "u-9", None)).await;
+    assert_eq!(answer.body["statusCode"], 200, "{}", answer.body);
+    assert_calls_declared("api", &answer);
+    let erased = answer_body(&answer);
+    assert_eq!(erased["reminders_cancelled"], 2, "{erased}");
+    assert_eq!(erased["reminders_deleted"], 2, "{erased}");
+    assert_eq!(erased["preferences_deleted"], true, "{erased}");
+    assert_eq!(erased["suppressions_lifted"], 1, "{erased}");
+    assert_eq!(erased["event_published"], true, "{erased}");
+    // The event says it happened, with the counts and no address or content.
+    let got = sqs
+        .receive_message()
+        .queue_url(&seen)
+        .max_number_of_messages(10)
+        .send()
+        .await
+        .unwrap()
+        .messages
+        .unwrap_or_default();
+    assert_eq!(got.len(), 1, "{got:?}");
+    let published: Value = serde_json::from_str(got[0].body.as_deref().unwrap()).unwrap();
+    assert_eq!(published["detail-type"], "Subscriber Erased", "{published}");
+    assert_eq!(published["detail"]["subscriber_id"], "u-9", "{published}");
+    assert_eq!(published["detail"]["reminders_deleted"], 2, "{published}");
+    let text = published.to_string();
+    for personal in ["person@example.org", "4155550199", "Pickup"] {
+        assert!(
+            !text.contains(personal),
+            "the event holds {personal}: {text}"
+        );
+    }
+
+    // Nothing of them is left in the reminders table: no item holds the subscriber or the
+    // address, and the API finds nothing.
+    let items = dynamo
+        .scan()
+        .table_name(&stack.reminders_table)
+        .send()
+        .await
+        .unwrap()
+        .items
+        .unwrap_or_default();
+    assert!(items.is_empty(), "left in the reminders table: {items:?}");
+    for (path, route, id) in [
+        ("/v1/reminders/x-1", rem, "x-1"),
+        ("/v1/subscribers/u-9/preferences", prefs, "u-9"),
+    ] {
+        let answer = run(event("GET", path, route, id, None)).await;
+        assert_eq!(answer.body["statusCode"], 404, "{path}: {}", answer.body);
+    }
+    // The ledger keeps each delivery, cancelled, and no address or content.
+    let ledger = reminders::aws::dynamo::DynamoLedger::new(dynamo.clone(), &stack.deliveries_table);
+    let sub = SubscriberId::parse("u-9").unwrap();
+    for id in ["x-1", "x-2"] {
+        for channel in [Channel::Email, Channel::Sms] {
+            let k = DeliveryKey::derive(&ReminderId::parse(id).unwrap(), &sub, channel);
+            let rec = ledger
+                .get(&k)
+                .await
+                .unwrap()
+                .expect("the ledger's history stays");
+            assert_eq!(rec.status().as_str(), "cancelled");
+        }
+    }
+    let ledger_items = dynamo
+        .scan()
+        .table_name(&stack.deliveries_table)
+        .send()
+        .await
+        .unwrap()
+        .items
+        .unwrap_or_default();
+    assert_eq!(ledger_items.len(), 4);
+    let text = format!("{ledger_items:?}");
+    for personal in ["person@example.org", "4155550199", "Pickup", "at five"] {
+        assert!(!text.contains(personal), "the ledger holds {personal}");
+    }
+    // Again: nothing to erase.
+    let answer = run(event("DELETE", "/v1/subscribers/u-9", erase, "u-9", None)).await;
+    assert_eq!(answer.body["statusCode"], 200, "{}", answer.body);
+    let again = answer_body(&answer);
+    assert_eq!(
+        (
+            again["reminders_deleted"].clone(),
+            again["preferences_deleted"].clone()
+        ),
+        (json!(0), json!(false)),
+        "{again}"
     );
 }

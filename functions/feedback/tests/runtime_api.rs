@@ -6,8 +6,10 @@
 
 #[path = "../../../tests/support/runtime_api.rs"]
 mod runtime_api;
+#[path = "../../../tests/support/suppression_key.rs"]
+mod suppression_key;
 
-use reminders::domain::{AddressHash, Channel, Recipient, SuppressionKey, SuppressionSource};
+use reminders::domain::{AddressHash, Channel, Recipient, SuppressionSource};
 use reminders::ports::ReminderStore;
 use runtime_api::{assert_calls_declared, invoke, Stack, CARGO_LAMBDA_WATCH_DEADLINE};
 use serde_json::json;
@@ -29,10 +31,7 @@ fn record(id: &str, body: &str) -> serde_json::Value {
 async fn feedback_suppresses_bounces_and_complaints_and_dead_letters_garbage() {
     let stack = Stack::create("rt-fb").await;
     let mut env = stack.env();
-    let secrets = aws_sdk_secretsmanager::Client::new(&stack.sdk);
-    let arn = reminders::aws::bootstrap::create_suppression_key_secret(&secrets, "rt-fb")
-        .await
-        .unwrap();
+    let (arn, key) = suppression_key::suppression_key_secret(&stack.sdk, "rt-fb").await;
     env.push(("SUPPRESSION_KEY_SECRET_ARN".to_owned(), arn.clone()));
     let sqs = aws_sdk_sqs::Client::new(&stack.sdk);
     let dlq = sqs
@@ -96,15 +95,6 @@ async fn feedback_suppresses_bounces_and_complaints_and_dead_letters_garbage() {
     }
 
     // Found as the consumer finds them: by the keyed hash of the address.
-    let raw = secrets
-        .get_secret_value()
-        .secret_id(&arn)
-        .send()
-        .await
-        .unwrap()
-        .secret_string
-        .unwrap();
-    let key = SuppressionKey::new(raw.into_bytes()).unwrap();
     let store = reminders::aws::dynamo::DynamoReminderStore::new(
         aws_sdk_dynamodb::Client::new(&stack.sdk),
         &stack.reminders_table,

@@ -72,7 +72,7 @@ pub struct KeyFacts {
     pub sent_in_quiet_hours: u32,
     /// Times the delivery was held for its channel's quiet hours.
     pub quiet_holds: u32,
-    /// SMS sends to a number outside the allowed calling codes.
+    /// SMS sends to a number outside the allowed calling codes ([`Journal::sent_abroad`]).
     pub sent_abroad: u32,
     /// Failed breaker probes (provider calls the budget does not count), in all and in
     /// this budget epoch.
@@ -253,9 +253,8 @@ impl Journal {
         })
     }
 
-    /// An SMS provider call to a number outside the allowed calling codes.
     pub fn sent_abroad(&self, key: &DeliveryKey) {
-        self.with(key, |k| k.sent_abroad += 1);
+        self.with(key, |k| k.sent_abroad += 1)
     }
 
     /// The provider answered call `n` of `key`: whether it may have reached the person.

@@ -5,6 +5,7 @@
 //! are the field names documented in the README. Times are epoch milliseconds (N), except the
 //! TTL attribute `expires_at`, in epoch seconds.
 
+mod eraser;
 pub mod gate;
 mod item;
 pub mod ledger;

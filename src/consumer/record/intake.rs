@@ -84,22 +84,6 @@ impl<P: Ports> Record<'_, P> {
             crate::delivery::extend_horizon(self.consumer.ports.ledger(), &ctx).await?;
             return self.hold(&msg, reminder.due_at, now).await.map(Break);
         }
-        if self.inc.channel == crate::domain::Channel::Sms {
-            let countries = &self.consumer.cfg.sms_countries;
-            let fresh = reminder.fresh_until;
-            if !countries.allows(recipient.expose()) {
-                // The number itself is never logged or stored in the error.
-                let error = format!(
-                    "country_not_allowed: the number's calling code is not in \
-                     SMS_ALLOWED_COUNTRY_CODES ({})",
-                    countries.describe()
-                );
-                return self
-                    .dead_unsendable(&msg, DeadReason::CountryNotAllowed, error, fresh, now)
-                    .await
-                    .map(Break);
-            }
-        }
         let request = SendRequest {
             delivery_key: msg.delivery_key.clone(),
             recipient,
@@ -119,6 +103,29 @@ impl<P: Ports> Record<'_, P> {
             partition,
             chain_head: false,
         }))
+    }
+
+    /// SMS only to the allowed calling codes (issue 34): a number elsewhere dies
+    /// `country_not_allowed` before any claim (no attempt, no call), and the fallback order,
+    /// if any, hands the reminder on. After the standby step, so a channel waiting its turn
+    /// behind another (which may deliver) never dies for it.
+    pub(super) async fn country(&mut self, d: Delivery) -> Step<Delivery> {
+        let countries = &self.consumer.cfg.sms_countries;
+        if self.inc.channel != crate::domain::Channel::Sms
+            || countries.allows(d.request.recipient.expose())
+        {
+            return Ok(Continue(d));
+        }
+        // The number itself is never logged or stored in the error.
+        let error = format!(
+            "country_not_allowed: the number's calling code is not in \
+             SMS_ALLOWED_COUNTRY_CODES ({})",
+            countries.describe()
+        );
+        let (fresh, now) = (d.reminder.fresh_until, self.now());
+        self.dead_unsendable(&d.msg, DeadReason::CountryNotAllowed, error, fresh, now)
+            .await
+            .map(Break)
     }
 
     /// The reminder the message names. An item that cannot be read is data, not an outage:

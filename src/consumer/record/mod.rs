@@ -110,6 +110,8 @@ impl<P: Ports> Record<'_, P> {
         let delivery = step!(self.intake(msg).await);
         // A channel in standby behind another is sent only as a fallback.
         let delivery = step!(self.standby(delivery).await);
+        // SMS only to the allowed calling codes, before any claim.
+        let delivery = step!(self.country(delivery).await);
         // A claim, a send and its outcome must fit before the deadline; a Lambda timeout
         // would fail the whole batch. Released now, the message is back at once.
         let cfg = &self.consumer.cfg;

@@ -360,3 +360,53 @@ fn summary(r: &Reminder) -> ReminderSummary {
         owner: r.owner.clone(),
     }
 }
+
+impl crate::ports::Eraser for MemoryReminderStore {
+    async fn delete_reminder(
+        &self,
+        id: &ReminderId,
+        force: bool,
+    ) -> Result<crate::ports::Deleted, PortError> {
+        use crate::ports::eraser::OP_DELETE_REMINDER;
+        use crate::ports::Deleted;
+        let shards = self.shards;
+        self.guarded(OP_DELETE_REMINDER, |t| {
+            let Some(cur) = t.items.get(id.as_str()) else {
+                return Deleted::Missing;
+            };
+            if !force && editable(cur.status) {
+                return Deleted::Pending;
+            }
+            let (shard, due) = (due_shard(&cur.reminder_id, shards), cur.due_at);
+            t.due.remove(&(shard, due, id.as_str().to_owned()));
+            t.items.remove(id.as_str());
+            Deleted::Deleted
+        })
+    }
+
+    async fn delete_preferences(
+        &self,
+        subscriber: &SubscriberId,
+    ) -> Result<crate::ports::Deleted, PortError> {
+        use crate::ports::Deleted;
+        self.guarded(crate::ports::eraser::OP_DELETE_PREFERENCES, |t| {
+            match t.preferences.remove(subscriber) {
+                Some(_) => Deleted::Deleted,
+                None => Deleted::Missing,
+            }
+        })
+    }
+
+    async fn lift_suppression(
+        &self,
+        address: &AddressHash,
+    ) -> Result<crate::ports::Deleted, PortError> {
+        use crate::ports::Deleted;
+        self.guarded(crate::ports::eraser::OP_LIFT_SUPPRESSION, |t| {
+            match t.suppressions.remove(address) {
+                Some(_) => Deleted::Deleted,
+                None => Deleted::Missing,
+            }
+        })
+    }
+}

@@ -41,6 +41,8 @@ pub fn defaults() -> Defaults {
         freshness: Duration::from_secs(3600),
         retention: Retention::default(),
         sms_countries: Default::default(),
+        suppression_key: None,
+        erasure_events: None,
     }
 }
 
@@ -243,6 +245,29 @@ fn corrupt(op: &'static str) -> PortError {
 /// The in-memory store, except that its subscriber index and preferences are unreadable
 /// (and preferences refused): the `500`s.
 pub struct CorruptIndex(pub Arc<MemoryReminderStore>);
+
+/// Erasure reads the index first, which fails: nothing below is reached.
+impl reminders::ports::Eraser for CorruptIndex {
+    async fn delete_reminder(
+        &self,
+        id: &ReminderId,
+        force: bool,
+    ) -> Result<reminders::ports::Deleted, PortError> {
+        reminders::ports::Eraser::delete_reminder(&self.0, id, force).await
+    }
+    async fn delete_preferences(
+        &self,
+        subscriber: &SubscriberId,
+    ) -> Result<reminders::ports::Deleted, PortError> {
+        reminders::ports::Eraser::delete_preferences(&self.0, subscriber).await
+    }
+    async fn lift_suppression(
+        &self,
+        address: &reminders::domain::AddressHash,
+    ) -> Result<reminders::ports::Deleted, PortError> {
+        reminders::ports::Eraser::lift_suppression(&self.0, address).await
+    }
+}
 
 impl SubscriberIndex for CorruptIndex {
     async fn by_subscriber(
