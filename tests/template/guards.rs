@@ -219,3 +219,39 @@ fn the_templates_patterns_accept_https_endpoints_and_calling_codes_only() {
         assert!(!codes.is_match(bad), "accepts {bad:?}");
     }
 }
+
+/// `samconfig.toml`'s environments deploy: every parameter they override exists, and its
+/// value is one the template accepts (its AllowedValues, AllowedPattern, MinValue).
+#[test]
+fn the_samconfig_environments_name_real_parameters_with_accepted_values() {
+    let t = template();
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/samconfig.toml")).unwrap();
+    let mut envs = 0;
+    for line in text
+        .lines()
+        .filter(|l| l.starts_with("parameter_overrides"))
+    {
+        envs += 1;
+        let value = line.split_once('=').unwrap().1.trim().trim_matches('"');
+        for pair in value.split_whitespace() {
+            let (name, v) = pair.split_once('=').unwrap();
+            let p = &t["Parameters"][name];
+            assert!(
+                !p.is_null(),
+                "samconfig.toml overrides {name}, which the template lacks"
+            );
+            if let Some(allowed) = p["AllowedValues"].as_sequence() {
+                assert!(allowed.iter().any(|a| s(a) == v), "{name}={v}: not allowed");
+            }
+            if let Some(pattern) = p["AllowedPattern"].as_str() {
+                let re = regex::Regex::new(pattern).unwrap();
+                assert!(re.is_match(v), "{name}={v}: outside {pattern}");
+            }
+            if let Some(min) = p["MinValue"].as_f64() {
+                assert!(v.parse::<f64>().unwrap() >= min, "{name}={v}: under {min}");
+            }
+        }
+    }
+    assert_eq!(envs, 2, "dev and prod");
+}

@@ -152,6 +152,7 @@ pub fn svg(samples: &[Sample], outage: Option<Window<'_>>) -> String {
     let outcomes: Vec<Series<'static>> = vec![
         ("delivered", "#2ca02c", per_minute(|s| s.delivered)),
         ("expired", "#9467bd", per_minute(|s| s.expired)),
+        // Failures only: a recipient's choice is no red line.
         ("dead", "#d62728", per_minute(|s| s.dead)),
         ("cancelled", "#7f7f7f", per_minute(|s| s.cancelled)),
     ];

@@ -279,7 +279,8 @@ async fn esm_poll(w: &World, channel: Channel, metrics: &mut PerChannel<Metrics>
     true
 }
 
-/// Deliveries by how they ended: delivered, expired, dead, cancelled.
+/// Deliveries by how they ended: delivered, expired, dead (failures: a recipient's choice is
+/// not one), cancelled.
 #[derive(Debug, Clone, Copy, Default)]
 struct Outcomes4([u64; 4]);
 
@@ -295,7 +296,7 @@ fn outcome_totals(m: &PerChannel<Metrics>) -> Outcomes4 {
         let m = m.get(c);
         o.0[0] += u64::from(m.delivered);
         o.0[1] += u64::from(m.expired);
-        o.0[2] += u64::from(m.dead_total());
+        o.0[2] += u64::from(m.dead_needing_operator());
         o.0[3] += u64::from(m.cancelled);
     }
     o

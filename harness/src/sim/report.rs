@@ -20,6 +20,8 @@ pub struct Sample {
     pub delivered: u64,
     /// Deliveries that expired (went stale), died, or were cancelled since the previous one.
     pub expired: u64,
+    /// Deaths that are failures: the recipient's choices (opted out, suppressed, quiet hours
+    /// outlasting freshness) are not counted here, as the EMF `dead_total` leaves them out.
     pub dead: u64,
     pub cancelled: u64,
 }
@@ -162,10 +164,26 @@ impl fmt::Display for SimReport {
             self.expired,
             pct(self.expired)
         )?;
-        let dead: u64 = self.dead.values().sum();
-        writeln!(f, "dead                {dead}")?;
-        for (reason, n) in &self.dead {
+        // The recipient's own rules (an opt-out, a suppressed address, quiet hours outlasting
+        // freshness) apart from failures: nothing for an operator to fix.
+        let (choices, failures): (Vec<_>, Vec<_>) = self
+            .dead
+            .iter()
+            .partition(|(r, _)| r.is_recipients_choice());
+        let sum = |l: &[(&DeadReason, &u64)]| l.iter().map(|(_, n)| **n).sum::<u64>();
+        writeln!(f, "dead                {}", sum(&failures))?;
+        for (reason, n) in &failures {
             writeln!(f, "  {:<20}{n}", reason.as_str())?;
+        }
+        if !choices.is_empty() {
+            writeln!(
+                f,
+                "recipient's choice  {} (not sent, by the recipient's rules)",
+                sum(&choices)
+            )?;
+            for (reason, n) in &choices {
+                writeln!(f, "  {:<20}{n}", reason.as_str())?;
+            }
         }
         if self.pending > 0 {
             writeln!(f, "still pending       {}", self.pending)?;
