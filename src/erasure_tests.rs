@@ -14,6 +14,16 @@ use rand::SeedableRng;
 
 const NOW: Timestamp = Timestamp::from_millis(1_796_385_600_000);
 
+/// `n`, created as the API creates it (an hour's default freshness).
+async fn stored(store: &MemoryReminderStore, n: NewReminder) -> crate::domain::Reminder {
+    let hour = Duration::from_secs(3600);
+    let retention = Retention::default();
+    outbox::create(store, n, hour, retention, NOW)
+        .await
+        .unwrap()
+        .unwrap()
+}
+
 fn new(id: &str, sub: &str, email: &str) -> NewReminder {
     NewReminder {
         reminder_id: ReminderId::parse(id).unwrap(),
@@ -37,16 +47,8 @@ async fn erasure_cancels_deletes_and_leaves_only_the_ledger() {
     let ledger = MemoryLedger::default();
     let key = SuppressionKey::new(b"erasure tests' suppression key".to_vec()).unwrap();
     let retention = Retention::default();
-    let hour = Duration::from_secs(3600);
     for (id, sub) in [("e-1", "u-1"), ("e-2", "u-1"), ("o-1", "u-2")] {
-        let r = outbox::create(
-            &store,
-            new(id, sub, "gone@example.org"),
-            hour,
-            retention,
-            NOW,
-        );
-        r.await.unwrap().unwrap();
+        stored(&store, new(id, sub, "gone@example.org")).await;
     }
     let sub = SubscriberId::parse("u-1").unwrap();
     let prefs: Preferences =
@@ -124,17 +126,7 @@ async fn a_settled_reminder_is_deleted_without_a_cancel_and_no_key_lifts_nothing
     let store = MemoryReminderStore::new(4);
     let ledger = MemoryLedger::default();
     let retention = Retention::default();
-    let hour = Duration::from_secs(3600);
-    let r = outbox::create(
-        &store,
-        new("s-1", "u-3", "a@example.org"),
-        hour,
-        retention,
-        NOW,
-    )
-    .await
-    .unwrap()
-    .unwrap();
+    let r = stored(&store, new("s-1", "u-3", "a@example.org")).await;
     store
         .mark(&r.reminder_id, r.payload_version, ReminderStatus::Enqueued)
         .await
@@ -160,13 +152,9 @@ async fn a_send_in_flight_leaves_its_reminder_for_the_next_erasure() {
     let store = MemoryReminderStore::new(4);
     let ledger = MemoryLedger::default();
     let retention = Retention::default();
-    let hour = Duration::from_secs(3600);
     let mut n = new("f-1", "u-4", "a@example.org");
     n.recipients.truncate(1);
-    let r = outbox::create(&store, n, hour, retention, NOW)
-        .await
-        .unwrap()
-        .unwrap();
+    let r = stored(&store, n).await;
     let sub = r.subscriber_id.clone();
     let key = DeliveryKey::derive(&r.reminder_id, &sub, Channel::Email);
     let ctx = Ctx {
@@ -231,17 +219,9 @@ async fn a_large_subscriber_is_erased_over_several_calls() {
     let store = MemoryReminderStore::new(4);
     let ledger = MemoryLedger::default();
     let retention = Retention::default();
-    let hour = Duration::from_secs(3600);
     let total = MAX_PER_CALL + 150;
     for i in 0..total {
-        let r = outbox::create(
-            &store,
-            new(&format!("m-{i:04}"), "u-5", "b@example.org"),
-            hour,
-            retention,
-            NOW,
-        );
-        r.await.unwrap().unwrap();
+        stored(&store, new(&format!("m-{i:04}"), "u-5", "b@example.org")).await;
     }
     let sub = SubscriberId::parse("u-5").unwrap();
     let first = erase(&store, &ledger, None, &sub, NOW, retention)

@@ -326,20 +326,8 @@ impl DeadLetters for SqsDeadLetters {
         body: &str,
         letter: &DeadLetter,
     ) -> Result<(), PortError> {
-        let mut attrs = std::collections::HashMap::new();
-        for (k, v) in letter.to_attributes() {
-            attrs.insert(k, string_attr(&v)?);
-        }
-        self.inner
-            .client
-            .send_message()
-            .queue_url(self.inner.urls.get(channel))
-            .message_body(body)
-            .set_message_attributes(Some(attrs))
-            .send()
-            .await
-            .map_err(|e| port_error(OP_DEAD_LETTER, e, sqs_kind!(SendMessageError)))?;
-        Ok(())
+        let url = self.inner.urls.get(channel);
+        send_with_attributes(&self.inner.client, url, body, letter.to_attributes()).await
     }
 
     async fn receive_dead(
@@ -415,25 +403,34 @@ impl FeedbackDeadLetters {
     }
 
     pub async fn dead_letter(&self, body: &str, reason: &str) -> Result<(), PortError> {
-        let mut attrs = std::collections::HashMap::new();
-        attrs.insert(
-            crate::deadletter::ATTR_REASON.to_owned(),
-            string_attr(reason)?,
-        );
         // The head of a body too big to carry beside its attributes (SQS's 256 KiB).
         let mut cut = body.len().min(200 * 1024);
         while !body.is_char_boundary(cut) {
             cut -= 1;
         }
-        let body = &body[..cut];
-        self.client
-            .send_message()
-            .queue_url(&self.url)
-            .message_body(body)
-            .set_message_attributes(Some(attrs))
-            .send()
-            .await
-            .map_err(|e| port_error(OP_DEAD_LETTER, e, sqs_kind!(SendMessageError)))?;
-        Ok(())
+        let reason = [(crate::deadletter::ATTR_REASON.to_owned(), reason.to_owned())];
+        send_with_attributes(&self.client, &self.url, &body[..cut], reason).await
     }
+}
+
+/// One dead letter: `body` with string message attributes.
+async fn send_with_attributes(
+    client: &Client,
+    url: &str,
+    body: &str,
+    attributes: impl IntoIterator<Item = (String, String)>,
+) -> Result<(), PortError> {
+    let mut attrs = std::collections::HashMap::new();
+    for (k, v) in attributes {
+        attrs.insert(k, string_attr(&v)?);
+    }
+    client
+        .send_message()
+        .queue_url(url)
+        .message_body(body)
+        .set_message_attributes(Some(attrs))
+        .send()
+        .await
+        .map_err(|e| port_error(OP_DEAD_LETTER, e, sqs_kind!(SendMessageError)))?;
+    Ok(())
 }
