@@ -86,6 +86,16 @@ pub async fn turn<L: Ledger>(
         return Ok(Some(Turn::NotNeeded { because: *c }));
     }
     if items.contains_key(&channel) {
+        // An own item that could still send (released unsent, deferred, made ready again by
+        // a redrive) waits while another channel of the order is mid-send: that call may
+        // reach the person, and only its answer tells (found by chaos seed 1228). Only a
+        // `sending` one: two that wait for each other's retries would never settle.
+        let mid_send = items
+            .iter()
+            .find(|(c, r)| sendable && **c != channel && r.status() == Status::Sending);
+        if let Some((c, r)) = mid_send {
+            return Ok(Some(waiting(r, *c, now)));
+        }
         return Ok(None);
     }
     // While another is in flight (claimed on its own before the order, or ahead in the
@@ -315,6 +325,27 @@ mod tests {
             turn_of(&l, &[Push, Email], &[Email, Sms], Email).await,
             None
         );
+    }
+
+    /// Found by the chaos worlds (seed 1228 of 1,500): email, claimed on its own before the
+    /// order and then redriven, mid-send (its answer lost), while push, the head, was released
+    /// unsent: push has an item of its own and went on, and sent after email's call may have
+    /// reached the person. An own item that could still send waits for a channel mid-send.
+    #[tokio::test]
+    async fn an_own_item_that_could_send_waits_while_another_channel_is_mid_send() {
+        let order = [Push, Email, Sms];
+        let all = [Push, Email];
+        let l = MemoryLedger::default();
+        put(&l, Email, None).await;
+        let token = LeaseToken::generate(&mut StdRng::seed_from_u64(7));
+        put(&l, Push, Some(Change::Release { token })).await;
+        let waits = Some(Turn::Wait {
+            after: T0.plus(Duration::from_secs(60)),
+            behind: Email,
+        });
+        assert_eq!(turn_of(&l, &order, &all, Push).await, waits);
+        // The one mid-send goes on: it never waits for another's retry.
+        assert_eq!(turn_of(&l, &order, &all, Email).await, None);
     }
 
     /// Found by the chaos worlds of issue 32 (seeds 10 and 69 of 300): push delivered, an

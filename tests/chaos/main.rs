@@ -91,7 +91,7 @@ fn three_hundred_worlds_keep_every_promise() {
 #[test]
 fn seeds_that_once_broke_a_promise_keep_them() {
     for seed in [
-        125, 134, 165, 196, 197, 203, 260, 286, 288, 787, 1767, 1833, 2286, 5282,
+        125, 134, 165, 196, 197, 203, 260, 286, 288, 787, 1177, 1228, 1767, 1833, 2286, 5282,
     ] {
         let report = chaos::run_seed(seed, None);
         assert_eq!(
@@ -326,4 +326,12 @@ fn a_last_look_before_the_probe_write_is_caught_as_stale_sends() {
 #[test]
 fn a_consumer_without_its_allow_list_is_caught_as_sent_abroad() {
     fires_in_sixty(Plant::IgnoreCountries);
+}
+
+/// Window 6 of issue 32: the ledger adapter acknowledges a standby's hand-on without writing
+/// it; with the order cleared before the redrive, nothing else refuses the redriven channel
+/// that handed on, and it reaches the person a second time.
+#[test]
+fn a_lost_hand_on_is_caught_as_two_channels_sent() {
+    fires_in_sixty(Plant::LostHandOn);
 }

@@ -108,10 +108,13 @@ pub enum Plant {
     /// The consumer deployed without its SMS allow-list (`SMS_ALLOWED_COUNTRY_CODES` read
     /// as `*`): a number an edit moved abroad is sent.
     IgnoreCountries,
+    /// Window 6 re-opened: the ledger adapter acknowledges a standby's hand-on without
+    /// writing it, so a redrive of the death it took over from is not refused.
+    LostHandOn,
 }
 
 impl Plant {
-    pub const ALL: [Plant; 25] = [
+    pub const ALL: [Plant; 26] = [
         Plant::AckBeforeOutcome,
         Plant::IgnoreRetryAfter,
         Plant::UnfencedLedger,
@@ -137,6 +140,7 @@ impl Plant {
         Plant::KeepOldHorizon,
         Plant::StaleLastLook,
         Plant::IgnoreCountries,
+        Plant::LostHandOn,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -166,6 +170,7 @@ impl Plant {
             Plant::KeepOldHorizon => "keep-old-horizon",
             Plant::StaleLastLook => "stale-last-look",
             Plant::IgnoreCountries => "ignore-countries",
+            Plant::LostHandOn => "lost-hand-on",
         }
     }
 
@@ -197,6 +202,7 @@ impl Plant {
             Plant::KeepOldHorizon => "duplicated",
             Plant::StaleLastLook => "stale_sends",
             Plant::IgnoreCountries => "sent_abroad",
+            Plant::LostHandOn => "two_channels_sent",
         }
     }
 

@@ -71,6 +71,31 @@ impl<C: Clock> Observed<C> {
     }
 }
 
+/// A write that hands a death on to a channel it did not name ([`Plant::LostHandOn`]).
+fn hands_on(before: Option<&DeliveryRecord>, record: &DeliveryRecord) -> bool {
+    before.is_some_and(|b| {
+        b.status() == Status::Dead
+            && record.status() == Status::Dead
+            && b.fallback_to().is_none()
+            && record.fallback_to().is_some()
+    })
+}
+
+impl<C: Clock> Observed<C> {
+    /// A fallback's first claim (the channel that took the reminder over is about to send):
+    /// the application and the operator are prompted (window 6's other side).
+    async fn took_over(&self, before: Option<&DeliveryRecord>, record: &DeliveryRecord) {
+        let first = before.is_none_or(|b| b.origin().is_none());
+        let taking = record
+            .origin()
+            .filter(|o| o.fallback_from.is_some() && record.status() == Status::Sending);
+        if let (true, Some(origin)) = (first, taking) {
+            let what = super::prompt::Prompt::TookOver(origin.clone());
+            super::prompt::prompt(self.died.as_ref(), what).await;
+        }
+    }
+}
+
 impl<C: Clock> Ledger for Observed<C> {
     async fn get(&self, key: &DeliveryKey) -> Result<Option<DeliveryRecord>, PortError> {
         let got = self.alive(self.inner.get(key).await?);
@@ -92,8 +117,12 @@ impl<C: Clock> Ledger for Observed<C> {
             _ => expected,
         };
         let holds = expected.holds_for(before.as_ref());
-        let dropped =
-            self.plant == Some(Plant::LostCancel) && record.status() == Status::Cancelled && holds;
+        let dropped = holds
+            && match self.plant {
+                Some(Plant::LostCancel) => record.status() == Status::Cancelled,
+                Some(Plant::LostHandOn) => hands_on(before.as_ref(), record),
+                _ => false,
+            };
         if dropped || (holds && self.keeps_old_horizon(before.as_ref(), record)) {
             return Ok(Cas::Applied);
         }
@@ -116,6 +145,7 @@ impl<C: Clock> Ledger for Observed<C> {
                 .landed(before.as_ref(), record, self.clock.now());
             self.tap.landed(before.as_ref(), record);
             self.died_alone(before.as_ref(), record).await;
+            self.took_over(before.as_ref(), record).await;
         }
         Ok(answer)
     }

@@ -20,6 +20,11 @@ pub enum Prompt {
     /// not listed): the application adds the order's channels the reminder lacks, and the
     /// operator redrives that channel's DLQ a few minutes later (window 6).
     DiedAlone(reminders::ledger::Origin),
+    /// A fallback was claimed, taking the reminder over from `fallback_from`: the subscriber
+    /// may clear the fallback order, and the operator redrives the DLQ of the channel it took
+    /// over from at once or soon after (window 6: only the hand-on on the death then keeps
+    /// that redrive from reaching the person a second time).
+    TookOver(reminders::ledger::Origin),
     /// A channel's breaker opened until this time: the application shortens the freshness
     /// of a reminder waiting on that channel to end a few seconds after it (window 5).
     BreakerOpened(Channel, Timestamp),

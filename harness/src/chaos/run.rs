@@ -34,6 +34,12 @@ pub(super) async fn run(seed: u64, plant: Option<Plant>) -> SeedReport {
         let m = &mut shape.misbehaviour;
         m.accept_then_drop = m.accept_then_drop.max(0.25);
     }
+    if shape.windows.add_after_death {
+        // A sender the provider refuses until the operator fixes it (and redrives): the
+        // deaths window 6 redrives are `rejected`, the ones with a DLQ copy.
+        let m = &mut shape.misbehaviour;
+        m.permanent = m.permanent.max(0.15);
+    }
     let mut world = build(shape, seed, plant);
     seed_reminders(&mut world, &mut rng).await;
     if world.shape.windows.gone_after_ambiguous {

@@ -80,6 +80,8 @@ enum Force {
 /// The application answering prompts, for as long as the world runs.
 pub(super) async fn prompted(world: Arc<World>, mut prompts: Prompts, seed: u64) {
     let mut rng = StdRng::seed_from_u64(seed ^ 0x9_70a1);
+    // Take-overs draw from their own dice, so the other choices stay as they were.
+    let mut taken = StdRng::seed_from_u64(seed ^ 0x6_c1ea);
     while let Some((what, done)) = prompts.recv().await {
         let t = world.clock.now().since(super::world::EPOCH).as_secs();
         match what {
@@ -121,6 +123,16 @@ pub(super) async fn prompted(world: Arc<World>, mut prompts: Prompts, seed: u64)
                     tokio::task::spawn_local(redrive);
                 }
             }
+            Prompt::TookOver(origin) => {
+                if let Some(from) = origin.fallback_from {
+                    if taken.random_bool(0.5) && clear_order(&world, &origin.subscriber_id).await {
+                        world.counts.prompted_edits();
+                    }
+                    let after = Duration::from_secs(taken.random_range(0..30));
+                    let redrive = redrive_later(world.clone(), from, after, seed);
+                    tokio::task::spawn_local(redrive);
+                }
+            }
             Prompt::BreakerOpened(channel, until) => {
                 // Two at most: the first worker to poll after the cool-down probes.
                 for _ in 0..2 {
@@ -137,6 +149,29 @@ pub(super) async fn prompted(world: Arc<World>, mut prompts: Prompts, seed: u64)
         }
         let _ = done.send(());
     }
+}
+
+/// The subscriber drops their fallback order (every listed channel goes on its own again):
+/// whether it was written.
+async fn clear_order(world: &World, subscriber: &reminders::domain::SubscriberId) -> bool {
+    use reminders::ports::ReminderStore;
+    let Ok(Some(mut prefs)) = world.store.preferences(subscriber).await else {
+        return false;
+    };
+    if prefs.fallback.is_empty() {
+        return false;
+    }
+    prefs.fallback.clear();
+    if world
+        .store
+        .put_preferences(subscriber, &prefs)
+        .await
+        .is_err()
+    {
+        return false;
+    }
+    world.journal.preferences_written(subscriber, &prefs);
+    true
 }
 
 /// A reminder, due by `until`, fresh well past it, whose delivery on `channel` has not

@@ -132,7 +132,9 @@ impl Seen<'_> {
 
     /// `two_channels_sent`: a call on one channel after another channel's call that may have
     /// reached the person, while every fallback order readable from the earlier of the two
-    /// claims to this call held both.
+    /// claims to this call held both; or, whatever the orders, after the call of a channel
+    /// that took the reminder over from this one (the chain's own account: a channel that
+    /// handed on is never sent again, window 6).
     pub fn two_channels_sent(&self, r: &Reminder, report: &mut SeedReport) {
         let sends: Vec<(Channel, &super::journal::SendFact)> = Channel::ALL
             .into_iter()
@@ -140,6 +142,12 @@ impl Seen<'_> {
             .flat_map(|(c, f)| f.sends.iter().map(move |s| (c, s)))
             .collect();
         let writes = self.writes(r);
+        // `a`'s claim says it took the reminder over from `b`: `b`'s death handed it on before
+        // `a` was claimed. (`b`'s own `fallback_to` may name `a` only from a later death.)
+        let took_over = |a: Channel, b: Channel| {
+            let rec = self.ledger.get(&Self::key(r, a));
+            rec.and_then(|rec| rec.fallback_from()) == Some(b)
+        };
         let first_claim = |c: Channel, s: &super::journal::SendFact| {
             self.facts(&Self::key(r, c))
                 .and_then(|f| f.first_claim)
@@ -155,7 +163,7 @@ impl Seen<'_> {
                     // From the earlier of the two first claims: an order set while both were
                     // in flight (claimed, if only once) changes nothing for them.
                     let from = first_claim(*a, sa).min(first_claim(*b, sb)).min(claim);
-                    both_ordered(writes, *a, *b, from, sb.seq)
+                    both_ordered(writes, *a, *b, from, sb.seq) || took_over(*a, *b)
                 });
             if let Some((a, sa)) = first {
                 let history = |c: Channel| {
@@ -168,7 +176,7 @@ impl Seen<'_> {
                                 format!("{n}:{}->{} {d}", h.from.as_str(), h.to.as_str())
                             })
                             .collect();
-                        (rec.fallback_from(), rec.fallback_to(), h)
+                        (rec.fallback_from(), rec.fallback_to(), rec.expires_at(), h)
                     })
                 };
                 let orders: Vec<(u64, Vec<Channel>)> = writes

@@ -46,6 +46,10 @@ impl<P: Ports> Record<'_, P> {
             Continue(reminder) => reminder,
             Break(action) => return Ok(Break(action)),
         };
+        // Judged, and written, at the time the reminder was read: a slow read (up to the
+        // storage timeout) may return a reminder another channel expired meanwhile, and an
+        // expiry stamped with the time from before the read would say it ended while fresh.
+        let now = self.now();
         let ctx = self.ctx(&msg, reminder.fresh_until, now);
         if let Some(nb) = not_before {
             // A wait that ends past freshness (the message's, or the reminder's now): the
