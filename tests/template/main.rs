@@ -451,3 +451,30 @@ fn the_outputs_remindctl_reads_exist() {
         );
     }
 }
+
+/// The console's groups (`AWS::CloudFormation::Interface`) name every parameter exactly once,
+/// and nothing that is not one; the first group, what a quick-create user reads first, stays
+/// short.
+#[test]
+fn every_parameter_is_in_exactly_one_interface_group() {
+    let t = template();
+    let params = keys(&t["Parameters"]);
+    let groups = t["Metadata"]["AWS::CloudFormation::Interface"]["ParameterGroups"]
+        .as_sequence()
+        .expect("the template's interface metadata lists parameter groups");
+    let mut seen = BTreeSet::new();
+    for g in groups {
+        for p in g["Parameters"].as_sequence().expect("a group's parameters") {
+            let p = p.as_str().expect("a parameter name").to_owned();
+            assert!(params.contains(&p), "group names {p}, not a parameter");
+            assert!(seen.insert(p.clone()), "{p} is in two groups");
+        }
+    }
+    let missing: Vec<&String> = params.difference(&seen).collect();
+    assert!(missing.is_empty(), "parameters in no group: {missing:?}");
+    let first = groups[0]["Parameters"].as_sequence().unwrap();
+    assert!(first.len() <= 10, "the first group has {} parameters", first.len());
+    for label in keys(&t["Metadata"]["AWS::CloudFormation::Interface"]["ParameterLabels"]) {
+        assert!(params.contains(&label), "label for {label}, not a parameter");
+    }
+}
