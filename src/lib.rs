@@ -25,6 +25,7 @@
 //! | [`ports`] | the port traits, each with its in-memory implementation and fault injection |
 //! | [`outbox`] | create, edit and cancel reminders (what applications call) |
 //! | [`erasure`] | erase a subscriber: cancel, then delete their reminders, preferences and suppressions |
+//! | [`series`] | recurring series: occurrences made ahead, a series' edit and cancel |
 //! | [`scheduler`] | the scheduler run: due scan, fair fan-out, enqueue and mark |
 //! | [`consumer`] | the consumer: SQS batch in, partial batch response out; one record's pipeline in steps (`intake` → `claim` → send → `settle`) |
 //! | [`events`] | outcome events: which ledger writes settle a delivery, the stream handler that publishes them, the local stream player |
@@ -57,5 +58,6 @@ pub mod ports;
 pub mod providers;
 pub mod redrive;
 pub mod scheduler;
+pub mod series;
 pub mod telemetry;
 pub mod wiring;

@@ -75,6 +75,9 @@ pub struct Edit {
     pub fresh_until: Option<Timestamp>,
     pub content: Option<Content>,
     pub recipients: Option<Vec<Recipient>>,
+    /// An occurrence of a series edited through its own id: from now on the series' edits
+    /// leave it alone ([`Reminder::detached`]).
+    pub detach: bool,
 }
 
 // Returned once per edit, and the reminder is what the caller wants: boxing buys nothing.
@@ -140,6 +143,7 @@ pub async fn edit_as<S: ReminderStore, L: Ledger>(
         };
         let mut next = Reminder::new(new, Duration::ZERO, retention.0)?;
         next.owner = current.owner.clone();
+        next.detached = current.detached || changes.detach;
         if next.due_at != current.due_at {
             crate::domain::check_due_ahead(next.due_at, now)?;
         }

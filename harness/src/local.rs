@@ -9,7 +9,7 @@ use reminders::clock::{Clock, Timestamp};
 use reminders::consumer::event::{arn_for_url, to_sqs_event};
 use reminders::consumer::{BatchOutcome, Consumer, Metrics};
 use reminders::domain::{Channel, PerChannel};
-use reminders::ports::{DeliveryQueue, PortError, Ports, QueueDepth, ReminderStore};
+use reminders::ports::{DeliveryQueue, PortError, Ports, QueueDepth, ReminderStore, SeriesStore};
 use reminders::scheduler::Scheduler;
 
 #[derive(Debug, Clone)]
@@ -26,6 +26,8 @@ pub struct LocalConfig {
     pub poll_interval: Duration,
     /// An idle run stops when nothing is due before now + this (and every queue is empty).
     pub idle_horizon: Duration,
+    /// The TTL of the series occurrences the schedule makes (`RETENTION_SECS`).
+    pub retention: reminders::domain::Retention,
 }
 
 impl Default for LocalConfig {
@@ -38,6 +40,7 @@ impl Default for LocalConfig {
             scheduler_timeout: Duration::from_secs(50),
             poll_interval: Duration::from_millis(500),
             idle_horizon: Duration::from_secs(120),
+            retention: reminders::domain::Retention::default(),
         }
     }
 }
@@ -72,6 +75,8 @@ pub struct LocalReport {
     /// Shards whose due-index query failed on the last run, with runs in a row: their
     /// reminders wait until the shard answers.
     pub failing_shards: Vec<reminders::scheduler::FailedShard>,
+    /// Occurrences of series the schedule made.
+    pub occurrences_made: u32,
 }
 
 /// Shared by the loops of one run: the report, and whether to stop.
@@ -151,7 +156,10 @@ pub async fn run<P: Ports>(
     cfg: &LocalConfig,
     stop: Stop,
     interrupt: &std::sync::atomic::AtomicBool,
-) -> Result<LocalReport, PortError> {
+) -> Result<LocalReport, PortError>
+where
+    P::Reminders: SeriesStore,
+{
     run_with_progress(scheduler, consumer, queue_urls, cfg, stop, interrupt, None).await
 }
 
@@ -165,7 +173,10 @@ pub async fn run_with_progress<P: Ports>(
     stop: Stop,
     interrupt: &std::sync::atomic::AtomicBool,
     on_progress: Option<&(dyn Fn(&Progress) + Sync)>,
-) -> Result<LocalReport, PortError> {
+) -> Result<LocalReport, PortError>
+where
+    P::Reminders: SeriesStore,
+{
     let clock = consumer.ports().clock();
     let limit = match stop {
         Stop::Idle { at_most } | Stop::For(at_most) => clock.now().plus(at_most),
@@ -217,16 +228,23 @@ async fn on_error<C: Clock>(
     Ok(())
 }
 
-/// EventBridge Scheduler: a run every period.
+/// EventBridge Scheduler: a run every period (the first share's maker of series
+/// occurrences, then the scan).
 async fn schedule_loop<P: Ports>(
     scheduler: &Scheduler<P>,
     cfg: &LocalConfig,
     shared: &Shared,
-) -> Result<(), PortError> {
+) -> Result<(), PortError>
+where
+    P::Reminders: SeriesStore,
+{
     let clock = scheduler.ports().clock();
     let mut backoff = Duration::from_secs(1);
     while !shared.stopped() {
         let now = clock.now();
+        let p = scheduler.ports();
+        let made = reminders::series::make_due(p.reminders(), p.ledger(), now, cfg.retention).await;
+        shared.report().occurrences_made += made.made;
         match scheduler.run(Some(now.plus(cfg.scheduler_timeout))).await {
             Ok(run) => {
                 backoff = Duration::from_secs(1);

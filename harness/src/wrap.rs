@@ -394,3 +394,43 @@ impl<T: Ledger, C: Clock> Ledger for Slowed<T, C> {
         self.inner.put_if(record, expected).await
     }
 }
+
+/// Series with the same fault plan around each call.
+impl<T: reminders::ports::SeriesStore> reminders::ports::SeriesStore for Faulty<T> {
+    async fn get_series(
+        &self,
+        id: &reminders::domain::SeriesId,
+    ) -> Result<Option<reminders::domain::series::Series>, PortError> {
+        let call = self.inner.get_series(id);
+        self.around(reminders::ports::series::OP_GET_SERIES, call)
+            .await
+    }
+    async fn put_series(
+        &self,
+        s: &reminders::domain::series::Series,
+        expected: reminders::ports::ExpectedSeries,
+    ) -> Result<reminders::ports::series::Written, PortError> {
+        let call = self.inner.put_series(s, expected);
+        self.around(reminders::ports::series::OP_PUT_SERIES, call)
+            .await
+    }
+    async fn series_due(
+        &self,
+        until: reminders::clock::Timestamp,
+        limit: u32,
+    ) -> Result<Vec<reminders::domain::series::Series>, PortError> {
+        let call = self.inner.series_due(until, limit);
+        self.around(reminders::ports::series::OP_SERIES_DUE, call)
+            .await
+    }
+    async fn series_of(
+        &self,
+        subscriber: &reminders::domain::SubscriberId,
+        after: Option<&reminders::domain::SeriesId>,
+        limit: u32,
+    ) -> Result<reminders::ports::SeriesPage, PortError> {
+        let call = self.inner.series_of(subscriber, after, limit);
+        self.around(reminders::ports::series::OP_SERIES_OF, call)
+            .await
+    }
+}

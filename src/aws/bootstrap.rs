@@ -97,6 +97,17 @@ pub async fn create_reminders_table(
         "due_at",
         &SUBSCRIBER_INDEX_PROJECTION,
     )?;
+    // The series the maker finds due (sparse: active series only), whole items.
+    let series = GlobalSecondaryIndex::builder()
+        .index_name(crate::aws::dynamo::series::SERIES_INDEX)
+        .key_schema(key("series_shard", KeyType::Hash)?)
+        .key_schema(key("make_at", KeyType::Range)?)
+        .projection(
+            Projection::builder()
+                .projection_type(ProjectionType::All)
+                .build(),
+        )
+        .build()?;
     client
         .create_table()
         .table_name(table)
@@ -106,8 +117,11 @@ pub async fn create_reminders_table(
         .attribute_definitions(attr("due_shard", ScalarAttributeType::N)?)
         .attribute_definitions(attr("due_at", ScalarAttributeType::N)?)
         .attribute_definitions(attr("subscriber_id", ScalarAttributeType::S)?)
+        .attribute_definitions(attr("series_shard", ScalarAttributeType::N)?)
+        .attribute_definitions(attr("make_at", ScalarAttributeType::N)?)
         .global_secondary_indexes(due)
         .global_secondary_indexes(by_subscriber)
+        .global_secondary_indexes(series)
         .send()
         .await?;
     enable_ttl(client, table).await

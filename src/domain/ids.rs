@@ -86,6 +86,12 @@ id_newtype!(
     SubscriberId,
     "subscriber_id"
 );
+id_newtype!(
+    /// The application's id of a recurring series (DESIGN §13); its occurrences' ids derive
+    /// from it (`crate::domain::series::occurrence_id`).
+    SeriesId,
+    "series_id"
+);
 
 /// A delivery channel; one queue, DLQ and event source mapping each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -11,11 +11,12 @@ pub mod reason;
 pub mod recipient;
 pub mod reminder;
 pub mod retention;
+pub mod series;
 pub mod sms_countries;
 pub mod suppression;
 pub mod wire;
 
-pub use ids::{Channel, IdError, PerChannel, ReminderId, SubscriberId};
+pub use ids::{Channel, IdError, PerChannel, ReminderId, SeriesId, SubscriberId};
 pub use key::{DeliveryKey, KeyError};
 pub use message::{DecodeError, DeliveryMessage, RedriveMarker};
 pub use owner::{Access, Owner, OwnerError};

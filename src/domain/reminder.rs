@@ -150,6 +150,9 @@ pub struct Reminder {
     /// The caller that created it (the API's authorizer), `None` when written without one.
     /// Never changes: every edit and cancel of another owner finds nothing.
     pub owner: Option<super::Owner>,
+    /// An occurrence of a series (DESIGN §13) edited through its own id: the series' later
+    /// edits leave it as it is. `false` for every other reminder.
+    pub detached: bool,
 }
 
 /// What an application supplies to create a reminder.
@@ -204,6 +207,7 @@ impl Reminder {
             unsendable: BTreeMap::new(),
             enqueued: BTreeSet::new(),
             owner: None,
+            detached: false,
             expires_at: super::Retention(retention).expires_at(fresh_until),
         })
     }

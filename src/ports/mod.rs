@@ -12,6 +12,7 @@ pub mod ledger;
 pub mod provider;
 pub mod queue;
 pub mod reminders;
+pub mod series;
 
 pub use eraser::{Deleted, Eraser};
 pub use events::{EventBus, LedgerStream, MemoryBus, MemoryStream, Rejected};
@@ -28,6 +29,7 @@ pub use reminders::{
     MemoryReminderStore, ReminderStore, ReminderSummary, SubscriberCursor, SubscriberIndex,
     SubscriberPage, SweepCursor, SweepPage, SweptItem,
 };
+pub use series::{ExpectedSeries, SeriesPage, SeriesStore};
 
 /// Upper bound of one storage call (DynamoDB, SQS), retries included: every adapter honours
 /// it, and the consumer's lease is checked at cold start to outlast a provider call plus one.

@@ -11,6 +11,7 @@ use super::PortError;
 
 mod by_subscriber;
 mod memory;
+mod series_memory;
 use crate::clock::Timestamp;
 use crate::domain::{
     due_shard, AddressHash, Channel, Preferences, Reminder, ReminderId, ReminderStatus,

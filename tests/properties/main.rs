@@ -1,8 +1,9 @@
 //! Property tests (proptest) over the crate's public API: the retry decision
 //! ([`reminders::policy::decide`]), the delivery state machine
 //! ([`reminders::ledger::apply`]) on its own and driven by `decide` the way the
-//! consumer drives it, and the parsers at the edge (queue messages, redrive requests,
-//! `Retry-After`, recipients).
+//! consumer drives it, the parsers at the edge (queue messages, redrive requests,
+//! `Retry-After`, recipients), and recurrence rules against a brute-force oracle
+//! ([`reminders::domain::series::Rule`]).
 //!
 //! Not covered: the DynamoDB reminder item decoder (`aws::dynamo::item`). Its module is private
 //! (`mod item;`, functions `pub(super)`), and the only public way in is
@@ -17,6 +18,7 @@ mod protocol;
 mod recipient;
 mod redrive_request;
 mod retry_after;
+mod rrule;
 mod state;
 mod strategies;
 mod walk;

@@ -473,8 +473,15 @@ fn every_parameter_is_in_exactly_one_interface_group() {
     let missing: Vec<&String> = params.difference(&seen).collect();
     assert!(missing.is_empty(), "parameters in no group: {missing:?}");
     let first = groups[0]["Parameters"].as_sequence().unwrap();
-    assert!(first.len() <= 10, "the first group has {} parameters", first.len());
+    assert!(
+        first.len() <= 10,
+        "the first group has {} parameters",
+        first.len()
+    );
     for label in keys(&t["Metadata"]["AWS::CloudFormation::Interface"]["ParameterLabels"]) {
-        assert!(params.contains(&label), "label for {label}, not a parameter");
+        assert!(
+            params.contains(&label),
+            "label for {label}, not a parameter"
+        );
     }
 }

@@ -39,7 +39,7 @@ struct PutBody {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Channels {
+pub(crate) struct Channels {
     push: Option<String>,
     email: Option<String>,
     sms: Option<String>,
@@ -47,7 +47,7 @@ struct Channels {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct ContentBody {
+pub(crate) struct ContentBody {
     subject: Option<String>,
     body: Option<String>,
     template_id: Option<String>,
@@ -145,7 +145,7 @@ pub fn decode(
 
 /// The field a decoding error is about: its path, or for a missing field the field itself
 /// (`missing field `due_at`` at the top is `due_at`, inside `content` it is `content.…`).
-fn field_of(path: &str, message: &str) -> String {
+pub(crate) fn field_of(path: &str, message: &str) -> String {
     let missing = message
         .strip_prefix("missing field `")
         .and_then(|rest| rest.split('`').next());
@@ -176,7 +176,7 @@ fn freshness(body: &PutBody, due_at: Timestamp) -> Result<Option<Timestamp>, Api
 }
 
 /// An RFC 3339 time or whole epoch milliseconds.
-fn when(field: &str, v: &Value) -> Result<Timestamp, ApiError> {
+pub(crate) fn when(field: &str, v: &Value) -> Result<Timestamp, ApiError> {
     let t = match v {
         Value::String(s) => Timestamp::parse_rfc3339(s),
         Value::Number(n) => n.as_i64().map(Timestamp::from_millis),
@@ -194,7 +194,7 @@ fn when(field: &str, v: &Value) -> Result<Timestamp, ApiError> {
     }
 }
 
-fn recipients(c: Channels, sms: &SmsCountries) -> Result<Vec<Recipient>, ApiError> {
+pub(crate) fn recipients(c: Channels, sms: &SmsCountries) -> Result<Vec<Recipient>, ApiError> {
     let listed = [
         (Channel::Push, c.push),
         (Channel::Email, c.email),
@@ -221,7 +221,7 @@ fn recipients(c: Channels, sms: &SmsCountries) -> Result<Vec<Recipient>, ApiErro
     Ok(out)
 }
 
-fn content(c: ContentBody) -> Result<Content, ApiError> {
+pub(crate) fn content(c: ContentBody) -> Result<Content, ApiError> {
     match c {
         ContentBody {
             subject: Some(subject),

@@ -46,7 +46,7 @@ pub async fn put<S, L, C>(
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError>
 where
-    S: ReminderStore + SubscriberIndex,
+    S: ReminderStore + SubscriberIndex + reminders::ports::SeriesStore,
     L: Ledger,
     C: Clock,
 {
@@ -56,6 +56,10 @@ where
         _ => ApiError::invalid("body", e.body_text()),
     })?;
     let wanted = body::decode(&id, &raw, &app.defaults, app.clock.now())?;
+    if let Some(created) = crate::series::put_unmade(&app, &access, &wanted.reminder).await? {
+        let state = view::reminder(&created, &app.ledger, &app.store).await?;
+        return Ok((StatusCode::CREATED, Json(state)).into_response());
+    }
     let created = outbox::create_owned(
         &app.store,
         new_reminder(&wanted.reminder),
@@ -114,6 +118,8 @@ where
         fresh_until: Some(wanted.fresh_until),
         content: Some(wanted.content.clone()),
         recipients: Some(wanted.recipients.values().cloned().collect()),
+        // An occurrence edited through its own id: the series' edits leave it alone.
+        detach: reminders::domain::series::occurrence_of(&wanted.reminder_id).is_some(),
     };
     let now = app.clock.now();
     match outbox::edit_as(
@@ -204,7 +210,7 @@ pub async fn cancel<S, L, C>(
     Path(id): Path<String>,
 ) -> Result<Json<serde_json::Value>, ApiError>
 where
-    S: ReminderStore,
+    S: ReminderStore + reminders::ports::SeriesStore,
     L: Ledger,
     C: Clock,
 {
@@ -212,9 +218,22 @@ where
     let id = reminder_id(&id)?;
     let now = app.clock.now();
     let retention = app.defaults.retention;
-    let report = outbox::cancel_as(&access, &app.store, &app.ledger, &id, now, retention)
-        .await?
-        .ok_or_else(|| ApiError::not_found("reminder"))?;
+    let mut report =
+        outbox::cancel_as(&access, &app.store, &app.ledger, &id, now, retention).await?;
+    if report.is_none() {
+        // An occurrence of a series not made yet: skipped by a cancelled placeholder.
+        let store = &app.store;
+        if let Some(answer) =
+            crate::series::skip_unmade(store, &access, &id, now, retention).await?
+        {
+            if answer["status"] == "cancelled" {
+                return Ok(Json(answer));
+            }
+            // Made meanwhile: cancelled as any reminder.
+            report = outbox::cancel_as(&access, store, &app.ledger, &id, now, retention).await?;
+        }
+    }
+    let report = report.ok_or_else(|| ApiError::not_found("reminder"))?;
     let status = match app.store.get(&id).await? {
         Some(r) => r.status.as_str(),
         None => "cancelled",

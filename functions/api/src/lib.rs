@@ -10,6 +10,10 @@
 //! | `GET /v1/subscribers/{id}/reminders` | a subscriber's reminders, newest due first, a page at a time |
 //! | `PUT /v1/subscribers/{id}/preferences` | replace a subscriber's opt-outs, quiet hours and fallback order |
 //! | `GET /v1/subscribers/{id}/preferences` | them; `404` when none were set |
+//! | `PUT /v1/series/{id}` | a recurring series: `201` created; `200` the same body again, or an edit (occurrences not yet enqueued follow it); `409` once cancelled or ended |
+//! | `GET /v1/series/{id}` | the series, its next occurrences and those made, each with its status |
+//! | `DELETE /v1/series/{id}` | cancel the series and every occurrence not yet sent, per channel |
+//! | `GET /v1/subscribers/{id}/series` | a subscriber's series, by id, a page at a time |
 //! | `DELETE /v1/subscribers/{id}` | erase the subscriber: cancel their pending reminders, delete their reminders, preferences and suppressions; what was removed, in counts |
 //!
 //! The same [`router`] runs on Lambda (`lambda_http`, `main.rs`) and locally
@@ -22,6 +26,7 @@ mod erase;
 mod error;
 mod handlers;
 mod preferences;
+mod series;
 mod view;
 
 use std::sync::Arc;
@@ -32,7 +37,7 @@ use axum::Router;
 use reminders::clock::Clock;
 use reminders::config::ConfigError;
 use reminders::domain::{Retention, SmsCountries};
-use reminders::ports::{Eraser, Ledger, ReminderStore, SubscriberIndex};
+use reminders::ports::{Eraser, Ledger, ReminderStore, SeriesStore, SubscriberIndex};
 use reminders::providers::secret::SuppressionKeySource;
 
 pub use body::MAX_REQUEST_BYTES;
@@ -117,7 +122,7 @@ where
 /// emulator, memory in tests.
 pub fn router<S, L, C>(app: App<S, L, C>) -> Router
 where
-    S: ReminderStore + SubscriberIndex + Eraser + 'static,
+    S: ReminderStore + SubscriberIndex + Eraser + SeriesStore + 'static,
     L: Ledger + 'static,
     C: Clock + Send + Sync + 'static,
 {
@@ -135,6 +140,13 @@ where
             "/v1/subscribers/{id}",
             axum::routing::delete(erase::<S, L, C>),
         )
+        .route(
+            "/v1/series/{id}",
+            get(series::show::<S, L, C>)
+                .put(series::put::<S, L, C>)
+                .delete(series::cancel::<S, L, C>),
+        )
+        .route("/v1/subscribers/{id}/series", get(series::list::<S, L, C>))
         .route(
             "/v1/subscribers/{id}/preferences",
             get(preferences::show::<S, L, C>).put(preferences::put::<S, L, C>),

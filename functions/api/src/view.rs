@@ -9,7 +9,7 @@ use reminders::ledger::Status;
 use reminders::ports::{Ledger, Listed, PortError, ReminderStore, SubscriberPage};
 use serde_json::{json, Map, Value};
 
-fn time(t: Timestamp) -> Value {
+pub(crate) fn time(t: Timestamp) -> Value {
     Value::String(t.to_rfc3339())
 }
 
@@ -115,7 +115,7 @@ async fn delivery<L: Ledger>(
     Ok(out)
 }
 
-fn content(c: &Content) -> Value {
+pub(crate) fn content(c: &Content) -> Value {
     match c {
         Content::Text { subject, body } => json!({"subject": subject, "body": body}),
         Content::Template {

@@ -27,6 +27,7 @@ async fn main() -> Result<(), Error> {
         // The scheduler never sends to a provider.
         providers: PerChannel::from_fn(|_| AnyProvider::<SystemClock>::Disabled),
     };
+    let retention = reminders::domain::Retention::from_env()?;
     let scheduler = Scheduler::new(ports, cfg);
     let scheduler = &scheduler;
     run(service_fn(
@@ -34,6 +35,21 @@ async fn main() -> Result<(), Error> {
             let now = reminders::clock::Clock::now(&SystemClock);
             let deadline = reminders::wiring::invocation_deadline(event.context.deadline, now);
             let share = Share::from_event(&event.payload)?;
+            if share.index == 0 {
+                // Recurring series (DESIGN §13): the first share makes the occurrences due
+                // within the make-ahead, before the scan that enqueues what is due.
+                let p = scheduler.ports();
+                let made =
+                    reminders::series::make_due(&p.reminders, &p.ledger, now, retention).await;
+                tracing::info!(
+                    series = made.series,
+                    made = made.made,
+                    existed = made.existed,
+                    raced = made.raced,
+                    failed = made.failed,
+                    "series made"
+                );
+            }
             let report = scheduler.run_share(deadline, share).await?;
             // EMF must be a bare JSON line on stdout: the heartbeat, backlog, failing shards,
             // quarantined items and early stops alarm on it.

@@ -410,6 +410,7 @@ async fn edit(world: &World, id: &ReminderId, rng: &mut StdRng, t: u64, force: F
         fresh_until: Some(fresh),
         content: Some(content),
         recipients: Some(channels.iter().map(number).collect()),
+        detach: false,
     };
     let ports = &world.ports;
     let call = outbox::edit(

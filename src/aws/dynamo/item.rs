@@ -39,6 +39,9 @@ pub(super) struct ReminderItem {
     /// table).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     owner: Option<crate::domain::Owner>,
+    /// An occurrence of a series edited on its own: the series' edits leave it alone.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    detached: bool,
 }
 
 /// The index projection: keys plus the INCLUDE attributes.
@@ -93,6 +96,7 @@ fn shape_of(path: &str) -> Option<&'static str> {
         "due_shard" => "must be a whole number from 0 to 63",
         "expires_at" => "must be a whole number: epoch seconds (the TTL)",
         "owner" => "must be text of 1 to 512 printable characters: the caller that created it",
+        "detached" => "must be a boolean: an occurrence of a series edited on its own",
         "reminder_id" | "subscriber_id" | "invalid_reason" => return None,
         _ => return None,
     })
@@ -215,6 +219,7 @@ impl ReminderItem {
             invalid_reason: r.invalid_reason.clone(),
             enqueued_channels: r.enqueued.clone(),
             owner: r.owner.clone(),
+            detached: r.detached,
         }
     }
 
@@ -261,6 +266,7 @@ impl ReminderItem {
             expires_at: self.expires_at,
             enqueued: self.enqueued_channels,
             owner: self.owner,
+            detached: self.detached,
         })
     }
 }

@@ -11,6 +11,7 @@ mod item;
 pub mod ledger;
 mod operator;
 pub mod reminders;
+pub mod series;
 mod subscriber;
 pub mod suppression;
 

@@ -19,12 +19,15 @@ pub struct MemoryReminderStore {
 }
 
 #[derive(Debug, Default)]
-struct Table {
+pub(super) struct Table {
     /// By raw id, as DynamoDB keys them.
     items: BTreeMap<String, Reminder>,
     due: BTreeSet<(u32, Timestamp, String)>,
     preferences: BTreeMap<SubscriberId, Preferences>,
     suppressions: BTreeMap<AddressHash, Suppression>,
+    /// Series by id (`series_memory.rs`), with when the maker next looks at each.
+    pub(super) series: BTreeMap<String, (crate::domain::series::Series, Option<Timestamp>)>,
+    pub(super) series_due: BTreeSet<(Timestamp, String)>,
 }
 
 impl Table {
@@ -66,7 +69,7 @@ impl MemoryReminderStore {
         lock(&self.state).suppressions.remove(address).is_some()
     }
 
-    fn guarded<T>(
+    pub(super) fn guarded<T>(
         &self,
         op: &'static str,
         f: impl FnOnce(&mut Table) -> T,

@@ -269,6 +269,38 @@ impl reminders::ports::Eraser for CorruptIndex {
     }
 }
 
+/// Series as the store keeps them, except a subscriber's list (an index), which is unreadable.
+impl reminders::ports::SeriesStore for CorruptIndex {
+    async fn get_series(
+        &self,
+        id: &reminders::domain::SeriesId,
+    ) -> Result<Option<reminders::domain::series::Series>, PortError> {
+        reminders::ports::SeriesStore::get_series(&self.0, id).await
+    }
+    async fn put_series(
+        &self,
+        s: &reminders::domain::series::Series,
+        expected: reminders::ports::ExpectedSeries,
+    ) -> Result<reminders::ports::series::Written, PortError> {
+        reminders::ports::SeriesStore::put_series(&self.0, s, expected).await
+    }
+    async fn series_due(
+        &self,
+        until: reminders::clock::Timestamp,
+        limit: u32,
+    ) -> Result<Vec<reminders::domain::series::Series>, PortError> {
+        reminders::ports::SeriesStore::series_due(&self.0, until, limit).await
+    }
+    async fn series_of(
+        &self,
+        _s: &SubscriberId,
+        _after: Option<&reminders::domain::SeriesId>,
+        _limit: u32,
+    ) -> Result<reminders::ports::SeriesPage, PortError> {
+        Err(corrupt("series.of"))
+    }
+}
+
 impl SubscriberIndex for CorruptIndex {
     async fn by_subscriber(
         &self,

@@ -1,0 +1,412 @@
+//! Series (DESIGN §13): `PUT`, `GET` and `DELETE /v1/series/{id}`, a subscriber's series, and
+//! an occurrence not yet made skipped or edited through its own id. The decisions are the
+//! library's ([`reminders::series`]); this file decodes and answers.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use reminders::clock::{Clock, Timestamp};
+use reminders::domain::series::{occurrence_id, occurrence_of, NewSeries, Series, SeriesStatus};
+use reminders::domain::{Access, ReminderId, ReminderStatus, SeriesId, SubscriberId};
+use reminders::ports::series::SeriesStore;
+use reminders::ports::{Ledger, ReminderStore};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::body::{self, Channels, ContentBody};
+use crate::caller::{Caller, Scope};
+use crate::error::ApiError;
+use crate::{view, App};
+
+type Shared<S, L, C> = State<Arc<App<S, L, C>>>;
+
+/// How many of the next occurrences a series' GET shows.
+const NEXT_SHOWN: usize = 5;
+const DEFAULT_LIMIT: u32 = 25;
+const MAX_LIMIT: u32 = 100;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PutBody {
+    subscriber_id: String,
+    rule: String,
+    zone: String,
+    starts_at: Value,
+    #[serde(default)]
+    until: Option<Value>,
+    #[serde(default)]
+    fresh_for_secs: Option<u64>,
+    channels: Channels,
+    content: ContentBody,
+}
+
+fn series_id(id: &str) -> Result<SeriesId, ApiError> {
+    SeriesId::parse(id).map_err(|e| ApiError::invalid("id", e.to_string()))
+}
+
+fn decode<S, L, C>(app: &App<S, L, C>, id: &str, raw: &[u8]) -> Result<Series, ApiError> {
+    if raw.len() > body::MAX_REQUEST_BYTES {
+        return Err(ApiError::too_large(None, "the body is too large"));
+    }
+    let series_id = series_id(id)?;
+    let de = &mut serde_json::Deserializer::from_slice(raw);
+    let b: PutBody = serde_path_to_error::deserialize(de).map_err(|e| {
+        let mut segments: Vec<String> = e.path().iter().map(|s| s.to_string()).collect();
+        let message = reminders::domain::reminder::redact(&e.into_inner().to_string());
+        if message.starts_with("unknown field") {
+            segments.pop();
+        }
+        let field = body::field_of(&segments.join("."), &message);
+        ApiError::invalid(field.clone(), format!("{field}: {message}"))
+    })?;
+    let subscriber_id = SubscriberId::parse(b.subscriber_id.as_str())
+        .map_err(|e| ApiError::invalid("subscriber_id", e.to_string()))?;
+    if b.fresh_for_secs == Some(0) {
+        return Err(ApiError::invalid(
+            "fresh_for_secs",
+            "fresh_for_secs: must be at least 1",
+        ));
+    }
+    let new = NewSeries {
+        series_id,
+        subscriber_id,
+        rule: b.rule,
+        zone: b.zone,
+        starts_at: body::when("starts_at", &b.starts_at)?,
+        until: b
+            .until
+            .as_ref()
+            .map(|v| body::when("until", v))
+            .transpose()?,
+        fresh_for: b.fresh_for_secs.map(Duration::from_secs),
+        content: body::content(b.content)?,
+        recipients: body::recipients(b.channels, &app.defaults.sms_countries)?,
+    };
+    Series::new(new, app.defaults.freshness)
+        .map_err(|e| ApiError::invalid(e.field(), e.to_string()))
+}
+
+fn writer<S, L, C>(app: &App<S, L, C>, caller: &Caller) -> Result<Access, ApiError> {
+    caller.require(&app.auth, Scope::Write)?;
+    match caller.access(&app.auth)? {
+        Access::Subscriber(_) => Err(crate::caller::end_user_refused()),
+        access => Ok(access),
+    }
+}
+
+/// The stored series the caller reaches, or `404`.
+async fn reached<S: SeriesStore>(
+    store: &S,
+    access: &Access,
+    id: &SeriesId,
+) -> Result<Series, ApiError> {
+    store
+        .get_series(id)
+        .await?
+        .filter(|s| access.reaches(s.owner.as_ref(), &s.subscriber_id))
+        .ok_or_else(|| ApiError::not_found("series"))
+}
+
+/// Create (`201`), the same body again (`200`), or an edit (`200`); `409` once cancelled or
+/// ended.
+pub async fn put<S, L, C>(
+    State(app): Shared<S, L, C>,
+    caller: Caller,
+    Path(id): Path<String>,
+    raw: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError>
+where
+    S: ReminderStore + SeriesStore,
+    L: Ledger,
+    C: Clock,
+{
+    use reminders::series::Put;
+    let access = writer(&app, &caller)?;
+    let raw = raw.map_err(|e| match e.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::too_large(None, e.body_text()),
+        _ => ApiError::invalid("body", e.body_text()),
+    })?;
+    let wanted = decode(&app, &id, &raw)?;
+    let now = app.clock.now();
+    let retention = app.defaults.retention;
+    let put = reminders::series::put(&app.store, &app.ledger, &access, wanted, now, retention)
+        .await?
+        .map_err(refused)?;
+    let (status, s) = match put {
+        Put::Created(s) => (StatusCode::CREATED, s),
+        Put::Same(s) | Put::Edited(s) => (StatusCode::OK, s),
+    };
+    Ok((status, Json(show_series(&app.store, &s, now).await?)).into_response())
+}
+
+fn refused(r: reminders::series::Refused) -> ApiError {
+    use reminders::series::Refused;
+    match r {
+        Refused::NotFound => ApiError::not_found("series"),
+        Refused::Final(status) => ApiError::conflict(
+            "status",
+            format!(
+                "the series is {}: it can no longer change; create another series",
+                status.as_str()
+            ),
+        ),
+        Refused::SubscriberChanged => ApiError::conflict(
+            "subscriber_id",
+            "subscriber_id cannot change: create another series",
+        ),
+        Refused::Contended => {
+            ApiError::conflict("id", "the series kept changing under the write; retry")
+        }
+    }
+}
+
+pub async fn show<S, L, C>(
+    State(app): Shared<S, L, C>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError>
+where
+    S: ReminderStore + SeriesStore,
+    C: Clock,
+{
+    caller.require(&app.auth, Scope::Read)?;
+    let access = caller.access(&app.auth)?;
+    let s = reached(&app.store, &access, &series_id(&id)?).await?;
+    Ok(Json(show_series(&app.store, &s, app.clock.now()).await?))
+}
+
+/// Cancel the series and every occurrence not yet sent.
+pub async fn cancel<S, L, C>(
+    State(app): Shared<S, L, C>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError>
+where
+    S: ReminderStore + SeriesStore,
+    L: Ledger,
+    C: Clock,
+{
+    let access = writer(&app, &caller)?;
+    let id = series_id(&id)?;
+    let (now, retention) = (app.clock.now(), app.defaults.retention);
+    let (s, cancels) =
+        reminders::series::cancel(&app.store, &app.ledger, &access, &id, now, retention)
+            .await?
+            .map_err(refused)?;
+    let occurrences: Vec<Value> = cancels
+        .iter()
+        .map(|(at, report)| {
+            let channels: serde_json::Map<String, Value> = report
+                .deliveries
+                .iter()
+                .map(|(c, o)| (c.as_str().to_owned(), view::cancelled(o).into()))
+                .collect();
+            json!({
+                "reminder_id": occurrence_id(&id, *at).as_str(),
+                "occurrence_at": view::time(*at),
+                "channels": channels,
+            })
+        })
+        .collect();
+    Ok(Json(json!({
+        "series_id": id.as_str(),
+        "status": s.status.as_str(),
+        "occurrences": occurrences,
+    })))
+}
+
+/// A subscriber's series, by id, a page at a time.
+pub async fn list<S, L, C>(
+    State(app): Shared<S, L, C>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError>
+where
+    S: SeriesStore,
+{
+    caller.require(&app.auth, Scope::Read)?;
+    let access = caller.access(&app.auth)?;
+    let subscriber = SubscriberId::parse(id).map_err(|e| ApiError::invalid("id", e.to_string()))?;
+    if !access.reaches_subscriber(&subscriber) {
+        return Err(ApiError::not_found("subscriber"));
+    }
+    let limit = match query.get("limit") {
+        None => DEFAULT_LIMIT,
+        Some(raw) => raw
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=MAX_LIMIT).contains(n))
+            .ok_or_else(|| {
+                ApiError::invalid(
+                    "limit",
+                    format!("limit: must be a whole number from 1 to {MAX_LIMIT}"),
+                )
+            })?,
+    };
+    let after = match query.get("cursor") {
+        None => None,
+        Some(raw) => Some(SeriesId::parse(raw.as_str()).map_err(|_| {
+            ApiError::invalid("cursor", "cursor: must be a next_cursor this API answered")
+        })?),
+    };
+    let page = app
+        .store
+        .series_of(&subscriber, after.as_ref(), limit)
+        .await?;
+    // Another owner's series are left out of the page (its cursor still moves past them).
+    let items: Vec<Value> = page
+        .items
+        .iter()
+        .filter(|s| access.reaches(s.owner.as_ref(), &s.subscriber_id))
+        .map(summary)
+        .collect();
+    Ok(Json(json!({
+        "series": items,
+        "next_cursor": page.next.as_ref().map(|c| c.as_str()),
+    })))
+}
+
+fn summary(s: &Series) -> Value {
+    json!({
+        "series_id": s.series_id.as_str(),
+        "subscriber_id": s.subscriber_id.as_str(),
+        "status": s.status.as_str(),
+        "version": s.version,
+        "rule": s.rule.as_text(),
+        "zone": s.zone,
+        "starts_at": view::time(s.starts_at),
+        "until": s.until.map(view::time),
+        "fresh_for_secs": s.fresh_for.as_secs(),
+        "channels": s.recipients.keys().map(|c| c.as_str()).collect::<Vec<_>>(),
+    })
+}
+
+/// The series, its next occurrences, and those made (the latest first), each with its status.
+async fn show_series<S: ReminderStore>(
+    store: &S,
+    s: &Series,
+    now: Timestamp,
+) -> Result<Value, ApiError> {
+    let mut out = summary(s);
+    out["content"] = view::content(&s.content);
+    let at = |t: Timestamp, id: &ReminderId| {
+        json!({
+            "reminder_id": id.as_str(),
+            "occurrence_at": view::time(t),
+            "wall_time": s.wall_time(t),
+        })
+    };
+    let next: Vec<Value> = match s.status {
+        SeriesStatus::Active => {
+            let after = Timestamp::from_millis(now.as_millis() - 1);
+            s.instants_between(Some(after), None, NEXT_SHOWN)
+                .into_iter()
+                .map(|t| at(t, &occurrence_id(&s.series_id, t)))
+                .collect()
+        }
+        _ => Vec::new(),
+    };
+    let mut made = Vec::new();
+    for &t in s.made.iter().rev() {
+        let id = occurrence_id(&s.series_id, t);
+        let mut o = at(t, &id);
+        o["status"] = match store.get(&id).await? {
+            Some(r) => r.status.as_str().into(),
+            None => "removed".into(),
+        };
+        made.push(o);
+    }
+    out["next_occurrences"] = next.into();
+    out["occurrences"] = made.into();
+    Ok(out)
+}
+
+/// `DELETE /v1/reminders/{id}` of an occurrence not made yet: skip it (a cancelled
+/// placeholder the maker finds there). `None` when `id` is no such occurrence.
+pub async fn skip_unmade<S: ReminderStore + SeriesStore>(
+    store: &S,
+    access: &Access,
+    id: &ReminderId,
+    now: Timestamp,
+    retention: reminders::domain::Retention,
+) -> Result<Option<Value>, ApiError> {
+    let Some((sid, at)) = occurrence_of(id) else {
+        return Ok(None);
+    };
+    let Some(s) = store.get_series(&sid).await? else {
+        return Ok(None);
+    };
+    let wanted = s.status == SeriesStatus::Active && at > now && s.produces(at);
+    if !access.reaches(s.owner.as_ref(), &s.subscriber_id) || !wanted {
+        return Ok(None);
+    }
+    let mut placeholder = s.occurrence(at, retention);
+    placeholder.status = ReminderStatus::Cancelled;
+    let _ = store.insert(&placeholder).await?;
+    let status = match store.get(id).await? {
+        Some(r) => r.status,
+        None => ReminderStatus::Cancelled,
+    };
+    let channels: serde_json::Map<String, Value> = s
+        .recipients
+        .keys()
+        .map(|c| (c.as_str().to_owned(), "cancelled".into()))
+        .collect();
+    Ok(Some(json!({
+        "reminder_id": id.as_str(),
+        "series_id": sid.as_str(),
+        "status": status.as_str(),
+        "channels": channels,
+    })))
+}
+
+/// `PUT /v1/reminders/{id}` with the separator in its id: an occurrence of a series the
+/// caller reaches, not made yet, made now from the body and detached from the series (`201`);
+/// an occurrence already made is edited as any reminder (`None`); any other id with the
+/// separator is refused, so that an id that reads as an occurrence is one.
+pub async fn put_unmade<S, L, C>(
+    app: &App<S, L, C>,
+    access: &Access,
+    wanted: &reminders::domain::Reminder,
+) -> Result<Option<reminders::domain::Reminder>, ApiError>
+where
+    S: ReminderStore + SeriesStore,
+    C: Clock,
+{
+    use reminders::domain::series::OCCURRENCE_SEPARATOR;
+    let id = &wanted.reminder_id;
+    if !id.as_str().contains(OCCURRENCE_SEPARATOR) || app.store.get(id).await?.is_some() {
+        return Ok(None);
+    }
+    let refused = || {
+        ApiError::invalid(
+            "id",
+            format!("id: {OCCURRENCE_SEPARATOR:?} is kept for the occurrences of a series, and this is none of a series you reach"),
+        )
+    };
+    let (sid, at) = occurrence_of(id).ok_or_else(refused)?;
+    let s = app.store.get_series(&sid).await?.ok_or_else(refused)?;
+    let ok = access.reaches(s.owner.as_ref(), &s.subscriber_id)
+        && s.status == SeriesStatus::Active
+        && s.produces(at)
+        && s.subscriber_id == wanted.subscriber_id;
+    if !ok {
+        return Err(refused());
+    }
+    let mut r = wanted.clone();
+    r.owner = s.owner.clone();
+    r.detached = true;
+    match app.store.insert(&r).await? {
+        reminders::ports::Inserted::Created => Ok(Some(r)),
+        // Made meanwhile by the maker: edited as any reminder.
+        reminders::ports::Inserted::AlreadyExists => Ok(None),
+    }
+}

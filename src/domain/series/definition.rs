@@ -1,0 +1,407 @@
+//! A recurring series (DESIGN §13): a rule, a zone and the fields of a reminder. Each
+//! occurrence is an ordinary [`Reminder`] whose id derives from the series id and the
+//! occurrence's instant ([`occurrence_id`]), so that everything promised of a reminder holds per
+//! occurrence.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::rule::{Rule, RuleError};
+use crate::clock::Timestamp;
+use crate::domain::{
+    Channel, Content, Owner, Recipient, Reminder, ReminderError, ReminderId, ReminderStatus,
+    Retention, SeriesId, SubscriberId, MAX_FRESHNESS,
+};
+
+/// What separates a series id from the instant in an occurrence's id. Refused in the id of a
+/// reminder created on its own, so an id that parses as an occurrence is one.
+pub const OCCURRENCE_SEPARATOR: &str = "::";
+/// A series id leaves room for the separator and the instant (`20270104T081500Z`) within a
+/// reminder id's 128 characters.
+pub const MAX_SERIES_ID_LEN: usize = 110;
+/// Occurrences due within this of now are made ahead: more than one scheduler period (a
+/// minute) plus its look-ahead, so that an occurrence is in the due index before its time and
+/// keeps the scheduler's sub-minute precision.
+pub const MAKE_AHEAD: Duration = Duration::from_secs(15 * 60);
+/// How many of the latest occurrences made a series remembers (for its GET, and for an edit
+/// or a cancel to find those not yet enqueued).
+pub const MADE_KEPT: usize = 64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SeriesStatus {
+    /// Occurrences are made as they come due.
+    Active,
+    /// Cancelled: no occurrence is made again, and those not yet sent were cancelled.
+    Cancelled,
+    /// The rule has no occurrence left (its `COUNT`, `UNTIL` or the body's `until`).
+    Ended,
+}
+
+impl SeriesStatus {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            SeriesStatus::Active => "active",
+            SeriesStatus::Cancelled => "cancelled",
+            SeriesStatus::Ended => "ended",
+        }
+    }
+}
+
+/// Why a series is refused, naming the body's field (`rule`, `zone`, `until`, …).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SeriesError {
+    #[error("rule: {0}")]
+    Rule(RuleError),
+    #[error("zone: {0}")]
+    Zone(String),
+    #[error("until: {0}")]
+    Until(String),
+    #[error("fresh_for_secs: {0}")]
+    FreshFor(String),
+    #[error("id: {0}")]
+    Id(String),
+    #[error("{0}")]
+    Reminder(ReminderError),
+}
+
+impl SeriesError {
+    /// The body's field at fault.
+    pub fn field(&self) -> String {
+        match self {
+            SeriesError::Rule(_) => "rule".into(),
+            SeriesError::Zone(_) => "zone".into(),
+            SeriesError::Until(_) => "until".into(),
+            SeriesError::FreshFor(_) => "fresh_for_secs".into(),
+            SeriesError::Id(_) => "id".into(),
+            SeriesError::Reminder(e) => e.field(),
+        }
+    }
+
+    /// What the field must hold, without its name.
+    pub fn requirement(&self) -> String {
+        match self {
+            SeriesError::Rule(e) => e.to_string(),
+            SeriesError::Zone(m)
+            | SeriesError::Until(m)
+            | SeriesError::FreshFor(m)
+            | SeriesError::Id(m) => m.clone(),
+            SeriesError::Reminder(e) => e.requirement(),
+        }
+    }
+}
+
+/// What an application supplies to create or edit a series.
+#[derive(Debug, Clone)]
+pub struct NewSeries {
+    pub series_id: SeriesId,
+    pub subscriber_id: SubscriberId,
+    pub rule: String,
+    /// An IANA zone name.
+    pub zone: String,
+    pub starts_at: Timestamp,
+    pub until: Option<Timestamp>,
+    /// `None`: the policy's freshness window.
+    pub fresh_for: Option<Duration>,
+    pub content: Content,
+    pub recipients: Vec<Recipient>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Series {
+    pub series_id: SeriesId,
+    pub subscriber_id: SubscriberId,
+    pub owner: Option<Owner>,
+    pub rule: Rule,
+    pub zone: String,
+    pub starts_at: Timestamp,
+    pub until: Option<Timestamp>,
+    pub fresh_for: Duration,
+    pub content: Content,
+    pub recipients: BTreeMap<Channel, Recipient>,
+    pub status: SeriesStatus,
+    /// Bumped by every edit and by the cancel.
+    pub version: u64,
+    /// Every occurrence at or before this instant has been made (`None`: none yet).
+    pub made_through: Option<Timestamp>,
+    /// The latest occurrences made, oldest first, at most [`MADE_KEPT`].
+    pub made: Vec<Timestamp>,
+}
+
+impl Series {
+    /// Validate and build a series at version 1, active, nothing made.
+    pub fn new(new: NewSeries, default_freshness: Duration) -> Result<Self, SeriesError> {
+        if new.series_id.as_str().len() > MAX_SERIES_ID_LEN {
+            return Err(SeriesError::Id(format!(
+                "must be at most {MAX_SERIES_ID_LEN} characters"
+            )));
+        }
+        if new.series_id.as_str().contains(OCCURRENCE_SEPARATOR) {
+            return Err(SeriesError::Id(format!(
+                "must not contain {OCCURRENCE_SEPARATOR:?}"
+            )));
+        }
+        let rule = Rule::parse(&new.rule).map_err(SeriesError::Rule)?;
+        if jiff::tz::db().get(&new.zone).is_err() {
+            return Err(SeriesError::Zone(format!(
+                "{:?} is not an IANA time zone name",
+                crate::domain::reminder::redact(&new.zone)
+            )));
+        }
+        if let Some(until) = new.until {
+            if rule.until().is_some() {
+                return Err(SeriesError::Until(
+                    "the rule has an UNTIL of its own: give one or the other".into(),
+                ));
+            }
+            if until < new.starts_at {
+                return Err(SeriesError::Until("must not be before starts_at".into()));
+            }
+        }
+        let fresh_for = new.fresh_for.unwrap_or(default_freshness);
+        if fresh_for.is_zero() || fresh_for > MAX_FRESHNESS {
+            return Err(SeriesError::FreshFor(
+                "must be from 1 second to 366 days".into(),
+            ));
+        }
+        if new.recipients.is_empty() {
+            return Err(SeriesError::Reminder(ReminderError::NoRecipients));
+        }
+        crate::domain::reminder::check_content(&new.content).map_err(SeriesError::Reminder)?;
+        let mut recipients = BTreeMap::new();
+        for r in new.recipients {
+            let channel = r.channel();
+            if recipients.insert(channel, r).is_some() {
+                return Err(SeriesError::Reminder(ReminderError::DuplicateChannel(
+                    channel,
+                )));
+            }
+        }
+        Ok(Self {
+            series_id: new.series_id,
+            subscriber_id: new.subscriber_id,
+            owner: None,
+            rule,
+            zone: new.zone,
+            starts_at: new.starts_at,
+            until: new.until,
+            fresh_for,
+            content: new.content,
+            recipients,
+            status: SeriesStatus::Active,
+            version: 1,
+            made_through: None,
+            made: Vec::new(),
+        })
+    }
+
+    fn tz(&self) -> jiff::tz::TimeZone {
+        // Validated by `new`; the bundled database never loses a zone it had.
+        jiff::tz::db()
+            .get(&self.zone)
+            .unwrap_or(jiff::tz::TimeZone::UTC)
+    }
+
+    /// The rule's occurrences strictly after `after` (all of them for `None`), in order.
+    pub fn instants_after(&self, after: Option<Timestamp>) -> Vec<Timestamp> {
+        self.instants_between(after, None, usize::MAX)
+    }
+
+    /// At most `max` occurrences strictly after `after` and at or before `through`.
+    pub fn instants_between(
+        &self,
+        after: Option<Timestamp>,
+        through: Option<Timestamp>,
+        max: usize,
+    ) -> Vec<Timestamp> {
+        let tz = self.tz();
+        self.rule
+            .occurrences(&tz, self.starts_at, self.until)
+            .skip_while(|t| after.is_some_and(|a| *t <= a))
+            .take_while(|t| through.is_none_or(|end| *t <= end))
+            .take(max)
+            .collect()
+    }
+
+    /// The first occurrence strictly after `after`.
+    pub fn next_after(&self, after: Option<Timestamp>) -> Option<Timestamp> {
+        let tz = self.tz();
+        self.rule
+            .occurrences(&tz, self.starts_at, self.until)
+            .find(|t| after.is_none_or(|a| *t > a))
+    }
+
+    /// Whether the rule produces `at`.
+    pub fn produces(&self, at: Timestamp) -> bool {
+        let tz = self.tz();
+        self.rule
+            .occurrences(&tz, self.starts_at, self.until)
+            .take_while(|t| *t <= at)
+            .any(|t| t == at)
+    }
+
+    /// The wall time of `at` in the series' zone (`2027-01-04T09:15:00+01:00[Europe/Paris]`).
+    pub fn wall_time(&self, at: Timestamp) -> String {
+        jiff::Timestamp::from_millisecond(at.as_millis())
+            .map(|t| t.to_zoned(self.tz()).to_string())
+            .unwrap_or_default()
+    }
+
+    /// The occurrence at `at` as a reminder: due then, fresh for the series' window, owned as
+    /// the series is.
+    pub fn occurrence(&self, at: Timestamp, retention: Retention) -> Reminder {
+        let fresh_until = at.plus(self.fresh_for);
+        Reminder {
+            reminder_id: occurrence_id(&self.series_id, at),
+            subscriber_id: self.subscriber_id.clone(),
+            due_at: at,
+            fresh_until,
+            content: self.content.clone(),
+            recipients: self.recipients.clone(),
+            payload_version: 1,
+            status: ReminderStatus::Scheduled,
+            invalid_reason: None,
+            unsendable: BTreeMap::new(),
+            expires_at: retention.expires_at(fresh_until),
+            enqueued: Default::default(),
+            owner: self.owner.clone(),
+            detached: false,
+        }
+    }
+
+    /// The same series as `other` asks for (an idempotent PUT): every field a body sets.
+    pub fn same_body(&self, other: &Series) -> bool {
+        self.subscriber_id == other.subscriber_id
+            && self.rule == other.rule
+            && self.zone == other.zone
+            && self.starts_at == other.starts_at
+            && self.until == other.until
+            && self.fresh_for == other.fresh_for
+            && self.content == other.content
+            && self.recipients == other.recipients
+    }
+
+    /// Nothing left to make, and its last occurrence is due by `now`: the series has ended.
+    pub fn ended_by(&self, now: Timestamp) -> bool {
+        self.next_after(self.made_through).is_none() && self.made.last().is_none_or(|l| *l <= now)
+    }
+
+    /// Remember `at` as made (the latest [`MADE_KEPT`]).
+    pub fn remember(&mut self, at: Timestamp) {
+        if !self.made.contains(&at) {
+            self.made.push(at);
+            self.made.sort();
+        }
+        let over = self.made.len().saturating_sub(MADE_KEPT);
+        self.made.drain(..over);
+    }
+}
+
+/// The id of the occurrence of `series` at `at`: `{series}::20270104T081500Z`.
+pub fn occurrence_id(series: &SeriesId, at: Timestamp) -> ReminderId {
+    let t = jiff::Timestamp::from_millisecond(at.as_millis())
+        .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+        .strftime("%Y%m%dT%H%M%SZ")
+        .to_string();
+    // A series id is at most MAX_SERIES_ID_LEN of the id alphabet: always a valid id.
+    ReminderId::parse(format!("{series}{OCCURRENCE_SEPARATOR}{t}"))
+        .expect("a series id and an instant make a reminder id")
+}
+
+/// The series and the instant of an occurrence's id; `None` for any other reminder id.
+pub fn occurrence_of(id: &ReminderId) -> Option<(SeriesId, Timestamp)> {
+    let (series, at) = id.as_str().rsplit_once(OCCURRENCE_SEPARATOR)?;
+    let at = jiff::civil::DateTime::strptime("%Y%m%dT%H%M%SZ", at).ok()?;
+    let at = at.to_zoned(jiff::tz::TimeZone::UTC).ok()?.timestamp();
+    let series = SeriesId::parse(series).ok()?;
+    Some((series, Timestamp::from_millis(at.as_millisecond())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_occurrence_id_names_its_series_and_instant() {
+        let s = SeriesId::parse("standup-u42").unwrap();
+        let at = Timestamp::from_millis(1_799_050_500_000);
+        let id = occurrence_id(&s, at);
+        assert_eq!(id.as_str(), "standup-u42::20270104T081500Z");
+        assert_eq!(occurrence_of(&id), Some((s, at)));
+        assert_eq!(occurrence_of(&ReminderId::parse("r-1").unwrap()), None);
+        assert_eq!(occurrence_of(&ReminderId::parse("a::b").unwrap()), None);
+    }
+
+    #[test]
+    fn the_latest_occurrences_made_are_kept() {
+        let mut s = sample();
+        for i in 0..(MADE_KEPT as i64 + 5) {
+            s.remember(Timestamp::from_millis(i * 1000));
+        }
+        assert_eq!(s.made.len(), MADE_KEPT);
+        assert_eq!(s.made[0], Timestamp::from_millis(5000));
+    }
+
+    fn sample() -> Series {
+        let new = NewSeries {
+            series_id: SeriesId::parse("s").unwrap(),
+            subscriber_id: SubscriberId::parse("u").unwrap(),
+            rule: "FREQ=DAILY".into(),
+            zone: "Europe/Paris".into(),
+            starts_at: Timestamp::from_millis(0),
+            until: None,
+            fresh_for: None,
+            content: Content::Text {
+                subject: "s".into(),
+                body: "b".into(),
+            },
+            recipients: vec![Recipient::parse(Channel::Push, "tok").unwrap()],
+        };
+        Series::new(new, Duration::from_secs(600)).unwrap()
+    }
+
+    #[test]
+    fn bad_fields_are_named() {
+        let mut new = NewSeries {
+            zone: "Mars/Olympus".into(),
+            ..base()
+        };
+        let e = Series::new(new.clone(), Duration::from_secs(60)).unwrap_err();
+        assert_eq!(e.field(), "zone");
+        new.zone = "UTC".into();
+        new.rule = "FREQ=HOURLY".into();
+        assert_eq!(
+            Series::new(new.clone(), Duration::from_secs(60))
+                .unwrap_err()
+                .field(),
+            "rule"
+        );
+        new.rule = "FREQ=DAILY;UNTIL=20270101T000000Z".into();
+        new.until = Some(Timestamp::from_millis(1));
+        assert_eq!(
+            Series::new(new, Duration::from_secs(60))
+                .unwrap_err()
+                .field(),
+            "until"
+        );
+    }
+
+    fn base() -> NewSeries {
+        NewSeries {
+            series_id: SeriesId::parse("s").unwrap(),
+            subscriber_id: SubscriberId::parse("u").unwrap(),
+            rule: "FREQ=DAILY".into(),
+            zone: "UTC".into(),
+            starts_at: Timestamp::from_millis(0),
+            until: None,
+            fresh_for: None,
+            content: Content::Text {
+                subject: "s".into(),
+                body: "b".into(),
+            },
+            recipients: vec![Recipient::parse(Channel::Push, "tok").unwrap()],
+        }
+    }
+}

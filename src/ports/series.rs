@@ -1,0 +1,148 @@
+//! Where series live (DESIGN §13), beside the reminders: a port of its own, so the pipeline's
+//! reminder stores and their wrappers carry nothing of it. DynamoDB keeps a series in the
+//! reminders table under `series#{id}`, with two sparse indexes (`series-make-index` for the
+//! maker, `series-subscriber-index` for a subscriber's list); memory keeps a map.
+
+use std::future::Future;
+
+use crate::clock::Timestamp;
+use crate::domain::series::Series;
+use crate::domain::{SeriesId, SubscriberId};
+use crate::ports::PortError;
+
+pub const OP_GET_SERIES: &str = "series.get";
+pub const OP_PUT_SERIES: &str = "series.put";
+pub const OP_SERIES_DUE: &str = "series.due";
+pub const OP_SERIES_OF: &str = "series.of";
+
+/// How a conditional write of a series went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Written {
+    Written,
+    /// The stored series was not the one expected (another writer came first), or one
+    /// exists where none was expected: it, as stored now (`None` when there is none).
+    Conflict(Option<Box<Series>>),
+}
+
+/// What a conditional write expects to find.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExpectedSeries {
+    /// No series with that id.
+    Absent,
+    /// The series at this version, with this much made (an edit and the maker each fence the
+    /// other: neither's write lands over what it did not read).
+    At {
+        version: u64,
+        made_through: Option<Timestamp>,
+    },
+}
+
+impl ExpectedSeries {
+    pub fn of(s: &Series) -> Self {
+        ExpectedSeries::At {
+            version: s.version,
+            made_through: s.made_through,
+        }
+    }
+
+    pub fn holds_for(self, stored: Option<&Series>) -> bool {
+        match (self, stored) {
+            (ExpectedSeries::Absent, None) => true,
+            (
+                ExpectedSeries::At {
+                    version,
+                    made_through,
+                },
+                Some(s),
+            ) => s.version == version && s.made_through == made_through,
+            _ => false,
+        }
+    }
+}
+
+/// One page of a subscriber's series, by id.
+#[derive(Debug, Clone, Default)]
+pub struct SeriesPage {
+    pub items: Vec<Series>,
+    /// The id to pass as `after` for the next page; `None` on the last.
+    pub next: Option<SeriesId>,
+}
+
+pub trait SeriesStore: Send + Sync {
+    fn get_series(
+        &self,
+        id: &SeriesId,
+    ) -> impl Future<Output = Result<Option<Series>, PortError>> + Send;
+
+    /// Write `s` if the stored series is what `expected` says. An active series is due for
+    /// the maker at its next occurrence less [`crate::domain::series::MAKE_AHEAD`]; any
+    /// other leaves the maker's index.
+    fn put_series(
+        &self,
+        s: &Series,
+        expected: ExpectedSeries,
+    ) -> impl Future<Output = Result<Written, PortError>> + Send;
+
+    /// Active series whose next occurrence to make is due at or before `until`, at most
+    /// `limit`, earliest first.
+    fn series_due(
+        &self,
+        until: Timestamp,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<Series>, PortError>> + Send;
+
+    /// A subscriber's series by id, after `after`, at most `limit`.
+    fn series_of(
+        &self,
+        subscriber: &SubscriberId,
+        after: Option<&SeriesId>,
+        limit: u32,
+    ) -> impl Future<Output = Result<SeriesPage, PortError>> + Send;
+}
+
+impl<T: SeriesStore> SeriesStore for std::sync::Arc<T> {
+    fn get_series(
+        &self,
+        id: &SeriesId,
+    ) -> impl Future<Output = Result<Option<Series>, PortError>> + Send {
+        (**self).get_series(id)
+    }
+    fn put_series(
+        &self,
+        s: &Series,
+        expected: ExpectedSeries,
+    ) -> impl Future<Output = Result<Written, PortError>> + Send {
+        (**self).put_series(s, expected)
+    }
+    fn series_due(
+        &self,
+        until: Timestamp,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<Series>, PortError>> + Send {
+        (**self).series_due(until, limit)
+    }
+    fn series_of(
+        &self,
+        subscriber: &SubscriberId,
+        after: Option<&SeriesId>,
+        limit: u32,
+    ) -> impl Future<Output = Result<SeriesPage, PortError>> + Send {
+        (**self).series_of(subscriber, after, limit)
+    }
+}
+
+/// When the maker should next look at `s`: its next occurrence to make less the make-ahead,
+/// or, once none is left, when its last occurrence is due (to end it then); `None` once it is
+/// cancelled or ended.
+pub fn make_at(s: &Series) -> Option<Timestamp> {
+    if s.status != crate::domain::series::SeriesStatus::Active {
+        return None;
+    }
+    let ahead = crate::domain::series::MAKE_AHEAD.as_millis() as i64;
+    match s.next_after(s.made_through) {
+        Some(next) => Some(Timestamp::from_millis(
+            next.as_millis().saturating_sub(ahead),
+        )),
+        None => Some(s.made.last().copied().unwrap_or(s.starts_at)),
+    }
+}
