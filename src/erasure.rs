@@ -43,6 +43,9 @@ pub struct Erased {
     /// Suppressions of the reminders' addresses, lifted. `None` when the stack's suppression
     /// key was not given (the hashes cannot be computed).
     pub suppressions_lifted: Option<usize>,
+    /// Recurring series of the subscriber, cancelled (their occurrences not yet sent with
+    /// them) and deleted.
+    pub series_deleted: usize,
     /// Reminders left for a later call: a send in flight, a reminder still changing.
     pub reminders_left: usize,
     /// Whether this call reached the end of the subscriber's reminders.
@@ -66,7 +69,7 @@ pub async fn erase<S, L>(
     retention: Retention,
 ) -> Result<Erased, OutboxError>
 where
-    S: ReminderStore + SubscriberIndex + Eraser,
+    S: ReminderStore + SubscriberIndex + Eraser + crate::ports::SeriesStore,
     L: Ledger,
 {
     let mut out = Erased {
@@ -74,6 +77,27 @@ where
         suppressions_lifted: key.map(|_| 0),
         ..Erased::default()
     };
+    // Series first, so that no occurrence is made while their reminders are erased: each
+    // cancelled (with its occurrences not yet sent), then deleted; the occurrences are the
+    // subscriber's reminders, erased below.
+    loop {
+        let page = store.series_of(subscriber, None, 100).await?;
+        if page.items.is_empty() {
+            break;
+        }
+        for s in &page.items {
+            let access = crate::domain::Access::Any;
+            let id = &s.series_id;
+            if let Err(refused) =
+                crate::series::cancel(store, ledger, &access, id, now, retention).await?
+            {
+                tracing::warn!(series_id = %id, ?refused, "erasure: series not cancelled; deleted as it is");
+            }
+            if store.delete_series(id).await? == Deleted::Deleted {
+                out.series_deleted += 1;
+            }
+        }
+    }
     let mut after = None;
     let mut seen = 0;
     loop {

@@ -69,6 +69,7 @@ async fn erasure_cancels_deletes_and_leaves_only_the_ledger() {
             reminders_deleted: 2,
             preferences_deleted: true,
             suppressions_lifted: Some(1),
+            series_deleted: 0,
             reminders_left: 0,
             complete: true,
         }
@@ -240,4 +241,52 @@ async fn a_large_subscriber_is_erased_over_several_calls() {
         .unwrap()
         .items
         .is_empty());
+}
+
+/// Issue 35: a subscriber's series go with them: cancelled (so the maker makes no more),
+/// then deleted, and the occurrences made of them are erased as their reminders.
+#[tokio::test]
+async fn an_erasure_cancels_and_deletes_the_subscribers_series() {
+    use crate::domain::series::{NewSeries, Series};
+    use crate::ports::SeriesStore;
+    let store = MemoryReminderStore::new(4);
+    let ledger = MemoryLedger::default();
+    let sub = SubscriberId::parse("u-1").unwrap();
+    let new = NewSeries {
+        series_id: crate::domain::SeriesId::parse("standup").unwrap(),
+        subscriber_id: sub.clone(),
+        rule: "FREQ=DAILY;BYHOUR=9;BYMINUTE=15".into(),
+        zone: "UTC".into(),
+        starts_at: NOW,
+        until: None,
+        fresh_for: None,
+        content: crate::domain::Content::Text {
+            subject: "s".into(),
+            body: "b".into(),
+        },
+        recipients: vec![
+            crate::domain::Recipient::parse(crate::domain::Channel::Push, "tok").unwrap(),
+        ],
+    };
+    let s = Series::new(new, std::time::Duration::from_secs(600)).unwrap();
+    let retention = crate::domain::Retention::default();
+    let access = crate::domain::Access::Any;
+    // Its first occurrences made now (a 09:15 within the make-ahead, or none yet).
+    crate::series::put(&store, &ledger, &access, s.clone(), NOW, retention)
+        .await
+        .unwrap()
+        .unwrap();
+    let out = erase(&store, &ledger, None, &sub, NOW, retention)
+        .await
+        .unwrap();
+    assert_eq!(out.series_deleted, 1, "{out:?}");
+    assert_eq!(store.get_series(&s.series_id).await.unwrap(), None);
+    let again = erase(&store, &ledger, None, &sub, NOW, retention)
+        .await
+        .unwrap();
+    assert_eq!(again.series_deleted, 0);
+    let page = crate::ports::SubscriberIndex::by_subscriber(&store, &sub, None, 10)
+        .await
+        .unwrap();
+    assert!(page.items.is_empty(), "no occurrence left: {page:?}");
 }

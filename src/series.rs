@@ -86,6 +86,14 @@ where
     L: Ledger,
 {
     let horizon = now.plus(MAKE_AHEAD);
+    // The index that found it may lag the table (a GSI is eventually consistent): the series
+    // as stored decides. An edit that lands after this read makes, itself, every occurrence
+    // this pass could (due by its own now + MAKE_AHEAD, never before this one's), so what a
+    // stale pass creates is refused as already there.
+    match store.get_series(&s.series_id).await? {
+        Some(stored) => s = stored,
+        None => return Ok(()),
+    }
     for _ in 0..5 {
         if s.status != SeriesStatus::Active {
             return Ok(());
@@ -157,16 +165,20 @@ where
             let _ = store.insert(&occurrence).await?;
             continue;
         };
-        if current.detached && wanted {
+        // Edited on its own: a series edit leaves it as it is (a cancel still cancels it).
+        if current.detached && s.status != SeriesStatus::Cancelled {
             continue;
         }
+        // No longer made by the rule (or the series cancelled): cancelled even if enqueued
+        // already, so that a reschedule never also fires at the old time (a send in flight
+        // is past stopping, and the cancel's answer says so).
         if !wanted || s.status == SeriesStatus::Cancelled {
             if let Some(report) = outbox::cancel(store, ledger, &id, now, retention).await? {
                 cancels.push((at, report));
             }
             continue;
         }
-        if current.status != ReminderStatus::Scheduled || current.detached {
+        if current.status != ReminderStatus::Scheduled {
             // Enqueued (or settled) before the edit: the edit applies to occurrences not yet
             // enqueued.
             continue;
@@ -197,13 +209,14 @@ where
 }
 
 /// The instants an edit (`next`, the edited series) or a cancel (`None`) of `s` (as read)
-/// must bring in line: those it made and remembers (for an edit, those not yet due), and every
+/// must bring in line: those it made and remembers, and every
 /// one a maker that read it could still make (up to `now` + [`MAKE_AHEAD`]); for an edit, also
 /// those of the new rule in that window.
 pub fn affected(s: &Series, next: Option<&Series>, now: Timestamp) -> Vec<Timestamp> {
     let horizon = now.plus(MAKE_AHEAD).max(s.made_through.unwrap_or(now));
-    let pending = |t: &Timestamp| next.is_none() || *t >= now;
-    let mut all: BTreeSet<Timestamp> = s.made.iter().copied().filter(pending).collect();
+    // Those already due too: one a backlog still holds, no longer made by the edited rule, is
+    // cancelled rather than sent late beside its replacement.
+    let mut all: BTreeSet<Timestamp> = s.made.iter().copied().collect();
     all.extend(s.instants_between(Some(now), Some(horizon), MAX_MADE_PER_PASS));
     if let Some(next) = next {
         all.extend(next.instants_between(Some(now), Some(horizon), MAX_MADE_PER_PASS));
@@ -278,6 +291,12 @@ where
             return Ok(Err(Refused::NotFound));
         }
         if current.same_body(&wanted) {
+            // Again after an answer that never came (or a failure after the write landed):
+            // what that edit left to bring in line is done now.
+            if current.version > 1 && current.status == SeriesStatus::Active {
+                let instants = affected(&current, Some(&current), now);
+                reconcile(store, ledger, &current, &instants, now, retention).await?;
+            }
             return Ok(Ok(Put::Same(current)));
         }
         if current.status != SeriesStatus::Active {
@@ -291,11 +310,11 @@ where
         next.version = current.version + 1;
         next.made_through = current.made_through;
         next.made = current.made.clone();
+        // Every instant the edit brings in line is remembered with it, those it cancels too:
+        // a retry after a failure midway (answered `Same`) finds them all again.
         let instants = affected(&current, Some(&next), now);
         for &at in &instants {
-            if next.produces(at) {
-                next.remember(at);
-            }
+            next.remember(at);
         }
         if next.ended_by(now) {
             next.status = SeriesStatus::Ended;

@@ -50,6 +50,8 @@ enum Command {
     #[command(subcommand)]
     Remind(ops::remind::RemindCommand),
     #[command(subcommand)]
+    Series(ops::series::SeriesCommand),
+    #[command(subcommand)]
     Subscriber(ops::subscriber::SubscriberCommand),
     #[command(subcommand)]
     Suppression(ops::suppression::SuppressionCommand),
@@ -75,6 +77,7 @@ fn run(command: Command) -> Result<(), String> {
         Command::Config(args) => config::run(args),
         Command::Local(cmd) => block_on(local::run(cmd)),
         Command::Remind(cmd) => block_on(ops::remind::run(cmd)),
+        Command::Series(cmd) => block_on(ops::series::run(cmd)),
         Command::Subscriber(cmd) => block_on(ops::subscriber::run(cmd)),
         Command::Suppression(cmd) => block_on(ops::suppression::run(cmd)),
         Command::Dlq(cmd) => block_on(ops::dlq::run(cmd)),

@@ -54,6 +54,7 @@ pub fn settled(old: Option<&DeliveryRecord>, new: &DeliveryRecord) -> Option<Set
         return None;
     }
     let origin = new.origin();
+    let occurrence = origin.and_then(|o| crate::domain::series::occurrence_of(&o.reminder_id));
     Some(Settled {
         version: DETAIL_VERSION,
         reminder_id: origin.map(|o| o.reminder_id.clone()),
@@ -68,6 +69,8 @@ pub fn settled(old: Option<&DeliveryRecord>, new: &DeliveryRecord) -> Option<Set
         attempts: new.attempt_count(),
         fallback_from: new.fallback_from(),
         fallback_to: new.fallback_to(),
+        series_id: occurrence.as_ref().map(|(s, _)| s.clone()),
+        occurrence_at: occurrence.map(|(_, at)| at),
     })
 }
 

@@ -96,9 +96,30 @@ fn a_delivery_publishes_the_contracts_detail_exactly() {
             "at": "2027-01-15T08:00:01.000Z",
             "attempts": 1,
             "fallback_from": null,
-            "fallback_to": null
+            "fallback_to": null,
+            "series_id": null,
+            "occurrence_at": null
         })
     );
+}
+
+/// An occurrence of a series (issue 35): its event names the series and the occurrence's
+/// instant, read from the reminder's id.
+#[test]
+fn an_occurrence_names_its_series_and_instant() {
+    let mut o = origin();
+    o.reminder_id = ReminderId::parse("standup::20270104T081500Z").unwrap();
+    let c = Ctx {
+        key: DeliveryKey::derive(&o.reminder_id, &o.subscriber_id, o.channel),
+        origin: Some(o),
+        ..ctx(0, None)
+    };
+    let claimed = apply(None, claim(1), &c).unwrap();
+    let done = apply(Some(&claimed), deliver(1), &c).unwrap();
+    let event = settled(Some(&claimed), &done).unwrap();
+    let detail: serde_json::Value = serde_json::from_str(&event.detail_json()).unwrap();
+    assert_eq!(detail["series_id"], "standup");
+    assert_eq!(detail["occurrence_at"], "2027-01-04T08:15:00.000Z");
 }
 
 #[test]

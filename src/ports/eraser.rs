@@ -11,6 +11,7 @@ use crate::ports::PortError;
 pub const OP_DELETE_REMINDER: &str = "reminders.delete";
 pub const OP_DELETE_PREFERENCES: &str = "reminders.delete_preferences";
 pub const OP_LIFT_SUPPRESSION: &str = "reminders.lift_suppression";
+pub const OP_DELETE_SERIES: &str = "series.delete";
 
 /// How a delete went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +41,21 @@ pub trait Eraser: Send + Sync {
         &self,
         address: &AddressHash,
     ) -> impl Future<Output = Result<Deleted, PortError>> + Send;
+
+    /// Delete a series (its recipients and content with it), whatever its status: an erasure
+    /// cancels it first. A store that keeps no series refuses, so an erasure never says it
+    /// removed what it could not.
+    fn delete_series(
+        &self,
+        _id: &crate::domain::SeriesId,
+    ) -> impl Future<Output = Result<Deleted, PortError>> + Send {
+        async {
+            Err(PortError::Refused {
+                op: OP_DELETE_SERIES,
+                message: "this store keeps no series".into(),
+            })
+        }
+    }
 }
 
 impl<T: Eraser> Eraser for std::sync::Arc<T> {
@@ -61,5 +77,11 @@ impl<T: Eraser> Eraser for std::sync::Arc<T> {
         address: &AddressHash,
     ) -> impl Future<Output = Result<Deleted, PortError>> + Send {
         (**self).lift_suppression(address)
+    }
+    fn delete_series(
+        &self,
+        id: &crate::domain::SeriesId,
+    ) -> impl Future<Output = Result<Deleted, PortError>> + Send {
+        (**self).delete_series(id)
     }
 }

@@ -46,6 +46,11 @@ pub struct Settled {
     pub fallback_from: Option<Channel>,
     /// The channel this (dead) delivery handed the reminder to, when it fell back.
     pub fallback_to: Option<Channel>,
+    /// The series the reminder is an occurrence of (DESIGN §13), read from its id.
+    pub series_id: Option<crate::domain::SeriesId>,
+    /// The occurrence's instant in its series (RFC 3339, UTC).
+    #[serde(serialize_with = "rfc3339_opt")]
+    pub occurrence_at: Option<Timestamp>,
 }
 
 impl Settled {
@@ -58,6 +63,13 @@ impl Settled {
 
 fn rfc3339<S: serde::Serializer>(at: &Timestamp, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&at.to_rfc3339())
+}
+
+fn rfc3339_opt<S: serde::Serializer>(at: &Option<Timestamp>, s: S) -> Result<S::Ok, S::Error> {
+    match at {
+        Some(at) => s.serialize_str(&at.to_rfc3339()),
+        None => s.serialize_none(),
+    }
 }
 
 /// One event the bus would not take, by its index in the call.

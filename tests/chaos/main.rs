@@ -31,7 +31,7 @@ fn delivered_share(t: &Tally) -> f64 {
 #[test]
 fn three_hundred_worlds_keep_every_promise() {
     let (total, failing) = run(0, 300, None);
-    let floors: [(&str, u64, u64); 21] = [
+    let floors: [(&str, u64, u64); 26] = [
         ("delivered", total.delivered, 1_500),
         ("edits_applied", total.edits_applied, 750),
         ("edits_due_earlier", total.edits_due_earlier, 120),
@@ -56,6 +56,13 @@ fn three_hundred_worlds_keep_every_promise() {
         ("settled_transitions", total.settled_transitions, 2_500),
         ("newer_values_read", total.newer_values_read, 250),
         ("prompted_edits", total.prompted_edits, 110),
+        // Series (issue 35): 380 created, 222 edits, 131 skips, 88 cancels and 2,044
+        // occurrences made at 300 worlds.
+        ("series_created", total.series_created, 250),
+        ("series_edits", total.series_edits, 140),
+        ("series_skips", total.series_skips, 80),
+        ("series_cancelled", total.series_cancelled, 50),
+        ("occurrences_made", total.occurrences_made, 1_300),
     ];
     for (name, got, floor) in floors {
         assert!(got >= floor, "{name}: {got} < {floor}: {total:?}");
@@ -182,6 +189,8 @@ fn every_counter_has_a_plant_that_fires_it_in_sixty_worlds() {
         "acknowledged_change_ignored",
         "event_missing",
         "sent_abroad",
+        "occurrence_missing",
+        "occurrence_doubled",
     ];
     assert_eq!(
         counters.len(),
@@ -334,4 +343,18 @@ fn a_consumer_without_its_allow_list_is_caught_as_sent_abroad() {
 #[test]
 fn a_lost_hand_on_is_caught_as_two_channels_sent() {
     fires_in_sixty(Plant::LostHandOn);
+}
+
+/// Issue 35: the series adapter records the maker's progress an hour further than it made;
+/// the occurrences in between are never made.
+#[test]
+fn progress_recorded_ahead_of_the_maker_is_caught_as_occurrence_missing() {
+    fires_in_sixty(Plant::SkipAhead);
+}
+
+/// Issue 35: the series adapter drops the occurrences a series made; an edit no longer finds
+/// one a backlog still holds, and the old time goes late beside the new one.
+#[test]
+fn occurrences_forgotten_by_the_series_adapter_are_caught_as_occurrence_doubled() {
+    fires_in_sixty(Plant::ForgetMade);
 }

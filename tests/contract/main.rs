@@ -10,3 +10,4 @@ mod gate;
 mod ledger;
 mod queue;
 mod reminders;
+mod series;

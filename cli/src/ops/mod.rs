@@ -1,11 +1,12 @@
 //! Operator commands against AWS or an emulator, with the functions' configuration:
-//! `remind create | cancel | show | quarantined` (`remind`, `show`), `subscriber set | show`
+//! `remind create | cancel | show | quarantined` (`remind`, `show`), `series create | show | cancel | list` (`series`), `subscriber set | show`
 //! (`subscriber`), `dlq summary | show` (`dlq`) and `redrive` (`redrive`). What they share
 //! lives here: the ports, the first-line errors, the flag parsers and who the operator is.
 
 pub mod dlq;
 pub mod redrive;
 pub mod remind;
+pub mod series;
 mod show;
 pub mod subscriber;
 pub mod suppression;

@@ -126,6 +126,7 @@ fn reminder_json(r: &Reminder, deliveries: &[Delivery]) -> Value {
             })
         })
         .collect();
+    let occurrence = reminders::domain::series::occurrence_of(&r.reminder_id);
     json!({
         "reminder_id": r.reminder_id.to_string(),
         "subscriber_id": r.subscriber_id.to_string(),
@@ -137,6 +138,9 @@ fn reminder_json(r: &Reminder, deliveries: &[Delivery]) -> Value {
         "due_at_ms": r.due_at.as_millis(),
         "fresh_until": r.fresh_until.to_rfc3339(),
         "fresh_until_ms": r.fresh_until.as_millis(),
+        "series_id": occurrence.as_ref().map(|(s, _)| s.to_string()),
+        "occurrence_at": occurrence.map(|(_, at)| at.to_rfc3339()),
+        "detached": r.detached,
         "deliveries": list,
     })
 }
@@ -192,6 +196,17 @@ fn print_reminder(r: &Reminder, deliveries: &[Delivery]) {
         status_detail(r, deliveries),
         r.payload_version
     );
+    if let Some((series, at)) = reminders::domain::series::occurrence_of(&r.reminder_id) {
+        let alone = if r.detached {
+            " · edited on its own"
+        } else {
+            ""
+        };
+        println!(
+            "series       {series} · occurrence at {}{alone}",
+            at.to_rfc3339()
+        );
+    }
     if let Some(why) = &r.invalid_reason {
         println!("invalid      {why} (quarantined by the scheduler)");
     }

@@ -20,7 +20,7 @@ pub async fn erase<S, L, C>(
     Path(id): Path<String>,
 ) -> Result<Json<serde_json::Value>, ApiError>
 where
-    S: ReminderStore + SubscriberIndex + Eraser,
+    S: ReminderStore + SubscriberIndex + Eraser + reminders::ports::SeriesStore,
     L: Ledger,
     C: Clock,
 {

@@ -51,7 +51,9 @@ fn series_id(id: &str) -> Result<SeriesId, ApiError> {
     SeriesId::parse(id).map_err(|e| ApiError::invalid("id", e.to_string()))
 }
 
-fn decode<S, L, C>(app: &App<S, L, C>, id: &str, raw: &[u8]) -> Result<Series, ApiError> {
+/// The series a body asks for, and whether it named its freshness (without, a repeated body
+/// is the same whatever the default is now, as for reminders).
+fn decode<S, L, C>(app: &App<S, L, C>, id: &str, raw: &[u8]) -> Result<(Series, bool), ApiError> {
     if raw.len() > body::MAX_REQUEST_BYTES {
         return Err(ApiError::too_large(None, "the body is too large"));
     }
@@ -89,8 +91,13 @@ fn decode<S, L, C>(app: &App<S, L, C>, id: &str, raw: &[u8]) -> Result<Series, A
         content: body::content(b.content)?,
         recipients: body::recipients(b.channels, &app.defaults.sms_countries)?,
     };
-    Series::new(new, app.defaults.freshness)
-        .map_err(|e| ApiError::invalid(e.field(), e.to_string()))
+    let given = b.fresh_for_secs.is_some();
+    let s = Series::new(new, app.defaults.freshness).map_err(|e| match e {
+        // The reminder's rules, in the body's words (`channels`, `content.data`; 413 for size).
+        reminders::domain::series::SeriesError::Reminder(e) => ApiError::from(e),
+        e => ApiError::invalid(e.field(), e.to_string()),
+    })?;
+    Ok((s, given))
 }
 
 fn writer<S, L, C>(app: &App<S, L, C>, caller: &Caller) -> Result<Access, ApiError> {
@@ -133,7 +140,12 @@ where
         StatusCode::PAYLOAD_TOO_LARGE => ApiError::too_large(None, e.body_text()),
         _ => ApiError::invalid("body", e.body_text()),
     })?;
-    let wanted = decode(&app, &id, &raw)?;
+    let (mut wanted, fresh_given) = decode(&app, &id, &raw)?;
+    if !fresh_given {
+        if let Some(current) = app.store.get_series(&wanted.series_id).await? {
+            wanted.fresh_for = current.fresh_for;
+        }
+    }
     let now = app.clock.now();
     let retention = app.defaults.retention;
     let put = reminders::series::put(&app.store, &app.ledger, &access, wanted, now, retention)
@@ -405,8 +417,37 @@ where
     r.owner = s.owner.clone();
     r.detached = true;
     match app.store.insert(&r).await? {
-        reminders::ports::Inserted::Created => Ok(Some(r)),
+        reminders::ports::Inserted::Created => {
+            remember(&app.store, &sid, at).await?;
+            Ok(Some(r))
+        }
         // Made meanwhile by the maker: edited as any reminder.
         reminders::ports::Inserted::AlreadyExists => Ok(None),
     }
+}
+
+/// Record on the series an occurrence made on its own, so that the series' cancel finds it.
+async fn remember<S: SeriesStore>(store: &S, id: &SeriesId, at: Timestamp) -> Result<(), ApiError> {
+    use reminders::ports::series::{ExpectedSeries, Written};
+    for _ in 0..5 {
+        let Some(current) = store.get_series(id).await? else {
+            return Ok(());
+        };
+        if current.made.contains(&at) {
+            return Ok(());
+        }
+        let mut next = current.clone();
+        next.remember(at);
+        if store
+            .put_series(&next, ExpectedSeries::of(&current))
+            .await?
+            == Written::Written
+        {
+            return Ok(());
+        }
+    }
+    Err(ApiError::conflict(
+        "id",
+        "the series kept changing under the write; retry",
+    ))
 }

@@ -255,7 +255,9 @@ fn as_jwt(mut event: Value, client_id: &str, scopes: &[&str]) -> Value {
 }
 
 /// Every route through API Gateway with the JWT authorizer's context: the owner comes from
-/// the token, each route checks its scope, and another application's token finds nothing.
+/// the token, each route checks its scope, and another application's token finds nothing
+/// (reminders and series; an occurrence skipped and one edited on its own, before either is
+/// made).
 #[tokio::test]
 async fn every_route_through_api_gateway_as_a_jwt_caller() {
     let stack = Stack::create("rt-api-jwt").await;
@@ -270,6 +272,23 @@ async fn every_route_through_api_gateway_as_a_jwt_caller() {
         "content": {"subject": "Pickup", "body": "at five"}
     });
     let quiet = json!({"opted_out": ["sms"]});
+    // A series from 2030: none of its occurrences is made now.
+    let ser = "/v1/series/{id}";
+    let ser_list = "/v1/subscribers/{id}/series";
+    let series = json!({
+        "subscriber_id": "u-7",
+        "rule": "FREQ=DAILY;BYHOUR=9;BYMINUTE=15",
+        "zone": "Europe/Paris",
+        "starts_at": "2030-01-01T00:00:00Z",
+        "channels": {"email": "user@example.org"},
+        "content": {"subject": "Standup", "body": "at 9:15"}
+    });
+    let occurrence = json!({
+        "subscriber_id": "u-7",
+        "due_at": "2030-01-02T08:15:00Z",
+        "channels": {"email": "user@example.org"},
+        "content": {"subject": "Standup, moved", "body": "this one only"}
+    });
     let calls = [
         (
             "app-a",
@@ -361,6 +380,107 @@ async fn every_route_through_api_gateway_as_a_jwt_caller() {
             None,
             200,
         ),
+        (
+            "app-a",
+            &all[..],
+            "PUT",
+            "/v1/series/js-1",
+            ser,
+            "js-1",
+            Some(series.clone()),
+            201,
+        ),
+        (
+            "app-a",
+            &all[..],
+            "PUT",
+            "/v1/series/js-1",
+            ser,
+            "js-1",
+            Some(series),
+            200,
+        ),
+        (
+            "app-a",
+            &all[..],
+            "GET",
+            "/v1/series/js-1",
+            ser,
+            "js-1",
+            None,
+            200,
+        ),
+        (
+            "app-a",
+            &all[..],
+            "GET",
+            "/v1/subscribers/u-7/series",
+            ser_list,
+            "u-7",
+            None,
+            200,
+        ),
+        // One occurrence skipped, another edited on its own, before either is made.
+        (
+            "app-a",
+            &all[..],
+            "DELETE",
+            "/v1/reminders/js-1::20300101T081500Z",
+            rem,
+            "js-1::20300101T081500Z",
+            None,
+            200,
+        ),
+        (
+            "app-a",
+            &all[..],
+            "PUT",
+            "/v1/reminders/js-1::20300102T081500Z",
+            rem,
+            "js-1::20300102T081500Z",
+            Some(occurrence),
+            201,
+        ),
+        (
+            "app-b",
+            &all[..],
+            "GET",
+            "/v1/series/js-1",
+            ser,
+            "js-1",
+            None,
+            404,
+        ),
+        (
+            "app-b",
+            &all[..],
+            "DELETE",
+            "/v1/series/js-1",
+            ser,
+            "js-1",
+            None,
+            404,
+        ),
+        (
+            "app-a",
+            &all[..1],
+            "DELETE",
+            "/v1/series/js-1",
+            ser,
+            "js-1",
+            None,
+            403,
+        ),
+        (
+            "app-a",
+            &all[..],
+            "DELETE",
+            "/v1/series/js-1",
+            ser,
+            "js-1",
+            None,
+            200,
+        ),
     ];
     for (who, scopes, method, path, route, id, body, want) in calls {
         let e = as_jwt(event(method, path, route, id, body), who, scopes);
@@ -383,6 +503,37 @@ async fn every_route_through_api_gateway_as_a_jwt_caller() {
     assert_eq!(
         answer_body(&answer)["reminders"],
         json!([]),
+        "{}",
+        answer.body
+    );
+    // And app-a's series; app-a's own list holds it, cancelled, with its skipped occurrence.
+    let e = as_jwt(
+        event("GET", "/v1/subscribers/u-7/series", ser_list, "u-7", None),
+        "app-b",
+        &all,
+    );
+    let answer = call(&stack, e).await;
+    assert_eq!(answer_body(&answer)["series"], json!([]), "{}", answer.body);
+    let e = as_jwt(
+        event("GET", "/v1/subscribers/u-7/series", ser_list, "u-7", None),
+        "app-a",
+        &all,
+    );
+    let answer = call(&stack, e).await;
+    let page = answer_body(&answer);
+    assert_eq!(page["series"][0]["series_id"], "js-1", "{page}");
+    assert_eq!(page["series"][0]["status"], "cancelled", "{page}");
+    let skipped = "/v1/reminders/js-1::20300101T081500Z";
+    let e = as_jwt(
+        event("GET", skipped, rem, "js-1::20300101T081500Z", None),
+        "app-a",
+        &all,
+    );
+    let answer = call(&stack, e).await;
+    assert_eq!(answer.body["statusCode"], 200, "{}", answer.body);
+    assert_eq!(
+        answer_body(&answer)["status"],
+        "cancelled",
         "{}",
         answer.body
     );

@@ -103,9 +103,16 @@ pub struct Counts {
     refused: std::sync::atomic::AtomicU64,
     /// Reminders whose freshness a breaker's opening cut short (window 5).
     pub(super) cut: Mutex<BTreeSet<ReminderId>>,
+    /// What the series worlds generated (`series_created`, …).
+    pub(super) series: Mutex<super::tally::Tally>,
 }
 
 impl Counts {
+    /// Count what a series world did.
+    pub(super) fn series(&self, f: impl FnOnce(&mut super::tally::Tally)) {
+        f(&mut reminders::ports::faults::lock(&self.series));
+    }
+
     pub(super) fn prompted_edits(&self) {
         self.prompted
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);

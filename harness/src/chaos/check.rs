@@ -83,7 +83,10 @@ pub(super) async fn judge(world: &World, seed: u64) -> SeedReport {
         prefs: &prefs,
         now: world.clock.now(),
     };
-    for id in &world.ids {
+    let occurrences = super::series::occurrences(world).await;
+    report.tally.occurrences_made += occurrences.len() as u64;
+    super::series::judge(world, &mut report).await;
+    for id in world.ids.iter().chain(&occurrences) {
         let Ok(Some(r)) = world.store.get(id).await else {
             report.broken(|t| &mut t.lost, format!("reminder {id} is gone"));
             continue;

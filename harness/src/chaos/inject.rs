@@ -34,6 +34,10 @@ pub struct Chaotic<T> {
     /// reader goes on), every breaker a gate adapter opens (whose probe writes are then slow,
     /// up to the storage timeout: window 5's world).
     pub(super) prompts: Option<Prompter>,
+    /// Each series' version before its last write: what a lagging index answers.
+    pub(super) lagging: Mutex<
+        std::collections::BTreeMap<reminders::domain::SeriesId, reminders::domain::series::Series>,
+    >,
 }
 
 /// What a heard queue adapter tells of each receive that took effect.
@@ -52,6 +56,7 @@ impl<T> Chaotic<T> {
             watch: None,
             heard: None,
             prompts: None,
+            lagging: Mutex::default(),
         }
     }
 

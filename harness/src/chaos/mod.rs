@@ -26,6 +26,7 @@ mod prompt;
 mod provider;
 mod queues;
 mod run;
+mod series;
 mod subscribers;
 mod surface;
 mod tally;
@@ -111,10 +112,17 @@ pub enum Plant {
     /// Window 6 re-opened: the ledger adapter acknowledges a standby's hand-on without
     /// writing it, so a redrive of the death it took over from is not refused.
     LostHandOn,
+    /// Issue 35: the series adapter records the maker's progress an hour further than it
+    /// made, so the occurrences in between are never made.
+    SkipAhead,
+    /// Issue 35: the series adapter writes a series without the occurrences it made (an
+    /// attribute it never learned), so an edit no longer finds one a backlog still holds: the
+    /// old time goes late, beside the new one.
+    ForgetMade,
 }
 
 impl Plant {
-    pub const ALL: [Plant; 26] = [
+    pub const ALL: [Plant; 28] = [
         Plant::AckBeforeOutcome,
         Plant::IgnoreRetryAfter,
         Plant::UnfencedLedger,
@@ -141,6 +149,8 @@ impl Plant {
         Plant::StaleLastLook,
         Plant::IgnoreCountries,
         Plant::LostHandOn,
+        Plant::SkipAhead,
+        Plant::ForgetMade,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -171,6 +181,8 @@ impl Plant {
             Plant::StaleLastLook => "stale-last-look",
             Plant::IgnoreCountries => "ignore-countries",
             Plant::LostHandOn => "lost-hand-on",
+            Plant::SkipAhead => "skip-ahead",
+            Plant::ForgetMade => "forget-made",
         }
     }
 
@@ -203,6 +215,8 @@ impl Plant {
             Plant::StaleLastLook => "stale_sends",
             Plant::IgnoreCountries => "sent_abroad",
             Plant::LostHandOn => "two_channels_sent",
+            Plant::SkipAhead => "occurrence_missing",
+            Plant::ForgetMade => "occurrence_doubled",
         }
     }
 

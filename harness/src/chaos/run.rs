@@ -45,6 +45,9 @@ pub(super) async fn run(seed: u64, plant: Option<Plant>) -> SeedReport {
     if world.shape.windows.gone_after_ambiguous {
         super::subscribers::ordered_from_start(&world, seed).await;
     }
+    if world.shape.windows.series {
+        super::series::create(&world, seed).await;
+    }
     let world = Arc::new(world);
     let mut tasks = JoinSet::new();
     start(&world, &mut tasks, seed);
@@ -132,6 +135,9 @@ fn start(world: &Arc<World>, tasks: &mut JoinSet<()>, seed: u64) {
     let bus = Arc::new(Chaotic::new(world.bus.clone(), world.dice.clone()).planted(world.plant));
     tasks.spawn_local(super::events::stream_to_bus(world.tap.clone(), bus));
     tasks.spawn_local(super::subscribers::change_their_minds(world.clone(), seed));
+    if world.shape.windows.series {
+        tasks.spawn_local(super::series::surface(world.clone(), seed));
+    }
 }
 
 /// EventBridge Scheduler: a run every minute (a twin runs off-beat, as a double schedule).
@@ -148,6 +154,9 @@ async fn schedule(world: Arc<World>, n: u64) {
         if w.edit_in_scan && t >= w.paused.0 && t < w.paused.0 + w.paused.1 {
             tokio::time::sleep(Duration::from_secs(60)).await;
             continue;
+        }
+        if w.series {
+            super::series::make(&world).await;
         }
         let deadline = world.clock.now().plus(Duration::from_secs(50));
         let _ = invoke(scheduler.run(Some(deadline)), Duration::from_secs(60)).await;

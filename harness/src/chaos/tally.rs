@@ -79,6 +79,13 @@ tally! {
         /// A settled transition the checker saw land on the ledger with no outcome event on
         /// the bus by the world's end.
         event_missing,
+        /// An occurrence the series (as last acknowledged, not cancelled) makes inside the
+        /// world's horizon, not skipped, that was never made, or made and neither sent, nor
+        /// expired, dead or cancelled with its reason.
+        occurrence_missing,
+        /// An occurrence claimed for a send after an acknowledged write of its series (an
+        /// edit, a cancel) that no longer makes it: the old time went as well as the new.
+        occurrence_doubled,
     }
     reported {
         deliveries,
@@ -164,5 +171,12 @@ tally! {
         /// Copies of an earlier death, since redriven, left because a redrive run stopped
         /// between its re-enqueue and its delete; a later run skips them.
         stale_copies,
+        /// Series the application created, edited, skipped an occurrence of and cancelled
+        /// (half the worlds), and the occurrences made of them.
+        series_created,
+        series_edits,
+        series_skips,
+        series_cancelled,
+        occurrences_made,
     }
 }

@@ -291,6 +291,7 @@ pub(super) fn world_wide(world: &World, report: &mut SeedReport) {
     t.gone_answers += world.journal.gone_answers();
     t.cancels_racing_redrives += world.counts.racing();
     t.prompted_edits += world.counts.prompted();
+    t.add(&reminders::ports::faults::lock(&world.counts.series));
     t.edits_refused += world.counts.refused();
     for k in world.acks.edits() {
         t.edits_applied += 1;

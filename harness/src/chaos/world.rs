@@ -89,6 +89,8 @@ pub(super) struct Windows {
     /// The gate's probe writes are slow, and when a breaker opens the application shortens
     /// a waiting reminder's freshness to end just after the cool-down (window 5).
     pub probe_near_end: bool,
+    /// Two or three recurring series, edited, skipped and cancelled mid-flight (issue 35).
+    pub series: bool,
 }
 
 impl Windows {
@@ -101,6 +103,7 @@ impl Windows {
             paused: (rng.random_range(300..900), rng.random_range(480..1_200)),
             add_after_death: rng.random_bool(0.5),
             probe_near_end: rng.random_bool(0.5),
+            series: rng.random_bool(0.5),
         }
     }
 }
@@ -179,6 +182,8 @@ pub(super) struct World {
     pub alarms: Mutex<BTreeMap<Channel, u64>>,
     /// What the application answers at the windows' moments (taken when the world starts).
     pub prompts: Mutex<Option<super::prompt::Prompts>>,
+    /// What the application was told of its series (series worlds).
+    pub series: super::series::Books,
 }
 
 pub(super) fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
@@ -209,8 +214,17 @@ pub(super) fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
     let tap = Arc::new(Tap::new(seed % 3 == 1, plant));
     let acks = Arc::new(Acks::default());
     let watch = {
-        let (acks, journal) = (acks.clone(), journal.clone());
-        Arc::new(move |r: &Reminder| acks.landed(&journal, r))
+        let (acks, journal, owners) = (acks.clone(), journal.clone(), owners.clone());
+        Arc::new(move |r: &Reminder| {
+            // Whose each key is, for reminders made mid-run too (a series' occurrences).
+            let mut o = reminders::ports::faults::lock(&owners);
+            for c in r.listed_channels() {
+                o.entry(DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, c))
+                    .or_insert_with(|| r.reminder_id.clone());
+            }
+            drop(o);
+            acks.landed(&journal, r)
+        })
     };
     let (prompter, prompts) = tokio::sync::mpsc::unbounded_channel();
     let provider = |channel: Channel| {
@@ -287,6 +301,7 @@ pub(super) fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
         bus: Arc::new(MemoryBus::default()),
         alarms: Mutex::default(),
         prompts: Mutex::new(Some(prompts)),
+        series: Default::default(),
     }
 }
 

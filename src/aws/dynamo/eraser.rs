@@ -92,6 +92,16 @@ impl Eraser for DynamoReminderStore {
         .await
     }
 
+    async fn delete_series(&self, id: &crate::domain::SeriesId) -> Result<Deleted, PortError> {
+        self.delete_if(
+            crate::ports::eraser::OP_DELETE_SERIES,
+            format!("series#{}", id.as_str()),
+            "attribute_exists(series)",
+            &[],
+        )
+        .await
+    }
+
     async fn lift_suppression(&self, address: &AddressHash) -> Result<Deleted, PortError> {
         self.delete_if(
             OP_LIFT_SUPPRESSION,

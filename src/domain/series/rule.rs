@@ -21,6 +21,8 @@
 
 mod expand;
 mod parse;
+mod period;
+mod values;
 
 use jiff::civil::Weekday;
 use jiff::tz::TimeZone;

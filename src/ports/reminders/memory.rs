@@ -400,6 +400,16 @@ impl crate::ports::Eraser for MemoryReminderStore {
         })
     }
 
+    async fn delete_series(
+        &self,
+        id: &crate::domain::SeriesId,
+    ) -> Result<crate::ports::Deleted, PortError> {
+        Ok(match self.remove_series(id)? {
+            true => crate::ports::Deleted::Deleted,
+            false => crate::ports::Deleted::Missing,
+        })
+    }
+
     async fn lift_suppression(
         &self,
         address: &AddressHash,

@@ -84,3 +84,21 @@ impl SeriesStore for MemoryReminderStore {
         })
     }
 }
+
+impl MemoryReminderStore {
+    /// Delete a series (the erasure's; [`crate::ports::Eraser::delete_series`]).
+    pub(super) fn remove_series(&self, id: &SeriesId) -> Result<bool, PortError> {
+        self.guarded(crate::ports::eraser::OP_DELETE_SERIES, |t| {
+            let key = id.as_str().to_owned();
+            match t.series.remove(&key) {
+                Some((_, at)) => {
+                    if let Some(at) = at {
+                        t.series_due.remove(&(at, key));
+                    }
+                    true
+                }
+                None => false,
+            }
+        })
+    }
+}

@@ -2,14 +2,16 @@
 
 #![allow(dead_code)]
 
+pub mod standup;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use axum::Router;
-use reminders::clock::SystemClock;
 use reminders::clock::Timestamp;
+use reminders::clock::{ManualClock, SystemClock};
 use reminders::domain::{DeliveryKey, Retention};
 use reminders::domain::{Reminder, ReminderId, ReminderStatus, SubscriberId};
 use reminders::ledger::DeliveryRecord;
@@ -30,6 +32,19 @@ pub fn body(subscriber: &str, subject: &str) -> Value {
     json!({
         "subscriber_id": subscriber,
         "due_at": "2030-01-01T10:00:00Z",
+        "fresh_for_secs": 3600,
+        "channels": {"email": RECIPIENTS[0], "sms": RECIPIENTS[1]},
+        "content": {"subject": subject, "body": format!("{subject}, in full")},
+    })
+}
+
+/// A valid series body: email and SMS, `rule` in Paris from `starts_at`, fresh for an hour.
+pub fn series_body(subscriber: &str, rule: &str, starts_at: &str, subject: &str) -> Value {
+    json!({
+        "subscriber_id": subscriber,
+        "rule": rule,
+        "zone": "Europe/Paris",
+        "starts_at": starts_at,
         "fresh_for_secs": 3600,
         "channels": {"email": RECIPIENTS[0], "sms": RECIPIENTS[1]},
         "content": {"subject": subject, "body": format!("{subject}, in full")},
@@ -102,6 +117,28 @@ impl Harness {
             ledger,
             ledger_faults: Faults::default(),
             store_faults: Faults::default(),
+        }
+    }
+
+    /// Callers as `auth` states them, on a clock the test moves (a series' occurrences are
+    /// made ahead of its now), with faults of both stores to inject.
+    pub fn at(clock: ManualClock, auth: reminders_api::Auth) -> Self {
+        let (ledger_faults, store_faults) = (Faults::default(), Faults::default());
+        let store = Arc::new(MemoryReminderStore::with_faults(8, store_faults.clone()));
+        let ledger = Arc::new(MemoryLedger::with_faults(ledger_faults.clone()));
+        let router = router(App {
+            store: store.clone(),
+            ledger: ledger.clone(),
+            clock,
+            defaults: defaults(),
+            auth,
+        });
+        Self {
+            router,
+            store,
+            ledger,
+            ledger_faults,
+            store_faults,
         }
     }
 

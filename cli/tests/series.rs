@@ -1,0 +1,318 @@
+//! Recurring series on the emulator (issue 35's done-when): `remindctl local api` serves the
+//! router, `remindctl local run` plays the schedule (its maker, then its scan) and the event
+//! source mappings, `remindctl local receive` is the provider. Occurrences a minute apart in
+//! Kathmandu (UTC+05:45) are each delivered once, within a few seconds of their time;
+//! skipping the second skips only it; an edit moves the third; a cancel stops another series
+//! after its first occurrence. Real time: about four minutes.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use reminders::clock::Timestamp;
+use reminders::domain::series::occurrence_id;
+use reminders::domain::SeriesId;
+use serde_json::{json, Value};
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_remindctl")
+}
+
+fn stack(prefix: &str) -> BTreeMap<String, String> {
+    let out = Command::new(bin())
+        .args(["local", "up", "--prefix", prefix])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_prefix("export "))
+        .map(|l| l.split_once('=').unwrap())
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+/// A long-running `remindctl` whose output lines are collected; killed on drop.
+struct Running {
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Running {
+    fn start(args: &[&str], env: &BTreeMap<String, String>) -> Self {
+        let mut child = Command::new(bin())
+            .args(args)
+            .envs(env)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let out = child.stdout.take().unwrap();
+        let sink = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                sink.lock().unwrap().push(line);
+            }
+        });
+        Self { child, lines }
+    }
+
+    fn text(&self) -> String {
+        self.lines.lock().unwrap().join("\n")
+    }
+
+    fn first_line(&self) -> String {
+        for _ in 0..200 {
+            if let Some(l) = self.lines.lock().unwrap().first() {
+                return l.clone();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("no output")
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    let socket = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    socket.local_addr().unwrap().port()
+}
+
+fn now_ms() -> i64 {
+    i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap()
+}
+
+async fn sleep_until(ms: i64) {
+    let wait = ms - now_ms();
+    if wait > 0 {
+        tokio::time::sleep(Duration::from_millis(wait as u64)).await;
+    }
+}
+
+async fn send(
+    http: &reqwest::Client,
+    method: reqwest::Method,
+    url: String,
+    b: Option<Value>,
+) -> (u16, Value) {
+    let mut req = http.request(method, url);
+    if let Some(b) = b {
+        req = req
+            .header("content-type", "application/json")
+            .body(b.to_string());
+    }
+    let answer = req.send().await.unwrap();
+    let status = answer.status().as_u16();
+    (status, answer.json().await.unwrap())
+}
+
+/// Kathmandu's wall clock (UTC+05:45, no daylight saving) at `ms`: (hour, minute).
+fn kathmandu(ms: i64) -> (i64, i64) {
+    let m = (ms.div_euclid(60_000) + 5 * 60 + 45).rem_euclid(24 * 60);
+    (m / 60, m % 60)
+}
+
+fn series_body(hour: i64, minutes: &[i64], until: i64, starts_at: i64) -> Value {
+    let minutes: Vec<String> = minutes.iter().map(|m| m.to_string()).collect();
+    json!({
+        "subscriber_id": "u-42",
+        "rule": format!("FREQ=DAILY;BYHOUR={hour};BYMINUTE={}", minutes.join(",")),
+        "zone": "Asia/Kathmandu",
+        "starts_at": starts_at,
+        "until": until,
+        "fresh_for_secs": 600,
+        "channels": {"email": "u42@example.org"},
+        "content": {"subject": "Standup", "body": "in 5 minutes"},
+    })
+}
+
+fn occurrence(series: &str, ms: i64) -> String {
+    occurrence_id(
+        &SeriesId::parse(series).unwrap(),
+        Timestamp::from_millis(ms),
+    )
+    .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_series_through_local_api_and_local_run_delivers_each_occurrence_once_on_time() {
+    std::env::var("AWS_ENDPOINT_URL")
+        .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");
+    let mut env = stack(&format!("series-{}", std::process::id()));
+    let port = free_port();
+    env.insert("EMAIL_PROVIDER".into(), "http".into());
+    env.insert(
+        "EMAIL_HTTP_ENDPOINT".into(),
+        format!("http://127.0.0.1:{port}/send"),
+    );
+    env.insert("SMS_PROVIDER".into(), "none".into());
+    env.insert("PUSH_PROVIDER".into(), "none".into());
+    let receiver = Running::start(&["local", "receive", "--port", &port.to_string()], &env);
+    receiver.first_line();
+    let api = Running::start(&["local", "api", "--port", "0"], &env);
+    let base = api
+        .first_line()
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .to_owned();
+    reminders::aws::bootstrap::install_crypto();
+    let http = reqwest::Client::new();
+
+    // Four minutes in one Kathmandu hour, the first at least 45 s away.
+    let start = now_ms();
+    let mut t1 = (start.div_euclid(60_000) + 1) * 60_000;
+    if t1 - start < 45_000 {
+        t1 += 60_000;
+    }
+    while kathmandu(t1).1 > 56 {
+        t1 += 60_000;
+    }
+    let (hour, m1) = kathmandu(t1);
+    // The occurrences take their seconds from starts_at (RFC 5545's DTSTART): a whole minute.
+    let start = start.div_euclid(60_000) * 60_000;
+    let t = |k: i64| t1 + k * 60_000;
+    let put_series = |id: &str, b: Value| {
+        send(
+            &http,
+            reqwest::Method::PUT,
+            format!("{base}/v1/series/{id}"),
+            Some(b),
+        )
+    };
+
+    let a = series_body(hour, &[m1, m1 + 1, m1 + 2], t(2) + 30_000, start);
+    let (status, shown) = put_series("standup", a).await;
+    assert_eq!(status, 201, "{shown}");
+    assert_eq!(
+        shown["next_occurrences"].as_array().unwrap().len(),
+        3,
+        "{shown}"
+    );
+    let made = shown["occurrences"].as_array().unwrap();
+    assert_eq!(made.len(), 3, "made ahead: {shown}");
+    assert!(made.iter().all(|o| o["status"] == "scheduled"), "{shown}");
+    let first = &shown["next_occurrences"][0];
+    assert_eq!(first["reminder_id"], occurrence("standup", t(0)));
+    assert!(
+        first["wall_time"]
+            .as_str()
+            .unwrap()
+            .contains("+05:45[Asia/Kathmandu]"),
+        "{first}"
+    );
+    let b = series_body(hour, &[m1, m1 + 2], t(2) + 30_000, start);
+    let (status, other) = put_series("other", b).await;
+    assert_eq!(status, 201, "{other}");
+
+    // Skip the second occurrence of the standup.
+    let second = occurrence("standup", t(1));
+    let (status, skipped) = send(
+        &http,
+        reqwest::Method::DELETE,
+        format!("{base}/v1/reminders/{second}"),
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, skipped["status"].as_str()),
+        (200, Some("cancelled")),
+        "{skipped}"
+    );
+    // Move the third a minute later.
+    let edited = series_body(hour, &[m1, m1 + 1, m1 + 3], t(3) + 30_000, start);
+    let (status, shown) = put_series("standup", edited.clone()).await;
+    assert_eq!(status, 200, "{shown}");
+    let get = |id: String| {
+        send(
+            &http,
+            reqwest::Method::GET,
+            format!("{base}/v1/reminders/{id}"),
+            None,
+        )
+    };
+    let (_, third) = get(occurrence("standup", t(2))).await;
+    assert_eq!(third["status"], "cancelled", "{third}");
+    let (_, moved) = get(occurrence("standup", t(3))).await;
+    assert_eq!(moved["status"], "scheduled", "{moved}");
+
+    let run = Running::start(&["local", "run", "--schedule-period", "1"], &env);
+    // After the other series' first occurrence went out, cancel it.
+    sleep_until(t(0) + 10_000).await;
+    let (_, other_first) = get(occurrence("other", t(0))).await;
+    assert_eq!(
+        other_first["channels"]["email"]["status"], "delivered",
+        "{other_first}"
+    );
+    let (status, cancelled) = send(
+        &http,
+        reqwest::Method::DELETE,
+        format!("{base}/v1/series/other"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{cancelled}");
+    assert_eq!(cancelled["status"], "cancelled");
+    sleep_until(t(3) + 15_000).await;
+    drop(run);
+
+    let received = receiver.text();
+    let key = |state: &Value| {
+        state["channels"]["email"]["delivery_key"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    for (series, k, sent) in [
+        ("standup", 0, true),
+        ("standup", 1, false),
+        ("standup", 2, false),
+        ("standup", 3, true),
+        ("other", 0, true),
+        ("other", 2, false),
+    ] {
+        let (_, state) = get(occurrence(series, t(k))).await;
+        let times = received.matches(&key(&state)).count();
+        assert_eq!(times, usize::from(sent), "{series} occurrence {k}: {state}");
+        if sent {
+            let at = state["channels"]["email"]["delivered_at"].as_str().unwrap();
+            let at = Timestamp::parse_rfc3339(at).unwrap().as_millis();
+            let late = at - t(k);
+            assert!(
+                (0..=5_000).contains(&late),
+                "{series} occurrence {k} {late} ms late"
+            );
+        }
+    }
+    // Its last occurrence due: ended. The same body again answers; another is refused.
+    let (status, _) = put_series("standup", edited.clone()).await;
+    assert_eq!(status, 200);
+    let mut changed = edited;
+    changed["content"]["body"] = json!("moved");
+    let (status, refused) = put_series("standup", changed).await;
+    assert_eq!(
+        (status, refused["error"]["field"].as_str()),
+        (409, Some("status")),
+        "{refused}"
+    );
+}

@@ -1,0 +1,196 @@
+//! One occurrence of a series through its own reminder id (`{series}::{instant}`), before the
+//! series made it: a DELETE skips it (the maker, run later, finds it cancelled), a PUT creates
+//! it detached from later edits of the series; an id that reads as an occurrence and is none
+//! is refused. On the stand-up of `common::standup`, on a clock the test moves.
+
+mod common;
+
+use axum::http::StatusCode;
+use common::standup::{at, created, made, occ, reminder, standup};
+use common::{body, call};
+use serde_json::json;
+
+#[tokio::test]
+async fn deleting_an_occurrence_not_yet_made_skips_it_and_the_maker_leaves_it_cancelled() {
+    let (h, clock, _) = created().await;
+    let skipped = occ("20270105T081000Z");
+    let uri = format!("/v1/reminders/{skipped}");
+    let (status, skip) = call(&h.router, "DELETE", &uri, None).await;
+    assert_eq!(status, StatusCode::OK, "{skip}");
+    assert_eq!(skip["reminder_id"], skipped.as_str());
+    assert_eq!(skip["series_id"], "standup");
+    assert_eq!(skip["status"], "cancelled");
+    assert_eq!(
+        skip["channels"],
+        json!({"email": "cancelled", "sms": "cancelled"})
+    );
+    let (_, r) = reminder(&h, &skipped).await;
+    assert_eq!(r["status"], "cancelled", "{r}");
+    let (status, again) = call(&h.router, "DELETE", &uri, None).await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(again["status"], "cancelled");
+    // An instant the rule does not produce, or a series there is none of: nothing to skip.
+    for id in [
+        occ("20270105T081100Z"),
+        "nosuch::20270105T081000Z".to_owned(),
+    ] {
+        let (status, answer) =
+            call(&h.router, "DELETE", &format!("/v1/reminders/{id}"), None).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{id}: {answer}");
+        assert!(h.stored(&id).await.is_none(), "{id}");
+    }
+
+    // The maker, the next day: it finds the skipped one there and makes its neighbours.
+    let report = reminders::series::make_due(
+        &h.store,
+        &h.ledger,
+        at("2027-01-05T08:00:00Z"),
+        common::defaults().retention,
+    )
+    .await;
+    assert_eq!((report.series, report.failed), (1, 0), "{report:?}");
+    assert!(report.made >= 2 && report.existed >= 1, "{report:?}");
+    let (_, r) = reminder(&h, &skipped).await;
+    assert_eq!(r["status"], "cancelled", "{r}");
+    let (_, neighbour) = reminder(&h, &occ("20270105T080500Z")).await;
+    assert_eq!(
+        neighbour["status"], "scheduled",
+        "made by the maker: {neighbour}"
+    );
+    let (_, view) = call(&h.router, "GET", "/v1/series/standup", None).await;
+    assert_eq!(
+        made(&view).get(&skipped).map(String::as_str),
+        Some("cancelled"),
+        "{view}"
+    );
+    // An edit then: the skipped one stays cancelled, its neighbour follows.
+    clock.set(at("2027-01-05T08:01:00Z"));
+    let b = standup("Standup, day 2");
+    let (status, edited) = call(&h.router, "PUT", "/v1/series/standup", Some(b)).await;
+    assert_eq!(status, StatusCode::OK, "{edited}");
+    let (_, r) = reminder(&h, &skipped).await;
+    assert_eq!(r["status"], "cancelled", "{r}");
+    assert_eq!(r["content"]["subject"], "Standup", "{r}");
+    let (_, neighbour) = reminder(&h, &occ("20270105T080500Z")).await;
+    assert_eq!(
+        neighbour["content"]["subject"], "Standup, day 2",
+        "{neighbour}"
+    );
+}
+
+#[tokio::test]
+async fn putting_an_occurrence_on_its_own_detaches_it_from_later_edits() {
+    let (h, clock, _) = created().await;
+    // Not made yet: created now from the body, detached.
+    let alone = occ("20270105T081000Z");
+    let mut b = body("u-1", "Alone");
+    b["due_at"] = json!("2027-01-05T08:10:00Z");
+    let (status, put) = call(&h.router, "PUT", &format!("/v1/reminders/{alone}"), Some(b)).await;
+    assert_eq!(status, StatusCode::CREATED, "{put}");
+    assert_eq!(put["content"]["subject"], "Alone");
+    assert_eq!(put["due_at"], "2027-01-05T08:10:00.000Z");
+    let stored = h.stored(&alone).await.unwrap();
+    assert!(stored.detached, "{stored:?}");
+    // Made already: edited as any reminder, and detached.
+    let edited_alone = occ("20270104T081400Z");
+    let mut b = body("u-1", "Edited alone");
+    b["due_at"] = json!("2027-01-04T08:14:00Z");
+    let (status, put) = call(
+        &h.router,
+        "PUT",
+        &format!("/v1/reminders/{edited_alone}"),
+        Some(b),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{put}");
+    assert_eq!(put["payload_version"], 2);
+    assert!(h.stored(&edited_alone).await.unwrap().detached);
+
+    // A series edit now, and another the next day once the detached one is due soon:
+    // both leave them as their PUTs wrote them, and the others follow.
+    let (status, _) = call(
+        &h.router,
+        "PUT",
+        "/v1/series/standup",
+        Some(standup("Standup v2")),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, r) = reminder(&h, &edited_alone).await;
+    assert_eq!(r["content"]["subject"], "Edited alone", "{r}");
+    let (_, r) = reminder(&h, &occ("20270104T080500Z")).await;
+    assert_eq!(r["content"]["subject"], "Standup v2", "{r}");
+    clock.set(at("2027-01-05T08:00:00Z"));
+    let (status, _) = call(
+        &h.router,
+        "PUT",
+        "/v1/series/standup",
+        Some(standup("Standup v3")),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let report = reminders::series::make_due(
+        &h.store,
+        &h.ledger,
+        at("2027-01-05T08:00:00Z"),
+        common::defaults().retention,
+    )
+    .await;
+    assert_eq!(report.failed, 0, "{report:?}");
+    let (_, r) = reminder(&h, &alone).await;
+    assert_eq!(r["status"], "scheduled", "{r}");
+    assert_eq!(r["content"]["subject"], "Alone", "{r}");
+    assert_eq!(r["payload_version"], 1, "{r}");
+    let (_, r) = reminder(&h, &occ("20270105T080500Z")).await;
+    assert_eq!(r["content"]["subject"], "Standup v3", "{r}");
+}
+
+/// An id with the separator is an occurrence's, of a series the caller reaches, or refused.
+#[tokio::test]
+async fn a_put_of_an_id_that_reads_as_an_occurrence_and_is_none_is_refused_naming_id() {
+    let (h, _clock, _) = created().await;
+    let due = |t: &str| {
+        let mut b = body("u-1", "Pickup");
+        b["due_at"] = json!(t);
+        b
+    };
+    let cases = [
+        ("x::y".to_owned(), due("2030-01-01T10:00:00Z")),
+        // An instant the rule does not produce.
+        (occ("20270105T081100Z"), due("2027-01-05T08:11:00Z")),
+        // No such series.
+        (
+            "nosuch::20270105T081000Z".to_owned(),
+            due("2027-01-05T08:10:00Z"),
+        ),
+        // Another subscriber's body.
+        (occ("20270106T080500Z"), {
+            let mut b = due("2027-01-06T08:05:00Z");
+            b["subscriber_id"] = json!("u-2");
+            b
+        }),
+    ];
+    for (id, b) in cases {
+        let (status, answer) =
+            call(&h.router, "PUT", &format!("/v1/reminders/{id}"), Some(b)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{id}: {answer}");
+        assert_eq!(answer["error"]["field"], "id", "{id}: {answer}");
+        assert!(h.stored(&id).await.is_none(), "{id}: nothing stored");
+    }
+}
+
+// Found while writing these tests: the non-test code answers otherwise (see the reason).
+
+#[tokio::test]
+async fn cancelling_a_series_cancels_an_occurrence_put_on_its_own_before_it_was_made() {
+    let (h, _clock, _) = created().await;
+    let alone = occ("20270105T081000Z");
+    let mut b = body("u-1", "Alone");
+    b["due_at"] = json!("2027-01-05T08:10:00Z");
+    let (status, put) = call(&h.router, "PUT", &format!("/v1/reminders/{alone}"), Some(b)).await;
+    assert_eq!(status, StatusCode::CREATED, "{put}");
+    let (status, cancel) = call(&h.router, "DELETE", "/v1/series/standup", None).await;
+    assert_eq!(status, StatusCode::OK, "{cancel}");
+    let (_, r) = reminder(&h, &alone).await;
+    assert_eq!(r["status"], "cancelled", "an occurrence not yet sent: {r}");
+}

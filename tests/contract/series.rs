@@ -1,0 +1,163 @@
+//! The [`SeriesStore`] contract (issue 35), on memory and on DynamoDB (the emulator): a
+//! create never overwrites; a write lands only over the version and the progress it read, and
+//! a refused one answers the series as stored; the maker finds an active series when its next
+//! occurrence comes within the make-ahead, never a cancelled one; a subscriber's series come a
+//! page at a time, and never another subscriber's (nor a reminder of the same subscriber).
+
+use std::time::Duration;
+
+use reminders::aws::dynamo::DynamoReminderStore;
+use reminders::clock::Timestamp;
+use reminders::domain::series::{NewSeries, Series, SeriesStatus, MAKE_AHEAD};
+use reminders::domain::{
+    Channel, Content, NewReminder, Recipient, Reminder, ReminderId, SeriesId, SubscriberId,
+};
+use reminders::ports::series::Written;
+use reminders::ports::{
+    ExpectedSeries, MemoryReminderStore, ReminderStore, SeriesStore, SubscriberIndex,
+};
+
+use crate::common;
+
+/// 2027-01-15T08:00:00Z.
+const T0: Timestamp = Timestamp::from_millis(1_800_000_000_000);
+
+fn series(id: &str, subscriber: &str, starts_at: Timestamp) -> Series {
+    let new = NewSeries {
+        series_id: SeriesId::parse(id).unwrap(),
+        subscriber_id: SubscriberId::parse(subscriber).unwrap(),
+        rule: "FREQ=DAILY;BYHOUR=9;BYMINUTE=15".into(),
+        zone: "Europe/Paris".into(),
+        starts_at,
+        until: None,
+        fresh_for: Some(Duration::from_secs(1800)),
+        content: Content::Text {
+            subject: "Standup".into(),
+            body: "in 5 minutes".into(),
+        },
+        recipients: vec![
+            Recipient::parse(Channel::Push, "device-token").unwrap(),
+            Recipient::parse(Channel::Email, "a@example.com").unwrap(),
+        ],
+    };
+    Series::new(new, Duration::from_secs(600)).unwrap()
+}
+
+async fn suite<S: SeriesStore + ReminderStore + SubscriberIndex>(store: &S) {
+    let s = series("standup", "u-42", T0);
+    assert_eq!(store.get_series(&s.series_id).await.unwrap(), None);
+    assert_eq!(
+        store.put_series(&s, ExpectedSeries::Absent).await.unwrap(),
+        Written::Written
+    );
+    assert_eq!(
+        store.get_series(&s.series_id).await.unwrap().as_ref(),
+        Some(&s)
+    );
+    // A second create finds it there, and says what is stored.
+    let again = store.put_series(&s, ExpectedSeries::Absent).await.unwrap();
+    assert_eq!(again, Written::Conflict(Some(Box::new(s.clone()))));
+
+    // The maker's progress: written over what it read; a stale reading is refused.
+    let mut made = s.clone();
+    made.made_through = Some(T0.plus(MAKE_AHEAD));
+    made.remember(T0.plus(Duration::from_secs(60)));
+    assert_eq!(
+        store
+            .put_series(&made, ExpectedSeries::of(&s))
+            .await
+            .unwrap(),
+        Written::Written
+    );
+    let mut edit = s.clone();
+    edit.version = 2;
+    let refused = store
+        .put_series(&edit, ExpectedSeries::of(&s))
+        .await
+        .unwrap();
+    assert_eq!(refused, Written::Conflict(Some(Box::new(made.clone()))));
+    let mut edit = made.clone();
+    edit.version = 2;
+    assert_eq!(
+        store
+            .put_series(&edit, ExpectedSeries::of(&made))
+            .await
+            .unwrap(),
+        Written::Written
+    );
+
+    // Due for the maker once its next occurrence (09:15 Paris, 08:15Z) is within the
+    // make-ahead of `until`; not before.
+    let next = edit.next_after(edit.made_through).unwrap();
+    let early = Timestamp::from_millis(next.as_millis() - MAKE_AHEAD.as_millis() as i64 - 1000);
+    let due = |until| async move { store.series_due(until, 10).await.unwrap() };
+    assert!(due(early).await.is_empty(), "not yet due");
+    let later = Timestamp::from_millis(next.as_millis() - MAKE_AHEAD.as_millis() as i64);
+    assert_eq!(due(later).await, vec![edit.clone()]);
+    // Cancelled: never again.
+    let mut cancelled = edit.clone();
+    cancelled.status = SeriesStatus::Cancelled;
+    cancelled.version = 3;
+    store
+        .put_series(&cancelled, ExpectedSeries::of(&edit))
+        .await
+        .unwrap();
+    assert!(due(next).await.is_empty(), "a cancelled series is not made");
+
+    // A subscriber's series, a page at a time, by start; nobody else's, and no reminder.
+    for (i, id) in ["b", "a", "c"].into_iter().enumerate() {
+        let start = T0.plus(Duration::from_secs(3600 * (i as u64 + 1)));
+        let other = series(id, "u-7", start);
+        store
+            .put_series(&other, ExpectedSeries::Absent)
+            .await
+            .unwrap();
+    }
+    store
+        .put_series(&series("elsewhere", "u-8", T0), ExpectedSeries::Absent)
+        .await
+        .unwrap();
+    store.insert(&reminder("u-7")).await.unwrap();
+    let sub = SubscriberId::parse("u-7").unwrap();
+    let first = store.series_of(&sub, None, 2).await.unwrap();
+    let ids: Vec<&str> = first.items.iter().map(|s| s.series_id.as_str()).collect();
+    assert_eq!(ids, ["b", "a"]);
+    let rest = store.series_of(&sub, first.next.as_ref(), 2).await.unwrap();
+    let ids: Vec<&str> = rest.items.iter().map(|s| s.series_id.as_str()).collect();
+    assert_eq!(ids, ["c"]);
+    assert_eq!(rest.next, None);
+    // The reminders' list of the same subscriber holds no series.
+    let reminders = store.by_subscriber(&sub, None, 10).await.unwrap();
+    assert_eq!(reminders.items.len(), 1, "{reminders:?}");
+}
+
+fn reminder(subscriber: &str) -> Reminder {
+    Reminder::new(
+        NewReminder {
+            reminder_id: ReminderId::parse("plain-1").unwrap(),
+            subscriber_id: SubscriberId::parse(subscriber).unwrap(),
+            due_at: T0,
+            fresh_until: None,
+            content: Content::Text {
+                subject: "s".into(),
+                body: "b".into(),
+            },
+            recipients: vec![Recipient::parse(Channel::Push, "tok").unwrap()],
+        },
+        Duration::from_secs(600),
+        Duration::from_secs(86_400),
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn memory_series_store_meets_the_contract() {
+    suite(&MemoryReminderStore::new(4)).await;
+}
+
+#[tokio::test]
+async fn dynamodb_series_store_meets_the_contract() {
+    let client = common::dynamo().await;
+    let table = common::reminders_table(&client).await;
+    suite(&DynamoReminderStore::new(client, table, 4)).await;
+}
