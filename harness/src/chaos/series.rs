@@ -375,6 +375,11 @@ pub(super) async fn judge(world: &World, report: &mut SeedReport) {
         let Some((_, acked_at, last)) = book.versions.last() else {
             continue;
         };
+        // A write whose answer never came may have landed (and made what it makes): judged as
+        // the reminders its occurrences are, no further.
+        if book.uncertain {
+            continue;
+        }
         for (channel_key, at) in keys(book) {
             // Doubled: claimed after an acknowledged write that no longer makes it.
             let Some(f) = facts.get(&channel_key) else {
@@ -402,7 +407,7 @@ pub(super) async fn judge(world: &World, report: &mut SeedReport) {
                 }
             }
         }
-        if book.uncertain || book.cancelled.is_some() {
+        if book.cancelled.is_some() {
             continue;
         }
         let from = acked_at.plus(Duration::from_secs(120));
@@ -418,15 +423,17 @@ pub(super) async fn judge(world: &World, report: &mut SeedReport) {
                 Ok(Some(r)) => {
                     // Made and ended one way or another; each channel's own ending is the
                     // reminder verdicts' to judge (a standby channel may never be needed).
+                    // Sent, expired or dead with its reason at some point (a redrive may have
+                    // made it ready again since: `awaiting_redrive`, reported apart).
+                    let ended = |rec: &reminders::ledger::DeliveryRecord| {
+                        rec.history().into_iter().any(|(_, h)| {
+                            matches!(h.to, Status::Delivered | Status::Expired | Status::Dead)
+                        })
+                    };
                     let settled = r.status == ReminderStatus::Expired
                         || r.channels().any(|c| {
                             let key = DeliveryKey::derive(&rid, &r.subscriber_id, c);
-                            ledger.get(&key).is_some_and(|rec| {
-                                matches!(
-                                    rec.status(),
-                                    Status::Delivered | Status::Expired | Status::Dead
-                                )
-                            })
+                            ledger.get(&key).is_some_and(ended)
                         });
                     if settled {
                         continue;

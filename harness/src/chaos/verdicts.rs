@@ -142,11 +142,20 @@ impl Seen<'_> {
             .flat_map(|(c, f)| f.sends.iter().map(move |s| (c, s)))
             .collect();
         let writes = self.writes(r);
-        // `a`'s claim says it took the reminder over from `b`: `b`'s death handed it on before
-        // `a` was claimed. (`b`'s own `fallback_to` may name `a` only from a later death.)
-        let took_over = |a: Channel, b: Channel| {
-            let rec = self.ledger.get(&Self::key(r, a));
-            rec.and_then(|rec| rec.fallback_from()) == Some(b)
+        // `a` took the reminder over from `b` (its claim's `fallback_from`), and this send of `b`
+        // came after a death of `b`: `b` was revived (a redrive) after it handed on. (Which
+        // claim set `a`'s origin the final item does not say; `b`'s death before its send does.)
+        let took_over = |a: Channel, b: Channel, sb: &super::journal::SendFact| {
+            let from = self
+                .ledger
+                .get(&Self::key(r, a))
+                .and_then(|rec| rec.fallback_from());
+            let died_before = self.ledger.get(&Self::key(r, b)).is_some_and(|rec| {
+                rec.history()
+                    .into_iter()
+                    .any(|(_, h)| h.to == Status::Dead && h.from != Status::Dead && h.at < sb.at)
+            });
+            from == Some(b) && died_before
         };
         let first_claim = |c: Channel, s: &super::journal::SendFact| {
             self.facts(&Self::key(r, c))
@@ -163,7 +172,7 @@ impl Seen<'_> {
                     // From the earlier of the two first claims: an order set while both were
                     // in flight (claimed, if only once) changes nothing for them.
                     let from = first_claim(*a, sa).min(first_claim(*b, sb)).min(claim);
-                    both_ordered(writes, *a, *b, from, sb.seq) || took_over(*a, *b)
+                    both_ordered(writes, *a, *b, from, sb.seq) || took_over(*a, *b, sb)
                 });
             if let Some((a, sa)) = first {
                 let history = |c: Channel| {
