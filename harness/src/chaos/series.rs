@@ -395,7 +395,7 @@ pub(super) async fn judge(world: &World, report: &mut SeedReport) {
                     && next.is_none_or(|(_, _, v)| !v.produces(at));
                 let cancelled = book.cancelled.is_some_and(|c| c < claim);
                 if removed || cancelled {
-                    let versions = versions_text(&book);
+                    let versions = versions_text(book);
                     let history: Vec<String> = ledger.get(&channel_key).map_or(Vec::new(), |rec| {
                         rec.history()
                             .into_iter()
@@ -448,7 +448,7 @@ pub(super) async fn judge(world: &World, report: &mut SeedReport) {
                                 .collect::<Vec<_>>()
                         })
                         .collect();
-                    let versions = versions_text(&book);
+                    let versions = versions_text(book);
                     format!("{rid}: made, {} (v{}) and never sent, expired or dead; ledger {history:?}; versions {versions:?}; skips {:?}", r.status.as_str(), r.payload_version, book.skips)
                 }
                 _ => format!("{rid}: never made"),
