@@ -80,11 +80,11 @@ where
     // Series first, so that no occurrence is made while their reminders are erased: each
     // cancelled (with its occurrences not yet sent), then deleted; the occurrences are the
     // subscriber's reminders, erased below.
+    let mut after_series = None;
     loop {
-        let page = store.series_of(subscriber, None, 100).await?;
-        if page.items.is_empty() {
-            break;
-        }
+        let page = store
+            .series_of(subscriber, after_series.as_ref(), 100)
+            .await?;
         for s in &page.items {
             let access = crate::domain::Access::Any;
             let id = &s.series_id;
@@ -96,6 +96,11 @@ where
             if store.delete_series(id).await? == Deleted::Deleted {
                 out.series_deleted += 1;
             }
+        }
+        // Page by page to the end: the index may still list what was just deleted.
+        match page.next {
+            Some(next) => after_series = Some(next),
+            None => break,
         }
     }
     let mut after = None;

@@ -27,6 +27,9 @@ use crate::ports::{Inserted, Ledger, PortError, ReminderStore};
 pub const MAX_MADE_PER_PASS: usize = 500;
 /// Series the maker takes per run.
 pub const MAX_SERIES_PER_RUN: u32 = 1_000;
+/// At most this many instants an edit or a cancel brings in line (a day of a rule every
+/// minute, fresh for a day).
+pub const MAX_AFFECTED: usize = 1_500;
 
 /// What one run of the maker did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -94,6 +97,19 @@ where
         Some(stored) => s = stored,
         None => return Ok(()),
     }
+    if s.pending {
+        // An edit or a cancel that stopped before its occurrences were in line: finished here.
+        let next = (s.status == SeriesStatus::Active).then_some(&s);
+        let instants = affected(&s, next, now);
+        reconcile(store, ledger, &s, &instants, now, retention)
+            .await
+            .map_err(outbox_port)?;
+        settle(store, &s).await?;
+        match store.get_series(&s.series_id).await? {
+            Some(stored) => s = stored,
+            None => return Ok(()),
+        }
+    }
     for _ in 0..5 {
         if s.status != SeriesStatus::Active {
             return Ok(());
@@ -157,6 +173,10 @@ where
         let id = occurrence_id(&s.series_id, at);
         let wanted = wanted_ever && s.produces(at);
         let Some(current) = store.get(&id).await? else {
+            // Past its freshness: never made again (its item may be gone with its TTL).
+            if crate::domain::reminder::is_stale(at.plus(s.fresh_for), now) {
+                continue;
+            }
             let mut occurrence = s.occurrence(at, retention);
             if !wanted {
                 occurrence.status = ReminderStatus::Cancelled;
@@ -165,6 +185,11 @@ where
             let _ = store.insert(&occurrence).await?;
             continue;
         };
+        // Settled (cancelled, expired, invalid): nothing left to stop. One still editable is
+        // brought in line even when stale: an edit through its own id could make it fresh.
+        if !crate::ports::reminders::editable(current.status) {
+            continue;
+        }
         // Edited on its own: a series edit leaves it as it is (a cancel still cancels it).
         if current.detached && s.status != SeriesStatus::Cancelled {
             continue;
@@ -214,14 +239,29 @@ where
 /// those of the new rule in that window.
 pub fn affected(s: &Series, next: Option<&Series>, now: Timestamp) -> Vec<Timestamp> {
     let horizon = now.plus(MAKE_AHEAD).max(s.made_through.unwrap_or(now));
-    // Those already due too: one a backlog still holds, no longer made by the edited rule, is
-    // cancelled rather than sent late beside its replacement.
-    let mut all: BTreeSet<Timestamp> = s.made.iter().copied().collect();
-    all.extend(s.instants_between(Some(now), Some(horizon), MAX_MADE_PER_PASS));
+    // Every instant of the rule still fresh (the ids are the instants: no memory needed, so a
+    // long stall or a backlog of enqueued ones is covered), and those it remembers making.
+    let fresh_from = Timestamp::from_millis(now.as_millis() - s.fresh_for.as_millis() as i64);
+    // A cancel takes every one it remembers (one edited on its own may have been moved later).
+    let remembered = |t: &Timestamp| next.is_none() || *t > fresh_from;
+    let mut all: BTreeSet<Timestamp> = s.made.iter().copied().filter(remembered).collect();
+    all.extend(s.instants_between(Some(fresh_from), Some(horizon), MAX_AFFECTED));
     if let Some(next) = next {
-        all.extend(next.instants_between(Some(now), Some(horizon), MAX_MADE_PER_PASS));
+        all.extend(next.instants_between(Some(now), Some(horizon), MAX_AFFECTED));
     }
     all.into_iter().collect()
+}
+
+/// The edit or cancel written as `s` is in line: clear its mark (unless another writer came
+/// first, whose own write says what is left).
+async fn settle<S: SeriesStore>(store: &S, s: &Series) -> Result<(), PortError> {
+    if !s.pending {
+        return Ok(());
+    }
+    let mut done = s.clone();
+    done.pending = false;
+    store.put_series(&done, ExpectedSeries::of(s)).await?;
+    Ok(())
 }
 
 fn outbox_port(e: OutboxError) -> PortError {
@@ -277,6 +317,11 @@ where
     wanted.owner = access.owner().cloned();
     for _ in 0..5 {
         let Some(current) = store.get_series(&wanted.series_id).await? else {
+            // Nothing before the series existed: a start in the past makes no occurrence due
+            // before now (each would only expire, with an event for a time nobody asked).
+            if wanted.starts_at < now {
+                wanted.made_through = Some(now);
+            }
             if store.put_series(&wanted, ExpectedSeries::Absent).await? != Written::Written {
                 continue;
             }
@@ -290,17 +335,17 @@ where
         if !access.reaches(current.owner.as_ref(), &current.subscriber_id) {
             return Ok(Err(Refused::NotFound));
         }
+        if current.status != SeriesStatus::Active {
+            return Ok(Err(Refused::Final(current.status)));
+        }
         if current.same_body(&wanted) {
             // Again after an answer that never came (or a failure after the write landed):
             // what that edit left to bring in line is done now.
-            if current.version > 1 && current.status == SeriesStatus::Active {
+            if current.version > 1 {
                 let instants = affected(&current, Some(&current), now);
                 reconcile(store, ledger, &current, &instants, now, retention).await?;
             }
             return Ok(Ok(Put::Same(current)));
-        }
-        if current.status != SeriesStatus::Active {
-            return Ok(Err(Refused::Final(current.status)));
         }
         if current.subscriber_id != wanted.subscriber_id {
             return Ok(Err(Refused::SubscriberChanged));
@@ -319,6 +364,7 @@ where
         if next.ended_by(now) {
             next.status = SeriesStatus::Ended;
         }
+        next.pending = true;
         if store
             .put_series(&next, ExpectedSeries::of(&current))
             .await?
@@ -327,6 +373,8 @@ where
             continue;
         }
         reconcile(store, ledger, &next, &instants, now, retention).await?;
+        settle(store, &next).await?;
+        next.pending = false;
         return Ok(Ok(Put::Edited(next)));
     }
     Ok(Err(Refused::Contended))
@@ -356,8 +404,14 @@ where
         }
         let mut next = current.clone();
         next.status = SeriesStatus::Cancelled;
+        let instants = affected(&current, None, now);
         if current.status != SeriesStatus::Cancelled {
             next.version = current.version + 1;
+            // Remembered with it, so that the maker finishes the cancel if this call stops.
+            for &at in &instants {
+                next.remember(at);
+            }
+            next.pending = true;
             if store
                 .put_series(&next, ExpectedSeries::of(&current))
                 .await?
@@ -366,8 +420,9 @@ where
                 continue;
             }
         }
-        let instants = affected(&current, None, now);
         let cancels = reconcile(store, ledger, &next, &instants, now, retention).await?;
+        settle(store, &next).await?;
+        next.pending = false;
         return Ok(Ok((next, cancels)));
     }
     Ok(Err(Refused::Contended))

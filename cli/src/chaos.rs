@@ -49,7 +49,7 @@ pub struct ChaosArgs {
     /// ignore-fallback-order → two_channels_sent, lose-fallback-messages → stranded,
     /// refuse-newer-values → event_missing, forget-maybe-sent → two_channels_sent,
     /// expire-over-an-edit → expired_while_fresh, keep-old-horizon → duplicated,
-    /// stale-last-look → stale_sends, ignore-countries → sent_abroad, lost-hand-on → two_channels_sent (in 100 worlds), skip-ahead → occurrence_missing, forget-made → occurrence_doubled.
+    /// stale-last-look → stale_sends, ignore-countries → sent_abroad, lost-hand-on → two_channels_sent (in 300 worlds), skip-ahead → occurrence_missing, forget-made → occurrence_doubled.
     #[arg(long)]
     plant: Option<String>,
 }

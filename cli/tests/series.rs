@@ -304,9 +304,13 @@ async fn a_series_through_local_api_and_local_run_delivers_each_occurrence_once_
             );
         }
     }
-    // Its last occurrence due: ended. The same body again answers; another is refused.
-    let (status, _) = put_series("standup", edited.clone()).await;
-    assert_eq!(status, 200);
+    // Its last occurrence due: ended, and a PUT is refused, the same body or another.
+    let (status, refused) = put_series("standup", edited.clone()).await;
+    assert_eq!(
+        (status, refused["error"]["field"].as_str()),
+        (409, Some("status")),
+        "{refused}"
+    );
     let mut changed = edited;
     changed["content"]["body"] = json!("moved");
     let (status, refused) = put_series("standup", changed).await;

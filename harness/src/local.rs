@@ -228,8 +228,8 @@ async fn on_error<C: Clock>(
     Ok(())
 }
 
-/// EventBridge Scheduler: a run every period (the first share's maker of series
-/// occurrences, then the scan).
+/// EventBridge Scheduler: a run every period (the scan, then the first share's maker of
+/// series occurrences).
 async fn schedule_loop<P: Ports>(
     scheduler: &Scheduler<P>,
     cfg: &LocalConfig,
@@ -242,9 +242,6 @@ where
     let mut backoff = Duration::from_secs(1);
     while !shared.stopped() {
         let now = clock.now();
-        let p = scheduler.ports();
-        let made = reminders::series::make_due(p.reminders(), p.ledger(), now, cfg.retention).await;
-        shared.report().occurrences_made += made.made;
         match scheduler.run(Some(now.plus(cfg.scheduler_timeout))).await {
             Ok(run) => {
                 backoff = Duration::from_secs(1);
@@ -256,6 +253,11 @@ where
             }
             Err(e) => on_error(clock, e, "scheduler run", &mut backoff, shared).await?,
         }
+        // The first share's maker, after its scan, as deployed.
+        let p = scheduler.ports();
+        let at = clock.now();
+        let made = reminders::series::make_due(p.reminders(), p.ledger(), at, cfg.retention).await;
+        shared.report().occurrences_made += made.made;
         let next = now.plus(cfg.schedule_period);
         pause(clock, next.since(clock.now()), shared).await;
     }

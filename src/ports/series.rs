@@ -1,7 +1,8 @@
 //! Where series live (DESIGN §13), beside the reminders: a port of its own, so the pipeline's
 //! reminder stores and their wrappers carry nothing of it. DynamoDB keeps a series in the
-//! reminders table under `series#{id}`, with two sparse indexes (`series-make-index` for the
-//! maker, `series-subscriber-index` for a subscriber's list); memory keeps a map.
+//! reminders table under `series#{id}`, with the sparse `series-index` for the maker, and a
+//! subscriber's list in the `subscriber-index` (partition `series#{subscriber}`, by start);
+//! memory keeps a map.
 
 use std::future::Future;
 
@@ -131,10 +132,15 @@ impl<T: SeriesStore> SeriesStore for std::sync::Arc<T> {
     }
 }
 
-/// When the maker should next look at `s`: its next occurrence to make less the make-ahead,
-/// or, once none is left, when its last occurrence is due (to end it then); `None` once it is
-/// cancelled or ended.
+/// When the maker should next look at `s`: at once while an edit or a cancel of it is still
+/// to be brought in line; else its next occurrence to make less the make-ahead, or, once none
+/// is left, when its last occurrence is due (to end it then); `None` once it is cancelled or
+/// ended.
 pub fn make_at(s: &Series) -> Option<Timestamp> {
+    if s.pending {
+        // An edit or a cancel not yet brought in line: at once.
+        return Some(Timestamp::from_millis(0));
+    }
     if s.status != crate::domain::series::SeriesStatus::Active {
         return None;
     }

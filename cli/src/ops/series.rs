@@ -167,7 +167,7 @@ async fn show(id: String, json: bool) -> Result<(), String> {
     let now = p.clock.now();
     let next = s.instants_between(Some(Timestamp::from_millis(now.as_millis() - 1)), None, 5);
     let mut made = Vec::new();
-    for &at in s.made.iter().rev() {
+    for &at in s.made.iter().rev().take(20) {
         let rid = occurrence_id(&s.series_id, at);
         let status = match p.reminders.get(&rid).await.map_err(err)? {
             Some(r) => r.status.as_str(),

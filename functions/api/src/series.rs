@@ -27,8 +27,9 @@ use crate::{view, App};
 
 type Shared<S, L, C> = State<Arc<App<S, L, C>>>;
 
-/// How many of the next occurrences a series' GET shows.
+/// How many of the next occurrences a series' GET shows, and of those made (the latest).
 const NEXT_SHOWN: usize = 5;
+const MADE_SHOWN: usize = 20;
 const DEFAULT_LIMIT: u32 = 25;
 const MAX_LIMIT: u32 = 100;
 
@@ -327,7 +328,7 @@ async fn show_series<S: ReminderStore>(
         _ => Vec::new(),
     };
     let mut made = Vec::new();
-    for &t in s.made.iter().rev() {
+    for &t in s.made.iter().rev().take(MADE_SHOWN) {
         let id = occurrence_id(&s.series_id, t);
         let mut o = at(t, &id);
         o["status"] = match store.get(&id).await? {

@@ -431,8 +431,9 @@ async fn a_cancelled_series_cancels_its_occurrences_and_refuses_a_different_body
         Some(standup("Standup")),
     )
     .await;
-    assert_eq!(status, StatusCode::OK, "{same}");
-    assert_eq!(same["status"], "cancelled");
+    // Once cancelled, any body is refused, the same one too (issue 35: `409` once cancelled).
+    assert_eq!(status, StatusCode::CONFLICT, "{same}");
+    assert_eq!(same["error"]["field"], "status");
     let (status, again) = call(&h.router, "DELETE", "/v1/series/standup", None).await;
     assert_eq!(status, StatusCode::OK, "{again}");
     assert_eq!(again["status"], "cancelled");

@@ -35,12 +35,15 @@ async fn main() -> Result<(), Error> {
             let now = reminders::clock::Clock::now(&SystemClock);
             let deadline = reminders::wiring::invocation_deadline(event.context.deadline, now);
             let share = Share::from_event(&event.payload)?;
+            let report = scheduler.run_share(deadline, share).await?;
             if share.index == 0 {
-                // Recurring series (DESIGN §13): the first share makes the occurrences due
-                // within the make-ahead, before the scan that enqueues what is due.
+                // Recurring series (DESIGN §13): the first share, after its scan (which no backlog of
+                // occurrences delays), makes those due within the make-ahead: the next runs
+                // enqueue them on time.
                 let p = scheduler.ports();
+                let at = reminders::clock::Clock::now(&SystemClock);
                 let made =
-                    reminders::series::make_due(&p.reminders, &p.ledger, now, retention).await;
+                    reminders::series::make_due(&p.reminders, &p.ledger, at, retention).await;
                 tracing::info!(
                     series = made.series,
                     made = made.made,
@@ -50,7 +53,7 @@ async fn main() -> Result<(), Error> {
                     "series made"
                 );
             }
-            let report = scheduler.run_share(deadline, share).await?;
+
             // EMF must be a bare JSON line on stdout: the heartbeat, backlog, failing shards,
             // quarantined items and early stops alarm on it.
             let at = reminders::clock::Clock::now(&SystemClock);

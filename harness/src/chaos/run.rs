@@ -155,11 +155,11 @@ async fn schedule(world: Arc<World>, n: u64) {
             tokio::time::sleep(Duration::from_secs(60)).await;
             continue;
         }
+        let deadline = world.clock.now().plus(Duration::from_secs(50));
+        let _ = invoke(scheduler.run(Some(deadline)), Duration::from_secs(60)).await;
         if w.series {
             super::series::make(&world).await;
         }
-        let deadline = world.clock.now().plus(Duration::from_secs(50));
-        let _ = invoke(scheduler.run(Some(deadline)), Duration::from_secs(60)).await;
         tokio::time::sleep(Duration::from_secs(60)).await;
     }
 }

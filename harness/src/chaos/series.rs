@@ -1,8 +1,9 @@
 //! Series in the worlds (issue 35): half the worlds create two or three series at the start,
 //! in zones far apart, with occurrences minutes apart inside the faults; the application
 //! edits them (moving their minutes), skips an occurrence and cancels some mid-flight; the
-//! schedule's maker makes their occurrences through a series adapter whose index lags the
-//! table (a GSI is eventually consistent: the maker may read the version before an edit).
+//! schedule's maker (after each scan) makes their occurrences through a series adapter whose
+//! index lags the table (a GSI is eventually consistent: the maker may read the version
+//! before an edit).
 //! Every occurrence is then judged as any reminder is, and by two verdicts of its own:
 //! `occurrence_missing` and `occurrence_doubled`.
 
@@ -381,17 +382,23 @@ pub(super) async fn judge(world: &World, report: &mut SeedReport) {
             continue;
         }
         for (channel_key, at) in keys(book) {
-            // Doubled: claimed after an acknowledged write that no longer makes it.
+            // Doubled: claimed after an acknowledged write that no longer makes it (unless
+            // edited on its own, which a series edit leaves alone; a cancel still counts).
             let Some(f) = facts.get(&channel_key) else {
                 continue;
             };
+            let detached = matches!(
+                world.store.get(&occurrence_id(id, at)).await,
+                Ok(Some(r)) if r.detached
+            );
             for send in f.sends.iter().filter(|s| s.may_have_reached()) {
                 let claim = send.claim.unwrap_or(send.seq);
                 // The last version acknowledged before the claim, and the next one (its write
                 // may have landed, and made this occurrence, before its answer).
                 let in_force = book.versions.iter().rev().find(|(seq, _, _)| *seq < claim);
                 let next = book.versions.iter().find(|(seq, _, _)| *seq > claim);
-                let removed = in_force.is_some_and(|(_, _, v)| !v.produces(at))
+                let removed = !detached
+                    && in_force.is_some_and(|(_, _, v)| !v.produces(at))
                     && next.is_none_or(|(_, _, v)| !v.produces(at));
                 let cancelled = book.cancelled.is_some_and(|c| c < claim);
                 if removed || cancelled {

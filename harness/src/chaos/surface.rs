@@ -277,6 +277,8 @@ async fn add_the_order(world: &World, origin: &reminders::ledger::Origin) -> boo
     };
     let changes = Edit {
         recipients: Some(recipients),
+        // An occurrence edited through its own id is detached, as the API does.
+        detach: reminders::domain::series::occurrence_of(&cur.reminder_id).is_some(),
         ..Edit::default()
     };
     let ports = &world.ports;
@@ -410,7 +412,8 @@ async fn edit(world: &World, id: &ReminderId, rng: &mut StdRng, t: u64, force: F
         fresh_until: Some(fresh),
         content: Some(content),
         recipients: Some(channels.iter().map(number).collect()),
-        detach: false,
+        // An occurrence edited through its own id is detached, as the API does.
+        detach: reminders::domain::series::occurrence_of(id).is_some(),
     };
     let ports = &world.ports;
     let call = outbox::edit(

@@ -64,6 +64,8 @@ struct Doc {
     made_through: Option<i64>,
     #[serde(default)]
     made: Vec<i64>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pending: bool,
 }
 
 fn encode(s: &Series) -> Result<HashMap<String, AttributeValue>, PortError> {
@@ -86,6 +88,7 @@ fn encode(s: &Series) -> Result<HashMap<String, AttributeValue>, PortError> {
         version: s.version,
         made_through: s.made_through.map(|t| t.as_millis()),
         made: s.made.iter().map(|t| t.as_millis()).collect(),
+        pending: s.pending,
     };
     let json = serde_json::to_string(&doc).map_err(|e| corrupt(OP_PUT_SERIES, e.to_string()))?;
     let mut item = HashMap::from([
@@ -145,6 +148,7 @@ fn decode(op: &'static str, item: &HashMap<String, AttributeValue>) -> Result<Se
         version: d.version,
         made_through: d.made_through.map(Timestamp::from_millis),
         made: d.made.into_iter().map(Timestamp::from_millis).collect(),
+        pending: d.pending,
     })
 }
 

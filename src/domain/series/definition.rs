@@ -25,9 +25,10 @@ pub const MAX_SERIES_ID_LEN: usize = 110;
 /// minute) plus its look-ahead, so that an occurrence is in the due index before its time and
 /// keeps the scheduler's sub-minute precision.
 pub const MAKE_AHEAD: Duration = Duration::from_secs(15 * 60);
-/// How many of the latest occurrences made a series remembers (for its GET, and for an edit
-/// or a cancel to find those not yet enqueued).
-pub const MADE_KEPT: usize = 64;
+/// How many of the latest occurrences made (or brought in line by an edit or a cancel) a
+/// series remembers: for an edit or a cancel, and the maker finishing one, to find them again
+/// (a rule's instants past its freshness need no memory). A series' GET shows the latest 20.
+pub const MADE_KEPT: usize = 2_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -128,6 +129,10 @@ pub struct Series {
     pub made_through: Option<Timestamp>,
     /// The latest occurrences made, oldest first, at most [`MADE_KEPT`].
     pub made: Vec<Timestamp>,
+    /// Written with an edit or a cancel, cleared once its occurrences were brought in line:
+    /// while set, the maker looks at it at once and finishes the job (a failure midway, a
+    /// timeout, a client that gave up).
+    pub pending: bool,
 }
 
 impl Series {
@@ -194,6 +199,7 @@ impl Series {
             version: 1,
             made_through: None,
             made: Vec::new(),
+            pending: false,
         })
     }
 
