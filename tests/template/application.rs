@@ -11,7 +11,11 @@ use super::iam::{condition, params, resolve};
 use super::{resource, scalar, template};
 
 /// The routes the API serves (the contract's, issue 25).
-const ROUTES: [&str; 7] = [
+const ROUTES: [&str; 11] = [
+    "PUT /v1/series/{id}",
+    "GET /v1/series/{id}",
+    "DELETE /v1/series/{id}",
+    "GET /v1/subscribers/{id}/series",
     "PUT /v1/reminders/{id}",
     "GET /v1/reminders/{id}",
     "DELETE /v1/reminders/{id}",
