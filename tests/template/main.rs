@@ -199,7 +199,11 @@ async fn the_bootstrap_creates_the_same_resources_on_the_emulator() {
         .unwrap()
         .clone();
     assert_eq!(declared.len(), table.global_secondary_indexes().len());
-    assert_eq!(declared.len(), 2, "the due index and the subscriber index");
+    assert_eq!(
+        declared.len(),
+        3,
+        "the due index, the subscriber index and the series index"
+    );
     for want in &declared {
         let name = want["IndexName"].as_str().unwrap();
         let gsi = table
@@ -226,12 +230,22 @@ async fn the_bootstrap_creates_the_same_resources_on_the_emulator() {
             .iter()
             .cloned()
             .collect();
+        let want_type = want["Projection"]["ProjectionType"].as_str().unwrap();
+        let got_type = gsi
+            .projection()
+            .unwrap()
+            .projection_type()
+            .unwrap()
+            .as_str();
+        assert_eq!(got_type, want_type, "{name}");
         let want_projected: BTreeSet<String> = want["Projection"]["NonKeyAttributes"]
             .as_sequence()
-            .unwrap()
-            .iter()
-            .filter_map(|v| v.as_str().map(str::to_owned))
-            .collect();
+            .map(|v| {
+                v.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
         assert_eq!(projected, want_projected, "{name}");
     }
     for name in [&rem, &del] {
