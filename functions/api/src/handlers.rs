@@ -265,19 +265,7 @@ where
     if !access.reaches_subscriber(&subscriber) {
         return Err(ApiError::not_found("subscriber"));
     }
-    let limit = match query.get("limit") {
-        None => DEFAULT_LIMIT,
-        Some(raw) => raw
-            .parse::<u32>()
-            .ok()
-            .filter(|n| (1..=MAX_LIMIT).contains(n))
-            .ok_or_else(|| {
-                ApiError::invalid(
-                    "limit",
-                    format!("limit: must be a whole number from 1 to {MAX_LIMIT}"),
-                )
-            })?,
-    };
+    let limit = page_limit(&query)?;
     let after = match query.get("cursor") {
         None => None,
         Some(raw) => Some(
@@ -291,6 +279,23 @@ where
     // Only what the caller reaches, and a cursor that names only what it reaches.
     let page = visible_page(&app.store, &access, &subscriber, after.as_ref(), limit).await?;
     Ok(Json(view::page(&page)))
+}
+
+/// A list's `limit` query parameter: 1 to 100, 25 when absent.
+pub(crate) fn page_limit(query: &HashMap<String, String>) -> Result<u32, ApiError> {
+    match query.get("limit") {
+        None => Ok(DEFAULT_LIMIT),
+        Some(raw) => raw
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=MAX_LIMIT).contains(n))
+            .ok_or_else(|| {
+                ApiError::invalid(
+                    "limit",
+                    format!("limit: must be a whole number from 1 to {MAX_LIMIT}"),
+                )
+            }),
+    }
 }
 
 /// Any other path or method.

@@ -30,8 +30,6 @@ type Shared<S, L, C> = State<Arc<App<S, L, C>>>;
 /// How many of the next occurrences a series' GET shows, and of those made (the latest).
 const NEXT_SHOWN: usize = 5;
 const MADE_SHOWN: usize = 20;
-const DEFAULT_LIMIT: u32 = 25;
-const MAX_LIMIT: u32 = 100;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -251,19 +249,7 @@ where
     if !access.reaches_subscriber(&subscriber) {
         return Err(ApiError::not_found("subscriber"));
     }
-    let limit = match query.get("limit") {
-        None => DEFAULT_LIMIT,
-        Some(raw) => raw
-            .parse::<u32>()
-            .ok()
-            .filter(|n| (1..=MAX_LIMIT).contains(n))
-            .ok_or_else(|| {
-                ApiError::invalid(
-                    "limit",
-                    format!("limit: must be a whole number from 1 to {MAX_LIMIT}"),
-                )
-            })?,
-    };
+    let limit = crate::handlers::page_limit(&query)?;
     let after = match query.get("cursor") {
         None => None,
         Some(raw) => Some(SeriesId::parse(raw.as_str()).map_err(|_| {
