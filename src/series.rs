@@ -9,6 +9,10 @@
 //! due within [`MAKE_AHEAD`]): the new version's, or a cancelled placeholder where the new rule
 //! makes none, so a late maker's create finds it there and writes nothing.
 //!
+//! A series in the zone `"subscriber"` makes each occurrence in the subscriber's own
+//! `time_zone` as read (strongly) when the maker makes it: a traveller's 08:00 follows them.
+//! Occurrences already made keep the zone they were made in.
+//!
 //! A missed occurrence (a stopped scheduler, an outage) is still made, due in the past: the
 //! scheduler's next scan finds it stale and expires it with its reason; the next occurrence
 //! goes at its own time, never bunched.
@@ -97,6 +101,9 @@ where
         Some(stored) => s = stored,
         None => return Ok(()),
     }
+    // The subscriber's zone, read once for this pass: every instant it makes (and reconciles
+    // after a race) is of that zone.
+    let zone_now = subscriber_zone(store, &s).await?;
     if s.pending {
         // An edit or a cancel that stopped before its occurrences were in line: finished here.
         let next = (s.status == SeriesStatus::Active).then_some(&s);
@@ -114,6 +121,7 @@ where
         if s.status != SeriesStatus::Active {
             return Ok(());
         }
+        s.localise(zone_now.as_deref());
         let instants = s.instants_between(s.made_through, Some(horizon), MAX_MADE_PER_PASS);
         for &at in &instants {
             match store.insert(&s.occurrence(at, retention)).await? {
@@ -140,14 +148,73 @@ where
                 // An edit or a cancel (or another maker) came first: what this pass made may be
                 // of the old version, or no longer wanted.
                 report.raced += 1;
+                let mut current = *current;
+                current.localise(zone_now.as_deref());
                 reconcile(store, ledger, &current, &instants, now, retention)
                     .await
                     .map_err(outbox_port)?;
-                s = *current;
+                s = current;
             }
         }
     }
     Ok(())
+}
+
+/// After a subscriber's preferences were written with `zone`: every active series of theirs
+/// in the zone `"subscriber"` takes it now, so that the maker looks at each when its next
+/// occurrence in the new zone comes due (its index entry was of the old zone's). Answers how
+/// many were re-aimed. The maker reads the zone itself each time it makes, so a re-aim lost to
+/// a crash only delays the switch to the next occurrence of the old zone.
+pub async fn follow_zone<S: SeriesStore>(
+    store: &S,
+    subscriber: &crate::domain::SubscriberId,
+    zone: Option<&str>,
+) -> Result<u32, PortError> {
+    let Some(zone) = zone else {
+        return Ok(0);
+    };
+    let mut moved = 0;
+    let mut after = None;
+    loop {
+        let page = store.series_of(subscriber, after.as_ref(), 100).await?;
+        for mut s in page.items {
+            for _ in 0..5 {
+                let stale = s.status == SeriesStatus::Active
+                    && s.follows_subscriber()
+                    && s.local_zone.as_deref() != Some(zone);
+                if !stale {
+                    break;
+                }
+                let mut next = s.clone();
+                next.localise(Some(zone));
+                match store.put_series(&next, ExpectedSeries::of(&s)).await? {
+                    Written::Written => {
+                        moved += 1;
+                        break;
+                    }
+                    Written::Conflict(None) => break,
+                    Written::Conflict(Some(current)) => s = *current,
+                }
+            }
+        }
+        match page.next {
+            Some(next) => after = Some(next),
+            None => return Ok(moved),
+        }
+    }
+}
+
+/// The subscriber's `time_zone` for a series that follows it (`None` for any other series,
+/// and when the subscriber set none).
+async fn subscriber_zone<S: ReminderStore>(
+    store: &S,
+    s: &Series,
+) -> Result<Option<String>, PortError> {
+    if !s.follows_subscriber() {
+        return Ok(None);
+    }
+    let prefs = store.preferences(&s.subscriber_id).await?;
+    Ok(prefs.and_then(|p| p.time_zone).map(|z| z.name().to_owned()))
 }
 
 /// Bring the occurrences at `instants` in line with `s` as it now stands: an occurrence not
@@ -296,6 +363,8 @@ pub enum Refused {
     SubscriberChanged,
     /// It kept changing under the write.
     Contended,
+    /// In the zone `"subscriber"`, for a subscriber whose preferences name no `time_zone`.
+    NoSubscriberZone,
 }
 
 /// Create `wanted` (owned by `access`'s owner), answer it again when the body is the same,
@@ -315,8 +384,13 @@ where
     L: Ledger,
 {
     wanted.owner = access.owner().cloned();
+    let zone_now = subscriber_zone(store, &wanted).await?;
+    wanted.localise(zone_now.as_deref());
     for _ in 0..5 {
         let Some(current) = store.get_series(&wanted.series_id).await? else {
+            if wanted.effective_zone().is_none() {
+                return Ok(Err(Refused::NoSubscriberZone));
+            }
             // Nothing before the series existed: a start in the past makes no occurrence due
             // before now (each would only expire, with an event for a time nobody asked).
             if wanted.starts_at < now {
@@ -351,6 +425,13 @@ where
             return Ok(Err(Refused::SubscriberChanged));
         }
         let mut next = wanted.clone();
+        if next.effective_zone().is_none() {
+            // The subscriber's zone is gone (erased preferences): the last one read stays.
+            next.local_zone = current.local_zone.clone();
+            if next.effective_zone().is_none() {
+                return Ok(Err(Refused::NoSubscriberZone));
+            }
+        }
         next.owner = current.owner.clone();
         next.version = current.version + 1;
         next.made_through = current.made_through;

@@ -336,3 +336,97 @@ async fn a_second_maker_with_the_same_reading_makes_nothing_again() {
     let again = series::make_due(&*w.store, &*w.ledger, now, Retention::default()).await;
     assert_eq!(again.made, 0, "{again:?}");
 }
+
+/// The subscriber's preferences set with `zone`, as the API's PUT does (the series that
+/// follow the subscriber re-aimed).
+async fn set_zone(w: &World, zone: Option<&str>) {
+    let sub = SubscriberId::parse("u-42").unwrap();
+    let wire = reminders::domain::preferences::PreferencesWire {
+        time_zone: zone.map(String::from),
+        ..Default::default()
+    };
+    let prefs = reminders::domain::Preferences::try_from(wire).unwrap();
+    w.store.put_preferences(&sub, &prefs).await.unwrap();
+    series::follow_zone(&*w.store, &sub, zone).await.unwrap();
+}
+
+/// The zone `"subscriber"`: each occurrence is made in the subscriber's `time_zone` as read
+/// when it is made, so a traveller's 09:30 follows them; one made stays where it was made; with
+/// the zone gone (erased preferences) the last one read goes on; with none ever, refused.
+#[tokio::test(start_paused = true)]
+async fn a_series_in_the_subscriber_zone_follows_the_traveller() {
+    let w = world();
+    let sub = SubscriberId::parse("u-42").unwrap();
+    let mut s = standup("FREQ=DAILY;BYHOUR=9;BYMINUTE=30", Duration::from_secs(600));
+    s.zone = reminders::domain::series::SUBSCRIBER_ZONE.into();
+    s.until = Some(EPOCH.plus(Duration::from_secs(3 * 86_400)));
+    let now = w.clock.now();
+    let refused = series::put(
+        &*w.store,
+        &*w.ledger,
+        &Access::Any,
+        s.clone(),
+        now,
+        Retention::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(refused, Err(series::Refused::NoSubscriberZone));
+    assert!(w.store.get_series(&s.series_id).await.unwrap().is_none());
+
+    set_zone(&w, Some("Europe/Paris")).await;
+    let Put::Created(made) = put(&w, s).await else {
+        panic!("created")
+    };
+    assert_eq!(made.local_zone.as_deref(), Some("Europe/Paris"));
+    // 09:30 in Paris (UTC+1) is 08:30Z, 30 minutes from the start.
+    let paris = EPOCH.plus(Duration::from_secs(30 * 60));
+    play(&w, Duration::from_secs(3600)).await;
+    let id = |t: Timestamp| occurrence_id(&SeriesId::parse("standup").unwrap(), t);
+    let sent_at = |t: Timestamp| {
+        let key = DeliveryKey::derive(&id(t), &sub, Channel::Push);
+        let ledger = w.ledger.clone();
+        async move {
+            let rec = ledger.get(&key).await.unwrap()?;
+            rec.history()
+                .into_iter()
+                .find(|(_, h)| h.to == Status::Delivered)
+                .map(|(_, h)| h.at)
+        }
+    };
+    let first = sent_at(paris).await.expect("09:30 in Paris delivered");
+    assert!(first.since(paris) <= Duration::from_secs(2), "{first}");
+
+    // The subscriber flies to New York (UTC-5): 09:30 there is 14:30Z the same day.
+    set_zone(&w, Some("America/New_York")).await;
+    let new_york = EPOCH.plus(Duration::from_secs(6 * 3600 + 30 * 60));
+    play(&w, Duration::from_secs(6 * 3600)).await;
+    let second = sent_at(new_york)
+        .await
+        .expect("09:30 in New York delivered");
+    assert!(second.since(new_york) <= Duration::from_secs(2), "{second}");
+    let stored = w.store.get_series(&made.series_id).await.unwrap().unwrap();
+    assert_eq!(stored.local_zone.as_deref(), Some("America/New_York"));
+    assert_eq!(stored.made, vec![paris, new_york]);
+
+    // Preferences erased: the last zone read goes on (New York's 09:30 the next day, never
+    // Paris' again, nor UTC's).
+    set_zone(&w, None).await;
+    let next_day = new_york.plus(Duration::from_secs(86_400));
+    let report = series::make_due(
+        &*w.store,
+        &*w.ledger,
+        Timestamp::from_millis(next_day.as_millis() - 5 * 60_000),
+        Retention::default(),
+    )
+    .await;
+    assert_eq!(report.failed, 0, "{report:?}");
+    let stored = w.store.get_series(&made.series_id).await.unwrap().unwrap();
+    assert_eq!(stored.made.last(), Some(&next_day), "{:?}", stored.made);
+    assert!(w
+        .store
+        .get(&id(paris.plus(Duration::from_secs(86_400))))
+        .await
+        .unwrap()
+        .is_none());
+}

@@ -51,7 +51,8 @@ pub struct CreateArgs {
     /// BYMONTH, BYHOUR, BYMINUTE, BYSETPOS, COUNT, UNTIL, WKST).
     #[arg(long)]
     rule: String,
-    /// An IANA time zone: the rule's wall times are in it.
+    /// An IANA time zone: the rule's wall times are in it; or "subscriber": the subscriber's
+    /// own time zone (their preferences), read as each occurrence is made.
     #[arg(long)]
     zone: String,
     /// The first possible occurrence, epoch ms [default: now].
@@ -91,6 +92,9 @@ fn refused(r: Refused) -> String {
         Refused::Final(s) => format!("the series is {}: it can no longer change", s.as_str()),
         Refused::SubscriberChanged => "--subscriber cannot change: create another series".into(),
         Refused::Contended => "the series kept changing under the write: run it again".into(),
+        Refused::NoSubscriberZone => "--zone subscriber: the subscriber has no time zone: \
+            set one (remindctl subscriber set --id U --time-zone ZONE) or name an IANA zone"
+            .into(),
     }
 }
 
@@ -158,12 +162,21 @@ fn flag(field: &str) -> String {
 async fn show(id: String, json: bool) -> Result<(), String> {
     let p = ports().await?;
     let id = SeriesId::parse(id).map_err(|e| format!("--id: {e}"))?;
-    let s = p
+    let mut s = p
         .reminders
         .get_series(&id)
         .await
         .map_err(err)?
         .ok_or("no such series")?;
+    if s.follows_subscriber() {
+        // The next occurrences in the zone the subscriber has now.
+        let prefs = p
+            .reminders
+            .preferences(&s.subscriber_id)
+            .await
+            .map_err(err)?;
+        s.localise(prefs.and_then(|p| p.time_zone).as_ref().map(|z| z.name()));
+    }
     let now = p.clock.now();
     let next = s.instants_between(Some(Timestamp::from_millis(now.as_millis() - 1)), None, 5);
     let mut made = Vec::new();
@@ -183,6 +196,7 @@ async fn show(id: String, json: bool) -> Result<(), String> {
             "version": s.version,
             "rule": s.rule.as_text(),
             "zone": s.zone,
+            "local_zone": s.follows_subscriber().then_some(s.local_zone.as_deref()).flatten(),
             "next_occurrences": next.iter().map(|t| serde_json::json!({
                 "occurrence_at": t.to_rfc3339(), "wall_time": s.wall_time(*t),
                 "reminder_id": occurrence_id(&s.series_id, *t).as_str()})).collect::<Vec<_>>(),
@@ -200,7 +214,13 @@ async fn show(id: String, json: bool) -> Result<(), String> {
         s.version
     );
     println!("for      {}", s.subscriber_id);
-    println!("rule     {} in {}", s.rule.as_text(), s.zone);
+    match (s.follows_subscriber(), s.effective_zone()) {
+        (true, Some(z)) => println!(
+            "rule     {} in the subscriber's zone, now {z}",
+            s.rule.as_text()
+        ),
+        _ => println!("rule     {} in {}", s.rule.as_text(), s.zone),
+    }
     for t in &next {
         println!("next     {}  {}", t.to_rfc3339(), s.wall_time(*t));
     }

@@ -58,10 +58,14 @@ pub struct SetArgs {
     /// The fallback order, comma-separated: push,email.
     #[arg(long, value_name = "CHANNELS", value_delimiter = ',')]
     fallback: Vec<String>,
+    /// The subscriber's own IANA time zone: a series in the zone "subscriber" makes each
+    /// occurrence in it, e.g. America/New_York.
+    #[arg(long = "time-zone", value_name = "ZONE")]
+    time_zone: Option<String>,
     /// The whole preferences as the API and the store hold them, instead of the flags:
     /// {"opted_out": ["sms"], "quiet_hours": {"push": {"start": "22:00", "end": "07:00",
     /// "zone": "Europe/Paris"}}, "fallback": ["push", "email"]}.
-    #[arg(long, value_name = "PREFERENCES", conflicts_with_all = ["opt_out", "quiet", "fallback"])]
+    #[arg(long, value_name = "PREFERENCES", conflicts_with_all = ["opt_out", "quiet", "fallback", "time_zone"])]
     json: Option<String>,
 }
 
@@ -86,7 +90,14 @@ async fn set(a: SetArgs) -> Result<(), String> {
         .put_preferences(&sub, &prefs)
         .await
         .map_err(err)?;
+    let zone = prefs.time_zone.as_ref().map(|z| z.name());
+    let moved = reminders::series::follow_zone(&p.reminders, &sub, zone)
+        .await
+        .map_err(err)?;
     println!("preferences set");
+    if moved > 0 {
+        println!("{moved} series in the zone \"subscriber\" follow the new time zone");
+    }
     for line in describe(&sub, Some(&prefs), p.clock.now()) {
         println!("{line}");
     }
@@ -197,6 +208,7 @@ fn flag_of(e: &PreferencesError, json: bool) -> &'static str {
         _ if json => "--json",
         _ if field.starts_with("opted_out") => "--opt-out",
         _ if field.starts_with("quiet_hours") => "--quiet",
+        _ if field == "time_zone" => "--time-zone",
         _ => "--fallback",
     }
 }
@@ -207,6 +219,7 @@ fn from_flags(a: &SetArgs) -> Result<PreferencesWire, String> {
     let mut wire = PreferencesWire {
         opted_out: a.opt_out.clone(),
         fallback: a.fallback.clone(),
+        time_zone: a.time_zone.clone(),
         ..PreferencesWire::default()
     };
     for q in &a.quiet {
@@ -233,7 +246,7 @@ fn quiet_flag(flag: &str) -> Option<(String, QuietHoursWire)> {
     Some((channel.to_owned(), wire))
 }
 
-/// The stored shape, with no key beyond its three: a misspelt key would otherwise be dropped
+/// The stored shape, with no key beyond its four: a misspelt key would otherwise be dropped
 /// and the preference silently cleared.
 fn from_json(text: &str) -> Result<PreferencesWire, String> {
     let value: serde_json::Value =
@@ -243,10 +256,10 @@ fn from_json(text: &str) -> Result<PreferencesWire, String> {
     };
     if let Some(unknown) = object
         .keys()
-        .find(|k| !["opted_out", "quiet_hours", "fallback"].contains(&k.as_str()))
+        .find(|k| !["opted_out", "quiet_hours", "fallback", "time_zone"].contains(&k.as_str()))
     {
         return Err(format!(
-            "--json: {unknown}: unknown field (expected opted_out, quiet_hours or fallback)"
+            "--json: {unknown}: unknown field (expected opted_out, quiet_hours, fallback or time_zone)"
         ));
     }
     serde_json::from_value(value).map_err(|e| format!("--json: {e}"))
@@ -282,6 +295,10 @@ fn describe(sub: &SubscriberId, prefs: Option<&Preferences>, now: Timestamp) -> 
     lines.push(match fallback.as_slice() {
         [] => "fallback     none: every listed channel is sent".to_owned(),
         order => format!("fallback     {}", order.join(" → ")),
+    });
+    lines.push(match &p.time_zone {
+        Some(z) => format!("time zone    {z} (series in the zone \"subscriber\" follow it)"),
+        None => "time zone    none".to_owned(),
     });
     lines
 }

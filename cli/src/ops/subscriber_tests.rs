@@ -39,7 +39,7 @@ fn the_flags_and_the_json_give_the_same_preferences() {
 
 #[test]
 fn a_bad_value_names_its_flag_and_field() {
-    let cases: [(&[&str], &str); 9] = [
+    let cases: [(&[&str], &str); 10] = [
         (
             &["--opt-out", "push", "--opt-out", "pigeon"],
             "--opt-out: opted_out[1]: unknown channel (expected push, email or sms)",
@@ -82,7 +82,11 @@ fn a_bad_value_names_its_flag_and_field() {
         ),
         (
             &["--json", r#"{"opted_outt":["sms"]}"#],
-            "--json: opted_outt: unknown field (expected opted_out, quiet_hours or fallback)",
+            "--json: opted_outt: unknown field (expected opted_out, quiet_hours, fallback or time_zone)",
+        ),
+        (
+            &["--time-zone", "Mars/Olympus"],
+            "--time-zone: time_zone: unknown IANA time zone",
         ),
     ];
     for (flags, expected) in cases {
@@ -111,6 +115,7 @@ fn show_tells_each_window_and_whether_it_is_quiet_now() {
             "opted out    sms",
             "quiet hours  push   22:00–07:00 Europe/Paris · quiet now, until 2026-06-11T05:00:00.000Z",
             "fallback     push → email",
+            "time zone    none",
         ]
     );
     let noon = Timestamp::parse_rfc3339("2026-06-10T12:00:00+02:00").unwrap();
@@ -121,7 +126,14 @@ fn show_tells_each_window_and_whether_it_is_quiet_now() {
             "opted out    none",
             "quiet hours  none",
             "fallback     none: every listed channel is sent",
+            "time zone    none",
         ]
+    );
+    let mut abroad = Preferences::default();
+    abroad.time_zone = reminders::domain::preferences::Zone::parse("america/new_york");
+    assert_eq!(
+        describe(&sub, Some(&abroad), noon)[4],
+        "time zone    America/New_York (series in the zone \"subscriber\" follow it)"
     );
     assert_eq!(
         describe(&sub, None, noon)[1],

@@ -22,7 +22,7 @@ use crate::App;
 
 /// The largest preferences body: three channels' windows and orders are a few hundred bytes.
 const MAX_BODY: usize = 16 * 1024;
-const FIELDS: [&str; 3] = ["opted_out", "quiet_hours", "fallback"];
+const FIELDS: [&str; 4] = ["opted_out", "quiet_hours", "fallback", "time_zone"];
 
 /// The path's subscriber, if the caller holds the scope and reaches it.
 fn subscriber<S, L, C>(
@@ -39,7 +39,7 @@ fn subscriber<S, L, C>(
     Ok(s)
 }
 
-/// The body, validated: only the three fields, each as `Preferences` requires.
+/// The body, validated: only the four fields, each as `Preferences` requires.
 fn decode(raw: &[u8]) -> Result<Preferences, ApiError> {
     if raw.len() > MAX_BODY {
         return Err(ApiError::too_large(
@@ -55,7 +55,7 @@ fn decode(raw: &[u8]) -> Result<Preferences, ApiError> {
     if object.keys().any(|k| !FIELDS.contains(&k.as_str())) {
         return Err(ApiError::invalid(
             "body",
-            "body: unknown field, expected opted_out, quiet_hours or fallback",
+            "body: unknown field, expected opted_out, quiet_hours, fallback or time_zone",
         ));
     }
     check_quiet_hours(object.get("quiet_hours"))?;
@@ -105,7 +105,7 @@ pub async fn put<S, L, C>(
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Preferences>, ApiError>
 where
-    S: ReminderStore,
+    S: ReminderStore + reminders::ports::series::SeriesStore,
     C: Clock,
 {
     let subscriber = subscriber(&app, &caller, &id)?;
@@ -115,6 +115,9 @@ where
     })?;
     let prefs = decode(&raw)?;
     app.store.put_preferences(&subscriber, &prefs).await?;
+    // A series in the zone "subscriber" follows a new time_zone from its next occurrence.
+    let zone = prefs.time_zone.as_ref().map(|z| z.name());
+    reminders::series::follow_zone(&app.store, &subscriber, zone).await?;
     Ok(Json(prefs))
 }
 

@@ -175,6 +175,11 @@ fn refused(r: reminders::series::Refused) -> ApiError {
         Refused::Contended => {
             ApiError::conflict("id", "the series kept changing under the write; retry")
         }
+        Refused::NoSubscriberZone => ApiError::invalid(
+            "zone",
+            "zone: \"subscriber\" needs the subscriber's time_zone: set it with PUT \
+             /v1/subscribers/{id}/preferences, or name an IANA zone",
+        ),
     }
 }
 
@@ -281,6 +286,7 @@ fn summary(s: &Series) -> Value {
         "version": s.version,
         "rule": s.rule.as_text(),
         "zone": s.zone,
+        "local_zone": s.follows_subscriber().then_some(s.local_zone.as_deref()).flatten(),
         "starts_at": view::time(s.starts_at),
         "until": s.until.map(view::time),
         "fresh_for_secs": s.fresh_for.as_secs(),
@@ -294,6 +300,13 @@ async fn show_series<S: ReminderStore>(
     s: &Series,
     now: Timestamp,
 ) -> Result<Value, ApiError> {
+    // In the zone "subscriber": the next occurrences in the zone the subscriber has now.
+    let mut here = s.clone();
+    if s.follows_subscriber() {
+        let prefs = store.preferences(&s.subscriber_id).await?;
+        here.localise(prefs.and_then(|p| p.time_zone).as_ref().map(|z| z.name()));
+    }
+    let s = &here;
     let mut out = summary(s);
     out["content"] = view::content(&s.content);
     let at = |t: Timestamp, id: &ReminderId| {

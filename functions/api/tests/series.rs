@@ -590,3 +590,81 @@ async fn the_same_body_without_a_freshness_is_the_same_after_the_default_changes
     let (status, again) = call(&redeployed, "PUT", "/v1/series/nofresh", Some(b)).await;
     assert_eq!((status, &again), (StatusCode::OK, &first));
 }
+
+/// The zone `"subscriber"`: refused (`400` naming `zone`) while the subscriber's preferences
+/// name no `time_zone`; once they do, made in it and shown with it; a new `time_zone` moves the
+/// next occurrences; a bad one is a `400` naming `time_zone`.
+#[tokio::test]
+async fn a_series_in_the_subscriber_zone_takes_the_time_zone_of_their_preferences() {
+    let clock = ManualClock::at(at(NOW));
+    let h = Harness::at(clock.clone(), common::operator());
+    let mut b = standup("Standup");
+    b["zone"] = json!("subscriber");
+    let (status, e) = call(&h.router, "PUT", "/v1/series/standup", Some(b.clone())).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{e}");
+    assert_eq!(e["error"]["field"], "zone", "{e}");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("time_zone"),
+        "{e}"
+    );
+    let prefs = "/v1/subscribers/u-1/preferences";
+    let (status, e) = call(
+        &h.router,
+        "PUT",
+        prefs,
+        Some(json!({"time_zone": "Mars/Olympus"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{e}");
+    assert_eq!(e["error"]["field"], "time_zone", "{e}");
+    assert!(!e.to_string().contains("Mars"), "never echoed: {e}");
+
+    let (status, p) = call(
+        &h.router,
+        "PUT",
+        prefs,
+        Some(json!({"time_zone": "europe/paris"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{p}");
+    assert_eq!(p["time_zone"], "Europe/Paris");
+    let (status, first) = call(&h.router, "PUT", "/v1/series/standup", Some(b.clone())).await;
+    assert_eq!(status, StatusCode::CREATED, "{first}");
+    assert_eq!(first["zone"], "subscriber");
+    assert_eq!(first["local_zone"], "Europe/Paris");
+    assert_eq!(
+        first["occurrences"][0]["wall_time"], "2027-01-04T09:14:00+01:00[Europe/Paris]",
+        "{first}"
+    );
+
+    // To Tokyo (UTC+9): 09:05 there is 00:05Z, the next day's first.
+    let (status, _) = call(
+        &h.router,
+        "PUT",
+        prefs,
+        Some(json!({"time_zone": "Asia/Tokyo"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, got) = call(&h.router, "GET", "/v1/series/standup", None).await;
+    assert_eq!(status, StatusCode::OK, "{got}");
+    assert_eq!(got["local_zone"], "Asia/Tokyo", "{got}");
+    assert_eq!(
+        got["next_occurrences"][0]["occurrence_at"], "2027-01-05T00:05:00.000Z",
+        "{got}"
+    );
+    let stored = h
+        .store
+        .get_series(&SeriesId::parse("standup").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.local_zone.as_deref(), Some("Asia/Tokyo"));
+    // The same body again is the same series: the zone it follows is not part of the body.
+    let (status, again) = call(&h.router, "PUT", "/v1/series/standup", Some(b)).await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(again["version"], 1, "{again}");
+}

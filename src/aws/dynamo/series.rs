@@ -51,6 +51,8 @@ struct Doc {
     owner: Option<Owner>,
     rule: String,
     zone: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    local_zone: Option<String>,
     starts_at: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     until: Option<i64>,
@@ -75,6 +77,7 @@ fn encode(s: &Series) -> Result<HashMap<String, AttributeValue>, PortError> {
         owner: s.owner.clone(),
         rule: s.rule.as_text(),
         zone: s.zone.clone(),
+        local_zone: s.local_zone.clone(),
         starts_at: s.starts_at.as_millis(),
         until: s.until.map(|t| t.as_millis()),
         fresh_for_secs: s.fresh_for.as_secs(),
@@ -139,6 +142,7 @@ fn decode(op: &'static str, item: &HashMap<String, AttributeValue>) -> Result<Se
         owner: d.owner,
         rule,
         zone: d.zone,
+        local_zone: d.local_zone,
         starts_at: Timestamp::from_millis(d.starts_at),
         until: d.until.map(Timestamp::from_millis),
         fresh_for: Duration::from_secs(d.fresh_for_secs),

@@ -3,7 +3,7 @@
 //!
 //! The stored and API shape is [`PreferencesWire`]:
 //! `{"opted_out": ["sms"], "quiet_hours": {"push": {"start": "22:00", "end": "07:00",
-//! "zone": "Europe/Paris"}}, "fallback": ["push", "email"]}`. Every field may be left out
+//! "zone": "Europe/Paris"}}, "fallback": ["push", "email"], "time_zone": "Europe/Paris"}`. Every field may be left out
 //! (no preferences: today's behaviour). [`Preferences`] (de)serialises through it, so a bad
 //! value is refused with the field at fault (`quiet_hours.push.zone: unknown IANA time zone`)
 //! and never echoed.
@@ -28,6 +28,9 @@ pub struct Preferences {
     pub quiet_hours: BTreeMap<Channel, QuietHours>,
     /// Channels in the order they take over from one another; no channel twice.
     pub fallback: Vec<Channel>,
+    /// The subscriber's own zone: a series in the zone `"subscriber"` makes each occurrence
+    /// in it (DESIGN §13), so a traveller's 08:00 follows them.
+    pub time_zone: Option<Zone>,
 }
 
 /// What preferences say about one delivery, before the send.
@@ -116,6 +119,8 @@ pub struct PreferencesWire {
     pub quiet_hours: BTreeMap<String, QuietHoursWire>,
     #[serde(default)]
     pub fallback: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -144,6 +149,8 @@ pub enum PreferencesError {
     FallbackChannel(usize),
     #[error("fallback: lists {0} twice")]
     FallbackRepeats(Channel),
+    #[error("time_zone: unknown IANA time zone")]
+    TimeZone,
 }
 
 impl PreferencesError {
@@ -156,6 +163,7 @@ impl PreferencesError {
             PreferencesError::UnknownZone(c) => format!("quiet_hours.{c}.zone"),
             PreferencesError::FallbackChannel(i) => format!("fallback[{i}]"),
             PreferencesError::FallbackRepeats(_) => "fallback".into(),
+            PreferencesError::TimeZone => "time_zone".into(),
         }
     }
 
@@ -172,7 +180,7 @@ impl PreferencesError {
 impl TryFrom<PreferencesWire> for Preferences {
     type Error = PreferencesError;
 
-    /// Checked in field order (opted_out, quiet_hours by channel name, fallback); the first
+    /// Checked in field order (opted_out, quiet_hours by channel name, fallback, time_zone); the first
     /// fault is the answer.
     fn try_from(w: PreferencesWire) -> Result<Self, PreferencesError> {
         let mut opted_out = BTreeSet::new();
@@ -200,10 +208,16 @@ impl TryFrom<PreferencesWire> for Preferences {
             }
             fallback.push(c);
         }
+        let time_zone = w
+            .time_zone
+            .as_deref()
+            .map(|z| Zone::parse(z).ok_or(PreferencesError::TimeZone))
+            .transpose()?;
         Ok(Self {
             opted_out,
             quiet_hours,
             fallback,
+            time_zone,
         })
     }
 }
@@ -236,6 +250,7 @@ impl From<Preferences> for PreferencesWire {
                 })
                 .collect(),
             fallback: p.fallback.iter().map(name).collect(),
+            time_zone: p.time_zone.as_ref().map(|z| z.name().to_owned()),
         }
     }
 }

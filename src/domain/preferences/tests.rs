@@ -216,11 +216,17 @@ fn any_wire() -> impl Strategy<Value = PreferencesWire> {
         prop::collection::vec(channel(), 0..4),
         prop::collection::btree_map(channel(), quiet, 0..3),
         prop::collection::vec(channel(), 0..4),
+        prop::option::of(prop::sample::select(vec![
+            "America/New_York",
+            "australia/lord_howe",
+            "Nowhere",
+        ])),
     )
-        .prop_map(|(o, q, f)| PreferencesWire {
+        .prop_map(|(o, q, f, z)| PreferencesWire {
             opted_out: o.into_iter().map(String::from).collect(),
             quiet_hours: q.into_iter().map(|(k, v)| (k.into(), v)).collect(),
             fallback: f.into_iter().map(String::from).collect(),
+            time_zone: z.map(String::from),
         })
 }
 
@@ -241,7 +247,7 @@ proptest! {
             Err(e) => {
                 let field = e.field();
                 prop_assert!(
-                    ["opted_out[", "quiet_hours", "fallback"].iter().any(|f| field.starts_with(f)),
+                    ["opted_out[", "quiet_hours", "fallback", "time_zone"].iter().any(|f| field.starts_with(f)),
                     "{}", field
                 );
                 let text = e.to_string();
@@ -251,4 +257,24 @@ proptest! {
             }
         }
     }
+}
+
+#[test]
+fn a_time_zone_is_kept_under_its_canonical_name_and_an_unknown_one_names_the_field() {
+    let p: Preferences = serde_json::from_str(r#"{"time_zone": "america/new_york"}"#).unwrap();
+    assert_eq!(
+        p.time_zone.as_ref().map(|z| z.name()),
+        Some("America/New_York")
+    );
+    let wire = serde_json::to_value(&p).unwrap();
+    assert_eq!(wire["time_zone"], "America/New_York");
+    let none = serde_json::to_value(Preferences::default()).unwrap();
+    assert!(none.get("time_zone").is_none(), "{none}");
+    let wire = PreferencesWire {
+        time_zone: Some("Mars/Olympus".into()),
+        ..PreferencesWire::default()
+    };
+    let e = Preferences::try_from(wire).unwrap_err();
+    assert_eq!(e.field(), "time_zone");
+    assert!(!e.to_string().contains("Mars"), "{e}");
 }

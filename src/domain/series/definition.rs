@@ -25,6 +25,9 @@ pub const MAX_SERIES_ID_LEN: usize = 110;
 /// minute) plus its look-ahead, so that an occurrence is in the due index before its time and
 /// keeps the scheduler's sub-minute precision.
 pub const MAKE_AHEAD: Duration = Duration::from_secs(15 * 60);
+/// The zone of a series that follows its subscriber: each occurrence is made in the zone of
+/// the subscriber's preferences (`time_zone`) as read when it is made.
+pub const SUBSCRIBER_ZONE: &str = "subscriber";
 /// How many of the latest occurrences made (or brought in line by an edit or a cancel) a
 /// series remembers: for an edit or a cancel, and the maker finishing one, to find them again
 /// (a rule's instants past its freshness need no memory). A series' GET shows the latest 20.
@@ -100,7 +103,7 @@ pub struct NewSeries {
     pub series_id: SeriesId,
     pub subscriber_id: SubscriberId,
     pub rule: String,
-    /// An IANA zone name.
+    /// An IANA zone name, or [`SUBSCRIBER_ZONE`].
     pub zone: String,
     pub starts_at: Timestamp,
     pub until: Option<Timestamp>,
@@ -116,7 +119,11 @@ pub struct Series {
     pub subscriber_id: SubscriberId,
     pub owner: Option<Owner>,
     pub rule: Rule,
+    /// As the body gave it: an IANA name, or [`SUBSCRIBER_ZONE`].
     pub zone: String,
+    /// For a series in [`SUBSCRIBER_ZONE`]: the subscriber's `time_zone` as last read, the
+    /// zone its latest occurrences were made in (`None` for any other series).
+    pub local_zone: Option<String>,
     pub starts_at: Timestamp,
     pub until: Option<Timestamp>,
     pub fresh_for: Duration,
@@ -149,9 +156,9 @@ impl Series {
             )));
         }
         let rule = Rule::parse(&new.rule).map_err(SeriesError::Rule)?;
-        if jiff::tz::db().get(&new.zone).is_err() {
+        if new.zone != SUBSCRIBER_ZONE && jiff::tz::db().get(&new.zone).is_err() {
             return Err(SeriesError::Zone(format!(
-                "{:?} is not an IANA time zone name",
+                "{:?} is not an IANA time zone name (nor \"{SUBSCRIBER_ZONE}\")",
                 crate::domain::reminder::redact(&new.zone)
             )));
         }
@@ -190,6 +197,7 @@ impl Series {
             owner: None,
             rule,
             zone: new.zone,
+            local_zone: None,
             starts_at: new.starts_at,
             until: new.until,
             fresh_for,
@@ -203,10 +211,36 @@ impl Series {
         })
     }
 
+    /// Whether its occurrences are made in the subscriber's own zone.
+    pub fn follows_subscriber(&self) -> bool {
+        self.zone == SUBSCRIBER_ZONE
+    }
+
+    /// The zone its occurrences are made in now: its own, or the subscriber's as last read.
+    pub fn effective_zone(&self) -> Option<&str> {
+        if self.follows_subscriber() {
+            self.local_zone.as_deref()
+        } else {
+            Some(&self.zone)
+        }
+    }
+
+    /// Take the subscriber's `time_zone` (from their preferences, read now) for the
+    /// occurrences made from here on; `None` (none set, or erased) keeps the last one read.
+    pub fn localise(&mut self, subscriber_zone: Option<&str>) {
+        if self.follows_subscriber() {
+            if let Some(z) = subscriber_zone {
+                self.local_zone = Some(z.to_owned());
+            }
+        }
+    }
+
     fn tz(&self) -> jiff::tz::TimeZone {
-        // Validated by `new`; the bundled database never loses a zone it had.
-        jiff::tz::db()
-            .get(&self.zone)
+        // Validated by `new` (and a subscriber's zone by their preferences); the bundled
+        // database never loses a zone it had. A series that follows a subscriber who never
+        // had one is refused when created, so UTC here is only a stored item's last resort.
+        self.effective_zone()
+            .and_then(|z| jiff::tz::db().get(z).ok())
             .unwrap_or(jiff::tz::TimeZone::UTC)
     }
 
