@@ -129,8 +129,10 @@ fn show_tells_each_window_and_whether_it_is_quiet_now() {
             "time zone    none",
         ]
     );
-    let mut abroad = Preferences::default();
-    abroad.time_zone = reminders::domain::preferences::Zone::parse("america/new_york");
+    let abroad = Preferences {
+        time_zone: reminders::domain::preferences::Zone::parse("america/new_york"),
+        ..Preferences::default()
+    };
     assert_eq!(
         describe(&sub, Some(&abroad), noon)[4],
         "time zone    America/New_York (series in the zone \"subscriber\" follow it)"
