@@ -8,6 +8,51 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressStyle};
 use reminders_harness::sim::{chart, simulate, Profile, SimConfig};
 
+/// A series load, for the demo and the planner: N subscribers' series of one rule.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct SeriesFlags {
+    /// Subscribers with one recurring series each (with --rule); their occurrences inside the
+    /// window are the load, made ahead by the scheduler's maker as deployed.
+    #[arg(long, value_name = "N", requires = "rule")]
+    pub series: Option<u32>,
+    /// The series' RRULE, e.g. "FREQ=DAILY;BYHOUR=9;BYMINUTE=0": N subscribers' daily 09:00
+    /// is a spike every morning.
+    #[arg(long, requires = "series")]
+    pub rule: Option<String>,
+    /// The series' IANA time zone.
+    #[arg(long, default_value = "UTC", requires = "series")]
+    pub zone: String,
+}
+
+impl SeriesFlags {
+    /// The load, checked as a series' PUT would be (a bad rule names `--rule`).
+    pub fn load(&self) -> Result<Option<reminders_harness::sim::SeriesLoad>, String> {
+        let (Some(count), Some(rule)) = (self.series, self.rule.clone()) else {
+            return Ok(None);
+        };
+        if count == 0 {
+            return Err("--series must be at least 1".into());
+        }
+        if self.zone == reminders::domain::series::SUBSCRIBER_ZONE {
+            return Err("--zone: name an IANA zone (the simulated subscribers set none)".into());
+        }
+        let load = reminders_harness::sim::SeriesLoad {
+            count,
+            rule,
+            zone: self.zone.clone(),
+        };
+        let cfg = SimConfig::default();
+        reminders_harness::sim::load_series(&cfg, &load, 0).map_err(|e| {
+            let flag = match e.field().as_str() {
+                "zone" => "--zone",
+                _ => "--rule",
+            };
+            format!("{flag}: {}", e.requirement())
+        })?;
+        Ok(Some(load))
+    }
+}
+
 /// The scheduler's deployment, for the demo and the planner: as the template deploys it
 /// unless told otherwise.
 #[derive(clap::Args, Debug, Clone, Copy, Default)]
@@ -38,10 +83,13 @@ impl SchedulerFlags {
 #[derive(Debug, clap::Args)]
 pub struct DemoArgs {
     /// Reminders, spread over the three channels.
-    #[arg(long, default_value_t = 10_000)]
-    reminders: u32,
+    /// [default: 10000, or 0 beside --series]
+    #[arg(long)]
+    reminders: Option<u32>,
+    #[command(flatten)]
+    series: SeriesFlags,
     /// Due times spread over this many seconds [default: 1800 for up to 10,000 reminders,
-    /// then the same density: 18,000 for 100,000].
+    /// then the same density: 18,000 for 100,000; a day with --series].
     #[arg(long)]
     window_secs: Option<u64>,
     /// How long after its due time a reminder is still worth sending.
@@ -175,16 +223,24 @@ fn progress_bar(total: u64, hidden: bool) -> ProgressBar {
 }
 
 pub async fn run(args: DemoArgs) -> Result<(), String> {
-    if args.reminders == 0 {
+    let series = args.series.load()?;
+    let reminders = args
+        .reminders
+        .unwrap_or(if series.is_some() { 0 } else { 10_000 });
+    if reminders == 0 && series.is_none() {
         return Err("--reminders must be at least 1".into());
     }
     let profile = load_profile(args.profile.as_ref(), &args.overrides)?;
+    let default_window = match series {
+        Some(_) => Duration::from_secs(86_400),
+        None => SimConfig::default_window(reminders),
+    };
     let cfg = SimConfig {
-        reminders: args.reminders,
-        window: args.window_secs.map_or_else(
-            || SimConfig::default_window(args.reminders),
-            |s| Duration::from_secs(s.max(1)),
-        ),
+        reminders,
+        series,
+        window: args
+            .window_secs
+            .map_or(default_window, |s| Duration::from_secs(s.max(1))),
         freshness: Duration::from_secs(args.freshness_secs.max(1)),
         seed: args.seed,
         profile,
@@ -193,7 +249,7 @@ pub async fn run(args: DemoArgs) -> Result<(), String> {
         recipient_rules: args.recipient_rules,
         ..SimConfig::default()
     };
-    let bar = progress_bar(u64::from(args.reminders), false);
+    let bar = progress_bar(reminders_harness::sim::planned(&cfg), false);
     let report = simulate(&cfg, |done, total| {
         bar.set_length(total);
         bar.set_position(done);

@@ -3,17 +3,22 @@
 
 use reminders_harness::sim::plan::{self, Plan, PlanInput};
 
-use crate::demo::SchedulerFlags;
+use crate::demo::{SchedulerFlags, SeriesFlags};
 
 /// Capacity planning on the same engine: what fraction arrives fresh, and when the queue
 /// drains, for a throughput, a timeout rate and an outage.
 ///
 /// Example: remindctl plan --reminders 10000 --throughput 40 --timeout-rate 0.2
+/// Example: remindctl plan --series 20000 --rule "FREQ=DAILY;BYHOUR=9;BYMINUTE=0" --zone Europe/Paris --throughput 100
 #[derive(Debug, clap::Args)]
 pub struct PlanArgs {
-    #[arg(long, default_value_t = 10_000)]
-    reminders: u32,
-    /// Seconds over which the reminders fall due (0: all at once).
+    /// [default: 10000, or 0 beside --series]
+    #[arg(long)]
+    reminders: Option<u32>,
+    #[command(flatten)]
+    series: SeriesFlags,
+    /// Seconds over which the reminders fall due (0: all at once; with --series, the
+    /// series run over a day unless this is given).
     #[arg(long, default_value_t = 0)]
     due_spread_secs: u64,
     /// Provider sends per second.
@@ -49,8 +54,13 @@ fn parse_outage(s: &str) -> Result<(u64, u64), String> {
 
 pub async fn run(args: PlanArgs) -> Result<(), String> {
     let (scheduler_parallelism, max_per_run) = args.scheduler.resolve();
+    let series = args.series.load()?;
+    let reminders = args
+        .reminders
+        .unwrap_or(if series.is_some() { 0 } else { 10_000 });
     let input = PlanInput {
-        reminders: args.reminders,
+        reminders,
+        series,
         due_spread_secs: args.due_spread_secs,
         throughput_per_sec: args.throughput,
         timeout_rate: args.timeout_rate,
@@ -60,8 +70,8 @@ pub async fn run(args: PlanArgs) -> Result<(), String> {
         scheduler_parallelism,
         max_per_run,
     };
-    if input.reminders == 0 || input.throughput_per_sec <= 0.0 {
-        return Err("--reminders and --throughput must be positive".into());
+    if (input.reminders == 0 && input.series.is_none()) || input.throughput_per_sec <= 0.0 {
+        return Err("--reminders (or --series) and --throughput must be positive".into());
     }
     if !(0.0..=1.0).contains(&input.timeout_rate) {
         return Err("--timeout-rate must be between 0 and 1".into());

@@ -47,6 +47,25 @@ fn bad_flags_and_missing_configuration_give_one_line() {
         (vec!["demo", "--reminders", "lots"], "invalid value"),
         (vec!["demo", "--rate-429", "2"], "--rate-429"),
         (vec!["plan"], "--throughput"),
+        (vec!["demo", "--rule", "FREQ=DAILY"], "--series"),
+        (
+            vec!["demo", "--series", "3", "--rule", "FREQ=HOURLY"],
+            "--rule: rule part FREQ",
+        ),
+        (
+            vec![
+                "plan",
+                "--throughput",
+                "5",
+                "--series",
+                "3",
+                "--rule",
+                "FREQ=DAILY",
+                "--zone",
+                "subscriber",
+            ],
+            "--zone: name an IANA zone",
+        ),
         (vec!["local", "up"], "AWS_ENDPOINT_URL"),
         (vec!["frobnicate"], "unrecognized subcommand"),
         (vec!["local", "up", "--shards", "0"], "--shards"),
@@ -62,6 +81,33 @@ fn bad_flags_and_missing_configuration_give_one_line() {
         assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
         assert!(err.contains(needle), "{args:?}: {err}");
     }
+}
+
+/// A series load through the planner as a user runs it: every occurrence of the day owed,
+/// counted and delivered, in one JSON line.
+#[test]
+fn the_planner_takes_a_series_load() {
+    let out = remindctl(&[
+        "plan",
+        "--series",
+        "50",
+        "--rule",
+        "FREQ=DAILY;BYHOUR=9;BYMINUTE=0,30",
+        "--zone",
+        "Asia/Kolkata",
+        "--throughput",
+        "20",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["simulated"]["reminders"], 100, "{v}");
+    assert_eq!(v["simulated"]["delivered"], 100, "{v}");
+    assert_eq!(v["simulated"]["duplicates"], 0, "{v}");
 }
 
 /// The system checker as a user runs it: one JSON line of zeros for the promises; a planted

@@ -7,6 +7,7 @@ use reminders_harness::sim::plan::{estimate, plan, PlanInput};
 use reminders_harness::sim::{simulate, Profile, SimConfig};
 
 mod fairness;
+mod series;
 
 fn small(seed: u64) -> SimConfig {
     SimConfig {

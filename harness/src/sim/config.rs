@@ -42,6 +42,18 @@ pub struct SimConfig {
     pub breaker: reminders::policy::BreakerPolicy,
     /// Subscribers with opt-outs and quiet hours ([`recipients`]); none by default.
     pub recipient_rules: bool,
+    /// Recurring series beside the one-off reminders (none by default): their occurrences
+    /// inside the window are the load, made by the scheduler's maker as deployed.
+    pub series: Option<SeriesLoad>,
+}
+
+/// `count` subscribers, each with one series of `rule` in `zone`, starting at the epoch and
+/// ending with the window (`remindctl demo --series N --rule …`).
+#[derive(Debug, Clone)]
+pub struct SeriesLoad {
+    pub count: u32,
+    pub rule: String,
+    pub zone: String,
 }
 
 /// What the stack deploys, from the one source the template is tested against: the
@@ -73,6 +85,7 @@ impl Default for SimConfig {
             latency: LatencyModel::default(),
             breaker: deployed().1.breaker,
             recipient_rules: false,
+            series: None,
         }
     }
 }

@@ -22,7 +22,7 @@ use std::time::Duration;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
-pub use config::{deployed, SimConfig, DEFAULT_DENSITY_PER_SEC, EPOCH};
+pub use config::{deployed, SeriesLoad, SimConfig, DEFAULT_DENSITY_PER_SEC, EPOCH};
 use latency::{RunClock, Timed};
 pub use provider::{Profile, SimProvider};
 use reminders::clock::ManualClock;
@@ -151,9 +151,58 @@ fn recipient(channel: Channel, i: u32) -> Recipient {
     Recipient::parse(channel, &raw).unwrap_or_else(|_| unreachable!("sim recipient {raw}"))
 }
 
+/// The `i`th series of a series load: subscriber `v-{i}`, its channel round robin, from the
+/// epoch to the end of the window.
+pub fn load_series(
+    cfg: &SimConfig,
+    load: &SeriesLoad,
+    i: u32,
+) -> Result<reminders::domain::series::Series, reminders::domain::series::SeriesError> {
+    use reminders::domain::series::{NewSeries, Series};
+    let channel = cfg.channels[i as usize % cfg.channels.len().max(1)];
+    let new = NewSeries {
+        series_id: reminders::domain::SeriesId::parse(format!("v-{i:07}"))
+            .unwrap_or_else(|_| unreachable!()),
+        subscriber_id: SubscriberId::parse(format!("v-{i}")).unwrap_or_else(|_| unreachable!()),
+        rule: load.rule.clone(),
+        zone: load.zone.clone(),
+        starts_at: EPOCH,
+        until: Some(EPOCH.plus(cfg.window)),
+        fresh_for: Some(cfg.freshness),
+        content: Content::Text {
+            subject: "Reminder".into(),
+            body: "Your daily reminder".into(),
+        },
+        recipients: vec![recipient(channel, i)],
+    };
+    Series::new(new, cfg.freshness)
+}
+
+/// Deliveries the load asks for: the one-off reminders and every occurrence of the series
+/// inside the window.
+pub fn planned(cfg: &SimConfig) -> u64 {
+    let occurrences = cfg.series.as_ref().map_or(0, |load| {
+        load_series(cfg, load, 0).map_or(0, |s| s.instants_after(None).len() as u64)
+            * u64::from(load.count)
+    });
+    u64::from(cfg.reminders) + occurrences
+}
+
 async fn seed_reminders(w: &World, cfg: &SimConfig) {
     if cfg.recipient_rules {
         recipients::seed(&w.store, cfg.subscribers).await;
+    }
+    if let Some(load) = &cfg.series {
+        for i in 0..load.count {
+            if let Ok(s) = load_series(cfg, load, i) {
+                let _ = reminders::ports::SeriesStore::put_series(
+                    &*w.store,
+                    &s,
+                    reminders::ports::ExpectedSeries::Absent,
+                )
+                .await;
+            }
+        }
     }
     let mut rng = StdRng::seed_from_u64(cfg.seed ^ 0x5eed);
     let window_ms = cfg.window.as_millis().max(1) as u64;
@@ -191,7 +240,7 @@ pub async fn simulate(cfg: &SimConfig, mut progress: impl FnMut(u64, u64)) -> Si
     let mut samples = Vec::new();
     let mut so_far = Outcomes4::default();
     let mut drained_at = None;
-    let total = u64::from(cfg.reminders);
+    let total = planned(cfg);
     let mut t = 0u64;
     // The run may take `max_time` past the last due time.
     let give_up = cfg.window.as_secs() + cfg.max_time.as_secs();
@@ -212,7 +261,7 @@ pub async fn simulate(cfg: &SimConfig, mut progress: impl FnMut(u64, u64)) -> Si
             let since = Outcomes4::since(now_totals, so_far);
             samples.push(sample(&w, t, since).await);
             so_far = now_totals;
-            if t >= cfg.window.as_secs() && idle(&w).await {
+            if t >= cfg.window.as_secs() && idle(&w).await && made_all(&w, cfg).await {
                 drained_at = Some(t);
                 break;
             }
@@ -241,6 +290,18 @@ async fn run_schedules(w: &World) -> u64 {
         let deadline = reminders::clock::Clock::now(&w.clock).plus(timeout);
         if let Ok(report) = w.scheduler.run_share(Some(deadline), share).await {
             enqueued += u64::from(report.enqueued);
+        }
+        if index == 0 {
+            // The first share's function makes the series' occurrences after its scan, as
+            // deployed (its own DynamoDB time is not modelled).
+            let now = reminders::clock::Clock::now(&w.clock);
+            let _ = reminders::series::make_due(
+                &*w.store,
+                &*w.ledger,
+                now,
+                reminders::domain::Retention::default(),
+            )
+            .await;
         }
     }
     enqueued
@@ -319,6 +380,19 @@ async fn sample(w: &World, t: u64, since: Outcomes4) -> Sample {
     }
 }
 
+/// No series is still waiting for the maker (one that fell behind makes after the window).
+async fn made_all(w: &World, cfg: &SimConfig) -> bool {
+    if cfg.series.is_none() {
+        return true;
+    }
+    let far = EPOCH.plus(cfg.window).plus(cfg.max_time);
+    // One whose last occurrence is made waits only to be marked ended: nothing owed.
+    matches!(
+        reminders::ports::SeriesStore::series_due(&*w.store, far, u32::MAX).await,
+        Ok(due) if due.iter().all(|s| s.next_after(s.made_through).is_none())
+    )
+}
+
 async fn idle(w: &World) -> bool {
     matches!(
         crate::local::nothing_pending(w.consumer.ports()).await,
@@ -350,11 +424,25 @@ pub(crate) async fn outcomes(
         .into_iter()
         .map(|r| (r.key().clone(), r))
         .collect();
-    for i in 0..cfg.reminders {
-        let Ok(id) = ReminderId::parse(format!("r-{i:07}")) else {
-            continue;
-        };
+    let mut ids: Vec<ReminderId> = (0..cfg.reminders)
+        .filter_map(|i| ReminderId::parse(format!("r-{i:07}")).ok())
+        .collect();
+    if let Some(load) = &cfg.series {
+        for i in 0..load.count {
+            let Ok(s) = load_series(cfg, load, i) else {
+                continue;
+            };
+            for at in s.instants_after(None) {
+                ids.push(reminders::domain::series::occurrence_id(&s.series_id, at));
+            }
+        }
+    }
+    for id in ids {
         let Ok(Some(r)) = w_store.get(&id).await else {
+            // Never made (a maker that fell behind the window): not sent, still owed.
+            if cfg.series.is_some() && reminders::domain::series::occurrence_of(&id).is_some() {
+                o.pending += 1;
+            }
             continue;
         };
         let Some(channel) = r.channels().next() else {

@@ -13,6 +13,8 @@ use reminders::policy::RetryPolicy;
 #[derive(Debug, Clone)]
 pub struct PlanInput {
     pub reminders: u32,
+    /// Recurring series beside (or instead of) the reminders: their occurrences in the window.
+    pub series: Option<super::SeriesLoad>,
     /// Due times spread over this many seconds (0: all due at once).
     pub due_spread_secs: u64,
     /// Sends per second the provider accepts.
@@ -34,6 +36,7 @@ impl PlanInput {
         let (scheduler, _, parallelism) = super::deployed();
         Self {
             reminders,
+            series: None,
             due_spread_secs: 0,
             throughput_per_sec,
             timeout_rate: 0.0,
@@ -55,7 +58,8 @@ pub struct Estimate {
 }
 
 pub fn estimate(input: &PlanInput) -> Estimate {
-    let n = f64::from(input.reminders);
+    // Every delivery the load asks for: the reminders and the series' occurrences.
+    let n = super::planned(&config(input)) as f64;
     let rate = input.throughput_per_sec.max(f64::MIN_POSITIVE);
     let first_wave_secs = n / rate;
     let retry_secs = n * input.timeout_rate / rate;
@@ -96,9 +100,15 @@ pub fn config(input: &PlanInput) -> SimConfig {
         idempotent: true,
         ..Profile::default()
     };
+    // A series load runs a day of its rule unless told otherwise.
+    let window = match (&input.series, input.due_spread_secs) {
+        (Some(_), 0) => 86_400,
+        (_, secs) => secs.max(1),
+    };
     SimConfig {
         reminders: input.reminders,
-        window: Duration::from_secs(input.due_spread_secs.max(1)),
+        series: input.series.clone(),
+        window: Duration::from_secs(window),
         freshness: Duration::from_secs(input.freshness_secs),
         subscribers: input.reminders.max(1),
         channels: vec![Channel::Push],

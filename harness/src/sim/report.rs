@@ -100,7 +100,7 @@ pub(super) async fn build(
             (*c, peak)
         })
         .collect();
-    let reminders = u64::from(cfg.reminders);
+    let reminders = super::planned(cfg);
     SimReport {
         seed: cfg.seed,
         reminders,
