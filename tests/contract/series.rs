@@ -104,6 +104,42 @@ async fn suite<S: SeriesStore + ReminderStore + SubscriberIndex>(store: &S) {
         .unwrap();
     assert!(due(next).await.is_empty(), "a cancelled series is not made");
 
+    // In the zone "subscriber": the zone last read is stored with it, and the maker's index
+    // follows it (re-aimed from Paris to Tokyo, the next 09:15 is 00:15Z the next day, not
+    // 08:15Z: found due then, and not at Paris' time).
+    let mut follows = series("traveller", "u-9", T0);
+    follows.zone = reminders::domain::series::SUBSCRIBER_ZONE.into();
+    follows.local_zone = Some("Europe/Paris".into());
+    store
+        .put_series(&follows, ExpectedSeries::Absent)
+        .await
+        .unwrap();
+    let stored = store.get_series(&follows.series_id).await.unwrap().unwrap();
+    assert_eq!(stored, follows);
+    let paris_next = follows.next_after(None).unwrap();
+    let mut tokyo = follows.clone();
+    tokyo.localise(Some("Asia/Tokyo"));
+    let tokyo_next = tokyo.next_after(None).unwrap();
+    assert!(tokyo_next != paris_next, "{tokyo_next} {paris_next}");
+    store
+        .put_series(&tokyo, ExpectedSeries::of(&follows))
+        .await
+        .unwrap();
+    let at = Timestamp::from_millis(tokyo_next.as_millis() - MAKE_AHEAD.as_millis() as i64);
+    let found = store.series_due(at, 10).await.unwrap();
+    assert!(
+        found
+            .iter()
+            .any(|s| s.local_zone.as_deref() == Some("Asia/Tokyo")),
+        "due at Tokyo's time: {found:?}"
+    );
+    let before = Timestamp::from_millis(at.as_millis() - 1000);
+    let found = store.series_due(before, 10).await.unwrap();
+    assert!(
+        found.iter().all(|s| s.series_id != tokyo.series_id),
+        "not before it: {found:?}"
+    );
+
     // A subscriber's series, a page at a time, by start; nobody else's, and no reminder.
     for (i, id) in ["b", "a", "c"].into_iter().enumerate() {
         let start = T0.plus(Duration::from_secs(3600 * (i as u64 + 1)));
