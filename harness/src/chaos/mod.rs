@@ -14,6 +14,7 @@
 //! hour of a world takes milliseconds, and one seed gives one run.
 
 mod acks;
+mod books;
 mod check;
 mod copies;
 mod dice;
@@ -21,6 +22,7 @@ mod events;
 mod inject;
 mod journal;
 mod observed;
+mod occurrences;
 mod operator;
 mod prompt;
 mod provider;

@@ -3,32 +3,29 @@
 //! edits them (moving their minutes), skips an occurrence and cancels some mid-flight; the
 //! schedule's maker (after each scan) makes their occurrences through a series adapter whose
 //! index lags the table (a GSI is eventually consistent: the maker may read the version
-//! before an edit).
-//! Every occurrence is then judged as any reminder is, and by two verdicts of its own:
-//! `occurrence_missing` and `occurrence_doubled`.
+//! before an edit). What the application was told goes in its [`super::books`]; every
+//! occurrence is then judged as any reminder is, and by two verdicts of its own
+//! ([`super::occurrences`]).
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
 use super::inject::Chaotic;
-use super::world::{World, CHAOS, EPOCH};
-use super::{Plant, SeedReport};
+use super::world::World;
+use super::Plant;
 use reminders::clock::{Clock, Timestamp};
 use reminders::domain::series::{occurrence_id, NewSeries, Series, SeriesStatus};
-use reminders::domain::{
-    Access, Channel, Content, DeliveryKey, ReminderId, ReminderStatus, SeriesId, SubscriberId,
-};
-use reminders::ledger::Status;
+use reminders::domain::{Access, Channel, Content, SeriesId, SubscriberId};
 use reminders::ports::faults::lock;
 use reminders::ports::series::{
     ExpectedSeries, SeriesPage, SeriesStore, Written, OP_GET_SERIES, OP_PUT_SERIES, OP_SERIES_DUE,
     OP_SERIES_OF,
 };
-use reminders::ports::{PortError, ReminderStore};
+use reminders::ports::PortError;
 
 const ZONES: [&str; 5] = [
     "Asia/Kathmandu",
@@ -37,20 +34,6 @@ const ZONES: [&str; 5] = [
     "Europe/Paris",
     "Australia/Lord_Howe",
 ];
-
-/// What the application was told of each series: every version acknowledged (with the
-/// journal's order and the time), the occurrences it skipped, and its cancel.
-#[derive(Debug, Clone, Default)]
-pub struct Book {
-    pub versions: Vec<(u64, Timestamp, Series)>,
-    pub skips: BTreeSet<Timestamp>,
-    pub cancelled: Option<u64>,
-    /// A write whose answer never came (it may have landed): judged no further.
-    pub uncertain: bool,
-}
-
-#[derive(Debug, Default)]
-pub struct Books(pub Mutex<BTreeMap<SeriesId, Book>>);
 
 /// The series adapter of a world: faults around each call; the maker's index lagging the
 /// table (its read may answer the version before the latest write); and the plants.
@@ -339,169 +322,4 @@ pub(super) async fn make(world: &World) {
         world.retention,
     );
     let _ = super::dice::invoke(call, Duration::from_secs(30)).await;
-}
-
-/// Every occurrence made of the world's series, to be judged as any reminder is.
-pub(super) async fn occurrences(world: &World) -> Vec<ReminderId> {
-    let books = lock(&world.series.0).clone();
-    let mut ids = BTreeSet::new();
-    for book in books.values() {
-        for (_, _, s) in &book.versions {
-            for t in s.instants_between(None, s.until, 500) {
-                ids.insert(occurrence_id(&s.series_id, t));
-            }
-        }
-    }
-    let mut made = Vec::new();
-    for id in ids {
-        if let Ok(Some(_)) = world.store.get(&id).await {
-            made.push(id);
-        }
-    }
-    made
-}
-
-/// `occurrence_missing` and `occurrence_doubled`, and what the series worlds generated.
-pub(super) async fn judge(world: &World, report: &mut SeedReport) {
-    let ledger: BTreeMap<DeliveryKey, reminders::ledger::DeliveryRecord> = world
-        .ledger
-        .snapshot()
-        .into_iter()
-        .map(|r| (r.key().clone(), r))
-        .collect();
-    let facts = world.journal.facts();
-    let books = lock(&world.series.0).clone();
-    let horizon = EPOCH.plus(CHAOS).plus(Duration::from_secs(30 * 60));
-    for (id, book) in books.iter() {
-        let Some((_, acked_at, last)) = book.versions.last() else {
-            continue;
-        };
-        // A write whose answer never came may have landed (and made what it makes): judged as
-        // the reminders its occurrences are, no further.
-        if book.uncertain {
-            continue;
-        }
-        for (channel_key, at) in keys(book) {
-            // Doubled: claimed after an acknowledged write that no longer makes it (unless
-            // edited on its own, which a series edit leaves alone; a cancel still counts).
-            let Some(f) = facts.get(&channel_key) else {
-                continue;
-            };
-            let detached = matches!(
-                world.store.get(&occurrence_id(id, at)).await,
-                Ok(Some(r)) if r.detached
-            );
-            for send in f.sends.iter().filter(|s| s.may_have_reached()) {
-                let claim = send.claim.unwrap_or(send.seq);
-                // The last version acknowledged before the claim, and the next one (its write
-                // may have landed, and made this occurrence, before its answer).
-                let in_force = book.versions.iter().rev().find(|(seq, _, _)| *seq < claim);
-                let next = book.versions.iter().find(|(seq, _, _)| *seq > claim);
-                let removed = !detached
-                    && in_force.is_some_and(|(_, _, v)| !v.produces(at))
-                    && next.is_none_or(|(_, _, v)| !v.produces(at));
-                let cancelled = book.cancelled.is_some_and(|c| c < claim);
-                if removed || cancelled {
-                    let versions = versions_text(book);
-                    let history: Vec<String> = ledger.get(&channel_key).map_or(Vec::new(), |rec| {
-                        rec.history()
-                            .into_iter()
-                            .map(|(n, h)| entry_text(n, h))
-                            .collect()
-                    });
-                    let what = format!("{id}: the occurrence at {} claimed (seq {claim}, call seq {}) after an acknowledged write that no longer makes it; versions {versions:?}; cancelled {:?}; ledger {history:?}", at.to_rfc3339(), send.seq, book.cancelled);
-                    report.broken(|t| &mut t.occurrence_doubled, what);
-                }
-            }
-        }
-        if book.cancelled.is_some() {
-            continue;
-        }
-        let from = acked_at.plus(Duration::from_secs(120));
-        for at in last.instants_between(Some(from), Some(horizon), 500) {
-            // Skipped; or removed by an earlier edit and made again by a later one: a cancel is
-            // final (its delivery keys can never send), the edit's answer shows it cancelled.
-            let removed_once = book.versions.iter().any(|(_, _, v)| !v.produces(at));
-            if book.skips.contains(&at) || removed_once {
-                continue;
-            }
-            let rid = occurrence_id(id, at);
-            let what = match world.store.get(&rid).await {
-                Ok(Some(r)) => {
-                    // Made and ended one way or another; each channel's own ending is the
-                    // reminder verdicts' to judge (a standby channel may never be needed).
-                    // Sent, expired or dead with its reason at some point (a redrive may have
-                    // made it ready again since: `awaiting_redrive`, reported apart).
-                    let ended = |rec: &reminders::ledger::DeliveryRecord| {
-                        rec.history().into_iter().any(|(_, h)| {
-                            matches!(h.to, Status::Delivered | Status::Expired | Status::Dead)
-                        })
-                    };
-                    let settled = r.status == ReminderStatus::Expired
-                        || r.channels().any(|c| {
-                            let key = DeliveryKey::derive(&rid, &r.subscriber_id, c);
-                            ledger.get(&key).is_some_and(ended)
-                        });
-                    if settled {
-                        continue;
-                    }
-                    let history: Vec<String> = r
-                        .channels()
-                        .filter_map(|c| ledger.get(&DeliveryKey::derive(&rid, &r.subscriber_id, c)))
-                        .flat_map(|rec| {
-                            rec.history()
-                                .into_iter()
-                                .map(|(n, h)| entry_text(n, h))
-                                .collect::<Vec<_>>()
-                        })
-                        .collect();
-                    let versions = versions_text(book);
-                    format!("{rid}: made, {} (v{}) and never sent, expired or dead; ledger {history:?}; versions {versions:?}; skips {:?}", r.status.as_str(), r.payload_version, book.skips)
-                }
-                _ => format!("{rid}: never made"),
-            };
-            report.broken(|t| &mut t.occurrence_missing, what);
-        }
-    }
-}
-
-/// Every delivery key of every instant any acknowledged version made (a removed one may
-/// have been sent), with its instant.
-fn keys(book: &Book) -> Vec<(DeliveryKey, Timestamp)> {
-    let mut out = BTreeMap::new();
-    for (_, _, s) in &book.versions {
-        for at in s.instants_between(None, s.until, 500) {
-            let id = occurrence_id(&s.series_id, at);
-            for c in s.recipients.keys() {
-                out.insert(DeliveryKey::derive(&id, &s.subscriber_id, *c), at);
-            }
-        }
-    }
-    out.into_iter().collect()
-}
-
-/// The acknowledged versions, for a finding.
-fn versions_text(book: &Book) -> Vec<String> {
-    book.versions
-        .iter()
-        .map(|(seq, t, v)| {
-            format!(
-                "seq {seq} at {} v{} {}",
-                t.to_rfc3339(),
-                v.version,
-                v.rule.as_text()
-            )
-        })
-        .collect()
-}
-
-/// One ledger history entry, for a finding.
-fn entry_text(n: u64, h: &reminders::ledger::HistoryEntry) -> String {
-    let detail = h.detail.as_deref().unwrap_or("");
-    format!(
-        "{n}:{}->{}@{} {detail}",
-        h.from.as_str(),
-        h.to.as_str(),
-        h.at.to_rfc3339()
-    )
 }

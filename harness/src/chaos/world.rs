@@ -183,7 +183,7 @@ pub(super) struct World {
     /// What the application answers at the windows' moments (taken when the world starts).
     pub prompts: Mutex<Option<super::prompt::Prompts>>,
     /// What the application was told of its series (series worlds).
-    pub series: super::series::Books,
+    pub series: super::books::Books,
 }
 
 pub(super) fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
