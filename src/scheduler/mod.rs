@@ -84,6 +84,20 @@ impl Share {
     pub fn owns(&self, shard: u32) -> bool {
         shard % self.of.max(1) == self.index
     }
+
+    /// This share's part of a per-subscriber cap that holds across all `of` shares in one
+    /// run. A subscriber's reminders hash over every shard, so each share takes at most
+    /// `cap / of` of them, and the `cap % of` units left over go to a different set of shares
+    /// each run (`run` counts the runs, one a minute): the shares' parts add up to `cap`
+    /// every run. A part is never 0, so a cap below the number of shares is raised to it
+    /// (a share that could take nothing would hold a subscriber's only reminder back).
+    pub fn cap_part(&self, cap: u32, run: u64) -> u32 {
+        let of = self.of.max(1);
+        let base = cap / of;
+        let turn = ((u64::from(self.index) + run) % u64::from(of)) as u32;
+        let extra = u32::from(turn < cap % of);
+        (base + extra).max(1)
+    }
 }
 
 /// AWS requests made by a run.
@@ -236,7 +250,11 @@ impl<P: Ports> Scheduler<P> {
         let limits = scan::Limits {
             share,
             until: now.plus(self.cfg.look_ahead),
-            per_subscriber_cap: self.cfg.per_subscriber_cap,
+            // The cap holds across the stack's schedules, not per schedule.
+            per_subscriber_cap: share.cap_part(
+                self.cfg.per_subscriber_cap,
+                now.as_millis().div_euclid(60_000) as u64,
+            ),
             max_take: self.cfg.max_per_run,
             max_scan: self.cfg.max_scan,
             page_size: self.cfg.page_size,
@@ -433,6 +451,24 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+
+    #[test]
+    fn a_caps_parts_add_up_to_the_cap_every_run() {
+        for of in 1..=config::MAX_PARALLELISM {
+            for cap in 1..=250 {
+                for run in 0..u64::from(of) * 2 {
+                    let parts: Vec<u32> = (0..of)
+                        .map(|i| Share::new(i, of).unwrap().cap_part(cap, run))
+                        .collect();
+                    let sum: u32 = parts.iter().sum();
+                    assert_eq!(sum, cap.max(of), "cap {cap} over {of} shares, run {run}");
+                    assert!(parts.iter().all(|p| *p >= 1));
+                }
+            }
+        }
+        // The whole index in one share keeps the cap as configured.
+        assert_eq!(Share::default().cap_part(100, 7), 100);
+    }
 
     #[test]
     fn delay_seconds_land_on_the_due_time_never_before() {
