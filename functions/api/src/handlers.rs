@@ -21,10 +21,6 @@ use crate::{body, view, App};
 
 type Shared<S, L, C> = State<Arc<App<S, L, C>>>;
 
-/// Page sizes of the subscriber listing.
-const DEFAULT_LIMIT: u32 = 25;
-const MAX_LIMIT: u32 = 100;
-
 fn reminder_id(id: &str) -> Result<ReminderId, ApiError> {
     ReminderId::parse(id).map_err(|e| ApiError::invalid("id", e.to_string()))
 }
@@ -56,7 +52,7 @@ where
         _ => ApiError::invalid("body", e.body_text()),
     })?;
     let wanted = body::decode(&id, &raw, &app.defaults, app.clock.now())?;
-    if let Some(created) = crate::series::put_unmade(&app, &access, &wanted.reminder).await? {
+    if let Some(created) = crate::occurrences::put_unmade(&app, &access, &wanted.reminder).await? {
         let state = view::reminder(&created, &app.ledger, &app.store).await?;
         return Ok((StatusCode::CREATED, Json(state)).into_response());
     }
@@ -224,7 +220,7 @@ where
         // An occurrence of a series not made yet: skipped by a cancelled placeholder.
         let store = &app.store;
         if let Some(answer) =
-            crate::series::skip_unmade(store, &access, &id, now, retention).await?
+            crate::occurrences::skip_unmade(store, &access, &id, now, retention).await?
         {
             if answer["status"] == "cancelled" {
                 return Ok(Json(answer));
@@ -265,7 +261,7 @@ where
     if !access.reaches_subscriber(&subscriber) {
         return Err(ApiError::not_found("subscriber"));
     }
-    let limit = page_limit(&query)?;
+    let limit = crate::query::page_limit(&query)?;
     let after = match query.get("cursor") {
         None => None,
         Some(raw) => Some(
@@ -279,23 +275,6 @@ where
     // Only what the caller reaches, and a cursor that names only what it reaches.
     let page = visible_page(&app.store, &access, &subscriber, after.as_ref(), limit).await?;
     Ok(Json(view::page(&page)))
-}
-
-/// A list's `limit` query parameter: 1 to 100, 25 when absent.
-pub(crate) fn page_limit(query: &HashMap<String, String>) -> Result<u32, ApiError> {
-    match query.get("limit") {
-        None => Ok(DEFAULT_LIMIT),
-        Some(raw) => raw
-            .parse::<u32>()
-            .ok()
-            .filter(|n| (1..=MAX_LIMIT).contains(n))
-            .ok_or_else(|| {
-                ApiError::invalid(
-                    "limit",
-                    format!("limit: must be a whole number from 1 to {MAX_LIMIT}"),
-                )
-            }),
-    }
 }
 
 /// Any other path or method.

@@ -25,7 +25,9 @@ pub mod caller;
 mod erase;
 mod error;
 mod handlers;
+mod occurrences;
 mod preferences;
+mod query;
 mod series;
 mod view;
 

@@ -1,6 +1,6 @@
-//! Series (DESIGN §13): `PUT`, `GET` and `DELETE /v1/series/{id}`, a subscriber's series, and
-//! an occurrence not yet made skipped or edited through its own id. The decisions are the
-//! library's ([`reminders::series`]); this file decodes and answers.
+//! Series (DESIGN §13): `PUT`, `GET` and `DELETE /v1/series/{id}`, and a subscriber's series.
+//! The decisions are the library's ([`reminders::series`]); this file decodes and answers. An
+//! occurrence reached through its own reminder id is answered in [`crate::occurrences`].
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -13,8 +13,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use reminders::clock::{Clock, Timestamp};
-use reminders::domain::series::{occurrence_id, occurrence_of, NewSeries, Series, SeriesStatus};
-use reminders::domain::{Access, ReminderId, ReminderStatus, SeriesId, SubscriberId};
+use reminders::domain::series::{occurrence_id, NewSeries, Series, SeriesStatus};
+use reminders::domain::{Access, ReminderId, SeriesId, SubscriberId};
 use reminders::ports::series::SeriesStore;
 use reminders::ports::{Ledger, ReminderStore};
 use serde::Deserialize;
@@ -254,7 +254,7 @@ where
     if !access.reaches_subscriber(&subscriber) {
         return Err(ApiError::not_found("subscriber"));
     }
-    let limit = crate::handlers::page_limit(&query)?;
+    let limit = crate::query::page_limit(&query)?;
     let after = match query.get("cursor") {
         None => None,
         Some(raw) => Some(SeriesId::parse(raw.as_str()).map_err(|_| {
@@ -339,115 +339,4 @@ async fn show_series<S: ReminderStore>(
     out["next_occurrences"] = next.into();
     out["occurrences"] = made.into();
     Ok(out)
-}
-
-/// `DELETE /v1/reminders/{id}` of an occurrence not made yet: skip it (a cancelled
-/// placeholder the maker finds there). `None` when `id` is no such occurrence.
-pub async fn skip_unmade<S: ReminderStore + SeriesStore>(
-    store: &S,
-    access: &Access,
-    id: &ReminderId,
-    now: Timestamp,
-    retention: reminders::domain::Retention,
-) -> Result<Option<Value>, ApiError> {
-    let Some((sid, at)) = occurrence_of(id) else {
-        return Ok(None);
-    };
-    let Some(s) = store.get_series(&sid).await? else {
-        return Ok(None);
-    };
-    let wanted = s.status == SeriesStatus::Active && at > now && s.produces(at);
-    if !access.reaches(s.owner.as_ref(), &s.subscriber_id) || !wanted {
-        return Ok(None);
-    }
-    let mut placeholder = s.occurrence(at, retention);
-    placeholder.status = ReminderStatus::Cancelled;
-    let _ = store.insert(&placeholder).await?;
-    let status = match store.get(id).await? {
-        Some(r) => r.status,
-        None => ReminderStatus::Cancelled,
-    };
-    let channels: serde_json::Map<String, Value> = s
-        .recipients
-        .keys()
-        .map(|c| (c.as_str().to_owned(), "cancelled".into()))
-        .collect();
-    Ok(Some(json!({
-        "reminder_id": id.as_str(),
-        "series_id": sid.as_str(),
-        "status": status.as_str(),
-        "channels": channels,
-    })))
-}
-
-/// `PUT /v1/reminders/{id}` with the separator in its id: an occurrence of a series the
-/// caller reaches, not made yet, made now from the body and detached from the series (`201`);
-/// an occurrence already made is edited as any reminder (`None`); any other id with the
-/// separator is refused, so that an id that reads as an occurrence is one.
-pub async fn put_unmade<S, L, C>(
-    app: &App<S, L, C>,
-    access: &Access,
-    wanted: &reminders::domain::Reminder,
-) -> Result<Option<reminders::domain::Reminder>, ApiError>
-where
-    S: ReminderStore + SeriesStore,
-    C: Clock,
-{
-    use reminders::domain::series::OCCURRENCE_SEPARATOR;
-    let id = &wanted.reminder_id;
-    if !id.as_str().contains(OCCURRENCE_SEPARATOR) || app.store.get(id).await?.is_some() {
-        return Ok(None);
-    }
-    let refused = || {
-        ApiError::invalid(
-            "id",
-            format!("id: {OCCURRENCE_SEPARATOR:?} is kept for the occurrences of a series, and this is none of a series you reach"),
-        )
-    };
-    let (sid, at) = occurrence_of(id).ok_or_else(refused)?;
-    let s = app.store.get_series(&sid).await?.ok_or_else(refused)?;
-    let ok = access.reaches(s.owner.as_ref(), &s.subscriber_id)
-        && s.status == SeriesStatus::Active
-        && s.produces(at)
-        && s.subscriber_id == wanted.subscriber_id;
-    if !ok {
-        return Err(refused());
-    }
-    let mut r = wanted.clone();
-    r.owner = s.owner.clone();
-    r.detached = true;
-    match app.store.insert(&r).await? {
-        reminders::ports::Inserted::Created => {
-            remember(&app.store, &sid, at).await?;
-            Ok(Some(r))
-        }
-        // Made meanwhile by the maker: edited as any reminder.
-        reminders::ports::Inserted::AlreadyExists => Ok(None),
-    }
-}
-
-/// Record on the series an occurrence made on its own, so that the series' cancel finds it.
-async fn remember<S: SeriesStore>(store: &S, id: &SeriesId, at: Timestamp) -> Result<(), ApiError> {
-    use reminders::ports::series::{ExpectedSeries, Written};
-    for _ in 0..5 {
-        let Some(current) = store.get_series(id).await? else {
-            return Ok(());
-        };
-        if current.made.contains(&at) {
-            return Ok(());
-        }
-        let mut next = current.clone();
-        next.remember(at);
-        if store
-            .put_series(&next, ExpectedSeries::of(&current))
-            .await?
-            == Written::Written
-        {
-            return Ok(());
-        }
-    }
-    Err(ApiError::conflict(
-        "id",
-        "the series kept changing under the write; retry",
-    ))
 }

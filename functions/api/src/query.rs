@@ -1,0 +1,27 @@
+//! The query parameters the list routes share: a subscriber's reminders and a subscriber's
+//! series read their page size through the one parser here, so both answer the same `400`.
+
+use std::collections::HashMap;
+
+use crate::error::ApiError;
+
+/// Page sizes of the subscriber listings.
+const DEFAULT_LIMIT: u32 = 25;
+const MAX_LIMIT: u32 = 100;
+
+/// A list's `limit` query parameter: 1 to 100, 25 when absent.
+pub fn page_limit(query: &HashMap<String, String>) -> Result<u32, ApiError> {
+    match query.get("limit") {
+        None => Ok(DEFAULT_LIMIT),
+        Some(raw) => raw
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=MAX_LIMIT).contains(n))
+            .ok_or_else(|| {
+                ApiError::invalid(
+                    "limit",
+                    format!("limit: must be a whole number from 1 to {MAX_LIMIT}"),
+                )
+            }),
+    }
+}
