@@ -1,13 +1,15 @@
 //! The body of `PUT /v1/reminders/{id}`, decoded into the library's `NewReminder` and then
-//! held to the library's own rules (`Reminder::new`, `Recipient::parse`, `check_content`):
-//! the same rules the scheduler's decoder applies to stored items, with the same redaction of
-//! serde's messages, so no value an application sent is ever quoted back.
+//! held to the library's own rules (`Reminder::new`, `check_due_ahead`, `Recipient::parse`,
+//! `check_content`): the same rules the scheduler's decoder applies to stored items, with the
+//! same redaction of serde's messages, so no value an application sent is ever quoted back.
+//! Only the field a refusal names is the body's (`not_before`, `fresh_for_secs`).
 
 use std::time::Duration;
 
 use reminders::clock::Timestamp;
 use reminders::domain::{
-    Channel, Content, NewReminder, Recipient, Reminder, ReminderId, SmsCountries, SubscriberId,
+    check_due_ahead, Channel, Content, NewReminder, Recipient, Reminder, ReminderError, ReminderId,
+    SmsCountries, SubscriberId,
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -53,10 +55,6 @@ pub(crate) struct ContentBody {
     template_id: Option<String>,
     data: Option<Value>,
 }
-
-/// The library's limits ([`reminders::domain::reminder`]), checked here first to name the
-/// body's field (`not_before`, `fresh_for_secs`).
-pub use reminders::domain::{MAX_DUE_AHEAD, MAX_FRESHNESS};
 
 /// What a body asks for.
 pub struct Wanted {
@@ -104,31 +102,13 @@ pub fn decode(
             (due_at, due_field) = (not_before, "not_before");
         }
     }
-    if due_at > now.plus(MAX_DUE_AHEAD) {
-        return Err(ApiError::invalid(
-            due_field,
-            format!("{due_field}: must be within 10 years"),
-        ));
-    }
+    // The library's limits, its own checks: only the field is the body's.
+    check_due_ahead(due_at, now).map_err(|e| in_body(due_field, &e))?;
     let fresh_until = freshness(&body, due_at)?;
-    if let Some(f) = fresh_until {
-        if f > due_at && f.since(due_at) > MAX_FRESHNESS {
-            let field = match body.fresh_for_secs {
-                Some(_) => "fresh_for_secs",
-                None => "fresh_until",
-            };
-            return Err(ApiError::invalid(
-                field,
-                format!("{field}: a reminder may stay fresh for at most 366 days after it is due"),
-            ));
-        }
-        if f <= due_at && due_field == "not_before" {
-            return Err(ApiError::invalid(
-                "not_before",
-                "not_before: must be before fresh_until (it could never be sent)",
-            ));
-        }
-    }
+    let fresh_field = match body.fresh_for_secs {
+        Some(_) => "fresh_for_secs",
+        None => "fresh_until",
+    };
     let new = NewReminder {
         reminder_id,
         subscriber_id,
@@ -137,10 +117,26 @@ pub fn decode(
         content: content(body.content)?,
         recipients: recipients(body.channels, &defaults.sms_countries)?,
     };
+    let reminder =
+        Reminder::new(new, defaults.freshness, defaults.retention.0).map_err(|e| match e {
+            ReminderError::FreshTooLong => in_body(fresh_field, &e),
+            // Moved later by not_before: that is what the caller can change.
+            ReminderError::FreshBeforeDue if due_field == "not_before" => ApiError::invalid(
+                "not_before",
+                "not_before: must be before fresh_until (it could never be sent)",
+            ),
+            e => ApiError::from(e),
+        })?;
     Ok(Wanted {
-        reminder: Reminder::new(new, defaults.freshness, defaults.retention.0)?,
+        reminder,
         freshness_given: fresh_until.is_some(),
     })
+}
+
+/// The library's refusal `e`, naming the body's `field` (the stored item's name for it may
+/// differ: the stored due time may be the body's `not_before`).
+fn in_body(field: &str, e: &ReminderError) -> ApiError {
+    ApiError::invalid(field, format!("{field}: {}", e.requirement()))
 }
 
 /// The field a decoding error is about: its path, or for a missing field the field itself
