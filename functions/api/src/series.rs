@@ -216,6 +216,8 @@ where
         reminders::series::cancel(&app.store, &app.ledger, &access, &id, now, retention)
             .await?
             .map_err(refused)?;
+    // Each wall time as the series' GET shows it.
+    let s = in_zone_now(&app.store, &s).await?;
     let occurrences: Vec<Value> = cancels
         .iter()
         .map(|(at, report)| {
@@ -227,6 +229,7 @@ where
             json!({
                 "reminder_id": occurrence_id(&id, *at).as_str(),
                 "occurrence_at": view::time(*at),
+                "wall_time": s.wall_time(*at),
                 "channels": channels,
             })
         })
@@ -294,18 +297,24 @@ fn summary(s: &Series) -> Value {
     })
 }
 
+/// `s` in the zone its wall times are answered in: for the zone "subscriber", the zone the
+/// subscriber has now (its next occurrences are made in it).
+async fn in_zone_now<S: ReminderStore>(store: &S, s: &Series) -> Result<Series, ApiError> {
+    let mut here = s.clone();
+    if s.follows_subscriber() {
+        let prefs = store.preferences(&s.subscriber_id).await?;
+        here.localise(prefs.and_then(|p| p.time_zone).as_ref().map(|z| z.name()));
+    }
+    Ok(here)
+}
+
 /// The series, its next occurrences, and those made (the latest first), each with its status.
 async fn show_series<S: ReminderStore>(
     store: &S,
     s: &Series,
     now: Timestamp,
 ) -> Result<Value, ApiError> {
-    // In the zone "subscriber": the next occurrences in the zone the subscriber has now.
-    let mut here = s.clone();
-    if s.follows_subscriber() {
-        let prefs = store.preferences(&s.subscriber_id).await?;
-        here.localise(prefs.and_then(|p| p.time_zone).as_ref().map(|z| z.name()));
-    }
+    let here = in_zone_now(store, s).await?;
     let s = &here;
     let mut out = summary(s);
     out["content"] = view::content(&s.content);

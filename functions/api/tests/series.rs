@@ -395,6 +395,32 @@ async fn a_cancelled_series_cancels_its_occurrences_and_refuses_a_different_body
         );
         assert!(o["occurrence_at"].is_string(), "{o}");
     }
+    // Each with its wall time beside its instant, as the series' answers show it.
+    let wall_times: BTreeMap<String, Value> = first["occurrences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["reminder_id"].as_str().unwrap().to_owned(),
+                o["wall_time"].clone(),
+            )
+        })
+        .collect();
+    for o in cancel["occurrences"].as_array().unwrap() {
+        let id = o["reminder_id"].as_str().unwrap();
+        assert_eq!(o["wall_time"], wall_times[id], "{o}");
+    }
+    let at_0805 = cancel["occurrences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["occurrence_at"] == "2027-01-04T08:05:00.000Z")
+        .unwrap_or_else(|| panic!("08:05Z cancelled: {cancel}"));
+    assert_eq!(
+        at_0805["wall_time"],
+        "2027-01-04T09:05:00+01:00[Europe/Paris]"
+    );
     for id in &three {
         let (_, r) = reminder(&h, id).await;
         assert_eq!(r["status"], "cancelled", "{id}: {r}");
@@ -667,4 +693,17 @@ async fn a_series_in_the_subscriber_zone_takes_the_time_zone_of_their_preference
     let (status, again) = call(&h.router, "PUT", "/v1/series/standup", Some(b)).await;
     assert_eq!(status, StatusCode::OK, "{again}");
     assert_eq!(again["version"], 1, "{again}");
+    // Its cancel answers each wall time in the zone the subscriber has now, as the GET does.
+    let (status, cancel) = call(&h.router, "DELETE", "/v1/series/standup", None).await;
+    assert_eq!(status, StatusCode::OK, "{cancel}");
+    let at_0814 = cancel["occurrences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["occurrence_at"] == "2027-01-04T08:14:00.000Z")
+        .unwrap_or_else(|| panic!("08:14Z cancelled: {cancel}"));
+    assert_eq!(
+        at_0814["wall_time"], "2027-01-04T17:14:00+09:00[Asia/Tokyo]",
+        "{cancel}"
+    );
 }
