@@ -124,8 +124,52 @@ pub const VARS: [&str; 20] = [
     "PUSH_SNS_PLATFORM_APPLICATION_ARN",
 ];
 
-/// Plain bearer tokens: read only off Lambda (local runs), refused on it.
-pub const LOCAL_ONLY_VARS: [&str; 3] = ["PUSH_HTTP_TOKEN", "EMAIL_HTTP_TOKEN", "SMS_HTTP_TOKEN"];
+/// Local-run settings, never set on Lambda: plain bearer tokens (refused on it) and the
+/// permission for plain http to loopback (ignored on it).
+pub const LOCAL_ONLY_VARS: [&str; 4] = [
+    "PUSH_HTTP_TOKEN",
+    "EMAIL_HTTP_TOKEN",
+    "SMS_HTTP_TOKEN",
+    ALLOW_LOOPBACK_HTTP_VAR,
+];
+
+/// Set to `1` by `remindctl local up` (and by tests) to let a provider endpoint be plain
+/// `http` to this machine's loopback: the permission is asked for, never inferred from being
+/// off Lambda, so a consumer on ECS or EC2 does not quietly accept `http://localhost`.
+pub const ALLOW_LOOPBACK_HTTP_VAR: &str = "REMINDERS_ALLOW_LOOPBACK_HTTP";
+
+/// Whether a provider endpoint may be plain `http` to loopback.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoopbackHttp {
+    /// `REMINDERS_ALLOW_LOOPBACK_HTTP=1`, off Lambda.
+    Allowed,
+    /// Off Lambda, without the variable.
+    NotAskedFor,
+    /// On Lambda: never, whatever the variable says.
+    OnLambda,
+}
+
+impl LoopbackHttp {
+    fn from_env(get: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let asked = match get(ALLOW_LOOPBACK_HTTP_VAR).as_deref() {
+            None | Some("") | Some("0") => false,
+            Some("1") => true,
+            Some(other) => {
+                return Err(ConfigError::invalid(
+                    ALLOW_LOOPBACK_HTTP_VAR,
+                    format!("{other:?}: use 1 (or leave it unset)"),
+                ))
+            }
+        };
+        Ok(if get("AWS_LAMBDA_FUNCTION_NAME").is_some() {
+            Self::OnLambda
+        } else if asked {
+            Self::Allowed
+        } else {
+            Self::NotAskedFor
+        })
+    }
+}
 
 fn vars(channel: Channel) -> Vars {
     match channel {
@@ -255,11 +299,12 @@ fn token_from(
 }
 
 /// A provider endpoint carries the recipient, the content and the bearer token: `https`
-/// only. Off Lambda (`local`: `remindctl local run`, `local receive`, the tests), plain `http`
-/// to this machine's loopback is allowed too, since it never leaves the host; on Lambda never.
-pub fn check_endpoint(endpoint: &reqwest::Url, on_lambda: bool) -> Result<(), &'static str> {
+/// only. Plain `http` to this machine's loopback never leaves the host, so a local run
+/// (`remindctl local run` against `local receive`, the tests) may ask for it with
+/// `REMINDERS_ALLOW_LOOPBACK_HTTP=1`; on Lambda never.
+pub fn check_endpoint(endpoint: &reqwest::Url, loopback_http: LoopbackHttp) -> Result<(), String> {
     let Some(host) = endpoint.host_str().filter(|h| !h.is_empty()) else {
-        return Err("must be an https URL with a host");
+        return Err("must be an https URL with a host".into());
     };
     let loopback = host.eq_ignore_ascii_case("localhost")
         || host
@@ -267,17 +312,23 @@ pub fn check_endpoint(endpoint: &reqwest::Url, on_lambda: bool) -> Result<(), &'
             .trim_end_matches(']')
             .parse::<std::net::IpAddr>()
             .is_ok_and(|ip| ip.is_loopback());
-    match endpoint.scheme() {
-        "https" => Ok(()),
-        "http" if loopback && !on_lambda => Ok(()),
-        "http" if loopback => {
-            Err("must be https on Lambda (plain http to loopback is for local runs)")
-        }
-        "http" => Err(
+    match (endpoint.scheme(), loopback, loopback_http) {
+        ("https", _, _) => Ok(()),
+        ("http", true, LoopbackHttp::Allowed) => Ok(()),
+        ("http", true, LoopbackHttp::OnLambda) => Err(format!(
+            "must be https on Lambda (plain http to loopback is for local runs, and \
+             {ALLOW_LOOPBACK_HTTP_VAR} does not change that)"
+        )),
+        ("http", true, LoopbackHttp::NotAskedFor) => Err(format!(
+            "must be https: plain http to loopback is for local runs and needs \
+             {ALLOW_LOOPBACK_HTTP_VAR}=1 (`remindctl local up` exports it)"
+        )),
+        ("http", false, _) => Err(format!(
             "must be https: plain http would carry the recipient, the content and the \
-                       token unencrypted (http is accepted only to a loopback host, off Lambda)",
-        ),
-        _ => Err("must be an https URL with a host"),
+             token unencrypted (http is accepted only to a loopback host, off Lambda, with \
+             {ALLOW_LOOPBACK_HTTP_VAR}=1)"
+        )),
+        _ => Err("must be an https URL with a host".into()),
     }
 }
 
@@ -295,10 +346,11 @@ fn http_from<C: Clock>(
         var: endpoint_var,
         problem: e.to_string(),
     })?;
-    let on_lambda = get("AWS_LAMBDA_FUNCTION_NAME").is_some();
-    check_endpoint(&endpoint, on_lambda).map_err(|problem| ConfigError::Invalid {
-        var: endpoint_var,
-        problem: problem.into(),
+    check_endpoint(&endpoint, LoopbackHttp::from_env(get)?).map_err(|problem| {
+        ConfigError::Invalid {
+            var: endpoint_var,
+            problem,
+        }
     })?;
     let idempotent_var = v.idempotent;
     let idempotent = match get(idempotent_var).as_deref() {

@@ -129,6 +129,11 @@ pub(crate) async fn emulator_stack(
                 (format!("{up}_HTTP_ENDPOINT"), url.to_owned()),
             ]
         })
+        // The receiver is on loopback: plain http, asked for as a local run does.
+        .chain([(
+            reminders::providers::ALLOW_LOOPBACK_HTTP_VAR.to_owned(),
+            "1".to_owned(),
+        )])
         .collect();
     let providers = reminders::providers::from_lookup(
         |k| env.get(k).cloned(),

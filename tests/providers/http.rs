@@ -11,7 +11,9 @@ use reminders::domain::{
 };
 use reminders::policy::Outcome;
 use reminders::ports::{Provider, SendRequest};
-use reminders::providers::{from_lookup, AnyProvider, HttpConfig, HttpProvider, Token};
+use reminders::providers::{
+    from_lookup, AnyProvider, HttpConfig, HttpProvider, Token, ALLOW_LOOPBACK_HTTP_VAR,
+};
 
 use crate::server::{respond, respond_with, serve, Behaviour};
 
@@ -284,10 +286,11 @@ fn configuration_names_what_is_missing_or_wrong_and_hides_the_token() {
         }
     ));
     // Plain http would carry the recipient, the content and the token unencrypted: refused
-    // unless the receiver is on loopback (a local run's).
+    // unless the receiver is on loopback (a local run's), even with the local permission.
     for plain in ["http://api.example/v1/send", "http://10.0.0.7/send"] {
         let mut bad = with_http.clone();
         bad.push(("EMAIL_HTTP_ENDPOINT", plain));
+        bad.push((ALLOW_LOOPBACK_HTTP_VAR, "1"));
         match load(env(&bad)).unwrap_err() {
             ConfigError::Invalid { var, problem } => {
                 assert_eq!(var, "EMAIL_HTTP_ENDPOINT");
@@ -301,10 +304,24 @@ fn configuration_names_what_is_missing_or_wrong_and_hides_the_token() {
         "http://localhost:9/send",
         "http://[::1]:9/",
     ] {
-        let mut ok = with_http.clone();
-        ok.push(("EMAIL_HTTP_ENDPOINT", local));
+        let mut plain = with_http.clone();
+        plain.push(("EMAIL_HTTP_ENDPOINT", local));
+        // Off Lambda but not asked for (a consumer on ECS or EC2): refused, naming the
+        // setting that would allow it.
+        match load(env(&plain)).unwrap_err() {
+            ConfigError::Invalid { var, problem } => {
+                assert_eq!(var, "EMAIL_HTTP_ENDPOINT");
+                assert!(
+                    problem.contains("REMINDERS_ALLOW_LOOPBACK_HTTP=1"),
+                    "{problem}"
+                );
+            }
+            other => panic!("{local} without the setting: {other:?}"),
+        }
+        let mut ok = plain.clone();
+        ok.push((ALLOW_LOOPBACK_HTTP_VAR, "1"));
         assert!(load(env(&ok)).is_ok(), "{local}");
-        // On Lambda, never: not even loopback.
+        // On Lambda, never: not even loopback, not even asked for.
         ok.push(("AWS_LAMBDA_FUNCTION_NAME", "reminders-consumer"));
         match load(env(&ok)).unwrap_err() {
             ConfigError::Invalid { var, problem } => {
@@ -312,6 +329,16 @@ fn configuration_names_what_is_missing_or_wrong_and_hides_the_token() {
                 assert!(problem.contains("https on Lambda"), "{problem}");
             }
             other => panic!("{local} on Lambda: {other:?}"),
+        }
+        // A value other than 1 is a mistake, named as such (not read as "no").
+        let mut odd = plain;
+        odd.push((ALLOW_LOOPBACK_HTTP_VAR, "yes"));
+        match load(env(&odd)).unwrap_err() {
+            ConfigError::Invalid { var, problem } => {
+                assert_eq!(var, ALLOW_LOOPBACK_HTTP_VAR);
+                assert!(problem.contains("use 1"), "{problem}");
+            }
+            other => panic!("{local} with yes: {other:?}"),
         }
     }
     let mut good = with_http;
@@ -377,6 +404,7 @@ async fn the_consumer_delivers_end_to_end_through_the_configured_http_provider()
             ("SMS_PROVIDER", "none"),
             ("EMAIL_PROVIDER", "http"),
             ("EMAIL_HTTP_ENDPOINT", server.url.as_str()),
+            (ALLOW_LOOPBACK_HTTP_VAR, "1"),
         ],
         NOW,
         &offline_sdk(),

@@ -22,6 +22,8 @@ use super::require_emulator;
 /// --idle-horizon), for --for seconds, or Ctrl-C; then print a summary.
 ///
 /// Example: eval "$(remindctl local up)"; EMAIL_PROVIDER=http EMAIL_HTTP_ENDPOINT=… remindctl local run --for 300
+/// (`local up` exports REMINDERS_ALLOW_LOOPBACK_HTTP=1, so an endpoint may be `local receive`'s
+/// plain http on loopback.)
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
     /// Stop after this many seconds instead of when idle.

@@ -76,6 +76,9 @@ pub async fn run(args: UpArgs) -> Result<(), String> {
     println!("export EVENT_BUS_NAME={}", tap.bus);
     println!("export EVENTS_TAP_QUEUE_URL={}", tap.queue_url);
     println!("export SUPPRESSION_KEY_SECRET_ARN={key_arn}");
+    // `local run`'s HTTP provider may then reach `local receive` over plain http on loopback
+    // (https only otherwise).
+    println!("export {}=1", reminders::providers::ALLOW_LOOPBACK_HTTP_VAR);
     // A comment, so `eval "$(remindctl local up)"` ignores it.
     println!(
         "# a provider that prints what it receives: remindctl local receive --port 8080 & \
