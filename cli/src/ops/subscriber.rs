@@ -157,6 +157,7 @@ async fn erase(id: String, json: bool) -> Result<(), String> {
         return Ok(());
     }
     println!("erased subscriber {}", out.subscriber_id);
+    println!("  series deleted        {}", out.series_deleted);
     println!("  reminders cancelled   {}", out.reminders_cancelled);
     println!("  reminders deleted     {}", out.reminders_deleted);
     println!(

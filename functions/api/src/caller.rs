@@ -8,6 +8,8 @@
 //! | `PUT`, `DELETE /v1/reminders/{id}` | `reminders/write` |
 //! | `GET`, `PUT /v1/subscribers/{id}/preferences` | `subscribers/preferences` |
 //! | `DELETE /v1/subscribers/{id}` | `subscribers/erase` |
+//! | `GET /v1/series/{id}`, `GET /v1/subscribers/{id}/series` | `reminders/read` |
+//! | `PUT`, `DELETE /v1/series/{id}` | `reminders/write` |
 //!
 //! With the JWT authorizer, API Gateway checks the scopes itself (the template's
 //! `AuthorizationScopes`); the router checks them again, so `remind local api` and a stack
