@@ -166,8 +166,15 @@ pub(super) fn condition(t: &Value, p: &BTreeMap<String, String>, name: &str) -> 
 pub(super) fn condition_expr(t: &Value, p: &BTreeMap<String, String>, v: &Value) -> bool {
     let args = |v: &Value| v.as_sequence().cloned().unwrap_or_default();
     if let Some(a) = tagged(v, "Equals") {
+        // CloudFormation compares as strings: `!Equals [!Ref N, 0]` holds for the parameter "0".
+        let text = |v: Option<Value>| match v {
+            Some(Value::String(s)) => Some(s),
+            Some(Value::Number(n)) => Some(n.to_string()),
+            Some(Value::Bool(b)) => Some(b.to_string()),
+            other => other.map(|o| format!("{o:?}")),
+        };
         let a = args(a);
-        resolve(t, p, &a[0]) == resolve(t, p, &a[1])
+        text(resolve(t, p, &a[0])) == text(resolve(t, p, &a[1]))
     } else if let Some(a) = tagged(v, "Not") {
         !condition_expr(t, p, &args(a)[0])
     } else if let Some(a) = tagged(v, "And") {
@@ -316,7 +323,7 @@ fn resources_for(statements: &[Value], effect: &str, action: &str) -> BTreeSet<S
 }
 
 /// IAM's resource matching: `*` any run of characters, `?` one.
-fn iam_matches(pattern: &str, arn: &str) -> bool {
+pub(super) fn iam_matches(pattern: &str, arn: &str) -> bool {
     fn go(p: &[u8], s: &[u8]) -> bool {
         match (p.first(), s.first()) {
             (None, None) => true,

@@ -110,6 +110,8 @@ mod application;
 mod defaults;
 mod guards;
 mod iam;
+mod parallelism;
+mod trust;
 
 #[test]
 fn the_template_declares_what_the_bootstrap_creates() {
