@@ -6,9 +6,11 @@
 //! counted on the item ([`Gate::failed`]); a success resets the count. At the threshold the
 //! partition opens: deliveries are held by visibility, with no provider call and no attempt
 //! spent. After the cool-down one worker wins the probe by a conditional write (half-open);
-//! its success closes the breaker, its failure reopens it with a longer cool-down. Every
-//! breaker write is conditional ([`BreakerChange`]), so two workers never both open, both
-//! probe or reopen over each other.
+//! its success closes the breaker, its failure reopens it with a longer cool-down, and a 429
+//! (or a refusal of the whole partition) releases it with no reopening counted: the provider
+//! answered, and the 429 gate holds the partition until its `Retry-After`. Every breaker write
+//! is conditional ([`BreakerChange`]), so two workers never both open, both probe or reopen
+//! over each other.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -78,13 +80,24 @@ pub struct GateState {
 pub enum BreakerChange {
     /// closed → open until `until`; refused when already open.
     Open { now: Timestamp, until: Timestamp },
-    /// open, cool-down over, no live probe → probing until `probe_until` (the probe's token).
+    /// open, cool-down over, no live probe, and `reopens` failed probes as the caller read
+    /// them → probing until `probe_until` (the probe's token). A caller whose copy of the
+    /// count is stale loses the probe, so the probe that wins knows the stored count (its
+    /// failure's cool-down follows it).
     Probe {
         now: Timestamp,
         probe_until: Timestamp,
+        reopens: u32,
     },
     /// the probe `probe_until` failed → open again until `until`, one more reopening.
     Reopen {
+        probe_until: Timestamp,
+        until: Timestamp,
+    },
+    /// the probe `probe_until` was answered 429 or refused for the partition: the provider is
+    /// up but shedding load → no probe in flight, the next one from `until` (its
+    /// `Retry-After`), and no reopening counted (the cool-down does not double).
+    Release {
         probe_until: Timestamp,
         until: Timestamp,
     },
@@ -105,8 +118,16 @@ impl BreakerChange {
                     probe_until: None,
                 });
             }
-            (BreakerChange::Probe { now, probe_until }, Some(mut open))
-                if open.until <= now && open.probe_until.is_none_or(|p| p <= now) =>
+            (
+                BreakerChange::Probe {
+                    now,
+                    probe_until,
+                    reopens,
+                },
+                Some(mut open),
+            ) if open.until <= now
+                && open.probe_until.is_none_or(|p| p <= now)
+                && open.reopens == reopens =>
             {
                 open.probe_until = Some(probe_until);
                 next.breaker = Some(open);
@@ -116,6 +137,13 @@ impl BreakerChange {
             {
                 open.until = until;
                 open.reopens += 1;
+                open.probe_until = None;
+                next.breaker = Some(open);
+            }
+            (BreakerChange::Release { probe_until, until }, Some(mut open))
+                if open.probe_until == Some(probe_until) =>
+            {
+                open.until = until;
                 open.probe_until = None;
                 next.breaker = Some(open);
             }
@@ -276,6 +304,7 @@ mod tests {
         let probe = |now, until| BreakerChange::Probe {
             now: t(now),
             probe_until: t(until),
+            reopens: 0,
         };
         assert!(
             probe(99, 200).apply(&s).is_none(),
@@ -305,6 +334,31 @@ mod tests {
         .unwrap();
         let b = reopened.breaker.unwrap();
         assert_eq!((b.until, b.reopens, b.opened_at), (t(400), 1, t(0)));
+        assert!(
+            probe(400, 500).apply(&reopened).is_none(),
+            "a probe read at a stale count of failed probes loses"
+        );
+        let probing = BreakerChange::Probe {
+            now: t(400),
+            probe_until: t(500),
+            reopens: 1,
+        }
+        .apply(&reopened)
+        .expect("a probe at the stored count wins");
+        let release = |probe_until| BreakerChange::Release {
+            probe_until: t(probe_until),
+            until: t(900),
+        };
+        assert!(
+            release(499).apply(&probing).is_none(),
+            "fenced by the probe"
+        );
+        let released = release(500).apply(&probing).unwrap().breaker.unwrap();
+        assert_eq!(
+            (released.until, released.reopens, released.probe_until),
+            (t(900), 1, None),
+            "a probe answered 429 counts no reopening"
+        );
         let shut = BreakerChange::Close
             .apply(&GateState {
                 failures: 3,

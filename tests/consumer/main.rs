@@ -1,6 +1,7 @@
 //! Consumer tests at the handler level: the whole matrix on in-memory ports with a virtual
 //! clock ([`memory`]), and the starred cases again on the emulator ([`emulator`]).
 
+mod breaker_probe;
 mod countries;
 mod emulator;
 mod harness;

@@ -4,7 +4,10 @@
 //! here updates the copy at once, without a read.
 //!
 //! Staleness is cheap: a worker that has not yet seen another worker's closing sends, gets the
-//! provider's own 429 (which never spends the attempt budget) and learns from it.
+//! provider's own 429 (which never spends the attempt budget) and learns from it. The one
+//! figure a copy must not guess is a probe's count of failed probes (its failure's cool-down
+//! follows it): the probe write is won only at the stored count, and the count it was won at
+//! is kept here, by the probe's token, until the probe ends.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -29,6 +32,9 @@ type Slot = Arc<futures::lock::Mutex<Option<Copy>>>;
 pub(crate) struct GateCache {
     ttl: Duration,
     slots: Mutex<BTreeMap<GatePartition, Slot>>,
+    /// The probe this container holds per partition (one at most: the breaker lets one in
+    /// flight), by its token, with the failed-probe count its write was won at.
+    probes: Mutex<BTreeMap<GatePartition, (Timestamp, u32)>>,
 }
 
 impl GateCache {
@@ -36,6 +42,27 @@ impl GateCache {
         Self {
             ttl,
             slots: Mutex::default(),
+            probes: Mutex::default(),
+        }
+    }
+
+    /// This container won `partition`'s probe `token` at `reopens` failed probes (the write's
+    /// condition made that the stored count). A probe whose worker died is replaced by the
+    /// next one won here.
+    pub(crate) fn probing(&self, partition: &GatePartition, token: Timestamp, reopens: u32) {
+        crate::consumer::lock(&self.probes).insert(partition.clone(), (token, reopens));
+    }
+
+    /// The probe `token` ended: the failed-probe count it was won at, if it was won here.
+    pub(crate) fn probed(&self, partition: &GatePartition, token: Timestamp) -> Option<u32> {
+        let mut probes = crate::consumer::lock(&self.probes);
+        match probes.get(partition) {
+            Some((held, reopens)) if *held == token => {
+                let reopens = *reopens;
+                probes.remove(partition);
+                Some(reopens)
+            }
+            _ => None,
         }
     }
 
@@ -215,6 +242,18 @@ mod tests {
             None
         );
         assert_eq!(gate.reads.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn a_probe_s_count_is_given_once_to_its_own_token() {
+        let cache = GateCache::new(Duration::from_secs(5));
+        let p = GatePartition::new(Channel::Push, "fcm");
+        cache.probing(&p, t(100), 3);
+        assert_eq!(cache.probed(&p, t(99)), None, "another probe's token");
+        cache.probing(&p, t(200), 4);
+        assert_eq!(cache.probed(&p, t(100)), None, "replaced by the next probe");
+        assert_eq!(cache.probed(&p, t(200)), Some(4));
+        assert_eq!(cache.probed(&p, t(200)), None, "taken once");
     }
 
     #[tokio::test(start_paused = true)]

@@ -12,7 +12,8 @@
 //! 3. The record writes the deferral (fenced, `throttle_count` + 1) and closes the gate for
 //!    every worker until the provider's `Retry-After` ([`Record::close_gate`], here): this
 //!    container's copy at once ([`GateCache`]), the gate item by one write. The breaker does
-//!    not count a 429 (the provider is up; [`admission`]).
+//!    not count a 429 (the provider is up; [`breaker`]), and a breaker probe answered 429
+//!    ends with no reopening counted: its cool-down does not double.
 //! 4. This batch's concurrency halves ([`next_limit`]), and grows back by one per delivery.
 //! 5. Every later delivery of the partition, in any container, is held by visibility before
 //!    its claim (no claim, no call, nothing spent), spread wider on each receive so that a
@@ -21,11 +22,13 @@
 //!
 //! **An outage** (5xx, timeouts): each transient failure counts toward opening the breaker;
 //! once open, deliveries are held as at a closed gate; after the cool-down one worker wins
-//! the probe by a conditional write and sends; a success closes the breaker, a failure reopens
-//! it, and a failure that opened the partition or met it open spends nothing
-//! ([`admission`]; thresholds in [`crate::policy::BreakerPolicy`]).
+//! the probe by a conditional write and sends ([`admission`]); a success closes the breaker, a
+//! failure reopens it with the cool-down of the stored count of failed probes (the probe write
+//! is won only at that count), and a failure that opened the partition or met it open spends
+//! nothing ([`breaker`]; thresholds in [`crate::policy::BreakerPolicy`]).
 
 mod admission;
+mod breaker;
 mod cache;
 
 pub(in crate::consumer::record) use admission::Admit;
