@@ -102,6 +102,7 @@ step "openapi-spec-validator functions/api/openapi.yaml"
 
 step "cfn-lint template.yaml"
 "$VENV/bin/cfn-lint" template.yaml
+"$VENV/bin/cfn-lint" infra/quickstart.yaml
 
 step "sam validate --lint"
 SAM_CLI_TELEMETRY=0 "$SAM_VENV/bin/sam" validate --lint --region us-east-1 -t template.yaml

@@ -111,6 +111,7 @@ mod defaults;
 mod guards;
 mod iam;
 mod parallelism;
+mod quickstart;
 mod trust;
 
 #[test]

@@ -1,0 +1,199 @@
+//! `infra/quickstart.yaml`, the template a guided deploy asks ten questions of at most: it
+//! nests `template.yaml` and passes its own parameters through, each one of template.yaml's
+//! with the same type, allowed values, pattern and default, every other parameter at its
+//! default. Its rules are template.yaml's (refused before the nested stack is made), and it
+//! gives back every output of template.yaml (`remindctl --stack` reads them). The check is
+//! run on the file and on copies with a fault planted, so each of its refusals is seen.
+
+use std::collections::BTreeSet;
+
+use serde_norway::Value;
+
+use super::{keys, template};
+
+/// `sam deploy --guided` asks one question per parameter of the template it deploys.
+const MAX_QUESTIONS: usize = 10;
+
+fn quickstart() -> Value {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/infra/quickstart.yaml"
+    ))
+    .expect("infra/quickstart.yaml");
+    serde_norway::from_str(&text).expect("infra/quickstart.yaml parses as YAML")
+}
+
+fn is_ref(v: &Value, name: &str) -> bool {
+    matches!(v, Value::Tagged(t) if t.tag == "Ref" && t.value.as_str() == Some(name))
+}
+
+fn check(q: &Value, t: &Value) -> Result<(), String> {
+    let asked = keys(&q["Parameters"]);
+    if asked.len() > MAX_QUESTIONS {
+        return Err(format!(
+            "{} parameters: a guided deploy asks each",
+            asked.len()
+        ));
+    }
+    for name in &asked {
+        let (mine, theirs) = (&q["Parameters"][name], &t["Parameters"][name]);
+        if theirs.is_null() {
+            return Err(format!("{name} is not a parameter of template.yaml"));
+        }
+        for field in [
+            "Type",
+            "Default",
+            "AllowedValues",
+            "AllowedPattern",
+            "MinValue",
+            "MaxValue",
+        ] {
+            if mine[field] != theirs[field] {
+                return Err(format!(
+                    "{name}.{field} is {:?} here and {:?} in template.yaml",
+                    mine[field], theirs[field]
+                ));
+            }
+        }
+    }
+    // The "Start here" group is asked, whatever else is.
+    let groups = &t["Metadata"]["AWS::CloudFormation::Interface"]["ParameterGroups"];
+    let start = groups
+        .as_sequence()
+        .and_then(|g| g.first())
+        .ok_or("template.yaml has no parameter groups")?;
+    for p in start["Parameters"].as_sequence().into_iter().flatten() {
+        let p = p.as_str().unwrap_or_default();
+        if !asked.contains(p) {
+            return Err(format!(
+                "{p} is in template.yaml's \"Start here\" group and not asked"
+            ));
+        }
+    }
+    let app = &q["Resources"]["App"];
+    if app["Type"].as_str() != Some("AWS::Serverless::Application")
+        || app["Properties"]["Location"].as_str() != Some("../template.yaml")
+    {
+        return Err(format!("App does not nest ../template.yaml: {app:?}"));
+    }
+    let passed = &app["Properties"]["Parameters"];
+    if keys(passed) != asked {
+        return Err(format!(
+            "passed {:?}, asked {asked:?}: each question, and nothing else",
+            keys(passed)
+        ));
+    }
+    for name in &asked {
+        if !is_ref(&passed[name], name) {
+            return Err(format!(
+                "{name} is passed as {:?}, not as asked",
+                passed[name]
+            ));
+        }
+    }
+    // Everything not asked must deploy at its default.
+    for name in keys(&t["Parameters"]).difference(&asked) {
+        if t["Parameters"][name]["Default"].is_null() {
+            return Err(format!("{name} has no default and is not asked"));
+        }
+    }
+    if q["Rules"] != t["Rules"] {
+        return Err("the rules differ from template.yaml's".into());
+    }
+    let outputs = keys(&q["Outputs"]);
+    if outputs != keys(&t["Outputs"]) {
+        return Err(format!("outputs {outputs:?}, not template.yaml's"));
+    }
+    for name in &outputs {
+        let v = &q["Outputs"][name]["Value"];
+        let want = format!("App.Outputs.{name}");
+        if !matches!(v, Value::Tagged(g) if g.tag == "GetAtt" && g.value.as_str() == Some(&want)) {
+            return Err(format!("output {name} is {v:?}, not !GetAtt {want}"));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn the_quick_start_asks_ten_questions_at_most_and_passes_each_through() {
+    let (q, t) = (quickstart(), template());
+    check(&q, &t).unwrap();
+    let asked: BTreeSet<String> = keys(&q["Parameters"]);
+    assert!(
+        asked.len() <= MAX_QUESTIONS && !asked.is_empty(),
+        "{asked:?}"
+    );
+
+    let planted = |plant: &dyn Fn(&mut Value), want: &str| {
+        let mut q = quickstart();
+        plant(&mut q);
+        let err = check(&q, &t).expect_err(want);
+        assert!(err.contains(want), "{want}: {err}");
+    };
+    // An eleventh question.
+    planted(
+        &|q| {
+            q["Parameters"]["Tracing"] = t["Parameters"]["Tracing"].clone();
+            q["Resources"]["App"]["Properties"]["Parameters"]["Tracing"] =
+                q["Resources"]["App"]["Properties"]["Parameters"]["AlarmEmail"].clone();
+        },
+        "11 parameters",
+    );
+    // A default that drifted from template.yaml's.
+    planted(
+        &|q| q["Parameters"]["DeletionProtection"]["Default"] = Value::String("false".into()),
+        "DeletionProtection.Default",
+    );
+    // Allowed values that drifted.
+    planted(
+        &|q| {
+            q["Parameters"]["SmsProvider"]["AllowedValues"] =
+                serde_norway::from_str("[sns, none]").unwrap()
+        },
+        "SmsProvider.AllowedValues",
+    );
+    // A question asked and not passed on (the nested stack would deploy its default).
+    planted(
+        &|q| {
+            q["Resources"]["App"]["Properties"]["Parameters"]
+                .as_mapping_mut()
+                .unwrap()
+                .remove("EmailSesFrom");
+        },
+        "each question, and nothing else",
+    );
+    // A parameter passed as a literal instead of the answer.
+    planted(
+        &|q| {
+            q["Resources"]["App"]["Properties"]["Parameters"]["JwtIssuer"] =
+                Value::String(String::new())
+        },
+        "JwtIssuer is passed as",
+    );
+    // A name template.yaml does not have.
+    planted(
+        &|q| {
+            let p = q["Parameters"].as_mapping_mut().unwrap();
+            let v = p.remove("AlarmTopicArn").unwrap();
+            p.insert(Value::String("AlarmTopic".into()), v);
+        },
+        "AlarmTopic is not a parameter",
+    );
+    // A "Start here" question dropped.
+    planted(
+        &|q| {
+            q["Parameters"]
+                .as_mapping_mut()
+                .unwrap()
+                .remove("AlarmEmail");
+        },
+        "AlarmEmail is in template.yaml's \"Start here\" group",
+    );
+    // An output not given back.
+    planted(
+        &|q| {
+            q["Outputs"].as_mapping_mut().unwrap().remove("ApiUrl");
+        },
+        "outputs",
+    );
+}
