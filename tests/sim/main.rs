@@ -6,6 +6,7 @@ use std::time::Duration;
 use reminders_harness::sim::plan::{estimate, plan, PlanInput};
 use reminders_harness::sim::{simulate, Profile, SimConfig};
 
+mod choices;
 mod fairness;
 mod series;
 
