@@ -196,3 +196,6 @@ fn until_text(until: Timestamp) -> String {
 #[cfg(test)]
 #[path = "rule_tests.rs"]
 mod tests;
+#[cfg(test)]
+#[path = "rule_zone_tests.rs"]
+mod zone_tests;

@@ -1,28 +1,38 @@
-use jiff::civil::{Date, Time};
+//! Tests of a rule's parts, one by one, against RFC 5545's own examples where it gives them:
+//! `BYDAY` with ordinals, `BYSETPOS`, `INTERVAL` and `WKST`, `BYMONTHDAY` from the end, leap
+//! days, yearly ordinals, `COUNT` and `UNTIL`, what the start supplies, rules that can never
+//! match again, and the parser's errors and canonical text. How a rule meets a zone's
+//! transitions is [`super::zone_tests`]; the helpers here serve both.
 
 use super::*;
 
-fn zone(name: &str) -> TimeZone {
+pub(super) fn zone(name: &str) -> TimeZone {
     jiff::tz::db()
         .get(name)
         .unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 /// An instant written with its offset, so each test says which side of a transition it means.
-fn t(rfc3339: &str) -> Timestamp {
+pub(super) fn t(rfc3339: &str) -> Timestamp {
     Timestamp::parse_rfc3339(rfc3339).unwrap_or_else(|| panic!("bad time {rfc3339}"))
 }
 
-fn rule(text: &str) -> Rule {
+pub(super) fn rule(text: &str) -> Rule {
     Rule::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"))
 }
 
 /// The first `n` occurrences, in UTC (`2027-03-14T07:30:00Z`).
-fn first(text: &str, tz: &str, start: &str, n: usize) -> Vec<String> {
+pub(super) fn first(text: &str, tz: &str, start: &str, n: usize) -> Vec<String> {
     between(text, tz, start, None, n)
 }
 
-fn between(text: &str, tz: &str, start: &str, end: Option<&str>, n: usize) -> Vec<String> {
+pub(super) fn between(
+    text: &str,
+    tz: &str,
+    start: &str,
+    end: Option<&str>,
+    n: usize,
+) -> Vec<String> {
     rule(text)
         .occurrences(&zone(tz), t(start), end.map(t))
         .take(n)
@@ -30,179 +40,10 @@ fn between(text: &str, tz: &str, start: &str, end: Option<&str>, n: usize) -> Ve
         .collect()
 }
 
-fn utc(at: Timestamp) -> String {
+pub(super) fn utc(at: Timestamp) -> String {
     jiff::Timestamp::from_millisecond(at.as_millis())
         .expect("in range")
         .to_string()
-}
-
-/// Every occurrence of `text` in local `year`, checked to be one per local day.
-fn one_a_day(text: &str, tz: &str, year: i16) -> Vec<Timestamp> {
-    let tz = zone(tz);
-    let local = |d: Date| tz.to_ambiguous_timestamp(d.to_datetime(Time::midnight()));
-    let from = local(Date::new(year, 1, 1).unwrap()).compatible().unwrap();
-    let to = local(Date::new(year + 1, 1, 1).unwrap())
-        .compatible()
-        .unwrap();
-    let all: Vec<Timestamp> = rule(text)
-        .occurrences(&tz, Timestamp::from_millis(from.as_millisecond()), None)
-        .take_while(|at| at.as_millis() < to.as_millisecond())
-        .collect();
-    let days: std::collections::BTreeSet<Date> = all
-        .iter()
-        .map(|at| tz.to_datetime(jiff::Timestamp::from_millisecond(at.as_millis()).unwrap()))
-        .map(|dt| dt.date())
-        .collect();
-    let in_year = Date::new(year, 12, 31).unwrap().day_of_year() as usize;
-    assert_eq!(
-        (all.len(), days.len()),
-        (in_year, in_year),
-        "{text} in {tz:?}"
-    );
-    all
-}
-
-fn has(all: &[Timestamp], at: &str) -> bool {
-    all.contains(&t(at))
-}
-
-#[test]
-fn daily_0230_in_new_york_once_a_day_through_both_changes() {
-    let all = one_a_day("FREQ=DAILY;BYHOUR=2;BYMINUTE=30", "America/New_York", 2027);
-    assert_eq!(all.len(), 365);
-    // 02:30 does not exist on 14 March: shifted forward by the gap, 03:30 EDT.
-    for at in [
-        "2027-03-13T02:30:00-05:00",
-        "2027-03-14T03:30:00-04:00",
-        "2027-03-15T02:30:00-04:00",
-        // Fall back repeats 01:00-02:00; 02:30 exists once, in EST.
-        "2027-11-06T02:30:00-04:00",
-        "2027-11-07T02:30:00-05:00",
-        "2027-11-08T02:30:00-05:00",
-    ] {
-        assert!(has(&all, at), "{at}");
-    }
-    assert!(has(&all, "2027-03-14T07:30:00Z") && has(&all, "2027-11-07T07:30:00Z"));
-}
-
-#[test]
-fn daily_0130_in_new_york_is_the_first_of_the_repeated_times() {
-    let all = one_a_day("FREQ=DAILY;BYHOUR=1;BYMINUTE=30", "America/New_York", 2027);
-    for at in [
-        "2027-03-14T06:30:00Z",
-        "2027-11-06T05:30:00Z",
-        // 01:30 happens twice on 7 November: at 01:30 EDT, not again an hour later.
-        "2027-11-07T05:30:00Z",
-        "2027-11-08T06:30:00Z",
-    ] {
-        assert!(has(&all, at), "{at}");
-    }
-    assert!(!has(&all, "2027-11-07T06:30:00Z"));
-}
-
-#[test]
-fn paris_lord_howe_and_chatham_once_a_day_through_both_changes() {
-    let paris = one_a_day("FREQ=DAILY;BYHOUR=2;BYMINUTE=30", "Europe/Paris", 2027);
-    for at in [
-        "2027-03-27T02:30:00+01:00",
-        "2027-03-28T03:30:00+02:00",
-        "2027-03-29T02:30:00+02:00",
-        "2027-10-30T02:30:00+02:00",
-        "2027-10-31T02:30:00+02:00",
-        "2027-11-01T02:30:00+01:00",
-    ] {
-        assert!(has(&paris, at), "{at}");
-    }
-    // Lord Howe moves half an hour: 02:00 → 02:30 on 3 October, 02:00 → 01:30 on 4 April.
-    let spring = one_a_day(
-        "FREQ=DAILY;BYHOUR=2;BYMINUTE=15",
-        "Australia/Lord_Howe",
-        2027,
-    );
-    for at in [
-        "2027-10-02T02:15:00+10:30",
-        "2027-10-03T02:45:00+11:00",
-        "2027-10-04T02:15:00+11:00",
-    ] {
-        assert!(has(&spring, at), "{at}");
-    }
-    let autumn = one_a_day(
-        "FREQ=DAILY;BYHOUR=1;BYMINUTE=45",
-        "Australia/Lord_Howe",
-        2027,
-    );
-    for at in [
-        "2027-04-03T01:45:00+11:00",
-        "2027-04-04T01:45:00+11:00",
-        "2027-04-05T01:45:00+10:30",
-    ] {
-        assert!(has(&autumn, at), "{at}");
-    }
-    // Chatham changes at 02:45 standard time: 02:45 → 03:45 on 26 September, 03:45 → 02:45
-    // on 4 April.
-    let chatham = one_a_day("FREQ=DAILY;BYHOUR=3;BYMINUTE=0", "Pacific/Chatham", 2027);
-    for at in [
-        "2027-04-03T03:00:00+13:45",
-        "2027-04-04T03:00:00+13:45",
-        "2027-04-05T03:00:00+12:45",
-        "2027-09-25T03:00:00+12:45",
-        "2027-09-26T04:00:00+13:45",
-        "2027-09-27T03:00:00+13:45",
-    ] {
-        assert!(has(&chatham, at), "{at}");
-    }
-}
-
-#[test]
-fn a_shifted_gap_time_meeting_a_real_one_comes_once_and_in_order() {
-    let got = first(
-        "FREQ=DAILY;BYHOUR=2,3;BYMINUTE=30",
-        "America/New_York",
-        "2027-03-13T00:00:00-05:00",
-        5,
-    );
-    let want = [
-        "2027-03-13T07:30:00Z",
-        "2027-03-13T08:30:00Z",
-        "2027-03-14T07:30:00Z",
-        "2027-03-15T06:30:00Z",
-        "2027-03-15T07:30:00Z",
-    ];
-    assert_eq!(got, want);
-    // Wall order 02:15, 02:45, 03:15, 03:45 is instant order 03:15, 03:45 twice over.
-    let got = first(
-        "FREQ=DAILY;BYHOUR=2,3;BYMINUTE=15,45",
-        "America/New_York",
-        "2027-03-14T00:00:00-05:00",
-        3,
-    );
-    let want = [
-        "2027-03-14T07:15:00Z",
-        "2027-03-14T07:45:00Z",
-        "2027-03-15T06:15:00Z",
-    ];
-    assert_eq!(got, want);
-}
-
-#[test]
-fn a_skipped_day_comes_once_and_in_order() {
-    // Samoa skipped 30 December 2011 (-10:00 → +14:00): its wall times, shifted forward a
-    // day, are 31 December's, which come after the period of the 30th is generated.
-    let got = first(
-        "FREQ=DAILY;BYHOUR=1,23;BYMINUTE=0",
-        "Pacific/Apia",
-        "2011-12-29T00:00:00-10:00",
-        6,
-    );
-    let want = [
-        "2011-12-29T11:00:00Z",
-        "2011-12-30T09:00:00Z",
-        "2011-12-30T11:00:00Z",
-        "2011-12-31T09:00:00Z",
-        "2011-12-31T11:00:00Z",
-        "2012-01-01T09:00:00Z",
-    ];
-    assert_eq!(got, want);
 }
 
 #[test]
