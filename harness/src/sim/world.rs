@@ -1,0 +1,131 @@
+//! The simulated world: the in-memory ports on one virtual clock, the real scheduler (its
+//! store and queue timed by the latency model, on a run clock of its own) and the real
+//! consumer, wired as deployed ([`super::deployed`]) but for what the config changes.
+
+use std::sync::Arc;
+
+use reminders::clock::ManualClock;
+use reminders::consumer::{Consumer, ConsumerConfig};
+use reminders::domain::PerChannel;
+use reminders::ports::{MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet};
+use reminders::scheduler::{Scheduler, SchedulerConfig};
+
+use super::latency::{RunClock, Timed};
+use super::provider::SimProvider;
+use super::{deployed, SimConfig, EPOCH};
+
+/// The scheduler's ports: its own run clock, the store and queues timed by the model.
+type SchedulerPorts = PortSet<
+    RunClock,
+    Arc<Timed<Arc<MemoryReminderStore>>>,
+    Arc<MemoryLedger>,
+    Arc<MemoryGate>,
+    Arc<Timed<Arc<MemoryQueue<ManualClock>>>>,
+    Arc<MemoryQueue<ManualClock>>,
+    Arc<SimProvider<ManualClock>>,
+>;
+
+type SimPorts = PortSet<
+    ManualClock,
+    Arc<MemoryReminderStore>,
+    Arc<MemoryLedger>,
+    Arc<MemoryGate>,
+    Arc<MemoryQueue<ManualClock>>,
+    Arc<MemoryQueue<ManualClock>>,
+    Arc<SimProvider<ManualClock>>,
+>;
+
+pub(super) struct World {
+    pub(super) clock: ManualClock,
+    pub(super) store: Arc<MemoryReminderStore>,
+    pub(super) ledger: Arc<MemoryLedger>,
+    pub(super) queue: Arc<MemoryQueue<ManualClock>>,
+    pub(super) dlq: Arc<MemoryQueue<ManualClock>>,
+    pub(super) provider: Arc<SimProvider<ManualClock>>,
+    pub(super) scheduler: Scheduler<SchedulerPorts>,
+    pub(super) run_clock: RunClock,
+    pub(super) parallelism: u32,
+    pub(super) consumer: Consumer<SimPorts>,
+    pub(super) urls: PerChannel<String>,
+}
+
+pub(super) fn world(cfg: &SimConfig) -> World {
+    let clock = ManualClock::at(EPOCH);
+    let store = Arc::new(MemoryReminderStore::new(8));
+    let ledger = Arc::new(MemoryLedger::default());
+    let dlq = Arc::new(MemoryQueue::new(clock.clone()));
+    let queue = Arc::new(MemoryQueue::new(clock.clone()).with_redrive(100, dlq.clone()));
+    let provider = Arc::new(SimProvider::new(
+        clock.clone(),
+        cfg.profile.clone(),
+        cfg.seed,
+    ));
+    let gate = Arc::new(MemoryGate::default());
+    let ports = PortSet {
+        clock: clock.clone(),
+        reminders: store.clone(),
+        ledger: ledger.clone(),
+        gate: gate.clone(),
+        queue: queue.clone(),
+        dead_letters: dlq.clone(),
+        providers: PerChannel::from_fn(|_| provider.clone()),
+    };
+    let urls = PerChannel::from_fn(|c| format!("http://sim/000000000000/reminders-{c}"));
+    let (deployed_scheduler, deployed_consumer, _) = deployed();
+    let scheduler_cfg = SchedulerConfig {
+        max_per_run: cfg.max_per_run,
+        ..deployed_scheduler
+    };
+    let run_clock = RunClock::new(clock.clone(), cfg.latency, cfg.seed ^ 0x1a7e);
+    let groups = scheduler_cfg.send_concurrency as f64;
+    let scheduler_ports = PortSet {
+        clock: run_clock.clone(),
+        reminders: Arc::new(Timed {
+            inner: store.clone(),
+            clock: run_clock.clone(),
+            groups,
+        }),
+        ledger: ledger.clone(),
+        gate,
+        queue: Arc::new(Timed {
+            inner: queue.clone(),
+            clock: run_clock.clone(),
+            groups,
+        }),
+        dead_letters: dlq.clone(),
+        providers: PerChannel::from_fn(|_| provider.clone()),
+    };
+    let consumer_cfg = ConsumerConfig {
+        policy: cfg.policy.clone(),
+        breaker: cfg.breaker,
+        ..deployed_consumer
+    };
+    World {
+        scheduler: Scheduler::new(scheduler_ports, scheduler_cfg),
+        run_clock,
+        parallelism: cfg
+            .scheduler_parallelism
+            .clamp(1, reminders::scheduler::config::MAX_PARALLELISM),
+        consumer: Consumer::new(ports, consumer_cfg, urls.clone(), cfg.seed),
+        clock,
+        store,
+        ledger,
+        queue,
+        dlq,
+        provider,
+        urls,
+    }
+}
+
+impl World {
+    pub(crate) fn parts(
+        &self,
+    ) -> (
+        &MemoryReminderStore,
+        &MemoryLedger,
+        &MemoryQueue<ManualClock>,
+        &SimProvider<ManualClock>,
+    ) {
+        (&self.store, &self.ledger, &self.dlq, &self.provider)
+    }
+}
