@@ -110,13 +110,15 @@ export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION="${AWS_REGIO
 unset AWS_PROFILE AWS_SESSION_TOKEN
 
 # The emulator tests of the local path (tests/local), the pipeline end to end with its outage
-# tests (tests/e2e), events (tests/events), the providers, and the CLI's API, operator,
-# subscriber, walk-through and series tests.
+# tests (tests/e2e), events (tests/events), the providers, the series (tests/series), the CLI's
+# API, operator, subscriber, walk-through and series tests, and the API's series tests. Without
+# nextest, the loops below run the same test binaries: keep the two in step.
 SUITE='binary(local) | binary(e2e) | binary(events) | binary(providers) | binary(api) | binary(ops) | binary(subscriber) | binary(walkthrough) | binary(series)'
 step "the LocalStack leg (SQS, SNS, EventBridge, Secrets Manager at $AWS_ENDPOINT_URL; DynamoDB, Streams, SES v2, CloudFormation at $MOTO_ENDPOINT)"
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --workspace --locked --no-fail-fast -E "$SUITE"
 else
-  for t in local e2e events providers; do cargo test -p reminders --locked --test "$t"; done
+  for t in local e2e events providers series; do cargo test -p reminders --locked --test "$t"; done
   for t in api ops subscriber walkthrough series; do cargo test -p remindctl --locked --test "$t"; done
+  cargo test -p api --locked --test series
 fi
