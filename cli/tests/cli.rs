@@ -110,6 +110,56 @@ fn the_planner_takes_a_series_load() {
     assert_eq!(v["simulated"]["duplicates"], 0, "{v}");
 }
 
+/// A series load through the demo as a user runs it: the report counts each occurrence of
+/// the day as a reminder owed, every one settles, none twice; and the text says the same.
+#[test]
+fn the_demo_runs_a_series_load() {
+    let chart = std::env::temp_dir().join(format!("remindctl-series-{}.svg", std::process::id()));
+    let chart = chart.to_str().unwrap();
+    let args = [
+        "demo",
+        "--series",
+        "20",
+        "--rule",
+        "FREQ=DAILY;BYHOUR=9;BYMINUTE=0,30",
+        "--zone",
+        "Asia/Kolkata",
+        "--chart",
+        chart,
+    ];
+    let out = remindctl(&[&args[..], &["--json"]].concat());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // 20 subscribers, two occurrences each in the day: 40 owed, each settled once.
+    assert_eq!(v["reminders"], 40, "{v}");
+    let dead: u64 = v["dead"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|n| n.as_u64().unwrap())
+        .sum();
+    let settled = ["delivered", "expired", "cancelled", "pending"]
+        .iter()
+        .map(|k| v[k].as_u64().unwrap())
+        .sum::<u64>()
+        + dead;
+    assert_eq!(settled, 40, "{v}");
+    assert!(v["delivered"].as_u64().unwrap() > 0, "{v}");
+    assert_eq!(v["duplicates"], 0, "{v}");
+    let text = remindctl(&args);
+    assert!(text.status.success());
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(
+        text.lines()
+            .any(|l| l.split_whitespace().eq(["reminders", "40"])),
+        "{text}"
+    );
+}
+
 /// The system checker as a user runs it: one JSON line of zeros for the promises; a planted
 /// fault fails the run and prints the command that replays the failing world.
 #[test]
