@@ -25,6 +25,8 @@ use reminders::series::{self, Put};
 use reminders_harness::chaos::VirtualClock;
 use reminders_harness::local::{run, LocalConfig, Stop};
 
+mod maker_clock;
+
 /// 2027-01-15T08:00:00Z: 22:00 in Pacific/Kiritimati (UTC+14), far from UTC.
 const EPOCH: Timestamp = Timestamp::from_millis(1_800_000_000_000);
 const ZONE: &str = "Pacific/Kiritimati";
