@@ -79,11 +79,12 @@ where
     };
     // Series first, so that no occurrence is made while their reminders are erased: each
     // cancelled (with its occurrences not yet sent), then deleted; the occurrences are the
-    // subscriber's reminders, erased below.
+    // subscriber's reminders, erased below. Paged by cursor (the last one's start and id),
+    // not by a series' id: each page is deleted before the next is read.
     let mut after_series = None;
     loop {
         let page = store
-            .series_of(subscriber, after_series.as_ref(), 100)
+            .series_after(subscriber, after_series.as_ref(), 100)
             .await?;
         for s in &page.items {
             let access = crate::domain::Access::Any;

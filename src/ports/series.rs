@@ -61,12 +61,61 @@ impl ExpectedSeries {
     }
 }
 
-/// One page of a subscriber's series, by id.
+/// One page of a subscriber's series, by start, then id.
 #[derive(Debug, Clone, Default)]
 pub struct SeriesPage {
     pub items: Vec<Series>,
     /// The id to pass as `after` for the next page; `None` on the last.
     pub next: Option<SeriesId>,
+}
+
+/// Where a page of a subscriber's series ended (exclusive): the start and id of the last one
+/// read, which are the subscriber index's sort key and the item's key. The next page needs
+/// no read of that series, so it goes on from the right place when the series is gone (an
+/// erasure deletes each page before it reads the next) or its start was edited.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeriesCursor {
+    pub starts_at: Timestamp,
+    pub series_id: SeriesId,
+}
+
+impl SeriesCursor {
+    pub fn of(s: &Series) -> Self {
+        Self {
+            starts_at: s.starts_at,
+            series_id: s.series_id.clone(),
+        }
+    }
+
+    /// An opaque token for an API answer (base64url of a JSON pair).
+    pub fn encode(&self) -> String {
+        use base64::Engine;
+        let raw = serde_json::json!([self.starts_at.as_millis(), self.series_id]).to_string();
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
+    }
+
+    /// The token [`SeriesCursor::encode`] made, or `None` for anything else.
+    pub fn decode(token: &str) -> Option<Self> {
+        use base64::Engine;
+        let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(token)
+            .ok()?;
+        let (starts_at, series_id): (i64, SeriesId) = serde_json::from_slice(&raw).ok()?;
+        Some(Self {
+            starts_at: Timestamp::from_millis(starts_at),
+            series_id,
+        })
+    }
+}
+
+/// One page of a subscriber's series, by start, then id, with where the next page starts.
+#[derive(Debug, Clone, Default)]
+pub struct SeriesCursorPage {
+    pub items: Vec<Series>,
+    /// Where the next page starts: the last key read, even when its series was gone by the
+    /// time it was read (an index lags a delete), so a page of such keys never ends the list.
+    /// `None` on the last page.
+    pub next: Option<SeriesCursor>,
 }
 
 pub trait SeriesStore: Send + Sync {
@@ -92,13 +141,39 @@ pub trait SeriesStore: Send + Sync {
         limit: u32,
     ) -> impl Future<Output = Result<Vec<Series>, PortError>> + Send;
 
-    /// A subscriber's series by id, after `after`, at most `limit`.
+    /// A subscriber's series by start, then id, after the series `after`, at most `limit`.
+    /// `after` is read to find where it was: once it is gone, the list starts over (see
+    /// [`SeriesStore::series_after`], which has no such read).
     fn series_of(
         &self,
         subscriber: &SubscriberId,
         after: Option<&SeriesId>,
         limit: u32,
     ) -> impl Future<Output = Result<SeriesPage, PortError>> + Send;
+
+    /// A subscriber's series by start, then id, after `after`, at most `limit`. The stores
+    /// answer from the cursor alone; this default, for a store that only has
+    /// [`SeriesStore::series_of`], pages by the last series' id.
+    fn series_after(
+        &self,
+        subscriber: &SubscriberId,
+        after: Option<&SeriesCursor>,
+        limit: u32,
+    ) -> impl Future<Output = Result<SeriesCursorPage, PortError>> + Send {
+        async move {
+            let page = self
+                .series_of(subscriber, after.map(|c| &c.series_id), limit)
+                .await?;
+            let next = page.next.and_then(|id| {
+                let last = page.items.iter().find(|s| s.series_id == id);
+                last.map(SeriesCursor::of)
+            });
+            Ok(SeriesCursorPage {
+                items: page.items,
+                next,
+            })
+        }
+    }
 }
 
 impl<T: SeriesStore> SeriesStore for std::sync::Arc<T> {
@@ -129,6 +204,14 @@ impl<T: SeriesStore> SeriesStore for std::sync::Arc<T> {
         limit: u32,
     ) -> impl Future<Output = Result<SeriesPage, PortError>> + Send {
         (**self).series_of(subscriber, after, limit)
+    }
+    fn series_after(
+        &self,
+        subscriber: &SubscriberId,
+        after: Option<&SeriesCursor>,
+        limit: u32,
+    ) -> impl Future<Output = Result<SeriesCursorPage, PortError>> + Send {
+        (**self).series_after(subscriber, after, limit)
     }
 }
 

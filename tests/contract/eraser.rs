@@ -1,16 +1,23 @@
 //! The [`Eraser`] contract, on memory and on DynamoDB (the emulator): a reminder still to be
 //! sent is never deleted unless forced, a settled one is, a missing one says so; preferences and
-//! suppressions go once.
+//! suppressions go once; a series goes once, and an erasure takes a subscriber's series (with
+//! the occurrences they made) however many pages of them there are.
 
 use std::time::Duration;
 
-use reminders::aws::dynamo::DynamoReminderStore;
+use reminders::aws::dynamo::{DynamoLedger, DynamoReminderStore};
 use reminders::clock::Timestamp;
+use reminders::domain::series::{occurrence_id, NewSeries, Series};
 use reminders::domain::{
-    AddressHash, Channel, Content, NewReminder, Preferences, Recipient, Reminder, ReminderId,
-    ReminderStatus, SubscriberId, Suppression, SuppressionKey, SuppressionSource,
+    Access, AddressHash, Channel, Content, NewReminder, Preferences, Recipient, Reminder,
+    ReminderId, ReminderStatus, Retention, SeriesId, SubscriberId, Suppression, SuppressionKey,
+    SuppressionSource,
 };
-use reminders::ports::{Deleted, Eraser, MemoryReminderStore, ReminderStore, SubscriberIndex};
+use reminders::ports::{
+    Deleted, Eraser, ExpectedSeries, Ledger, MemoryLedger, MemoryReminderStore, ReminderStore,
+    SeriesStore, SubscriberIndex,
+};
+use reminders::series::Put;
 
 use crate::common;
 
@@ -93,14 +100,100 @@ async fn suite<S: ReminderStore + SubscriberIndex + Eraser>(store: &S) {
     );
 }
 
+/// A daily 09:15 Paris series of `subscriber` from T0 (its first occurrence 08:15Z, inside
+/// the make-ahead of T0).
+fn series(id: &str, subscriber: &str) -> Series {
+    let new = NewSeries {
+        series_id: SeriesId::parse(id).unwrap(),
+        subscriber_id: SubscriberId::parse(subscriber).unwrap(),
+        rule: "FREQ=DAILY;BYHOUR=9;BYMINUTE=15".into(),
+        zone: "Europe/Paris".into(),
+        starts_at: T0,
+        until: None,
+        fresh_for: Some(Duration::from_secs(1800)),
+        content: Content::Text {
+            subject: "Standup".into(),
+            body: "in 5 minutes".into(),
+        },
+        recipients: vec![Recipient::parse(Channel::Email, "a@example.com").unwrap()],
+    };
+    Series::new(new, Duration::from_secs(600)).unwrap()
+}
+
+/// A series is deleted once, whatever its status; an erasure cancels and deletes each of a
+/// subscriber's series, more than one page of them (the erasure reads 100 a page), and the
+/// occurrence one of them made: nothing of them is left to read, list or make.
+async fn series_suite<S, L>(store: &S, ledger: &L)
+where
+    S: ReminderStore + SubscriberIndex + Eraser + SeriesStore,
+    L: Ledger,
+{
+    let alone = series("e-alone", "sub-alone");
+    let id = &alone.series_id;
+    store
+        .put_series(&alone, ExpectedSeries::Absent)
+        .await
+        .unwrap();
+    assert_eq!(store.delete_series(id).await.unwrap(), Deleted::Deleted);
+    assert_eq!(store.get_series(id).await.unwrap(), None);
+    assert_eq!(store.delete_series(id).await.unwrap(), Deleted::Missing);
+
+    // Through the library's put, as the API creates one: its first occurrence made at once.
+    let retention = Retention::default();
+    let made = series("e-made", "sub-s");
+    let put = reminders::series::put(store, ledger, &Access::Any, made.clone(), T0, retention)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(matches!(put, Put::Created(_)), "{put:?}");
+    let first = occurrence_id(&made.series_id, T0.plus(Duration::from_secs(15 * 60)));
+    assert!(store.get(&first).await.unwrap().is_some(), "made at once");
+    const MORE: usize = 130;
+    for i in 0..MORE {
+        let s = series(&format!("e-{i:03}"), "sub-s");
+        store.put_series(&s, ExpectedSeries::Absent).await.unwrap();
+    }
+    let sub = SubscriberId::parse("sub-s").unwrap();
+    let erased = reminders::erasure::erase(store, ledger, None, &sub, T0, retention)
+        .await
+        .unwrap();
+    assert_eq!(erased.series_deleted, MORE + 1, "{erased:?}");
+    assert!(
+        erased.reminders_deleted >= 1,
+        "the occurrence made: {erased:?}"
+    );
+    assert!(erased.complete, "{erased:?}");
+    assert_eq!(store.get_series(&made.series_id).await.unwrap(), None);
+    let last = SeriesId::parse(format!("e-{:03}", MORE - 1)).unwrap();
+    assert_eq!(store.get_series(&last).await.unwrap(), None);
+    let left = store.series_of(&sub, None, 1000).await.unwrap();
+    assert!(left.items.is_empty() && left.next.is_none(), "{left:?}");
+    assert_eq!(store.get(&first).await.unwrap(), None);
+    let reminders = store.by_subscriber(&sub, None, 1000).await.unwrap();
+    assert!(reminders.items.is_empty(), "{reminders:?}");
+    let far = T0.plus(Duration::from_secs(400 * 86_400));
+    let due = store.series_due(far, 1000).await.unwrap();
+    assert!(due.is_empty(), "none left for the maker: {due:?}");
+    // Again: nothing left to erase.
+    let again = reminders::erasure::erase(store, ledger, None, &sub, T0, retention)
+        .await
+        .unwrap();
+    assert_eq!(again.series_deleted, 0, "{again:?}");
+}
+
 #[tokio::test]
 async fn memory_eraser_meets_the_contract() {
-    suite(&MemoryReminderStore::new(4)).await;
+    let store = MemoryReminderStore::new(4);
+    suite(&store).await;
+    series_suite(&store, &MemoryLedger::default()).await;
 }
 
 #[tokio::test]
 async fn dynamodb_eraser_meets_the_contract() {
     let client = common::dynamo().await;
     let table = common::reminders_table(&client).await;
-    suite(&DynamoReminderStore::new(client, table, 4)).await;
+    let deliveries = common::deliveries_table(&client).await;
+    let store = DynamoReminderStore::new(client.clone(), table, 4);
+    suite(&store).await;
+    series_suite(&store, &DynamoLedger::new(client, deliveries)).await;
 }

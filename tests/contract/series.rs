@@ -2,7 +2,8 @@
 //! create never overwrites; a write lands only over the version and the progress it read, and
 //! a refused one answers the series as stored; the maker finds an active series when its next
 //! occurrence comes within the make-ahead, never a cancelled one; a subscriber's series come a
-//! page at a time, and never another subscriber's (nor a reminder of the same subscriber).
+//! page at a time, and never another subscriber's (nor a reminder of the same subscriber); a
+//! page by cursor goes on after a series deleted since.
 
 use std::time::Duration;
 
@@ -12,9 +13,10 @@ use reminders::domain::series::{NewSeries, Series, SeriesStatus, MAKE_AHEAD};
 use reminders::domain::{
     Channel, Content, NewReminder, Recipient, Reminder, ReminderId, SeriesId, SubscriberId,
 };
-use reminders::ports::series::Written;
+use reminders::ports::series::{SeriesCursor, Written};
 use reminders::ports::{
-    ExpectedSeries, MemoryReminderStore, ReminderStore, SeriesStore, SubscriberIndex,
+    Deleted, Eraser, ExpectedSeries, MemoryReminderStore, ReminderStore, SeriesStore,
+    SubscriberIndex,
 };
 
 use crate::common;
@@ -43,7 +45,7 @@ fn series(id: &str, subscriber: &str, starts_at: Timestamp) -> Series {
     Series::new(new, Duration::from_secs(600)).unwrap()
 }
 
-async fn suite<S: SeriesStore + ReminderStore + SubscriberIndex>(store: &S) {
+async fn suite<S: SeriesStore + ReminderStore + SubscriberIndex + Eraser>(store: &S) {
     let s = series("standup", "u-42", T0);
     assert_eq!(store.get_series(&s.series_id).await.unwrap(), None);
     assert_eq!(
@@ -165,6 +167,23 @@ async fn suite<S: SeriesStore + ReminderStore + SubscriberIndex>(store: &S) {
     // The reminders' list of the same subscriber holds no series.
     let reminders = store.by_subscriber(&sub, None, 10).await.unwrap();
     assert_eq!(reminders.items.len(), 1, "{reminders:?}");
+
+    // By cursor (the last one's start and id): the next page goes on after it once it is
+    // gone, as an erasure deletes each page before it reads the next; it never starts over.
+    let first = store.series_after(&sub, None, 2).await.unwrap();
+    let ids: Vec<&str> = first.items.iter().map(|s| s.series_id.as_str()).collect();
+    assert_eq!(ids, ["b", "a"]);
+    let cursor = first.next.clone().expect("a second page");
+    assert_eq!(SeriesCursor::decode(&cursor.encode()), Some(cursor.clone()));
+    assert_eq!(SeriesCursor::decode("a b"), None);
+    assert_eq!(
+        store.delete_series(&cursor.series_id).await.unwrap(),
+        Deleted::Deleted
+    );
+    let rest = store.series_after(&sub, Some(&cursor), 2).await.unwrap();
+    let ids: Vec<&str> = rest.items.iter().map(|s| s.series_id.as_str()).collect();
+    assert_eq!(ids, ["c"]);
+    assert_eq!(rest.next, None);
 }
 
 fn reminder(subscriber: &str) -> Reminder {

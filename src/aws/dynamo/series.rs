@@ -24,8 +24,8 @@ use crate::domain::{
     due_shard, Channel, Content, Owner, Recipient, ReminderId, SeriesId, SubscriberId,
 };
 use crate::ports::series::{
-    make_at, ExpectedSeries, SeriesPage, SeriesStore, Written, OP_GET_SERIES, OP_PUT_SERIES,
-    OP_SERIES_DUE, OP_SERIES_OF,
+    make_at, ExpectedSeries, SeriesCursor, SeriesCursorPage, SeriesPage, SeriesStore, Written,
+    OP_GET_SERIES, OP_PUT_SERIES, OP_SERIES_DUE, OP_SERIES_OF,
 };
 use crate::ports::PortError;
 
@@ -254,6 +254,30 @@ impl SeriesStore for DynamoReminderStore {
         after: Option<&SeriesId>,
         limit: u32,
     ) -> Result<SeriesPage, PortError> {
+        // The cursor names a series; its index key is read from the item itself (gone: the
+        // list starts over, as the port says).
+        let cursor = match after {
+            Some(a) => self.get_series(a).await?.map(|cur| SeriesCursor {
+                starts_at: cur.starts_at,
+                series_id: a.clone(),
+            }),
+            None => None,
+        };
+        let page = self
+            .series_after(subscriber, cursor.as_ref(), limit)
+            .await?;
+        Ok(SeriesPage {
+            items: page.items,
+            next: page.next.map(|c| c.series_id),
+        })
+    }
+
+    async fn series_after(
+        &self,
+        subscriber: &SubscriberId,
+        after: Option<&SeriesCursor>,
+        limit: u32,
+    ) -> Result<SeriesCursorPage, PortError> {
         let mut q = self
             .client
             .query()
@@ -261,42 +285,57 @@ impl SeriesStore for DynamoReminderStore {
             .index_name(SUBSCRIBER_INDEX)
             .key_condition_expression("subscriber_id = :s")
             .expression_attribute_values(":s", s(listing(subscriber)))
+            // One more than asked: the extra key is what tells whether another page exists.
             .limit(i32::try_from(limit.max(1).saturating_add(1)).unwrap_or(i32::MAX));
-        if let Some(a) = after {
-            // The cursor names a series; its index key is read from the item itself.
-            if let Some(cur) = self.get_series(a).await? {
-                q = q
-                    .exclusive_start_key("reminder_id", s(key(a)))
-                    .exclusive_start_key("subscriber_id", s(listing(subscriber)))
-                    .exclusive_start_key("due_at", n(cur.starts_at.as_millis()));
-            }
+        if let Some(c) = after {
+            // The index's key, from the cursor alone: no read of a series that may be gone.
+            q = q
+                .exclusive_start_key("reminder_id", s(key(&c.series_id)))
+                .exclusive_start_key("subscriber_id", s(listing(subscriber)))
+                .exclusive_start_key("due_at", n(c.starts_at.as_millis()));
         }
         let out = q
             .send()
             .await
             .map_err(|e| port_error(OP_SERIES_OF, e, dynamo_kind!(QueryError)))?;
-        let keys: Vec<SeriesId> = out
+        let mut keys: Vec<SeriesCursor> = out
             .items
             .unwrap_or_default()
             .iter()
-            .filter_map(|item| match item.get("reminder_id") {
-                Some(AttributeValue::S(k)) => k.strip_prefix("series#"),
-                _ => None,
-            })
-            .filter_map(|id| SeriesId::parse(id).ok())
+            .filter_map(index_key)
             .collect();
         let wanted = limit.max(1) as usize;
-        let more = keys.len() > wanted;
+        let more = keys.len() > wanted || out.last_evaluated_key.is_some();
+        keys.truncate(wanted);
         let mut items = Vec::new();
-        for id in keys.iter().take(wanted) {
-            if let Some(series) = self.get_series(id).await? {
+        for k in &keys {
+            // The index lags the table: a key whose series is gone by now is passed over.
+            if let Some(series) = self.get_series(&k.series_id).await? {
                 items.push(series);
             }
         }
+        // From the last key read, not the last series found: a page whose series are all
+        // gone still leads on to the next.
         let next = match more {
-            true => items.last().map(|s| s.series_id.clone()),
+            true => keys.pop(),
             false => None,
         };
-        Ok(SeriesPage { items, next })
+        Ok(SeriesCursorPage { items, next })
     }
+}
+
+/// A subscriber-index entry of a series: its start (the index's sort key) and its id.
+fn index_key(item: &HashMap<String, AttributeValue>) -> Option<SeriesCursor> {
+    let id = match item.get("reminder_id") {
+        Some(AttributeValue::S(k)) => SeriesId::parse(k.strip_prefix("series#")?).ok()?,
+        _ => return None,
+    };
+    let starts_at = match item.get("due_at") {
+        Some(AttributeValue::N(v)) => Timestamp::from_millis(v.parse().ok()?),
+        _ => return None,
+    };
+    Some(SeriesCursor {
+        starts_at,
+        series_id: id,
+    })
 }

@@ -7,8 +7,8 @@ use crate::clock::Timestamp;
 use crate::domain::series::Series;
 use crate::domain::{SeriesId, SubscriberId};
 use crate::ports::series::{
-    make_at, ExpectedSeries, SeriesPage, SeriesStore, Written, OP_GET_SERIES, OP_PUT_SERIES,
-    OP_SERIES_DUE, OP_SERIES_OF,
+    make_at, ExpectedSeries, SeriesCursor, SeriesCursorPage, SeriesPage, SeriesStore, Written,
+    OP_GET_SERIES, OP_PUT_SERIES, OP_SERIES_DUE, OP_SERIES_OF,
 };
 use crate::ports::PortError;
 
@@ -81,6 +81,34 @@ impl SeriesStore for MemoryReminderStore {
                 None => None,
             };
             SeriesPage { items, next }
+        })
+    }
+
+    async fn series_after(
+        &self,
+        subscriber: &SubscriberId,
+        after: Option<&SeriesCursor>,
+        limit: u32,
+    ) -> Result<SeriesCursorPage, PortError> {
+        self.guarded(OP_SERIES_OF, |t| {
+            let mut all: Vec<&Series> = t
+                .series
+                .values()
+                .map(|(s, _)| s)
+                .filter(|s| &s.subscriber_id == subscriber)
+                .filter(|s| {
+                    after.is_none_or(|c| (s.starts_at, &s.series_id) > (c.starts_at, &c.series_id))
+                })
+                .collect();
+            all.sort_by(|a, b| (a.starts_at, &a.series_id).cmp(&(b.starts_at, &b.series_id)));
+            let limit = limit.max(1) as usize;
+            let more = all.len() > limit;
+            let items: Vec<Series> = all.into_iter().take(limit).cloned().collect();
+            let next = match more {
+                true => items.last().map(SeriesCursor::of),
+                false => None,
+            };
+            SeriesCursorPage { items, next }
         })
     }
 }
