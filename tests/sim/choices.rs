@@ -9,11 +9,14 @@ use std::time::Duration;
 use reminders::domain::DeadReason;
 use reminders_harness::sim::{simulate, SimConfig};
 
+/// A block of the report: its total and its rows (reason, count).
+type Block = (u64, BTreeMap<String, u64>);
+
 /// The report's text, split into its "dead" block and its "recipient's choice" block: each
 /// block's total and its rows (reason, count). Refuses a text whose blocks disagree with their
 /// rows, or that lists a recipient's choice as dead.
-fn blocks(text: &str) -> Result<[(u64, BTreeMap<String, u64>); 2], String> {
-    let mut out: [(u64, BTreeMap<String, u64>); 2] = Default::default();
+fn blocks(text: &str) -> Result<[Block; 2], String> {
+    let mut out: [Block; 2] = Default::default();
     let mut at = None;
     for line in text.lines() {
         let number = |s: &str| -> Result<u64, String> {
