@@ -214,4 +214,23 @@ fn series_commands_against_the_emulator() {
     assert_eq!(shown["occurrences"][0]["status"], "cancelled", "{shown}");
     let err = refused(&create_args("s-cli-1", &rule, &starts_at, "in 5"), &env);
     assert!(err.contains("cancelled: it can no longer change"), "{err}");
+
+    // Without --starts-at the series starts this minute, not this millisecond: its
+    // occurrences fall on the minute the rule names, second 0 (RFC 5545 takes the seconds of
+    // a rule without BYSECOND from the start).
+    let mut args = create_args("s-cli-3", "FREQ=DAILY;BYHOUR=9;BYMINUTE=15", "", "x");
+    let at = args.iter().position(|a| *a == "--starts-at").unwrap();
+    args.drain(at..at + 2);
+    ok(&args, &env);
+    let shown: Value =
+        serde_json::from_str(&ok(&["series", "show", "--id", "s-cli-3", "--json"], &env)).unwrap();
+    let next = shown["next_occurrences"][0]["occurrence_at"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{shown}"));
+    let wall = shown["next_occurrences"][0]["wall_time"].as_str().unwrap();
+    assert!(
+        next.ends_with(":00Z") || next.ends_with(":00.000Z"),
+        "{next}"
+    );
+    assert!(wall.contains("T09:15:00+05:45"), "{wall}");
 }

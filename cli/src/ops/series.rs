@@ -55,7 +55,7 @@ pub struct CreateArgs {
     /// own time zone (their preferences), read as each occurrence is made.
     #[arg(long)]
     zone: String,
-    /// The first possible occurrence, epoch ms [default: now].
+    /// The first possible occurrence, epoch ms [default: now, to the minute].
     #[arg(long)]
     starts_at: Option<i64>,
     /// No occurrence after this, epoch ms.
@@ -118,7 +118,12 @@ async fn create(a: CreateArgs) -> Result<(), String> {
             .map_err(|e| format!("--subscriber: {e}"))?,
         rule: a.rule,
         zone: a.zone,
-        starts_at: a.starts_at.map_or(now, Timestamp::from_millis),
+        // A rule without BYSECOND takes its seconds from the start (RFC 5545), so the default
+        // start is this minute, not this millisecond: `BYHOUR=9;BYMINUTE=15` means 09:15:00.
+        starts_at: a.starts_at.map_or(
+            Timestamp::from_millis(now.as_millis() - now.as_millis().rem_euclid(60_000)),
+            Timestamp::from_millis,
+        ),
         until: a.until.map(Timestamp::from_millis),
         fresh_for: a.fresh_secs.map(Duration::from_secs),
         content: Content::Text {
