@@ -16,10 +16,12 @@ use crate::domain::{Channel, DeadReason, DeliveryKey, ReminderId, SubscriberId};
 use crate::policy::{OutcomeClass, RetryPolicy};
 pub use change::{Change, Ctx, Refused, Why};
 pub use detail::{Detail, QUIET_HOURS_ERROR};
+pub use status::Status;
 pub use transitions::{apply, HELD_FOR_QUIET_HOURS};
 
 mod change;
 mod detail;
+mod status;
 mod transitions;
 
 /// Transitions kept on the item; each write adds one and drops the oldest beyond this.
@@ -29,44 +31,6 @@ pub const HISTORY_BOUND: u64 = 16;
 pub const COPY_CLAIM_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(16 * 60);
 /// Longest classified error kept on the item.
 pub const MAX_ERROR_LEN: usize = 200;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    /// No ledger item yet (never stored as such).
-    Scheduled,
-    /// Put back by redrive.
-    Ready,
-    Sending,
-    Deferred,
-    Delivered,
-    Expired,
-    Cancelled,
-    Dead,
-}
-
-impl Status {
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Status::Scheduled => "scheduled",
-            Status::Ready => "ready",
-            Status::Sending => "sending",
-            Status::Deferred => "deferred",
-            Status::Delivered => "delivered",
-            Status::Expired => "expired",
-            Status::Cancelled => "cancelled",
-            Status::Dead => "dead",
-        }
-    }
-
-    /// `delivered`, `expired` and `cancelled` never change again.
-    pub const fn is_terminal(self) -> bool {
-        matches!(
-            self,
-            Status::Delivered | Status::Expired | Status::Cancelled
-        )
-    }
-}
 
 /// A claim's proof of ownership; outcome writes are fenced by it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -54,6 +54,9 @@ pub struct Metrics {
     pub panics: u32,
     /// Not started before the invocation deadline: made visible again.
     pub released: u32,
+    /// Ledger items in a status this version does not know (a newer writer's): left as they
+    /// are, their messages held for later.
+    pub newer_status: u32,
     /// delivered_at − due_at, per delivery.
     pub lateness_ms: Vec<i64>,
     /// Provider attempts of each delivered delivery.
@@ -106,6 +109,7 @@ impl Metrics {
         self.invariant_errors += other.invariant_errors;
         self.panics += other.panics;
         self.released += other.released;
+        self.newer_status += other.newer_status;
         self.lateness_ms.extend(other.lateness_ms);
         self.attempts.extend(other.attempts);
     }
@@ -145,6 +149,7 @@ impl Metrics {
             self.invariant_errors + self.panics,
         );
         count("released".into(), self.released);
+        count("newer_status".into(), self.newer_status);
         count("dead_total".into(), self.dead_needing_operator());
         for reason in DeadReason::ALL {
             count(

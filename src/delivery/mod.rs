@@ -116,6 +116,9 @@ pub enum Claim {
     NotYetEligible { at: Timestamp },
     /// No attempt left in the budget (the state machine refuses the claim).
     BudgetSpent(DeliveryRecord),
+    /// In a status this version does not know (a newer writer's): left alone, looked at
+    /// again later by whichever version then reads it.
+    NewerStatus(DeliveryRecord),
 }
 
 /// Parameters of a claim.
@@ -172,6 +175,7 @@ pub fn claim_answer(written: Written, now: Timestamp) -> Result<Claim, PortError
         Status::Deferred => Claim::NotYetEligible {
             at: cur.next_eligible_at().unwrap_or(now),
         },
+        Status::Unknown(_) => Claim::NewerStatus(cur),
         Status::Scheduled | Status::Ready => {
             return Err(PortError::Invariant {
                 op: "ledger.claim",
@@ -228,6 +232,11 @@ pub fn cancel_answer(written: Written) -> Cancelled {
         Written::Refused { current, .. } => match current.map(|c| c.status()) {
             Some(Status::Sending) => Cancelled::AlreadyInFlight,
             Some(Status::Delivered) => Cancelled::AlreadyDelivered,
+            // A newer writer's state: not cancelled here, and the answer names it as stored.
+            Some(s) if !s.is_known() => {
+                tracing::warn!(status = s.as_str(), "cancel met a ledger status unknown to this version: not cancelled, answered as stored");
+                Cancelled::AlreadyFinal(s)
+            }
             Some(s) => Cancelled::AlreadyFinal(s),
             None => Cancelled::AlreadyFinal(Status::Scheduled),
         },

@@ -120,11 +120,12 @@ pub async fn turn<L: Ledger>(
     Ok(walk(&order, &items, head, channel, &listed, now))
 }
 
-/// A claimed delivery that has not settled: it may still send.
+/// A claimed delivery that has not settled: it may still send. A status this version does
+/// not know (a newer writer's) may be one that sends: waited for, never sent past.
 fn in_flight(r: &DeliveryRecord) -> bool {
     matches!(
         r.status(),
-        Status::Sending | Status::Scheduled | Status::Ready | Status::Deferred
+        Status::Sending | Status::Scheduled | Status::Ready | Status::Deferred | Status::Unknown(_)
     )
 }
 
@@ -189,9 +190,11 @@ fn walk(
             Status::Delivered | Status::Expired | Status::Cancelled => {
                 return Some(Turn::NotNeeded { because: at })
             }
-            Status::Sending | Status::Scheduled | Status::Ready | Status::Deferred => {
-                return Some(waiting(rec, at, now))
-            }
+            Status::Sending
+            | Status::Scheduled
+            | Status::Ready
+            | Status::Deferred
+            | Status::Unknown(_) => return Some(waiting(rec, at, now)),
             Status::Dead => {
                 // Only a death known to have sent nothing hands on (DESIGN §12).
                 let falls_back =

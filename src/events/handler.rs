@@ -10,11 +10,15 @@
 //! Records that publish nothing: REMOVE (the TTL deleting an item), provider gate items
 //! (keys under `gate#`), and writes that settle nothing ([`super::settled`]).
 //!
-//! A delivery item whose new image cannot be decoded is quarantined in the log: an ERROR line
-//! with its key, sequence number and reason, counted in [`Handled::unreadable`], and skipped.
-//! It never blocks the records after it: retrying cannot make this version read it, and the
-//! delivery's state stays on the ledger (`remind show`). Only a failed publish is retried, and
-//! the event source mapping retries it for as long as the stream holds the record.
+//! Values a newer writer added (a status, a dead reason, any enum of the item this version
+//! does not know) are read into their unknown cases and published as written, the event's
+//! `newer_values` naming them (issue 32, window 9): a deploy never loses an event.
+//!
+//! A delivery item whose new image still cannot be decoded (a field missing or of the wrong
+//! type: not a ledger item this version or a newer one writes) is never skipped: an ERROR line
+//! with its key, sequence number and reason, counted in [`Handled::unreadable`], and the record
+//! fails like a failed publish — it and every later record are retried while the stream holds
+//! them, and then go to the on-failure destination (the events DLQ), so a lost event pages.
 
 use aws_lambda_events::event::dynamodb::EventRecord;
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
@@ -38,15 +42,19 @@ pub struct Handled {
     pub published: u32,
     /// Records that settle nothing (and were not after a failure).
     pub quiet: u32,
-    /// Delivery items this version cannot read: logged and skipped (never retried).
+    /// Delivery items this version cannot read: logged, and failed from there (retried).
     pub unreadable: u32,
+    /// Events published with a value this version does not know (`newer_values`), each
+    /// logged with a warning.
+    pub newer: u32,
 }
 
 /// What one record asks for.
 enum Decision {
-    Publish(Settled),
+    Publish(Box<Settled>),
     Nothing,
-    /// Its new image is not a ledger item this version reads (the reason is logged).
+    /// Its new image is not a ledger item this version reads (the reason is logged): the
+    /// record fails, never skipped.
     Unreadable,
 }
 
@@ -58,13 +66,23 @@ pub async fn handle<B: EventBus>(bus: &B, records: &[EventRecord]) -> Handled {
         .iter()
         .enumerate()
         .filter_map(|(i, d)| match d {
-            Decision::Publish(e) => Some((i, e.clone())),
+            Decision::Publish(e) => Some((i, Settled::clone(e))),
             _ => None,
         })
         .unzip();
-    let failed_from = match publish(bus, &events).await {
+    let unreadable_at = decisions
+        .iter()
+        .position(|d| matches!(d, Decision::Unreadable));
+    // Nothing from an unreadable record on is published: it fails, and the records after it
+    // with it (the stream's order), as a refused publish would.
+    let publishable = at.partition_point(|i| unreadable_at.is_none_or(|u| *i < u));
+    let failed_from = match publish(bus, &events[..publishable]).await {
         Ok(refused) => refused.iter().map(|r| at[r.index]).min(),
         Err(()) => at.first().copied(),
+    };
+    let failed_from = match (failed_from, unreadable_at) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     };
     let end = failed_from.unwrap_or(records.len());
     let published = at.iter().filter(|i| **i < end).count() as u32;
@@ -75,7 +93,8 @@ pub async fn handle<B: EventBus>(bus: &B, records: &[EventRecord]) -> Handled {
         failed_from,
         published,
         quiet: count(|d| matches!(d, Decision::Nothing)),
-        unreadable: count(|d| matches!(d, Decision::Unreadable)),
+        unreadable: u32::from(unreadable_at.is_some() && unreadable_at == failed_from),
+        newer: count(|d| matches!(d, Decision::Publish(e) if !e.newer_values.is_empty())),
     }
 }
 
@@ -133,7 +152,7 @@ fn decide(record: &EventRecord) -> Decision {
     let new = match new {
         Ok(new) => new,
         Err(reason) => {
-            tracing::error!(delivery_key = key, sequence_number = seq, %reason, "ledger item in the stream cannot be decoded: no event for it (its state stays on the ledger); skipped");
+            tracing::error!(delivery_key = key, sequence_number = seq, %reason, "ledger item in the stream cannot be decoded: the record fails and is retried (the events DLQ once the stream lets it go)");
             return Decision::Unreadable;
         }
     };
@@ -143,7 +162,12 @@ fn decide(record: &EventRecord) -> Decision {
         None
     });
     match settled(old.as_ref(), &new) {
-        Some(event) => Decision::Publish(event),
+        Some(event) => {
+            if !event.newer_values.is_empty() {
+                tracing::warn!(delivery_key = key, sequence_number = seq, transition = event.transition, outcome = event.outcome.as_str(), newer_values = ?event.newer_values, "values unknown to this version: published as written");
+            }
+            Decision::Publish(Box::new(event))
+        }
         None => Decision::Nothing,
     }
 }

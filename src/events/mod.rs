@@ -9,6 +9,7 @@
 //! Events are delivered at least once: consumers deduplicate on `(delivery_key,
 //! transition)`. An event never carries a recipient or content (the ledger holds neither).
 
+use crate::domain::DeadReason;
 use crate::ledger::{DeliveryRecord, Status};
 
 pub mod handler;
@@ -50,9 +51,22 @@ pub fn settled(old: Option<&DeliveryRecord>, new: &DeliveryRecord) -> Option<Set
         Some(old) => old.status(),
         None => entered_from(new),
     };
-    if !is_settled(to) || from == to {
+    // A status this version does not know (a newer writer's) may be a settlement it has
+    // never heard of: published as written and marked, never dropped (issue 32, window 9).
+    if (to.is_known() && !is_settled(to)) || from == to {
         return None;
     }
+    let reason = new
+        .dead_reason()
+        .filter(|_| to == Status::Dead || !to.is_known());
+    let newer_values = [
+        ("outcome", !to.is_known()),
+        ("from", !from.is_known()),
+        ("reason", matches!(reason, Some(DeadReason::Unknown(_)))),
+    ]
+    .into_iter()
+    .filter_map(|(field, newer)| newer.then_some(field))
+    .collect();
     let origin = new.origin();
     let occurrence = origin.and_then(|o| crate::domain::series::occurrence_of(&o.reminder_id));
     Some(Settled {
@@ -62,7 +76,7 @@ pub fn settled(old: Option<&DeliveryRecord>, new: &DeliveryRecord) -> Option<Set
         channel: origin.map(|o| o.channel),
         delivery_key: new.key().clone(),
         outcome: to,
-        reason: new.dead_reason().filter(|_| to == Status::Dead),
+        reason,
         transition: new.seq(),
         from,
         at: new.updated_at(),
@@ -71,6 +85,7 @@ pub fn settled(old: Option<&DeliveryRecord>, new: &DeliveryRecord) -> Option<Set
         fallback_to: new.fallback_to(),
         series_id: occurrence.as_ref().map(|(s, _)| s.clone()),
         occurrence_at: occurrence.map(|(_, at)| at),
+        newer_values,
     })
 }
 

@@ -98,7 +98,8 @@ fn a_delivery_publishes_the_contracts_detail_exactly() {
             "fallback_from": null,
             "fallback_to": null,
             "series_id": null,
-            "occurrence_at": null
+            "occurrence_at": null,
+            "newer_values": []
         })
     );
 }

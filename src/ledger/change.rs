@@ -155,6 +155,9 @@ pub enum Why {
     /// The policy's attempt budget leaves no attempt for this send (a redrive grants a new
     /// one): the state machine holds the budget itself, whatever the caller decided.
     BudgetSpent { attempts: u32, max: u32 },
+    /// The item is in a status this version does not know ([`Status::Unknown`]): a newer
+    /// writer owns it, and no change of this version may overwrite what it wrote.
+    NewerStatus,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

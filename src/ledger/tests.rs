@@ -90,6 +90,7 @@ fn in_state(s: Status) -> Option<DeliveryRecord> {
                 reasons: DeadReason::ALL.into_iter().collect(),
             },
         ),
+        Status::Unknown(s) => unreachable!("no change of this version lands in {s}"),
     };
     assert_eq!(r.status(), s);
     Some(r)
@@ -429,4 +430,5 @@ fn errors_are_truncated_on_a_char_boundary() {
 
 mod fallback;
 mod leases;
+mod newer;
 mod origin;

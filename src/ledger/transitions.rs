@@ -75,6 +75,10 @@ pub fn apply(
         status: current.map_or(Status::Scheduled, |r| r.status),
         change: change.name(),
     };
+    // A newer writer's state (logged when read): no change names it, an `extend` neither.
+    if !from.status.is_known() {
+        return Err(from.refuse(Why::NewerStatus));
+    }
     let mut next = current
         .cloned()
         .unwrap_or_else(|| DeliveryRecord::fresh(ctx));

@@ -51,6 +51,9 @@ pub struct Settled {
     /// The occurrence's instant in its series (RFC 3339, UTC).
     #[serde(serialize_with = "rfc3339_opt")]
     pub occurrence_at: Option<Timestamp>,
+    /// The detail fields whose value the publishing version did not know (a newer writer's,
+    /// during a deploy), published as written: `outcome`, `from`, `reason`. Empty otherwise.
+    pub newer_values: Vec<&'static str>,
 }
 
 impl Settled {

@@ -227,6 +227,20 @@ impl<P: Ports> Redriver<P> {
                     .await?;
                 Ok(Break(One::Skipped))
             }
+            // A newer writer's state: not redriven by this version, and the copy stays in
+            // the DLQ (counted `refused`) for a redrive by a version that knows it.
+            Written::Refused {
+                refused:
+                    Refused {
+                        why: Why::NewerStatus,
+                        from,
+                        ..
+                    },
+                ..
+            } => {
+                tracing::warn!(delivery_key = %msg.delivery_key, status = from.as_str(), "ledger status unknown to this version; not redriven, left in the DLQ");
+                Ok(Break(One::Refused))
+            }
             Written::Refused {
                 current: Some(r), ..
             } if r.status().is_terminal() => {

@@ -6,6 +6,7 @@ mod countries;
 mod emulator;
 mod harness;
 mod memory;
+mod newer_status;
 mod outbox_rules;
 mod retention;
 mod rules;

@@ -131,7 +131,10 @@ fn claimed(m: &ProtocolModel, s: &mut State, w: usize, token: LeaseToken, writte
                 Then::BudgetSpent,
             );
         }
-        Ok(Claim::HeldByOther { .. } | Claim::NotYetEligible { .. }) => s.end(w, true),
+        // A newer writer's status (never in the model) is held like these.
+        Ok(Claim::HeldByOther { .. } | Claim::NotYetEligible { .. } | Claim::NewerStatus(_)) => {
+            s.end(w, true)
+        }
         // A duplicate, finished, or dead (its DLQ copy is not modelled).
         Ok(Claim::AlreadyDelivered(_) | Claim::Finished(_) | Claim::Dead(_)) => s.end(w, false),
         Err(_) => s.invariant_error(w),

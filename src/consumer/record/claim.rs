@@ -16,6 +16,11 @@ use crate::domain::{DeadReason, DeliveryMessage};
 use crate::ledger::{Change, Ctx, DeliveryRecord, LeaseToken};
 use crate::ports::{PortError, Ports};
 
+/// How long a message waits when its ledger item is in a status this version does not know:
+/// long enough for a deploy to finish rolling out the version that does, short beside any
+/// freshness window.
+pub const NEWER_STATUS_WAIT: Duration = Duration::from_secs(5 * 60);
+
 impl<P: Ports> Record<'_, P> {
     pub(super) async fn claim(&mut self, d: &Delivery) -> Step<Lease> {
         let half_open = match self.admit(d).await? {
@@ -88,11 +93,27 @@ impl<P: Ports> Record<'_, P> {
             // as `attempts_exhausted` (with its copy), never loops.
             Claim::BudgetSpent(record) => self.die_budget_spent(msg, record, now).await,
             Claim::Finished(_) => Ok(Action::Ack),
+            Claim::NewerStatus(record) => self.newer_status(msg, &record, now).await,
             Claim::Acquired(_) | Claim::LeaseExpired(_) => Err(PortError::Invariant {
                 op: "consumer.claim",
                 message: "a claim that acquired the lease was handled as not ours".into(),
             }),
         }
+    }
+
+    /// The ledger item is in a status this version does not know: a newer writer owns it
+    /// (a deploy rolling out). Nothing is written over it, and the message is neither acked
+    /// nor dead-lettered: it waits ([`NEWER_STATUS_WAIT`]) for a reader that knows the
+    /// status, counted (`newer_status`) and logged.
+    pub(super) async fn newer_status(
+        &mut self,
+        msg: &DeliveryMessage,
+        record: &DeliveryRecord,
+        now: Timestamp,
+    ) -> Result<Action, PortError> {
+        self.m.newer_status += 1;
+        tracing::warn!(delivery_key = %msg.delivery_key, status = record.status().as_str(), seq = record.seq(), "ledger status unknown to this version: left as it is, message looked at again later");
+        self.hold(msg, now.plus(NEWER_STATUS_WAIT), now).await
     }
 
     async fn die_budget_spent(

@@ -226,6 +226,12 @@ impl<P: Ports> Record<'_, P> {
             } if r.status() == Status::Dead => {
                 return self.ensure_copied(msg, r, ctx.now).await;
             }
+            // A newer writer's state: not finished here, and the message is not dropped.
+            Written::Refused {
+                current: Some(r), ..
+            } if !r.status().is_known() => {
+                return self.newer_status(msg, &r, ctx.now).await;
+            }
             Written::Refused { .. } => {}
         }
         let what = if cancelled { "cancelled" } else { "stale" };
@@ -278,6 +284,9 @@ impl<P: Ports> Record<'_, P> {
             } if r.status() == Status::Sending => {
                 return self.resolve_abandoned(msg, r, &ctx).await;
             }
+            Written::Refused {
+                current: Some(r), ..
+            } if !r.status().is_known() => return self.newer_status(msg, &r, now).await,
             // Already delivered, expired or cancelled: nothing died.
             Written::Refused {
                 current: Some(r), ..

@@ -134,26 +134,63 @@ async fn a_failed_call_fails_every_record_from_the_first_event() {
     assert!(bus.published().is_empty());
 }
 
-/// A bad item is quarantined in the log and never blocks the records after it.
+/// An item that is not a ledger item this version or a newer one writes (no `seq`) is never
+/// skipped: its record fails, and every later one with it (the stream's order), as a
+/// refused publish does; the records before it publish.
 #[tokio::test]
-async fn an_undecodable_item_is_skipped_and_the_records_after_it_publish() {
+async fn an_undecodable_item_fails_its_record_and_every_later_one() {
     let bus = MemoryBus::default();
     let mut bad = record(2, None, &cancelled("b"));
-    bad.change.new_image.insert(
-        "status".into(),
-        serde_dynamo::AttributeValue::S("lost".into()),
-    );
+    bad.change.new_image.remove("seq");
     let batch = [
         record(1, None, &cancelled("a")),
         bad,
         record(3, None, &cancelled("c")),
     ];
     let h = handle(&bus, &batch).await;
-    assert!(failures(&h).is_empty(), "{:?}", failures(&h));
-    assert_eq!((h.published, h.unreadable), (2, 1));
+    assert_eq!(failures(&h), seqs(2, 3));
+    assert_eq!((h.failed_from, h.published, h.unreadable), (Some(1), 1, 1));
     let published: Vec<_> = bus.published().into_iter().map(|e| e.reminder_id).collect();
-    let id = |s: &str| Some(ReminderId::parse(s).unwrap());
-    assert_eq!(published, vec![id("a"), id("c")]);
+    assert_eq!(published, vec![Some(ReminderId::parse("a").unwrap())]);
+}
+
+/// Window 9 of issue 32: a newer writer's ledger `status` this events function does not
+/// know. The transition is published with the status as written, under its delivery key
+/// and transition number, `newer_values` naming it; the records after it publish too.
+#[tokio::test]
+async fn w4_9_a_status_from_a_newer_writer_is_published_not_skipped() {
+    use serde_dynamo::AttributeValue as A;
+    let bus = MemoryBus::default();
+    let before = claimed("b");
+    let mut newer = record(2, Some(&before), &before);
+    newer
+        .change
+        .new_image
+        .insert("status".into(), A::S("paused_v9".into()));
+    newer
+        .change
+        .new_image
+        .insert("seq".into(), A::N("2".into()));
+    let batch = [
+        record(1, None, &cancelled("a")),
+        newer,
+        record(3, None, &cancelled("c")),
+    ];
+    let h = handle(&bus, &batch).await;
+    assert!(failures(&h).is_empty(), "{:?}", failures(&h));
+    assert_eq!((h.published, h.unreadable, h.newer), (3, 0, 1));
+    let event = bus.published()[1].clone();
+    assert_eq!((&event.delivery_key, event.transition), (before.key(), 2));
+    assert_eq!(event.outcome.as_str(), "paused_v9");
+    assert_eq!(event.from, crate::ledger::Status::Sending);
+    let detail: serde_json::Value = serde_json::from_str(&event.detail_json()).unwrap();
+    assert_eq!(detail["outcome"], "paused_v9", "{detail}");
+    assert_eq!(
+        detail["newer_values"],
+        serde_json::json!(["outcome"]),
+        "{detail}"
+    );
+    assert_eq!(detail["reminder_id"], "b", "{detail}");
 }
 
 #[tokio::test]
