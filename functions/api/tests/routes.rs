@@ -1,6 +1,8 @@
 //! One set of routes: what the router serves, what the template deploys on API Gateway, and
 //! what `openapi.yaml` documents are the same `(method, path)` pairs. A route in one and not
 //! in another fails (API Gateway answers its own 404 for a route the template leaves out).
+//! The router is probed on every path the two documents name and on every path its own source
+//! declares (the `.route("…")` literals), so a route on a path only the router knows is found.
 
 mod common;
 
@@ -46,15 +48,57 @@ fn documented() -> BTreeSet<Route> {
     out
 }
 
+/// The paths the router's source declares: the literal of every `.route(` under src/. A route
+/// whose path is not a literal (a constant, a `.nest`, a `.merge`) would hide from the probe,
+/// so it is refused here, by name.
+fn declared(sources: &[(String, String)]) -> Result<BTreeSet<String>, String> {
+    let mut out = BTreeSet::new();
+    for (file, text) in sources {
+        for hidden in [".nest(", ".merge(", ".route_service(", ".nest_service("] {
+            if text.contains(hidden) {
+                return Err(format!("{file}: {hidden} hides its paths from this test"));
+            }
+        }
+        for (at, _) in text.match_indices(".route(") {
+            let rest = text[at + ".route(".len()..].trim_start();
+            let literal = rest
+                .strip_prefix('"')
+                .and_then(|r| r.split_once('"'))
+                .map(|(path, _)| path.to_owned())
+                .ok_or_else(|| format!("{file}: a .route( whose path is not a literal"))?;
+            out.insert(literal);
+        }
+    }
+    Ok(out)
+}
+
+/// The API crate's sources, as (file, text).
+fn sources() -> Vec<(String, String)> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src");
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            out.push((path.display().to_string(), text));
+        }
+    }
+    assert!(!out.is_empty(), "no sources under {dir}");
+    out
+}
+
 /// What the router serves, of every method on every path either document names: a request
 /// it does not route answers `not_found` (no such route) or `method_not_allowed`.
 async fn served(paths: &BTreeSet<String>) -> BTreeSet<Route> {
-    let h = Harness::new();
+    served_by(&Harness::new().router, paths).await
+}
+
+async fn served_by(router: &axum::Router, paths: &BTreeSet<String>) -> BTreeSet<Route> {
     let mut out = BTreeSet::new();
     for path in paths {
         let uri = path.replace("{id}", "u-1");
         for method in ["GET", "PUT", "DELETE", "POST", "PATCH"] {
-            let (status, body) = call(&h.router, method, &uri, None).await;
+            let (status, body) = call(router, method, &uri, None).await;
             let unrouted = status == StatusCode::METHOD_NOT_ALLOWED
                 || (status == StatusCode::NOT_FOUND
                     && body["error"]["message"]
@@ -68,18 +112,80 @@ async fn served(paths: &BTreeSet<String>) -> BTreeSet<Route> {
     out
 }
 
-#[tokio::test]
-async fn the_router_the_template_and_openapi_have_one_set_of_routes() {
-    let (deployed, documented) = (deployed(), documented());
+/// The three sets agree, the router probed on the documents' paths and its source's.
+async fn one_set(
+    router: &axum::Router,
+    sources: &[(String, String)],
+    deployed: &BTreeSet<Route>,
+    documented: &BTreeSet<Route>,
+) -> Result<(), String> {
     let paths: BTreeSet<String> = deployed
         .iter()
-        .chain(&documented)
+        .chain(documented)
         .map(|(_, p)| p.clone())
+        .chain(declared(sources)?)
         .collect();
-    let served = served(&paths).await;
-    assert!(served.len() >= 6, "{served:?}");
-    assert_eq!(deployed, documented, "template vs openapi.yaml");
-    assert_eq!(served, documented, "router vs openapi.yaml");
+    let served = served_by(router, &paths).await;
+    if deployed != documented {
+        return Err(format!(
+            "template vs openapi.yaml: {:?} only deployed, {:?} only documented",
+            deployed.difference(documented).collect::<Vec<_>>(),
+            documented.difference(deployed).collect::<Vec<_>>()
+        ));
+    }
+    if &served != documented {
+        return Err(format!(
+            "router vs openapi.yaml: {:?} only served, {:?} only documented",
+            served.difference(documented).collect::<Vec<_>>(),
+            documented.difference(&served).collect::<Vec<_>>()
+        ));
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_router_the_template_and_openapi_have_one_set_of_routes() {
+    let (deployed, documented, sources) = (deployed(), documented(), sources());
+    let router = Harness::new().router;
+    one_set(&router, &sources, &deployed, &documented)
+        .await
+        .unwrap();
+    assert!(documented.len() >= 6, "{documented:?}");
+    // Every path the source declares is a documented one (and so probed above).
+    let paths: BTreeSet<String> = documented.iter().map(|(_, p)| p.clone()).collect();
+    let declared = declared(&sources).unwrap();
+    assert!(declared.len() >= 6, "{declared:?}");
+    assert!(declared.is_subset(&paths), "{declared:?} vs {paths:?}");
+}
+
+/// The blind spot closed: a route on a path only the router knows (neither document names
+/// it) is found, through the path its source declares.
+#[tokio::test]
+async fn a_route_only_the_router_serves_is_found() {
+    let (deployed, documented) = (deployed(), documented());
+    let router = Harness::new().router.route(
+        "/v1/hidden/{id}",
+        // Any method, answered in JSON as the router's own routes are.
+        axum::routing::any(|| async { axum::Json(serde_json::json!({})) }),
+    );
+    let mut sources = sources();
+    sources.push((
+        "planted.rs".into(),
+        r#"Router::new().route("/v1/hidden/{id}", get(hidden))"#.into(),
+    ));
+    let err = one_set(&router, &sources, &deployed, &documented)
+        .await
+        .unwrap_err();
+    assert!(err.contains("/v1/hidden/{id}"), "{err}");
+    // Without its source's path, the probe would not have seen it: the blind spot this closes.
+    assert!(one_set(&router, &self::sources(), &deployed, &documented)
+        .await
+        .is_ok());
+    // And a path hidden from the source scan is refused, not passed over.
+    let hidden = [("planted.rs".to_owned(), ".route(HIDDEN, get(h))".to_owned())];
+    assert!(declared(&hidden).unwrap_err().contains("not a literal"));
+    let nested = [("planted.rs".to_owned(), ".nest(\"/v2\", other)".to_owned())];
+    assert!(declared(&nested).unwrap_err().contains(".nest("));
 }
 
 /// The check can fail: a route the template lacks is found.
