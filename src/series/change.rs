@@ -1,6 +1,6 @@
 //! A series' `PUT` (create, the same body again, or an edit) and its cancel: each writes the
 //! series first, fenced on the version it read, then brings the occurrences in line
-//! ([`super::reconcile`]); a call that stops midway is finished by the maker.
+//! ([`reconcile`]); a call that stops midway is finished by the maker.
 
 use crate::clock::Timestamp;
 use crate::domain::series::{Series, SeriesStatus};
@@ -10,7 +10,7 @@ use crate::ports::series::{ExpectedSeries, SeriesStore, Written};
 use crate::ports::{Ledger, ReminderStore};
 
 use super::maker::{make_one, subscriber_zone, MakeReport};
-use super::{affected, reconcile, settle};
+use super::reconcile::{affected, reconcile, settle};
 
 /// What a `PUT` of a series did.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,8 +8,13 @@ use crate::domain::Retention;
 use crate::ports::series::{ExpectedSeries, SeriesStore, Written};
 use crate::ports::{Inserted, Ledger, PortError, ReminderStore};
 
-use super::{affected, outbox_port, reconcile, settle, MAX_MADE_PER_PASS, MAX_SERIES_PER_RUN};
+use super::reconcile::{affected, outbox_port, reconcile, settle};
 
+/// At most this many occurrences of one series made in one pass (a long outage's backlog
+/// is made over several runs).
+pub const MAX_MADE_PER_PASS: usize = 500;
+/// Series the maker takes per run.
+pub const MAX_SERIES_PER_RUN: u32 = 1_000;
 /// What one run of the maker did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct MakeReport {

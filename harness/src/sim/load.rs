@@ -15,8 +15,9 @@ use reminders::domain::{
 use reminders::ledger::Status;
 use reminders::ports::{MemoryLedger, MemoryQueue, MemoryReminderStore, ReminderStore};
 
+use super::config::{SeriesLoad, SimConfig, EPOCH};
 use super::world::World;
-use super::{recipients, report, SeriesLoad, SimConfig, EPOCH};
+use super::{recipients, report};
 
 fn recipient(channel: Channel, i: u32) -> Recipient {
     let raw = match channel {

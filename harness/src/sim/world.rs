@@ -10,9 +10,9 @@ use reminders::domain::PerChannel;
 use reminders::ports::{MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet};
 use reminders::scheduler::{Scheduler, SchedulerConfig};
 
+use super::config::{deployed, SimConfig, EPOCH};
 use super::latency::{RunClock, Timed};
 use super::provider::SimProvider;
-use super::{deployed, SimConfig, EPOCH};
 
 /// The scheduler's ports: its own run clock, the store and queues timed by the model.
 type SchedulerPorts = PortSet<
