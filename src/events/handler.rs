@@ -146,7 +146,10 @@ fn decide(record: &EventRecord) -> Decision {
         return Decision::Nothing;
     }
     let seq = record.change.sequence_number.as_deref().unwrap_or_default();
-    let new = decode(&record.change.new_image).and_then(|new| {
+    // A channel a newer version added is read through a stand-in, and published as written.
+    let mut new_image = record.change.new_image.clone();
+    let newer_channels = super::newer::stand_in(&mut new_image);
+    let new = decode(&new_image).and_then(|new| {
         new.ok_or_else(|| "no new image (the stream must be NEW_AND_OLD_IMAGES)".to_owned())
     });
     let new = match new {
@@ -157,12 +160,15 @@ fn decide(record: &EventRecord) -> Decision {
         }
     };
     // Without a readable old image, the new item's own history says where it came from.
-    let old = decode(&record.change.old_image).unwrap_or_else(|reason| {
+    let mut old_image = record.change.old_image.clone();
+    super::newer::stand_in(&mut old_image);
+    let old = decode(&old_image).unwrap_or_else(|reason| {
         tracing::warn!(delivery_key = key, sequence_number = seq, %reason, "old image cannot be decoded; deciding from the new item's history");
         None
     });
     match settled(old.as_ref(), &new) {
-        Some(event) => {
+        Some(mut event) => {
+            super::newer::restore(&mut event, &newer_channels);
             if !event.newer_values.is_empty() {
                 tracing::warn!(delivery_key = key, sequence_number = seq, transition = event.transition, outcome = event.outcome.as_str(), newer_values = ?event.newer_values, "values unknown to this version: published as written");
             }

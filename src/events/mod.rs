@@ -9,10 +9,11 @@
 //! Events are delivered at least once: consumers deduplicate on `(delivery_key,
 //! transition)`. An event never carries a recipient or content (the ledger holds neither).
 
-use crate::domain::DeadReason;
+use crate::domain::{Channel, DeadReason};
 use crate::ledger::{DeliveryRecord, Status};
 
 pub mod handler;
+mod newer;
 pub mod player;
 
 pub use crate::ports::events::Settled;
@@ -73,7 +74,7 @@ pub fn settled(old: Option<&DeliveryRecord>, new: &DeliveryRecord) -> Option<Set
         version: DETAIL_VERSION,
         reminder_id: origin.map(|o| o.reminder_id.clone()),
         subscriber_id: origin.map(|o| o.subscriber_id.clone()),
-        channel: origin.map(|o| o.channel),
+        channel: origin.map(|o| o.channel.as_str()),
         delivery_key: new.key().clone(),
         outcome: to,
         reason,
@@ -81,8 +82,8 @@ pub fn settled(old: Option<&DeliveryRecord>, new: &DeliveryRecord) -> Option<Set
         from,
         at: new.updated_at(),
         attempts: new.attempt_count(),
-        fallback_from: new.fallback_from(),
-        fallback_to: new.fallback_to(),
+        fallback_from: new.fallback_from().map(Channel::as_str),
+        fallback_to: new.fallback_to().map(Channel::as_str),
         series_id: occurrence.as_ref().map(|(s, _)| s.clone()),
         occurrence_at: occurrence.map(|(_, at)| at),
         newer_values,

@@ -13,7 +13,7 @@ use serde::Serialize;
 use super::faults::{lock, FaultPoint, Faults};
 use super::PortError;
 use crate::clock::Timestamp;
-use crate::domain::{Channel, DeadReason, DeliveryKey, ReminderId, SubscriberId};
+use crate::domain::{DeadReason, DeliveryKey, ReminderId, SubscriberId};
 use crate::ledger::Status;
 
 pub const OP_PUBLISH: &str = "events.publish";
@@ -27,7 +27,8 @@ pub struct Settled {
     /// From the ledger item's origin; `null` for items written before it was kept.
     pub reminder_id: Option<ReminderId>,
     pub subscriber_id: Option<SubscriberId>,
-    pub channel: Option<Channel>,
+    /// A channel's wire name: one a newer version wrote is published as written.
+    pub channel: Option<&'static str>,
     pub delivery_key: DeliveryKey,
     /// `delivered`, `dead`, `expired` or `cancelled`.
     pub outcome: Status,
@@ -43,16 +44,17 @@ pub struct Settled {
     /// Provider attempts that counted against the budget.
     pub attempts: u32,
     /// The channel this delivery fell back from, when it is a fallback (DESIGN §12).
-    pub fallback_from: Option<Channel>,
+    pub fallback_from: Option<&'static str>,
     /// The channel this (dead) delivery handed the reminder to, when it fell back.
-    pub fallback_to: Option<Channel>,
+    pub fallback_to: Option<&'static str>,
     /// The series the reminder is an occurrence of (DESIGN §13), read from its id.
     pub series_id: Option<crate::domain::SeriesId>,
     /// The occurrence's instant in its series (RFC 3339, UTC).
     #[serde(serialize_with = "rfc3339_opt")]
     pub occurrence_at: Option<Timestamp>,
     /// The detail fields whose value the publishing version did not know (a newer writer's,
-    /// during a deploy), published as written: `outcome`, `from`, `reason`. Empty otherwise.
+    /// during a deploy), published as written: `outcome`, `from`, `reason`, `channel`,
+    /// `fallback_from`, `fallback_to`. Empty otherwise.
     pub newer_values: Vec<&'static str>,
 }
 

@@ -252,3 +252,34 @@ async fn w4_9_values_from_a_newer_writer_are_published_and_carried_on() {
     }
     assert!(!read.dead_reason().unwrap().falls_back());
 }
+
+/// Window 9 of issue 32: channels a newer writer added (the delivery's own, and the one its
+/// death fell back to). The event is published with each as written, `newer_values` naming
+/// them, under the delivery key and transition; nothing is skipped.
+#[tokio::test]
+async fn w4_9_channels_from_a_newer_writer_are_published_as_written() {
+    use serde_dynamo::AttributeValue as A;
+    let bus = MemoryBus::default();
+    let mut rec = record(1, None, &cancelled("w"));
+    let new = &mut rec.change.new_image;
+    let Some(A::M(origin)) = new.get_mut("origin") else {
+        panic!("a cancel names its origin")
+    };
+    origin.insert("channel".into(), A::S("whatsapp".into()));
+    new.insert("fallback_to".into(), A::S("carrier_pigeon".into()));
+
+    let h = handle(&bus, &[rec, record(2, None, &cancelled("x"))]).await;
+    assert!(failures(&h).is_empty(), "{:?}", failures(&h));
+    assert_eq!((h.published, h.unreadable, h.newer), (2, 0, 1));
+    let event = &bus.published()[0];
+    assert_eq!((event.transition, event.outcome.as_str()), (1, "cancelled"));
+    let detail: serde_json::Value = serde_json::from_str(&event.detail_json()).unwrap();
+    assert_eq!(detail["channel"], "whatsapp", "{detail}");
+    assert_eq!(detail["fallback_to"], "carrier_pigeon", "{detail}");
+    assert_eq!(
+        detail["newer_values"],
+        serde_json::json!(["channel", "fallback_to"]),
+        "{detail}"
+    );
+    assert_eq!(bus.published()[1].channel, Some("sms"));
+}
