@@ -72,9 +72,10 @@ impl<P: Ports> Record<'_, P> {
         let storage = crate::ports::STORAGE_OPERATION_TIMEOUT;
         let probe_until = now.plus(c.cfg.provider_timeout + storage + storage);
         // Won only at the count of failed probes our copy holds: a stale copy loses this
-        // probe (released, nothing spent) instead of timing the next cool-down wrong.
-        let known = c.gates.state(c.ports.gate(), &d.partition, now).await;
-        let reopens = known.ok().and_then(|s| s.breaker).map_or(0, |b| b.reopens);
+        // probe (released, nothing spent) instead of timing the next cool-down wrong. The
+        // copy as admission read it: no read here, between the last checks and the send.
+        let known = c.gates.peek(&d.partition).await;
+        let reopens = known.and_then(|s| s.breaker).map_or(0, |b| b.reopens);
         let change = BreakerChange::Probe {
             now,
             probe_until,

@@ -101,6 +101,11 @@ impl GateCache {
         })
     }
 
+    /// The copy as it is, however old, without a read (`None` when there is none).
+    pub(crate) async fn peek(&self, partition: &GatePartition) -> Option<GateState> {
+        self.slot(partition).lock().await.map(|c| c.state)
+    }
+
     /// Until when `partition` is throttled, as of `now`.
     #[cfg(test)]
     pub(crate) async fn closed_until(
