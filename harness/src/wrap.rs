@@ -433,4 +433,14 @@ impl<T: reminders::ports::SeriesStore> reminders::ports::SeriesStore for Faulty<
         self.around(reminders::ports::series::OP_SERIES_OF, call)
             .await
     }
+    async fn series_after(
+        &self,
+        subscriber: &reminders::domain::SubscriberId,
+        after: Option<&reminders::ports::series::SeriesCursor>,
+        limit: u32,
+    ) -> Result<reminders::ports::series::SeriesCursorPage, PortError> {
+        let call = self.inner.series_after(subscriber, after, limit);
+        self.around(reminders::ports::series::OP_SERIES_OF, call)
+            .await
+    }
 }

@@ -15,7 +15,7 @@ use axum::Json;
 use reminders::clock::{Clock, Timestamp};
 use reminders::domain::series::{occurrence_id, NewSeries, Series, SeriesStatus};
 use reminders::domain::{Access, ReminderId, SeriesId, SubscriberId};
-use reminders::ports::series::SeriesStore;
+use reminders::ports::series::{SeriesCursor, SeriesStore};
 use reminders::ports::{Ledger, ReminderStore};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -258,15 +258,17 @@ where
         return Err(ApiError::not_found("subscriber"));
     }
     let limit = crate::query::page_limit(&query)?;
+    // The cursor names where the page ended (a series' start and id), not a series that
+    // must still exist: a page goes on where it stopped after that series is deleted.
     let after = match query.get("cursor") {
         None => None,
-        Some(raw) => Some(SeriesId::parse(raw.as_str()).map_err(|_| {
+        Some(raw) => Some(SeriesCursor::decode(raw).ok_or_else(|| {
             ApiError::invalid("cursor", "cursor: must be a next_cursor this API answered")
         })?),
     };
     let page = app
         .store
-        .series_of(&subscriber, after.as_ref(), limit)
+        .series_after(&subscriber, after.as_ref(), limit)
         .await?;
     // Another owner's series are left out of the page (its cursor still moves past them).
     let items: Vec<Value> = page
@@ -277,7 +279,7 @@ where
         .collect();
     Ok(Json(json!({
         "series": items,
-        "next_cursor": page.next.as_ref().map(|c| c.as_str()),
+        "next_cursor": page.next.as_ref().map(SeriesCursor::encode),
     })))
 }
 
