@@ -895,3 +895,100 @@ async fn a_delivery_inside_quiet_hours_goes_out_when_they_end_on_the_emulator() 
     );
     drop(api);
 }
+
+/// `local api --trust-identity-header`, the real flag and wiring: the caller and its claims
+/// come from the development headers, so a call without them is 401, another caller finds
+/// nothing (404) and a missing scope is 403, as the deployed authorizer and router answer.
+#[tokio::test(flavor = "multi_thread")]
+async fn local_api_trusting_identity_headers_applies_owners_and_scopes() {
+    std::env::var("AWS_ENDPOINT_URL")
+        .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");
+    let env = stack(&format!("trust-{}", std::process::id()));
+    let api = Running::start(
+        &["local", "api", "--port", "0", "--trust-identity-header"],
+        &env,
+    );
+    let first = api.first_line();
+    assert!(first.contains("x-reminders-caller"), "{first}");
+    let base = first
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no address in {first:?}"))
+        .to_owned();
+    reminders::aws::bootstrap::install_crypto();
+    let http = reqwest::Client::new();
+    let due = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+        + 3_600_000;
+    let as_caller = |caller: Option<&str>, scope: &str, method: reqwest::Method, path: &str| {
+        let mut req = http.request(method, format!("{base}{path}"));
+        if let Some(caller) = caller {
+            req = req
+                .header("x-reminders-caller", caller)
+                .header("x-reminders-claims", json!({ "scope": scope }).to_string());
+        }
+        req
+    };
+    let all = "reminders/read reminders/write subscribers/preferences";
+    let status = |r: reqwest::Response| r.status().as_u16();
+
+    // No headers: the caller is unknown.
+    let r = as_caller(None, "", reqwest::Method::GET, "/v1/reminders/t-1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status(r), 401);
+
+    // app-a creates a reminder; app-b, with every scope, cannot reach it.
+    let r = as_caller(
+        Some("app-a"),
+        all,
+        reqwest::Method::PUT,
+        "/v1/reminders/t-1",
+    )
+    .header("content-type", "application/json")
+    .body(body("u-1", 1, due).to_string())
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(status(r), 201);
+    for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
+        let r = as_caller(Some("app-b"), all, method.clone(), "/v1/reminders/t-1")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(status(r), 404, "{method} by another caller");
+    }
+    let r = as_caller(
+        Some("app-a"),
+        all,
+        reqwest::Method::GET,
+        "/v1/reminders/t-1",
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(status(r), 200, "its owner still finds it, uncancelled");
+
+    // A read-only token may not write: 403, naming the scope it lacks.
+    let r = as_caller(
+        Some("app-a"),
+        "reminders/read",
+        reqwest::Method::DELETE,
+        "/v1/reminders/t-1",
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(r.status().as_u16(), 403);
+    let e: Value = r.json().await.unwrap();
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("reminders/write"),
+        "{e}"
+    );
+}
