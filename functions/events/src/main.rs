@@ -25,6 +25,10 @@ async fn main() -> Result<(), Error> {
             records = event.payload.records.len(),
             published = handled.published,
             failed = handled.response.batch_item_failures.len(),
+            // Items a newer writer wrote: published with the values this version did not
+            // know, or failed (retried, then the events DLQ) when not readable at all.
+            newer = handled.newer,
+            unreadable = handled.unreadable,
             "stream batch"
         );
         Ok::<DynamoDbEventResponse, Error>(handled.response)
