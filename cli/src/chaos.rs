@@ -16,8 +16,11 @@ use reminders_harness::chaos::{self, Plant};
 /// meet: a schedule stopped for a while and a stale reminder edited fresh while the
 /// scheduler holds its page; a worker stopped right after an accepted send and its reminder
 /// moved past the ledger's TTL; an ambiguous attempt, then a 410, with every subscriber's
-/// channels ordered from the start; a channel added after a death that named none, then a
-/// redrive of that death. Then every delivery is judged (never sent twice, none lost or stranded, nothing
+/// channels ordered from the start; slow probe writes, and a waiting reminder's freshness
+/// cut to end seconds after a breaker's cool-down; a channel added after a death that named
+/// none, then a redrive of that death, and at each take-over the order cleared now and then
+/// and the death redriven; a channel taken away right after its enqueue and listed again minutes later;
+/// recurring series edited, skipped and cancelled mid-flight. Then every delivery is judged (never sent twice, none lost or stranded, nothing
 /// stale, early, after a cancel, to an opted-out channel or inside quiet hours, never
 /// expired while the API's version was fresh, never a second channel of a fallback order
 /// after a first may have reached the person, every acknowledged added channel sent or
@@ -49,7 +52,8 @@ pub struct ChaosArgs {
     /// ignore-fallback-order → two_channels_sent, lose-fallback-messages → stranded,
     /// refuse-newer-values → event_missing, forget-maybe-sent → two_channels_sent,
     /// expire-over-an-edit → expired_while_fresh, keep-old-horizon → duplicated,
-    /// stale-last-look → stale_sends, ignore-countries → sent_abroad, lost-hand-on → two_channels_sent (in 300 worlds), skip-ahead → occurrence_missing, forget-made → occurrence_doubled.
+    /// stale-last-look → stale_sends, ignore-countries → sent_abroad, lost-hand-on → two_channels_sent (in 300 worlds), skip-ahead → occurrence_missing, forget-made →
+    /// occurrence_doubled, forget-edited-away → acknowledged_change_ignored.
     #[arg(long)]
     plant: Option<String>,
 }

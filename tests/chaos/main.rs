@@ -26,12 +26,13 @@ fn delivered_share(t: &Tally) -> f64 {
     delivered as f64 / (delivered + expired).max(1) as f64
 }
 
-/// The floors first (about half of what 300 worlds generate today), so that a world that
-/// stopped generating a part of the surface fails even while a promise is broken.
+/// The floors first (well under what 300 worlds generate today: delivered 2,408, edits applied
+/// 1,969, fallbacks taken 270, the rest in README's JSON), so that a world that stopped
+/// generating a part of the surface fails even while a promise is broken.
 #[test]
 fn three_hundred_worlds_keep_every_promise() {
     let (total, failing) = run(0, 300, None);
-    let floors: [(&str, u64, u64); 26] = [
+    let floors: [(&str, u64, u64); 27] = [
         ("delivered", total.delivered, 1_500),
         ("edits_applied", total.edits_applied, 750),
         ("edits_due_earlier", total.edits_due_earlier, 120),
@@ -44,9 +45,11 @@ fn three_hundred_worlds_keep_every_promise() {
         ("edits_channel_readded", total.edits_channel_readded, 12),
         // Edits of stale reminders that still had a delivery to send (window 1). An edit of a
         // reminder whose every delivery settled is refused with 409, as the API does, and
-        // counted in `edits_refused` instead: 174 and 465 at 300 worlds.
+        // counted in `edits_refused` instead: 148 and 629 at 300 worlds.
         ("edits_of_stale", total.edits_of_stale, 120),
         ("edits_refused", total.edits_refused, 250),
+        // Window 8's worlds: a channel edited away after its enqueue, listed again (331).
+        ("readds_refused", total.readds_refused, 150),
         ("fallbacks_taken", total.fallbacks_taken, 30),
         ("redrives_executed", total.redrives_executed, 120),
         ("orders_set", total.orders_set, 200),
@@ -56,7 +59,7 @@ fn three_hundred_worlds_keep_every_promise() {
         ("settled_transitions", total.settled_transitions, 2_500),
         ("newer_values_read", total.newer_values_read, 250),
         ("prompted_edits", total.prompted_edits, 110),
-        // Series (issue 35): 380 created, 222 edits, 131 skips, 88 cancels and 2,044
+        // Series (issue 35): 380 created, 318 edits, 148 skips, 116 cancels and 2,291
         // occurrences made at 300 worlds.
         ("series_created", total.series_created, 250),
         ("series_edits", total.series_edits, 140),
@@ -73,11 +76,12 @@ fn three_hundred_worlds_keep_every_promise() {
     );
     assert_kept(&total, &failing);
     // A floor: an "expire everything" bug keeps every other promise (early-freshness, below,
-    // delivers none), so the share delivered is asserted too: 0.85 today. Half the worlds
+    // delivers none), so the share delivered is asserted too: 0.77 today. Half the worlds
     // stop their schedule for 8 to 20 minutes (a backlog gone stale, window 1 of issue 32),
     // which expires some. Reminders whose freshness the application cut to end seconds after
     // a breaker's cool-down (window 5) mostly expire by design and are left out of the share
-    // (0.71 with them). It was 0.93 before those worlds (floor 0.85), then 0.84.
+    // (0.67 with them). It was 0.93 before those worlds (floor 0.85), then 0.84, then 0.78
+    // once the series worlds of issue 35 came.
     assert!(delivered_share(&total) > 0.75, "{total:?}");
     assert!(
         total.cut_short_delivered + total.cut_short_expired > 100,
@@ -341,8 +345,8 @@ fn a_consumer_without_its_allow_list_is_caught_as_sent_abroad() {
 /// Window 6 of issue 32: the ledger adapter acknowledges a standby's hand-on without writing
 /// it; with the order cleared before the redrive, nothing else refuses the redriven channel
 /// that handed on, and it reaches the person a second time. The window needs a `rejected`
-/// death, a take-over, a cleared order and a redrive in flight: 3 of 300 worlds, so this one
-/// runs 300.
+/// death, a take-over, a cleared order and a redrive in flight: rare since the series worlds
+/// of issue 35, so this one runs 300 worlds (see README, "Proving it").
 #[test]
 fn a_lost_hand_on_is_caught_as_two_channels_sent() {
     let (total, failing) = run(0, 300, Some(Plant::LostHandOn));
@@ -351,6 +355,14 @@ fn a_lost_hand_on_is_caught_as_two_channels_sent() {
         "lost-hand-on went unnoticed: {total:?}"
     );
     assert!(!failing.is_empty());
+}
+
+/// Window 8 of issue 32: the reminders adapter reads a reminder without the channels it
+/// enqueued and no longer lists; a channel taken away right after the enqueue (its delivery
+/// cancelled as edited away) and listed again minutes later is acknowledged and never sent.
+#[test]
+fn a_readded_channel_accepted_is_caught_as_acknowledged_change_ignored() {
+    fires_in_sixty(Plant::ForgetEditedAway);
 }
 
 /// Issue 35: the series adapter records the maker's progress an hour further than it made;

@@ -103,13 +103,14 @@ pub struct Counts {
     refused: std::sync::atomic::AtomicU64,
     /// Reminders whose freshness a breaker's opening cut short (window 5).
     pub(super) cut: Mutex<BTreeSet<ReminderId>>,
-    /// What the series worlds generated (`series_created`, …).
+    /// What the worlds generated that the journal does not see (`series_created`,
+    /// `readds_refused`, …).
     pub(super) series: Mutex<super::tally::Tally>,
 }
 
 impl Counts {
-    /// Count what a series world did.
-    pub(super) fn series(&self, f: impl FnOnce(&mut super::tally::Tally)) {
+    /// Count what a world did that its journal does not (a series world's moves, …).
+    pub(super) fn tally(&self, f: impl FnOnce(&mut super::tally::Tally)) {
         f(&mut reminders::ports::faults::lock(&self.series));
     }
 

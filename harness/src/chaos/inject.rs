@@ -34,6 +34,8 @@ pub struct Chaotic<T> {
     /// reader goes on), every breaker a gate adapter opens (whose probe writes are then slow,
     /// up to the storage timeout: window 5's world).
     pub(super) prompts: Option<Prompter>,
+    /// Told of every reminder a reminders adapter marks enqueued (window 8's worlds).
+    pub(super) enqueues: Option<Prompter>,
     /// Each series' version before its last write: what a lagging index answers.
     pub(super) lagging: Mutex<
         std::collections::BTreeMap<reminders::domain::SeriesId, reminders::domain::series::Series>,
@@ -56,6 +58,7 @@ impl<T> Chaotic<T> {
             watch: None,
             heard: None,
             prompts: None,
+            enqueues: None,
             lagging: Mutex::default(),
         }
     }
@@ -72,6 +75,13 @@ impl<T> Chaotic<T> {
     /// stale reminder of the page before the scheduler goes on.
     pub fn prompting(mut self, prompts: Option<super::prompt::Prompter>) -> Self {
         self.prompts = prompts;
+        self
+    }
+
+    /// Prompt the application with each reminder marked enqueued (window 8 of issue 32): it
+    /// may take a channel away at once, and list it again minutes later.
+    pub fn prompting_enqueues(mut self, prompts: Option<super::prompt::Prompter>) -> Self {
+        self.enqueues = prompts;
         self
     }
 
@@ -166,6 +176,10 @@ impl<T: ReminderStore> ReminderStore for Chaotic<T> {
                 Some(super::Plant::LostCancel) if r.status == ReminderStatus::Cancelled => {
                     r.status = ReminderStatus::Enqueued;
                 }
+                Some(super::Plant::ForgetEditedAway) => {
+                    let listed = r.recipients.clone();
+                    r.enqueued.retain(|c| listed.contains_key(c));
+                }
                 _ => {}
             }
         }
@@ -229,9 +243,15 @@ impl<T: ReminderStore> ReminderStore for Chaotic<T> {
             _ => version,
         };
         let call = self.inner.mark(id, version, to);
-        self.dice
+        let marked = self
+            .dice
             .around(reminders::ports::reminders::OP_MARK, call)
-            .await
+            .await?;
+        if to == ReminderStatus::Enqueued && marked == Marked::Marked && !self.dice.is_calm() {
+            let what = super::prompt::Prompt::Enqueued(id.clone());
+            super::prompt::prompt(self.enqueues.as_ref(), what).await;
+        }
+        Ok(marked)
     }
     async fn preferences(
         &self,

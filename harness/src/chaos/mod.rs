@@ -15,6 +15,7 @@
 
 mod acks;
 mod books;
+mod chains;
 mod check;
 mod copies;
 mod dice;
@@ -121,10 +122,15 @@ pub enum Plant {
     /// attribute it never learned), so an edit no longer finds one a backlog still holds: the
     /// old time goes late, beside the new one.
     ForgetMade,
+    /// Window 8 re-opened: the reminders adapter reads a reminder without the channels it
+    /// enqueued and no longer lists (an attribute it reads only for listed channels), so an
+    /// edit that lists again a channel edited away after its enqueue is acknowledged, and its
+    /// delivery, cancelled as edited away, never sends.
+    ForgetEditedAway,
 }
 
 impl Plant {
-    pub const ALL: [Plant; 28] = [
+    pub const ALL: [Plant; 29] = [
         Plant::AckBeforeOutcome,
         Plant::IgnoreRetryAfter,
         Plant::UnfencedLedger,
@@ -153,6 +159,7 @@ impl Plant {
         Plant::LostHandOn,
         Plant::SkipAhead,
         Plant::ForgetMade,
+        Plant::ForgetEditedAway,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -185,6 +192,7 @@ impl Plant {
             Plant::LostHandOn => "lost-hand-on",
             Plant::SkipAhead => "skip-ahead",
             Plant::ForgetMade => "forget-made",
+            Plant::ForgetEditedAway => "forget-edited-away",
         }
     }
 
@@ -219,6 +227,7 @@ impl Plant {
             Plant::LostHandOn => "two_channels_sent",
             Plant::SkipAhead => "occurrence_missing",
             Plant::ForgetMade => "occurrence_doubled",
+            Plant::ForgetEditedAway => "acknowledged_change_ignored",
         }
     }
 

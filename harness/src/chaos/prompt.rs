@@ -28,6 +28,9 @@ pub enum Prompt {
     /// A channel's breaker opened until this time: the application shortens the freshness
     /// of a reminder waiting on that channel to end a few seconds after it (window 5).
     BreakerOpened(Channel, Timestamp),
+    /// The scheduler marked this reminder enqueued: the application may take one of its
+    /// channels away at once, and list it again minutes later (window 8).
+    Enqueued(ReminderId),
 }
 
 /// Where prompts go, each with the answer to send when the edit is done.

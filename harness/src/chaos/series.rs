@@ -191,7 +191,7 @@ pub(super) async fn create(world: &World, seed: u64) {
             .collect();
         let s = draw(world, n, zone, &minutes, "first");
         if put(world, s).await {
-            world.counts.series(|t| t.series_created += 1);
+            world.counts.tally(|t| t.series_created += 1);
         }
     }
 }
@@ -230,7 +230,7 @@ pub(super) async fn surface(world: Arc<World>, seed: u64) {
                 edited.starts_at = current.starts_at;
                 edited.until = current.until;
                 if put(&world, edited).await {
-                    world.counts.series(|t| t.series_edits += 1);
+                    world.counts.tally(|t| t.series_edits += 1);
                 }
             }
             5..8 => skip_next(&world, &current).await,
@@ -270,7 +270,7 @@ async fn skip_next(world: &World, s: &Series) {
                     .or_default()
                     .skips
                     .insert(at);
-                world.counts.series(|t| t.series_skips += 1);
+                world.counts.tally(|t| t.series_skips += 1);
                 return;
             }
             // Not made yet: nothing to skip (the API's placeholder is its own test).
@@ -301,7 +301,7 @@ async fn cancel(world: &World, id: &SeriesId) {
                 .entry(id.clone())
                 .or_default()
                 .cancelled = Some(seq);
-            world.counts.series(|t| t.series_cancelled += 1);
+            world.counts.tally(|t| t.series_cancelled += 1);
             return;
         }
         tokio::time::sleep(Duration::from_secs(5)).await;

@@ -80,8 +80,10 @@ enum Force {
 /// The application answering prompts, for as long as the world runs.
 pub(super) async fn prompted(world: Arc<World>, mut prompts: Prompts, seed: u64) {
     let mut rng = StdRng::seed_from_u64(seed ^ 0x9_70a1);
-    // Take-overs draw from their own dice, so the other choices stay as they were.
+    // Take-overs draw from their own dice, so the other choices stay as they were; so does
+    // window 8.
     let mut taken = StdRng::seed_from_u64(seed ^ 0x6_c1ea);
+    let mut readds = StdRng::seed_from_u64(seed ^ 0x4_7c4a);
     while let Some((what, done)) = prompts.recv().await {
         let t = world.clock.now().since(super::world::EPOCH).as_secs();
         match what {
@@ -110,7 +112,7 @@ pub(super) async fn prompted(world: Arc<World>, mut prompts: Prompts, seed: u64)
                 }
             }
             Prompt::DiedAlone(origin) => {
-                if add_the_order(&world, &origin).await {
+                if super::chains::add_the_order(&world, &origin).await {
                     world.counts.prompted_edits();
                     // Minutes later, or while the channel that took over is in flight (an
                     // operator acting on the alarm of the death).
@@ -125,12 +127,20 @@ pub(super) async fn prompted(world: Arc<World>, mut prompts: Prompts, seed: u64)
             }
             Prompt::TookOver(origin) => {
                 if let Some(from) = origin.fallback_from {
-                    if taken.random_bool(0.5) && clear_order(&world, &origin.subscriber_id).await {
+                    if taken.random_bool(0.5)
+                        && super::chains::clear_order(&world, &origin.subscriber_id).await
+                    {
                         world.counts.prompted_edits();
                     }
                     let after = Duration::from_secs(taken.random_range(0..30));
                     let redrive = redrive_later(world.clone(), from, after, seed);
                     tokio::task::spawn_local(redrive);
+                }
+            }
+            Prompt::Enqueued(id) => {
+                let after = Duration::from_secs(readds.random_range(60..400));
+                if readds.random_bool(0.5) && super::chains::take_away(&world, &id, after).await {
+                    world.counts.prompted_edits();
                 }
             }
             Prompt::BreakerOpened(channel, until) => {
@@ -149,29 +159,6 @@ pub(super) async fn prompted(world: Arc<World>, mut prompts: Prompts, seed: u64)
         }
         let _ = done.send(());
     }
-}
-
-/// The subscriber drops their fallback order (every listed channel goes on its own again):
-/// whether it was written.
-async fn clear_order(world: &World, subscriber: &reminders::domain::SubscriberId) -> bool {
-    use reminders::ports::ReminderStore;
-    let Ok(Some(mut prefs)) = world.store.preferences(subscriber).await else {
-        return false;
-    };
-    if prefs.fallback.is_empty() {
-        return false;
-    }
-    prefs.fallback.clear();
-    if world
-        .store
-        .put_preferences(subscriber, &prefs)
-        .await
-        .is_err()
-    {
-        return false;
-    }
-    world.journal.preferences_written(subscriber, &prefs);
-    true
 }
 
 /// A reminder, due by `until`, fresh well past it, whose delivery on `channel` has not
@@ -213,100 +200,9 @@ async fn waiting_on(
     (!waiting.is_empty()).then(|| waiting.swap_remove(rng.random_range(0..waiting.len())))
 }
 
-/// A PUT of the reminder's body with the channels of the subscriber's fallback order it does
-/// not list added: whether the API acknowledged it.
-async fn add_the_order(world: &World, origin: &reminders::ledger::Origin) -> bool {
-    use reminders::ports::ReminderStore;
-    let store = &world.store;
-    let (Ok(Some(cur)), Ok(prefs)) = (
-        store.get(&origin.reminder_id).await,
-        store.preferences(&origin.subscriber_id).await,
-    ) else {
-        return false;
-    };
-    let mut prefs = prefs.unwrap_or_default();
-    let lacks = |c: &Channel| !cur.recipients.contains_key(c);
-    if !prefs.fallback.iter().any(lacks) {
-        // No order that names a channel the reminder lacks: the subscriber sets one, the
-        // dead channel first, then the missing ones, then the rest.
-        let (missing, listed): (Vec<Channel>, Vec<Channel>) = Channel::ALL
-            .into_iter()
-            .filter(|c| *c != origin.channel)
-            .partition(lacks);
-        if missing.is_empty() {
-            return false;
-        }
-        prefs.fallback = std::iter::once(origin.channel)
-            .chain(missing)
-            .chain(listed)
-            .collect();
-        if store
-            .put_preferences(&origin.subscriber_id, &prefs)
-            .await
-            .is_err()
-        {
-            return false;
-        }
-        world
-            .journal
-            .preferences_written(&origin.subscriber_id, &prefs);
-    }
-    let ever: BTreeSet<Channel> = world
-        .acks
-        .landed_versions(&cur.reminder_id)
-        .iter()
-        .flat_map(|l| l.channels.iter().copied())
-        .collect();
-    let missing: Vec<Channel> = prefs
-        .fallback
-        .iter()
-        .copied()
-        .filter(|c| !cur.recipients.contains_key(c))
-        .collect();
-    if missing.is_empty() {
-        return false;
-    }
-    let i = subscriber_index(&cur);
-    let mut recipients: Vec<reminders::domain::Recipient> =
-        cur.recipients.values().cloned().collect();
-    recipients.extend(missing.iter().map(|c| recipient(*c, i)));
-    let k = Kinds {
-        added: missing.iter().any(|c| !ever.contains(c)),
-        readded: missing.iter().any(|c| ever.contains(c)),
-        ..Kinds::default()
-    };
-    let changes = Edit {
-        recipients: Some(recipients),
-        // An occurrence edited through its own id is detached, as the API does.
-        detach: reminders::domain::series::occurrence_of(&cur.reminder_id).is_some(),
-        ..Edit::default()
-    };
-    let ports = &world.ports;
-    let now = world.clock.now();
-    let call = outbox::edit(
-        &ports.reminders,
-        &ports.ledger,
-        &cur.reminder_id,
-        changes,
-        now,
-        world.retention,
-    );
-    match invoke(call, API_TIMEOUT).await {
-        Some(Ok(Edited::Edited(next))) => {
-            world.acks.acknowledged(&world.journal, &next, k);
-            true
-        }
-        Some(Ok(Edited::NothingLeft)) => {
-            world.counts.refused_edit();
-            false
-        }
-        _ => false,
-    }
-}
-
 /// One PUT of `id`'s whole body, changing one or two things (`force`: first moving it later,
 /// fresh again, or cutting its freshness): whether the API accepted it.
-async fn edit(world: &World, id: &ReminderId, rng: &mut StdRng, t: u64, force: Force) -> bool {
+async fn edit(world: &Arc<World>, id: &ReminderId, rng: &mut StdRng, t: u64, force: Force) -> bool {
     use reminders::ports::ReminderStore;
     let Ok(Some(cur)) = world.store.get(id).await else {
         return false;
@@ -319,6 +215,7 @@ async fn edit(world: &World, id: &ReminderId, rng: &mut StdRng, t: u64, force: F
     let (mut due, mut fresh) = (cur.due_at, cur.fresh_until);
     let mut channels: BTreeSet<Channel> = cur.recipients.keys().copied().collect();
     let mut content = cur.content.clone();
+    let mut removed = None;
     let ever: BTreeSet<Channel> = world
         .acks
         .landed_versions(id)
@@ -374,7 +271,9 @@ async fn edit(world: &World, id: &ReminderId, rng: &mut StdRng, t: u64, force: F
             }
             5 if channels.len() > 1 => {
                 let all: Vec<Channel> = channels.iter().copied().collect();
-                channels.remove(&all[rng.random_range(0..all.len())]);
+                let gone = all[rng.random_range(0..all.len())];
+                channels.remove(&gone);
+                removed = Some(gone);
                 k.removed = true;
             }
             _ => {
@@ -433,6 +332,14 @@ async fn edit(world: &World, id: &ReminderId, rng: &mut StdRng, t: u64, force: F
         _ => return false,
     };
     world.acks.acknowledged(&world.journal, &next, k);
+    // Window 8: a channel taken away after the enqueue is listed again minutes later.
+    let enqueued = cur.status == reminders::domain::ReminderStatus::Enqueued;
+    let gone = removed.filter(|c| !channels.contains(c));
+    if let (true, true, Some(c)) = (world.shape.windows.readd_after_remove, enqueued, gone) {
+        let after = Duration::from_secs(own.random_range(30..600));
+        let readd = super::chains::readd_later(world.clone(), id.clone(), c, after);
+        tokio::task::spawn_local(readd);
+    }
     if matches!(force, Force::FreshUntil(_)) {
         lock(&world.counts.cut).insert(id.clone());
     }
@@ -441,7 +348,7 @@ async fn edit(world: &World, id: &ReminderId, rng: &mut StdRng, t: u64, force: F
 
 /// The world's recipients are per subscriber (`s-0` … `s-2`), so a dead address is shared by
 /// every reminder of its subscriber.
-fn subscriber_index(r: &Reminder) -> u32 {
+pub(super) fn subscriber_index(r: &Reminder) -> u32 {
     r.subscriber_id
         .as_str()
         .trim_start_matches("s-")

@@ -141,6 +141,9 @@ tally! {
         /// Edits the API refused with `409` because every delivery of the reminder had
         /// settled (nothing left for the edit to send).
         edits_refused,
+        /// Edits the API refused with `409` because they listed again a channel an earlier
+        /// edit took away after it was enqueued (window 8).
+        readds_refused,
         /// `dead → ready` moves by operator redrives, and redrive runs with a cancel racing.
         redrives_executed,
         cancels_racing_redrives,

@@ -91,6 +91,9 @@ pub(super) struct Windows {
     pub probe_near_end: bool,
     /// Two or three recurring series, edited, skipped and cancelled mid-flight (issue 35).
     pub series: bool,
+    /// An edit that took a channel away from an enqueued reminder is followed, minutes later,
+    /// by one that lists it again (window 8: the API refuses it with `409`).
+    pub readd_after_remove: bool,
 }
 
 impl Windows {
@@ -104,6 +107,7 @@ impl Windows {
             add_after_death: rng.random_bool(0.5),
             probe_near_end: rng.random_bool(0.5),
             series: rng.random_bool(0.5),
+            readd_after_remove: rng.random_bool(0.5),
         }
     }
 }
@@ -250,7 +254,8 @@ pub(super) fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
             Chaotic::new(store.clone(), dice.clone())
                 .planted(plant)
                 .watched(watch)
-                .prompting(shape.windows.edit_in_scan.then(|| prompter.clone())),
+                .prompting(shape.windows.edit_in_scan.then(|| prompter.clone()))
+                .prompting_enqueues(shape.windows.readd_after_remove.then(|| prompter.clone())),
         ),
         ledger: Arc::new(Chaotic::new(
             Observed {

@@ -1,0 +1,222 @@
+//! The application's answers at the moments where a fallback chain or an edit meets another
+//! feature (issue 32's windows 6 and 8), which timing alone rarely lines up: an order added
+//! after a death that named no channel, or cleared at a take-over, and a redrive (6); a
+//! channel taken away right after the enqueue and listed again minutes later (8).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::acks::Kinds;
+use super::dice::{invoke, API_TIMEOUT};
+use super::surface::subscriber_index;
+use super::world::{recipient, World};
+use reminders::clock::Clock;
+use reminders::domain::{Channel, ReminderId};
+use reminders::outbox::{self, Edit, Edited};
+use reminders::ports::ReminderStore;
+
+/// Window 8: a PUT of `id`'s body without one of its channels, right after its enqueue, and
+/// `after` that one listing it again: whether the first was acknowledged.
+pub(super) async fn take_away(world: &Arc<World>, id: &ReminderId, after: Duration) -> bool {
+    let Ok(Some(cur)) = world.store.get(id).await else {
+        return false;
+    };
+    let Some(gone) = cur.recipients.keys().last().copied() else {
+        return false;
+    };
+    if cur.recipients.len() < 2 {
+        return false;
+    }
+    let recipients = cur.recipients.iter().filter(|(c, _)| **c != gone);
+    let changes = Edit {
+        recipients: Some(recipients.map(|(_, r)| r.clone()).collect()),
+        detach: reminders::domain::series::occurrence_of(id).is_some(),
+        ..Edit::default()
+    };
+    let ports = &world.ports;
+    let now = world.clock.now();
+    let call = outbox::edit(
+        &ports.reminders,
+        &ports.ledger,
+        id,
+        changes,
+        now,
+        world.retention,
+    );
+    let Some(Ok(Edited::Edited(next))) = invoke(call, API_TIMEOUT).await else {
+        return false;
+    };
+    let k = Kinds {
+        removed: true,
+        ..Kinds::default()
+    };
+    world.acks.acknowledged(&world.journal, &next, k);
+    let readd = readd_later(world.clone(), id.clone(), gone, after);
+    tokio::task::spawn_local(readd);
+    true
+}
+
+/// Window 8: `after` an edit took `channel` away from the enqueued reminder `id`, a PUT lists
+/// it again. The API refuses it (`409`, counted in `readds_refused`); acknowledged, its
+/// delivery, cancelled as edited away, must still be sent or tell why.
+pub(super) async fn readd_later(
+    world: Arc<World>,
+    id: ReminderId,
+    channel: Channel,
+    after: Duration,
+) {
+    tokio::time::sleep(after).await;
+    let Ok(Some(cur)) = world.store.get(&id).await else {
+        return;
+    };
+    if cur.recipients.contains_key(&channel) {
+        return;
+    }
+    let mut recipients: Vec<reminders::domain::Recipient> =
+        cur.recipients.values().cloned().collect();
+    recipients.push(recipient(channel, subscriber_index(&cur)));
+    let changes = Edit {
+        recipients: Some(recipients),
+        detach: reminders::domain::series::occurrence_of(&id).is_some(),
+        ..Edit::default()
+    };
+    let ports = &world.ports;
+    let now = world.clock.now();
+    let call = outbox::edit(
+        &ports.reminders,
+        &ports.ledger,
+        &id,
+        changes,
+        now,
+        world.retention,
+    );
+    match invoke(call, API_TIMEOUT).await {
+        Some(Ok(Edited::Edited(next))) => {
+            let k = Kinds {
+                readded: true,
+                ..Kinds::default()
+            };
+            world.acks.acknowledged(&world.journal, &next, k);
+            world.counts.prompted_edits();
+        }
+        Some(Ok(Edited::Readded(_))) => world.counts.tally(|t| t.readds_refused += 1),
+        Some(Ok(Edited::NothingLeft)) => world.counts.refused_edit(),
+        _ => {}
+    }
+}
+
+/// The subscriber drops their fallback order (every listed channel goes on its own again):
+/// whether it was written.
+pub(super) async fn clear_order(
+    world: &World,
+    subscriber: &reminders::domain::SubscriberId,
+) -> bool {
+    let Ok(Some(mut prefs)) = world.store.preferences(subscriber).await else {
+        return false;
+    };
+    if prefs.fallback.is_empty() {
+        return false;
+    }
+    prefs.fallback.clear();
+    if world
+        .store
+        .put_preferences(subscriber, &prefs)
+        .await
+        .is_err()
+    {
+        return false;
+    }
+    world.journal.preferences_written(subscriber, &prefs);
+    true
+}
+
+/// A PUT of the reminder's body with the channels of the subscriber's fallback order it does
+/// not list added: whether the API acknowledged it.
+pub(super) async fn add_the_order(world: &World, origin: &reminders::ledger::Origin) -> bool {
+    let store = &world.store;
+    let (Ok(Some(cur)), Ok(prefs)) = (
+        store.get(&origin.reminder_id).await,
+        store.preferences(&origin.subscriber_id).await,
+    ) else {
+        return false;
+    };
+    let mut prefs = prefs.unwrap_or_default();
+    let lacks = |c: &Channel| !cur.recipients.contains_key(c);
+    if !prefs.fallback.iter().any(lacks) {
+        // No order that names a channel the reminder lacks: the subscriber sets one, the
+        // dead channel first, then the missing ones, then the rest.
+        let (missing, listed): (Vec<Channel>, Vec<Channel>) = Channel::ALL
+            .into_iter()
+            .filter(|c| *c != origin.channel)
+            .partition(lacks);
+        if missing.is_empty() {
+            return false;
+        }
+        prefs.fallback = std::iter::once(origin.channel)
+            .chain(missing)
+            .chain(listed)
+            .collect();
+        if store
+            .put_preferences(&origin.subscriber_id, &prefs)
+            .await
+            .is_err()
+        {
+            return false;
+        }
+        world
+            .journal
+            .preferences_written(&origin.subscriber_id, &prefs);
+    }
+    let ever: BTreeSet<Channel> = world
+        .acks
+        .landed_versions(&cur.reminder_id)
+        .iter()
+        .flat_map(|l| l.channels.iter().copied())
+        .collect();
+    let missing: Vec<Channel> = prefs
+        .fallback
+        .iter()
+        .copied()
+        .filter(|c| !cur.recipients.contains_key(c))
+        .collect();
+    if missing.is_empty() {
+        return false;
+    }
+    let i = subscriber_index(&cur);
+    let mut recipients: Vec<reminders::domain::Recipient> =
+        cur.recipients.values().cloned().collect();
+    recipients.extend(missing.iter().map(|c| recipient(*c, i)));
+    let k = Kinds {
+        added: missing.iter().any(|c| !ever.contains(c)),
+        readded: missing.iter().any(|c| ever.contains(c)),
+        ..Kinds::default()
+    };
+    let changes = Edit {
+        recipients: Some(recipients),
+        // An occurrence edited through its own id is detached, as the API does.
+        detach: reminders::domain::series::occurrence_of(&cur.reminder_id).is_some(),
+        ..Edit::default()
+    };
+    let ports = &world.ports;
+    let now = world.clock.now();
+    let call = outbox::edit(
+        &ports.reminders,
+        &ports.ledger,
+        &cur.reminder_id,
+        changes,
+        now,
+        world.retention,
+    );
+    match invoke(call, API_TIMEOUT).await {
+        Some(Ok(Edited::Edited(next))) => {
+            world.acks.acknowledged(&world.journal, &next, k);
+            true
+        }
+        Some(Ok(Edited::NothingLeft)) => {
+            world.counts.refused_edit();
+            false
+        }
+        _ => false,
+    }
+}
