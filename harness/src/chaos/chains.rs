@@ -9,8 +9,7 @@ use std::time::Duration;
 
 use super::acks::Kinds;
 use super::dice::{invoke, API_TIMEOUT};
-use super::surface::subscriber_index;
-use super::world::{recipient, World};
+use super::world::{recipient, subscriber_index, World};
 use reminders::clock::Clock;
 use reminders::domain::{Channel, ReminderId};
 use reminders::outbox::{self, Edit, Edited};

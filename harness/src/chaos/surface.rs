@@ -19,7 +19,7 @@ use super::acks::Kinds;
 use super::dice::{invoke, API_TIMEOUT};
 use super::operator::redrive_later;
 use super::prompt::{Prompt, Prompts};
-use super::world::{abroad, recipient, World, CHAOS};
+use super::world::{abroad, recipient, subscriber_index, World, CHAOS};
 use reminders::clock::{Clock, Timestamp};
 use reminders::domain::{Channel, Content, Reminder, ReminderId};
 use reminders::outbox::{self, Edit, Edited};
@@ -344,14 +344,4 @@ async fn edit(world: &Arc<World>, id: &ReminderId, rng: &mut StdRng, t: u64, for
         lock(&world.counts.cut).insert(id.clone());
     }
     true
-}
-
-/// The world's recipients are per subscriber (`s-0` … `s-2`), so a dead address is shared by
-/// every reminder of its subscriber.
-pub(super) fn subscriber_index(r: &Reminder) -> u32 {
-    r.subscriber_id
-        .as_str()
-        .trim_start_matches("s-")
-        .parse()
-        .unwrap_or(0)
 }

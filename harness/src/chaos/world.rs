@@ -347,3 +347,13 @@ pub(super) fn recipient(channel: Channel, i: u32) -> Recipient {
     };
     Recipient::parse(channel, &raw).unwrap_or_else(|_| unreachable!("chaos recipient {raw}"))
 }
+
+/// The world's recipients are per subscriber (`s-0` … `s-2`), so a dead address is shared by
+/// every reminder of its subscriber.
+pub(super) fn subscriber_index(r: &Reminder) -> u32 {
+    r.subscriber_id
+        .as_str()
+        .trim_start_matches("s-")
+        .parse()
+        .unwrap_or(0)
+}
