@@ -216,12 +216,15 @@ fn every_counter_has_a_plant_that_fires_it_in_sixty_worlds() {
         Plant::EarlyFreshness,
         Plant::StripDeadLetterReason,
     ] {
-        let (total, _) = run(0, 60, Some(plant));
-        let json = serde_json::to_value(&total).unwrap();
-        let fired = json[plant.fires()].as_u64().unwrap();
-        assert!(fired > 0, "{} went unnoticed: {total:?}", plant.name());
         if plant == Plant::EarlyFreshness {
+            // The delivered share is judged over the 60 worlds, as the 300's floor is.
+            let (total, _) = run(0, 60, Some(plant));
+            let json = serde_json::to_value(&total).unwrap();
+            let fired = json[plant.fires()].as_u64().unwrap();
+            assert!(fired > 0, "{} went unnoticed: {total:?}", plant.name());
             assert!(delivered_share(&total) < 0.85, "{total:?}");
+        } else {
+            fires_within(plant, 60);
         }
     }
 }
@@ -260,11 +263,35 @@ fn ignoring_quiet_hours_is_caught_as_sends_in_quiet_hours() {
 
 /// Each new verdict fires within 60 worlds when its plant breaks the piece it watches.
 fn fires_in_sixty(plant: Plant) {
-    let (total, failing) = run(0, 60, Some(plant));
-    let json = serde_json::to_value(&total).unwrap();
-    let fired = json[plant.fires()].as_u64().unwrap();
-    assert!(fired > 0, "{} went unnoticed: {total:?}", plant.name());
-    assert!(!failing.is_empty());
+    fires_within(plant, 60);
+}
+
+/// Runs the plant's worlds from seed 0, a few at a time, until its verdict fires, and fails
+/// if it has not within `worlds`. The same verdict as running all of them (a plant fires in
+/// `worlds` worlds or it does not), without running the rest once it has: some plants make
+/// worlds that run for many virtual hours, and CI runs every plant.
+fn fires_within(plant: Plant, worlds: u64) -> Tally {
+    const AT_ONCE: u64 = 4;
+    let mut total = Tally::default();
+    let mut from = 0;
+    while from < worlds {
+        let (tally, failing) = run(from, AT_ONCE.min(worlds - from), Some(plant));
+        total.add(&tally);
+        let json = serde_json::to_value(&total).unwrap();
+        if json[plant.fires()].as_u64().unwrap() > 0 {
+            assert!(
+                !failing.is_empty(),
+                "{}: fired, yet no world failed",
+                plant.name()
+            );
+            return total;
+        }
+        from += AT_ONCE;
+    }
+    panic!(
+        "{} went unnoticed in {worlds} worlds: {total:?}",
+        plant.name()
+    );
 }
 
 /// The events adapter drops one event: the settled transition has none.
@@ -349,12 +376,7 @@ fn a_consumer_without_its_allow_list_is_caught_as_sent_abroad() {
 /// of issue 35, so this one runs 300 worlds (see README, "Proving it").
 #[test]
 fn a_lost_hand_on_is_caught_as_two_channels_sent() {
-    let (total, failing) = run(0, 300, Some(Plant::LostHandOn));
-    assert!(
-        total.two_channels_sent > 0,
-        "lost-hand-on went unnoticed: {total:?}"
-    );
-    assert!(!failing.is_empty());
+    fires_within(Plant::LostHandOn, 300);
 }
 
 /// Window 8 of issue 32: the reminders adapter reads a reminder without the channels it

@@ -215,6 +215,26 @@ impl EventBus for Chaotic<Arc<MemoryBus>> {
                 }
                 return Ok(refused);
             }
+            // [`Plant::RefuseNewerValues`]: an events function of the old kind, which skipped
+            // an item whose status it did not know: those events are answered published and
+            // never sent.
+            Some(Plant::RefuseNewerValues) => {
+                let (at, kept): (Vec<usize>, Vec<Settled>) = events
+                    .iter()
+                    .cloned()
+                    .enumerate()
+                    .filter(|(_, e)| {
+                        !e.newer_values
+                            .iter()
+                            .any(|v| *v == "outcome" || *v == "from")
+                    })
+                    .unzip();
+                let mut refused = self.inner.publish(&kept).await?;
+                for r in &mut refused {
+                    r.index = at[r.index];
+                }
+                return Ok(refused);
+            }
             _ => events,
         };
         let call = self.inner.publish(events);

@@ -91,8 +91,8 @@ pub enum Plant {
     /// The queue adapter loses a fallback's message, and the standby channel's own message
     /// of the same delivery when it next comes back.
     LoseFallbackMessages,
-    /// Window 9 re-opened: in worlds with a newer writer, its new value lands in a field this
-    /// version still refuses (`status`), so the events function skips the item.
+    /// Window 9 re-opened: in worlds with a newer writer, its new value lands in `status`, and
+    /// the events function skips the item as the old one did (reads it, publishes nothing).
     RefuseNewerValues,
     /// Window 3 re-opened: the ledger adapter reads an item without `maybe_sent` and the
     /// history that shows it (an adapter that never learned them), so a fallback takes over
