@@ -111,14 +111,14 @@ unset AWS_PROFILE AWS_SESSION_TOKEN
 
 # The emulator tests of the local path (tests/local), the pipeline end to end with its outage
 # tests (tests/e2e), events (tests/events), the providers, the series (tests/series), the CLI's
-# API, operator, subscriber, walk-through and series tests, and the API's series tests. Without
+# API, operator, subscriber, walk-through, series and series-command tests, and the API's series tests. Without
 # nextest, the loops below run the same test binaries: keep the two in step.
-SUITE='binary(local) | binary(e2e) | binary(events) | binary(providers) | binary(api) | binary(ops) | binary(subscriber) | binary(walkthrough) | binary(series)'
+SUITE='binary(local) | binary(e2e) | binary(events) | binary(providers) | binary(api) | binary(ops) | binary(subscriber) | binary(walkthrough) | binary(series) | binary(series_cli)'
 step "the LocalStack leg (SQS, SNS, EventBridge, Secrets Manager at $AWS_ENDPOINT_URL; DynamoDB, Streams, SES v2, CloudFormation at $MOTO_ENDPOINT)"
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --workspace --locked --no-fail-fast -E "$SUITE"
 else
   for t in local e2e events providers series; do cargo test -p reminders --locked --test "$t"; done
-  for t in api ops subscriber walkthrough series; do cargo test -p remindctl --locked --test "$t"; done
+  for t in api ops subscriber walkthrough series series_cli; do cargo test -p remindctl --locked --test "$t"; done
   cargo test -p api --locked --test series
 fi
