@@ -15,10 +15,13 @@
 //! `newer_values` naming them (issue 32, window 9): a deploy never loses an event.
 //!
 //! A delivery item whose new image still cannot be decoded (a field missing or of the wrong
-//! type: not a ledger item this version or a newer one writes) is never skipped: an ERROR line
-//! with its key, sequence number and reason, counted in [`Handled::unreadable`], and the record
-//! fails like a failed publish — it and every later record are retried while the stream holds
-//! them, and then go to the on-failure destination (the events DLQ), so a lost event pages.
+//! type: not a ledger item this version or a newer one writes, which add values and never
+//! remove or retype a field) is quarantined in the log: an ERROR line with its key, sequence
+//! number and reason, counted in [`Handled::unreadable`] (the batch's log line), and no event.
+//! It never blocks the records after it: retrying cannot make any version read it, and failing
+//! its record would hold every later event of the shard until the stream let it go (24 h).
+//! The delivery's state stays on the ledger (`remind show`). Only a failed publish is retried,
+//! for as long as the stream holds the record.
 
 use aws_lambda_events::event::dynamodb::EventRecord;
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
@@ -42,7 +45,7 @@ pub struct Handled {
     pub published: u32,
     /// Records that settle nothing (and were not after a failure).
     pub quiet: u32,
-    /// Delivery items this version cannot read: logged, and failed from there (retried).
+    /// Delivery items no version can read: logged and quarantined there (never retried).
     pub unreadable: u32,
     /// Events published with a value this version does not know (`newer_values`), each
     /// logged with a warning.
@@ -53,8 +56,7 @@ pub struct Handled {
 enum Decision {
     Publish(Box<Settled>),
     Nothing,
-    /// Its new image is not a ledger item this version reads (the reason is logged): the
-    /// record fails, never skipped.
+    /// Its new image is not a ledger item any version writes (the reason is logged).
     Unreadable,
 }
 
@@ -70,19 +72,9 @@ pub async fn handle<B: EventBus>(bus: &B, records: &[EventRecord]) -> Handled {
             _ => None,
         })
         .unzip();
-    let unreadable_at = decisions
-        .iter()
-        .position(|d| matches!(d, Decision::Unreadable));
-    // Nothing from an unreadable record on is published: it fails, and the records after it
-    // with it (the stream's order), as a refused publish would.
-    let publishable = at.partition_point(|i| unreadable_at.is_none_or(|u| *i < u));
-    let failed_from = match publish(bus, &events[..publishable]).await {
+    let failed_from = match publish(bus, &events).await {
         Ok(refused) => refused.iter().map(|r| at[r.index]).min(),
         Err(()) => at.first().copied(),
-    };
-    let failed_from = match (failed_from, unreadable_at) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
     };
     let end = failed_from.unwrap_or(records.len());
     let published = at.iter().filter(|i| **i < end).count() as u32;
@@ -93,7 +85,7 @@ pub async fn handle<B: EventBus>(bus: &B, records: &[EventRecord]) -> Handled {
         failed_from,
         published,
         quiet: count(|d| matches!(d, Decision::Nothing)),
-        unreadable: u32::from(unreadable_at.is_some() && unreadable_at == failed_from),
+        unreadable: count(|d| matches!(d, Decision::Unreadable)),
         newer: count(|d| matches!(d, Decision::Publish(e) if !e.newer_values.is_empty())),
     }
 }
@@ -155,7 +147,7 @@ fn decide(record: &EventRecord) -> Decision {
     let new = match new {
         Ok(new) => new,
         Err(reason) => {
-            tracing::error!(delivery_key = key, sequence_number = seq, %reason, "ledger item in the stream cannot be decoded: the record fails and is retried (the events DLQ once the stream lets it go)");
+            tracing::error!(delivery_key = key, sequence_number = seq, %reason, "ledger item in the stream cannot be decoded: no event for it (its state stays on the ledger); quarantined in this log line, never blocking the records after it");
             return Decision::Unreadable;
         }
     };

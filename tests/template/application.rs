@@ -303,9 +303,9 @@ fn the_ledger_streams_into_the_events_function() {
         Value::Sequence(vec![Value::String("ReportBatchItemFailures".into())])
     );
     assert_eq!(esm["BisectBatchOnFunctionError"].as_bool(), Some(true));
-    // A failed publish, or an item no version can read, fails its record and every later one,
-    // retried while the stream keeps the record: a bus outage loses no event, and what ages
-    // out goes to the on-failure destination.
+    // Items no version can read are logged and skipped by the handler, so only a failed
+    // publish is retried, and it is retried while the stream keeps the record: a bus outage
+    // loses no event.
     let retries = esm["MaximumRetryAttempts"].as_i64().unwrap();
     assert_eq!(
         retries, -1,

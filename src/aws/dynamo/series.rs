@@ -305,7 +305,7 @@ impl SeriesStore for DynamoReminderStore {
             .filter_map(index_key)
             .collect();
         let wanted = limit.max(1) as usize;
-        let more = keys.len() > wanted || out.last_evaluated_key.is_some();
+        let truncated = keys.len() > wanted;
         keys.truncate(wanted);
         let mut items = Vec::new();
         for k in &keys {
@@ -315,10 +315,15 @@ impl SeriesStore for DynamoReminderStore {
             }
         }
         // From the last key read, not the last series found: a page whose series are all
-        // gone still leads on to the next.
-        let next = match more {
-            true => keys.pop(),
-            false => None,
+        // gone still leads on to the next. A page DynamoDB cut short goes on from where it
+        // stopped reading, even past entries that did not parse.
+        let next = if truncated {
+            keys.pop()
+        } else {
+            match out.last_evaluated_key.as_ref() {
+                Some(last) => index_key(last).or_else(|| keys.pop()),
+                None => None,
+            }
         };
         Ok(SeriesCursorPage { items, next })
     }

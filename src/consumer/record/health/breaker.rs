@@ -218,7 +218,8 @@ impl<P: Ports> Record<'_, P> {
 
     /// Our probe was answered 429 (or the partition refused): the provider is up but sheds
     /// load. The probe ends, fenced by its token, with no reopening counted; the next probe
-    /// waits for the provider's `Retry-After`, which the 429 gate holds every worker to.
+    /// waits for the provider's `Retry-After` (which the 429 gate holds every worker to), or
+    /// one first cool-down when it gave none.
     async fn release_probe(
         &mut self,
         partition: &GatePartition,
@@ -228,7 +229,10 @@ impl<P: Ports> Record<'_, P> {
     ) {
         let c = self.consumer;
         c.gates.probed(partition, probe_until);
-        let until = retry_after.map_or(now, |at| at.max(now));
+        // Without a Retry-After (or when the delivery is not retried, so no 429 gate closes),
+        // the next probe waits one first cool-down, never doubled: not at once against a
+        // provider shedding load.
+        let until = retry_after.map_or(now.plus(c.cfg.breaker.cooldown), |at| at.max(now));
         let change = BreakerChange::Release { probe_until, until };
         match c.ports.gate().breaker(partition, change).await {
             Ok(true) => self.learn(partition, now, change).await,
