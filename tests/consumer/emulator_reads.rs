@@ -47,7 +47,8 @@ struct Ran {
     counted: Counted,
 }
 
-/// The emulator's recorder is one per server: tests that use it take turns.
+/// The emulator's recorder is one per server: only the counting tests use it (the ordering
+/// tests run beside others, in other processes under nextest), and they take turns.
 static RECORDER: Mutex<()> = Mutex::const_new(());
 
 async fn recorder(verb: &str) -> String {
@@ -115,9 +116,11 @@ fn count(recording: &str, tables: [&str; 2]) -> Counted {
 }
 
 /// A reminder on SMS only, delivered by a consumer that keeps suppressions (as deployed),
-/// with `landing` written right before its claim; the requests recorded while it ran.
+/// with `landing` written right before its claim; with `count_requests`, the requests moto recorded
+/// while it ran.
 async fn deliver_with(
     id: &str,
+    count_requests: bool,
     landing: impl FnOnce(&Reminder, &SuppressionKey) -> Option<Landing>,
 ) -> Ran {
     let world = AwsWorld::new(reminders::aws::bootstrap::QueueSpec::default()).await;
@@ -154,9 +157,14 @@ async fn deliver_with(
     };
     let queue = &world.ports.queue;
     assert!(queue.send_batch(SMS, &[entry]).await.unwrap().is_empty());
-    let turn = RECORDER.lock().await;
-    recorder("reset-recording").await;
-    recorder("start-recording").await;
+    let turn = if count_requests {
+        let turn = RECORDER.lock().await;
+        recorder("reset-recording").await;
+        recorder("start-recording").await;
+        Some(turn)
+    } else {
+        None
+    };
     let mut out = None;
     for _ in 0..50 {
         let polled =
@@ -169,9 +177,15 @@ async fn deliver_with(
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    recorder("stop-recording").await;
-    let recording = recorder("download-recording").await;
-    drop(turn);
+    let recording = match turn {
+        Some(turn) => {
+            recorder("stop-recording").await;
+            let recording = recorder("download-recording").await;
+            drop(turn);
+            recording
+        }
+        None => String::new(),
+    };
     let out = out.expect("the message came back from the queue");
     let tables = [
         world.reminders_table.as_str(),
@@ -196,7 +210,7 @@ async fn deliver_with(
 /// exactly, so a read added to the path (or the batch split in two) shows here.
 #[tokio::test]
 async fn a_delivered_single_channel_reminder_costs_two_read_requests_on_the_emulator() {
-    let ran = deliver_with("reads-today", |_, _| None).await;
+    let ran = deliver_with("reads-today", true, |_, _| None).await;
     assert_eq!(ran.record.status(), Status::Delivered);
     assert_eq!(ran.calls, 1);
     let c = &ran.counted;
@@ -213,14 +227,14 @@ async fn a_delivered_single_channel_reminder_costs_two_read_requests_on_the_emul
 #[tokio::test]
 #[ignore = "issue 36 target not met: the suppression's key needs the reminder's address (see record::rules)"]
 async fn a_delivered_single_channel_reminder_costs_one_read_request_on_the_emulator() {
-    let ran = deliver_with("reads-target", |_, _| None).await;
+    let ran = deliver_with("reads-target", true, |_, _| None).await;
     assert_eq!(ran.record.status(), Status::Delivered);
     assert_eq!(ran.counted.reads, ["BatchGetItem"], "{:?}", ran.counted);
 }
 
 #[tokio::test]
 async fn an_opt_out_landing_right_before_the_claim_wins_on_the_emulator() {
-    let ran = deliver_with("optout-before-claim", |r, _| {
+    let ran = deliver_with("optout-before-claim", false, |r, _| {
         Some(Landing::Preferences(
             r.subscriber_id.clone(),
             opted_out_of(SMS),
@@ -236,7 +250,7 @@ async fn an_opt_out_landing_right_before_the_claim_wins_on_the_emulator() {
 
 #[tokio::test]
 async fn a_suppression_landing_right_before_the_claim_wins_on_the_emulator() {
-    let ran = deliver_with("suppressed-before-claim", |r, key| {
+    let ran = deliver_with("suppressed-before-claim", false, |r, key| {
         let sup = Suppression::record(key, &r.recipients[&SMS], SuppressionSource::Operator, now());
         Some(Landing::Suppress(sup))
     })
@@ -249,7 +263,7 @@ async fn a_suppression_landing_right_before_the_claim_wins_on_the_emulator() {
 
 #[tokio::test]
 async fn a_cancel_landing_right_before_the_claim_wins_on_the_emulator() {
-    let ran = deliver_with("cancel-before-claim", |r, _| {
+    let ran = deliver_with("cancel-before-claim", false, |r, _| {
         Some(Landing::Cancel(r.reminder_id.clone(), now()))
     })
     .await;
