@@ -157,6 +157,27 @@ impl<T: ReminderStore> ReminderStore for Faulty<T> {
         let op = reminders::ports::reminders::OP_PUT_SUPPRESSION;
         self.around(op, self.inner.put_suppression(s)).await
     }
+    /// The wrapped store's own read of the rules (DynamoDB: one `BatchGetItem`), not the
+    /// trait's default of two reads: one call, so one fault check, named as the adapter names
+    /// it: `OP_RULES` with a suppression, `OP_PREFERENCES` (one `GetItem`) without.
+    async fn recipient_rules(
+        &self,
+        subscriber: &reminders::domain::SubscriberId,
+        address: Option<&reminders::domain::AddressHash>,
+    ) -> Result<
+        (
+            Option<reminders::domain::Preferences>,
+            Option<reminders::domain::Suppression>,
+        ),
+        PortError,
+    > {
+        let op = match address {
+            Some(_) => reminders::ports::reminders::OP_RULES,
+            None => reminders::ports::reminders::OP_PREFERENCES,
+        };
+        self.around(op, self.inner.recipient_rules(subscriber, address))
+            .await
+    }
 }
 
 impl<T: DeadLetters> DeadLetters for Faulty<T> {
@@ -263,5 +284,42 @@ impl<T: reminders::ports::SeriesStore> reminders::ports::SeriesStore for Faulty<
         let call = self.inner.series_after(subscriber, after, limit);
         self.around(reminders::ports::series::OP_SERIES_OF, call)
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use reminders::domain::{AddressHash, Channel, Recipient, SubscriberId, SuppressionKey};
+    use reminders::ports::reminders::{OP_PREFERENCES, OP_RULES, OP_SUPPRESSION};
+    use reminders::ports::{FaultPoint, Faults, MemoryReminderStore, ReminderStore};
+
+    use super::Faulty;
+
+    /// The consumer's read of the rules through the wrapper is the wrapped store's own, one
+    /// call (one `BatchGetItem` on DynamoDB, as deployed): a fault planted on either single
+    /// read leaves it alone, one planted on the batch fails it, and without an address it is
+    /// the preferences' one read.
+    #[tokio::test]
+    async fn the_rules_read_is_passed_through_as_one_call() {
+        let faults = Faults::default();
+        let store = Faulty {
+            inner: MemoryReminderStore::new(4),
+            faults: faults.clone(),
+        };
+        let sub = SubscriberId::parse("sub-1").unwrap();
+        let key = SuppressionKey::new(b"wrap tests' suppression key".to_vec()).unwrap();
+        let to = Recipient::parse(Channel::Sms, "+14155550123").unwrap();
+        let address = AddressHash::of(&key, &to);
+        faults.fail(OP_PREFERENCES, FaultPoint::Before, 1);
+        faults.fail(OP_SUPPRESSION, FaultPoint::Before, 1);
+        let read = store.recipient_rules(&sub, Some(&address)).await;
+        assert_eq!(read.unwrap(), (None, None), "no single read was made");
+        faults.clear();
+        faults.fail(OP_RULES, FaultPoint::After, 1);
+        assert!(store.recipient_rules(&sub, Some(&address)).await.is_err());
+        assert!(store.recipient_rules(&sub, Some(&address)).await.is_ok());
+        faults.fail(OP_PREFERENCES, FaultPoint::Before, 1);
+        assert!(store.recipient_rules(&sub, None).await.is_err());
+        assert!(store.recipient_rules(&sub, None).await.is_ok());
     }
 }

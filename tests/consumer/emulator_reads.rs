@@ -1,7 +1,8 @@
-//! On the emulator, with the adapters as deployed (no fault wrapper: `Faulty` does not pass
-//! the rules' batch read through): the read requests one delivered single-channel reminder
-//! costs, counted by moto's own request recorder (`/moto-api/recorder/…`), and the claim's
-//! ordering of an opt-out, a suppression and a cancel that land right before it
+//! On the emulator, with the adapters as deployed (the reminder store and the DLQ inside
+//! `AwsWorld`'s fault wrapper, with no fault planted: it passes the rules' batch read through,
+//! so the count here is the deployed one): the read requests one delivered single-channel
+//! reminder costs, counted by moto's own request recorder (`/moto-api/recorder/…`), and the
+//! claim's ordering of an opt-out, a suppression and a cancel that land right before it
 //! ([`crate::before_claim`]).
 
 use std::sync::Arc;
@@ -19,6 +20,7 @@ use reminders::ledger::{DeliveryRecord, Status};
 use reminders::ports::ScriptedProvider;
 use reminders::ports::{DeliveryQueue, Ledger, OutgoingMessage, PortSet, ReminderStore};
 use reminders::providers::secret::SuppressionKeySource;
+use reminders_harness::wrap::Faulty;
 use tokio::sync::Mutex;
 
 use crate::before_claim::{opted_out_of, BeforeClaim, Landing};
@@ -29,11 +31,11 @@ const SMS: Channel = Channel::Sms;
 
 type Ports = PortSet<
     SystemClock,
-    DynamoReminderStore,
+    Faulty<DynamoReminderStore>,
     BeforeClaim<DynamoLedger, DynamoReminderStore>,
     DynamoGate,
     SqsQueues,
-    SqsDeadLetters,
+    Faulty<SqsDeadLetters>,
     Arc<ScriptedProvider<SystemClock>>,
 >;
 
@@ -132,7 +134,7 @@ async fn deliver_with(
     let landing = Arc::new(std::sync::Mutex::new(landing(&r, &key)));
     let ports: Ports = PortSet {
         clock: SystemClock,
-        reminders: store.clone(),
+        reminders: world.ports.reminders.clone(),
         ledger: BeforeClaim {
             inner: ledger.clone(),
             store,
@@ -140,7 +142,7 @@ async fn deliver_with(
         },
         gate: world.ports.gate.clone(),
         queue: world.ports.queue.clone(),
-        dead_letters: world.ports.dead_letters.inner.clone(),
+        dead_letters: world.ports.dead_letters.clone(),
         providers: PerChannel::from_fn(|_| world.provider.clone()),
     };
     let cfg = ConsumerConfig {

@@ -116,6 +116,21 @@ impl<T: ReminderStore, C: Clock> ReminderStore for Slowed<T, C> {
     async fn put_suppression(&self, s: &reminders::domain::Suppression) -> Result<(), PortError> {
         self.inner.put_suppression(s).await
     }
+    /// The wrapped store's own read of the rules (one batch on DynamoDB): one call, one wait.
+    async fn recipient_rules(
+        &self,
+        subscriber: &reminders::domain::SubscriberId,
+        address: Option<&reminders::domain::AddressHash>,
+    ) -> Result<
+        (
+            Option<reminders::domain::Preferences>,
+            Option<reminders::domain::Suppression>,
+        ),
+        PortError,
+    > {
+        self.wait().await;
+        self.inner.recipient_rules(subscriber, address).await
+    }
 }
 
 impl<T: DeliveryQueue, C: Clock> DeliveryQueue for Slowed<T, C> {
