@@ -11,6 +11,7 @@
 
 mod one;
 pub mod request;
+mod series;
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -82,7 +83,10 @@ pub struct Redriver<P: Ports> {
     rng: Mutex<StdRng>,
 }
 
-impl<P: Ports> Redriver<P> {
+impl<P: Ports> Redriver<P>
+where
+    P::Reminders: crate::ports::SeriesStore,
+{
     pub fn new(ports: P, cfg: RedriveConfig, seed: u64) -> Self {
         Self {
             ports,
