@@ -12,7 +12,10 @@
 //! CPU is the process's user + system time (`getrusage`) around the measured phase only: the
 //! setup (tables, reminders, messages, the receives an event source mapping would make) is
 //! outside it. The provider is the in-memory scripted one (accepts everything) in every mode,
-//! so the figures are the pipeline's and its AWS calls', not a provider's.
+//! so the figures are the pipeline's and its AWS calls', not a provider's. The consumer runs
+//! as deployed, with a suppression key: after its claim it reads the preferences and the
+//! address's suppression in one `BatchGetItem` (without a key it would read the preferences
+//! alone, one `GetItem`, and check no suppression).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -29,12 +32,13 @@ use reminders::consumer::event::{arn_for_url, to_sqs_event};
 use reminders::consumer::{Consumer, ConsumerConfig};
 use reminders::domain::{
     Channel, Content, DeliveryMessage, NewReminder, PerChannel, Recipient, Reminder, ReminderId,
-    SubscriberId,
+    SubscriberId, SuppressionKey,
 };
 use reminders::ports::{
     DeliveryQueue, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, OutgoingMessage,
     PortSet, ReminderStore, ScriptedProvider,
 };
+use reminders::providers::secret::SuppressionKeySource;
 use reminders::scheduler::{Scheduler, SchedulerConfig};
 
 fn main() {
@@ -57,6 +61,14 @@ fn main() {
             std::process::exit(2);
         }
     }
+}
+
+/// The deployed consumer's suppression key source (the template always gives one): the bench's
+/// own key, fixed, so no secret is read.
+fn suppression_key() -> Option<SuppressionKeySource> {
+    let key = SuppressionKey::new(b"benches/io.rs: the consumer's suppression key".to_vec())
+        .expect("a key long enough");
+    Some(SuppressionKeySource::Fixed(key))
 }
 
 /// User + system CPU of this process so far.
@@ -215,7 +227,7 @@ async fn consumer_io(n: u32, events_out: Option<&str>) {
         emit_metrics: false,
         ..ConsumerConfig::default()
     };
-    let consumer = Consumer::new(ports, cfg, queues, 1);
+    let consumer = Consumer::new(ports, cfg, queues, 1).with_suppression_key(suppression_key());
     take_counts().await;
     let (split0, wall0) = (cpu_split(), Instant::now());
     let mut delivered = 0;
@@ -343,7 +355,7 @@ async fn consumer_memory(n: u32) {
         emit_metrics: false,
         ..ConsumerConfig::default()
     };
-    let consumer = Consumer::new(ports, cfg, urls, 1);
+    let consumer = Consumer::new(ports, cfg, urls, 1).with_suppression_key(suppression_key());
     let cpu0 = cpu();
     let mut delivered = 0;
     for event in events {

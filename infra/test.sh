@@ -50,11 +50,15 @@ fi
 PORT="$("$VENV/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 LOG="$(mktemp -t moto.XXXXXX.log)"
 step "starting moto server on 127.0.0.1:$PORT (log: $LOG)"
-"$VENV/bin/moto_server" -H 127.0.0.1 -p "$PORT" >"$LOG" 2>&1 &
+# moto's request recorder (tests/consumer/emulator_reads.rs counts reads with it) writes here,
+# not into the working directory.
+RECORDING="$(mktemp -t moto-recording.XXXXXX)"
+MOTO_RECORDER_FILEPATH="$RECORDING" "$VENV/bin/moto_server" -H 127.0.0.1 -p "$PORT" >"$LOG" 2>&1 &
 MOTO_PID=$!
 cleanup() {
   kill "$MOTO_PID" 2>/dev/null || true
   wait "$MOTO_PID" 2>/dev/null || true
+  rm -f "$RECORDING"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM

@@ -5,12 +5,15 @@
 //! re-enqueue the same body with the same delivery key and a `redrive` marker, and only then
 //! delete it from the DLQ. Already delivered → removed and counted as skipped, never resent.
 //! Past `fresh_until` → counted as stale and left, unless the operator extends freshness.
+//! A cancelled reminder, or an occurrence its series no longer makes (DESIGN §13: an
+//! acknowledged edit or cancel ends it for good) → cancelled, removed and counted as skipped.
 //! Messages not taken are held invisible until the run ends (released earlier, the next
 //! receive would return them again), and a run stops after a bounded number of messages.
 //! Redriving the same batch twice sends nothing twice: the ledger decides.
 
 mod one;
 pub mod request;
+mod series;
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -82,7 +85,10 @@ pub struct Redriver<P: Ports> {
     rng: Mutex<StdRng>,
 }
 
-impl<P: Ports> Redriver<P> {
+impl<P: Ports> Redriver<P>
+where
+    P::Reminders: crate::ports::SeriesStore,
+{
     pub fn new(ports: P, cfg: RedriveConfig, seed: u64) -> Self {
         Self {
             ports,

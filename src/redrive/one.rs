@@ -19,7 +19,10 @@ use crate::redrive::RedriveRequest;
 
 type Step<T> = Result<ControlFlow<One, T>, PortError>;
 
-impl<P: Ports> Redriver<P> {
+impl<P: Ports> Redriver<P>
+where
+    P::Reminders: crate::ports::SeriesStore,
+{
     pub(super) async fn redrive_one(
         &self,
         req: &RedriveRequest,
@@ -115,6 +118,18 @@ impl<P: Ports> Redriver<P> {
         // The ledger orders a cancel against a redrive (`dead → cancelled`); a reminder marked
         // cancelled is not redriven either, whatever its ledger item says.
         if reminder.status == ReminderStatus::Cancelled {
+            return self.cancelled(req, msg, &reminder, now, dm).await;
+        }
+        // An occurrence its series no longer makes (an acknowledged edit moved it, or the
+        // series was cancelled) is ended for good, even when the edit left it alone (stale, or
+        // settled): cancelled now, so that it reads cancelled, and never redriven.
+        if super::series::unmade(self.ports.reminders(), &reminder).await? {
+            let store = self.ports.reminders();
+            let retention = self.cfg.retention;
+            crate::outbox::cancel(store, self.ports.ledger(), &msg.reminder_id, now, retention)
+                .await
+                .map_err(super::series::port_error)?;
+            tracing::warn!(delivery_key = %msg.delivery_key, "its series no longer makes this occurrence (edited or cancelled); cancelled, not redriven");
             return self.cancelled(req, msg, &reminder, now, dm).await;
         }
         if !reminder.is_stale_at(now) {

@@ -1,9 +1,11 @@
 //! Consumer tests at the handler level: the whole matrix on in-memory ports with a virtual
 //! clock ([`memory`]), and the starred cases again on the emulator ([`emulator`]).
 
+mod before_claim;
 mod breaker_probe;
 mod countries;
 mod emulator;
+mod emulator_reads;
 mod harness;
 mod memory;
 mod newer_status;

@@ -4,6 +4,8 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod series;
+
 use std::collections::BTreeSet;
 
 use reminders::aws::bootstrap::QueueSpec;

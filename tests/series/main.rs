@@ -26,6 +26,7 @@ use reminders_harness::chaos::VirtualClock;
 use reminders_harness::local::{run, LocalConfig, Stop};
 
 mod maker_clock;
+mod redriven;
 
 /// 2027-01-15T08:00:00Z: 22:00 in Pacific/Kiritimati (UTC+14), far from UTC.
 const EPOCH: Timestamp = Timestamp::from_millis(1_800_000_000_000);
@@ -42,6 +43,7 @@ type Ports = PortSet<
 >;
 
 struct World {
+    ports: Ports,
     clock: VirtualClock,
     store: Arc<MemoryReminderStore>,
     ledger: Arc<MemoryLedger>,
@@ -76,6 +78,7 @@ fn world() -> World {
         7,
     );
     World {
+        ports: ports.clone(),
         clock,
         store,
         ledger,

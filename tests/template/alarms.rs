@@ -14,8 +14,16 @@ use super::template;
 /// resource resolved to its name (the one the template gives it, or the one CloudFormation
 /// generates, which starts with the stack's name).
 pub(super) fn rendered(stack: &str, overrides: &[(&str, &str)]) -> BTreeMap<String, Value> {
-    let t = template();
-    let mut p = params(&t, overrides);
+    rendered_from(&template(), stack, overrides)
+}
+
+/// [`rendered`], from the template `t` (a copy with a fault planted, say).
+pub(super) fn rendered_from(
+    t: &Value,
+    stack: &str,
+    overrides: &[(&str, &str)],
+) -> BTreeMap<String, Value> {
+    let mut p = params(t, overrides);
     p.insert("AWS::StackName".into(), stack.into());
     let resources = t["Resources"].as_mapping().unwrap();
     for (name, r) in resources {
@@ -23,7 +31,7 @@ pub(super) fn rendered(stack: &str, overrides: &[(&str, &str)]) -> BTreeMap<Stri
         let name = name.as_str().unwrap().to_owned();
         let given = ["FunctionName", "QueueName", "TableName"]
             .into_iter()
-            .find_map(|field| match resolve(&t, &p, &props[field]) {
+            .find_map(|field| match resolve(t, &p, &props[field]) {
                 Some(Value::String(physical)) => Some(physical),
                 _ => None,
             });
@@ -31,13 +39,13 @@ pub(super) fn rendered(stack: &str, overrides: &[(&str, &str)]) -> BTreeMap<Stri
         p.insert(name, physical);
     }
     let deployed = |r: &Value| match r["Condition"].as_str() {
-        Some(c) => condition(&t, &p, c),
+        Some(c) => condition(t, &p, c),
         None => true,
     };
     resources
         .iter()
         .filter(|(_, v)| deployed(v))
-        .filter_map(|(k, v)| Some((k.as_str()?.to_owned(), resolve(&t, &p, v)?)))
+        .filter_map(|(k, v)| Some((k.as_str()?.to_owned(), resolve(t, &p, v)?)))
         .map(|(k, v)| (k, named(&p, v)))
         .collect()
 }
@@ -59,7 +67,7 @@ fn named(p: &BTreeMap<String, String>, v: Value) -> Value {
     }
 }
 
-fn alarms(resources: &BTreeMap<String, Value>) -> Vec<(&String, &Value)> {
+pub(super) fn alarms(resources: &BTreeMap<String, Value>) -> Vec<(&String, &Value)> {
     let alarms: Vec<_> = resources
         .iter()
         .filter(|(_, r)| r["Type"].as_str() == Some("AWS::CloudWatch::Alarm"))
@@ -70,9 +78,9 @@ fn alarms(resources: &BTreeMap<String, Value>) -> Vec<(&String, &Value)> {
 }
 
 /// A metric as CloudWatch names it: namespace, name and dimensions.
-type MetricId = (String, String, Vec<(String, String)>);
+pub(super) type MetricId = (String, String, Vec<(String, String)>);
 
-fn text(v: &Value) -> String {
+pub(super) fn text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         Value::Number(n) => n.to_string(),
@@ -94,7 +102,7 @@ fn metric_id(m: &Value) -> MetricId {
 }
 
 /// Every metric an alarm reads (directly, or in its metric math).
-fn alarm_metrics(alarm: &Value) -> Vec<MetricId> {
+pub(super) fn alarm_metrics(alarm: &Value) -> Vec<MetricId> {
     if alarm["MetricName"].is_string() {
         return vec![metric_id(alarm)];
     }

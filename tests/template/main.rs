@@ -110,6 +110,7 @@ mod application;
 mod defaults;
 mod guards;
 mod iam;
+mod newer_status;
 mod parallelism;
 mod quickstart;
 mod trust;
@@ -362,6 +363,7 @@ fn every_alarmed_consumer_metric_is_emitted_and_retention_is_one_value() {
     for metric in [
         "infra_errors",
         "invariant_errors",
+        "newer_status",
         "dead_total",
         "scheduler_quarantined",
         "scheduler_runs",

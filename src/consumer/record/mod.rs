@@ -31,6 +31,8 @@ mod intake;
 mod rules;
 mod settle;
 
+pub use claim::NEWER_STATUS_WAIT;
+
 use std::ops::ControlFlow;
 use std::time::Duration;
 

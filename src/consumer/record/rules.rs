@@ -4,6 +4,28 @@
 //! hours is held until they end while it stays fresh (deferred on the ledger, nothing spent),
 //! and one that would be stale by then ends `expired_quiet_hours`. No provider call, no
 //! attempt spent, no DLQ copy: these are the recipient's choices, not failures.
+//!
+//! Read requests: a delivered reminder costs two, the reminder (`GetItem`, at intake) and
+//! this step's strongly consistent `BatchGetItem` of the preferences and the suppression
+//! (counted on the emulator by `tests/consumer/emulator_reads.rs`). Issue 36 asked for one
+//! batch of all three; the options weighed, and why none is taken:
+//! - The suppression's key is a keyed hash of the recipient's address, and only the reminder
+//!   item holds the address: no one batch can name the suppression beside the reminder. The
+//!   message cannot carry the hash: the scheduler reads the due index, which does not project
+//!   recipients (and a deployed index's projection cannot be changed, only replaced).
+//! - Reading the rules with the reminder before the claim misses an opt-out landing between
+//!   the read and the claim, unless the claim checks them: a `TransactWriteItems` claim with a
+//!   `ConditionCheck` that the preferences are unchanged and the suppression absent. That
+//!   costs two write units per item (about six per claim, against one write and two reads
+//!   now), and DynamoDB refuses other writes to an item while a transaction on it runs
+//!   (`TransactionConflict`): the recipient's own opt-out could fail during a delivery, and a
+//!   subscriber's deliveries due together would conflict with each other.
+//! - Claiming from the message first (then one batch after the claim) still needs the address
+//!   for the suppression's key, and would put a claim before every decision intake makes
+//!   without one (cancelled, stale, edited away, due later), for no read saved.
+//!
+//! Any change here must keep `tests/consumer/before_claim.rs`: an opt-out, a suppression or a
+//! cancel written right before the claim wins.
 
 use std::ops::ControlFlow;
 use std::time::Duration;

@@ -304,20 +304,22 @@ impl<P: Ports> Record<'_, P> {
     ) {
         let c = self.consumer;
         c.gates
-            .update(partition, now, |s: &mut GateState| {
-                *s = match change {
-                    // The copy may not have seen the item's state; open from what we wrote.
-                    BreakerChange::Open { now, until } => GateState {
-                        breaker: Some(OpenBreaker {
-                            opened_at: now,
-                            until,
-                            reopens: 0,
-                            probe_until: None,
-                        }),
-                        ..*s
-                    },
-                    other => other.apply(s).unwrap_or(*s),
-                };
+            .update(partition, now, |s: &GateState| match change {
+                // The copy may not have seen the item's state; open from what we wrote.
+                BreakerChange::Open { now, until } => Some(GateState {
+                    breaker: Some(OpenBreaker {
+                        opened_at: now,
+                        until,
+                        reopens: 0,
+                        probe_until: None,
+                    }),
+                    ..*s
+                }),
+                // A close leaves the item closed at zero, applied or refused (refused: it
+                // already was).
+                BreakerChange::Close => Some(BreakerChange::Close.apply(s).unwrap_or(*s)),
+                // Applied to the item but refused by the copy: the copy is behind the item.
+                other => other.apply(s),
             })
             .await;
     }

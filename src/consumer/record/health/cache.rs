@@ -22,6 +22,19 @@ use crate::ports::{Gate, GatePartition, PortError};
 struct Copy {
     read_at: Timestamp,
     state: GateState,
+    /// Known to differ from the item (a write of ours that the copy could not take): the next
+    /// look reads the item, whatever the copy's age.
+    stale: bool,
+}
+
+impl Copy {
+    fn fresh(read_at: Timestamp, state: GateState) -> Self {
+        Self {
+            read_at,
+            state,
+            stale: false,
+        }
+    }
 }
 
 // futures' mutex, not tokio's: it takes no part in tokio's cooperative budget, so where a record
@@ -89,13 +102,10 @@ impl GateCache {
         let slot = self.slot(partition);
         let mut copy = slot.lock().await;
         Ok(match *copy {
-            Some(c) if now.since(c.read_at) < self.ttl => c.state,
+            Some(c) if !c.stale && now.since(c.read_at) < self.ttl => c.state,
             _ => {
                 let state = gate.state(partition).await?;
-                *copy = Some(Copy {
-                    read_at: now,
-                    state,
-                });
+                *copy = Some(Copy::fresh(now, state));
                 state
             }
         })
@@ -131,36 +141,40 @@ impl GateCache {
         let mut state = copy.map(|c| c.state).unwrap_or_default();
         state.throttled_until = Some(state.throttled_until.map_or(until, |u| u.max(until)));
         *copy = Some(Copy {
-            read_at: now,
-            state,
+            stale: copy.is_some_and(|c| c.stale),
+            ..Copy::fresh(now, state)
         });
     }
 
     /// What this worker just wrote or learned of the breaker, in the copy at once (fresh from
-    /// `now`), so its next record acts on it without a read.
+    /// `now`), so its next record acts on it without a read. `f` answers the copy after the
+    /// change, or `None` when the copy cannot take it (the write's condition held on the
+    /// item but not on the copy: the copy is behind another worker's write): the copy is
+    /// then known stale, and the next look reads the item instead of trusting it for a TTL.
     /// A copy it does not have stays missing (the next look reads the item): a made-up
     /// default would hide a throttle or an open breaker for a whole TTL.
     pub(crate) async fn update(
         &self,
         partition: &GatePartition,
         now: Timestamp,
-        f: impl FnOnce(&mut GateState),
+        f: impl FnOnce(&GateState) -> Option<GateState>,
     ) {
         let slot = self.slot(partition);
         let mut copy = slot.lock().await;
         if let Some(c) = copy.as_mut() {
-            f(&mut c.state);
-            c.read_at = now;
+            match f(&c.state) {
+                // A stale copy stays stale: a change on top of it is no read of the item.
+                Some(state) if !c.stale => *c = Copy::fresh(now, state),
+                Some(state) => c.state = state,
+                None => c.stale = true,
+            }
         }
     }
 
     /// The whole item as a write just answered it: the copy, fresh from `now`.
     pub(crate) async fn set(&self, partition: &GatePartition, now: Timestamp, state: GateState) {
         let slot = self.slot(partition);
-        *slot.lock().await = Some(Copy {
-            read_at: now,
-            state,
-        });
+        *slot.lock().await = Some(Copy::fresh(now, state));
     }
 
     /// Forget the copy: the next look reads the item.
@@ -175,6 +189,7 @@ mod tests {
 
     use super::*;
     use crate::domain::Channel;
+    use crate::ports::gate::BreakerChange;
     use crate::ports::MemoryGate;
 
     /// A gate that counts its reads and takes a while to answer, so that callers overlap.
@@ -247,6 +262,53 @@ mod tests {
             None
         );
         assert_eq!(gate.reads.load(Ordering::SeqCst), 2);
+    }
+
+    /// A breaker write of this worker's applied to the item, but the copy cannot take it: the
+    /// copy is behind another worker's write. It is then known stale and the next look reads
+    /// the item, within the TTL too, instead of acting on a wrong copy for a whole TTL; a
+    /// later change on top of it does not make it fresh; the read does.
+    #[tokio::test(start_paused = true)]
+    async fn a_change_the_copy_cannot_take_leaves_it_stale_until_read() {
+        let gate = Slow::default();
+        let p = GatePartition::new(Channel::Push, "fcm");
+        let cache = GateCache::new(Duration::from_secs(5));
+        assert_eq!(cache.state(&gate, &p, t(0)).await.unwrap().breaker, None);
+        // Another worker opens the breaker and takes its probe; this copy saw neither.
+        let open = BreakerChange::Open {
+            now: t(10),
+            until: t(20),
+        };
+        assert!(gate.inner.breaker(&p, open).await.unwrap());
+        let probe = BreakerChange::Probe {
+            now: t(30),
+            probe_until: t(9_000),
+            reopens: 0,
+        };
+        assert!(gate.inner.breaker(&p, probe).await.unwrap());
+        // A release of that probe, which the copy (closed) cannot take.
+        let release = BreakerChange::Release {
+            probe_until: t(9_000),
+            until: t(60_000),
+        };
+        cache.update(&p, t(40), |s| release.apply(s)).await;
+        // A change it can take, on top: still no read of the item.
+        cache
+            .update(&p, t(45), |s| BreakerChange::Close.apply(s).or(Some(*s)))
+            .await;
+        assert_eq!(gate.reads.load(Ordering::SeqCst), 1);
+        let state = cache.state(&gate, &p, t(50)).await.unwrap();
+        assert_eq!(gate.reads.load(Ordering::SeqCst), 2, "read within the TTL");
+        assert_eq!(state, gate.inner.peek(&p), "the item as it is");
+        assert!(state
+            .breaker
+            .is_some_and(|b| b.probe_until == Some(t(9_000))));
+        // Read again: fresh for its TTL, and a change it takes keeps it fresh.
+        let close = BreakerChange::Close;
+        cache.update(&p, t(60), |s| close.apply(s)).await;
+        let state = cache.state(&gate, &p, t(70)).await.unwrap();
+        assert_eq!(gate.reads.load(Ordering::SeqCst), 2, "no read: fresh");
+        assert_eq!(state.breaker, None);
     }
 
     #[test]

@@ -1,0 +1,199 @@
+//! The claim orders the recipient's word against the send (DESIGN §12): an opt-out, a
+//! suppression or a cancel that lands after the consumer read the reminder but before its claim
+//! wins — never sent, no attempt spent. [`BeforeClaim`] lands it at the latest moment there
+//! is: inside the claim's own ledger call, right before the conditional write. Any change to
+//! how the consumer reads (one batch before the claim, say) must keep these passing; here on
+//! in-memory ports, and on the emulator in [`crate::emulator_reads`].
+
+use std::sync::{Arc, Mutex};
+
+use reminders::clock::{ManualClock, Timestamp};
+use reminders::consumer::{Action, Consumer};
+use reminders::domain::{
+    Channel, DeadReason, DeliveryKey, PerChannel, Preferences, Reminder, ReminderId, Retention,
+    SubscriberId, Suppression, SuppressionSource,
+};
+use reminders::ledger::{DeliveryRecord, Status};
+use reminders::outbox;
+use reminders::ports::{
+    Cas, Expected, Ledger, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortError,
+    PortSet, ReminderStore, ScriptedProvider,
+};
+use reminders::providers::secret::SuppressionKeySource;
+
+use crate::harness::{message, queue_urls, reminder, suppression_key, test_config, T0};
+
+/// A write of the recipient's (or an operator's) that lands right before the claim.
+pub enum Landing {
+    /// The subscriber's preferences become these (an opt-out).
+    Preferences(SubscriberId, Preferences),
+    /// The address is suppressed.
+    Suppress(Suppression),
+    /// The operator cancels the reminder (the ledger first, as `outbox::cancel` does).
+    Cancel(ReminderId, Timestamp),
+}
+
+/// A ledger on which [`Landing`] is written right before the first claim (the first write
+/// of a `sending` item), through the same stores the consumer uses.
+pub struct BeforeClaim<L, R> {
+    pub inner: L,
+    pub store: R,
+    pub landing: Arc<Mutex<Option<Landing>>>,
+}
+
+impl<L: Ledger, R: ReminderStore> BeforeClaim<L, R> {
+    async fn land(&self, landing: Landing) {
+        match landing {
+            Landing::Preferences(s, p) => self.store.put_preferences(&s, &p).await.unwrap(),
+            Landing::Suppress(sup) => self.store.put_suppression(&sup).await.unwrap(),
+            Landing::Cancel(id, now) => {
+                let report =
+                    outbox::cancel(&self.store, &self.inner, &id, now, Retention::default())
+                        .await
+                        .unwrap();
+                assert!(report.is_some(), "the reminder to cancel exists");
+            }
+        }
+    }
+}
+
+impl<L: Ledger, R: ReminderStore> Ledger for BeforeClaim<L, R> {
+    async fn get(&self, key: &DeliveryKey) -> Result<Option<DeliveryRecord>, PortError> {
+        self.inner.get(key).await
+    }
+
+    async fn put_if(&self, record: &DeliveryRecord, expected: Expected) -> Result<Cas, PortError> {
+        if record.status() == Status::Sending {
+            let landing = self.landing.lock().unwrap().take();
+            if let Some(landing) = landing {
+                self.land(landing).await;
+            }
+        }
+        self.inner.put_if(record, expected).await
+    }
+}
+
+pub fn opted_out_of(channel: Channel) -> Preferences {
+    serde_json::from_value(serde_json::json!({ "opted_out": [channel.as_str()] })).unwrap()
+}
+
+type Ports = PortSet<
+    ManualClock,
+    Arc<MemoryReminderStore>,
+    BeforeClaim<Arc<MemoryLedger>, Arc<MemoryReminderStore>>,
+    Arc<MemoryGate>,
+    Arc<MemoryQueue<ManualClock>>,
+    Arc<MemoryQueue<ManualClock>>,
+    Arc<ScriptedProvider<ManualClock>>,
+>;
+
+/// What became of one single-channel SMS delivery, with `landing` written before its claim.
+struct Ran {
+    action: Action,
+    record: DeliveryRecord,
+    calls: u32,
+    /// The landing was written (a claim was attempted).
+    landed: bool,
+}
+
+async fn deliver_with(landing: impl FnOnce(&Reminder) -> Option<Landing>) -> Ran {
+    let clock = ManualClock::at(T0);
+    let store = Arc::new(MemoryReminderStore::new(4));
+    let ledger = Arc::new(MemoryLedger::default());
+    let queue = Arc::new(MemoryQueue::new(clock.clone()));
+    let provider = Arc::new(ScriptedProvider::new(clock.clone(), true));
+    let r = reminder("before-claim", &[Channel::Sms]);
+    store.insert(&r).await.unwrap();
+    let landing = Arc::new(Mutex::new(landing(&r)));
+    let ports: Ports = PortSet {
+        clock: clock.clone(),
+        reminders: store.clone(),
+        ledger: BeforeClaim {
+            inner: ledger.clone(),
+            store: store.clone(),
+            landing: landing.clone(),
+        },
+        gate: Arc::new(MemoryGate::default()),
+        queue: queue.clone(),
+        dead_letters: Arc::new(MemoryQueue::new(clock.clone())),
+        providers: PerChannel::from_fn(|_| provider.clone()),
+    };
+    let consumer = Consumer::new(ports, test_config(), queue_urls(), 5)
+        .with_suppression_key(Some(SuppressionKeySource::Fixed(suppression_key())));
+    let msg = message(&r, Channel::Sms);
+    let entry = reminders::ports::OutgoingMessage {
+        entry_id: "0".into(),
+        body: msg.encode(),
+        delay_secs: 0,
+    };
+    use reminders::ports::DeliveryQueue;
+    assert!(queue
+        .send_batch(Channel::Sms, &[entry])
+        .await
+        .unwrap()
+        .is_empty());
+    let out =
+        reminders_harness::local::poll_once(&consumer, &queue_urls(), Channel::Sms, 10, 180, None)
+            .await
+            .unwrap()
+            .expect("the message was received");
+    let landed = landing.lock().unwrap().is_none();
+    Ran {
+        action: out.records[0].action,
+        record: ledger
+            .get(&msg.delivery_key)
+            .await
+            .unwrap()
+            .expect("a ledger item"),
+        calls: provider.calls_for(&msg.delivery_key),
+        landed,
+    }
+}
+
+#[tokio::test]
+async fn with_nothing_landing_before_the_claim_it_is_sent() {
+    let ran = deliver_with(|_| None).await;
+    assert_eq!(ran.record.status(), Status::Delivered);
+    assert_eq!(ran.calls, 1);
+}
+
+#[tokio::test]
+async fn an_opt_out_landing_right_before_the_claim_wins() {
+    let ran = deliver_with(|r| {
+        Some(Landing::Preferences(
+            r.subscriber_id.clone(),
+            opted_out_of(Channel::Sms),
+        ))
+    })
+    .await;
+    assert!(ran.landed, "the opt-out was written before the claim");
+    assert_eq!(ran.calls, 0, "never sent");
+    assert_eq!(ran.record.status(), Status::Dead);
+    assert_eq!(ran.record.dead_reason(), Some(DeadReason::OptedOut));
+    assert_eq!(ran.record.attempt_count(), 0, "no attempt spent");
+    assert_eq!(ran.action, Action::Ack);
+}
+
+#[tokio::test]
+async fn a_suppression_landing_right_before_the_claim_wins() {
+    let ran = deliver_with(|r| {
+        let to = &r.recipients[&Channel::Sms];
+        let sup = Suppression::record(&suppression_key(), to, SuppressionSource::Operator, T0);
+        Some(Landing::Suppress(sup))
+    })
+    .await;
+    assert!(ran.landed, "the suppression was written before the claim");
+    assert_eq!(ran.calls, 0, "never sent");
+    assert_eq!(ran.record.status(), Status::Dead);
+    assert_eq!(ran.record.dead_reason(), Some(DeadReason::Suppressed));
+    assert_eq!(ran.record.attempt_count(), 0, "no attempt spent");
+}
+
+#[tokio::test]
+async fn a_cancel_landing_right_before_the_claim_wins() {
+    let ran = deliver_with(|r| Some(Landing::Cancel(r.reminder_id.clone(), T0))).await;
+    assert!(ran.landed, "the cancel was written before the claim");
+    assert_eq!(ran.calls, 0, "never sent");
+    assert_eq!(ran.record.status(), Status::Cancelled);
+    assert_eq!(ran.action, Action::Ack);
+}
