@@ -63,7 +63,8 @@ pub struct ChaosArgs {
     /// Give each consumer worker a clock off the world's by up to this many milliseconds,
     /// either way (drawn from the seed). Off (0) by default: with seconds of skew a worker
     /// whose clock runs ahead expires reminders before their fresh_until
-    /// (expired_while_fresh), as README's "Proving it" says.
+    /// (expired_while_fresh) and one that runs behind sends after it (stale_sends), as
+    /// README's "Proving it" says.
     #[arg(long, default_value_t = 0)]
     skew_ms: u32,
 }
