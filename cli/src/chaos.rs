@@ -20,6 +20,8 @@ use reminders_harness::chaos::{self, Plant};
 /// cut to end seconds after a breaker's cool-down; a channel added after a death that named
 /// none, then a redrive of that death, and at each take-over the order cleared now and then
 /// and the death redriven; a channel taken away right after its enqueue and listed again minutes later;
+/// a chain's head moved to the end of the order as it is claimed; a head whose address fails
+/// until its budget is spent, then opted out of and redriven;
 /// recurring series edited, skipped and cancelled mid-flight. Then every delivery is judged (never sent twice, none lost or stranded, nothing
 /// stale, early, after a cancel, to an opted-out channel or inside quiet hours, never
 /// expired while the API's version was fresh, never a second channel of a fallback order
@@ -52,10 +54,19 @@ pub struct ChaosArgs {
     /// ignore-fallback-order → two_channels_sent, lose-fallback-messages → stranded,
     /// refuse-newer-values → event_missing, forget-maybe-sent → two_channels_sent,
     /// expire-over-an-edit → expired_while_fresh, keep-old-horizon → duplicated,
-    /// stale-last-look → stale_sends, ignore-countries → sent_abroad, lost-hand-on → two_channels_sent (in 300 worlds), skip-ahead → occurrence_missing, forget-made →
-    /// occurrence_doubled, forget-edited-away → acknowledged_change_ignored.
+    /// stale-last-look → stale_sends, ignore-countries → sent_abroad, lost-hand-on →
+    /// two_channels_sent, skip-ahead → occurrence_missing, forget-made → occurrence_doubled,
+    /// forget-edited-away → acknowledged_change_ignored, reorder-sends-both →
+    /// two_channels_sent, fallback-best-effort → stranded.
     #[arg(long)]
     plant: Option<String>,
+    /// Give each consumer worker a clock off the world's by up to this many milliseconds,
+    /// either way (drawn from the seed). Off (0) by default: with seconds of skew a worker
+    /// whose clock runs ahead expires reminders before their fresh_until
+    /// (expired_while_fresh) and one that runs behind sends after it (stale_sends), as
+    /// README's "Proving it" says.
+    #[arg(long, default_value_t = 0)]
+    skew_ms: u32,
 }
 
 pub fn run(args: ChaosArgs) -> Result<(), String> {
@@ -80,6 +91,7 @@ pub fn run(args: ChaosArgs) -> Result<(), String> {
                 .map_err(|e| e.to_string())?,
         )
     };
+    chaos::set_worker_skew_ms(args.skew_ms);
     let (total, failing) = chaos::run(args.from, args.seeds, plant, &|_| bar.inc(1));
     bar.finish_and_clear();
     for r in &failing {

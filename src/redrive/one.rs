@@ -138,6 +138,13 @@ where
         let Some(extra) = req.extend_freshness_secs else {
             return Ok(Break(One::Stale));
         };
+        // A series' occurrence gone stale is not extended (unless edited on its own): a series
+        // edit since may no longer make it, and it leaves stale occurrences as they are, so a
+        // revived one would go beside the series' later times (found by chaos seed 288).
+        let occurrence = crate::domain::series::occurrence_of(&msg.reminder_id).is_some();
+        if occurrence && !reminder.detached {
+            return Ok(Break(One::Stale));
+        }
         // Two attributes, conditional on the version read: never a whole-item rewrite.
         let fresh_until = now.plus(Duration::from_secs(extra));
         let expires_at = self.cfg.retention.expires_at(fresh_until);

@@ -111,6 +111,9 @@ pub(super) async fn clear_order(
     world: &World,
     subscriber: &reminders::domain::SubscriberId,
 ) -> bool {
+    if world.steady.contains(subscriber) {
+        return false;
+    }
     let Ok(Some(mut prefs)) = world.store.preferences(subscriber).await else {
         return false;
     };
@@ -130,9 +133,85 @@ pub(super) async fn clear_order(
     true
 }
 
+/// Window 4: a death out of budget at an address the provider fails. If the reminder lists
+/// a channel in standby behind it, the subscriber opts out of the channel, the operator fixes
+/// the address and, 4 to 7 minutes later (once the standby has looked and found it not
+/// needed), redrives that DLQ, extending the freshness of a reminder gone stale.
+pub(super) async fn opt_out_and_redrive(
+    world: &Arc<World>,
+    origin: &reminders::ledger::Origin,
+    seed: u64,
+) {
+    let (subscriber, channel) = (&origin.subscriber_id, origin.channel);
+    if !reminders::ports::faults::lock(&world.failing).contains(&(subscriber.clone(), channel)) {
+        return;
+    }
+    let store = &world.store;
+    let (Ok(Some(cur)), Ok(Some(mut prefs))) = (
+        store.get(&origin.reminder_id).await,
+        store.preferences(subscriber).await,
+    ) else {
+        return;
+    };
+    let listed = |c: &Channel| cur.recipients.contains_key(c);
+    let behind = prefs
+        .fallback
+        .iter()
+        .skip_while(|c| **c != channel)
+        .skip(1)
+        .any(listed);
+    if !behind {
+        return;
+    }
+    reminders::ports::faults::lock(&world.failing).remove(&(subscriber.clone(), channel));
+    prefs.opted_out.insert(channel);
+    if store.put_preferences(subscriber, &prefs).await.is_ok() {
+        world.journal.preferences_written(subscriber, &prefs);
+    }
+    let secs = 240 + seed % 180;
+    let redrive = super::operator::redrive_later(
+        world.clone(),
+        channel,
+        Duration::from_secs(secs),
+        seed,
+        Some(1_800),
+    );
+    tokio::task::spawn_local(redrive);
+}
+
+/// Window 7: the subscriber moves `origin`'s channel, just claimed as its chain's head, to
+/// the end of the fallback order: whether it was written.
+pub(super) async fn head_to_end(world: &World, origin: &reminders::ledger::Origin) -> bool {
+    let subscriber = &origin.subscriber_id;
+    if world.steady.contains(subscriber) {
+        return false;
+    }
+    let Ok(Some(mut prefs)) = world.store.preferences(subscriber).await else {
+        return false;
+    };
+    if prefs.fallback.last() == Some(&origin.channel) || !prefs.fallback.contains(&origin.channel) {
+        return false;
+    }
+    prefs.fallback.retain(|c| *c != origin.channel);
+    prefs.fallback.push(origin.channel);
+    if world
+        .store
+        .put_preferences(subscriber, &prefs)
+        .await
+        .is_err()
+    {
+        return false;
+    }
+    world.journal.preferences_written(subscriber, &prefs);
+    true
+}
+
 /// A PUT of the reminder's body with the channels of the subscriber's fallback order it does
 /// not list added: whether the API acknowledged it.
 pub(super) async fn add_the_order(world: &World, origin: &reminders::ledger::Origin) -> bool {
+    if world.steady.contains(&origin.subscriber_id) {
+        return false;
+    }
     let store = &world.store;
     let (Ok(Some(cur)), Ok(prefs)) = (
         store.get(&origin.reminder_id).await,

@@ -76,12 +76,25 @@ pub(super) async fn judge(world: &World, seed: u64) -> SeedReport {
         }
     }
     super::verdicts::world_wide(world, &mut report);
+    // Made `ready` by a redrive whose re-enqueue did not happen, the copy of the last death
+    // still in the DLQ (its alarm counts it; the next redrive resends it).
+    let awaiting_redrive = ledger
+        .iter()
+        .filter(|(_, rec)| rec.status() == Status::Ready)
+        .filter(|(key, _)| {
+            let last = facts.get(*key).and_then(|f| f.deaths.last().copied());
+            let copies = copies.get(*key).map_or(&[][..], Vec::as_slice);
+            last.is_some() && copies.iter().any(|c| c.dead_at == last)
+        })
+        .map(|(key, _)| key.clone())
+        .collect();
     let seen = Seen {
         world,
         ledger: &ledger,
         facts: &facts,
         prefs: &prefs,
         now: world.clock.now(),
+        awaiting_redrive,
     };
     let occurrences = super::occurrences::occurrences(world).await;
     report.tally.occurrences_made += occurrences.len() as u64;

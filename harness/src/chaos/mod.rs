@@ -127,10 +127,21 @@ pub enum Plant {
     /// edit that lists again a channel edited away after its enqueue is acknowledged, and its
     /// delivery, cancelled as edited away, never sends.
     ForgetEditedAway,
+    /// Window 7 re-opened, both of its closings undone: the consumer's ledger adapter reads
+    /// items without `chain_head` (an attribute it never learned), and answers none for
+    /// another channel's item that has not died (a read scoped to the consumer's own channel).
+    /// A channel a reorder made first in the order goes while the head it was behind is in
+    /// flight or has reached the person.
+    ReorderSendsBoth,
+    /// Window 4 re-opened: the queue adapter answers a fallback's message sent and drops it,
+    /// as a best-effort enqueue whose failure nobody takes up again (the standby channel's
+    /// own message still comes): after a redrive, a standby already acknowledged as not
+    /// needed is never sent.
+    FallbackBestEffort,
 }
 
 impl Plant {
-    pub const ALL: [Plant; 29] = [
+    pub const ALL: [Plant; 31] = [
         Plant::AckBeforeOutcome,
         Plant::IgnoreRetryAfter,
         Plant::UnfencedLedger,
@@ -160,6 +171,8 @@ impl Plant {
         Plant::SkipAhead,
         Plant::ForgetMade,
         Plant::ForgetEditedAway,
+        Plant::ReorderSendsBoth,
+        Plant::FallbackBestEffort,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -193,6 +206,8 @@ impl Plant {
             Plant::SkipAhead => "skip-ahead",
             Plant::ForgetMade => "forget-made",
             Plant::ForgetEditedAway => "forget-edited-away",
+            Plant::ReorderSendsBoth => "reorder-sends-both",
+            Plant::FallbackBestEffort => "fallback-best-effort",
         }
     }
 
@@ -228,12 +243,30 @@ impl Plant {
             Plant::SkipAhead => "occurrence_missing",
             Plant::ForgetMade => "occurrence_doubled",
             Plant::ForgetEditedAway => "acknowledged_change_ignored",
+            Plant::ReorderSendsBoth => "two_channels_sent",
+            Plant::FallbackBestEffort => "stranded",
         }
     }
 
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|p| p.name() == s)
     }
+}
+
+/// Up to how far (milliseconds, either way) each consumer worker's clock is off the world's:
+/// 0, one clock for all, unless [`set_worker_skew_ms`] says otherwise.
+static WORKER_SKEW_MS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
+/// Give every consumer worker of the worlds run from now on a clock off the world's by up to
+/// `ms` either way (drawn from the seed, per worker). Off by default: with a skew of seconds,
+/// a worker whose clock runs ahead expires a reminder up to that long before the
+/// `fresh_until` the API acknowledged (`expired_while_fresh`; README, "Proving it").
+pub fn set_worker_skew_ms(ms: u32) {
+    WORKER_SKEW_MS.store(i64::from(ms), std::sync::atomic::Ordering::SeqCst);
+}
+
+pub(crate) fn worker_skew_ms() -> i64 {
+    WORKER_SKEW_MS.load(std::sync::atomic::Ordering::SeqCst)
 }
 
 /// One world's result, with a line per broken promise (key and what happened).
@@ -279,6 +312,16 @@ impl VirtualClock {
         Self {
             epoch,
             start: tokio::time::Instant::now(),
+        }
+    }
+}
+
+impl VirtualClock {
+    /// The same clock, `by_ms` ahead (behind, when negative): a worker whose clock is skewed.
+    pub fn skewed(self, by_ms: i64) -> Self {
+        Self {
+            epoch: Timestamp::from_millis(self.epoch.as_millis().saturating_add(by_ms)),
+            start: self.start,
         }
     }
 }

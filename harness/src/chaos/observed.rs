@@ -23,6 +23,24 @@ pub struct Observed<C> {
     pub ttl_lag_secs: i64,
     /// Told of each death that falls back but names no channel (window 6).
     pub died: Option<super::prompt::Prompter>,
+    /// Told of each first claim of a chain's head (window 7).
+    pub claimed: Option<super::prompt::Prompter>,
+    /// Told of each first death out of budget that sent nothing (window 4).
+    pub spent: Option<super::prompt::Prompter>,
+}
+
+tokio::task_local! {
+    /// The channel whose consumer is reading ([`Plant::ReorderSendsBoth`]).
+    static READER: reminders::domain::Channel;
+}
+
+/// Run `work` as `channel`'s consumer (whose reads of another channel's items
+/// [`Plant::ReorderSendsBoth`] hides).
+pub(super) async fn reading_as<F: std::future::Future>(
+    channel: reminders::domain::Channel,
+    work: F,
+) -> F::Output {
+    READER.scope(channel, work).await
 }
 
 impl<C: Clock> Observed<C> {
@@ -96,12 +114,41 @@ impl<C: Clock> Observed<C> {
     }
 }
 
+impl<C: Clock> Observed<C> {
+    /// A chain's head claimed for the first time (window 7): the subscriber is prompted, and
+    /// moves it to the end of the order before it sends and before the next channel looks.
+    async fn head_claimed(&self, before: Option<&DeliveryRecord>, record: &DeliveryRecord) {
+        let head = |r: &DeliveryRecord| r.origin().is_some_and(|o| o.chain_head);
+        let claimed = record.status() == Status::Sending && head(record);
+        if let (true, false, Some(origin)) = (claimed, before.is_some_and(head), record.origin()) {
+            let what = super::prompt::Prompt::HeadClaimed(origin.clone());
+            super::prompt::prompt(self.claimed.as_ref(), what).await;
+        }
+    }
+}
+
+impl<C: Clock> Observed<C> {
+    /// A first death with the budget spent, known to have sent nothing (window 4): the
+    /// subscriber and the operator are prompted.
+    async fn spent(&self, before: Option<&DeliveryRecord>, record: &DeliveryRecord) {
+        let first = before.is_none_or(|b| b.status() != Status::Dead);
+        let spent = record.status() == Status::Dead
+            && record.dead_reason() == Some(DeadReason::AttemptsExhausted)
+            && !record.may_have_reached();
+        if let (true, true, Some(origin)) = (first, spent, record.origin()) {
+            let what = super::prompt::Prompt::DiedSpent(origin.clone());
+            super::prompt::prompt(self.spent.as_ref(), what).await;
+        }
+    }
+}
+
 impl<C: Clock> Ledger for Observed<C> {
     async fn get(&self, key: &DeliveryKey) -> Result<Option<DeliveryRecord>, PortError> {
         let got = self.alive(self.inner.get(key).await?);
         Ok(match self.plant {
             Some(Plant::ForgetAttempts) => got.map(forget_attempts),
             Some(Plant::ForgetMaybeSent) => got.map(forget_maybe_sent),
+            Some(Plant::ReorderSendsBoth) => got.and_then(blind_to_siblings),
             _ => got,
         })
     }
@@ -146,9 +193,28 @@ impl<C: Clock> Ledger for Observed<C> {
             self.tap.landed(before.as_ref(), record);
             self.died_alone(before.as_ref(), record).await;
             self.took_over(before.as_ref(), record).await;
+            self.head_claimed(before.as_ref(), record).await;
+            self.spent(before.as_ref(), record).await;
         }
         Ok(answer)
     }
+}
+
+/// [`Plant::ReorderSendsBoth`]: an item read without `chain_head`, and, by another channel's
+/// consumer, none at all unless it died.
+fn blind_to_siblings(r: DeliveryRecord) -> Option<DeliveryRecord> {
+    let reader = READER.try_with(|c| *c).ok();
+    let theirs = r.origin().map(|o| o.channel);
+    if reader.is_some() && theirs != reader && r.status() != Status::Dead {
+        return None;
+    }
+    let Ok(mut v) = serde_json::to_value(&r) else {
+        return Some(r);
+    };
+    if let Some(o) = v["origin"].as_object_mut() {
+        o.remove("chain_head");
+    }
+    Some(serde_json::from_value(v).unwrap_or(r))
 }
 
 /// [`Plant::ForgetAttempts`]: a waiting delivery read with no attempt spent.

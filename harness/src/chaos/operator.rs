@@ -22,7 +22,13 @@ use reminders::ports::faults::lock;
 use reminders::redrive::{RedriveConfig, RedriveRequest, Redriver};
 
 /// An operator's redrive of `channel`'s DLQ, every reason, `after` from now.
-pub(super) async fn redrive_later(world: Arc<World>, channel: Channel, after: Duration, seed: u64) {
+pub(super) async fn redrive_later(
+    world: Arc<World>,
+    channel: Channel,
+    after: Duration,
+    seed: u64,
+    extend_freshness_secs: Option<u64>,
+) {
     tokio::time::sleep(after).await;
     let cfg = RedriveConfig {
         retention: world.retention,
@@ -41,11 +47,22 @@ pub(super) async fn redrive_later(world: Arc<World>, channel: Channel, after: Du
         dry_run: false,
         operator: "chaos".into(),
         note: "after a chain took over".into(),
-        extend_freshness_secs: None,
+        extend_freshness_secs,
         accept_duplicates: true,
     };
-    let deadline = world.clock.now().plus(Duration::from_secs(60));
-    let _ = invoke(redriver.run(&req, Some(deadline)), Duration::from_secs(90)).await;
+    // A run that crashed, failed or failed a copy is run again, as an operator would, up to
+    // three times (past the DLQ's visibility timeout too: a crashed run's receive hides its
+    // copies).
+    for wait in [30, 120, 300] {
+        let deadline = world.clock.now().plus(Duration::from_secs(60));
+        let out = invoke(redriver.run(&req, Some(deadline)), Duration::from_secs(90)).await;
+        let done =
+            |s: &reminders::redrive::RedriveSummary| s.by_reason.values().all(|c| c.failed == 0);
+        if matches!(&out, Some(Ok(s)) if done(s)) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_secs(wait)).await;
+    }
 }
 
 /// An operator redriving a channel's DLQ now and then, during the faults: any reasons, and

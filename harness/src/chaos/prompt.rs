@@ -25,6 +25,13 @@ pub enum Prompt {
     /// over from at once or soon after (window 6: only the hand-on on the death then keeps
     /// that redrive from reaching the person a second time).
     TookOver(reminders::ledger::Origin),
+    /// A chain's head was claimed for the first time (about to send): the subscriber moves
+    /// it to the end of the fallback order before the next channel looks again (window 7).
+    HeadClaimed(reminders::ledger::Origin),
+    /// A delivery died with its budget spent on answers that surely sent nothing: if it is
+    /// an address the provider fails (window 4), the subscriber opts out of that channel,
+    /// the operator fixes the address and, once its standby has looked, redrives it.
+    DiedSpent(reminders::ledger::Origin),
     /// A channel's breaker opened until this time: the application shortens the freshness
     /// of a reminder waiting on that channel to end a few seconds after it (window 5).
     BreakerOpened(Channel, Timestamp),

@@ -52,6 +52,8 @@ pub struct ChaosProvider {
     /// Told of some accepted sends, whose worker then stops before it hears the answer: the
     /// application moves the reminder past the ledger's horizon meanwhile (window 2).
     pub accepted: Option<super::prompt::Prompter>,
+    /// Addresses answered `503` while faults strike, until the operator fixes them (window 4).
+    pub failing: super::world::Failing,
 }
 
 impl ChaosProvider {
@@ -121,6 +123,18 @@ impl ChaosProvider {
 }
 
 impl ChaosProvider {
+    /// Whether the key's reminder lists another channel (one that can stand by): only those
+    /// heads are failed in window 4's worlds, so the rest keep being delivered.
+    async fn lists_more(&self, key: &DeliveryKey) -> bool {
+        let owner = reminders::ports::faults::lock(&self.owners)
+            .get(key)
+            .cloned();
+        match owner {
+            Some(id) => matches!(self.store.get(&id).await, Ok(Some(r)) if r.recipients.len() > 1),
+            None => false,
+        }
+    }
+
     fn doom(&self, key: &DeliveryKey) {
         if self.gone_after_ambiguous {
             reminders::ports::faults::lock(&self.doomed).insert(key.clone());
@@ -153,7 +167,7 @@ impl Provider for ChaosProvider {
         let n = self
             .journal
             .send_started(key, channel, subscriber.as_ref(), now, fresh_until);
-        let outcome = self.answer(request, now).await;
+        let outcome = self.answer(request, now, subscriber.as_ref()).await;
         let refused = matches!(
             outcome,
             Outcome::Throttled { .. }
@@ -170,9 +184,26 @@ impl Provider for ChaosProvider {
 }
 
 impl ChaosProvider {
-    async fn answer(&self, request: &SendRequest, now: Timestamp) -> Outcome {
+    async fn answer(
+        &self,
+        request: &SendRequest,
+        now: Timestamp,
+        subscriber: Option<&SubscriberId>,
+    ) -> Outcome {
         let key = &request.delivery_key;
         tokio::time::sleep(Duration::from_millis(self.dice.range(20, 800))).await;
+        let channel = request.recipient.channel();
+        let failing = subscriber.is_some_and(|s| {
+            reminders::ports::faults::lock(&self.failing).contains(&(s.clone(), channel))
+        });
+        if failing && !self.dice.is_calm() && self.lists_more(key).await {
+            // A definite failure: nothing was sent.
+            self.journal.attempt(key);
+            self.journal.failed(key, channel);
+            return Outcome::Transient {
+                error: "http_503".into(),
+            };
+        }
         let m = self.misbehaviour;
         if self.strikes(m.throttle) {
             return self.throttle(key, now);

@@ -98,16 +98,20 @@ impl<T: DeliveryQueue> DeliveryQueue for Chaotic<T> {
 
 impl<T: DeliveryQueue> Chaotic<T> {
     /// [`super::Plant::LoseFallbackMessages`]: a fallback's message is answered sent and
-    /// dropped, and its key remembered.
+    /// dropped, and its key remembered; [`super::Plant::FallbackBestEffort`]: dropped alone.
     fn lose_fallbacks(&self, messages: &[OutgoingMessage]) -> Vec<OutgoingMessage> {
-        if self.plant != Some(super::Plant::LoseFallbackMessages) {
-            return messages.to_vec();
-        }
+        let remember = match self.plant {
+            Some(super::Plant::LoseFallbackMessages) => true,
+            Some(super::Plant::FallbackBestEffort) => false,
+            _ => return messages.to_vec(),
+        };
         let mut kept = Vec::new();
         for m in messages {
             match reminders::domain::DeliveryMessage::decode(&m.body) {
                 Ok(msg) if msg.fallback_from.is_some() => {
-                    reminders::ports::faults::lock(&self.losing).insert(msg.delivery_key);
+                    if remember {
+                        reminders::ports::faults::lock(&self.losing).insert(msg.delivery_key);
+                    }
                 }
                 _ => kept.push(m.clone()),
             }

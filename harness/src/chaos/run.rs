@@ -36,14 +36,24 @@ pub(super) async fn run(seed: u64, plant: Option<Plant>) -> SeedReport {
     }
     if shape.windows.add_after_death {
         // A sender the provider refuses until the operator fixes it (and redrives): the
-        // deaths window 6 redrives are `rejected`, the ones with a DLQ copy.
+        // deaths window 6 redrives are `rejected`, the ones with a DLQ copy. 30% of calls,
+        // but 15% in window 5's worlds, whose reminders must live to see their probes.
         let m = &mut shape.misbehaviour;
-        m.permanent = m.permanent.max(0.15);
+        let refused = if shape.windows.probe_near_end {
+            0.15
+        } else {
+            0.3
+        };
+        m.permanent = m.permanent.max(refused);
     }
     let mut world = build(shape, seed, plant);
     seed_reminders(&mut world, &mut rng).await;
-    if world.shape.windows.gone_after_ambiguous {
+    let w = world.shape.windows;
+    if w.gone_after_ambiguous || w.reorder_after_claim || w.spent_then_fallback {
         super::subscribers::ordered_from_start(&world, seed).await;
+    }
+    if w.spent_then_fallback {
+        fail_the_heads(&mut world).await;
     }
     if world.shape.windows.series {
         super::series::create(&world, seed).await;
@@ -61,6 +71,13 @@ pub(super) async fn run(seed: u64, plant: Option<Plant>) -> SeedReport {
 async fn seed_reminders(world: &mut World, rng: &mut StdRng) {
     use reminders::ports::ReminderStore;
     let mut ids = Vec::new();
+    // Window 4's worlds: fresh for half an hour at least, so that a head's budget, its
+    // standby's look and the redrive all come before the end.
+    let fresh = if world.shape.windows.spent_then_fallback {
+        1_800..3_600
+    } else {
+        300..3_600
+    };
     for i in 0..world.shape.reminders {
         let due = EPOCH.plus(Duration::from_secs(rng.random_range(0..1_200)));
         let channels: Vec<Channel> = Channel::ALL
@@ -77,7 +94,7 @@ async fn seed_reminders(world: &mut World, rng: &mut StdRng) {
             subscriber_id: SubscriberId::parse(format!("s-{}", i % 3))
                 .unwrap_or_else(|_| unreachable!()),
             due_at: due,
-            fresh_until: Some(due.plus(Duration::from_secs(rng.random_range(300..3_600)))),
+            fresh_until: Some(due.plus(Duration::from_secs(rng.random_range(fresh.clone())))),
             content: Content::Text {
                 subject: "Reminder".into(),
                 body: "v1".into(),
@@ -97,6 +114,22 @@ async fn seed_reminders(world: &mut World, rng: &mut StdRng) {
     world.ids = ids;
 }
 
+/// Window 4: the provider fails each subscriber's head address until the operator fixes it.
+async fn fail_the_heads(world: &mut World) {
+    use reminders::ports::ReminderStore;
+    for n in 0..3 {
+        let Ok(subscriber) = SubscriberId::parse(format!("s-{n}")) else {
+            continue;
+        };
+        if let Ok(Some(prefs)) = world.store.preferences(&subscriber).await {
+            if let Some(head) = prefs.fallback.first() {
+                reminders::ports::faults::lock(&world.failing).insert((subscriber.clone(), *head));
+                world.steady.insert(subscriber);
+            }
+        }
+    }
+}
+
 /// Remember which reminder each of its possible delivery keys belongs to.
 fn own(world: &World, r: &Reminder) {
     let mut owners = reminders::ports::faults::lock(&world.owners);
@@ -113,8 +146,10 @@ fn start(world: &Arc<World>, tasks: &mut JoinSet<()>, seed: u64) {
     }
     for channel in Channel::ALL {
         for n in 0..world.shape.workers {
+            let mut ports = world.ports.clone();
+            ports.clock = world.clock.skewed(skew(seed, channel, n));
             let consumer = Consumer::new(
-                world.ports.clone(),
+                ports,
                 world.consumer_cfg.clone(),
                 world.urls.clone(),
                 seed ^ (u64::from(n) << 8) ^ channel as u64,
@@ -138,6 +173,17 @@ fn start(world: &Arc<World>, tasks: &mut JoinSet<()>, seed: u64) {
     if world.shape.windows.series {
         tasks.spawn_local(super::series::surface(world.clone(), seed));
     }
+}
+
+/// How far worker `n` of `channel`'s clock is off the world's (milliseconds, from the seed),
+/// up to [`super::worker_skew_ms`] either way.
+fn skew(seed: u64, channel: Channel, n: u32) -> i64 {
+    let most = super::worker_skew_ms();
+    if most == 0 {
+        return 0;
+    }
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x5_4e3d ^ (u64::from(n) << 8) ^ channel as u64);
+    rng.random_range(-most..=most)
 }
 
 /// EventBridge Scheduler: a run every minute (a twin runs off-beat, as a double schedule).
@@ -192,9 +238,8 @@ async fn poll(world: &World, consumer: &Consumer<ChaosPorts>, channel: Channel) 
     }
     let arn = arn_for_url(world.urls.get(channel), "local");
     let deadline = world.clock.now().plus(FUNCTION_TIMEOUT);
-    let out = consumer
-        .handle(to_sqs_event(&arn, &got), Some(deadline))
-        .await;
+    let handled = consumer.handle(to_sqs_event(&arn, &got), Some(deadline));
+    let out = super::observed::reading_as(channel, handled).await;
     let m = out.metrics.get(channel);
     let alarmed = u64::from(m.invariant_errors + m.panics);
     *reminders::ports::faults::lock(&world.alarms)

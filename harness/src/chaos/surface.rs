@@ -114,28 +114,35 @@ pub(super) async fn prompted(world: Arc<World>, mut prompts: Prompts, seed: u64)
             Prompt::DiedAlone(origin) => {
                 if super::chains::add_the_order(&world, &origin).await {
                     world.counts.prompted_edits();
-                    // Minutes later, or while the channel that took over is in flight (an
-                    // operator acting on the alarm of the death).
-                    let after = if rng.random_bool(0.5) {
-                        Duration::from_secs(rng.random_range(0..20))
-                    } else {
-                        Duration::from_secs(rng.random_range(120..900))
-                    };
-                    let redrive = redrive_later(world.clone(), origin.channel, after, seed);
+                    // Minutes later (an operator acting on the alarm of the death); the
+                    // redrive while the channel that took over is in flight comes at the
+                    // take-over itself. One here within seconds would mostly revive the
+                    // death before any take-over (or hide its copy, if it crashed).
+                    let after = Duration::from_secs(rng.random_range(120..900));
+                    let redrive = redrive_later(world.clone(), origin.channel, after, seed, None);
                     tokio::task::spawn_local(redrive);
                 }
             }
             Prompt::TookOver(origin) => {
                 if let Some(from) = origin.fallback_from {
-                    if taken.random_bool(0.5)
+                    // Three times in four: with the order, the standby rule alone refuses
+                    // the redriven death; without it, only the hand-on does.
+                    if taken.random_bool(0.75)
                         && super::chains::clear_order(&world, &origin.subscriber_id).await
                     {
                         world.counts.prompted_edits();
                     }
                     let after = Duration::from_secs(taken.random_range(0..30));
-                    let redrive = redrive_later(world.clone(), from, after, seed);
+                    let redrive = redrive_later(world.clone(), from, after, seed, None);
                     tokio::task::spawn_local(redrive);
                 }
+            }
+            Prompt::DiedSpent(origin) => {
+                super::chains::opt_out_and_redrive(&world, &origin, seed).await;
+            }
+            Prompt::HeadClaimed(origin) => {
+                // Counted among the reorders, by the journal.
+                let _ = super::chains::head_to_end(&world, &origin).await;
             }
             Prompt::Enqueued(id) => {
                 let after = Duration::from_secs(readds.random_range(60..400));
@@ -301,7 +308,10 @@ async fn edit(world: &Arc<World>, id: &ReminderId, rng: &mut StdRng, t: u64, for
     // Now and then the SMS number moves abroad, outside the allowed calling codes (its own
     // dice, so the worlds' other draws stay as they were).
     let mut own = StdRng::seed_from_u64(t ^ u64::from(i) ^ 0xab_10ad);
-    k.abroad = channels.contains(&Channel::Sms) && own.random_bool(0.2);
+    // Not window 4's subscribers: see `World::steady`.
+    k.abroad = channels.contains(&Channel::Sms)
+        && own.random_bool(0.2)
+        && !world.steady.contains(&cur.subscriber_id);
     let number = |c: &Channel| match (c, k.abroad) {
         (Channel::Sms, true) => abroad(i),
         _ => recipient(*c, i),

@@ -20,6 +20,9 @@ pub(super) struct Seen<'a> {
     pub facts: &'a BTreeMap<DeliveryKey, KeyFacts>,
     pub prefs: &'a BTreeMap<reminders::domain::SubscriberId, Vec<PrefsWrite>>,
     pub now: Timestamp,
+    /// Deliveries made `ready` by a redrive that never re-enqueued them, whose last death's
+    /// copy is still in the DLQ.
+    pub awaiting_redrive: BTreeSet<DeliveryKey>,
 }
 
 /// Why a delivery that did not settle is what it is.
@@ -96,9 +99,14 @@ impl Seen<'_> {
         if ended {
             return Unsettled::NotNeeded;
         }
+        // A channel of the chain waits for a redrive, its copy in the DLQ: the DLQ's alarm
+        // counts it, and the redrive that resends it moves the chain on.
+        let awaiting = listed
+            .iter()
+            .any(|c| *c != channel && self.awaiting_redrive.contains(&Self::key(r, *c)));
         let alarms = reminders::ports::faults::lock(&self.world.alarms);
         Unsettled::Stranded {
-            alarmed: alarms.get(&channel).copied().unwrap_or(0) > 0,
+            alarmed: awaiting || alarms.get(&channel).copied().unwrap_or(0) > 0,
         }
     }
 

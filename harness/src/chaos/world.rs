@@ -94,9 +94,26 @@ pub(super) struct Windows {
     /// An edit that took a channel away from an enqueued reminder is followed, minutes later,
     /// by one that lists it again (window 8: the API refuses it with `409`).
     pub readd_after_remove: bool,
+    /// Every subscriber orders the three channels from the start, and at each first claim
+    /// of a chain's head moves that channel to the end of the order, before it sends and
+    /// before the next channel looks again (window 7).
+    pub reorder_after_claim: bool,
+    /// Every subscriber orders the channels from the start; the provider answers `503` to
+    /// every call to the first subscriber's head address until the operator fixes it: a
+    /// head dies with its budget spent on answers that surely sent nothing, its standby is
+    /// not needed; the subscriber then opts out of that channel and the operator redrives
+    /// it, and it dies again, handing on (window 4).
+    pub spent_then_fallback: bool,
 }
 
 impl Windows {
+    /// Window 4's worlds deploy their own retry policy and freshness: not in the worlds of
+    /// window 5, whose probes start near the end of a freshness the application cuts.
+    fn apart(mut self) -> Self {
+        self.spent_then_fallback &= !self.probe_near_end;
+        self
+    }
+
     pub(super) fn draw(seed: u64) -> Self {
         let mut rng = StdRng::seed_from_u64(seed ^ 0x3_21d0);
         Self {
@@ -108,7 +125,10 @@ impl Windows {
             probe_near_end: rng.random_bool(0.5),
             series: rng.random_bool(0.5),
             readd_after_remove: rng.random_bool(0.5),
+            reorder_after_claim: rng.random_bool(0.5),
+            spent_then_fallback: rng.random_bool(0.5),
         }
+        .apart()
     }
 }
 
@@ -188,7 +208,19 @@ pub(super) struct World {
     pub prompts: Mutex<Option<super::prompt::Prompts>>,
     /// What the application was told of its series (series worlds).
     pub series: super::books::Books,
+    /// Addresses the provider answers `503` until the operator fixes them (window 4).
+    pub failing: Failing,
+    /// Window 4's subscribers: nothing changes their fallback order mid-run, and no edit
+    /// moves their SMS number abroad. Two findings of these worlds, not fixed yet (README,
+    /// "Proving it"): with the order cleared after a head's first death made its standby not
+    /// needed, the redriven head's death hands on to nothing (seeds 131, 291); and a
+    /// `country_not_allowed` death names no fallback, so in a chain of three the third,
+    /// already acknowledged as not needed, is never sent (seed 241).
+    pub steady: BTreeSet<reminders::domain::SubscriberId>,
 }
+
+/// Addresses (a subscriber's channel) the provider answers `503` while faults strike.
+pub(super) type Failing = Arc<Mutex<BTreeSet<(reminders::domain::SubscriberId, Channel)>>>;
 
 pub(super) fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
     let clock = VirtualClock::start(EPOCH);
@@ -208,6 +240,7 @@ pub(super) fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
         max_receive_count: shape.max_receive_count,
         emit_metrics: false,
         retention,
+        policy: retry_policy(&shape),
         sms_countries: match plant {
             Some(Plant::IgnoreCountries) => reminders::domain::SmsCountries::Any,
             _ => reminders::domain::SmsCountries::default(),
@@ -231,6 +264,7 @@ pub(super) fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
         })
     };
     let (prompter, prompts) = tokio::sync::mpsc::unbounded_channel();
+    let failing = Failing::default();
     let provider = |channel: Channel| {
         Arc::new(ChaosProvider {
             idempotent: *shape.idempotent.get(channel),
@@ -246,6 +280,7 @@ pub(super) fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
             gone_after_ambiguous: shape.windows.gone_after_ambiguous,
             doomed: std::sync::Mutex::default(),
             accepted: shape.windows.edit_after_accept.then(|| prompter.clone()),
+            failing: failing.clone(),
         })
     };
     let ports = PortSet {
@@ -266,6 +301,8 @@ pub(super) fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
                 plant,
                 ttl_lag_secs: shape.ttl_lag_secs,
                 died: shape.windows.add_after_death.then(|| prompter.clone()),
+                claimed: shape.windows.reorder_after_claim.then(|| prompter.clone()),
+                spent: shape.windows.spent_then_fallback.then(|| prompter.clone()),
             },
             dice.clone(),
         )),
@@ -307,6 +344,26 @@ pub(super) fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
         alarms: Mutex::default(),
         prompts: Mutex::new(Some(prompts)),
         series: Default::default(),
+        failing,
+        steady: BTreeSet::new(),
+    }
+}
+
+/// The deployed retry policy. Window 4's worlds deploy a budget of three attempts a minute or
+/// so apart (not fitted to the freshness, which keeps the last one for near its end), so
+/// that an address the provider fails spends it well before the reminder goes stale.
+fn retry_policy(shape: &Shape) -> reminders::policy::RetryPolicy {
+    let default = reminders::policy::RetryPolicy::default();
+    if !shape.windows.spent_then_fallback {
+        return default;
+    }
+    reminders::policy::RetryPolicy {
+        max_attempts: 3,
+        backoff: reminders::policy::Backoff::Exponential {
+            base_secs: 30,
+            cap_secs: 90,
+        },
+        ..default
     }
 }
 
