@@ -8,6 +8,7 @@ use reminders_harness::sim::{simulate, Profile, SimConfig};
 
 mod choices;
 mod fairness;
+mod limits;
 mod series;
 
 fn small(seed: u64) -> SimConfig {
