@@ -146,11 +146,16 @@ pub async fn run(args: PlanArgs) -> Result<(), String> {
     if !(0.0..=1.0).contains(&input.timeout_rate) {
         return Err("--timeout-rate must be between 0 and 1".into());
     }
-    if !(args.stack.provider_latency_ms >= 0.0) || args.stack.account_concurrency == 0 {
-        return Err("--provider-latency-ms must be 0 or more, --account-concurrency positive".into());
+    if args.stack.provider_latency_ms.is_nan()
+        || args.stack.provider_latency_ms < 0.0
+        || args.stack.account_concurrency == 0
+    {
+        return Err(
+            "--provider-latency-ms must be 0 or more, --account-concurrency positive".into(),
+        );
     }
     if let Some(target) = args.target_p99 {
-        if !(target > 0.0) {
+        if target.is_nan() || target <= 0.0 {
             return Err("--target-p99 must be a positive number of seconds".into());
         }
         return crate::plan_search::run(&input, target, args.json).await;

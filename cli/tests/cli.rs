@@ -432,8 +432,8 @@ fn the_planner_searches_parameters_for_a_target() {
         .find(|l| l.starts_with("parameters"))
         .unwrap_or_else(|| panic!("{text}"));
     let overrides = line.split("--parameter-overrides ").nth(1).unwrap();
-    let template = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml"))
-        .unwrap();
+    let template =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml")).unwrap();
     let mut names = Vec::new();
     for pair in overrides.split_whitespace() {
         let (name, value) = pair.split_once('=').unwrap();
@@ -454,7 +454,14 @@ fn the_planner_searches_parameters_for_a_target() {
             "ConsumerBatchSize"
         ]
     );
-    for stage in ["scheduler", "due index", "queue", "consumer", "ledger", "provider"] {
+    for stage in [
+        "scheduler",
+        "due index",
+        "queue",
+        "consumer",
+        "ledger",
+        "provider",
+    ] {
         assert!(
             text.lines().any(|l| l.starts_with(stage)),
             "{stage} row: {text}"
@@ -466,7 +473,21 @@ fn the_planner_searches_parameters_for_a_target() {
     assert!(out.status.success());
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["met"], true, "{v}");
-    assert!(v["plan"]["simulated"]["lateness_ms"]["p99"].as_i64().unwrap() <= 30_000);
-    assert_eq!(v["plan"]["simulated"]["stages"]["stages"].as_array().unwrap().len(), 7);
-    assert!(v["command"].as_str().unwrap().starts_with("sam deploy --parameter-overrides "));
+    assert!(
+        v["plan"]["simulated"]["lateness_ms"]["p99"]
+            .as_i64()
+            .unwrap()
+            <= 30_000
+    );
+    assert_eq!(
+        v["plan"]["simulated"]["stages"]["stages"]
+            .as_array()
+            .unwrap()
+            .len(),
+        7
+    );
+    assert!(v["command"]
+        .as_str()
+        .unwrap()
+        .starts_with("sam deploy --parameter-overrides "));
 }

@@ -23,8 +23,16 @@ async fn one_due_shard_throttles_its_partition_and_more_shards_remove_it() {
     assert!(index.throttles > 0, "{}", one.stages);
     assert!(index.limit_secs > 0, "{}", one.stages);
     assert_eq!(one.stages.hottest_due_shard, Some(0), "{}", one.stages);
-    assert_eq!(one.stages.bottleneck, Some(Stage::DueIndex), "{}", one.stages);
-    assert_eq!(one.delivered, 10_000, "throttled marks are retried, none lost");
+    assert_eq!(
+        one.stages.bottleneck,
+        Some(Stage::DueIndex),
+        "{}",
+        one.stages
+    );
+    assert_eq!(
+        one.delivered, 10_000,
+        "throttled marks are retried, none lost"
+    );
     assert_eq!(one.duplicates, 0);
 
     let four = plan(&spike(4)).await.simulated;
@@ -32,7 +40,12 @@ async fn one_due_shard_throttles_its_partition_and_more_shards_remove_it() {
     assert_eq!(index.throttles, 0, "{}", four.stages);
     assert!(index.peak_utilisation.unwrap() <= 1.0);
     assert_eq!(four.delivered, 10_000);
-    assert_ne!(four.stages.bottleneck, Some(Stage::DueIndex), "{}", four.stages);
+    assert_ne!(
+        four.stages.bottleneck,
+        Some(Stage::DueIndex),
+        "{}",
+        four.stages
+    );
 }
 
 /// The deployed mapping (five batches at once) in front of a provider taking 2,000 sends a
@@ -88,10 +101,15 @@ async fn the_search_meets_a_small_target_and_names_a_slow_provider() {
     assert!(found.met, "{found:?}");
     assert!(found.plan.simulated.lateness_ms.p99 <= 20_000);
     assert_eq!(found.plan.simulated.delivered, 3_000);
-    assert!(found.command.starts_with("sam deploy --parameter-overrides SchedulerParallelism="));
+    assert!(found
+        .command
+        .starts_with("sam deploy --parameter-overrides SchedulerParallelism="));
     assert_eq!(found.params.tables, TableMode::OnDemand, "on demand first");
     let last = found.tried.last().unwrap();
-    assert_eq!(last.p99_s * 1_000.0, found.plan.simulated.lateness_ms.p99 as f64);
+    assert_eq!(
+        last.p99_s * 1_000.0,
+        found.plan.simulated.lateness_ms.p99 as f64
+    );
 
     let slow = PlanInput::deployed(3_000, 20.0);
     let found = search(&slow, 20.0, |_, _, _| {}).await;

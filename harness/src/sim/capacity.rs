@@ -146,12 +146,14 @@ impl TableState {
             TableMode::OnDemand => {
                 let (r, w) = self.settled_peak;
                 (
-                    (2.0 * r)
-                        .max(ddb::ON_DEMAND_START_READS_PER_SEC)
-                        .min(ddb::TABLE_QUOTA_UNITS_PER_SEC),
-                    (2.0 * w)
-                        .max(ddb::ON_DEMAND_START_WRITES_PER_SEC)
-                        .min(ddb::TABLE_QUOTA_UNITS_PER_SEC),
+                    (2.0 * r).clamp(
+                        ddb::ON_DEMAND_START_READS_PER_SEC,
+                        ddb::TABLE_QUOTA_UNITS_PER_SEC,
+                    ),
+                    (2.0 * w).clamp(
+                        ddb::ON_DEMAND_START_WRITES_PER_SEC,
+                        ddb::TABLE_QUOTA_UNITS_PER_SEC,
+                    ),
                 )
             }
             TableMode::Provisioned { writes, reads } => (

@@ -220,7 +220,13 @@ impl<T: ReminderStore> ReminderStore for Timed<T> {
         let bytes = page.items.len().max(1) as f64 * ddb::DUE_INDEX_ENTRY_BYTES;
         let units = (bytes / ddb::READ_UNIT_BYTES).ceil() * 0.5;
         let shard = Some(u64::from(q.shard));
-        self.admit(Table::DueIndex, shard, (units, 0.0), QUERIES_IN_FLIGHT, "query_due")?;
+        self.admit(
+            Table::DueIndex,
+            shard,
+            (units, 0.0),
+            QUERIES_IN_FLIGHT,
+            "query_due",
+        )?;
         // A third of a reminder's CPU is decoding its index item; the rest is its message
         // and its mark (signing and serializing a request per reminder).
         self.clock.cpu(page.items.len(), 1.0 / 3.0);

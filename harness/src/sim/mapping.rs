@@ -48,14 +48,15 @@ pub(super) async fn second(
     metrics: &mut PerChannel<Metrics>,
     tracker: &mut Tracker,
 ) {
-    let max = cfg
-        .consumer_max_concurrency
-        .clamp(lambda::ESM_MAX_CONCURRENCY_RANGE.0, lambda::ESM_MAX_CONCURRENCY_RANGE.1);
+    let max = cfg.consumer_max_concurrency.clamp(
+        lambda::ESM_MAX_CONCURRENCY_RANGE.0,
+        lambda::ESM_MAX_CONCURRENCY_RANGE.1,
+    );
     let mut want = PerChannel::<u32>::default();
     let mut depth_total = 0;
     for c in Channel::ALL {
         let d = w.queue.depth(c).await.unwrap_or_default();
-        depth_total += u64::from(d.visible + d.delayed + d.in_flight);
+        depth_total += d.visible + d.delayed + d.in_flight;
         let m = mappings.get_mut(c);
         if d.visible == 0 && m.budget >= 0.0 {
             // Nothing waiting: it scales back to its first five.
@@ -102,17 +103,25 @@ pub(super) async fn second(
         if waiting {
             // Spent with messages still waiting: the mapping scales (300 a minute).
             tracker.consumer_limit_secs += 1;
+            if m.scaled < max {
+                tracker.consumer_scaling_secs += 1;
+            }
             m.scaled = (m.scaled + lambda::ESM_SCALE_PER_MIN / 60).min(lambda::ESM_MAX_BATCHES);
         }
     }
-    let (calls, over) = (w.provider.calls() - calls0, w.provider.over_throughput() - over0);
+    let (calls, over) = (
+        w.provider.calls() - calls0,
+        w.provider.over_throughput() - over0,
+    );
     if over > 0 {
         tracker.provider_limit_secs += 1;
         tracker.provider_throttles += over;
     }
     if provider_rate > 0.0 {
         let accepted = (calls - over) as f64;
-        tracker.provider_peak = tracker.provider_peak.max((accepted / provider_rate).min(1.0));
+        tracker.provider_peak = tracker
+            .provider_peak
+            .max((accepted / provider_rate).min(1.0));
     }
 }
 

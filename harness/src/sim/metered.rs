@@ -61,7 +61,13 @@ impl BatchMeter {
         s.0 += ms;
     }
 
-    fn call(&self, table: Table, reads: f64, writes: f64, op: &'static str) -> Result<(), PortError> {
+    fn call(
+        &self,
+        table: Table,
+        reads: f64,
+        writes: f64,
+        op: &'static str,
+    ) -> Result<(), PortError> {
         let at = self.clock.now().as_millis();
         let admitted = self.dynamo.call(table, None, reads, writes, at);
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -165,7 +171,10 @@ impl<T: ReminderStore> ReminderStore for Metered<T> {
         self.write("mark")?;
         self.inner.mark(id, v, to).await
     }
-    async fn preferences(&self, subscriber: &SubscriberId) -> Result<Option<Preferences>, PortError> {
+    async fn preferences(
+        &self,
+        subscriber: &SubscriberId,
+    ) -> Result<Option<Preferences>, PortError> {
         self.read("preferences")?;
         self.inner.preferences(subscriber).await
     }

@@ -64,6 +64,11 @@ pub async fn simulate(cfg: &SimConfig, mut progress: impl FnMut(u64, u64)) -> Si
             if run.at_limit {
                 tracker.scheduler_limit_secs += 60;
             }
+            tracker.scheduler_capped |= run.capped;
+            if run.query_failed {
+                // A shard whose query was throttled waits for the next run: a minute.
+                tracker.due_index_wait_secs += 60;
+            }
         }
         mapping::second(&w, cfg, &mut mappings, &mut metrics, &mut tracker).await;
         let now_totals = outcome_totals(&metrics);
@@ -94,6 +99,9 @@ struct Runs {
     enqueued: u64,
     busiest: f64,
     at_limit: bool,
+    /// A run stopped at `SchedulerMaxPerRun` (not its deadline).
+    capped: bool,
+    query_failed: bool,
 }
 
 fn capacities(cfg: &SimConfig) -> stages::Capacities {
@@ -145,6 +153,8 @@ async fn run_schedules(w: &World) -> Runs {
         enqueued: 0,
         busiest: 0.0,
         at_limit: false,
+        capped: false,
+        query_failed: false,
     };
     for index in 0..w.parallelism {
         let Ok(share) = Share::new(index, w.parallelism) else {
@@ -156,6 +166,8 @@ async fn run_schedules(w: &World) -> Runs {
             runs.enqueued += u64::from(report.enqueued);
             let capped = report.picked >= w.max_per_run;
             runs.at_limit |= report.stopped_at_deadline || capped;
+            runs.capped |= capped;
+            runs.query_failed |= report.query_failures > 0;
             let used = w.run_clock.spent().as_secs_f64() / timeout.as_secs_f64();
             let share_of_cap = f64::from(report.picked) / f64::from(w.max_per_run.max(1));
             runs.busiest = runs.busiest.max(used.max(share_of_cap).min(1.0));

@@ -14,7 +14,7 @@ use serde::Serialize;
 use super::capacity::TableMode;
 use super::limits::{dynamo as ddb, lambda};
 use super::plan::{plan_with_progress, Plan, PlanInput};
-use super::stages::Stage;
+use super::stages::{Stage, StageReport};
 
 /// The deployed parameters the planner searches, named as template.yaml names them.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -51,19 +51,6 @@ impl Params {
             self.max_per_run,
             self.consumer_max_concurrency,
             self.batch_size
-        )
-    }
-
-    /// The cost order: concurrent Lambdas, shards, then provisioned after on demand.
-    fn cost(&self) -> (u32, u32, u32) {
-        let provisioned = match self.tables {
-            TableMode::OnDemand => 0,
-            TableMode::Provisioned { writes, .. } => writes,
-        };
-        (
-            self.scheduler_parallelism + self.consumer_max_concurrency,
-            self.due_shards,
-            provisioned,
         )
     }
 }
@@ -128,20 +115,19 @@ pub async fn search(
                 bottleneck,
             });
             if ok {
-                if best.as_ref().is_none_or(|(b, _)| params.cost() < b.cost()) {
-                    best = Some((params, p.clone()));
-                }
+                // Candidates only grow in cost: the first that meets it is the cheapest seen.
+                best = Some((params, p));
                 break;
             }
-            match raise(params, bottleneck, input) {
+            let next = raise(params, &p.simulated.stages, input);
+            last = Some((params, p));
+            match next {
                 Ok(next) => params = next,
                 Err(why) => {
                     unmovable = Some(why);
-                    last = Some((params, p));
                     break;
                 }
             }
-            last = Some((params, p));
         }
     }
     let met = best.is_some();
@@ -149,7 +135,8 @@ pub async fn search(
         (Some(b), _) | (None, Some(b)) => b,
         (None, None) => {
             // Out of reach on arithmetic alone: simulate the deployed stack to show why.
-            let p = plan_with_progress(input, |d, t| progress("the deployed parameters", d, t)).await;
+            let p =
+                plan_with_progress(input, |d, t| progress("the deployed parameters", d, t)).await;
             (input.params, p)
         }
     };
@@ -202,6 +189,9 @@ fn start(input: &PlanInput, rate: f64) -> (Params, Option<String>) {
         + latency.dynamo_p50_ms * 1_000.0 / (scheduler.send_concurrency as f64 * 10.0);
     let per_schedule = 1e6 / per_reminder_us * 50.0 / 60.0;
     p.scheduler_parallelism = ((rate / per_schedule).ceil() as u32).clamp(1, 16);
+    // A run's cap no lower than what a run can do in its 50 s.
+    let per_run = (1e6 / per_reminder_us * 50.0 * 1.1).ceil() as u32;
+    p.max_per_run = p.max_per_run.max(per_run);
     p.due_shards = ((rate / (0.8 * ddb::PARTITION_WRITES_PER_SEC)).ceil() as u32)
         .max(p.scheduler_parallelism)
         .clamp(1, 64);
@@ -252,12 +242,16 @@ fn provisioned(writes: f64) -> TableMode {
 }
 
 /// The next candidate: the bottleneck's parameter raised, or why it cannot be.
-fn raise(mut p: Params, bottleneck: Option<Stage>, input: &PlanInput) -> Result<Params, String> {
+fn raise(mut p: Params, stages: &StageReport, input: &PlanInput) -> Result<Params, String> {
     let pool = input
         .account_concurrency
         .saturating_sub(p.scheduler_parallelism + 1)
         .min(lambda::ESM_MAX_BATCHES);
-    match bottleneck {
+    let consumer_limit = stages.stage(Stage::Consumer).map_or(0, |s| s.limit_secs);
+    match stages.bottleneck {
+        Some(Stage::Scheduler) if stages.scheduler_capped => {
+            p.max_per_run = p.max_per_run.saturating_mul(2);
+        }
         Some(Stage::Scheduler) if p.scheduler_parallelism < 16 => {
             p.scheduler_parallelism = (p.scheduler_parallelism * 2).min(16);
             p.due_shards = p.due_shards.max(p.scheduler_parallelism);
@@ -268,6 +262,17 @@ fn raise(mut p: Params, bottleneck: Option<Stage>, input: &PlanInput) -> Result<
         Some(Stage::DueIndex) if p.due_shards < 64 => p.due_shards = (p.due_shards * 2).min(64),
         Some(Stage::DueIndex) => {
             return Err("the due index at 64 shards of 1,000 writes/s (DueShards' maximum)".into())
+        }
+        Some(Stage::Consumer) if 2 * stages.consumer_scaling_secs > consumer_limit => {
+            return Err(format!(
+                "the event source mapping's scaling: it adds {} batches a minute from {} \
+                 (the consumer was the limit {} s, {} of them still scaling); no template \
+                 parameter moves it",
+                lambda::ESM_SCALE_PER_MIN,
+                lambda::ESM_START_BATCHES,
+                consumer_limit,
+                stages.consumer_scaling_secs
+            ))
         }
         Some(Stage::Consumer) if p.consumer_max_concurrency < pool => {
             p.consumer_max_concurrency = (p.consumer_max_concurrency * 2).min(pool);
@@ -294,9 +299,11 @@ fn raise(mut p: Params, bottleneck: Option<Stage>, input: &PlanInput) -> Result<
             ))
         }
         Some(Stage::Queue) | None => {
-            return Err("no stage was the limit: the lateness is the pipeline's own (retries, \
+            return Err(
+                "no stage was the limit: the lateness is the pipeline's own (retries, \
                  the scheduler's minute, an outage)"
-                .into())
+                    .into(),
+            )
         }
     }
     Ok(p)

@@ -4,7 +4,9 @@
 //! the stage that was the limit longest.
 //!
 //! "The limit" per stage: the scheduler, a minute in which a run stopped at its deadline or
-//! its `SchedulerMaxPerRun` (60 s); a table, a second with a throttle; the consumer, a second
+//! its `SchedulerMaxPerRun` (60 s); a table, a second with a throttle (and the due index, a
+//! minute for each run whose shard query failed throttled: its reminders wait for the next
+//! run); the consumer, a second
 //! its mapping's concurrency was spent with messages still visible; the provider, a second it
 //! answered 429 for its throughput. The queue has no modelled limit (SQS standard).
 
@@ -66,15 +68,27 @@ pub struct StageReport {
     /// the provider's latency), counted on its real path.
     pub consumer_requests_per_record: f64,
     pub consumer_ms_per_record: f64,
+    /// Seconds the consumer was the limit while its mapping was still scaling up (300
+    /// batches more a minute): what no `ConsumerMaxConcurrency` moves.
+    pub consumer_scaling_secs: u64,
+    /// A scheduler run stopped at `SchedulerMaxPerRun` rather than its deadline.
+    pub scheduler_capped: bool,
 }
 
 /// What the simulation loop counts as it goes (DynamoDB counts its own).
 #[derive(Debug, Default)]
 pub struct Tracker {
     pub scheduler_peak: f64,
+    /// Minutes (in seconds) a due-index shard waited for the next run after its query was
+    /// throttled.
+    pub due_index_wait_secs: u64,
     pub scheduler_limit_secs: u64,
     pub consumer_peak: f64,
     pub consumer_limit_secs: u64,
+    /// Of those, seconds its mapping had not yet scaled to its maximum concurrency.
+    pub consumer_scaling_secs: u64,
+    /// A scheduler run stopped at `SchedulerMaxPerRun`.
+    pub scheduler_capped: bool,
     /// Invocations the account's concurrency refused (the mapping wanted more than was left).
     pub consumer_throttles: u64,
     pub provider_peak: f64,
@@ -106,6 +120,7 @@ pub fn build(t: &Tracker, dynamo: &Dynamo, caps: Capacities) -> StageReport {
     };
     let index = dynamo.stats(Table::DueIndex);
     let hottest_due_shard = index.hottest_key;
+    let due_wait = t.due_index_wait_secs;
     let stages = vec![
         StageStats {
             stage: Stage::Scheduler,
@@ -114,7 +129,10 @@ pub fn build(t: &Tracker, dynamo: &Dynamo, caps: Capacities) -> StageReport {
             throttles: 0,
             capacity: caps.scheduler,
         },
-        table(Stage::DueIndex, index, caps.due_index),
+        StageStats {
+            limit_secs: index.throttled_secs + due_wait,
+            ..table(Stage::DueIndex, index, caps.due_index)
+        },
         table(
             Stage::RemindersTable,
             dynamo.stats(Table::Reminders),
@@ -162,6 +180,8 @@ pub fn build(t: &Tracker, dynamo: &Dynamo, caps: Capacities) -> StageReport {
         hottest_due_shard,
         consumer_requests_per_record: per(t.consumer_requests as f64),
         consumer_ms_per_record: per(t.consumer_ms),
+        consumer_scaling_secs: t.consumer_scaling_secs,
+        scheduler_capped: t.scheduler_capped,
     }
 }
 

@@ -10,8 +10,8 @@ use reminders::domain::PerChannel;
 use reminders::ports::{MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet};
 use reminders::scheduler::{Scheduler, SchedulerConfig};
 
-use super::config::{deployed, SimConfig, EPOCH};
 use super::capacity::Dynamo;
+use super::config::{deployed, SimConfig, EPOCH};
 use super::latency::{RunClock, Timed};
 use super::metered::{BatchMeter, Metered};
 use super::provider::SimProvider;
