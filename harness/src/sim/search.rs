@@ -5,9 +5,11 @@
 //! `ConsumerMaxConcurrency`), then fewest due-index shards, on-demand tables before
 //! provisioned ones. The search starts from the smallest set the per-stage capacity
 //! arithmetic allows for the rate the target needs (a 1M simulation takes minutes, so the
-//! arithmetic prunes), simulates it, and raises only the stage the simulation names as the
-//! bottleneck, until the target is met or that stage is at a limit no parameter moves (the
-//! provider's throughput, Lambda's or DynamoDB's quotas). Every figure it prints is simulated.
+//! arithmetic prunes), simulates it, and raises only the parameter of the stage the
+//! simulation names as the bottleneck (or, when no parameter moves that one, of the next
+//! stage that was the limit), until the target is met or no stage that held the work back can
+//! be moved (the provider's throughput, the mapping's scaling, Lambda's or DynamoDB's quotas).
+//! Every figure it prints is simulated.
 
 use serde::Serialize;
 
@@ -241,14 +243,42 @@ fn provisioned(writes: f64) -> TableMode {
     }
 }
 
-/// The next candidate: the bottleneck's parameter raised, or why it cannot be.
-fn raise(mut p: Params, stages: &StageReport, input: &PlanInput) -> Result<Params, String> {
+/// The next candidate: the bottleneck's parameter raised; if no parameter moves it, the
+/// parameter of the next stage that was the limit (longest first). `Err`: the bottleneck's
+/// limit, when no stage that held the work back can be moved.
+fn raise(p: Params, stages: &StageReport, input: &PlanInput) -> Result<Params, String> {
+    let mut limited: Vec<_> = stages.stages.iter().filter(|s| s.limit_secs > 0).collect();
+    limited.sort_by_key(|s| std::cmp::Reverse(s.limit_secs));
+    let mut first_err = None;
+    for s in limited {
+        match raise_stage(p, Some(s.stage), stages, input) {
+            Ok(next) => return Ok(next),
+            Err(why) => {
+                first_err.get_or_insert(why);
+            }
+        }
+    }
+    Err(first_err.unwrap_or_else(no_stage_was_the_limit))
+}
+
+fn no_stage_was_the_limit() -> String {
+    "no stage was the limit: the lateness is the pipeline's own (retries, the scheduler's \
+     minute, an outage)"
+        .into()
+}
+
+fn raise_stage(
+    mut p: Params,
+    stage: Option<Stage>,
+    stages: &StageReport,
+    input: &PlanInput,
+) -> Result<Params, String> {
     let pool = input
         .account_concurrency
         .saturating_sub(p.scheduler_parallelism + 1)
         .min(lambda::ESM_MAX_BATCHES);
     let consumer_limit = stages.stage(Stage::Consumer).map_or(0, |s| s.limit_secs);
-    match stages.bottleneck {
+    match stage {
         Some(Stage::Scheduler) if stages.scheduler_capped => {
             p.max_per_run = p.max_per_run.saturating_mul(2);
         }
@@ -298,13 +328,7 @@ fn raise(mut p: Params, stages: &StageReport, input: &PlanInput) -> Result<Param
                 input.throughput_per_sec
             ))
         }
-        Some(Stage::Queue) | None => {
-            return Err(
-                "no stage was the limit: the lateness is the pipeline's own (retries, \
-                 the scheduler's minute, an outage)"
-                    .into(),
-            )
-        }
+        Some(Stage::Queue) | None => return Err(no_stage_was_the_limit()),
     }
     Ok(p)
 }
