@@ -75,7 +75,7 @@ fn print_found(f: &Found) {
         if let Some(why) = &f.unmovable {
             println!("limit               {why}");
         }
-        println!("last tried          {}", f.command);
+        println!("closest tried       {}", f.command);
     }
     if let reminders_harness::sim::capacity::TableMode::Provisioned { .. } = f.params.tables {
         println!(

@@ -69,7 +69,7 @@ pub struct Tried {
 pub struct Found {
     pub target_p99_s: f64,
     pub met: bool,
-    /// The parameters (the cheapest found that meet the target, else the last tried).
+    /// The parameters (the cheapest found that meet the target, else the closest tried).
     pub params: Params,
     /// `sam deploy --parameter-overrides …` with them.
     pub command: String,
@@ -122,7 +122,13 @@ pub async fn search(
                 break;
             }
             let next = raise(params, &p.simulated.stages, input);
-            last = Some((params, p));
+            // Not met: the answer shown is the closest candidate, not merely the last.
+            if last
+                .as_ref()
+                .is_none_or(|(_, l)| p.simulated.lateness_ms.p99 < l.simulated.lateness_ms.p99)
+            {
+                last = Some((params, p));
+            }
             match next {
                 Ok(next) => params = next,
                 Err(why) => {
@@ -144,7 +150,7 @@ pub async fn search(
     };
     if !met && unmovable.is_none() {
         unmovable = Some(format!(
-            "not met within {MAX_TRIES} candidates; the last one's bottleneck: {}",
+            "not met within {MAX_TRIES} candidates; the closest one's bottleneck: {}",
             plan.simulated
                 .stages
                 .bottleneck
