@@ -14,6 +14,7 @@ mod key;
 mod local;
 mod ops;
 mod plan;
+mod plan_search;
 mod stack;
 
 use std::process::ExitCode;

@@ -89,6 +89,10 @@ struct State {
     rng: StdRng,
     buckets: PerChannel<Bucket>,
     tally: BTreeMap<DeliveryKey, Tally>,
+    /// Every call, and the ones answered 429 for the provider's throughput (the planner's
+    /// stage report reads them each second).
+    calls: u64,
+    over_throughput: u64,
 }
 
 pub struct SimProvider<C> {
@@ -113,12 +117,19 @@ impl<C: Clock> SimProvider<C> {
                 rng: StdRng::seed_from_u64(seed),
                 buckets,
                 tally: BTreeMap::new(),
+                calls: 0,
+                over_throughput: 0,
             }),
         }
     }
 
     pub fn calls(&self) -> u64 {
-        self.lock().tally.values().map(|t| u64::from(t.calls)).sum()
+        self.lock().calls
+    }
+
+    /// Calls answered 429 because the channel's throughput was spent.
+    pub fn over_throughput(&self) -> u64 {
+        self.lock().over_throughput
     }
 
     /// Keys sent again after the provider confirmed them, or accepted twice by a provider
@@ -149,6 +160,7 @@ impl<C: Clock> SimProvider<C> {
             .entry(request.delivery_key.clone())
             .or_default()
             .calls += 1;
+        st.calls += 1;
         if self.in_outage(now, channel) {
             return Outcome::Transient {
                 error: "http_503".into(),
@@ -162,6 +174,7 @@ impl<C: Clock> SimProvider<C> {
         bucket.at = now;
         if bucket.tokens < 1.0 {
             let wait = ((1.0 - bucket.tokens) / rate).ceil().max(1.0) as u64;
+            st.over_throughput += 1;
             return Outcome::Throttled {
                 retry_after: Some(now.plus(Duration::from_secs(wait))),
             };
