@@ -18,9 +18,11 @@ pub use change::{Change, Ctx, Refused, Why};
 pub use detail::{Detail, QUIET_HOURS_ERROR};
 pub use status::Status;
 pub use transitions::{apply, HELD_FOR_QUIET_HOURS};
+pub(crate) use packed::packed_version;
 
 mod change;
 mod detail;
+mod packed;
 mod status;
 mod transitions;
 
