@@ -86,7 +86,9 @@ impl DeliveryRecord {
             w.str(o.reminder_id.as_str());
             w.str(o.subscriber_id.as_str());
             w.code(&o.channel, &Channel::ALL, o.channel.as_str());
-            w.opt(o.fallback_from, |w, c| w.code(&c, &Channel::ALL, c.as_str()));
+            w.opt(o.fallback_from, |w, c| {
+                w.code(&c, &Channel::ALL, c.as_str())
+            });
             w.bool(o.chain_head);
         });
         w.opt(*fallback_to, |w, c| w.code(&c, &Channel::ALL, c.as_str()));
@@ -99,7 +101,10 @@ impl DeliveryRecord {
         let mut r = Reader::new(bytes);
         let (status, seq) = version(&mut r)?;
         let base = r.time()?.as_millis();
-        let at = |r: &mut Reader<'_>| r.i64().map(|d| Timestamp::from_millis(base.wrapping_add(d)));
+        let at = |r: &mut Reader<'_>| {
+            r.i64()
+                .map(|d| Timestamp::from_millis(base.wrapping_add(d)))
+        };
         let token = |r: &mut Reader<'_>| r.string().map(LeaseToken);
         let record = DeliveryRecord {
             delivery_key,
@@ -111,11 +116,17 @@ impl DeliveryRecord {
             lease_expires_at: r.opt(at)?,
             next_eligible_at: r.opt(at)?,
             last_outcome_class: r.opt(|r| {
-                Some(r.code(&OutcomeClass::KNOWN)?.unwrap_or_else(|s| OutcomeClass::Unknown(intern(s))))
+                Some(
+                    r.code(&OutcomeClass::KNOWN)?
+                        .unwrap_or_else(|s| OutcomeClass::Unknown(intern(s))),
+                )
             })?,
             last_error: r.opt(Reader::string)?,
             dead_reason: r.opt(|r| {
-                Some(r.code(&DeadReason::ALL)?.unwrap_or_else(|s| DeadReason::Unknown(intern(s))))
+                Some(
+                    r.code(&DeadReason::ALL)?
+                        .unwrap_or_else(|s| DeadReason::Unknown(intern(s))),
+                )
             })?,
             dlq_copied_at: r.opt(at)?,
             dlq_copy_claimed_at: r.opt(at)?,
@@ -177,7 +188,10 @@ fn version(r: &mut Reader<'_>) -> Option<(Status, u64)> {
 }
 
 fn status_of(r: &mut Reader<'_>) -> Option<Status> {
-    Some(r.code(&Status::ALL)?.unwrap_or_else(|s| Status::Unknown(intern(s))))
+    Some(
+        r.code(&Status::ALL)?
+            .unwrap_or_else(|s| Status::Unknown(intern(s))),
+    )
 }
 
 fn channel(r: &mut Reader<'_>) -> Option<Channel> {
@@ -255,7 +269,9 @@ fn unpack_policy(r: &mut Reader<'_>) -> Option<RetryPolicy> {
         max_throttle_deferrals: r.u32()?,
         throttle_base_secs: r.u64()?,
         throttle_cap_secs: r.u64()?,
-        ambiguous: r.code(&AMBIGUOUS)?.unwrap_or_else(|s| AmbiguousRule::Unknown(intern(s))),
+        ambiguous: r
+            .code(&AMBIGUOUS)?
+            .unwrap_or_else(|s| AmbiguousRule::Unknown(intern(s))),
     })
 }
 
@@ -278,7 +294,10 @@ mod tests {
         let mut history = BTreeMap::new();
         for (n, (from, to)) in [
             (Status::Scheduled, Status::Sending),
-            (Status::Sending, Status::Unknown("parked_by_a_newer_version")),
+            (
+                Status::Sending,
+                Status::Unknown("parked_by_a_newer_version"),
+            ),
             (Status::Dead, Status::Ready),
         ]
         .into_iter()
@@ -372,7 +391,10 @@ mod tests {
             assert_eq!(DeliveryRecord::unpack(key(), &bytes), Some(r.clone()));
             assert_eq!(packed_version(&bytes), Some((r.status, r.seq)));
             // A cut item is not a record.
-            assert_eq!(DeliveryRecord::unpack(key(), &bytes[..bytes.len() - 1]), None);
+            assert_eq!(
+                DeliveryRecord::unpack(key(), &bytes[..bytes.len() - 1]),
+                None
+            );
         }
     }
 

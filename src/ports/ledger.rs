@@ -118,7 +118,11 @@ impl MemoryLedger {
 
 /// The record stored under `key`: only this adapter wrote the bytes, so one that does not read
 /// back is a bug here.
-fn unpacked(op: &'static str, key: &DeliveryKey, bytes: &[u8]) -> Result<DeliveryRecord, PortError> {
+fn unpacked(
+    op: &'static str,
+    key: &DeliveryKey,
+    bytes: &[u8],
+) -> Result<DeliveryRecord, PortError> {
     DeliveryRecord::unpack(key.clone(), bytes).ok_or_else(|| unreadable(op, key))
 }
 
@@ -156,7 +160,10 @@ impl Ledger for MemoryLedger {
             if expected.holds_for_version(version) {
                 let bytes = record.pack();
                 // Every test that writes through this ledger holds the byte form exact.
-                debug_assert_eq!(DeliveryRecord::unpack(key.clone(), &bytes).as_ref(), Some(record));
+                debug_assert_eq!(
+                    DeliveryRecord::unpack(key.clone(), &bytes).as_ref(),
+                    Some(record)
+                );
                 items.insert(key.as_str().into(), bytes);
                 Cas::Applied
             } else {

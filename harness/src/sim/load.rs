@@ -153,7 +153,10 @@ pub(crate) async fn outcomes(
             continue;
         };
         let key = reminders::domain::DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, channel);
-        let record = reminders::ports::Ledger::get(w_ledger, &key).await.ok().flatten();
+        let record = reminders::ports::Ledger::get(w_ledger, &key)
+            .await
+            .ok()
+            .flatten();
         match record.map(|rec| (rec.status(), rec.dead_reason())) {
             Some((Status::Delivered, _)) => o.delivered += 1,
             Some((Status::Expired, _)) => o.expired += 1,

@@ -39,12 +39,12 @@ pub(super) struct Table {
 impl Table {
     /// The item stored under `id`.
     fn get(&self, id: &str) -> Option<Reminder> {
-        self.items.get(id).map(|bytes| read(id, bytes))
+        self.items.get(id).map(|bytes| packed::read(id, bytes))
     }
 
     /// The status and due time of the item stored under `id`, without reading the rest.
     fn head(&self, id: &str) -> Option<(ReminderStatus, Timestamp)> {
-        self.items.get(id).map(|bytes| head(bytes))
+        self.items.get(id).map(|bytes| packed::read_head(bytes))
     }
 
     /// Write `r`, keeping the index in step: a scheduled reminder is in it, nothing else is.
@@ -65,15 +65,6 @@ impl Table {
         debug_assert_eq!(packed::unpack(key, &bytes).as_ref(), Some(r));
         self.items.insert(key.into(), bytes);
     }
-}
-
-/// Only this table wrote the bytes: one that does not read back is a bug here.
-fn read(id: &str, bytes: &[u8]) -> Reminder {
-    packed::unpack(id, bytes).expect("an item the in-memory table packed reads back")
-}
-
-fn head(bytes: &[u8]) -> (ReminderStatus, Timestamp) {
-    packed::head(bytes).expect("an item the in-memory table packed reads back")
 }
 
 impl MemoryReminderStore {
@@ -358,7 +349,7 @@ impl SubscriberIndex for MemoryReminderStore {
                 .items
                 .iter()
                 .filter(|(_, b)| packed::subscriber(b) == Some(subscriber.as_str()))
-                .map(|(id, b)| read(id, b))
+                .map(|(id, b)| packed::read(id, b))
                 .filter(|r| match after {
                     None => true,
                     Some(c) => (r.due_at, r.reminder_id.as_str()) < (c.due_at, &c.reminder_id),

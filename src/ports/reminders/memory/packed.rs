@@ -6,7 +6,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::clock::Timestamp;
-use crate::domain::{Channel, Content, Owner, Recipient, Reminder, ReminderId, ReminderStatus, SubscriberId};
+use crate::domain::{
+    Channel, Content, Owner, Recipient, Reminder, ReminderId, ReminderStatus, SubscriberId,
+};
 use crate::packed::{Reader, Writer};
 
 const STATUSES: [ReminderStatus; 5] = [
@@ -129,6 +131,16 @@ pub(super) fn unpack(id: &str, bytes: &[u8]) -> Option<Reminder> {
     };
     r.end()?;
     Some(reminder)
+}
+
+/// Only the table wrote the bytes: an item that does not read back is a bug there.
+pub(super) fn read(id: &str, bytes: &[u8]) -> Reminder {
+    unpack(id, bytes).expect("an item the in-memory table packed reads back")
+}
+
+/// [`head`] of the table's own bytes.
+pub(super) fn read_head(bytes: &[u8]) -> (ReminderStatus, Timestamp) {
+    head(bytes).expect("an item the in-memory table packed reads back")
 }
 
 /// The status and due time of packed bytes, without reading the rest.
