@@ -330,7 +330,9 @@ async fn local_api_creates_cancels_and_follows_reminders_through_the_pipeline() 
         json!({"email": "cancelled", "sms": "cancelled"})
     );
 
-    run_until_idle(&env, "0");
+    // A horizon that covers a retry: on a loaded machine a send can time out after it was
+    // written (ambiguous), and its retry comes back within the backoff (under 20 s here).
+    run_until_idle(&env, "120");
 
     let received = receiver.lines().join("\n");
     for n in 0..20 {
@@ -596,7 +598,8 @@ async fn a_410_suppresses_the_address_and_the_next_reminder_to_it_is_not_sent() 
     let dead = "user1@example.org";
     let (env, receiver, api, base, http, now_ms) =
         local_stack("gone", &["EMAIL", "SMS"], &["--gone", dead]);
-    let run = || run_until_idle(&env, "0");
+    // Nothing here is held for later, so a horizon that covers a retry after an ambiguous send.
+    let run = || run_until_idle(&env, "120");
     let state = |id: &'static str| {
         let (http, base) = (http.clone(), base.clone());
         async move {
