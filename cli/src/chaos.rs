@@ -61,11 +61,11 @@ pub struct ChaosArgs {
     #[arg(long)]
     plant: Option<String>,
     /// Give each consumer worker a clock off the world's by up to this many milliseconds,
-    /// either way (drawn from the seed). Off (0) by default: with seconds of skew a worker
-    /// whose clock runs ahead expires reminders before their fresh_until
-    /// (expired_while_fresh) and one that runs behind sends after it (stale_sends), as
-    /// README's "Proving it" says.
-    #[arg(long, default_value_t = 0)]
+    /// either way (drawn from the seed). By default the clock margin the consumer allows
+    /// (1,000 ms): beyond it, a worker whose clock runs ahead may expire a reminder before
+    /// its fresh_until (expired_while_fresh) and one that runs behind may send after it
+    /// (stale_sends), as README's "Proving it" says. 0 gives every worker the world's clock.
+    #[arg(long, default_value_t = default_skew_ms())]
     skew_ms: u32,
 }
 
@@ -157,4 +157,10 @@ fn print_human(t: &chaos::Tally) {
         "({} edits applied, {} fallbacks taken, {} redrives, {} reorders, {} settled transitions)",
         t.edits_applied, t.fallbacks_taken, t.redrives_executed, t.reorders, t.settled_transitions
     );
+}
+
+/// The chaos workers' default skew: the margin the consumer allows for a clock off the true
+/// time (DESIGN §2), so every world checks the promises hold at its edge.
+fn default_skew_ms() -> u32 {
+    u32::try_from(reminders::domain::reminder::CLOCK_MARGIN.as_millis()).unwrap_or(u32::MAX)
 }

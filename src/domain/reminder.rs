@@ -235,6 +235,44 @@ pub fn is_stale(fresh_until: Timestamp, now: Timestamp) -> bool {
     now > fresh_until
 }
 
+/// How far the clock of a function that judges freshness may be off the true time, at most
+/// (DESIGN §2). A delivery is sent only while fresh by every clock within it of the reading,
+/// and ends expired only once stale by every one: between the two it waits, so a clock off by
+/// up to this never sends a stale reminder nor calls a fresh one expired. Lambda's clocks keep
+/// to the Amazon Time Sync Service, far inside it; the chaos worlds run workers off by up to it
+/// (`remindctl chaos --skew-ms`).
+pub const CLOCK_MARGIN: Duration = Duration::from_secs(1);
+
+/// What a clock reading `now` can know of a freshness deadline, within [`CLOCK_MARGIN`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Freshness {
+    /// Fresh by every clock within the margin: it may be sent.
+    Fresh,
+    /// Too close to call: neither sent nor expired before `until`, when it is surely stale.
+    Unsure { until: Timestamp },
+    /// Stale by every clock within the margin: it may end expired.
+    Stale,
+}
+
+/// [`Freshness`] of a deadline read at `now`: the rule the consumer and the scheduler share.
+pub fn freshness(fresh_until: Timestamp, now: Timestamp) -> Freshness {
+    if now.plus(CLOCK_MARGIN) <= fresh_until {
+        Freshness::Fresh
+    } else if is_stale(fresh_until.plus(CLOCK_MARGIN), now) {
+        Freshness::Stale
+    } else {
+        Freshness::Unsure {
+            until: surely_stale_at(fresh_until),
+        }
+    }
+}
+
+/// The first instant every clock within [`CLOCK_MARGIN`] calls `fresh_until` past: where a
+/// delivery that can no longer be sent waits, to be expired then.
+pub fn surely_stale_at(fresh_until: Timestamp) -> Timestamp {
+    fresh_until.plus(CLOCK_MARGIN + Duration::from_millis(1))
+}
+
 /// The content rules, for reminders built here and items stored by anyone.
 pub fn check_content(content: &Content) -> Result<(), ReminderError> {
     match content {

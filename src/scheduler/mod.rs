@@ -230,7 +230,7 @@ impl<P: Ports> Scheduler<P> {
         let (stale, live): (Vec<DueReminder>, Vec<DueReminder>) = taken
             .picked
             .into_iter()
-            .partition(|r| r.expiring || crate::domain::reminder::is_stale(r.fresh_until, now));
+            .partition(|r| r.expiring || surely_stale(r.fresh_until, now));
         self.expire(&stale, &mut report).await;
         self.dispatch(&live, deadline, &mut report).await;
         // Housekeeping after the due work, in the time left: what the sweep finds, no shard
@@ -381,6 +381,13 @@ impl<P: Ports> Scheduler<P> {
         }
         Ok(tried)
     }
+}
+
+/// The scheduler expires only what every clock within the margin calls stale; one too close
+/// to call is enqueued, and the consumer holds it until it is surely stale (DESIGN §2).
+fn surely_stale(fresh_until: Timestamp, now: Timestamp) -> bool {
+    use crate::domain::reminder::{freshness, Freshness};
+    freshness(fresh_until, now) == Freshness::Stale
 }
 
 #[cfg(test)]

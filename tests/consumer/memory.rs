@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use reminders::consumer::{Action, ConsumerConfig};
+use reminders::domain::reminder::{surely_stale_at, CLOCK_MARGIN};
 use reminders::domain::{Channel, DeadReason, ReminderStatus};
 use reminders::ledger::Status;
 use reminders::policy::{Backoff, RetryPolicy};
@@ -248,7 +249,8 @@ async fn expired_and_cancelled_reminders_never_reach_the_provider() {
     w.enqueue(&message(&cancelled, SMS)).await;
     let out = w.run(SMS).await.unwrap();
     assert_eq!(out.metrics.get(SMS).cancelled, 1);
-    w.advance(3601);
+    // Stale by every clock within the margin (DESIGN §2).
+    w.advance(3601 + CLOCK_MARGIN.as_secs());
     w.enqueue(&message(&stale, SMS)).await;
     let out = w.run(SMS).await.unwrap();
     assert_eq!(actions(&out), [Action::Ack]);
@@ -673,7 +675,7 @@ async fn an_abandoned_claim_on_a_stale_reminder_dies_ambiguous() {
     w.enqueue(&msg).await;
     w.ledger_faults.fail_after(OP_PUT, FaultPoint::Before, 1, 1);
     assert_eq!(actions(&w.run(SMS).await.unwrap()), [Action::Retry]);
-    w.advance(3601);
+    w.advance(3601 + CLOCK_MARGIN.as_secs());
     let out = w.run(SMS).await.unwrap();
     assert_eq!(actions(&out), [Action::Ack]);
     let rec = w.record(&msg.delivery_key).await.unwrap();
@@ -719,7 +721,11 @@ async fn a_not_before_past_freshness_expires() {
     msg.not_before = Some(r.fresh_until.plus(Duration::from_secs(3600)));
     w.enqueue(&msg).await;
     let out = w.run(SMS).await.unwrap();
-    let left = r.fresh_until.since(T0).as_secs() + 1;
+    // Until every clock within the margin calls it stale (DESIGN §2), in whole seconds.
+    let left = surely_stale_at(r.fresh_until)
+        .since(T0)
+        .as_millis()
+        .div_ceil(1000) as u64;
     assert_eq!(out.records[0].action, Action::Hold { secs: left as u32 });
     assert_eq!(w.provider.calls_for(&msg.delivery_key), 0);
     w.advance(left);
@@ -861,14 +867,19 @@ async fn a_reminder_gone_stale_during_its_claim_is_not_sent() {
     use reminders::ports::{MemoryLedger, MemoryQueue, ScriptedProvider};
     use reminders_harness::wrap::Slowed;
     let r = crate::harness::reminder("stale-in-claim", &[SMS]);
-    let clock = ManualClock::at(r.fresh_until.minus(Duration::from_millis(100)));
+    // Fresh by every clock within the margin when read, stale by every one after the claim.
+    let clock = ManualClock::at(
+        r.fresh_until
+            .minus(CLOCK_MARGIN + Duration::from_millis(100)),
+    );
     let ledger = Arc::new(MemoryLedger::default());
     let provider = Arc::new(ScriptedProvider::new(clock.clone(), true));
-    // The claim's write takes 200 ms: the reminder goes stale while it is in flight.
+    // The claim's write takes twice the margin and 200 ms: the reminder goes stale while it
+    // is in flight.
     let slowed = Slowed {
         inner: ledger.clone(),
         clock: clock.clone(),
-        latency: Duration::from_millis(200),
+        latency: CLOCK_MARGIN * 2 + Duration::from_millis(200),
     };
     let dlq = Arc::new(MemoryQueue::new(clock.clone()));
     let ports = (slowed, dlq, provider.clone());

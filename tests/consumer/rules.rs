@@ -106,7 +106,9 @@ async fn inside_quiet_hours_it_waits_until_they_end_and_is_sent_then() {
     assert_eq!(w.provider.calls_for(&msg.delivery_key), 0);
     let rec = w.record(&msg.delivery_key).await.unwrap();
     assert_eq!(rec.status(), Status::Deferred);
-    assert_eq!(rec.next_eligible_at(), Some(LOCAL_0700));
+    // Until every clock within the margin is past 07:00 (DESIGN §2).
+    let margin = reminders::domain::reminder::CLOCK_MARGIN;
+    assert_eq!(rec.next_eligible_at(), Some(LOCAL_0700.plus(margin)));
     assert_eq!(rec.attempt_count(), 0);
     assert!(
         rec.last_error().unwrap().contains("quiet hours"),
@@ -117,7 +119,7 @@ async fn inside_quiet_hours_it_waits_until_they_end_and_is_sent_then() {
     w.clock.set(LOCAL_0700.minus(Duration::from_secs(60)));
     while w.run(Channel::Push).await.is_some() {}
     assert_eq!(w.provider.calls_for(&msg.delivery_key), 0, "still quiet");
-    w.clock.set(LOCAL_0700.plus(Duration::from_secs(1)));
+    w.clock.set(LOCAL_0700.plus(margin));
     w.run_until_idle(Channel::Push, 1, 20).await;
     assert_eq!(
         w.provider.calls_for(&msg.delivery_key),

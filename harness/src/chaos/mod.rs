@@ -254,13 +254,15 @@ impl Plant {
 }
 
 /// Up to how far (milliseconds, either way) each consumer worker's clock is off the world's:
-/// 0, one clock for all, unless [`set_worker_skew_ms`] says otherwise.
-static WORKER_SKEW_MS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+/// by default the margin the consumer allows ([`reminders::domain::reminder::CLOCK_MARGIN`]),
+/// so every world checks the promises at its edge; [`set_worker_skew_ms`] changes it.
+static WORKER_SKEW_MS: std::sync::atomic::AtomicI64 =
+    std::sync::atomic::AtomicI64::new(reminders::domain::reminder::CLOCK_MARGIN.as_millis() as i64);
 
 /// Give every consumer worker of the worlds run from now on a clock off the world's by up to
-/// `ms` either way (drawn from the seed, per worker). Off by default: with a skew of seconds,
-/// a worker whose clock runs ahead expires a reminder up to that long before the
-/// `fresh_until` the API acknowledged (`expired_while_fresh`; README, "Proving it").
+/// `ms` either way (drawn from the seed, per worker); 0 gives them all the world's clock.
+/// Beyond the consumer's margin, a worker whose clock runs ahead may expire a reminder before
+/// the `fresh_until` the API acknowledged (`expired_while_fresh`; README, "Proving it").
 pub fn set_worker_skew_ms(ms: u32) {
     WORKER_SKEW_MS.store(i64::from(ms), std::sync::atomic::Ordering::SeqCst);
 }

@@ -12,6 +12,7 @@ use super::{log_transition, Action, Delivery, Lease, Record, Step};
 use crate::clock::Timestamp;
 use crate::delivery::abandoned::{self, Lapsed, Resolve};
 use crate::delivery::{claim, transition, Claim, ClaimRequest, Written};
+use crate::domain::reminder::{freshness, Freshness};
 use crate::domain::{DeadReason, DeliveryMessage};
 use crate::ledger::{Change, Ctx, DeliveryRecord, LeaseToken};
 use crate::ports::{PortError, Ports};
@@ -30,13 +31,17 @@ impl<P: Ports> Record<'_, P> {
         // The lease counts from the claim, not from the start of the record; freshness is
         // checked again at that moment.
         let now = self.now();
-        if d.reminder.is_stale_at(now) {
-            // Written at the moment it was found stale, not at intake's earlier reading.
-            let ctx = self.ctx(&d.msg, d.reminder.fresh_until, now);
-            return self
-                .expire_unclaimed(&d.msg, &d.reminder, &ctx)
-                .await
-                .map(Break);
+        match freshness(d.reminder.fresh_until, now) {
+            Freshness::Fresh => {}
+            Freshness::Stale => {
+                // Written at the moment it was found stale, not at intake's earlier reading.
+                let ctx = self.ctx(&d.msg, d.reminder.fresh_until, now);
+                return self
+                    .expire_unclaimed(&d.msg, &d.reminder, &ctx)
+                    .await
+                    .map(Break);
+            }
+            Freshness::Unsure { until } => return self.hold(&d.msg, until, now).await.map(Break),
         }
         let mut ctx = self.ctx(&d.msg, d.reminder.fresh_until, now);
         if let Some(origin) = ctx.origin.as_mut() {

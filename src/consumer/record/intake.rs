@@ -7,6 +7,7 @@ use std::ops::ControlFlow::{Break, Continue};
 use super::dead::Facts;
 use super::{Delivery, Record, Step};
 use crate::delivery::{transition, Written};
+use crate::domain::reminder::{freshness, surely_stale_at, Freshness};
 use crate::domain::{DeadReason, DecodeError, DeliveryMessage, Reminder, ReminderStatus};
 use crate::ledger::{Change, Ctx, Status};
 use crate::ports::{Marked, PortError, Ports, Provider, ReminderStore, SendRequest};
@@ -56,13 +57,13 @@ impl<P: Ports> Record<'_, P> {
             // delivery can never be sent fresh. It waits out its freshness, and its next
             // intake expires it: never called expired while still fresh.
             if nb > reminder.fresh_until {
-                if reminder.is_stale_at(now) {
+                if freshness(reminder.fresh_until, now) == Freshness::Stale {
                     return self
                         .expire_unclaimed(&msg, &reminder, &ctx)
                         .await
                         .map(Break);
                 }
-                let past = reminder.fresh_until.plus(std::time::Duration::from_secs(1));
+                let past = surely_stale_at(reminder.fresh_until);
                 return self.hold(&msg, past, now).await.map(Break);
             }
             return self.hold(&msg, nb, now).await.map(Break);
@@ -74,11 +75,17 @@ impl<P: Ports> Record<'_, P> {
         if reminder.status == ReminderStatus::Cancelled {
             return self.finish(&msg, Change::Cancel, &ctx).await.map(Break);
         }
-        if reminder.is_stale_at(now) || reminder.status == ReminderStatus::Expired {
+        let fresh = freshness(reminder.fresh_until, now);
+        if fresh == Freshness::Stale || reminder.status == ReminderStatus::Expired {
             return self
                 .expire_unclaimed(&msg, &reminder, &ctx)
                 .await
                 .map(Break);
+        }
+        if let Freshness::Unsure { until } = fresh {
+            // Too close to its deadline to call with a clock that may be off: neither sent
+            // nor expired until it is surely stale (an edit meanwhile may extend it).
+            return self.hold(&msg, until, now).await.map(Break);
         }
         if reminder.due_at > now {
             // Edited to a later time after it was enqueued: wait for the new due time. An

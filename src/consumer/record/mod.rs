@@ -126,15 +126,11 @@ impl<P: Ports> Record<'_, P> {
         let lease = step!(self.claim(&delivery).await);
         // The claim may have taken conflict rounds or a slow write: freshness is checked
         // again right before the send, never only before the claim.
-        if delivery.reminder.is_stale_at(self.now()) {
-            return self.expire_held(&delivery, lease).await;
-        }
+        let lease = step!(self.still_fresh(&delivery, lease).await);
         // The recipient's rules, read after the claim: opt-outs, suppressions, quiet hours.
         let lease = step!(self.recipient_rules(&delivery, lease, address).await);
         // Reading them took a storage call: the freshness check holds right before a send.
-        if delivery.reminder.is_stale_at(self.now()) {
-            return self.expire_held(&delivery, lease).await;
-        }
+        let lease = step!(self.still_fresh(&delivery, lease).await);
         // A claim slowed by conflicts or storage may leave too little lease for a provider
         // call: sending then would let another worker take over mid-send. Give it back.
         if !self.lease_covers_send(&lease) {
@@ -161,6 +157,22 @@ impl<P: Ports> Record<'_, P> {
 
     fn now(&self) -> Timestamp {
         self.consumer.ports.clock().now()
+    }
+
+    /// `Continue` while the claimed delivery is fresh by every clock within the margin
+    /// ([`crate::domain::reminder::CLOCK_MARGIN`]); a stale one ends expired, and one too close
+    /// to call gives its lease back (nothing spent) until it is surely stale.
+    async fn still_fresh(&mut self, d: &Delivery, lease: Lease) -> Step<Lease> {
+        use crate::domain::reminder::{freshness, Freshness};
+        let action = match freshness(d.reminder.fresh_until, self.now()) {
+            Freshness::Fresh => return Ok(ControlFlow::Continue(lease)),
+            Freshness::Stale => self.expire_held(d, lease).await?,
+            Freshness::Unsure { until } => {
+                self.release_until(d, lease, until, "freshness_unsure")
+                    .await?
+            }
+        };
+        Ok(ControlFlow::Break(action))
     }
 
     /// Whether what is left of the lease, and of the invocation, covers a send and the

@@ -111,10 +111,11 @@ impl<P: Ports> Record<'_, P> {
     /// probe): still fresh, and outside the quiet hours of the preferences read after the
     /// claim. No storage read: the preferences ride on the lease.
     pub(super) async fn last_look(&mut self, d: &Delivery, lease: Lease) -> Step<Lease> {
+        let lease = match self.still_fresh(d, lease).await? {
+            ControlFlow::Continue(lease) => lease,
+            ControlFlow::Break(action) => return Ok(ControlFlow::Break(action)),
+        };
         let now = self.now();
-        if d.reminder.is_stale_at(now) {
-            return self.expire_held(d, lease).await.map(ControlFlow::Break);
-        }
         let decision = lease.prefs.as_ref().map_or(Decision::Send, |p| {
             p.decide(self.inc.channel, now, d.reminder.fresh_until)
         });

@@ -227,7 +227,9 @@ impl<P: Ports> Record<'_, P> {
         else {
             return Ok(Action::Leave);
         };
-        let past = eligible.max(d.reminder.fresh_until.plus(Duration::from_secs(1)));
+        let past = eligible.max(crate::domain::reminder::surely_stale_at(
+            d.reminder.fresh_until,
+        ));
         let wait = past.since(ctx.now);
         log_transition(
             &d.msg,
@@ -276,6 +278,18 @@ impl<P: Ports> Record<'_, P> {
         d: &Delivery,
         lease: Lease,
     ) -> Result<Action, PortError> {
+        let at = self.now().plus(Duration::from_secs(1));
+        self.release_until(d, lease, at, "lease_too_short").await
+    }
+
+    /// Give the lease back, nothing spent, and hold the message until `at`.
+    pub(super) async fn release_until(
+        &mut self,
+        d: &Delivery,
+        lease: Lease,
+        at: crate::clock::Timestamp,
+        why: &'static str,
+    ) -> Result<Action, PortError> {
         let now = self.now();
         let change = Change::Release { token: lease.token };
         if let Written::Refused { refused, .. } = self.under_lease(d, lease.record, change).await? {
@@ -284,14 +298,7 @@ impl<P: Ports> Record<'_, P> {
             tracing::warn!(delivery_key = %d.msg.delivery_key, %refused, "lease given back too late");
             return Ok(Action::Leave);
         }
-        log_transition(
-            &d.msg,
-            0,
-            "lease_too_short",
-            "retry",
-            Duration::from_secs(1),
-        );
-        self.hold(&d.msg, now.plus(Duration::from_secs(1)), now)
-            .await
+        log_transition(&d.msg, 0, why, "retry", at.since(now));
+        self.hold(&d.msg, at, now).await
     }
 }

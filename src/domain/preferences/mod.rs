@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 pub use quiet::{LocalTime, QuietHours, Zone};
 
 use super::ids::Channel;
-use super::reminder::is_stale;
+use super::reminder::{freshness, Freshness, CLOCK_MARGIN};
 use crate::clock::Timestamp;
 
 /// One subscriber's preferences, validated.
@@ -50,19 +50,28 @@ pub enum Decision {
 
 impl Preferences {
     /// The decision for a delivery on `channel` considered at `at`, fresh until `fresh_until`
-    /// (by the one staleness rule, [`is_stale`]). Staleness at `at` itself is the caller's
+    /// (by the one freshness rule, [`freshness`]). Staleness at `at` itself is the caller's
     /// check, as for any delivery; this only asks whether holding would outlive freshness.
+    ///
+    /// A clock may be off by up to [`CLOCK_MARGIN`]: a delivery is held when any instant
+    /// within the margin of `at` is inside a window, until every one is past its end, and
+    /// gives up when it would not be fresh by every clock then.
     pub fn decide(&self, channel: Channel, at: Timestamp, fresh_until: Timestamp) -> Decision {
         if self.opted_out.contains(&channel) {
             return Decision::OptedOut;
         }
-        let hold = self
-            .quiet_hours
-            .get(&channel)
-            .and_then(|q| q.hold_until(at));
+        let hold = self.quiet_hours.get(&channel).and_then(|q| {
+            [at.minus(CLOCK_MARGIN), at, at.plus(CLOCK_MARGIN)]
+                .into_iter()
+                .filter_map(|t| q.hold_until(t))
+                .max()
+                .map(|end| end.plus(CLOCK_MARGIN))
+        });
         match hold {
             None => Decision::Send,
-            Some(until) if is_stale(fresh_until, until) => Decision::QuietUntilStale,
+            Some(until) if freshness(fresh_until, until) != Freshness::Fresh => {
+                Decision::QuietUntilStale
+            }
             Some(until) => Decision::Hold { until },
         }
     }

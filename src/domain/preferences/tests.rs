@@ -138,23 +138,48 @@ fn quiet_hours_hold_while_fresh_and_give_up_when_stale() {
     let at = t("2026-06-10T23:30:00+02:00");
     let seven = t("2026-06-11T07:00:00+02:00");
     let fresh = |h: u64| at.plus(Duration::from_secs(h * 3600));
+    // Held until every clock within the margin is past the window's end (DESIGN §2).
+    let after = seven.plus(CLOCK_MARGIN);
     assert_eq!(
         p.decide(Channel::Push, at, fresh(12)),
-        Decision::Hold { until: seven }
+        Decision::Hold { until: after }
     );
     assert_eq!(
         p.decide(Channel::Push, at, fresh(1)),
         Decision::QuietUntilStale
     );
-    // Fresh at the very instant the window ends is fresh (the one staleness rule).
+    // Fresh by every clock within the margin when the hold ends: held; one millisecond less,
+    // and it gives up (the one freshness rule).
+    let edge = after.plus(CLOCK_MARGIN);
     assert_eq!(
-        p.decide(Channel::Push, at, seven),
-        Decision::Hold { until: seven }
+        p.decide(Channel::Push, at, edge),
+        Decision::Hold { until: after }
     );
     assert_eq!(
-        p.decide(Channel::Push, at, seven.minus(Duration::from_millis(1))),
+        p.decide(Channel::Push, at, edge.minus(Duration::from_millis(1))),
         Decision::QuietUntilStale
     );
+    // A clock reading within the margin of either end of the window is held too.
+    let ten = t("2026-06-10T22:00:00+02:00");
+    let near = |t: Timestamp| p.decide(Channel::Push, t, fresh(12));
+    assert_eq!(
+        near(ten.minus(CLOCK_MARGIN)),
+        Decision::Hold { until: after }
+    );
+    assert_eq!(
+        near(ten.minus(CLOCK_MARGIN + Duration::from_millis(1))),
+        Decision::Send
+    );
+    let later = fresh(12).plus(Duration::from_secs(3600));
+    assert_eq!(
+        p.decide(
+            Channel::Push,
+            seven.plus(CLOCK_MARGIN.saturating_sub(Duration::from_millis(1))),
+            later
+        ),
+        Decision::Hold { until: after }
+    );
+    assert_eq!(p.decide(Channel::Push, after, later), Decision::Send);
     // Outside the window, or on a channel without quiet hours: sent.
     let noon = t("2026-06-11T12:00:00+02:00");
     assert_eq!(p.decide(Channel::Push, noon, fresh(1)), Decision::Send);
