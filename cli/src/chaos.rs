@@ -160,7 +160,7 @@ fn print_human(t: &chaos::Tally) {
 }
 
 /// The chaos workers' default skew: the margin the consumer allows for a clock off the true
-/// time (DESIGN §2), so every world checks the promises hold at its edge.
+/// time (README, "Clock margin"), so every world checks the promises hold at its edge.
 fn default_skew_ms() -> u32 {
     u32::try_from(reminders::domain::reminder::CLOCK_MARGIN.as_millis()).unwrap_or(u32::MAX)
 }

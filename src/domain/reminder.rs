@@ -236,7 +236,7 @@ pub fn is_stale(fresh_until: Timestamp, now: Timestamp) -> bool {
 }
 
 /// How far the clock of a function that judges freshness may be off the true time, at most
-/// (DESIGN §2). A delivery is sent only while fresh by every clock within it of the reading,
+/// (README, "Clock margin"). A delivery is sent only while fresh by every clock within it of the reading,
 /// and ends expired only once stale by every one: between the two it waits, so a clock off by
 /// up to this never sends a stale reminder nor calls a fresh one expired. Lambda's clocks keep
 /// to the Amazon Time Sync Service, far inside it; the chaos worlds run workers off by up to it

@@ -249,7 +249,7 @@ async fn expired_and_cancelled_reminders_never_reach_the_provider() {
     w.enqueue(&message(&cancelled, SMS)).await;
     let out = w.run(SMS).await.unwrap();
     assert_eq!(out.metrics.get(SMS).cancelled, 1);
-    // Stale by every clock within the margin (DESIGN §2).
+    // Stale by every clock within the margin (README, "Clock margin").
     w.advance(3601 + CLOCK_MARGIN.as_secs());
     w.enqueue(&message(&stale, SMS)).await;
     let out = w.run(SMS).await.unwrap();
@@ -721,7 +721,7 @@ async fn a_not_before_past_freshness_expires() {
     msg.not_before = Some(r.fresh_until.plus(Duration::from_secs(3600)));
     w.enqueue(&msg).await;
     let out = w.run(SMS).await.unwrap();
-    // Until every clock within the margin calls it stale (DESIGN §2), in whole seconds.
+    // Until every clock within the margin calls it stale (README, "Clock margin"), in whole seconds.
     let left = surely_stale_at(r.fresh_until)
         .since(T0)
         .as_millis()

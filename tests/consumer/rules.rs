@@ -106,7 +106,7 @@ async fn inside_quiet_hours_it_waits_until_they_end_and_is_sent_then() {
     assert_eq!(w.provider.calls_for(&msg.delivery_key), 0);
     let rec = w.record(&msg.delivery_key).await.unwrap();
     assert_eq!(rec.status(), Status::Deferred);
-    // Until every clock within the margin is past 07:00 (DESIGN §2).
+    // Until every clock within the margin is past 07:00 (README, "Clock margin").
     let margin = reminders::domain::reminder::CLOCK_MARGIN;
     assert_eq!(rec.next_eligible_at(), Some(LOCAL_0700.plus(margin)));
     assert_eq!(rec.attempt_count(), 0);
