@@ -3,6 +3,7 @@
 
 mod before_claim;
 mod breaker_probe;
+mod chains;
 mod countries;
 mod emulator;
 mod emulator_reads;

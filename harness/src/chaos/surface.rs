@@ -308,10 +308,7 @@ async fn edit(world: &Arc<World>, id: &ReminderId, rng: &mut StdRng, t: u64, for
     // Now and then the SMS number moves abroad, outside the allowed calling codes (its own
     // dice, so the worlds' other draws stay as they were).
     let mut own = StdRng::seed_from_u64(t ^ u64::from(i) ^ 0xab_10ad);
-    // Not window 4's subscribers: see `World::steady`.
-    k.abroad = channels.contains(&Channel::Sms)
-        && own.random_bool(0.2)
-        && !world.steady.contains(&cur.subscriber_id);
+    k.abroad = channels.contains(&Channel::Sms) && own.random_bool(0.2);
     let number = |c: &Channel| match (c, k.abroad) {
         (Channel::Sms, true) => abroad(i),
         _ => recipient(*c, i),

@@ -41,6 +41,7 @@ impl<P: Ports> Record<'_, P> {
         let mut ctx = self.ctx(&d.msg, d.reminder.fresh_until, now);
         if let Some(origin) = ctx.origin.as_mut() {
             origin.chain_head = d.chain_head;
+            origin.chain.clone_from(&d.chain);
         }
         let token = LeaseToken::generate(self.rng);
         let req = ClaimRequest {

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use super::{Delivery, Record, Step};
 use crate::consumer::Action;
-use crate::delivery::standby::{heads_chain, turn, Turn};
+use crate::delivery::standby::{heads_chain, listed_order, turn, Turn};
 use crate::delivery::{transition, Written};
 use crate::domain::{Channel, DeadReason, DeliveryKey, DeliveryMessage, Preferences};
 use crate::ledger::{Change, DeliveryRecord, Status};
@@ -36,7 +36,12 @@ impl<P: Ports> Record<'_, P> {
         // One channel, never edited: no other channel of the reminder ever had a delivery.
         // Once edited, one it listed before may have reached the person (DESIGN §12).
         let alone = d.reminder.recipients.len() < 2 && d.reminder.payload_version <= 1;
-        if d.msg.fallback_from.is_some() || alone {
+        if let Some(from) = d.msg.fallback_from {
+            // Sent as `from`'s fallback: in the chain `from`'s claim recorded.
+            d.chain = self.recorded_chain(&d, from).await?;
+            return Ok(ControlFlow::Continue(d));
+        }
+        if alone {
             return Ok(ControlFlow::Continue(d));
         }
         let store = self.consumer.ports.reminders();
@@ -65,6 +70,9 @@ impl<P: Ports> Record<'_, P> {
         let listed = |c: Channel| d.reminder.recipients.contains_key(&c);
         let now = self.now();
         let ledger = self.consumer.ports.ledger();
+        if heads_chain(&prefs, listed, channel) {
+            d.chain = listed_order(&prefs, listed);
+        }
         let (reminder, subscriber) = (&d.msg.reminder_id, &d.msg.subscriber_id);
         let Some(turn) = turn(ledger, &prefs, reminder, subscriber, listed, channel, now).await?
         else {
@@ -110,6 +118,17 @@ impl<P: Ports> Record<'_, P> {
         }
     }
 
+    /// The chain the claim of `from`'s delivery recorded (empty when it recorded none).
+    async fn recorded_chain(&self, d: &Delivery, from: Channel) -> Result<Vec<Channel>, PortError> {
+        let key = DeliveryKey::derive(&d.msg.reminder_id, &d.msg.subscriber_id, from);
+        let ledger = self.consumer.ports.ledger();
+        Ok(ledger
+            .get(&key)
+            .await?
+            .and_then(|r| r.origin().map(|o| o.chain.clone()))
+            .unwrap_or_default())
+    }
+
     /// Record on the death of `from` that it handed the reminder on to this channel (a
     /// conditional write, ordered against a redrive of that death): whether it now says so.
     async fn handed_on(&mut self, d: &Delivery, from: Channel) -> Result<bool, PortError> {
@@ -151,11 +170,13 @@ impl<P: Ports> Record<'_, P> {
         self.enqueue_fallback(msg, next).await
     }
 
-    /// The channel a death for `reason` hands the reminder on to, if the preferences and the
+    /// The channel a death for `reason` hands the reminder on to, if the chain and the
     /// reminder's channels give one (recorded with the death as `fallback_to`). Only a death
     /// known to have sent nothing hands on: after an attempt that may have reached the person
     /// (`held`, the item as claimed, or `may_have_reached`, this answer, says so), the chain ends
-    /// here.
+    /// here. The chain is the one recorded at the first claim (`held`'s, or this delivery's
+    /// own reading), not the order as it is now: once the head is claimed, a reorder or a
+    /// clear changes nothing for that reminder (DESIGN §12; chaos seeds 131, 291).
     pub(super) fn fallback_for(
         &self,
         d: &Delivery,
@@ -167,8 +188,29 @@ impl<P: Ports> Record<'_, P> {
         if !reason.falls_back() || may_have_reached || held.may_have_reached() {
             return None;
         }
+        self.next_in_chain(d, Some(held), prefs)
+    }
+
+    /// The next listed channel after this one in the chain `held`'s first claim recorded, else
+    /// in the one this delivery read, else in `prefs`'s order.
+    pub(super) fn next_in_chain(
+        &self,
+        d: &Delivery,
+        held: Option<&DeliveryRecord>,
+        prefs: Option<&Preferences>,
+    ) -> Option<Channel> {
         let listed = |c: Channel| d.reminder.recipients.contains_key(&c);
-        prefs?.fallback_for(self.inc.channel, listed)
+        let recorded = held
+            .and_then(|h| h.origin())
+            .map(|o| o.chain.as_slice())
+            .filter(|c| !c.is_empty())
+            .or(Some(d.chain.as_slice()).filter(|c| !c.is_empty()));
+        let order = match recorded {
+            Some(chain) => chain,
+            None => prefs?.fallback.as_slice(),
+        };
+        let i = order.iter().position(|c| *c == self.inc.channel)?;
+        order[i + 1..].iter().copied().find(|c| listed(*c))
     }
 
     /// After the death naming `next` was written: its message, to send it now. An error (SQS
