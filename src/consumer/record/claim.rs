@@ -56,7 +56,12 @@ impl<P: Ports> Record<'_, P> {
                 Continue(record) => record,
                 Break(action) => return Ok(Break(action)),
             },
-            other => return self.not_ours(&d.msg, other, now).await.map(Break),
+            other => {
+                if let Claim::Dead(dead) = &other {
+                    self.pass_on(d, dead).await?;
+                }
+                return self.not_ours(&d.msg, other, now).await.map(Break);
+            }
         };
         Ok(Continue(Lease {
             record,

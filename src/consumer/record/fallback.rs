@@ -192,7 +192,8 @@ impl<P: Ports> Record<'_, P> {
     }
 
     /// The next listed channel after this one in the chain `held`'s first claim recorded, else
-    /// in the one this delivery read, else in `prefs`'s order.
+    /// in the one this delivery read, followed by the channels of `prefs`'s order it does not
+    /// hold (a channel an edit listed after the claim, as the standby walk goes on to it).
     pub(super) fn next_in_chain(
         &self,
         d: &Delivery,
@@ -204,13 +205,66 @@ impl<P: Ports> Record<'_, P> {
             .and_then(|h| h.origin())
             .map(|o| o.chain.as_slice())
             .filter(|c| !c.is_empty())
-            .or(Some(d.chain.as_slice()).filter(|c| !c.is_empty()));
-        let order = match recorded {
-            Some(chain) => chain,
-            None => prefs?.fallback.as_slice(),
-        };
+            .unwrap_or(d.chain.as_slice());
+        let current = prefs.map_or(&[][..], |p| p.fallback.as_slice());
+        let order: Vec<Channel> = recorded
+            .iter()
+            .chain(current.iter().filter(|c| !recorded.contains(c)))
+            .copied()
+            .collect();
         let i = order.iter().position(|c| *c == self.inc.channel)?;
         order[i + 1..].iter().copied().find(|c| listed(*c))
+    }
+
+    /// A fallback's message that finds its own channel already dead, for a reason that falls
+    /// back, known to have sent nothing and naming no channel (it died before the chain
+    /// reached it, an opt-out say): the chain goes on past it, as the standby walk does. The
+    /// hand-on is written on that death, then the next channel's message enqueued; without
+    /// it, a channel behind, already acknowledged as not needed, was never sent (chaos seed
+    /// 35, once the recorded chain handed a redriven head on to a channel already dead).
+    pub(super) async fn pass_on(
+        &mut self,
+        d: &Delivery,
+        dead: &DeliveryRecord,
+    ) -> Result<(), PortError> {
+        let falls_back = dead.dead_reason().is_some_and(DeadReason::falls_back);
+        if d.msg.fallback_from.is_none()
+            || dead.fallback_to().is_some()
+            || dead.may_have_reached()
+            || !falls_back
+        {
+            return Ok(());
+        }
+        let store = self.consumer.ports.reminders();
+        let prefs = match store.preferences(&d.msg.subscriber_id).await {
+            Ok(p) => p,
+            Err(PortError::Corrupt { .. }) => None,
+            Err(e) => return Err(e),
+        };
+        let Some(next) = self.next_in_chain(d, Some(dead), prefs.as_ref()) else {
+            return Ok(());
+        };
+        let ctx = crate::ledger::Ctx {
+            key: d.msg.delivery_key.clone(),
+            now: self.now(),
+            expires_at: self
+                .consumer
+                .cfg
+                .retention
+                .expires_at(d.reminder.fresh_until),
+            origin: None,
+        };
+        let ledger = self.consumer.ports.ledger();
+        match transition(ledger, None, Change::HandOn { to: next }, &ctx).await? {
+            Written::Applied(_) => {
+                self.m.fallbacks += 1;
+                self.enqueue_fallback(&d.msg, next).await
+            }
+            Written::Refused {
+                current: Some(c), ..
+            } if c.status() == Status::Dead => self.ensure_fallback(&d.msg, &c).await,
+            Written::Refused { .. } => Ok(()),
+        }
     }
 
     /// After the death naming `next` was written: its message, to send it now. An error (SQS

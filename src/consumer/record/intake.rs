@@ -139,24 +139,16 @@ impl<P: Ports> Record<'_, P> {
 
     /// The channel a `country_not_allowed` death hands on to: the next in the chain its own
     /// item's first claim recorded (a redriven delivery), else in the one the standby step
-    /// read, else in the subscriber's order. The ledger drops it if an earlier attempt may
+    /// read, then in the subscriber's order ([`Record::next_in_chain`]). The ledger drops it if an earlier attempt may
     /// have reached the person.
     async fn country_fallback(&mut self, d: &Delivery) -> Result<Option<Channel>, PortError> {
         let own = self.consumer.ports.ledger().get(&d.msg.delivery_key).await?;
-        let recorded = own
-            .as_ref()
-            .and_then(|r| r.origin())
-            .is_some_and(|o| !o.chain.is_empty());
-        let prefs = if recorded || !d.chain.is_empty() {
-            None
-        } else {
-            let store = self.consumer.ports.reminders();
-            match store.preferences(&d.msg.subscriber_id).await {
-                Ok(p) => p,
-                // Unreadable preferences name no order: the death hands nothing on.
-                Err(PortError::Corrupt { .. }) => None,
-                Err(e) => return Err(e),
-            }
+        let store = self.consumer.ports.reminders();
+        let prefs = match store.preferences(&d.msg.subscriber_id).await {
+            Ok(p) => p,
+            // Unreadable preferences name no order: the death hands nothing on.
+            Err(PortError::Corrupt { .. }) => None,
+            Err(e) => return Err(e),
         };
         Ok(self.next_in_chain(d, own.as_ref(), prefs.as_ref()))
     }
