@@ -54,7 +54,8 @@ async fn drain(w: &Mem, channel: Channel) {
 /// channel's own message then finds it not needed and is acknowledged.
 async fn head_dies_out_of_budget(w: &Mem, r: &Reminder, chain: &[Channel]) {
     let push = message(r, Channel::Push);
-    w.provider.script_for(&push.delivery_key, [Answer::Transient]);
+    w.provider
+        .script_for(&push.delivery_key, [Answer::Transient]);
     w.enqueue(&push).await;
     w.run(Channel::Push).await.unwrap();
     let rec = w.record(&push.delivery_key).await.unwrap();
@@ -118,7 +119,11 @@ async fn w4_4_a_redriven_head_hands_on_by_the_chain_its_claim_recorded() {
     let push = w.record(&message(&r, Channel::Push).delivery_key).await;
     let push = push.unwrap();
     assert_eq!(push.dead_reason(), Some(DeadReason::OptedOut));
-    assert_eq!(push.fallback_to(), Some(Channel::Email), "by the recorded chain");
+    assert_eq!(
+        push.fallback_to(),
+        Some(Channel::Email),
+        "by the recorded chain"
+    );
     drain(&w, Channel::Email).await;
     let email = message(&r, Channel::Email);
     assert_eq!(w.provider.calls_for(&email.delivery_key), 1, "sent once");
@@ -151,7 +156,11 @@ async fn w4_4_a_country_death_in_a_chain_of_three_hands_on_to_the_third() {
     assert_eq!(push.unwrap().fallback_to(), Some(Channel::Sms));
     drain(&w, Channel::Sms).await;
     let sms = message(&r, Channel::Sms);
-    assert_eq!(w.provider.calls_for(&sms.delivery_key), 0, "never sent abroad");
+    assert_eq!(
+        w.provider.calls_for(&sms.delivery_key),
+        0,
+        "never sent abroad"
+    );
     let rec = w.record(&sms.delivery_key).await.unwrap();
     assert_eq!(rec.dead_reason(), Some(DeadReason::CountryNotAllowed));
     assert_eq!(rec.fallback_to(), Some(Channel::Email), "hands on");

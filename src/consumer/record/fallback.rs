@@ -36,6 +36,9 @@ impl<P: Ports> Record<'_, P> {
         // One channel, never edited: no other channel of the reminder ever had a delivery.
         // Once edited, one it listed before may have reached the person (DESIGN §12).
         let alone = d.reminder.recipients.len() < 2 && d.reminder.payload_version <= 1;
+        if d.msg.redrive.is_some() && !alone {
+            self.rewake(&d).await?;
+        }
         if let Some(from) = d.msg.fallback_from {
             // Sent as `from`'s fallback: in the chain `from`'s claim recorded.
             d.chain = self.recorded_chain(&d, from).await?;
@@ -118,6 +121,51 @@ impl<P: Ports> Record<'_, P> {
         }
     }
 
+    /// A redriven delivery: each other channel the reminder lists that has no ledger item (its
+    /// own message was acknowledged as not needed, the chain having ended at this death) gets
+    /// its own message again, and its standby step decides afresh under the order as it is
+    /// now (it waits for this one, takes over from it, or, with the order cleared since,
+    /// goes on its own). Without it, such a channel was never sent (chaos seed 35: an order
+    /// cleared after the standby was found not needed, and the channel outside the chain).
+    /// A duplicate of a message the ledger already settled is harmless.
+    async fn rewake(&mut self, d: &Delivery) -> Result<(), PortError> {
+        let ledger = self.consumer.ports.ledger();
+        let mut out = Vec::new();
+        for &c in d.reminder.recipients.keys() {
+            if c == self.inc.channel {
+                continue;
+            }
+            let key = DeliveryKey::derive(&d.msg.reminder_id, &d.msg.subscriber_id, c);
+            if ledger.get(&key).await?.is_none() {
+                out.push(c);
+            }
+        }
+        for c in out {
+            let msg = DeliveryMessage::new(
+                d.msg.reminder_id.clone(),
+                d.msg.subscriber_id.clone(),
+                c,
+                d.reminder.payload_version,
+                d.reminder.due_at,
+                d.reminder.fresh_until,
+            );
+            let entry = OutgoingMessage {
+                entry_id: "0".into(),
+                body: msg.encode(),
+                delay_secs: 0,
+            };
+            let failed = self.consumer.ports.queue().send_batch(c, &[entry]).await?;
+            if let Some(f) = failed.first() {
+                return Err(PortError::Unavailable {
+                    op: "queue.send_batch",
+                    message: format!("{c}'s message after a redrive refused: {}", f.code),
+                });
+            }
+            tracing::info!(delivery_key = %d.msg.delivery_key, channel = %c, "redriven: the reminder's channel with no delivery enqueued again");
+        }
+        Ok(())
+    }
+
     /// The chain the claim of `from`'s delivery recorded (empty when it recorded none).
     async fn recorded_chain(&self, d: &Delivery, from: Channel) -> Result<Vec<Channel>, PortError> {
         let key = DeliveryKey::derive(&d.msg.reminder_id, &d.msg.subscriber_id, from);
@@ -174,9 +222,9 @@ impl<P: Ports> Record<'_, P> {
     /// reminder's channels give one (recorded with the death as `fallback_to`). Only a death
     /// known to have sent nothing hands on: after an attempt that may have reached the person
     /// (`held`, the item as claimed, or `may_have_reached`, this answer, says so), the chain ends
-    /// here. The chain is the one recorded at the first claim (`held`'s, or this delivery's
-    /// own reading), not the order as it is now: once the head is claimed, a reorder or a
-    /// clear changes nothing for that reminder (DESIGN §12; chaos seeds 131, 291).
+    /// here. When the order as it is now names no next channel, the chain recorded at the first
+    /// claim does (`held`'s, or this delivery's own reading): a clear after the head's claim
+    /// strands nothing (DESIGN §12; chaos seeds 131, 291).
     pub(super) fn fallback_for(
         &self,
         d: &Delivery,
@@ -191,9 +239,10 @@ impl<P: Ports> Record<'_, P> {
         self.next_in_chain(d, Some(held), prefs)
     }
 
-    /// The next listed channel after this one in the chain `held`'s first claim recorded, else
-    /// in the one this delivery read, followed by the channels of `prefs`'s order it does not
-    /// hold (a channel an edit listed after the claim, as the standby walk goes on to it).
+    /// The next listed channel after this one in `prefs`'s order (as the standby walk goes on);
+    /// when that order names none (cleared, or reordered with this channel last), the next in
+    /// the chain `held`'s first claim recorded, else in the one this delivery read. The
+    /// recorded chain only ever adds a hand-on the order as it is now would not make.
     pub(super) fn next_in_chain(
         &self,
         d: &Delivery,
@@ -206,14 +255,12 @@ impl<P: Ports> Record<'_, P> {
             .map(|o| o.chain.as_slice())
             .filter(|c| !c.is_empty())
             .unwrap_or(d.chain.as_slice());
+        let after = |order: &[Channel]| {
+            let i = order.iter().position(|c| *c == self.inc.channel)?;
+            order[i + 1..].iter().copied().find(|c| listed(*c))
+        };
         let current = prefs.map_or(&[][..], |p| p.fallback.as_slice());
-        let order: Vec<Channel> = recorded
-            .iter()
-            .chain(current.iter().filter(|c| !recorded.contains(c)))
-            .copied()
-            .collect();
-        let i = order.iter().position(|c| *c == self.inc.channel)?;
-        order[i + 1..].iter().copied().find(|c| listed(*c))
+        after(current).or_else(|| after(recorded))
     }
 
     /// A fallback's message that finds its own channel already dead, for a reason that falls

@@ -142,7 +142,12 @@ impl<P: Ports> Record<'_, P> {
     /// read, then in the subscriber's order ([`Record::next_in_chain`]). The ledger drops it if an earlier attempt may
     /// have reached the person.
     async fn country_fallback(&mut self, d: &Delivery) -> Result<Option<Channel>, PortError> {
-        let own = self.consumer.ports.ledger().get(&d.msg.delivery_key).await?;
+        let own = self
+            .consumer
+            .ports
+            .ledger()
+            .get(&d.msg.delivery_key)
+            .await?;
         let store = self.consumer.ports.reminders();
         let prefs = match store.preferences(&d.msg.subscriber_id).await {
             Ok(p) => p,
