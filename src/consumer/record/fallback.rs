@@ -24,6 +24,10 @@ use crate::domain::{Channel, DeadReason, DeliveryKey, DeliveryMessage, Preferenc
 use crate::ledger::{Change, DeliveryRecord, Status};
 use crate::ports::{DeliveryQueue, Ledger, OutgoingMessage, PortError, Ports, ReminderStore};
 
+/// The batch entry id of a message [`Record::rewake`] enqueues again after a redrive (the
+/// chaos checker's `fallback-best-effort` plant drops these with the fallbacks' own).
+pub const REWAKE_ENTRY: &str = "rewake";
+
 /// A standby channel looks at the chain again this long (times its receives, up to 20) after
 /// the channel ahead could next change.
 pub const STANDBY_RECHECK: Duration = Duration::from_secs(30);
@@ -150,7 +154,7 @@ impl<P: Ports> Record<'_, P> {
                 d.reminder.fresh_until,
             );
             let entry = OutgoingMessage {
-                entry_id: "0".into(),
+                entry_id: REWAKE_ENTRY.into(),
                 body: msg.encode(),
                 delay_secs: 0,
             };

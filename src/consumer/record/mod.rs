@@ -32,6 +32,7 @@ mod rules;
 mod settle;
 
 pub use claim::NEWER_STATUS_WAIT;
+pub use fallback::REWAKE_ENTRY;
 
 use std::ops::ControlFlow;
 use std::time::Duration;
