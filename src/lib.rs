@@ -23,6 +23,7 @@
 //! | [`delivery`] | the ledger's claim / outcome / cancel operations over the ledger port |
 //! | [`deadletter`] | the DLQ evidence format |
 //! | [`ports`] | the port traits, each with its in-memory implementation and fault injection |
+//! | `packed` | the compact byte form the in-memory ledger and reminders table keep their items in |
 //! | [`outbox`] | create, edit and cancel reminders (what applications call) |
 //! | [`erasure`] | erase a subscriber: cancel, then delete their reminders, preferences and suppressions |
 //! | [`series`] | recurring series: occurrences made ahead, a series' edit and cancel |
@@ -53,6 +54,7 @@ pub mod events;
 pub mod feedback;
 pub mod ledger;
 pub mod outbox;
+mod packed;
 pub mod policy;
 pub mod ports;
 pub mod providers;

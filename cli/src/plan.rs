@@ -1,15 +1,29 @@
 //! `remindctl plan`: capacity planning on the demo's engine — an estimate, and the same
-//! reminders simulated, for a throughput, a timeout rate and an outage.
+//! reminders simulated through the stack as deployed (every stage's limit modelled), for a
+//! throughput, a timeout rate and an outage; with `--target-p99`, the parameters that meet
+//! it (plan_search.rs).
 
-use reminders_harness::sim::plan::{self, Plan, PlanInput};
+use reminders_harness::sim::capacity::TableMode;
+use reminders_harness::sim::plan::{self, Params, Plan, PlanInput};
 
 use crate::demo::{SchedulerFlags, SeriesFlags};
 
-/// Capacity planning on the same engine: what fraction arrives fresh, and when the queue
-/// drains, for a throughput, a timeout rate and an outage.
+/// Capacity planning on the same engine: what fraction arrives fresh, when the queue drains,
+/// and which stage held it back (scheduler, due index, reminders table, queue, consumer,
+/// ledger, provider: each one's peak utilisation, seconds at the limit and throttles), for a
+/// throughput, a timeout rate and an outage. The stack is the deployed one (template.yaml's
+/// defaults) unless a parameter flag says otherwise.
+///
+/// With --target-p99 SECS it searches SchedulerParallelism, DueShards, SchedulerMaxPerRun,
+/// ConsumerMaxConcurrency, ConsumerBatchSize and the tables' mode for the cheapest set whose
+/// simulated p99 lateness is at most SECS, and prints it as a `sam deploy
+/// --parameter-overrides` line with the simulated answer, or names the limit no parameter
+/// moves. Cheapest: fewest concurrent Lambdas (SchedulerParallelism + ConsumerMaxConcurrency),
+/// then fewest shards, on-demand tables before provisioned ones.
 ///
 /// Example: remindctl plan --reminders 10000 --throughput 40 --timeout-rate 0.2
 /// Example: remindctl plan --series 20000 --rule "FREQ=DAILY;BYHOUR=9;BYMINUTE=0" --zone Europe/Paris --throughput 100
+/// Example: remindctl plan --reminders 1000000 --throughput 20000 --target-p99 60
 #[derive(Debug, clap::Args)]
 pub struct PlanArgs {
     /// [default: 10000, or 0 beside --series]
@@ -38,6 +52,50 @@ pub struct PlanArgs {
     json: bool,
     #[command(flatten)]
     scheduler: SchedulerFlags,
+    #[command(flatten)]
+    stack: StackFlags,
+    /// Search the parameters for the cheapest set whose simulated p99 lateness is at most
+    /// this many seconds.
+    #[arg(long)]
+    target_p99: Option<f64>,
+}
+
+/// The rest of the deployed stack, as deployed unless given.
+#[derive(Debug, Clone, clap::Args)]
+pub struct StackFlags {
+    /// Due-index shards (DueShards), 1-64 [default: as deployed]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
+    due_shards: Option<u32>,
+    /// Batches each channel's mapping runs at once (ConsumerMaxConcurrency), 2-1000
+    /// [default: as deployed]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(2..=1000))]
+    consumer_max_concurrency: Option<u32>,
+    /// Records a batch (ConsumerBatchSize), 1-10 [default: as deployed]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10))]
+    batch_size: Option<u32>,
+    /// The tables' mode: on-demand (as deployed) or provisioned:WCU:RCU
+    #[arg(long, value_parser = parse_tables)]
+    tables: Option<TableMode>,
+    /// The provider's latency per send, milliseconds.
+    #[arg(long, default_value_t = reminders_harness::sim::limits::DEFAULT_PROVIDER_LATENCY_MS)]
+    provider_latency_ms: f64,
+    /// The account's Lambda concurrency quota.
+    #[arg(long, default_value_t = reminders_harness::sim::limits::lambda::ACCOUNT_CONCURRENCY)]
+    account_concurrency: u32,
+}
+
+fn parse_tables(s: &str) -> Result<TableMode, String> {
+    if s == "on-demand" {
+        return Ok(TableMode::OnDemand);
+    }
+    let bad = || format!("{s:?}: expected on-demand or provisioned:WCU:RCU");
+    let rest = s.strip_prefix("provisioned:").ok_or_else(bad)?;
+    let (w, r) = rest.split_once(':').ok_or_else(bad)?;
+    let n = |v: &str| v.parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(bad);
+    Ok(TableMode::Provisioned {
+        writes: n(w)?,
+        reads: n(r)?,
+    })
 }
 
 fn parse_outage(s: &str) -> Result<(u64, u64), String> {
@@ -54,6 +112,7 @@ fn parse_outage(s: &str) -> Result<(u64, u64), String> {
 
 pub async fn run(args: PlanArgs) -> Result<(), String> {
     let (scheduler_parallelism, max_per_run) = args.scheduler.resolve();
+    let deployed = Params::deployed();
     let series = args.series.load()?;
     let reminders = args
         .reminders
@@ -67,8 +126,19 @@ pub async fn run(args: PlanArgs) -> Result<(), String> {
         freshness_secs: args.freshness_secs,
         outage: args.outage,
         seed: args.seed,
-        scheduler_parallelism,
-        max_per_run,
+        params: Params {
+            scheduler_parallelism,
+            max_per_run,
+            due_shards: args.stack.due_shards.unwrap_or(deployed.due_shards),
+            consumer_max_concurrency: args
+                .stack
+                .consumer_max_concurrency
+                .unwrap_or(deployed.consumer_max_concurrency),
+            batch_size: args.stack.batch_size.unwrap_or(deployed.batch_size),
+            tables: args.stack.tables.unwrap_or(deployed.tables),
+        },
+        provider_latency_ms: args.stack.provider_latency_ms,
+        account_concurrency: args.stack.account_concurrency,
     };
     if (input.reminders == 0 && input.series.is_none()) || input.throughput_per_sec <= 0.0 {
         return Err("--reminders (or --series) and --throughput must be positive".into());
@@ -76,7 +146,23 @@ pub async fn run(args: PlanArgs) -> Result<(), String> {
     if !(0.0..=1.0).contains(&input.timeout_rate) {
         return Err("--timeout-rate must be between 0 and 1".into());
     }
-    let p = plan::plan(&input).await;
+    if args.stack.provider_latency_ms.is_nan()
+        || args.stack.provider_latency_ms < 0.0
+        || args.stack.account_concurrency == 0
+    {
+        return Err(
+            "--provider-latency-ms must be 0 or more, --account-concurrency positive".into(),
+        );
+    }
+    if let Some(target) = args.target_p99 {
+        if target.is_nan() || target <= 0.0 {
+            return Err("--target-p99 must be a positive number of seconds".into());
+        }
+        return crate::plan_search::run(&input, target, args.json).await;
+    }
+    let bar = crate::plan_search::Progress::new(args.json);
+    let p = plan::plan_with_progress(&input, |d, t| bar.tick("simulating", d, t)).await;
+    bar.finish();
     if args.json {
         println!("{}", serde_json::to_string(&p).unwrap_or_default());
     } else {
@@ -85,7 +171,7 @@ pub async fn run(args: PlanArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn print_human(p: &Plan) {
+pub(crate) fn print_human(p: &Plan) {
     let e = &p.estimate;
     println!(
         "estimate            first wave {:.0} s + retries {:.0} s → drained after ~{:.0} s",
@@ -122,4 +208,5 @@ fn print_human(p: &Plan) {
         s.lateness_ms.p95 as f64 / 1000.0,
         s.lateness_ms.p99 as f64 / 1000.0
     );
+    print!("{}", s.stages);
 }

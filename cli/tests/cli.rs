@@ -403,3 +403,91 @@ fn chaos_help_lists_which_plant_fires_which_counter() {
         assert!(help.contains(&pair), "{pair} missing from:\n{help}");
     }
 }
+
+/// `plan --target-p99` as a user runs it: a `sam deploy --parameter-overrides` line whose
+/// names are template.yaml's parameters, the simulated answer with them and each stage's
+/// utilisation; the same as one JSON object with --json (and no progress bar on a pipe).
+#[test]
+fn the_planner_searches_parameters_for_a_target() {
+    let args = [
+        "plan",
+        "--reminders",
+        "2000",
+        "--throughput",
+        "500",
+        "--target-p99",
+        "30",
+    ];
+    let out = remindctl(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stderr.is_empty(), "no progress on a pipe");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("p99 ≤ 30 s: met"), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("parameters"))
+        .unwrap_or_else(|| panic!("{text}"));
+    let overrides = line.split("--parameter-overrides ").nth(1).unwrap();
+    let template =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml")).unwrap();
+    let mut names = Vec::new();
+    for pair in overrides.split_whitespace() {
+        let (name, value) = pair.split_once('=').unwrap();
+        assert!(value.parse::<u32>().is_ok(), "{pair}");
+        assert!(
+            template.contains(&format!("\n  {name}:\n    Type: Number")),
+            "{name} is a template parameter"
+        );
+        names.push(name);
+    }
+    assert_eq!(
+        names,
+        [
+            "SchedulerParallelism",
+            "DueShards",
+            "SchedulerMaxPerRun",
+            "ConsumerMaxConcurrency",
+            "ConsumerBatchSize"
+        ]
+    );
+    for stage in [
+        "scheduler",
+        "due index",
+        "queue",
+        "consumer",
+        "ledger",
+        "provider",
+    ] {
+        assert!(
+            text.lines().any(|l| l.starts_with(stage)),
+            "{stage} row: {text}"
+        );
+    }
+    assert!(text.contains("bottleneck:"), "{text}");
+
+    let out = remindctl(&[&args[..], &["--json"]].concat());
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["met"], true, "{v}");
+    assert!(
+        v["plan"]["simulated"]["lateness_ms"]["p99"]
+            .as_i64()
+            .unwrap()
+            <= 30_000
+    );
+    assert_eq!(
+        v["plan"]["simulated"]["stages"]["stages"]
+            .as_array()
+            .unwrap()
+            .len(),
+        7
+    );
+    assert!(v["command"]
+        .as_str()
+        .unwrap()
+        .starts_with("sam deploy --parameter-overrides "));
+}

@@ -55,6 +55,12 @@ impl Default for ConsumerConfig {
     }
 }
 
+/// The event source mappings' defaults (template.yaml's `ConsumerMaxConcurrency` and
+/// `ConsumerBatchSize`; a template test holds them equal): batches each channel's mapping runs
+/// at once, and records a batch. The simulation and the planner run these.
+pub const MAPPING_MAX_CONCURRENCY: u32 = 5;
+pub const MAPPING_BATCH_SIZE: u32 = 10;
+
 /// Every variable [`ConsumerConfig`] reads.
 pub const VARS: [&str; 18] = [
     "POLICY_VERSION",

@@ -56,6 +56,19 @@ fn the_template_deploys_the_codes_defaults() {
         default(&t, "SchedulerParallelism"),
         DEFAULT_PARALLELISM.to_string()
     );
+    // The event source mappings and the due index, as the planner models them.
+    assert_eq!(
+        default(&t, "ConsumerMaxConcurrency"),
+        reminders::consumer::config::MAPPING_MAX_CONCURRENCY.to_string()
+    );
+    assert_eq!(
+        default(&t, "ConsumerBatchSize"),
+        reminders::consumer::config::MAPPING_BATCH_SIZE.to_string()
+    );
+    assert_eq!(
+        default(&t, "DueShards"),
+        reminders::aws::config::DEFAULT_DUE_SHARDS.to_string()
+    );
     assert_eq!(
         super::scalar(&t, &resource(&t, "SchedulerFunction")["Timeout"]),
         FUNCTION_TIMEOUT_SECS.to_string()

@@ -99,7 +99,7 @@ pub(super) struct Windows {
     /// before the next channel looks again (window 7).
     pub reorder_after_claim: bool,
     /// Every subscriber orders the channels from the start; the provider answers `503` to
-    /// every call to the first subscriber's head address until the operator fixes it: a
+    /// every call to each subscriber's head address until the operator fixes it: a
     /// head dies with its budget spent on answers that surely sent nothing, its standby is
     /// not needed; the subscriber then opts out of that channel and the operator redrives
     /// it, and it dies again, handing on (window 4).

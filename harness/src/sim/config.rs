@@ -28,8 +28,19 @@ pub struct SimConfig {
     pub seed: u64,
     pub profile: Profile,
     pub policy: RetryPolicy,
-    /// Event source mapping capacity per channel: batches of ten per virtual second.
-    pub batches_per_second: u32,
+    /// Each channel's event source mapping (`ConsumerMaxConcurrency`, `ConsumerBatchSize`),
+    /// as deployed unless told otherwise; what it takes a second follows from the batches'
+    /// modelled duration (mapping.rs).
+    pub consumer_max_concurrency: u32,
+    pub batch_size: u32,
+    /// The provider's latency per send (p50; one in fifty takes four times it).
+    pub provider_latency_ms: f64,
+    /// Due-index shards (`DueShards`): one DynamoDB partition key each.
+    pub due_shards: u32,
+    /// How the tables are billed (on demand as deployed).
+    pub tables: super::capacity::TableMode,
+    /// The account's Lambda concurrency (its default quota unless told otherwise).
+    pub account_concurrency: u32,
     /// Give up this long (virtual time) after the window closes.
     pub max_time: Duration,
     /// The scheduler's schedules (one share of the due index each) and its per-run backstop,
@@ -78,7 +89,12 @@ impl Default for SimConfig {
             seed: 1,
             profile: Profile::default(),
             policy: RetryPolicy::default(),
-            batches_per_second: 20,
+            consumer_max_concurrency: reminders::consumer::config::MAPPING_MAX_CONCURRENCY,
+            batch_size: reminders::consumer::config::MAPPING_BATCH_SIZE,
+            provider_latency_ms: super::limits::DEFAULT_PROVIDER_LATENCY_MS,
+            due_shards: reminders::aws::config::DEFAULT_DUE_SHARDS,
+            tables: super::capacity::TableMode::OnDemand,
+            account_concurrency: super::limits::lambda::ACCOUNT_CONCURRENCY,
             max_time: Duration::from_secs(12 * 3600),
             scheduler_parallelism: deployed().2,
             max_per_run: deployed().0.max_per_run,

@@ -18,8 +18,11 @@ use std::time::Duration;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
+use super::capacity::{Dynamo, Table};
+use super::limits::dynamo as ddb;
+
 use reminders::clock::{Clock, ManualClock, Timestamp};
-use reminders::domain::{Channel, Reminder, ReminderId, ReminderStatus};
+use reminders::domain::{due_shard, Channel, Reminder, ReminderId, ReminderStatus};
 use reminders::ports::{
     DeliveryQueue, DuePage, DueQuery, Inserted, Marked, OutgoingMessage, PortError, QueueDepth,
     ReceivedMessage, ReminderStore, SendFailure,
@@ -125,6 +128,11 @@ impl RunClock {
         self.call(self.model.sqs_p50_ms, self.model.sqs_p99_ms, in_flight);
     }
 
+    /// A wait of `ms` (the SDK's backoff after a throttle) of one of `in_flight` calls.
+    fn wait(&self, ms: f64, in_flight: f64) {
+        self.charge_us(ms * 1_000.0 / in_flight.max(1.0));
+    }
+
     /// `share` of the CPU of `reminders` reminders.
     fn cpu(&self, reminders: usize, share: f64) {
         let us = self.model.cpu_us_per_reminder / self.model.vcpu.max(0.01);
@@ -152,6 +160,36 @@ pub struct Timed<T> {
     pub clock: RunClock,
     /// Groups the scheduler keeps in flight.
     pub groups: f64,
+    /// DynamoDB's throughput: the due index's partitions and the reminders table.
+    pub dynamo: Arc<Dynamo>,
+}
+
+impl<T> Timed<T> {
+    /// Admit a call on `table` at the run's time, paying the SDK's waits: `Throttled` once
+    /// its attempts are spent.
+    fn admit(
+        &self,
+        table: Table,
+        key: Option<u64>,
+        units: (f64, f64),
+        in_flight: f64,
+        op: &'static str,
+    ) -> Result<(), PortError> {
+        let at = self.clock.now().as_millis();
+        match self.dynamo.call(table, key, units.0, units.1, at) {
+            Ok(waited) => {
+                self.clock.wait(waited, in_flight);
+                Ok(())
+            }
+            Err(waited) => {
+                self.clock.wait(waited, in_flight);
+                Err(PortError::Throttled {
+                    op,
+                    message: "modelled: throughput exceeded after the SDK's retries".into(),
+                })
+            }
+        }
+    }
 }
 
 impl<T: ReminderStore> ReminderStore for Timed<T> {
@@ -178,6 +216,17 @@ impl<T: ReminderStore> ReminderStore for Timed<T> {
     async fn query_due(&self, q: &DueQuery<'_>) -> Result<DuePage, PortError> {
         self.clock.dynamo(QUERIES_IN_FLIGHT);
         let page = self.inner.query_due(q).await?;
+        // An eventually consistent query: half a unit per 4 KB of entries read.
+        let bytes = page.items.len().max(1) as f64 * ddb::DUE_INDEX_ENTRY_BYTES;
+        let units = (bytes / ddb::READ_UNIT_BYTES).ceil() * 0.5;
+        let shard = Some(u64::from(q.shard));
+        self.admit(
+            Table::DueIndex,
+            shard,
+            (units, 0.0),
+            QUERIES_IN_FLIGHT,
+            "query_due",
+        )?;
         // A third of a reminder's CPU is decoding its index item; the rest is its message
         // and its mark (signing and serializing a request per reminder).
         self.clock.cpu(page.items.len(), 1.0 / 3.0);
@@ -200,8 +249,14 @@ impl<T: ReminderStore> ReminderStore for Timed<T> {
     }
     async fn mark(&self, id: &ReminderId, v: u64, to: ReminderStatus) -> Result<Marked, PortError> {
         // Ten marks of a group at once, `groups` groups at once.
-        self.clock.dynamo(self.groups * 10.0);
+        let in_flight = self.groups * 10.0;
+        self.clock.dynamo(in_flight);
         self.clock.cpu(1, 2.0 / 3.0);
+        // One conditional write, which also takes the entry out of its due-index partition
+        // (one write there too; an index that throttles fails the write).
+        let shard = u64::from(due_shard(id, self.inner.shards()));
+        self.admit(Table::DueIndex, Some(shard), (0.0, 1.0), in_flight, "mark")?;
+        self.admit(Table::Reminders, None, (0.0, 1.0), in_flight, "mark")?;
         self.inner.mark(id, v, to).await
     }
     async fn preferences(

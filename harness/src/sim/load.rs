@@ -129,25 +129,19 @@ pub(crate) async fn outcomes(
             }
         }
     }
-    let by_key: std::collections::BTreeMap<_, _> = w_ledger
-        .snapshot()
-        .into_iter()
-        .map(|r| (r.key().clone(), r))
-        .collect();
-    let mut ids: Vec<ReminderId> = (0..cfg.reminders)
-        .filter_map(|i| ReminderId::parse(format!("r-{i:07}")).ok())
-        .collect();
-    if let Some(load) = &cfg.series {
-        for i in 0..load.count {
-            let Ok(s) = load_series(cfg, load, i) else {
-                continue;
-            };
-            for at in s.instants_after(None) {
-                ids.push(reminders::domain::series::occurrence_id(&s.series_id, at));
-            }
-        }
-    }
-    for id in ids {
+    // Each id made as it is read, and each record read by its key: a copy of a million of
+    // either would be the largest thing in the process.
+    let one_offs = (0..cfg.reminders).filter_map(|i| ReminderId::parse(format!("r-{i:07}")).ok());
+    let series = cfg.series.iter().flat_map(|load| {
+        (0..load.count)
+            .filter_map(|i| load_series(cfg, load, i).ok())
+            .flat_map(|s| {
+                s.instants_after(None)
+                    .into_iter()
+                    .map(move |at| reminders::domain::series::occurrence_id(&s.series_id, at))
+            })
+    });
+    for id in one_offs.chain(series) {
         let Ok(Some(r)) = w_store.get(&id).await else {
             // Never made (a maker that fell behind the window): not sent, still owed.
             if cfg.series.is_some() && reminders::domain::series::occurrence_of(&id).is_some() {
@@ -159,10 +153,11 @@ pub(crate) async fn outcomes(
             continue;
         };
         let key = reminders::domain::DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, channel);
-        match by_key
-            .get(&key)
-            .map(|rec| (rec.status(), rec.dead_reason()))
-        {
+        let record = reminders::ports::Ledger::get(w_ledger, &key)
+            .await
+            .ok()
+            .flatten();
+        match record.map(|rec| (rec.status(), rec.dead_reason())) {
             Some((Status::Delivered, _)) => o.delivered += 1,
             Some((Status::Expired, _)) => o.expired += 1,
             Some((Status::Cancelled, _)) => o.cancelled += 1,

@@ -4,7 +4,10 @@
 //! it runs on one thread.
 //!
 //! Each virtual second: the scheduler runs on its period, then each channel's event source
-//! mapping takes up to `batches_per_second` batches of ten through the consumer. At the end,
+//! mapping takes what its concurrency and its batches' modelled duration allow through the
+//! consumer ([`mapping`]); DynamoDB's partitions and tables admit or throttle every call
+//! ([`capacity`], figures in [`limits`]), and [`stages`] names the stage that held the work
+//! back. At the end,
 //! the redrive library's read-only DLQ look accounts for messages the queues' redrive policy
 //! moved (crash loops).
 //!
@@ -12,14 +15,20 @@
 //! consumer on them, `load.rs` seeds the load and reads back what became of it, and
 //! [`report`] counts.
 
+pub mod capacity;
 pub mod chart;
 mod config;
 pub mod latency;
+pub mod limits;
 mod load;
+pub mod mapping;
+mod metered;
 pub mod plan;
 pub mod provider;
 pub mod recipients;
 pub mod report;
+pub mod search;
+pub mod stages;
 mod world;
 
 use std::time::Duration;
@@ -44,20 +53,24 @@ pub async fn simulate(cfg: &SimConfig, mut progress: impl FnMut(u64, u64)) -> Si
     let mut drained_at = None;
     let total = planned(cfg);
     let mut t = 0u64;
+    let mut tracker = stages::Tracker::default();
+    let mut mappings = PerChannel::<mapping::Mapping>::default();
     // The run may take `max_time` past the last due time.
     let give_up = cfg.window.as_secs() + cfg.max_time.as_secs();
     while t <= give_up {
         if t.is_multiple_of(60) {
-            run_schedules(&w).await;
-        }
-
-        for channel in Channel::ALL {
-            for _ in 0..cfg.batches_per_second {
-                if !esm_poll(&w, channel, &mut metrics).await {
-                    break;
-                }
+            let run = run_schedules(&w).await;
+            tracker.scheduler_peak = tracker.scheduler_peak.max(run.busiest);
+            if run.at_limit {
+                tracker.scheduler_limit_secs += 60;
+            }
+            tracker.scheduler_capped |= run.capped;
+            if run.query_failed {
+                // A shard whose query was throttled waits for the next run: a minute.
+                tracker.due_index_wait_secs += 60;
             }
         }
+        mapping::second(&w, cfg, &mut mappings, &mut metrics, &mut tracker).await;
         let now_totals = outcome_totals(&metrics);
         if t.is_multiple_of(10) {
             let since = Outcomes4::since(now_totals, so_far);
@@ -75,15 +88,74 @@ pub async fn simulate(cfg: &SimConfig, mut progress: impl FnMut(u64, u64)) -> Si
         t += 1;
     }
     progress(total, total);
-    report::build(cfg, &w, metrics, samples, drained_at).await
+    let mut report = report::build(cfg, &w, metrics, samples, drained_at).await;
+    report.stages = stages::build(&tracker, &w.dynamo, capacities(cfg));
+    report
+}
+
+/// What a run of the schedules did: enqueued, its busiest share's use of its deadline (or of
+/// its per-run cap), and whether a share stopped at either with work left.
+struct Runs {
+    enqueued: u64,
+    busiest: f64,
+    at_limit: bool,
+    /// A run stopped at `SchedulerMaxPerRun` (not its deadline).
+    capped: bool,
+    query_failed: bool,
+}
+
+fn capacities(cfg: &SimConfig) -> stages::Capacities {
+    use limits::dynamo as ddb;
+    let tables = match cfg.tables {
+        capacity::TableMode::OnDemand => format!(
+            "on demand: {} writes/s, {} reads/s at first",
+            ddb::ON_DEMAND_START_WRITES_PER_SEC,
+            ddb::ON_DEMAND_START_READS_PER_SEC
+        ),
+        mode => mode.describe(),
+    };
+    stages::Capacities {
+        scheduler: format!(
+            "{} schedules, {} s deadline, {} a run",
+            cfg.scheduler_parallelism,
+            reminders::scheduler::config::FUNCTION_TIMEOUT_SECS,
+            cfg.max_per_run
+        ),
+        due_index: format!(
+            "{} shards × {} writes/s",
+            cfg.due_shards,
+            ddb::PARTITION_WRITES_PER_SEC
+        ),
+        tables,
+        consumer: format!(
+            "{} batches of {} at once a channel, {} executions for all",
+            cfg.consumer_max_concurrency,
+            cfg.batch_size,
+            mapping::consumer_pool(cfg)
+        ),
+        provider: format!(
+            "{} sends/s, {} ms each",
+            cfg.channels
+                .iter()
+                .map(|c| cfg.profile.per_sec(*c))
+                .sum::<f64>(),
+            cfg.provider_latency_ms
+        ),
+    }
 }
 
 /// Every schedule's run of this minute, each over its share, each on its own run clock with
 /// the function's deadline (they run side by side on AWS). A failed run is retried by the
 /// next one, as EventBridge Scheduler would.
-async fn run_schedules(w: &World) -> u64 {
+async fn run_schedules(w: &World) -> Runs {
     let timeout = Duration::from_secs(reminders::scheduler::config::FUNCTION_TIMEOUT_SECS);
-    let mut enqueued = 0;
+    let mut runs = Runs {
+        enqueued: 0,
+        busiest: 0.0,
+        at_limit: false,
+        capped: false,
+        query_failed: false,
+    };
     for index in 0..w.parallelism {
         let Ok(share) = Share::new(index, w.parallelism) else {
             continue;
@@ -91,7 +163,14 @@ async fn run_schedules(w: &World) -> u64 {
         w.run_clock.start_run();
         let deadline = reminders::clock::Clock::now(&w.clock).plus(timeout);
         if let Ok(report) = w.scheduler.run_share(Some(deadline), share).await {
-            enqueued += u64::from(report.enqueued);
+            runs.enqueued += u64::from(report.enqueued);
+            let capped = report.picked >= w.max_per_run;
+            runs.at_limit |= report.stopped_at_deadline || capped;
+            runs.capped |= capped;
+            runs.query_failed |= report.query_failures > 0;
+            let used = w.run_clock.spent().as_secs_f64() / timeout.as_secs_f64();
+            let share_of_cap = f64::from(report.picked) / f64::from(w.max_per_run.max(1));
+            runs.busiest = runs.busiest.max(used.max(share_of_cap).min(1.0));
         }
         if index == 0 {
             // The first share's function makes the series' occurrences after its scan, as
@@ -106,7 +185,7 @@ async fn run_schedules(w: &World) -> u64 {
             .await;
         }
     }
-    enqueued
+    runs
 }
 
 /// Reminders the deployed scheduler enqueues in one minute (one run of each schedule) at
@@ -118,7 +197,7 @@ pub async fn enqueued_per_minute(cfg: &SimConfig) -> u64 {
     };
     let w = world(&cfg);
     seed_reminders(&w, &cfg).await;
-    run_schedules(&w).await
+    run_schedules(&w).await.enqueued
 }
 
 fn finished(m: &PerChannel<Metrics>) -> u64 {
@@ -129,17 +208,6 @@ fn finished(m: &PerChannel<Metrics>) -> u64 {
             u64::from(m.delivered + m.expired + m.dead_total() + m.cancelled)
         })
         .sum()
-}
-
-async fn esm_poll(w: &World, channel: Channel, metrics: &mut PerChannel<Metrics>) -> bool {
-    let polled = crate::local::poll_once(&w.consumer, &w.urls, channel, 10, 180, None).await;
-    let Ok(Some(out)) = polled else {
-        return false;
-    };
-    for c in Channel::ALL {
-        metrics.get_mut(c).merge(out.metrics.get(c).clone());
-    }
-    true
 }
 
 /// Deliveries by how they ended: delivered, expired, dead (failures: a recipient's choice is

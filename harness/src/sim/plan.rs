@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+pub use super::search::Params;
 use super::{simulate, Profile, SimConfig, SimReport};
 use reminders::domain::Channel;
 use reminders::policy::RetryPolicy;
@@ -24,16 +25,17 @@ pub struct PlanInput {
     pub freshness_secs: u64,
     pub outage: Option<(u64, u64)>,
     pub seed: u64,
-    /// The scheduler as deployed unless told otherwise (`SchedulerParallelism`,
-    /// `SchedulerMaxPerRun`).
-    pub scheduler_parallelism: u32,
-    pub max_per_run: u32,
+    /// The deployed parameters (template.yaml's names), as deployed unless told otherwise.
+    pub params: Params,
+    /// The provider's latency per send, in milliseconds.
+    pub provider_latency_ms: f64,
+    /// The account's Lambda concurrency quota.
+    pub account_concurrency: u32,
 }
 
 impl PlanInput {
     /// A plan of the stack as deployed.
     pub fn deployed(reminders: u32, throughput_per_sec: f64) -> Self {
-        let (scheduler, _, parallelism) = super::deployed();
         Self {
             reminders,
             series: None,
@@ -43,8 +45,9 @@ impl PlanInput {
             freshness_secs: 3600,
             outage: None,
             seed: 1,
-            scheduler_parallelism: parallelism,
-            max_per_run: scheduler.max_per_run,
+            params: Params::deployed(),
+            provider_latency_ms: super::limits::DEFAULT_PROVIDER_LATENCY_MS,
+            account_concurrency: super::limits::lambda::ACCOUNT_CONCURRENCY,
         }
     }
 }
@@ -79,9 +82,14 @@ pub struct Plan {
 }
 
 pub async fn plan(input: &PlanInput) -> Plan {
+    plan_with_progress(input, |_, _| {}).await
+}
+
+/// The same, reporting the simulation's progress (`done`, `total` deliveries settled).
+pub async fn plan_with_progress(input: &PlanInput, progress: impl FnMut(u64, u64)) -> Plan {
     Plan {
         estimate: estimate(input),
-        simulated: simulate(&config(input), |_, _| {}).await,
+        simulated: simulate(&config(input), progress).await,
     }
 }
 
@@ -119,10 +127,15 @@ pub fn config(input: &PlanInput) -> SimConfig {
             freshness_default_secs: input.freshness_secs.max(1),
             ..RetryPolicy::default()
         },
-        batches_per_second: ((input.throughput_per_sec / 10.0).ceil() as u32 * 3).max(5),
         max_time: Duration::from_secs(24 * 3600),
-        scheduler_parallelism: input.scheduler_parallelism,
-        max_per_run: input.max_per_run,
+        scheduler_parallelism: input.params.scheduler_parallelism,
+        max_per_run: input.params.max_per_run,
+        due_shards: input.params.due_shards,
+        consumer_max_concurrency: input.params.consumer_max_concurrency,
+        batch_size: input.params.batch_size,
+        tables: input.params.tables,
+        provider_latency_ms: input.provider_latency_ms,
+        account_concurrency: input.account_concurrency,
         ..SimConfig::default()
     }
 }

@@ -3,7 +3,7 @@
 //! half of the time) and permanent rejects, and an outage window of 503s. Deterministic for a
 //! given seed and call order; counts what the recipient would have seen per key.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -75,20 +75,36 @@ struct Bucket {
     at: Timestamp,
 }
 
+/// What the provider saw of one key: counts up to two, all a duplicate needs.
 #[derive(Default, Clone, Copy)]
 struct Tally {
-    calls: u32,
     /// Every accepted call, repeats under one key included.
-    accepted: u32,
+    accepted: u8,
     /// Calls answered "delivered": the system was told, so a second is a resend it knew not
     /// to make, whatever the provider's deduplication hides.
-    confirmed: u32,
+    confirmed: u8,
+}
+
+impl Tally {
+    /// Keys sent again after the provider confirmed them, or accepted twice by a provider
+    /// that ignores idempotency keys (the recipient saw it twice). Counted from acceptances,
+    /// not distinct keys: with an idempotent provider a resend after a confirmation counts.
+    fn duplicate(self, idempotent: bool) -> bool {
+        self.confirmed > 1 || (!idempotent && self.accepted > 1)
+    }
 }
 
 struct State {
     rng: StdRng,
     buckets: PerChannel<Bucket>,
-    tally: BTreeMap<DeliveryKey, Tally>,
+    /// By key, from its first call (a key the embedded pipeline sends: a million in the 1M
+    /// demo, so counts, not calls, and no order: only totals are read).
+    tally: HashMap<Box<str>, Tally>,
+    calls: u64,
+    duplicates: u64,
+    /// Calls answered 429 because the channel's throughput was spent (the planner's stage
+    /// report reads them each second).
+    over_throughput: u64,
 }
 
 pub struct SimProvider<C> {
@@ -112,25 +128,26 @@ impl<C: Clock> SimProvider<C> {
             state: Mutex::new(State {
                 rng: StdRng::seed_from_u64(seed),
                 buckets,
-                tally: BTreeMap::new(),
+                tally: HashMap::new(),
+                calls: 0,
+                duplicates: 0,
+                over_throughput: 0,
             }),
         }
     }
 
     pub fn calls(&self) -> u64 {
-        self.lock().tally.values().map(|t| u64::from(t.calls)).sum()
+        self.lock().calls
     }
 
-    /// Keys sent again after the provider confirmed them, or accepted twice by a provider
-    /// that ignores idempotency keys (the recipient saw it twice). Counted from acceptances,
-    /// not distinct keys: with an idempotent provider a resend after a confirmation counts.
+    /// Calls answered 429 because the channel's throughput was spent.
+    pub fn over_throughput(&self) -> u64 {
+        self.lock().over_throughput
+    }
+
+    /// Keys the recipient saw twice, or sent again after a confirmation ([`Tally::duplicate`]).
     pub fn duplicates(&self) -> u64 {
-        let idempotent = self.profile.idempotent;
-        self.lock()
-            .tally
-            .values()
-            .filter(|t| t.confirmed > 1 || (!idempotent && t.accepted > 1))
-            .count() as u64
+        self.lock().duplicates
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -141,14 +158,12 @@ impl<C: Clock> SimProvider<C> {
         let now = self.clock.now();
         let channel = request.recipient.channel();
         let mut st = self.lock();
-        let first = st
-            .tally
-            .get(&request.delivery_key)
-            .is_none_or(|t| t.calls == 0);
-        st.tally
-            .entry(request.delivery_key.clone())
-            .or_default()
-            .calls += 1;
+        let key = request.delivery_key.as_str();
+        let first = !st.tally.contains_key(key);
+        if first {
+            st.tally.insert(key.into(), Tally::default());
+        }
+        st.calls += 1;
         if self.in_outage(now, channel) {
             return Outcome::Transient {
                 error: "http_503".into(),
@@ -162,6 +177,7 @@ impl<C: Clock> SimProvider<C> {
         bucket.at = now;
         if bucket.tokens < 1.0 {
             let wait = ((1.0 - bucket.tokens) / rate).ceil().max(1.0) as u64;
+            st.over_throughput += 1;
             return Outcome::Throttled {
                 retry_after: Some(now.plus(Duration::from_secs(wait))),
             };
@@ -210,16 +226,30 @@ impl<C: Clock> SimProvider<C> {
             };
         }
         self.accept(st, &request.delivery_key);
-        if let Some(t) = st.tally.get_mut(&request.delivery_key) {
-            t.confirmed += 1;
-        }
+        self.count(st, &request.delivery_key, |t| {
+            t.confirmed = t.confirmed.saturating_add(1)
+        });
         Outcome::Delivered {
             receipt: Some(format!("sim-{}", request.delivery_key)),
         }
     }
 
     fn accept(&self, st: &mut State, key: &DeliveryKey) {
-        st.tally.entry(key.clone()).or_default().accepted += 1;
+        self.count(st, key, |t| t.accepted = t.accepted.saturating_add(1));
+    }
+
+    /// Change a key's tally (made by its first call), counting it once when it turns into a
+    /// duplicate.
+    fn count(&self, st: &mut State, key: &DeliveryKey, change: impl FnOnce(&mut Tally)) {
+        let idempotent = self.profile.idempotent;
+        let Some(t) = st.tally.get_mut(key.as_str()) else {
+            return;
+        };
+        let was = t.duplicate(idempotent);
+        change(t);
+        if !was && t.duplicate(idempotent) {
+            st.duplicates += 1;
+        }
     }
 }
 

@@ -63,6 +63,8 @@ pub struct SimReport {
     pub drain_time_s: Option<u64>,
     /// Delivered before going stale, as a fraction of all reminders.
     pub fresh_fraction: f64,
+    /// Each stage's utilisation, time at the limit and throttles, and the bottleneck.
+    pub stages: super::stages::StageReport,
     #[serde(skip)]
     pub samples: Vec<Sample>,
 }
@@ -124,6 +126,7 @@ pub(super) async fn build(
         } else {
             (o.delivered as f64 / reminders as f64 * 10_000.0).round() / 10_000.0
         },
+        stages: Default::default(),
         samples,
     }
 }
@@ -200,8 +203,9 @@ impl fmt::Display for SimReport {
             writeln!(f, "peak queue age      {:<6} {age} s", c.as_str())?;
         }
         match self.drain_time_s {
-            Some(t) => writeln!(f, "drained after       {t} s of simulated time"),
-            None => writeln!(f, "did not drain before the time limit"),
+            Some(t) => writeln!(f, "drained after       {t} s of simulated time")?,
+            None => writeln!(f, "did not drain before the time limit")?,
         }
+        write!(f, "{}", self.stages)
     }
 }

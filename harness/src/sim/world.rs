@@ -10,8 +10,10 @@ use reminders::domain::PerChannel;
 use reminders::ports::{MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet};
 use reminders::scheduler::{Scheduler, SchedulerConfig};
 
+use super::capacity::Dynamo;
 use super::config::{deployed, SimConfig, EPOCH};
 use super::latency::{RunClock, Timed};
+use super::metered::{BatchMeter, Metered};
 use super::provider::SimProvider;
 
 /// The scheduler's ports: its own run clock, the store and queues timed by the model.
@@ -25,10 +27,11 @@ type SchedulerPorts = PortSet<
     Arc<SimProvider<ManualClock>>,
 >;
 
+/// The consumer's ports: its DynamoDB calls metered (metered.rs).
 type SimPorts = PortSet<
     ManualClock,
-    Arc<MemoryReminderStore>,
-    Arc<MemoryLedger>,
+    Arc<Metered<Arc<MemoryReminderStore>>>,
+    Arc<Metered<Arc<MemoryLedger>>>,
     Arc<MemoryGate>,
     Arc<MemoryQueue<ManualClock>>,
     Arc<MemoryQueue<ManualClock>>,
@@ -45,13 +48,26 @@ pub(super) struct World {
     pub(super) scheduler: Scheduler<SchedulerPorts>,
     pub(super) run_clock: RunClock,
     pub(super) parallelism: u32,
+    pub(super) max_per_run: u32,
     pub(super) consumer: Consumer<SimPorts>,
     pub(super) urls: PerChannel<String>,
+    /// DynamoDB's modelled throughput, and the consumer's batch meter (capacity.rs, metered.rs).
+    pub(super) dynamo: Arc<Dynamo>,
+    pub(super) meter: Arc<BatchMeter>,
+    /// Records the consumer runs at once inside a batch.
+    pub(super) consumer_concurrency: usize,
 }
 
 pub(super) fn world(cfg: &SimConfig) -> World {
     let clock = ManualClock::at(EPOCH);
-    let store = Arc::new(MemoryReminderStore::new(8));
+    let store = Arc::new(MemoryReminderStore::new(cfg.due_shards));
+    let dynamo = Arc::new(Dynamo::new(cfg.tables, cfg.seed));
+    let meter = Arc::new(BatchMeter::new(
+        cfg.latency,
+        clock.clone(),
+        dynamo.clone(),
+        cfg.seed,
+    ));
     let ledger = Arc::new(MemoryLedger::default());
     let dlq = Arc::new(MemoryQueue::new(clock.clone()));
     let queue = Arc::new(MemoryQueue::new(clock.clone()).with_redrive(100, dlq.clone()));
@@ -63,8 +79,14 @@ pub(super) fn world(cfg: &SimConfig) -> World {
     let gate = Arc::new(MemoryGate::default());
     let ports = PortSet {
         clock: clock.clone(),
-        reminders: store.clone(),
-        ledger: ledger.clone(),
+        reminders: Arc::new(Metered {
+            inner: store.clone(),
+            meter: meter.clone(),
+        }),
+        ledger: Arc::new(Metered {
+            inner: ledger.clone(),
+            meter: meter.clone(),
+        }),
         gate: gate.clone(),
         queue: queue.clone(),
         dead_letters: dlq.clone(),
@@ -84,6 +106,7 @@ pub(super) fn world(cfg: &SimConfig) -> World {
             inner: store.clone(),
             clock: run_clock.clone(),
             groups,
+            dynamo: dynamo.clone(),
         }),
         ledger: ledger.clone(),
         gate,
@@ -91,6 +114,7 @@ pub(super) fn world(cfg: &SimConfig) -> World {
             inner: queue.clone(),
             clock: run_clock.clone(),
             groups,
+            dynamo: dynamo.clone(),
         }),
         dead_letters: dlq.clone(),
         providers: PerChannel::from_fn(|_| provider.clone()),
@@ -100,7 +124,13 @@ pub(super) fn world(cfg: &SimConfig) -> World {
         breaker: cfg.breaker,
         ..deployed_consumer
     };
+    let consumer_concurrency = consumer_cfg.max_concurrency;
+    let max_per_run = scheduler_cfg.max_per_run;
     World {
+        dynamo,
+        meter,
+        consumer_concurrency,
+        max_per_run,
         scheduler: Scheduler::new(scheduler_ports, scheduler_cfg),
         run_clock,
         parallelism: cfg

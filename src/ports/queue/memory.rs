@@ -2,7 +2,7 @@
 //! timeouts and receive counts behave as SQS's do (to the second), receipt handles change per
 //! receive, and batches follow SQS's rules.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -13,9 +13,11 @@ use crate::domain::Channel;
 use crate::ports::faults::{lock, FaultPoint, Faults};
 use crate::ports::PortError;
 
+/// A message; its id and receipt handles are made from its send sequence and receive count
+/// ([`message_id`], [`receipt`]), so the queue keeps no table of handles: a delivered
+/// message leaves nothing behind.
 #[derive(Debug, Clone)]
 struct Stored {
-    id: String,
     body: String,
     attributes: BTreeMap<String, String>,
     sent_at: Timestamp,
@@ -23,7 +25,6 @@ struct Stored {
     ready_at: Timestamp,
     visible_at: Timestamp,
     receive_count: u32,
-    receipt: Option<String>,
     /// Which index holds it.
     place: Place,
 }
@@ -50,10 +51,6 @@ struct Channelq {
     waiting: BTreeSet<(Timestamp, u64)>,
     ready: BTreeSet<u64>,
     spent: BTreeSet<u64>,
-    /// Current receipt handle -> seq.
-    receipts: HashMap<String, u64>,
-    /// Handles since replaced by a later receive -> seq (the message may be gone).
-    old_receipts: HashMap<String, u64>,
     /// Every message by (ready_at, seq): the oldest one's age.
     by_age: BTreeSet<(Timestamp, u64)>,
     /// Waiting messages never received (delayed, not in flight).
@@ -127,21 +124,19 @@ impl Channelq {
 
     /// The message a receipt handle names: the latest handle always, an older one only when
     /// older handles act (and the message is still there).
-    fn find(&self, receipt: &str, mode: StaleHandles) -> Option<u64> {
-        if let Some(seq) = self.receipts.get(receipt) {
-            return Some(*seq);
-        }
-        let old = self.old_receipts.get(receipt).copied();
-        old.filter(|seq| mode == StaleHandles::Act && self.messages.contains_key(seq))
+    fn find(&self, handle: &str, mode: StaleHandles) -> Option<u64> {
+        let (seq, n) = parse_receipt(handle)?;
+        let m = self.messages.get(&seq)?;
+        // Handle n was given by the message's n-th receive: the latest is its receive count.
+        let latest = n == m.receive_count;
+        let older = n < m.receive_count && mode == StaleHandles::Act;
+        (latest || older).then_some(seq)
     }
 
     fn remove(&mut self, seq: u64) -> Stored {
         self.unplace(seq);
         let m = self.messages.remove(&seq).expect("indexed message exists");
         self.by_age.remove(&(m.ready_at, seq));
-        if let Some(r) = &m.receipt {
-            self.receipts.remove(r);
-        }
         m
     }
 }
@@ -272,14 +267,12 @@ impl<C: Clock> MemoryQueue<C> {
         };
         let at = now.plus(Duration::from_secs(u64::from(delay)));
         let stored = Stored {
-            id: format!("m-{seq:08}"),
             body: body.to_owned(),
             attributes: attrs,
             sent_at: now,
             ready_at: at,
             visible_at: at,
             receive_count: 0,
-            receipt: None,
             place: Place::Waiting,
         };
         lock(&self.queues)
@@ -311,12 +304,7 @@ impl<C: Clock> MemoryQueue<C> {
                 let m = q.messages.get_mut(&seq).expect("indexed message exists");
                 m.receive_count += 1;
                 q.hide(seq, hidden_until);
-                let m = q.messages.get_mut(&seq).expect("indexed message exists");
-                let receipt = format!("{}#{}", m.id, m.receive_count);
-                if let Some(old) = m.receipt.replace(receipt.clone()) {
-                    q.receipts.remove(&old);
-                    q.old_receipts.insert(old, seq);
-                }
+                let m = &q.messages[&seq];
                 let mut system = BTreeMap::new();
                 system.insert(
                     "ApproximateReceiveCount".to_owned(),
@@ -326,15 +314,13 @@ impl<C: Clock> MemoryQueue<C> {
                     "SentTimestamp".to_owned(),
                     m.sent_at.as_millis().to_string(),
                 );
-                let received = ReceivedMessage {
-                    message_id: m.id.clone(),
-                    receipt_handle: receipt.clone(),
+                ReceivedMessage {
+                    message_id: message_id(seq),
+                    receipt_handle: receipt(seq, m.receive_count),
                     body: m.body.clone(),
                     attributes: m.attributes.clone(),
                     system,
-                };
-                q.receipts.insert(receipt, seq);
-                received
+                }
             })
             .collect()
     }
@@ -376,6 +362,24 @@ impl<C: Clock> MemoryQueue<C> {
         self.faults.check(op, FaultPoint::After)?;
         Ok(out)
     }
+}
+
+/// A message's id: `m-` and its send sequence.
+fn message_id(seq: u64) -> String {
+    format!("m-{seq:08}")
+}
+
+/// The receipt handle of a message's n-th receive.
+fn receipt(seq: u64, n: u32) -> String {
+    format!("{}#{n}", message_id(seq))
+}
+
+/// The (sequence, receive) a handle names, if this queue could have given it out.
+fn parse_receipt(handle: &str) -> Option<(u64, u32)> {
+    let (id, n) = handle.strip_prefix("m-")?.split_once('#')?;
+    let (seq, n) = (id.parse().ok()?, n.parse().ok()?);
+    // Only the exact form given out: "m-1#1" or "m-00000001#01" name no message.
+    (n >= 1 && receipt(seq, n) == handle).then_some((seq, n))
 }
 
 mod ports;

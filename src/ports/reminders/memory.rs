@@ -9,6 +9,8 @@ use std::sync::Mutex;
 use super::*;
 use crate::ports::faults::{lock, FaultPoint, Faults};
 
+mod packed;
+
 /// The reminders table in memory, with its due index kept ordered by (shard, due, id) as
 /// DynamoDB keeps it: a page costs its own length plus what it skips, not the whole table.
 #[derive(Debug, Default)]
@@ -20,8 +22,12 @@ pub struct MemoryReminderStore {
 
 #[derive(Debug, Default)]
 pub(super) struct Table {
-    /// By raw id, as DynamoDB keys them.
-    items: BTreeMap<String, Reminder>,
+    /// By raw id, as DynamoDB keys them; each item in its compact byte form ([`packed`]):
+    /// the embedded pipeline keeps a million, and a typed one costs several times its content.
+    items: BTreeMap<Box<str>, Box<[u8]>>,
+    /// The ids of the scheduled items, in id order: what the sweep reads (DynamoDB's sparse
+    /// index holds only them), without a scan of every item ever written.
+    scheduled: BTreeSet<Box<str>>,
     due: BTreeSet<(u32, Timestamp, String)>,
     preferences: BTreeMap<SubscriberId, Preferences>,
     suppressions: BTreeMap<AddressHash, Suppression>,
@@ -31,18 +37,33 @@ pub(super) struct Table {
 }
 
 impl Table {
+    /// The item stored under `id`.
+    fn get(&self, id: &str) -> Option<Reminder> {
+        self.items.get(id).map(|bytes| packed::read(id, bytes))
+    }
+
+    /// The status and due time of the item stored under `id`, without reading the rest.
+    fn head(&self, id: &str) -> Option<(ReminderStatus, Timestamp)> {
+        self.items.get(id).map(|bytes| packed::read_head(bytes))
+    }
+
     /// Write `r`, keeping the index in step: a scheduled reminder is in it, nothing else is.
-    fn put(&mut self, r: Reminder, shards: u32) {
-        let key = r.reminder_id.as_str().to_owned();
-        if let Some(old) = self.items.get(&key) {
-            let shard = due_shard(&old.reminder_id, shards);
-            self.due.remove(&(shard, old.due_at, key.clone()));
+    fn put(&mut self, r: &Reminder, shards: u32) {
+        let key = r.reminder_id.as_str();
+        let shard = due_shard(&r.reminder_id, shards);
+        if let Some((_, due_at)) = self.head(key) {
+            self.due.remove(&(shard, due_at, key.to_owned()));
         }
         if r.status == ReminderStatus::Scheduled {
-            let shard = due_shard(&r.reminder_id, shards);
-            self.due.insert((shard, r.due_at, key.clone()));
+            self.due.insert((shard, r.due_at, key.to_owned()));
+            self.scheduled.insert(key.into());
+        } else {
+            self.scheduled.remove(key);
         }
-        self.items.insert(key, r);
+        let bytes = packed::pack(r);
+        // Every test that writes through this table holds the byte form exact.
+        debug_assert_eq!(packed::unpack(key, &bytes).as_ref(), Some(r));
+        self.items.insert(key.into(), bytes);
     }
 }
 
@@ -92,7 +113,7 @@ impl ReminderStore for MemoryReminderStore {
             if t.items.contains_key(r.reminder_id.as_str()) {
                 return Inserted::AlreadyExists;
             }
-            t.put(r.clone(), shards);
+            t.put(r, shards);
             Inserted::Created
         })
     }
@@ -104,7 +125,7 @@ impl ReminderStore for MemoryReminderStore {
         expected_status: ReminderStatus,
     ) -> Result<Marked, PortError> {
         let shards = self.shards;
-        self.guarded(OP_REPLACE, |t| match t.items.get(r.reminder_id.as_str()) {
+        self.guarded(OP_REPLACE, |t| match t.get(r.reminder_id.as_str()) {
             None => Marked::Missing,
             Some(cur)
                 if cur.payload_version != expected_version
@@ -116,14 +137,14 @@ impl ReminderStore for MemoryReminderStore {
                 Marked::Changed
             }
             Some(_) => {
-                t.put(r.clone(), shards);
+                t.put(r, shards);
                 Marked::Marked
             }
         })
     }
 
     async fn get(&self, id: &ReminderId) -> Result<Option<Reminder>, PortError> {
-        self.guarded(OP_GET, |t| t.items.get(id.as_str()).cloned())
+        self.guarded(OP_GET, |t| t.get(id.as_str()))
     }
 
     async fn query_due(&self, q: &DueQuery<'_>) -> Result<DuePage, PortError> {
@@ -154,11 +175,11 @@ impl ReminderStore for MemoryReminderStore {
                 }
                 evaluated += 1;
                 last = Some((*due_at, id));
-                let Some(r) = t.items.get(id) else { continue };
+                let Some(r) = t.get(id) else { continue };
                 if q.skip.contains(&r.subscriber_id) {
                     continue;
                 }
-                let due = DueReminder::from(r);
+                let due = DueReminder::from(&r);
                 items.push(match due.problem() {
                     None => DueEntry::Due(due),
                     Some(reason) => DueEntry::Unschedulable {
@@ -180,18 +201,19 @@ impl ReminderStore for MemoryReminderStore {
         let shards = self.shards;
         self.guarded(OP_SWEEP, |t| {
             let from = match after.and_then(|c| c.0.first()) {
-                Some((_, id, _)) => Bound::Excluded(id.clone()),
+                Some((_, id, _)) => Bound::Excluded(id.as_str()),
                 None => Bound::Unbounded,
             };
             let limit = usize::try_from(limit.max(1)).unwrap_or(usize::MAX);
             let mut items = Vec::new();
             let mut next = None;
-            let indexed = t.items.range::<String, _>((from, Bound::Unbounded));
-            for (id, r) in indexed.filter(|(_, r)| r.status == ReminderStatus::Scheduled) {
+            for id in t.scheduled.range::<str, _>((from, Bound::Unbounded)) {
                 if items.len() == limit {
                     break;
                 }
-                let due = DueReminder::from(r);
+                let Some(r) = t.get(id) else { continue };
+                let id = id.to_string();
+                let due = DueReminder::from(&r);
                 let entry = match due.problem() {
                     None => DueEntry::Due(due),
                     Some(reason) => DueEntry::Unschedulable {
@@ -223,16 +245,15 @@ impl ReminderStore for MemoryReminderStore {
         expires_at: i64,
     ) -> Result<Marked, PortError> {
         let shards = self.shards;
-        self.guarded(OP_EXTEND, |t| match t.items.get(id.as_str()) {
+        self.guarded(OP_EXTEND, |t| match t.get(id.as_str()) {
             None => Marked::Missing,
             Some(cur) if cur.payload_version != payload_version || !editable(cur.status) => {
                 Marked::Changed
             }
-            Some(cur) => {
-                let mut next = cur.clone();
+            Some(mut next) => {
                 next.fresh_until = fresh_until;
                 next.expires_at = expires_at;
-                t.put(next, shards);
+                t.put(&next, shards);
                 Marked::Marked
             }
         })
@@ -241,7 +262,7 @@ impl ReminderStore for MemoryReminderStore {
     async fn quarantine(&self, key: &str, reason: &str) -> Result<Marked, PortError> {
         let shards = self.shards;
         self.guarded(OP_QUARANTINE, |t| {
-            let Some(cur) = t.items.get(key).cloned() else {
+            let Some(cur) = t.get(key) else {
                 return Marked::Missing;
             };
             if cur.status != ReminderStatus::Scheduled {
@@ -254,7 +275,7 @@ impl ReminderStore for MemoryReminderStore {
             let mut next = cur;
             next.status = ReminderStatus::Invalid;
             next.invalid_reason = Some(reason.to_owned());
-            t.put(next, shards);
+            t.put(&next, shards);
             Marked::Marked
         })
     }
@@ -295,15 +316,14 @@ impl ReminderStore for MemoryReminderStore {
         to: ReminderStatus,
     ) -> Result<Marked, PortError> {
         let shards = self.shards;
-        self.guarded(OP_MARK, |t| match t.items.get(id.as_str()) {
+        self.guarded(OP_MARK, |t| match t.get(id.as_str()) {
             None => Marked::Missing,
-            Some(cur) if !mark_allowed(cur, payload_version, to) => Marked::Changed,
-            Some(cur) => {
-                let indexed = cur.status == ReminderStatus::Scheduled;
-                let mut next = cur.clone();
+            Some(cur) if !mark_allowed(&cur, payload_version, to) => Marked::Changed,
+            Some(mut next) => {
+                let indexed = next.status == ReminderStatus::Scheduled;
                 next.status = to;
                 let (due_at, key) = (next.due_at, id.as_str().to_owned());
-                t.put(next, shards);
+                t.put(&next, shards);
                 // An expiry stays in the index until the scheduler takes it out (one already
                 // enqueued left it then).
                 if to == ReminderStatus::Expired && indexed {
@@ -325,10 +345,11 @@ impl SubscriberIndex for MemoryReminderStore {
         limit: u32,
     ) -> Result<SubscriberPage, PortError> {
         self.guarded(OP_BY_SUBSCRIBER, |t| {
-            let mut mine: Vec<&Reminder> = t
+            let mut mine: Vec<Reminder> = t
                 .items
-                .values()
-                .filter(|r| &r.subscriber_id == subscriber)
+                .iter()
+                .filter(|(_, b)| packed::subscriber(b) == Some(subscriber.as_str()))
+                .map(|(id, b)| packed::read(id, b))
                 .filter(|r| match after {
                     None => true,
                     Some(c) => (r.due_at, r.reminder_id.as_str()) < (c.due_at, &c.reminder_id),
@@ -345,7 +366,7 @@ impl SubscriberIndex for MemoryReminderStore {
             let items = mine
                 .into_iter()
                 .take(limit)
-                .map(|r| Listed::Summary(summary(r)))
+                .map(|r| Listed::Summary(summary(&r)))
                 .collect();
             SubscriberPage { items, next }
         })
@@ -374,14 +395,15 @@ impl crate::ports::Eraser for MemoryReminderStore {
         use crate::ports::Deleted;
         let shards = self.shards;
         self.guarded(OP_DELETE_REMINDER, |t| {
-            let Some(cur) = t.items.get(id.as_str()) else {
+            let Some((status, due)) = t.head(id.as_str()) else {
                 return Deleted::Missing;
             };
-            if !force && editable(cur.status) {
+            if !force && editable(status) {
                 return Deleted::Pending;
             }
-            let (shard, due) = (due_shard(&cur.reminder_id, shards), cur.due_at);
+            let shard = due_shard(id, shards);
             t.due.remove(&(shard, due, id.as_str().to_owned()));
+            t.scheduled.remove(id.as_str());
             t.items.remove(id.as_str());
             Deleted::Deleted
         })

@@ -1,0 +1,103 @@
+//! `remindctl plan --target-p99`: the search's answer as a `sam deploy` line and the
+//! simulated figures with it, and the progress bar of a long plan (stderr, on a terminal
+//! only, never with --json).
+
+use std::io::IsTerminal;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use reminders_harness::sim::plan::PlanInput;
+use reminders_harness::sim::search::{self, Found};
+
+/// A bar on stderr when it is a terminal and the output is not JSON; nothing otherwise.
+pub struct Progress(ProgressBar);
+
+impl Progress {
+    pub fn new(json: bool) -> Self {
+        if json || !std::io::stderr().is_terminal() {
+            return Self(ProgressBar::hidden());
+        }
+        let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+        if let Ok(style) = ProgressStyle::with_template(
+            "{spinner} {msg} {bar:30} {pos}/{len} settled, {elapsed} ({eta} left)",
+        ) {
+            bar.set_style(style);
+        }
+        Self(bar)
+    }
+
+    pub fn tick(&self, what: &str, done: u64, total: u64) {
+        if self.0.is_hidden() {
+            return;
+        }
+        if self.0.length() != Some(total) {
+            self.0.set_length(total);
+        }
+        if self.0.message() != what {
+            self.0.set_message(what.to_owned());
+        }
+        self.0.set_position(done);
+    }
+
+    pub fn finish(&self) {
+        self.0.finish_and_clear();
+    }
+}
+
+pub async fn run(input: &PlanInput, target: f64, json: bool) -> Result<(), String> {
+    let bar = Progress::new(json);
+    let found = search::search(input, target, |what, d, t| bar.tick(what, d, t)).await;
+    bar.finish();
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string(&found).map_err(|e| e.to_string())?
+        );
+    } else {
+        print_found(&found);
+    }
+    Ok(())
+}
+
+fn print_found(f: &Found) {
+    let s = &f.plan.simulated;
+    let p99 = s.lateness_ms.p99 as f64 / 1_000.0;
+    if f.met {
+        println!(
+            "target              p99 ≤ {} s: met, simulated p99 {p99:.0} s",
+            f.target_p99_s
+        );
+        println!("parameters          {}", f.command);
+    } else {
+        println!(
+            "target              p99 ≤ {} s: NOT met (best simulated p99 {p99:.0} s)",
+            f.target_p99_s
+        );
+        if let Some(why) = &f.unmovable {
+            println!("limit               {why}");
+        }
+        println!("closest tried       {}", f.command);
+    }
+    if let reminders_harness::sim::capacity::TableMode::Provisioned { .. } = f.params.tables {
+        println!(
+            "tables              {} (no template parameter: set it on RemindersTable and \
+             DeliveriesTable, or warm their on-demand throughput to it, before the peak)",
+            f.params.tables.describe()
+        );
+    }
+    println!(
+        "needed              {:.0} deliveries/s · {} candidate(s) simulated",
+        f.needed_per_sec,
+        f.tried.len()
+    );
+    for t in &f.tried {
+        println!(
+            "  tried             {} · {} → p99 {:.0} s, bottleneck {}",
+            t.params.overrides(),
+            t.params.tables.describe(),
+            t.p99_s,
+            t.bottleneck.map_or("none", |b| b.as_str())
+        );
+    }
+    println!("simulated with these parameters:");
+    crate::plan::print_human(&f.plan);
+}

@@ -1,0 +1,192 @@
+//! A reminder in the in-memory table's compact byte form ([`crate::packed`]): every field in
+//! the order below, read back into the reminder that was written. The id is the table's own
+//! key, not repeated; the status and due time come first, for the index and the filters that
+//! read only them ([`head`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::clock::Timestamp;
+use crate::domain::{
+    Channel, Content, Owner, Recipient, Reminder, ReminderId, ReminderStatus, SubscriberId,
+};
+use crate::packed::{Reader, Writer};
+
+const STATUSES: [ReminderStatus; 5] = [
+    ReminderStatus::Scheduled,
+    ReminderStatus::Enqueued,
+    ReminderStatus::Cancelled,
+    ReminderStatus::Expired,
+    ReminderStatus::Invalid,
+];
+
+/// The reminder's bytes.
+pub(super) fn pack(r: &Reminder) -> Box<[u8]> {
+    // Every field named: a field added to the reminder and not kept here does not compile.
+    let Reminder {
+        reminder_id: _,
+        subscriber_id,
+        due_at,
+        fresh_until,
+        content,
+        recipients,
+        payload_version,
+        status,
+        invalid_reason,
+        unsendable,
+        expires_at,
+        enqueued,
+        owner,
+        detached,
+    } = r;
+    let mut w = Writer::with_capacity(128);
+    w.u64(status_index(*status));
+    w.time(*due_at);
+    w.str(subscriber_id.as_str());
+    w.i64(fresh_until.as_millis().wrapping_sub(due_at.as_millis()));
+    match content {
+        Content::Text { subject, body } => {
+            w.u64(0);
+            w.str(subject);
+            w.str(body);
+        }
+        Content::Template {
+            template_id,
+            template_data,
+        } => {
+            w.u64(1);
+            w.str(template_id);
+            w.str(template_data);
+        }
+    }
+    w.u64(recipients.len() as u64);
+    for (c, to) in recipients {
+        channel(&mut w, *c);
+        w.str(to.expose());
+    }
+    w.u64(*payload_version);
+    w.opt(invalid_reason.as_deref(), Writer::str);
+    w.u64(unsendable.len() as u64);
+    for (c, why) in unsendable {
+        channel(&mut w, *c);
+        w.str(why);
+    }
+    w.i64(*expires_at);
+    w.u64(enqueued.len() as u64);
+    for c in enqueued {
+        channel(&mut w, *c);
+    }
+    w.opt(owner.as_ref(), |w, o| w.str(o.as_str()));
+    w.bool(*detached);
+    w.finish()
+}
+
+/// The reminder `pack` made these bytes of, under its id; `None` if they are not one.
+pub(super) fn unpack(id: &str, bytes: &[u8]) -> Option<Reminder> {
+    let mut r = Reader::new(bytes);
+    let (status, due_at) = head_of(&mut r)?;
+    let reminder = Reminder {
+        reminder_id: ReminderId::parse(id).ok()?,
+        subscriber_id: SubscriberId::parse(r.str()?).ok()?,
+        due_at,
+        fresh_until: Timestamp::from_millis(due_at.as_millis().wrapping_add(r.i64()?)),
+        content: match r.u64()? {
+            0 => Content::Text {
+                subject: r.string()?,
+                body: r.string()?,
+            },
+            1 => Content::Template {
+                template_id: r.string()?,
+                template_data: r.string()?,
+            },
+            _ => return None,
+        },
+        recipients: {
+            let mut m = BTreeMap::new();
+            for _ in 0..r.u64()? {
+                let c = channel_of(&mut r)?;
+                m.insert(c, Recipient::parse(c, r.str()?).ok()?);
+            }
+            m
+        },
+        payload_version: r.u64()?,
+        status,
+        invalid_reason: r.opt(Reader::string)?,
+        unsendable: {
+            let mut m = BTreeMap::new();
+            for _ in 0..r.u64()? {
+                m.insert(channel_of(&mut r)?, r.string()?);
+            }
+            m
+        },
+        expires_at: r.i64()?,
+        enqueued: {
+            let mut s = BTreeSet::new();
+            for _ in 0..r.u64()? {
+                s.insert(channel_of(&mut r)?);
+            }
+            s
+        },
+        owner: r.opt(|r| Owner::parse(r.str()?).ok())?,
+        detached: r.bool()?,
+    };
+    r.end()?;
+    Some(reminder)
+}
+
+/// Only the table wrote the bytes: an item that does not read back is a bug there.
+pub(super) fn read(id: &str, bytes: &[u8]) -> Reminder {
+    unpack(id, bytes).expect("an item the in-memory table packed reads back")
+}
+
+/// [`head`] of the table's own bytes.
+pub(super) fn read_head(bytes: &[u8]) -> (ReminderStatus, Timestamp) {
+    head(bytes).expect("an item the in-memory table packed reads back")
+}
+
+/// The status and due time of packed bytes, without reading the rest.
+pub(super) fn head(bytes: &[u8]) -> Option<(ReminderStatus, Timestamp)> {
+    head_of(&mut Reader::new(bytes))
+}
+
+/// The subscriber of packed bytes, without reading the rest.
+pub(super) fn subscriber(bytes: &[u8]) -> Option<&str> {
+    let mut r = Reader::new(bytes);
+    head_of(&mut r)?;
+    r.str()
+}
+
+fn head_of(r: &mut Reader<'_>) -> Option<(ReminderStatus, Timestamp)> {
+    let status = *STATUSES.get(usize::try_from(r.u64()?).ok()?)?;
+    Some((status, r.time()?))
+}
+
+fn status_index(s: ReminderStatus) -> u64 {
+    // Exhaustive: a status added to the enum and not to STATUSES does not compile.
+    match s {
+        ReminderStatus::Scheduled => 0,
+        ReminderStatus::Enqueued => 1,
+        ReminderStatus::Cancelled => 2,
+        ReminderStatus::Expired => 3,
+        ReminderStatus::Invalid => 4,
+    }
+}
+
+fn channel(w: &mut Writer, c: Channel) {
+    w.code(&c, &Channel::ALL, c.as_str());
+}
+
+fn channel_of(r: &mut Reader<'_>) -> Option<Channel> {
+    r.code(&Channel::ALL)?.ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_status_has_its_own_index() {
+        for (i, s) in STATUSES.into_iter().enumerate() {
+            assert_eq!(status_index(s), i as u64);
+        }
+    }
+}
