@@ -95,9 +95,7 @@ impl DeliveryRecord {
             w.str(reminder_id.as_str());
             w.str(subscriber_id.as_str());
             w.code(channel, &Channel::ALL, channel.as_str());
-            w.opt(*fallback_from, |w, c| {
-                w.code(&c, &Channel::ALL, c.as_str())
-            });
+            w.opt(*fallback_from, |w, c| w.code(&c, &Channel::ALL, c.as_str()));
             w.bool(*chain_head);
             w.u64(chain.len() as u64);
             for c in chain {
