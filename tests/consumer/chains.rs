@@ -17,11 +17,11 @@ use serde_json::json;
 
 use crate::harness::{message, reminder, test_config, Mem};
 
-fn prefs(v: serde_json::Value) -> Preferences {
+pub(super) fn prefs(v: serde_json::Value) -> Preferences {
     serde_json::from_value(v).unwrap()
 }
 
-fn ctx(r: &Reminder, channel: Channel, now: Timestamp) -> Ctx {
+pub(super) fn ctx(r: &Reminder, channel: Channel, now: Timestamp) -> Ctx {
     Ctx {
         key: reminders::domain::DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, channel),
         now,
@@ -38,7 +38,7 @@ fn ctx(r: &Reminder, channel: Channel, now: Timestamp) -> Ctx {
 }
 
 /// Run `channel` until its queue is empty, 30 s between polls.
-async fn drain(w: &Mem, channel: Channel) {
+pub(super) async fn drain(w: &Mem, channel: Channel) {
     for _ in 0..200 {
         let _ = w.run(channel).await;
         if w.queue.len(channel) == 0 {
@@ -52,7 +52,7 @@ async fn drain(w: &Mem, channel: Channel) {
 /// Push, the head of `r`'s chain, is claimed by the consumer (its claim records the chain),
 /// fails once, and then dies out of budget, a death that hands nothing on; each standby
 /// channel's own message then finds it not needed and is acknowledged.
-async fn head_dies_out_of_budget(w: &Mem, r: &Reminder, chain: &[Channel]) {
+pub(super) async fn head_dies_out_of_budget(w: &Mem, r: &Reminder, chain: &[Channel]) {
     let push = message(r, Channel::Push);
     w.provider
         .script_for(&push.delivery_key, [Answer::Transient]);

@@ -4,6 +4,7 @@
 mod before_claim;
 mod breaker_probe;
 mod chains;
+mod chains_handing_on;
 mod countries;
 mod emulator;
 mod emulator_reads;
