@@ -34,7 +34,9 @@ async fn dies_abroad(w: &Mem, r: &Reminder, channel: Channel, maybe_sent: bool) 
 /// `channel`'s delivery of `r` is cancelled: an item, settled.
 async fn cancelled(w: &Mem, r: &Reminder, channel: Channel) {
     let c = ctx(r, channel, w.clock.now());
-    let done = transition(&*w.ledger, None, Change::Cancel, &c).await.unwrap();
+    let done = transition(&*w.ledger, None, Change::Cancel, &c)
+        .await
+        .unwrap();
     assert!(matches!(done, Written::Applied(_)), "{done:?}");
 }
 
@@ -82,7 +84,10 @@ async fn push_head_spent(w: &Mem, id: &str) -> Reminder {
         .await
         .unwrap();
     head_dies_out_of_budget(w, &r, &[Channel::Push, Channel::Email]).await;
-    assert!(w.record(&message(&r, Channel::Email).delivery_key).await.is_none());
+    assert!(w
+        .record(&message(&r, Channel::Email).delivery_key)
+        .await
+        .is_none());
     r
 }
 
@@ -98,8 +103,14 @@ async fn a_redriven_delivery_enqueues_again_only_the_channels_with_no_item() {
     w.run(Channel::Push).await.unwrap();
     let email = waiting(&w, Channel::Email);
     assert_eq!(email.len(), 1, "{email:?}");
-    assert_eq!(email[0].delivery_key, message(&r, Channel::Email).delivery_key);
-    assert_eq!(email[0].fallback_from, None, "its own message, not a fallback");
+    assert_eq!(
+        email[0].delivery_key,
+        message(&r, Channel::Email).delivery_key
+    );
+    assert_eq!(
+        email[0].fallback_from, None,
+        "its own message, not a fallback"
+    );
     assert_eq!(email[0].payload_version, r.payload_version);
     assert!(waiting(&w, Channel::Sms).is_empty(), "SMS has an item");
     // Its standby step decides afresh: push, redriven, was delivered, so email is not needed.
@@ -153,7 +164,11 @@ async fn a_fallback_finding_its_channel_dead_having_sent_nothing_hands_on_past_i
     let sms = sms.unwrap();
     assert_eq!(sms.dead_reason(), Some(DeadReason::CountryNotAllowed));
     assert_eq!(sms.fallback_to(), Some(Channel::Email), "handed on past it");
-    assert_eq!(w.provider.calls_for(&message(&r, Channel::Sms).delivery_key), 0);
+    assert_eq!(
+        w.provider
+            .calls_for(&message(&r, Channel::Sms).delivery_key),
+        0
+    );
     let email = waiting(&w, Channel::Email);
     assert_eq!(email.len(), 1, "{email:?}");
     assert_eq!(email[0].fallback_from, Some(Channel::Sms));
@@ -172,7 +187,11 @@ async fn a_fallback_finding_its_channel_dead_after_an_ambiguous_attempt_hands_no
     let w = Mem::new(test_config(), true);
     let r = sms_dead_before_its_turn(&w, "po2", true).await;
     let sms = w.record(&message(&r, Channel::Sms).delivery_key).await;
-    assert_eq!(sms.unwrap().fallback_to(), None, "may have sent: no hand-on");
+    assert_eq!(
+        sms.unwrap().fallback_to(),
+        None,
+        "may have sent: no hand-on"
+    );
     assert!(waiting(&w, Channel::Email).is_empty());
     drain(&w, Channel::Email).await;
     let email = message(&r, Channel::Email);

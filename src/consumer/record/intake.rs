@@ -137,10 +137,11 @@ impl<P: Ports> Record<'_, P> {
             .map(Break)
     }
 
-    /// The channel a `country_not_allowed` death hands on to: the next in the chain its own
-    /// item's first claim recorded (a redriven delivery), else in the one the standby step
-    /// read, then in the subscriber's order ([`Record::next_in_chain`]). The ledger drops it if an earlier attempt may
-    /// have reached the person.
+    /// The channel a `country_not_allowed` death hands on to ([`Record::next_in_chain`]): the
+    /// next listed channel of the subscriber's order as it is now; when that names none, the
+    /// next in the chain its own item's first claim recorded (a redriven delivery), else in
+    /// the one the standby step read. The ledger drops it if an earlier attempt may have
+    /// reached the person.
     async fn country_fallback(&mut self, d: &Delivery) -> Result<Option<Channel>, PortError> {
         let own = self
             .consumer
