@@ -168,6 +168,7 @@ async fn a_send_in_flight_leaves_its_reminder_for_the_next_erasure() {
             channel: Channel::Email,
             fallback_from: None,
             chain_head: false,
+            chain: Vec::new(),
         }),
     };
     let token = LeaseToken::generate(&mut rand::rngs::StdRng::seed_from_u64(1));

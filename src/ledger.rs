@@ -85,6 +85,13 @@ pub struct Origin {
     /// A delivery claimed with no order, or outside it, is no chain's head.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub chain_head: bool,
+    /// The fallback order's channels the reminder listed, as the first claim read them
+    /// (DESIGN §12: the chain is recorded on both ledger items): a death whose order as it is
+    /// then names no next channel (cleared, or reordered with this channel last, before a
+    /// redrive say) hands on to the next of it. Empty for a delivery claimed with no order,
+    /// or outside it, or written before chains were kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chain: Vec<Channel>,
 }
 
 impl Origin {
@@ -96,6 +103,7 @@ impl Origin {
             channel: msg.channel,
             fallback_from: msg.fallback_from,
             chain_head: false,
+            chain: Vec::new(),
         }
     }
 }

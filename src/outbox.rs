@@ -326,5 +326,6 @@ fn origin(reminder: &Reminder, channel: Channel) -> Origin {
         channel,
         fallback_from: None,
         chain_head: false,
+        chain: Vec::new(),
     }
 }

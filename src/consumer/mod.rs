@@ -33,7 +33,7 @@ pub use config::ConsumerConfig;
 pub use event::Incoming;
 pub use metrics::Metrics;
 use record::health::{next_limit, GateCache};
-pub use record::NEWER_STATUS_WAIT;
+pub use record::{NEWER_STATUS_WAIT, REWAKE_ENTRY};
 
 /// What happened to one message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

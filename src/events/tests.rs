@@ -22,6 +22,7 @@ fn origin() -> Origin {
         channel: Channel::Email,
         fallback_from: None,
         chain_head: false,
+        chain: Vec::new(),
     }
 }
 

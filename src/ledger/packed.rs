@@ -83,13 +83,24 @@ impl DeliveryRecord {
         }
         w.i64(*expires_at);
         w.opt(origin.as_ref(), |w, o| {
-            w.str(o.reminder_id.as_str());
-            w.str(o.subscriber_id.as_str());
-            w.code(&o.channel, &Channel::ALL, o.channel.as_str());
-            w.opt(o.fallback_from, |w, c| {
-                w.code(&c, &Channel::ALL, c.as_str())
-            });
-            w.bool(o.chain_head);
+            // Every field named here too.
+            let Origin {
+                reminder_id,
+                subscriber_id,
+                channel,
+                fallback_from,
+                chain_head,
+                chain,
+            } = o;
+            w.str(reminder_id.as_str());
+            w.str(subscriber_id.as_str());
+            w.code(channel, &Channel::ALL, channel.as_str());
+            w.opt(*fallback_from, |w, c| w.code(&c, &Channel::ALL, c.as_str()));
+            w.bool(*chain_head);
+            w.u64(chain.len() as u64);
+            for c in chain {
+                w.code(c, &Channel::ALL, c.as_str());
+            }
         });
         w.opt(*fallback_to, |w, c| w.code(&c, &Channel::ALL, c.as_str()));
         w.bool(*maybe_sent);
@@ -167,6 +178,10 @@ impl DeliveryRecord {
                     channel: channel(r)?,
                     fallback_from: r.opt(channel)?,
                     chain_head: r.bool()?,
+                    chain: {
+                        let n = r.u64()?;
+                        (0..n).map(|_| channel(r)).collect::<Option<_>>()?
+                    },
                 })
             })?,
             fallback_to: r.opt(channel)?,
@@ -351,6 +366,7 @@ mod tests {
                 channel: Channel::Email,
                 fallback_from: Some(Channel::Push),
                 chain_head: true,
+                chain: vec![Channel::Push, Channel::Email, Channel::Sms],
             }),
             fallback_to: Some(Channel::Sms),
             maybe_sent: true,

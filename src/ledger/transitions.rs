@@ -155,8 +155,9 @@ fn land(
             maybe_sent,
         } => {
             let landed = die(from, next, token.as_ref(), *reason, *spends_attempt, error)?;
-            next.fallback_to = *fallback_to;
             next.maybe_sent |= *maybe_sent;
+            // Only a death known to have sent nothing hands on (DESIGN §12), whoever asks.
+            next.fallback_to = fallback_to.filter(|_| !next.may_have_reached());
             // The last answer was lost (a GET says so, not the transient before it).
             if *maybe_sent {
                 next.last_outcome_class = Some(OutcomeClass::Ambiguous);

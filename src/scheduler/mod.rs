@@ -371,6 +371,7 @@ impl<P: Ports> Scheduler<P> {
                     channel,
                     fallback_from: None,
                     chain_head: false,
+                    chain: Vec::new(),
                 }),
             };
             tried += 1;

@@ -3,6 +3,8 @@
 
 mod before_claim;
 mod breaker_probe;
+mod chains;
+mod chains_handing_on;
 mod clock;
 mod countries;
 mod emulator;

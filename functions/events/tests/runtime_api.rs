@@ -24,6 +24,7 @@ fn ctx(reminder: &str) -> Ctx {
         channel: Channel::Email,
         fallback_from: None,
         chain_head: false,
+        chain: Vec::new(),
     };
     Ctx {
         key: DeliveryKey::derive(&origin.reminder_id, &origin.subscriber_id, origin.channel),

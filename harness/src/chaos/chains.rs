@@ -111,9 +111,6 @@ pub(super) async fn clear_order(
     world: &World,
     subscriber: &reminders::domain::SubscriberId,
 ) -> bool {
-    if world.steady.contains(subscriber) {
-        return false;
-    }
     let Ok(Some(mut prefs)) = world.store.preferences(subscriber).await else {
         return false;
     };
@@ -183,9 +180,6 @@ pub(super) async fn opt_out_and_redrive(
 /// the end of the fallback order: whether it was written.
 pub(super) async fn head_to_end(world: &World, origin: &reminders::ledger::Origin) -> bool {
     let subscriber = &origin.subscriber_id;
-    if world.steady.contains(subscriber) {
-        return false;
-    }
     let Ok(Some(mut prefs)) = world.store.preferences(subscriber).await else {
         return false;
     };
@@ -209,9 +203,6 @@ pub(super) async fn head_to_end(world: &World, origin: &reminders::ledger::Origi
 /// A PUT of the reminder's body with the channels of the subscriber's fallback order it does
 /// not list added: whether the API acknowledged it.
 pub(super) async fn add_the_order(world: &World, origin: &reminders::ledger::Origin) -> bool {
-    if world.steady.contains(&origin.subscriber_id) {
-        return false;
-    }
     let store = &world.store;
     let (Ok(Some(cur)), Ok(prefs)) = (
         store.get(&origin.reminder_id).await,

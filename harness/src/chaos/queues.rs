@@ -98,7 +98,9 @@ impl<T: DeliveryQueue> DeliveryQueue for Chaotic<T> {
 
 impl<T: DeliveryQueue> Chaotic<T> {
     /// [`super::Plant::LoseFallbackMessages`]: a fallback's message is answered sent and
-    /// dropped, and its key remembered; [`super::Plant::FallbackBestEffort`]: dropped alone.
+    /// dropped, and its key remembered; [`super::Plant::FallbackBestEffort`]: dropped alone,
+    /// and so is a message a redriven delivery enqueues again for a channel with no item
+    /// (window 4's second closing).
     fn lose_fallbacks(&self, messages: &[OutgoingMessage]) -> Vec<OutgoingMessage> {
         let remember = match self.plant {
             Some(super::Plant::LoseFallbackMessages) => true,
@@ -108,6 +110,7 @@ impl<T: DeliveryQueue> Chaotic<T> {
         let mut kept = Vec::new();
         for m in messages {
             match reminders::domain::DeliveryMessage::decode(&m.body) {
+                _ if !remember && m.entry_id == reminders::consumer::REWAKE_ENTRY => {}
                 Ok(msg) if msg.fallback_from.is_some() => {
                     if remember {
                         reminders::ports::faults::lock(&self.losing).insert(msg.delivery_key);

@@ -123,8 +123,7 @@ async fn fail_the_heads(world: &mut World) {
         };
         if let Ok(Some(prefs)) = world.store.preferences(&subscriber).await {
             if let Some(head) = prefs.fallback.first() {
-                reminders::ports::faults::lock(&world.failing).insert((subscriber.clone(), *head));
-                world.steady.insert(subscriber);
+                reminders::ports::faults::lock(&world.failing).insert((subscriber, *head));
             }
         }
     }

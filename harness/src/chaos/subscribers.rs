@@ -48,21 +48,11 @@ pub(super) async fn change_their_minds(world: Arc<World>, seed: u64) {
         let Ok(subscriber) = SubscriberId::parse(format!("s-{}", rng.random_range(0..3))) else {
             continue;
         };
-        let steady = world.steady.contains(&subscriber);
         let mut prefs = current.get(&subscriber).cloned().unwrap_or_default();
-        if steady {
-            // Window 4's subscribers change what they do from what is stored, order kept.
-            if let Ok(Some(stored)) = world.store.preferences(&subscriber).await {
-                prefs = stored;
-            }
-        }
         let channel = Channel::ALL[rng.random_range(0..3)];
         let now = world.clock.now();
         let draw = rng.random_range(0..10);
-        if draw < 4 && steady {
-            // Window 4's subscribers keep their order (see `World::steady`).
-            continue;
-        } else if draw < 4 {
+        if draw < 4 {
             prefs.fallback = order(&prefs.fallback, &mut rng);
         } else if draw < 7 {
             if !prefs.opted_out.remove(&channel) {

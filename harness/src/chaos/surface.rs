@@ -36,30 +36,44 @@ pub(super) fn created(world: &World, r: &Reminder) {
 pub(super) async fn application(world: Arc<World>, seed: u64) {
     let mut rng = StdRng::seed_from_u64(seed ^ 0xa991);
     let edits = rng.random_range(0..12);
-    let mut at: Vec<(u64, Option<usize>)> = (0..edits)
-        .map(|_| (rng.random_range(0..CHAOS.as_secs()), None))
+    let mut at: Vec<(u64, Option<usize>, Option<u64>)> = (0..edits)
+        .map(|_| (rng.random_range(0..CHAOS.as_secs()), None, None))
         .collect();
     // Some edits land just after a reminder goes stale, while the scheduler or a consumer
     // may be expiring it: the edit that makes it fresh again races the expiry.
     for (i, fresh) in world.fresh_at_start.iter().enumerate() {
         if rng.random_bool(0.25) {
             let t = fresh.since(super::world::EPOCH).as_secs() + rng.random_range(0..90);
-            at.push((t, Some(i)));
+            at.push((t, Some(i), None));
+        }
+    }
+    // Others make it fresh again by its freshness alone, the due time kept, 10 to 40 minutes
+    // on (the edit `drop-freshness-edit` drops: before these, only a random edit that drew
+    // freshness alone, of a reminder a breaker then held past its old end, made that window,
+    // in about one world of 60). Their own dice, so the draws above stay as they were.
+    let mut again = StdRng::seed_from_u64(seed ^ 0xf2e5_4a11);
+    for (i, fresh) in world.fresh_at_start.iter().enumerate() {
+        if again.random_bool(0.25) {
+            let end = fresh.since(super::world::EPOCH).as_secs();
+            let t = end.saturating_sub(again.random_range(0..120));
+            at.push((t, Some(i), Some(again.random_range(600..2_400))));
         }
     }
     at.sort_unstable();
     let mut elapsed = 0;
-    for (t, which) in at {
+    for (t, which, fresh_for) in at {
         tokio::time::sleep(Duration::from_secs(t.saturating_sub(elapsed))).await;
         elapsed = elapsed.max(t);
         let i = which.unwrap_or_else(|| rng.random_range(0..world.ids.len().max(1)));
         let Some(id) = world.ids.get(i) else {
             return;
         };
-        let force = if which.is_some() {
-            Force::Later
-        } else {
-            Force::Nothing
+        let force = match (which, fresh_for) {
+            (Some(_), Some(secs)) => {
+                Force::FreshAgain(world.clock.now().plus(Duration::from_secs(secs)))
+            }
+            (Some(_), None) => Force::Later,
+            (None, _) => Force::Nothing,
         };
         let _ = edit(&world, id, &mut rng, t, force).await;
     }
@@ -73,8 +87,10 @@ enum Force {
     Later,
     /// The due time later, past the ledger's TTL horizon.
     PastHorizon,
-    /// Freshness alone, to end at this time.
+    /// Freshness alone, to end at this time (a breaker's opening cut it short: window 5).
     FreshUntil(Timestamp),
+    /// Freshness alone, to end at this time (a stale reminder made fresh again).
+    FreshAgain(Timestamp),
 }
 
 /// The application answering prompts, for as long as the world runs.
@@ -229,11 +245,11 @@ async fn edit(world: &Arc<World>, id: &ReminderId, rng: &mut StdRng, t: u64, for
         .iter()
         .flat_map(|l| l.channels.iter().copied())
         .collect();
-    if let Force::FreshUntil(end) = force {
+    if let Force::FreshUntil(end) | Force::FreshAgain(end) = force {
         fresh = end.max(due);
         k.freshness = true;
     }
-    let draws = if matches!(force, Force::FreshUntil(_)) {
+    let draws = if matches!(force, Force::FreshUntil(_) | Force::FreshAgain(_)) {
         0
     } else {
         rng.random_range(1..3)
@@ -308,10 +324,7 @@ async fn edit(world: &Arc<World>, id: &ReminderId, rng: &mut StdRng, t: u64, for
     // Now and then the SMS number moves abroad, outside the allowed calling codes (its own
     // dice, so the worlds' other draws stay as they were).
     let mut own = StdRng::seed_from_u64(t ^ u64::from(i) ^ 0xab_10ad);
-    // Not window 4's subscribers: see `World::steady`.
-    k.abroad = channels.contains(&Channel::Sms)
-        && own.random_bool(0.2)
-        && !world.steady.contains(&cur.subscriber_id);
+    k.abroad = channels.contains(&Channel::Sms) && own.random_bool(0.2);
     let number = |c: &Channel| match (c, k.abroad) {
         (Channel::Sms, true) => abroad(i),
         _ => recipient(*c, i),

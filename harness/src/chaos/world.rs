@@ -210,13 +210,6 @@ pub(super) struct World {
     pub series: super::books::Books,
     /// Addresses the provider answers `503` until the operator fixes them (window 4).
     pub failing: Failing,
-    /// Window 4's subscribers: nothing changes their fallback order mid-run, and no edit
-    /// moves their SMS number abroad. Two findings of these worlds, not fixed yet (README,
-    /// "Proving it"): with the order cleared after a head's first death made its standby not
-    /// needed, the redriven head's death hands on to nothing (seeds 131, 291); and a
-    /// `country_not_allowed` death names no fallback, so in a chain of three the third,
-    /// already acknowledged as not needed, is never sent (seed 241).
-    pub steady: BTreeSet<reminders::domain::SubscriberId>,
 }
 
 /// Addresses (a subscriber's channel) the provider answers `503` while faults strike.
@@ -345,7 +338,6 @@ pub(super) fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
         prompts: Mutex::new(Some(prompts)),
         series: Default::default(),
         failing,
-        steady: BTreeSet::new(),
     }
 }
 

@@ -46,6 +46,7 @@ impl<P: Ports> Record<'_, P> {
         let mut ctx = self.ctx(&d.msg, d.reminder.fresh_until, now);
         if let Some(origin) = ctx.origin.as_mut() {
             origin.chain_head = d.chain_head;
+            origin.chain.clone_from(&d.chain);
         }
         let token = LeaseToken::generate(self.rng);
         let req = ClaimRequest {
@@ -60,7 +61,12 @@ impl<P: Ports> Record<'_, P> {
                 Continue(record) => record,
                 Break(action) => return Ok(Break(action)),
             },
-            other => return self.not_ours(&d.msg, other, now).await.map(Break),
+            other => {
+                if let Claim::Dead(dead) = &other {
+                    self.pass_on(d, dead).await?;
+                }
+                return self.not_ours(&d.msg, other, now).await.map(Break);
+            }
         };
         Ok(Continue(Lease {
             record,

@@ -18,11 +18,15 @@ use std::time::Duration;
 
 use super::{Delivery, Record, Step};
 use crate::consumer::Action;
-use crate::delivery::standby::{heads_chain, turn, Turn};
+use crate::delivery::standby::{heads_chain, listed_order, turn, Turn};
 use crate::delivery::{transition, Written};
 use crate::domain::{Channel, DeadReason, DeliveryKey, DeliveryMessage, Preferences};
 use crate::ledger::{Change, DeliveryRecord, Status};
 use crate::ports::{DeliveryQueue, Ledger, OutgoingMessage, PortError, Ports, ReminderStore};
+
+/// The batch entry id of a message [`Record::rewake`] enqueues again after a redrive (the
+/// chaos checker's `fallback-best-effort` plant drops these with the fallbacks' own).
+pub const REWAKE_ENTRY: &str = "rewake";
 
 /// A standby channel looks at the chain again this long (times its receives, up to 20) after
 /// the channel ahead could next change.
@@ -36,7 +40,15 @@ impl<P: Ports> Record<'_, P> {
         // One channel, never edited: no other channel of the reminder ever had a delivery.
         // Once edited, one it listed before may have reached the person (DESIGN §12).
         let alone = d.reminder.recipients.len() < 2 && d.reminder.payload_version <= 1;
-        if d.msg.fallback_from.is_some() || alone {
+        if d.msg.redrive.is_some() && !alone {
+            self.rewake(&d).await?;
+        }
+        if let Some(from) = d.msg.fallback_from {
+            // Sent as `from`'s fallback: in the chain `from`'s claim recorded.
+            d.chain = self.recorded_chain(&d, from).await?;
+            return Ok(ControlFlow::Continue(d));
+        }
+        if alone {
             return Ok(ControlFlow::Continue(d));
         }
         let store = self.consumer.ports.reminders();
@@ -65,6 +77,9 @@ impl<P: Ports> Record<'_, P> {
         let listed = |c: Channel| d.reminder.recipients.contains_key(&c);
         let now = self.now();
         let ledger = self.consumer.ports.ledger();
+        if heads_chain(&prefs, listed, channel) {
+            d.chain = listed_order(&prefs, listed);
+        }
         let (reminder, subscriber) = (&d.msg.reminder_id, &d.msg.subscriber_id);
         let Some(turn) = turn(ledger, &prefs, reminder, subscriber, listed, channel, now).await?
         else {
@@ -110,6 +125,62 @@ impl<P: Ports> Record<'_, P> {
         }
     }
 
+    /// A redriven delivery: each other channel the reminder lists that has no ledger item (its
+    /// own message was acknowledged as not needed, the chain having ended at this death) gets
+    /// its own message again, and its standby step decides afresh under the order as it is
+    /// now (it waits for this one, takes over from it, or, with the order cleared since,
+    /// goes on its own). Without it, such a channel was never sent (chaos seed 35: an order
+    /// cleared after the standby was found not needed, and the channel outside the chain).
+    /// A duplicate of a message the ledger already settled is harmless.
+    async fn rewake(&mut self, d: &Delivery) -> Result<(), PortError> {
+        let ledger = self.consumer.ports.ledger();
+        let mut out = Vec::new();
+        for &c in d.reminder.recipients.keys() {
+            if c == self.inc.channel {
+                continue;
+            }
+            let key = DeliveryKey::derive(&d.msg.reminder_id, &d.msg.subscriber_id, c);
+            if ledger.get(&key).await?.is_none() {
+                out.push(c);
+            }
+        }
+        for c in out {
+            let msg = DeliveryMessage::new(
+                d.msg.reminder_id.clone(),
+                d.msg.subscriber_id.clone(),
+                c,
+                d.reminder.payload_version,
+                d.reminder.due_at,
+                d.reminder.fresh_until,
+            );
+            let entry = OutgoingMessage {
+                entry_id: REWAKE_ENTRY.into(),
+                body: msg.encode(),
+                delay_secs: 0,
+            };
+            let failed = self.consumer.ports.queue().send_batch(c, &[entry]).await?;
+            if let Some(f) = failed.first() {
+                return Err(PortError::Unavailable {
+                    op: "queue.send_batch",
+                    message: format!("{c}'s message after a redrive refused: {}", f.code),
+                });
+            }
+            tracing::info!(delivery_key = %d.msg.delivery_key, channel = %c, "redriven: the reminder's channel with no delivery enqueued again");
+        }
+        Ok(())
+    }
+
+    /// The chain the claim of `from`'s delivery recorded (empty when it recorded none).
+    async fn recorded_chain(&self, d: &Delivery, from: Channel) -> Result<Vec<Channel>, PortError> {
+        let key = DeliveryKey::derive(&d.msg.reminder_id, &d.msg.subscriber_id, from);
+        let ledger = self.consumer.ports.ledger();
+        Ok(ledger
+            .get(&key)
+            .await?
+            .and_then(|r| r.origin().map(|o| o.chain.clone()))
+            .unwrap_or_default())
+    }
+
     /// Record on the death of `from` that it handed the reminder on to this channel (a
     /// conditional write, ordered against a redrive of that death): whether it now says so.
     async fn handed_on(&mut self, d: &Delivery, from: Channel) -> Result<bool, PortError> {
@@ -151,11 +222,13 @@ impl<P: Ports> Record<'_, P> {
         self.enqueue_fallback(msg, next).await
     }
 
-    /// The channel a death for `reason` hands the reminder on to, if the preferences and the
+    /// The channel a death for `reason` hands the reminder on to, if the chain and the
     /// reminder's channels give one (recorded with the death as `fallback_to`). Only a death
     /// known to have sent nothing hands on: after an attempt that may have reached the person
     /// (`held`, the item as claimed, or `may_have_reached`, this answer, says so), the chain ends
-    /// here.
+    /// here. When the order as it is now names no next channel, the chain recorded at the first
+    /// claim does (`held`'s, or this delivery's own reading): a clear after the head's claim
+    /// strands nothing (DESIGN §12; chaos seeds 131, 291).
     pub(super) fn fallback_for(
         &self,
         d: &Delivery,
@@ -167,8 +240,82 @@ impl<P: Ports> Record<'_, P> {
         if !reason.falls_back() || may_have_reached || held.may_have_reached() {
             return None;
         }
+        self.next_in_chain(d, Some(held), prefs)
+    }
+
+    /// The next listed channel after this one in `prefs`'s order (as the standby walk goes on);
+    /// when that order names none (cleared, or reordered with this channel last), the next in
+    /// the chain `held`'s first claim recorded, else in the one this delivery read. The
+    /// recorded chain only ever adds a hand-on the order as it is now would not make.
+    pub(super) fn next_in_chain(
+        &self,
+        d: &Delivery,
+        held: Option<&DeliveryRecord>,
+        prefs: Option<&Preferences>,
+    ) -> Option<Channel> {
         let listed = |c: Channel| d.reminder.recipients.contains_key(&c);
-        prefs?.fallback_for(self.inc.channel, listed)
+        let recorded = held
+            .and_then(|h| h.origin())
+            .map(|o| o.chain.as_slice())
+            .filter(|c| !c.is_empty())
+            .unwrap_or(d.chain.as_slice());
+        let after = |order: &[Channel]| {
+            let i = order.iter().position(|c| *c == self.inc.channel)?;
+            order[i + 1..].iter().copied().find(|c| listed(*c))
+        };
+        let current = prefs.map_or(&[][..], |p| p.fallback.as_slice());
+        after(current).or_else(|| after(recorded))
+    }
+
+    /// A fallback's message that finds its own channel already dead, for a reason that falls
+    /// back, known to have sent nothing and naming no channel (it died before the chain
+    /// reached it, an opt-out say): the chain goes on past it, as the standby walk does. The
+    /// hand-on is written on that death, then the next channel's message enqueued; without
+    /// it, a channel behind, already acknowledged as not needed, was never sent (chaos seed
+    /// 35, once the recorded chain handed a redriven head on to a channel already dead).
+    pub(super) async fn pass_on(
+        &mut self,
+        d: &Delivery,
+        dead: &DeliveryRecord,
+    ) -> Result<(), PortError> {
+        let falls_back = dead.dead_reason().is_some_and(DeadReason::falls_back);
+        if d.msg.fallback_from.is_none()
+            || dead.fallback_to().is_some()
+            || dead.may_have_reached()
+            || !falls_back
+        {
+            return Ok(());
+        }
+        let store = self.consumer.ports.reminders();
+        let prefs = match store.preferences(&d.msg.subscriber_id).await {
+            Ok(p) => p,
+            Err(PortError::Corrupt { .. }) => None,
+            Err(e) => return Err(e),
+        };
+        let Some(next) = self.next_in_chain(d, Some(dead), prefs.as_ref()) else {
+            return Ok(());
+        };
+        let ctx = crate::ledger::Ctx {
+            key: d.msg.delivery_key.clone(),
+            now: self.now(),
+            expires_at: self
+                .consumer
+                .cfg
+                .retention
+                .expires_at(d.reminder.fresh_until),
+            origin: None,
+        };
+        let ledger = self.consumer.ports.ledger();
+        match transition(ledger, None, Change::HandOn { to: next }, &ctx).await? {
+            Written::Applied(_) => {
+                self.m.fallbacks += 1;
+                self.enqueue_fallback(&d.msg, next).await
+            }
+            Written::Refused {
+                current: Some(c), ..
+            } if c.status() == Status::Dead => self.ensure_fallback(&d.msg, &c).await,
+            Written::Refused { .. } => Ok(()),
+        }
     }
 
     /// After the death naming `next` was written: its message, to send it now. An error (SQS

@@ -8,9 +8,9 @@ use super::dead::Facts;
 use super::{Delivery, Record, Step};
 use crate::delivery::{transition, Written};
 use crate::domain::reminder::{freshness, surely_stale_at, Freshness};
-use crate::domain::{DeadReason, DecodeError, DeliveryMessage, Reminder, ReminderStatus};
+use crate::domain::{Channel, DeadReason, DecodeError, DeliveryMessage, Reminder, ReminderStatus};
 use crate::ledger::{Change, Ctx, Status};
-use crate::ports::{Marked, PortError, Ports, Provider, ReminderStore, SendRequest};
+use crate::ports::{Ledger, Marked, PortError, Ports, Provider, ReminderStore, SendRequest};
 
 fn decode_class(e: &DecodeError) -> &'static str {
     match e {
@@ -113,13 +113,16 @@ impl<P: Ports> Record<'_, P> {
             request,
             partition,
             chain_head: false,
+            chain: Vec::new(),
         }))
     }
 
     /// SMS only to the allowed calling codes (issue 34): a number elsewhere dies
-    /// `country_not_allowed` before any claim (no attempt, no call), and the fallback order,
-    /// if any, hands the reminder on. After the standby step, so a channel waiting its turn
-    /// behind another (which may deliver) never dies for it.
+    /// `country_not_allowed` before any claim (no attempt, no call), and the chain, if any,
+    /// hands the reminder on as after any death known to have sent nothing: the death names
+    /// the next channel and its message is enqueued (chaos seed 241: a third channel, already
+    /// acknowledged as not needed, waited for a message nobody sent). After the standby step,
+    /// so a channel waiting its turn behind another (which may deliver) never dies for it.
     pub(super) async fn country(&mut self, d: Delivery) -> Step<Delivery> {
         let countries = &self.consumer.cfg.sms_countries;
         if self.inc.channel != crate::domain::Channel::Sms
@@ -133,10 +136,34 @@ impl<P: Ports> Record<'_, P> {
              SMS_ALLOWED_COUNTRY_CODES ({})",
             countries.describe()
         );
+        let next = self.country_fallback(&d).await?;
         let (fresh, now) = (d.reminder.fresh_until, self.now());
-        self.dead_unsendable(&d.msg, DeadReason::CountryNotAllowed, error, fresh, now)
+        let reason = DeadReason::CountryNotAllowed;
+        self.dead_handing_on(&d.msg, (reason, error, next), fresh, now)
             .await
             .map(Break)
+    }
+
+    /// The channel a `country_not_allowed` death hands on to ([`Record::next_in_chain`]): the
+    /// next listed channel of the subscriber's order as it is now; when that names none, the
+    /// next in the chain its own item's first claim recorded (a redriven delivery), else in
+    /// the one the standby step read. The ledger drops it if an earlier attempt may have
+    /// reached the person.
+    async fn country_fallback(&mut self, d: &Delivery) -> Result<Option<Channel>, PortError> {
+        let own = self
+            .consumer
+            .ports
+            .ledger()
+            .get(&d.msg.delivery_key)
+            .await?;
+        let store = self.consumer.ports.reminders();
+        let prefs = match store.preferences(&d.msg.subscriber_id).await {
+            Ok(p) => p,
+            // Unreadable preferences name no order: the death hands nothing on.
+            Err(PortError::Corrupt { .. }) => None,
+            Err(e) => return Err(e),
+        };
+        Ok(self.next_in_chain(d, own.as_ref(), prefs.as_ref()))
     }
 
     /// The reminder the message names. An item that cannot be read is data, not an outage:
@@ -260,19 +287,36 @@ impl<P: Ports> Record<'_, P> {
         fresh_until: crate::clock::Timestamp,
         now: crate::clock::Timestamp,
     ) -> Result<super::Action, PortError> {
+        self.dead_handing_on(msg, (reason, error, None), fresh_until, now)
+            .await
+    }
+
+    /// [`Record::dead_unsendable`], the death naming `fallback_to` (a reason that falls
+    /// back): its message is enqueued (or, for a death found written, made sure of) before
+    /// the DLQ copy.
+    pub(super) async fn dead_handing_on(
+        &mut self,
+        msg: &DeliveryMessage,
+        (reason, error, fallback_to): (DeadReason, String, Option<Channel>),
+        fresh_until: crate::clock::Timestamp,
+        now: crate::clock::Timestamp,
+    ) -> Result<super::Action, PortError> {
         let ctx = self.ctx(msg, fresh_until, now);
         let change = Change::Die {
             token: None,
             reason,
             spends_attempt: false,
             error: Some(error.clone()),
-            fallback_to: None,
+            fallback_to,
             maybe_sent: false,
         };
         let written = transition(self.consumer.ports.ledger(), None, change, &ctx).await?;
         let (dead, facts) = match written {
             Written::Applied(r) => {
                 self.m.dead(reason);
+                if r.fallback_to().is_some() {
+                    self.m.fallbacks += 1;
+                }
                 let facts = Facts::of_ours(&r, &self.consumer.cfg);
                 (r, facts)
             }
@@ -305,6 +349,9 @@ impl<P: Ports> Record<'_, P> {
                 })
             }
         };
+        // A crash after the death, or a refused enqueue, left the next channel no message:
+        // this one's return makes sure of it.
+        self.ensure_fallback(msg, &dead).await?;
         let reason = dead.dead_reason().unwrap_or(reason);
         if let Some(until) = self.copy_once(reason, dead, facts).await? {
             // Another worker is copying: look again once its claim lapses.

@@ -32,6 +32,7 @@ mod rules;
 mod settle;
 
 pub use claim::NEWER_STATUS_WAIT;
+pub use fallback::REWAKE_ENTRY;
 
 use std::ops::ControlFlow;
 use std::time::Duration;
@@ -71,6 +72,9 @@ struct Delivery {
     partition: GatePartition,
     /// Claimed as the head of the subscriber's fallback order (recorded on its first claim).
     chain_head: bool,
+    /// The chain this delivery is in (the order's listed channels, as its standby step read
+    /// them, or as the death it falls back from recorded them): recorded on its first claim.
+    chain: Vec<crate::domain::Channel>,
 }
 
 /// Our lease on a delivery.

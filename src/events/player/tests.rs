@@ -17,6 +17,7 @@ fn cancel_record(seq: u32, id: &str) -> EventRecord {
         channel: Channel::Sms,
         fallback_from: None,
         chain_head: false,
+        chain: Vec::new(),
     };
     let ctx = Ctx {
         key: DeliveryKey::derive(&o.reminder_id, &o.subscriber_id, o.channel),

@@ -10,6 +10,7 @@ fn origin(reminder: &str) -> Origin {
         channel: Channel::Sms,
         fallback_from: None,
         chain_head: false,
+        chain: Vec::new(),
     }
 }
 
