@@ -127,7 +127,15 @@ async fn an_own_item_that_could_send_waits_while_another_channel_is_mid_send() {
     let l = MemoryLedger::default();
     put(&l, Email, None).await;
     let token = LeaseToken::generate(&mut StdRng::seed_from_u64(7));
-    put(&l, Push, Some(Change::Release { token })).await;
+    put(
+        &l,
+        Push,
+        Some(Change::Release {
+            token,
+            why: "lease too short",
+        }),
+    )
+    .await;
     let waits = Some(Turn::Wait {
         after: T0.plus(Duration::from_secs(60)),
         behind: Email,

@@ -257,7 +257,7 @@ fn fence(change: &Change) -> Option<&crate::ledger::LeaseToken> {
         Change::Deliver { token, .. }
         | Change::Defer { token, .. }
         | Change::Hold { token, .. }
-        | Change::Release { token }
+        | Change::Release { token, .. }
         | Change::ExpireHeld { token }
         | Change::Die {
             token: Some(token), ..

@@ -64,7 +64,7 @@ pub enum Content {
 /// at fault ([`ReminderError::field`]) and never quotes a recipient or the content.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ReminderError {
-    #[error("fresh_until: must be after due_at")]
+    #[error("fresh_until: must be more than one second (the clock margin) after due_at")]
     FreshBeforeDue,
     #[error("fresh_until: a reminder may stay fresh for at most 366 days after it is due")]
     FreshTooLong,
@@ -177,7 +177,9 @@ impl Reminder {
         let fresh_until = new
             .fresh_until
             .unwrap_or_else(|| new.due_at.plus(default_freshness));
-        if fresh_until <= new.due_at {
+        // Sent only while fresh by every clock within the margin: a window no longer than
+        // it could never be sent (README, "Clock margin").
+        if fresh_until <= new.due_at.plus(CLOCK_MARGIN) {
             return Err(ReminderError::FreshBeforeDue);
         }
         if fresh_until.since(new.due_at) > MAX_FRESHNESS {
@@ -265,6 +267,12 @@ pub fn freshness(fresh_until: Timestamp, now: Timestamp) -> Freshness {
             until: surely_stale_at(fresh_until),
         }
     }
+}
+
+/// The last instant a delivery may still be sent: fresh by every clock within
+/// [`CLOCK_MARGIN`]. Retries, holds and redrives aim at or before it.
+pub fn last_sendable(fresh_until: Timestamp) -> Timestamp {
+    fresh_until.minus(CLOCK_MARGIN)
 }
 
 /// The first instant every clock within [`CLOCK_MARGIN`] calls `fresh_until` past: where a
@@ -377,17 +385,27 @@ mod tests {
             Reminder::new(n, Duration::ZERO, Duration::ZERO),
             Err(ReminderError::FreshBeforeDue)
         );
+        // A window no longer than the clock margin could never be sent.
+        let mut n = new_reminder();
+        n.fresh_until = Some(n.due_at.plus(CLOCK_MARGIN));
+        assert_eq!(
+            Reminder::new(n, Duration::ZERO, Duration::ZERO),
+            Err(ReminderError::FreshBeforeDue)
+        );
+        let mut n = new_reminder();
+        n.fresh_until = Some(n.due_at.plus(CLOCK_MARGIN + Duration::from_millis(1)));
+        assert!(Reminder::new(n, Duration::ZERO, Duration::ZERO).is_ok());
         let mut n = new_reminder();
         n.recipients.clear();
         assert_eq!(
-            Reminder::new(n, Duration::from_secs(1), Duration::ZERO),
+            Reminder::new(n, Duration::from_secs(60), Duration::ZERO),
             Err(ReminderError::NoRecipients)
         );
         let mut n = new_reminder();
         n.recipients
             .push(Recipient::parse(Channel::Sms, "+14155550199").unwrap());
         assert_eq!(
-            Reminder::new(n, Duration::from_secs(1), Duration::ZERO),
+            Reminder::new(n, Duration::from_secs(60), Duration::ZERO),
             Err(ReminderError::DuplicateChannel(Channel::Sms))
         );
         let mut n = new_reminder();
@@ -396,7 +414,7 @@ mod tests {
             template_data: "[1]".into(),
         };
         assert_eq!(
-            Reminder::new(n, Duration::from_secs(1), Duration::ZERO),
+            Reminder::new(n, Duration::from_secs(60), Duration::ZERO),
             Err(ReminderError::BadTemplateData)
         );
     }

@@ -96,9 +96,13 @@ pub enum Change {
         token: LeaseToken,
         receipt: Option<String>,
     },
-    /// sending (fenced) → ready, nothing spent: the claim took so long that the lease left
-    /// could not cover a provider call; nothing was sent.
-    Release { token: LeaseToken },
+    /// sending (fenced) → ready, nothing spent, nothing sent: the claim is given back, and
+    /// `why` says why in the item's history (the lease left could not cover a provider call,
+    /// a storage call before the send failed, the reminder too close to `fresh_until` to call).
+    Release {
+        token: LeaseToken,
+        why: &'static str,
+    },
 }
 
 impl Change {

@@ -120,7 +120,14 @@ fn fenced_table() -> Vec<(Change, Vec<Status>, Status)> {
     use Status::*;
     vec![
         (Change::ExpireHeld { token: tok(1) }, vec![Sending], Expired),
-        (Change::Release { token: tok(1) }, vec![Sending], Ready),
+        (
+            Change::Release {
+                token: tok(1),
+                why: "lease too short",
+            },
+            vec![Sending],
+            Ready,
+        ),
         (
             Change::Takeover {
                 stale_token: tok(1),

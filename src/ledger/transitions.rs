@@ -168,8 +168,8 @@ fn land(
         Change::Cancel => cancel(from, next)?,
         Change::Extend => extend(from)?,
         Change::Redrive { audit, reasons } => redrive(from, next, audit, reasons)?,
-        Change::ExpireHeld { token } => released(from, next, token, Status::Expired)?,
-        Change::Release { token } => released(from, next, token, Status::Ready)?,
+        Change::ExpireHeld { token } => released(from, next, token, Status::Expired, "")?,
+        Change::Release { token, why } => released(from, next, token, Status::Ready, why)?,
         Change::Reconcile { token, receipt } => reconcile(from, next, token, receipt)?,
         Change::ClaimDlqCopy { token } => claim_copy(from, next, token, ctx)?,
         Change::CopiedToDlq => copied(from, next, ctx)?,
@@ -437,6 +437,7 @@ fn released(
     next: &mut DeliveryRecord,
     token: &LeaseToken,
     to: Status,
+    why: &str,
 ) -> Result<Landed, Refused> {
     from.fenced(token)?;
     next.clear_lease();
@@ -444,8 +445,5 @@ fn released(
         next.last_outcome_class = Some(OutcomeClass::Stale);
         return Ok(Landed::saying(to, "stale before send".to_owned()));
     }
-    Ok(Landed::saying(
-        to,
-        "released unsent: lease too short".to_owned(),
-    ))
+    Ok(Landed::saying(to, format!("released unsent: {why}")))
 }

@@ -12,6 +12,7 @@ use rand::{Rng, RngExt};
 use serde::{Deserialize, Serialize};
 
 use crate::clock::{ceil_secs, Timestamp};
+use crate::domain::reminder::last_sendable;
 use crate::domain::suppression::SuppressionSource;
 use crate::domain::DeadReason;
 
@@ -232,7 +233,8 @@ pub fn decide(
             if attempts >= policy.max_attempts {
                 return Next::Dead(DeadReason::AttemptsExhausted);
             }
-            let left = fresh_until.since(now);
+            // The time left to send in: fresh by every clock within the margin.
+            let left = last_sendable(fresh_until).since(now);
             let delay = retry_delay(policy, attempts, left, rng);
             // No retry is scheduled past fresh_until: the last one goes in before it, while
             // there is room for it.
@@ -256,7 +258,7 @@ pub fn decide(
         }
     };
     let at = now.plus(delay);
-    if at > fresh_until {
+    if at > last_sendable(fresh_until) {
         return Next::Expire;
     }
     Next::Retry {

@@ -132,7 +132,10 @@ where
             tracing::warn!(delivery_key = %msg.delivery_key, "its series no longer makes this occurrence (edited or cancelled); cancelled, not redriven");
             return self.cancelled(req, msg, &reminder, now, dm).await;
         }
-        if !reminder.is_stale_at(now) {
+        // Fresh by every clock within the margin: redriven as it is. Any later, the consumer
+        // could only hold it until it is surely stale, so it is stale here (extended if asked).
+        use crate::domain::reminder::{freshness, Freshness};
+        if freshness(reminder.fresh_until, now) == Freshness::Fresh {
             return Ok(Continue(reminder.fresh_until));
         }
         let Some(extra) = req.extend_freshness_secs else {

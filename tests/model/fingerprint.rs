@@ -193,7 +193,7 @@ fn change<H: Hasher>(c: &Change, names: &mut Names, h: &mut H) {
             quiet_hours.hash(h);
             maybe_sent.hash(h);
         }
-        Change::Release { token }
+        Change::Release { token, .. }
         | Change::ExpireHeld { token }
         | Change::ClaimDlqCopy { token } => names.hash(Some(token), h),
         Change::Redrive { reasons, .. } => reasons.hash(h),

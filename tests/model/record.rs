@@ -204,8 +204,13 @@ pub fn before_send(m: &ProtocolModel, s: &State, lease: &Lease) -> Option<(Chang
         .lease_expires_at()
         .map_or(Duration::ZERO, |until| until.since(now));
     let covered = consumer().lease_covers_send(left);
-    (!covered && m.fault != Some(Fault::SendWithoutLeaseCheck))
-        .then_some((Change::Release { token }, Then::Release))
+    (!covered && m.fault != Some(Fault::SendWithoutLeaseCheck)).then_some((
+        Change::Release {
+            token,
+            why: "lease too short",
+        },
+        Then::Release,
+    ))
 }
 
 /// The step of a worker holding a lease that does not send.

@@ -8,6 +8,7 @@ use proptest::prelude::*;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use reminders::clock::Timestamp;
+use reminders::domain::reminder::{last_sendable, CLOCK_MARGIN};
 use reminders::domain::DeadReason;
 use reminders::policy::{
     decide, decide_abandoned, AmbiguousRule, Backoff, Next, Outcome, RetryPolicy, Spent, Wait,
@@ -364,7 +365,9 @@ proptest! {
         let next = c.decide();
         prop_assert_eq!(&c.decide(), &next, "decide is pure");
         if let Next::Retry { at, .. } = next {
-            prop_assert!(at <= c.fresh_until, "retry at {} past {}", at, c.fresh_until);
+            // Not even inside the clock margin before it (README, "Clock margin").
+            let last = last_sendable(c.fresh_until);
+            prop_assert!(at <= last, "retry at {} past {}", at, last);
         }
         if c.fresh_until < c.now {
             prop_assert!(!matches!(next, Next::Retry { .. }), "{:?} while stale", next);
@@ -373,9 +376,10 @@ proptest! {
         let fitted = matches!(c.policy.backoff, Backoff::Fitted { .. });
         let failed = matches!(c.outcome, Outcome::Transient { .. } | Outcome::Ambiguous { .. });
         if let (Next::Retry { at, .. }, false) = (c.decide_until(never), fitted) {
-            // Fresh until exactly then: a throttle keeps its time; a failure whose retry
-            // would land inside the last margin goes in the margin earlier, room permitting.
-            let again = c.decide_until(at);
+            // Sendable until exactly then (fresh until the clock margin after it): a throttle
+            // keeps its time; a failure whose retry would land inside the last margin goes
+            // in the margin earlier, room permitting.
+            let again = c.decide_until(at.plus(CLOCK_MARGIN));
             let margin_room = at.since(c.now).saturating_sub(LAST_CHANCE_MARGIN);
             let expected = if failed && margin_room >= Duration::from_secs(1) {
                 c.now.plus(margin_room)
@@ -385,7 +389,7 @@ proptest! {
             prop_assert!(matches!(again, Next::Retry { at: a, .. } if a == expected), "{:?}", again);
             let just_before = Timestamp::from_millis(at.as_millis() - 1);
             let room = just_before.since(c.now).saturating_sub(LAST_CHANCE_MARGIN);
-            match c.decide_until(just_before) {
+            match c.decide_until(just_before.plus(CLOCK_MARGIN)) {
                 Next::Retry { at: last, .. } if failed => {
                     prop_assert_eq!(last, c.now.plus(room), "the last chance");
                     prop_assert!(room >= Duration::from_secs(1));

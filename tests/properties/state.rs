@@ -22,7 +22,7 @@ fn fence(change: &Change) -> Option<&LeaseToken> {
             token: Some(token), ..
         }
         | Change::ExpireHeld { token }
-        | Change::Release { token } => Some(token),
+        | Change::Release { token, .. } => Some(token),
         Change::Takeover { stale_token, .. } => Some(stale_token),
         _ => None,
     }
@@ -98,7 +98,10 @@ fn with_token(token: LeaseToken, other: LeaseToken, now: Timestamp) -> Vec<Chang
         },
         Change::ClaimDlqCopy { token: t() },
         Change::ExpireHeld { token: t() },
-        Change::Release { token: t() },
+        Change::Release {
+            token: t(),
+            why: "lease too short",
+        },
         Change::Reconcile {
             token: t(),
             receipt: None,

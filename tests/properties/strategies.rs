@@ -179,7 +179,7 @@ pub fn change() -> impl Strategy<Value = Change> {
         1 => token().prop_map(|token| Change::ClaimDlqCopy { token }),
         1 => Just(Change::CopiedToDlq),
         1 => token().prop_map(|token| Change::ExpireHeld { token }),
-        1 => token().prop_map(|token| Change::Release { token }),
+        1 => token().prop_map(|token| Change::Release { token, why: "lease too short" }),
         1 => (token(), receipt()).prop_map(|(token, receipt)| Change::Reconcile { token, receipt }),
     ]
 }

@@ -2,6 +2,7 @@
 //! virtual clock ([`memory`]); shards, budgets, fairness, idempotence, cancel, edit and stale
 //! on the emulator ([`emulator`]).
 
+mod clock;
 mod emulator;
 mod memory;
 mod poison;

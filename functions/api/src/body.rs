@@ -125,6 +125,8 @@ pub fn decode(
                 "not_before",
                 "not_before: must be before fresh_until (it could never be sent)",
             ),
+            // Too short a window, given as fresh_for_secs: name the field the caller gave.
+            ReminderError::FreshBeforeDue => in_body(fresh_field, &e),
             e => ApiError::from(e),
         })?;
     Ok(Wanted {

@@ -172,7 +172,9 @@ pub(super) async fn prompted(world: Arc<World>, mut prompts: Prompts, seed: u64)
                     let Some(id) = waiting_on(&world, channel, until, &mut rng).await else {
                         break;
                     };
-                    let after = Duration::from_millis(rng.random_range(1_000..12_000));
+                    // Fresh past the cool-down by more than the consumer's clock margin (so a
+                    // probe may start) and by less than a slow probe write (so it may end stale).
+                    let after = Duration::from_millis(rng.random_range(1_500..6_000));
                     let cut = Force::FreshUntil(until.plus(after));
                     if edit(&world, &id, &mut rng, t, cut).await {
                         world.counts.prompted_edits();

@@ -172,8 +172,11 @@ impl<P: Ports> Record<'_, P> {
             Freshness::Fresh => return Ok(ControlFlow::Continue(lease)),
             Freshness::Stale => self.expire_held(d, lease).await?,
             Freshness::Unsure { until } => {
-                self.release_until(d, lease, until, "freshness_unsure")
-                    .await?
+                let why = (
+                    "freshness_unsure",
+                    "too close to fresh_until to call within the clock margin",
+                );
+                self.release_until(d, lease, until, why).await?
             }
         };
         Ok(ControlFlow::Break(action))

@@ -150,7 +150,10 @@ impl<P: Ports> Record<'_, P> {
         lease: Lease,
         error: crate::ports::PortError,
     ) -> Result<Action, crate::ports::PortError> {
-        let change = Change::Release { token: lease.token };
+        let change = Change::Release {
+            token: lease.token,
+            why: "a storage call before the send failed",
+        };
         match self.under_lease(d, lease.record, change).await {
             Ok(Written::Applied(_)) => {}
             // Our own write applied before its answer was lost (or another worker took the

@@ -279,26 +279,31 @@ impl<P: Ports> Record<'_, P> {
         lease: Lease,
     ) -> Result<Action, PortError> {
         let at = self.now().plus(Duration::from_secs(1));
-        self.release_until(d, lease, at, "lease_too_short").await
+        let why = ("lease_too_short", "lease too short");
+        self.release_until(d, lease, at, why).await
     }
 
-    /// Give the lease back, nothing spent, and hold the message until `at`.
+    /// Give the lease back, nothing spent, and hold the message until `at`; `why` is the
+    /// log's tag and the words the item's history keeps.
     pub(super) async fn release_until(
         &mut self,
         d: &Delivery,
         lease: Lease,
         at: crate::clock::Timestamp,
-        why: &'static str,
+        (tag, words): (&'static str, &'static str),
     ) -> Result<Action, PortError> {
         let now = self.now();
-        let change = Change::Release { token: lease.token };
+        let change = Change::Release {
+            token: lease.token,
+            why: words,
+        };
         if let Written::Refused { refused, .. } = self.under_lease(d, lease.record, change).await? {
             // Another worker took the lapsed lease over; nothing was sent here, and the
             // holder's handle decides.
             tracing::warn!(delivery_key = %d.msg.delivery_key, %refused, "lease given back too late");
             return Ok(Action::Leave);
         }
-        log_transition(&d.msg, 0, why, "retry", at.since(now));
+        log_transition(&d.msg, 0, tag, "retry", at.since(now));
         self.hold(&d.msg, at, now).await
     }
 }

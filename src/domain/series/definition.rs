@@ -173,9 +173,11 @@ impl Series {
             }
         }
         let fresh_for = new.fresh_for.unwrap_or(default_freshness);
-        if fresh_for.is_zero() || fresh_for > MAX_FRESHNESS {
+        // More than the clock margin, or no occurrence could ever be sent (README,
+        // "Clock margin").
+        if fresh_for <= crate::domain::reminder::CLOCK_MARGIN || fresh_for > MAX_FRESHNESS {
             return Err(SeriesError::FreshFor(
-                "must be from 1 second to 366 days".into(),
+                "must be from 2 seconds to 366 days".into(),
             ));
         }
         if new.recipients.is_empty() {

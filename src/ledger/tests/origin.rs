@@ -46,7 +46,10 @@ fn an_item_without_origin_decodes_and_gets_one_from_its_next_write() {
         "not stored when unknown: {json}"
     );
     let decoded: DeliveryRecord = serde_json::from_value(json).unwrap();
-    let cancelled_later = Change::Release { token: tok(1) };
+    let cancelled_later = Change::Release {
+        token: tok(1),
+        why: "lease too short",
+    };
     let next = apply(Some(&decoded), cancelled_later, &naming(Some(origin("r")))).unwrap();
     assert_eq!(next.origin(), Some(&origin("r")));
 }

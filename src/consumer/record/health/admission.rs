@@ -9,6 +9,7 @@ use rand::RngExt;
 
 use super::super::{log_transition, Delivery, Lease, Record, Step};
 use crate::clock::Timestamp;
+use crate::domain::reminder::last_sendable;
 use crate::ports::gate::BreakerChange;
 use crate::ports::{Gate, PortError, Ports};
 
@@ -111,7 +112,8 @@ impl<P: Ports> Record<'_, P> {
     }
 
     /// Hold `d` by visibility until the gate reopens, spread by a jitter that widens with each
-    /// receive, never past `fresh_until`: a held delivery still expires on time, never sent.
+    /// receive, never past the last instant it may be sent: a held delivery still expires on
+    /// time, never sent.
     pub(in crate::consumer::record) async fn hold_at_gate(
         &mut self,
         d: &Delivery,
@@ -120,13 +122,18 @@ impl<P: Ports> Record<'_, P> {
     ) -> Step<Lease> {
         let now = d.seen.now;
         let fresh_until = d.reminder.fresh_until;
-        // Never spread past the reminder's freshness: the hold ends while it can still go.
-        let room = fresh_until.since(until).as_millis() / 2;
-        let spread = gate_hold_spread(self.inc.receive_count).min(room as u64);
-        let jitter = Duration::from_millis(self.rng.random_range(0..=spread));
-        let at = until
-            .plus(jitter)
-            .min(fresh_until.plus(Duration::from_millis(1)));
+        // Never spread past the last instant it may still be sent (fresh by every clock
+        // within the margin): the hold ends while it can still go. A gate that reopens too
+        // late holds it until it is surely stale, when its intake expires it.
+        let last = last_sendable(fresh_until);
+        let at = if until <= last {
+            let room = last.since(until).as_millis() / 2;
+            let spread = gate_hold_spread(self.inc.receive_count).min(room as u64);
+            let jitter = Duration::from_millis(self.rng.random_range(0..=spread));
+            until.plus(jitter).min(last)
+        } else {
+            crate::domain::reminder::surely_stale_at(fresh_until)
+        };
         log_transition(&d.msg, 0, why, "hold", at.since(now));
         self.hold(&d.msg, at, now)
             .await

@@ -267,10 +267,21 @@ impl<P: Ports> Record<'_, P> {
         until: Timestamp,
         now: Timestamp,
     ) -> Result<Action, PortError> {
-        let at = until.min(d.reminder.fresh_until);
+        // Back when the gate reopens while it may still be sent; otherwise once it is surely
+        // stale, when its intake expires it (no attempt promised that cannot happen).
+        let fresh_until = d.reminder.fresh_until;
+        let last = crate::domain::reminder::last_sendable(fresh_until);
+        let (at, eligible) = if until <= last {
+            (until, until)
+        } else {
+            (
+                crate::domain::reminder::surely_stale_at(fresh_until),
+                fresh_until,
+            )
+        };
         let change = Change::Hold {
             token: lease.token.clone(),
-            next_eligible_at: at,
+            next_eligible_at: eligible,
             error: Some(crate::policy::breaker::HELD_BY_BREAKER.into()),
             quiet_hours: false,
             // A timeout after the request was written may have reached the person.

@@ -1,0 +1,59 @@
+//! The scheduler judges staleness by the consumer's rule (README, "Clock margin"): it expires
+//! only what every clock within the margin calls stale; one read inside the margin of its
+//! `fresh_until` is enqueued, and the consumer holds it until it is surely stale.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use reminders::clock::{ManualClock, Timestamp};
+use reminders::domain::reminder::{surely_stale_at, CLOCK_MARGIN};
+use reminders::domain::{Channel, PerChannel};
+use reminders::ports::ReminderStore;
+use reminders::ports::{MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet};
+use reminders::providers::AnyProvider;
+use reminders::scheduler::{Scheduler, SchedulerConfig};
+
+use crate::reminder;
+
+const T0: Timestamp = Timestamp::from_millis(1_800_000_000_000);
+
+/// One run at `now` over a reminder due at T0 and fresh for a minute: (enqueued, expired).
+async fn run_at(now: Timestamp) -> (u32, u32) {
+    let clock = ManualClock::at(now);
+    let store = Arc::new(MemoryReminderStore::new(4));
+    let queue = Arc::new(MemoryQueue::new(clock.clone()));
+    let mut r = reminder("margin", "s1", T0, &[Channel::Push]);
+    r.fresh_until = T0.plus(Duration::from_secs(60));
+    store.insert(&r).await.unwrap();
+    let ports = PortSet {
+        clock: clock.clone(),
+        reminders: store,
+        ledger: Arc::new(MemoryLedger::default()),
+        gate: Arc::new(MemoryGate::default()),
+        queue: queue.clone(),
+        dead_letters: Arc::new(MemoryQueue::new(clock.clone())),
+        providers: PerChannel::from_fn(|_| AnyProvider::<ManualClock>::Disabled),
+    };
+    let report = Scheduler::new(ports, SchedulerConfig::default())
+        .run(None)
+        .await
+        .unwrap();
+    (report.enqueued, report.expired)
+}
+
+#[tokio::test]
+async fn inside_the_margin_after_fresh_until_it_is_enqueued_not_expired() {
+    let fresh_until = T0.plus(Duration::from_secs(60));
+    let (enqueued, expired) = run_at(fresh_until.plus(CLOCK_MARGIN / 2)).await;
+    assert_eq!(
+        (enqueued, expired),
+        (1, 0),
+        "expired while a clock may call it fresh"
+    );
+    let (enqueued, expired) = run_at(surely_stale_at(fresh_until)).await;
+    assert_eq!(
+        (enqueued, expired),
+        (0, 1),
+        "surely stale: expired, never enqueued"
+    );
+}
