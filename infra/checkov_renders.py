@@ -47,6 +47,7 @@ renders.update({
         "AlarmTopicArn": arn("sns", "oncall"), "TableKmsKeyArn": arn("kms", "key/0b1e2c3d")},
     "alarm email, 16 schedules": {"AlarmEmail": "oncall@example.org", "SchedulerParallelism": "16"},
     "tracing active": {"Tracing": "Active"},
+    "consumer mappings in provisioned mode": {"ConsumerMinPollers": "20"},
     # The defaults give IAM on the HTTP API and a bus of the stack's own.
     "JWT authorizer, existing event bus": {
         "JwtIssuer": "https://auth.example.com/", "JwtAudience": "reminders-api,reminders-cli",

@@ -15,11 +15,14 @@ use crate::demo::{SchedulerFlags, SeriesFlags};
 /// defaults) unless a parameter flag says otherwise.
 ///
 /// With --target-p99 SECS it searches SchedulerParallelism, DueShards, SchedulerMaxPerRun,
-/// ConsumerMaxConcurrency, ConsumerBatchSize and the tables' mode for the cheapest set whose
+/// ConsumerMaxConcurrency, ConsumerBatchSize, the mappings' provisioned mode
+/// (ConsumerMinPollers, ConsumerMaxPollers) and the tables' mode for the cheapest set whose
 /// simulated p99 lateness is at most SECS, and prints it as a `sam deploy
 /// --parameter-overrides` line with the simulated answer, or names the limit no parameter
-/// moves. Cheapest: fewest concurrent Lambdas (SchedulerParallelism + ConsumerMaxConcurrency),
-/// then fewest shards, on-demand tables before provisioned ones.
+/// moves (the account's concurrency quota among them: --account-concurrency plans with a
+/// raised one). Cheapest: standard mode before provisioned mode (pollers are billed), fewest
+/// minimum pollers, fewest concurrent Lambdas (SchedulerParallelism + the consumer's batches
+/// at once), then fewest shards, on-demand tables before provisioned ones.
 ///
 /// Example: remindctl plan --reminders 10000 --throughput 40 --timeout-rate 0.2
 /// Example: remindctl plan --series 20000 --rule "FREQ=DAILY;BYHOUR=9;BYMINUTE=0" --zone Europe/Paris --throughput 100
@@ -73,6 +76,14 @@ pub struct StackFlags {
     /// Records a batch (ConsumerBatchSize), 1-10 [default: as deployed]
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10))]
     batch_size: Option<u32>,
+    /// Provisioned mode (ConsumerMinPollers): event pollers each channel's mapping keeps
+    /// ready, ten batches at once each, 2-200; 0 is standard mode [default: as deployed]
+    #[arg(long, value_parser = parse_min_pollers)]
+    consumer_min_pollers: Option<u32>,
+    /// The most pollers a provisioned mapping scales to (ConsumerMaxPollers), 2-2000
+    /// [default: as deployed]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(2..=2000))]
+    consumer_max_pollers: Option<u32>,
     /// The tables' mode: on-demand (as deployed) or provisioned:WCU:RCU
     #[arg(long, value_parser = parse_tables)]
     tables: Option<TableMode>,
@@ -96,6 +107,15 @@ fn parse_tables(s: &str) -> Result<TableMode, String> {
         writes: n(w)?,
         reads: n(r)?,
     })
+}
+
+fn parse_min_pollers(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(n) if n == 0 || (2..=200).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "{s:?}: expected 0 (standard mode) or 2-200 pollers (provisioned mode)"
+        )),
+    }
 }
 
 fn parse_outage(s: &str) -> Result<(u64, u64), String> {
@@ -135,6 +155,14 @@ pub async fn run(args: PlanArgs) -> Result<(), String> {
                 .consumer_max_concurrency
                 .unwrap_or(deployed.consumer_max_concurrency),
             batch_size: args.stack.batch_size.unwrap_or(deployed.batch_size),
+            min_pollers: args
+                .stack
+                .consumer_min_pollers
+                .unwrap_or(deployed.min_pollers),
+            max_pollers: args
+                .stack
+                .consumer_max_pollers
+                .unwrap_or(deployed.max_pollers),
             tables: args.stack.tables.unwrap_or(deployed.tables),
         },
         provider_latency_ms: args.stack.provider_latency_ms,

@@ -77,6 +77,14 @@ fn print_found(f: &Found) {
         }
         println!("closest tried       {}", f.command);
     }
+    if f.params.provisioned() {
+        println!(
+            "mappings            provisioned mode: {} event pollers kept ready on each \
+             channel's mapping, up to {} (billed in Event Poller Units, the minimum ones while \
+             idle too; ConsumerMaxConcurrency does not apply)",
+            f.params.min_pollers, f.params.max_pollers
+        );
+    }
     if let reminders_harness::sim::capacity::TableMode::Provisioned { .. } = f.params.tables {
         println!(
             "tables              {} (no template parameter: set it on RemindersTable and \

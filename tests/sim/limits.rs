@@ -48,14 +48,15 @@ async fn one_due_shard_throttles_its_partition_and_more_shards_remove_it() {
     );
 }
 
-/// The deployed mapping (five batches at once) in front of a provider taking 2,000 sends a
-/// second: the consumer is the bottleneck, the provider never the limit. With 50 batches at
+/// A mapping of five batches at once (the default before the stated load chose two; eight
+/// due-index shards, likewise) in front of a provider taking 2,000 sends a second: the consumer is the bottleneck, the provider never the limit. With 50 batches at
 /// once the consumer is the limit only while its mapping scales up (five batches more a
 /// second), and the tail is shorter (the one schedule's marking is the rest of it).
 #[tokio::test]
 async fn five_batches_at_once_make_the_consumer_the_bottleneck_at_two_thousand_a_second() {
     let mut input = PlanInput::deployed(10_000, 2_000.0);
-    assert_eq!(input.params.consumer_max_concurrency, 5, "as deployed");
+    input.params.consumer_max_concurrency = 5;
+    input.params.due_shards = 8;
     // One schedule marks about 2,500 a second: under the due index's and the new on-demand
     // table's limits (four would throttle both; the first test shows that), so the consumer
     // is studied alone.
@@ -105,6 +106,7 @@ async fn the_search_meets_a_small_target_and_names_a_slow_provider() {
         .command
         .starts_with("sam deploy --parameter-overrides SchedulerParallelism="));
     assert_eq!(found.params.tables, TableMode::OnDemand, "on demand first");
+    assert!(!found.params.provisioned(), "standard mode first");
     let last = found.tried.last().unwrap();
     assert_eq!(
         last.p99_s * 1_000.0,
@@ -117,4 +119,61 @@ async fn the_search_meets_a_small_target_and_names_a_slow_provider() {
     let why = found.unmovable.as_deref().unwrap_or_default();
     assert!(why.contains("provider"), "{why}");
     assert!(found.plan.simulated.lateness_ms.p99 > 20_000);
+}
+
+/// 50,000 due at once, fed fast (16 schedules, 32 shards, provisioned tables), in front of a
+/// provider taking 10,000 sends a second. The standard mapping starts at five batches and adds
+/// five a second: the consumer is the bottleneck, every second of it while still scaling. In
+/// provisioned mode ten pollers keep 100 batches ready from the first second (they scale 1,000
+/// a minute beyond): the consumer is never the limit and the tail is shorter.
+#[tokio::test]
+async fn provisioned_pollers_remove_the_ramp_that_holds_the_standard_mapping_back() {
+    let mut input = PlanInput::deployed(50_000, 10_000.0);
+    assert_eq!(input.params.min_pollers, 0, "standard mode as deployed");
+    input.params.scheduler_parallelism = 16;
+    input.params.due_shards = 32;
+    input.params.consumer_max_concurrency = 200;
+    input.params.tables = TableMode::Provisioned {
+        writes: 30_000,
+        reads: 40_000,
+    };
+    let standard = plan(&input).await.simulated;
+    let consumer = standard.stages.stage(Stage::Consumer).unwrap();
+    assert_eq!(
+        standard.stages.bottleneck,
+        Some(Stage::Consumer),
+        "{}",
+        standard.stages
+    );
+    assert!(consumer.limit_secs >= 8, "{}", standard.stages);
+    assert_eq!(
+        standard.stages.consumer_scaling_secs, consumer.limit_secs,
+        "held back only while scaling: {}",
+        standard.stages
+    );
+
+    let mut provisioned = input.clone();
+    provisioned.params.min_pollers = 10;
+    provisioned.params.max_pollers = 20;
+    let p = plan(&provisioned).await.simulated;
+    assert!(p
+        .stages
+        .to_string()
+        .contains("provisioned mode: 10-20 pollers"));
+    assert_eq!(
+        p.stages.stage(Stage::Consumer).unwrap().limit_secs,
+        0,
+        "{}",
+        p.stages
+    );
+    assert_eq!(p.stages.consumer_scaling_secs, 0);
+    assert_ne!(p.stages.bottleneck, Some(Stage::Consumer), "{}", p.stages);
+    assert_eq!(p.delivered, 50_000);
+    assert_eq!(p.duplicates, 0);
+    assert!(
+        p.lateness_ms.p99 + 3_000 <= standard.lateness_ms.p99,
+        "{} vs {}",
+        p.lateness_ms.p99,
+        standard.lateness_ms.p99
+    );
 }

@@ -66,6 +66,15 @@ fn the_template_deploys_the_codes_defaults() {
         reminders::consumer::config::MAPPING_BATCH_SIZE.to_string()
     );
     assert_eq!(
+        default(&t, "ConsumerMinPollers"),
+        reminders::consumer::config::MAPPING_MIN_POLLERS.to_string(),
+        "standard mode as deployed"
+    );
+    assert_eq!(
+        default(&t, "ConsumerMaxPollers"),
+        reminders::consumer::config::MAPPING_MAX_POLLERS.to_string()
+    );
+    assert_eq!(
         default(&t, "DueShards"),
         reminders::aws::config::DEFAULT_DUE_SHARDS.to_string()
     );
@@ -174,4 +183,110 @@ fn one_schedule_per_share_and_no_two_shares_touch_a_shard() {
     tagged.value = Value::String(r#"{"share": 2, "shares": ${SchedulerParallelism}}"#.into());
     let err = fan_out(&planted, 4).unwrap_err();
     assert!(err.contains("shard 2 has 2"), "{err}");
+}
+
+/// How one channel's event source mapping scales, as deployed.
+#[derive(Debug, Clone, PartialEq)]
+enum Scaling {
+    /// `ScalingConfig.MaximumConcurrency`.
+    Standard(String),
+    /// `ProvisionedPollerConfig`'s minimum and maximum pollers.
+    Provisioned(String, String),
+}
+
+/// Each consumer mapping's scaling with these parameters, or why it is wrong: exactly one of
+/// `ScalingConfig` and `ProvisionedPollerConfig` (AWS refuses both), on every channel's.
+fn mappings(t: &Value, overrides: &[(&str, &str)]) -> Result<Vec<Scaling>, String> {
+    let p = params(t, overrides);
+    let events = resolve(t, &p, &resource(t, "ConsumerFunction")["Events"]).unwrap();
+    let mut out = Vec::new();
+    for (name, e) in events.as_mapping().unwrap() {
+        let props = &e["Properties"];
+        let text = |v: &Value| match v {
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            other => format!("{other:?}"),
+        };
+        let standard = &props["ScalingConfig"]["MaximumConcurrency"];
+        let provisioned = &props["ProvisionedPollerConfig"];
+        out.push(match (standard.is_null(), provisioned.is_null()) {
+            (false, true) => Scaling::Standard(text(standard)),
+            (true, false) => Scaling::Provisioned(
+                text(&provisioned["MinimumPollers"]),
+                text(&provisioned["MaximumPollers"]),
+            ),
+            (false, false) => {
+                return Err(format!(
+                    "{name:?}: ScalingConfig and ProvisionedPollerConfig both set (mutually \
+                     exclusive)"
+                ))
+            }
+            (true, true) => return Err(format!("{name:?}: no scaling configuration")),
+        });
+    }
+    if out.len() != 3 {
+        return Err(format!(
+            "{} consumer mappings, one a channel expected",
+            out.len()
+        ));
+    }
+    Ok(out)
+}
+
+/// `ConsumerMinPollers` 0 (the default, the code's) deploys standard mode on every channel's
+/// mapping at `ConsumerMaxConcurrency`; 2 or more, provisioned mode with both poller bounds
+/// and no `ScalingConfig`. The parameters' ranges are the ones the planner models
+/// (sim/limits.rs, from AWS's documentation; Lambda itself refuses 1 minimum poller for SQS,
+/// and `remindctl plan` does).
+#[test]
+fn each_consumer_mapping_runs_standard_or_provisioned_mode() {
+    use reminders_harness::sim::limits::lambda;
+    let t = template();
+    let max = reminders::consumer::config::MAPPING_MAX_CONCURRENCY.to_string();
+    assert_eq!(mappings(&t, &[]).unwrap(), vec![Scaling::Standard(max); 3]);
+    let max_pollers = reminders::consumer::config::MAPPING_MAX_POLLERS.to_string();
+    assert_eq!(
+        mappings(&t, &[("ConsumerMinPollers", "20")]).unwrap(),
+        vec![Scaling::Provisioned("20".into(), max_pollers); 3]
+    );
+    assert_eq!(
+        mappings(
+            &t,
+            &[("ConsumerMinPollers", "2"), ("ConsumerMaxPollers", "40")]
+        )
+        .unwrap(),
+        vec![Scaling::Provisioned("2".into(), "40".into()); 3]
+    );
+    let range = |name: &str| {
+        let p = &t["Parameters"][name];
+        (
+            p["MinValue"].as_u64().unwrap(),
+            p["MaxValue"].as_u64().unwrap(),
+        )
+    };
+    let wide = |(a, b): (u32, u32)| (u64::from(a), u64::from(b));
+    assert_eq!(
+        range("ConsumerMaxConcurrency"),
+        wide(lambda::ESM_MAX_CONCURRENCY_RANGE)
+    );
+    assert_eq!(
+        range("ConsumerMinPollers"),
+        (0, u64::from(lambda::ESM_MIN_POLLERS_RANGE.1)),
+        "0 is standard mode"
+    );
+    assert_eq!(
+        range("ConsumerMaxPollers"),
+        wide(lambda::ESM_MAX_POLLERS_RANGE)
+    );
+
+    // A planted fault: the push mapping keeps its ScalingConfig in provisioned mode.
+    let mut planted = template();
+    planted["Resources"]["ConsumerFunction"]["Properties"]["Events"]["PushQueue"]["Properties"]
+        ["ScalingConfig"] = serde_norway::from_str("MaximumConcurrency: 5").unwrap();
+    assert_eq!(
+        mappings(&planted, &[]).unwrap()[0],
+        Scaling::Standard("5".into())
+    );
+    let err = mappings(&planted, &[("ConsumerMinPollers", "20")]).unwrap_err();
+    assert!(err.contains("PushQueue") && err.contains("both"), "{err}");
 }

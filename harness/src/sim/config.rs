@@ -33,6 +33,11 @@ pub struct SimConfig {
     /// modelled duration (mapping.rs).
     pub consumer_max_concurrency: u32,
     pub batch_size: u32,
+    /// Provisioned mode (`ConsumerMinPollers`, `ConsumerMaxPollers`): 0 minimum pollers is
+    /// standard mode, as deployed; 2 or more, the mapping keeps that many pollers ready and
+    /// `consumer_max_concurrency` no longer applies (mapping.rs).
+    pub min_pollers: u32,
+    pub max_pollers: u32,
     /// The provider's latency per send (p50; one in fifty takes four times it).
     pub provider_latency_ms: f64,
     /// Due-index shards (`DueShards`): one DynamoDB partition key each.
@@ -91,6 +96,8 @@ impl Default for SimConfig {
             policy: RetryPolicy::default(),
             consumer_max_concurrency: reminders::consumer::config::MAPPING_MAX_CONCURRENCY,
             batch_size: reminders::consumer::config::MAPPING_BATCH_SIZE,
+            min_pollers: reminders::consumer::config::MAPPING_MIN_POLLERS,
+            max_pollers: reminders::consumer::config::MAPPING_MAX_POLLERS,
             provider_latency_ms: super::limits::DEFAULT_PROVIDER_LATENCY_MS,
             due_shards: reminders::aws::config::DEFAULT_DUE_SHARDS,
             tables: super::capacity::TableMode::OnDemand,

@@ -82,6 +82,37 @@ pub mod lambda {
     /// `ScalingConfig.MaximumConcurrency`: minimum 2, maximum 1,000
     /// (<https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-properties-lambda-eventsourcemapping-scalingconfig.html>).
     pub const ESM_MAX_CONCURRENCY_RANGE: (u32, u32) = (2, 1_000);
+    /// (The scaling page's newer text reads "up to 300 more concurrent invokes per minute. The
+    /// maximum number of invokes that an event source mapping can process simultaneously is
+    /// 1,250"; the template always sets `ScalingConfig.MaximumConcurrency`, at most 1,000, so
+    /// the deployed mapping's ceiling is 1,000 either way.)
+    ///
+    /// Provisioned mode (`ProvisionedPollerConfig`, template.yaml's `ConsumerMinPollers` and
+    /// `ConsumerMaxPollers`): "Configures the minimum (2-200) and maximum (2-2000) number of
+    /// dedicated event pollers for the SQS event source mapping. Each poller can handle up to
+    /// 1 MB/sec of throughput and 10 concurrent invokes."
+    /// (<https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-parameters.html>, the
+    /// `ProvisionedPollerConfig` row); "For Amazon SQS events source mappings, [MinimumPollers]
+    /// default is 2, and minimum 2 required"; MaximumPollers "default is 200"
+    /// (<https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-properties-lambda-eventsourcemapping-provisionedpollerconfig.html>,
+    /// whose schema caps it at 2,000; the API reference's newer text allows SQS 10,000,
+    /// <https://docs.aws.amazon.com/lambda/latest/api/API_ProvisionedPollerConfig.html>).
+    /// Provisioned mode and `ScalingConfig.MaximumConcurrency` are "mutually exclusive
+    /// options" (the scaling page above): with it, the pollers bound the concurrency.
+    pub const ESM_POLLER_CONCURRENCY: u32 = 10;
+    pub const ESM_MIN_POLLERS_RANGE: (u32, u32) = (2, 200);
+    pub const ESM_MAX_POLLERS_RANGE: (u32, u32) = (2, 2_000);
+    /// "These event pollers can auto scale up to 1000 per concurrent executions per minute,
+    /// more than three times faster than before ... and provide up to 20,000 concurrency"
+    /// (AWS News Blog, "AWS Lambda enhances event processing with provisioned mode for SQS
+    /// event-source mapping",
+    /// <https://aws.amazon.com/blogs/aws/aws-lambda-enhances-sqs-processing-with-new-provisioned-mode-3x-faster-scaling-16x-higher-capacity>;
+    /// the scaling page: "3 times faster scaling and up to 16 times higher processing
+    /// capacity"). Modelled: a provisioned mapping starts at its minimum pollers' concurrency
+    /// (they are kept ready), adds 1,000 concurrent invocations a minute while messages wait,
+    /// up to its maximum pollers' concurrency and never above 20,000.
+    pub const ESM_PROVISIONED_SCALE_PER_MIN: u32 = 1_000;
+    pub const ESM_PROVISIONED_MAX_CONCURRENCY: u32 = 20_000;
     /// An invocation's own overhead beside its calls (the runtime's next/response round trip
     /// on a warm container): an estimate, small beside the calls.
     pub const INVOKE_OVERHEAD_MS: f64 = 5.0;

@@ -3,6 +3,10 @@
 //! messages wait), all of them within the account's unreserved concurrency, each batch of
 //! `ConsumerBatchSize` lasting what its records cost: the consumer's own DynamoDB calls
 //! ([`super::metered`]) and the provider's latency, spread over the records it runs at once.
+//! In provisioned mode (`ConsumerMinPollers` 2 or more) the minimum pollers are kept ready:
+//! the mapping starts at their concurrency (ten batches a poller), adds 1,000 a minute while
+//! messages wait, up to its maximum pollers' concurrency; `ConsumerMaxConcurrency` does not
+//! apply (the two are mutually exclusive on AWS).
 //!
 //! A fluid model: each virtual second grants a channel `concurrency` seconds of batches; each
 //! batch spends its modelled duration; a batch that outlasts the grant is paid from the next
@@ -16,19 +20,77 @@ use super::limits::lambda;
 use super::stages::Tracker;
 use super::{SimConfig, World};
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Mapping {
     /// Batch-seconds left (negative: owed by a batch that outlasted its second).
     budget: f64,
-    /// Batches its scaling has reached.
-    scaled: u32,
+    /// Batches its scaling has reached (never below its [`Scaling::start`]).
+    scaled: f64,
 }
 
-impl Default for Mapping {
-    fn default() -> Self {
-        Self {
-            budget: 0.0,
-            scaled: lambda::ESM_START_BATCHES,
+/// How a channel's mapping scales, in batches at once (concurrent invocations).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scaling {
+    /// Provisioned mode: its minimum and maximum pollers, as AWS accepts them.
+    pub pollers: Option<(u32, u32)>,
+    /// Where it starts when messages arrive (and returns to when the queue is empty).
+    pub start: u32,
+    /// Batches it adds a minute while messages wait.
+    pub per_min: u32,
+    /// The most it runs.
+    pub max: u32,
+}
+
+/// The mapping `cfg` deploys: standard mode unless `min_pollers` is set.
+pub fn scaling(cfg: &SimConfig) -> Scaling {
+    if cfg.min_pollers == 0 {
+        let max = cfg
+            .consumer_max_concurrency
+            .clamp(
+                lambda::ESM_MAX_CONCURRENCY_RANGE.0,
+                lambda::ESM_MAX_CONCURRENCY_RANGE.1,
+            )
+            .min(lambda::ESM_MAX_BATCHES);
+        return Scaling {
+            pollers: None,
+            start: lambda::ESM_START_BATCHES.min(max),
+            per_min: lambda::ESM_SCALE_PER_MIN,
+            max,
+        };
+    }
+    let min = cfg.min_pollers.clamp(
+        lambda::ESM_MIN_POLLERS_RANGE.0,
+        lambda::ESM_MIN_POLLERS_RANGE.1,
+    );
+    let most = cfg
+        .max_pollers
+        .clamp(
+            lambda::ESM_MAX_POLLERS_RANGE.0,
+            lambda::ESM_MAX_POLLERS_RANGE.1,
+        )
+        .max(min);
+    let cap = lambda::ESM_PROVISIONED_MAX_CONCURRENCY;
+    Scaling {
+        pollers: Some((min, most)),
+        start: (min * lambda::ESM_POLLER_CONCURRENCY).min(cap),
+        per_min: lambda::ESM_PROVISIONED_SCALE_PER_MIN,
+        max: (most * lambda::ESM_POLLER_CONCURRENCY).min(cap),
+    }
+}
+
+impl Scaling {
+    /// In words, for the report.
+    pub fn describe(&self) -> String {
+        match self.pollers {
+            None => format!(
+                "standard mode: {} batches at first, {} more a minute, {} at most",
+                self.start, self.per_min, self.max
+            ),
+            Some((min, max)) => format!(
+                "provisioned mode: {min}-{max} pollers, {} batches at first, {} more a minute, \
+                 {} at most",
+                self.start, self.per_min, self.max
+            ),
         }
     }
 }
@@ -48,10 +110,8 @@ pub(super) async fn second(
     metrics: &mut PerChannel<Metrics>,
     tracker: &mut Tracker,
 ) {
-    let max = cfg.consumer_max_concurrency.clamp(
-        lambda::ESM_MAX_CONCURRENCY_RANGE.0,
-        lambda::ESM_MAX_CONCURRENCY_RANGE.1,
-    );
+    let scaling = scaling(cfg);
+    let max = scaling.max;
     let mut want = PerChannel::<u32>::default();
     let mut depth_total = 0;
     for c in Channel::ALL {
@@ -59,11 +119,13 @@ pub(super) async fn second(
         depth_total += d.visible + d.delayed + d.in_flight;
         let m = mappings.get_mut(c);
         if d.visible == 0 && m.budget >= 0.0 {
-            // Nothing waiting: it scales back to its first five.
+            // Nothing waiting: it scales back to where it starts (its first five, or its
+            // minimum pollers).
             *m = Mapping::default();
             continue;
         }
-        *want.get_mut(c) = max.min(m.scaled).min(lambda::ESM_MAX_BATCHES);
+        m.scaled = m.scaled.max(f64::from(scaling.start));
+        *want.get_mut(c) = max.min(m.scaled as u32);
     }
     tracker.peak_queue_depth = tracker.peak_queue_depth.max(depth_total);
     let wanted: u32 = Channel::ALL.iter().map(|c| *want.get(*c)).sum();
@@ -101,12 +163,13 @@ pub(super) async fn second(
         tracker.consumer_peak = tracker.consumer_peak.max(util);
         let waiting = w.queue.depth(c).await.is_ok_and(|d| d.visible > 0);
         if waiting {
-            // Spent with messages still waiting: the mapping scales (300 a minute).
+            // Spent with messages still waiting: the mapping scales (300 a minute, or 1,000
+            // in provisioned mode).
             tracker.consumer_limit_secs += 1;
-            if m.scaled < max {
+            if (m.scaled as u32) < max {
                 tracker.consumer_scaling_secs += 1;
             }
-            m.scaled = (m.scaled + lambda::ESM_SCALE_PER_MIN / 60).min(lambda::ESM_MAX_BATCHES);
+            m.scaled = (m.scaled + f64::from(scaling.per_min) / 60.0).min(f64::from(max));
         }
     }
     let (calls, over) = (

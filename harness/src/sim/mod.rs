@@ -23,6 +23,7 @@ pub mod limits;
 mod load;
 pub mod mapping;
 mod metered;
+pub mod params;
 pub mod plan;
 pub mod provider;
 pub mod recipients;
@@ -128,8 +129,8 @@ fn capacities(cfg: &SimConfig) -> stages::Capacities {
         ),
         tables,
         consumer: format!(
-            "{} batches of {} at once a channel, {} executions for all",
-            cfg.consumer_max_concurrency,
+            "{} a channel, batches of {}, {} executions for all",
+            mapping::scaling(cfg).describe(),
             cfg.batch_size,
             mapping::consumer_pool(cfg)
         ),

@@ -133,6 +133,8 @@ pub fn config(input: &PlanInput) -> SimConfig {
         due_shards: input.params.due_shards,
         consumer_max_concurrency: input.params.consumer_max_concurrency,
         batch_size: input.params.batch_size,
+        min_pollers: input.params.min_pollers,
+        max_pollers: input.params.max_pollers,
         tables: input.params.tables,
         provider_latency_ms: input.provider_latency_ms,
         account_concurrency: input.account_concurrency,

@@ -1,10 +1,21 @@
 //! `remindctl plan --target-p99`: the cheapest deployed parameters whose simulated p99
 //! lateness meets a target, or the limit no parameter can move.
 //!
-//! Cheapest, in this order: fewest concurrent Lambdas (`SchedulerParallelism` plus
-//! `ConsumerMaxConcurrency`), then fewest due-index shards, on-demand tables before
-//! provisioned ones. The search starts from the smallest set the per-stage capacity
-//! arithmetic allows for the rate the target needs (a 1M simulation takes minutes, so the
+//! Cheapest, in this order ([`Params::cost`]): standard mode before provisioned mode, fewest
+//! minimum event pollers, then fewest concurrent Lambdas (`SchedulerParallelism` plus the
+//! consumer's batches at once: `ConsumerMaxConcurrency`, or in provisioned mode ten a poller up
+//! to `ConsumerMaxPollers`), then fewest due-index shards, on-demand tables before provisioned
+//! ones.
+//! Provisioned mode is billed apart from the invocations, in Event Poller Units (EPUs, the
+//! API reference's name for a poller's capacity:
+//! <https://docs.aws.amazon.com/lambda/latest/api/API_ProvisionedPollerConfig.html>) for the
+//! pollers a mapping keeps, its minimum ones even while the queue is empty (they "remain
+//! ready"); the price is AWS Lambda's pricing page's and is not modelled here, only that any
+//! pollers cost more than none and more minimum pollers more than fewer. So the search takes
+//! provisioned mode only when standard mode cannot meet the target: when its scaling (300
+//! batches more a minute) or its ceiling (1,000) is what the simulation names.
+//!
+//! The search starts from the smallest set the per-stage capacity arithmetic allows for the rate the target needs (a 1M simulation takes minutes, so the
 //! arithmetic prunes), simulates it, and raises only the parameter of the stage the
 //! simulation names as the bottleneck (or, when no parameter moves that one, of the next
 //! stage that was the limit), until the target is met or no stage that held the work back can
@@ -15,47 +26,9 @@ use serde::Serialize;
 
 use super::capacity::TableMode;
 use super::limits::{dynamo as ddb, lambda};
+pub use super::params::Params;
 use super::plan::{plan_with_progress, Plan, PlanInput};
 use super::stages::{Stage, StageReport};
-
-/// The deployed parameters the planner searches, named as template.yaml names them.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Params {
-    pub scheduler_parallelism: u32,
-    pub due_shards: u32,
-    pub max_per_run: u32,
-    pub consumer_max_concurrency: u32,
-    pub batch_size: u32,
-    /// Not a template parameter: the tables are on demand (`PAY_PER_REQUEST`) as deployed.
-    pub tables: TableMode,
-}
-
-impl Params {
-    /// The template's defaults (one source: the code, held to the template by its test).
-    pub fn deployed() -> Self {
-        let (scheduler, _, parallelism) = super::deployed();
-        Self {
-            scheduler_parallelism: parallelism,
-            due_shards: reminders::aws::config::DEFAULT_DUE_SHARDS,
-            max_per_run: scheduler.max_per_run,
-            consumer_max_concurrency: reminders::consumer::config::MAPPING_MAX_CONCURRENCY,
-            batch_size: reminders::consumer::config::MAPPING_BATCH_SIZE,
-            tables: TableMode::OnDemand,
-        }
-    }
-
-    /// `Name=Value` for each template parameter, in template.yaml's names.
-    pub fn overrides(&self) -> String {
-        format!(
-            "SchedulerParallelism={} DueShards={} SchedulerMaxPerRun={} ConsumerMaxConcurrency={} ConsumerBatchSize={}",
-            self.scheduler_parallelism,
-            self.due_shards,
-            self.max_per_run,
-            self.consumer_max_concurrency,
-            self.batch_size
-        )
-    }
-}
 
 /// One simulated candidate.
 #[derive(Debug, Clone, Serialize)]
@@ -121,7 +94,11 @@ pub async fn search(
                 best = Some((params, p));
                 break;
             }
-            let next = raise(params, &p.simulated.stages, input);
+            let next = raise(params, &p.simulated.stages, input, needed);
+            debug_assert!(
+                next.as_ref().map_or(true, |n| n.cost() >= params.cost()),
+                "candidates only grow in cost"
+            );
             // Not met: the answer shown is the closest candidate, not merely the last.
             if last
                 .as_ref()
@@ -197,32 +174,33 @@ fn start(input: &PlanInput, rate: f64) -> (Params, Option<String>) {
         + latency.dynamo_p50_ms * 1_000.0 / (scheduler.send_concurrency as f64 * 10.0);
     let per_schedule = 1e6 / per_reminder_us * 50.0 / 60.0;
     p.scheduler_parallelism = ((rate / per_schedule).ceil() as u32).clamp(1, 16);
-    // A run's cap no lower than what a run can do in its 50 s.
-    let per_run = (1e6 / per_reminder_us * 50.0 * 1.1).ceil() as u32;
-    p.max_per_run = p.max_per_run.max(per_run);
+    // A run's cap a tenth above what a run can do in its 50 s: a backstop its deadline comes
+    // to first (raised when a run stops at it). From the arithmetic, not the input's, as every
+    // parameter the search sets, so its answer does not depend on what is deployed.
+    p.max_per_run = (1e6 / per_reminder_us * 50.0 * 1.1).ceil() as u32;
     p.due_shards = ((rate / (0.8 * ddb::PARTITION_WRITES_PER_SEC)).ceil() as u32)
         .max(p.scheduler_parallelism)
         .clamp(1, 64);
-    // A batch's records run at once (up to the consumer's own bound of ten).
-    let batch_secs = record_ms(input) / 1_000.0 * (f64::from(p.batch_size) / 10.0).ceil()
-        + lambda::INVOKE_OVERHEAD_MS / 1_000.0;
-    let per_slot = f64::from(p.batch_size) / batch_secs;
-    let pool = input
-        .account_concurrency
-        .saturating_sub(p.scheduler_parallelism + 1)
-        .min(lambda::ESM_MAX_BATCHES);
-    let slots = (1.2 * rate / per_slot).ceil() as u32;
-    if slots > pool {
+    let slots = consumer_slots(input, p.batch_size, rate);
+    let pool = pool(input, &p);
+    if slots > pool.min(lambda::ESM_PROVISIONED_MAX_CONCURRENCY) {
         return (
             p,
-            Some(format!(
-                "Lambda concurrency: {slots} consumer executions needed, {pool} available \
-                 (the account's quota of {} less reservations; ask AWS for more)",
-                input.account_concurrency
+            Some(account_concurrency(
+                input,
+                &format!("{slots} consumer executions needed"),
+                pool,
             )),
         );
     }
-    p.consumer_max_concurrency = slots.clamp(lambda::ESM_MAX_CONCURRENCY_RANGE.0, pool);
+    // Standard mode first (no pollers to pay for); provisioned only past its ceiling.
+    let standard_max = pool.min(lambda::ESM_MAX_CONCURRENCY_RANGE.1);
+    if slots > standard_max {
+        to_provisioned(&mut p, slots, pool);
+    } else {
+        p.min_pollers = 0;
+        p.consumer_max_concurrency = slots.clamp(lambda::ESM_MAX_CONCURRENCY_RANGE.0, standard_max);
+    }
     // The ledger takes two writes a delivery; the reminders table and its index one a mark.
     let writes = 2.0 * rate;
     if writes > ddb::TABLE_QUOTA_UNITS_PER_SEC {
@@ -241,6 +219,47 @@ fn start(input: &PlanInput, rate: f64) -> (Params, Option<String>) {
     (p, None)
 }
 
+/// Batches at once a channel's mapping needs for `rate` deliveries a second, a fifth spare:
+/// a batch's records run at once (up to the consumer's own bound of ten).
+fn consumer_slots(input: &PlanInput, batch_size: u32, rate: f64) -> u32 {
+    let batch_secs = record_ms(input) / 1_000.0 * (f64::from(batch_size) / 10.0).ceil()
+        + lambda::INVOKE_OVERHEAD_MS / 1_000.0;
+    let per_slot = f64::from(batch_size) / batch_secs;
+    (1.2 * rate / per_slot).ceil() as u32
+}
+
+/// The account's executions the consumer may have: its quota less the reservations (one a
+/// schedule, one for redrive).
+fn pool(input: &PlanInput, p: &Params) -> u32 {
+    input
+        .account_concurrency
+        .saturating_sub(p.scheduler_parallelism + 1)
+}
+
+/// The limit no template parameter moves: the account's concurrency quota.
+fn account_concurrency(input: &PlanInput, what: &str, pool: u32) -> String {
+    format!(
+        "Lambda concurrency: {what}, {pool} available (the \
+         account's quota of {} less reservations); no template parameter moves it: ask AWS \
+         for more (Service Quotas, \"Concurrent executions\"), then plan with \
+         --account-concurrency",
+        input.account_concurrency
+    )
+}
+
+/// Provisioned mode with `slots` batches at once ready from the start: that many minimum
+/// pollers (ten batches each), and no more maximum than minimum (the cheapest: pollers run
+/// are billed; a raise adds more when the consumer still holds the work back).
+fn to_provisioned(p: &mut Params, slots: u32, pool: u32) {
+    let (lo, hi) = lambda::ESM_MIN_POLLERS_RANGE;
+    let per = lambda::ESM_POLLER_CONCURRENCY;
+    p.min_pollers = slots.min(pool).div_ceil(per).clamp(lo, hi);
+    p.max_pollers = p.min_pollers.clamp(
+        lambda::ESM_MAX_POLLERS_RANGE.0,
+        lambda::ESM_MAX_POLLERS_RANGE.1,
+    );
+}
+
 fn provisioned(writes: f64) -> TableMode {
     let writes = ((writes / 1_000.0).ceil() * 1_000.0).min(ddb::TABLE_QUOTA_UNITS_PER_SEC) as u32;
     TableMode::Provisioned {
@@ -252,12 +271,12 @@ fn provisioned(writes: f64) -> TableMode {
 /// The next candidate: the bottleneck's parameter raised; if no parameter moves it, the
 /// parameter of the next stage that was the limit (longest first). `Err`: the bottleneck's
 /// limit, when no stage that held the work back can be moved.
-fn raise(p: Params, stages: &StageReport, input: &PlanInput) -> Result<Params, String> {
+fn raise(p: Params, stages: &StageReport, input: &PlanInput, rate: f64) -> Result<Params, String> {
     let mut limited: Vec<_> = stages.stages.iter().filter(|s| s.limit_secs > 0).collect();
     limited.sort_by_key(|s| std::cmp::Reverse(s.limit_secs));
     let mut first_err = None;
     for s in limited {
-        match raise_stage(p, Some(s.stage), stages, input) {
+        match raise_stage(p, Some(s.stage), stages, input, rate) {
             Ok(next) => return Ok(next),
             Err(why) => {
                 first_err.get_or_insert(why);
@@ -278,11 +297,13 @@ fn raise_stage(
     stage: Option<Stage>,
     stages: &StageReport,
     input: &PlanInput,
+    rate: f64,
 ) -> Result<Params, String> {
-    let pool = input
-        .account_concurrency
-        .saturating_sub(p.scheduler_parallelism + 1)
-        .min(lambda::ESM_MAX_BATCHES);
+    let pool = pool(input, &p);
+    let standard_max = pool.min(lambda::ESM_MAX_CONCURRENCY_RANGE.1);
+    let provisioned_max = (pool.min(lambda::ESM_PROVISIONED_MAX_CONCURRENCY)
+        / lambda::ESM_POLLER_CONCURRENCY)
+        .min(lambda::ESM_MAX_POLLERS_RANGE.1);
     let consumer_limit = stages.stage(Stage::Consumer).map_or(0, |s| s.limit_secs);
     match stage {
         Some(Stage::Scheduler) if stages.scheduler_capped => {
@@ -299,24 +320,52 @@ fn raise_stage(
         Some(Stage::DueIndex) => {
             return Err("the due index at 64 shards of 1,000 writes/s (DueShards' maximum)".into())
         }
+        // Standard mode's ramp (five batches, 300 more a minute) held it back: provisioned
+        // mode keeps the pollers for the batches the rate needs ready from the first second.
+        Some(Stage::Consumer)
+            if 2 * stages.consumer_scaling_secs > consumer_limit && !p.provisioned() =>
+        {
+            let slots = consumer_slots(input, p.batch_size, rate).max(p.consumer_max_concurrency);
+            to_provisioned(&mut p, slots, pool);
+        }
+        Some(Stage::Consumer)
+            if 2 * stages.consumer_scaling_secs > consumer_limit
+                && p.min_pollers < lambda::ESM_MIN_POLLERS_RANGE.1
+                && p.min_pollers < provisioned_max =>
+        {
+            p.min_pollers = (p.min_pollers * 2)
+                .min(lambda::ESM_MIN_POLLERS_RANGE.1)
+                .min(provisioned_max);
+            p.max_pollers = p.max_pollers.max(p.min_pollers);
+        }
         Some(Stage::Consumer) if 2 * stages.consumer_scaling_secs > consumer_limit => {
             return Err(format!(
-                "the event source mapping's scaling: it adds {} batches a minute from {} \
-                 (the consumer was the limit {} s, {} of them still scaling); no template \
-                 parameter moves it",
-                lambda::ESM_SCALE_PER_MIN,
-                lambda::ESM_START_BATCHES,
+                "the event source mapping's scaling: in provisioned mode it starts at {} \
+                 pollers ({} batches) and adds {} batches a minute (the consumer was the \
+                 limit {} s, {} of them still scaling); ConsumerMinPollers is at its most",
+                p.min_pollers,
+                p.min_pollers * lambda::ESM_POLLER_CONCURRENCY,
+                lambda::ESM_PROVISIONED_SCALE_PER_MIN,
                 consumer_limit,
                 stages.consumer_scaling_secs
             ))
         }
-        Some(Stage::Consumer) if p.consumer_max_concurrency < pool => {
-            p.consumer_max_concurrency = (p.consumer_max_concurrency * 2).min(pool);
+        Some(Stage::Consumer) if !p.provisioned() && p.consumer_max_concurrency < standard_max => {
+            p.consumer_max_concurrency = (p.consumer_max_concurrency * 2).min(standard_max);
+        }
+        Some(Stage::Consumer) if !p.provisioned() && standard_max < pool => {
+            // Standard mode's ceiling (1,000 batches), and the account has more.
+            to_provisioned(&mut p, 2 * standard_max, pool);
+        }
+        Some(Stage::Consumer) if p.provisioned() && p.max_pollers < provisioned_max => {
+            p.max_pollers = (p.max_pollers * 2).min(provisioned_max);
         }
         Some(Stage::Consumer) => {
-            return Err(format!(
-                "Lambda concurrency: the consumer at {pool} executions (the account's quota)"
-            ))
+            return Err(account_concurrency(
+                input,
+                &format!("the consumer at {} batches at once", p.consumer_batches()),
+                pool,
+            ));
         }
         Some(Stage::Ledger | Stage::RemindersTable) => {
             let now = match p.tables {

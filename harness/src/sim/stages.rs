@@ -69,7 +69,8 @@ pub struct StageReport {
     pub consumer_requests_per_record: f64,
     pub consumer_ms_per_record: f64,
     /// Seconds the consumer was the limit while its mapping was still scaling up (300
-    /// batches more a minute): what no `ConsumerMaxConcurrency` moves.
+    /// batches more a minute in standard mode): what no `ConsumerMaxConcurrency` moves, and
+    /// what provisioned mode (`ConsumerMinPollers`) does.
     pub consumer_scaling_secs: u64,
     /// A scheduler run stopped at `SchedulerMaxPerRun` rather than its deadline.
     pub scheduler_capped: bool,
