@@ -37,7 +37,8 @@ pub const FRESHNESS_VAR: &str = "FRESHNESS_SECS";
 pub fn default_freshness() -> Result<Duration, crate::config::ConfigError> {
     let policy = crate::policy::RetryPolicy::default().freshness_default_secs;
     let secs = crate::config::Vars::env().u64_or(FRESHNESS_VAR, policy)?;
-    Ok(Duration::from_secs(secs.max(1)))
+    // More than the clock margin, or nothing made with it could ever be sent.
+    Ok(Duration::from_secs(secs.max(2)))
 }
 
 pub async fn create<S: ReminderStore>(

@@ -12,9 +12,8 @@ pub const METRICS_NAMESPACE: &str = "METRICS_NAMESPACE";
 pub const QUEUE_URL_VARS: [&str; 3] = ["PUSH_QUEUE_URL", "EMAIL_QUEUE_URL", "SMS_QUEUE_URL"];
 pub const DLQ_URL_VARS: [&str; 3] = ["PUSH_DLQ_URL", "EMAIL_DLQ_URL", "SMS_DLQ_URL"];
 
-/// Default number of due-index shards: what `remindctl plan --target-p99` recommends for the
-/// stated load (README, "How the defaults were chosen"; tests/sim/stated_load.rs holds it).
-pub const DEFAULT_DUE_SHARDS: u32 = 1;
+/// Default number of due-index shards.
+pub const DEFAULT_DUE_SHARDS: u32 = 8;
 pub use crate::domain::MAX_DUE_SHARDS;
 
 /// Where the system's resources are.

@@ -57,10 +57,8 @@ impl Default for ConsumerConfig {
 
 /// The event source mappings' defaults (template.yaml's `ConsumerMaxConcurrency` and
 /// `ConsumerBatchSize`; a template test holds them equal): batches each channel's mapping runs
-/// at once, and records a batch. The simulation and the planner run these; they are what
-/// `remindctl plan --target-p99` recommends for the stated load (README, "How the defaults
-/// were chosen"; tests/sim/stated_load.rs holds it).
-pub const MAPPING_MAX_CONCURRENCY: u32 = 2;
+/// at once, and records a batch. The simulation and the planner run these.
+pub const MAPPING_MAX_CONCURRENCY: u32 = 5;
 pub const MAPPING_BATCH_SIZE: u32 = 10;
 /// The mappings' provisioned mode (template.yaml's `ConsumerMinPollers` and
 /// `ConsumerMaxPollers`, held equal by the same test): 0 minimum pollers is standard mode (the

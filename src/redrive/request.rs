@@ -80,6 +80,8 @@ pub enum RequestError {
     EmptyWindow(&'static str),
     #[error("redriving ambiguous may deliver twice through a provider that ignores idempotency keys: set accept_duplicates (--accept-duplicates)")]
     AmbiguousNeedsConsent,
+    #[error("extend_freshness_secs must be 2 to 31622400 (more than the one-second clock margin, at most 366 days)")]
+    BadExtension,
 }
 
 impl RedriveRequest {
@@ -101,6 +103,14 @@ impl RedriveRequest {
         }
         if self.reasons.contains(&DeadReason::Ambiguous) && !self.accept_duplicates {
             return Err(RequestError::AmbiguousNeedsConsent);
+        }
+        // Freshness a delivery could be sent in: more than the clock margin, at most what a
+        // reminder may have.
+        if let Some(secs) = self.extend_freshness_secs {
+            let max = crate::domain::reminder::MAX_FRESHNESS.as_secs();
+            if !(2..=max).contains(&secs) {
+                return Err(RequestError::BadExtension);
+            }
         }
         let windows = [
             ("dead_after/dead_before", self.dead_after, self.dead_before),

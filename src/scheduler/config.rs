@@ -33,10 +33,8 @@ pub struct SchedulerConfig {
 }
 
 /// The deployed scheduler: one schedule per share (`template.yaml`'s `SchedulerParallelism`
-/// default), each run bounded by its deadline rather than a small cap. One: what
-/// `remindctl plan --target-p99` recommends for the stated load (README, "How the defaults
-/// were chosen"; tests/sim/stated_load.rs holds it).
-pub const DEFAULT_PARALLELISM: u32 = 1;
+/// default), each run bounded by its deadline rather than a small cap.
+pub const DEFAULT_PARALLELISM: u32 = 4;
 /// The most schedules a stack deploys.
 pub const MAX_PARALLELISM: u32 = 16;
 /// The scheduler's timeout in the template (seconds): a run stops taking work before it.
@@ -51,10 +49,9 @@ impl Default for SchedulerConfig {
             look_ahead: Duration::from_secs(120),
             schedule_period: Duration::from_secs(60),
             per_subscriber_cap: 100,
-            // Sized to the deadline: the planner's arithmetic for one run in its 50 s at
-            // modelled latency on one vCPU, a tenth over, so the deadline binds first (what it
-            // recommends for the stated load; tests/sim/stated_load.rs holds it).
-            max_per_run: 122_359,
+            // Sized to the deadline: a 50 s run at modelled DynamoDB and SQS latency on one
+            // vCPU enqueues about 70,000, so what a run takes, it sends (README, Performance).
+            max_per_run: 60_000,
             max_scan: 200_000,
             page_size: 250,
             deadline_margin: Duration::from_secs(5),

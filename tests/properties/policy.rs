@@ -290,7 +290,8 @@ proptest! {
     /// Transient and ambiguous retries wait what the backoff says: full jitter within
     /// `[1 s, min(cap, base × 2^attempts)]`, the schedule's entry for the next attempt, or
     /// for a fitted backoff at most nine tenths of the freshness left — unless that lands
-    /// past `fresh_until`, when the last attempt goes in `LAST_CHANCE_MARGIN` before it;
+    /// past the last sendable instant (`fresh_until` less the clock margin), when the last
+    /// attempt goes in `LAST_CHANCE_MARGIN` before it;
     /// a throttle without Retry-After within `[1 s, min(throttle cap, base × 2^throttles)]`.
     #[test]
     fn delays_are_within_the_backoff_cap(
@@ -301,7 +302,8 @@ proptest! {
         let Next::Retry { at, .. } = next else { unreachable!() };
         let delay = at.as_millis() - c.now.as_millis();
         let p = &c.policy;
-        let left = c.fresh_until.as_millis().saturating_sub(c.now.as_millis());
+        // The time left to send in: up to the clock margin before fresh_until.
+        let left = last_sendable(c.fresh_until).as_millis().saturating_sub(c.now.as_millis());
         let last_chance = left - LAST_CHANCE_MARGIN.as_millis() as i64;
         let failed = !matches!(c.outcome, Outcome::Throttled { .. });
         // A failure's retry moved to the last chance is outside the backoff's range by design

@@ -51,7 +51,12 @@ fn fields() -> impl Strategy<Value = Fields> {
     let options = (
         [(); 4].map(|_| prop::option::of(any::<i64>())),
         prop::option::of(any::<bool>()),
-        prop::option::of(any::<u64>()),
+        // Around both ends of the allowed extension, and anything.
+        prop::option::of(prop_oneof![
+            0u64..4,
+            31_622_398u64..31_622_403,
+            any::<u64>()
+        ]),
         prop::option::of(any::<bool>()),
     );
     let channel = prop::sample::select(Channel::ALL.to_vec());
@@ -113,6 +118,11 @@ impl Fields {
             (
                 ambiguous && self.accept_duplicates != Some(true),
                 RequestError::AmbiguousNeedsConsent,
+            ),
+            (
+                self.extend_freshness_secs
+                    .is_some_and(|s| !(2..=31_622_400).contains(&s)),
+                RequestError::BadExtension,
             ),
             (
                 empty(self.times[2], self.times[3]),

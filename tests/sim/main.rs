@@ -10,7 +10,6 @@ mod choices;
 mod fairness;
 mod limits;
 mod series;
-mod stated_load;
 
 fn small(seed: u64) -> SimConfig {
     SimConfig {
@@ -77,14 +76,10 @@ async fn a_provider_without_idempotency_flags_ambiguous_sends_instead_of_repeati
 /// 250 s for the first wave plus 50 s of retry work.
 #[tokio::test]
 async fn plan_reproduces_the_arithmetic() {
-    let mut input = PlanInput {
+    let input = PlanInput {
         timeout_rate: 0.2,
         ..PlanInput::deployed(10_000, 40.0)
     };
-    // Eight due-index shards: the deployed one (sized for 10,000 over a minute, not at once)
-    // throttles this spike's marks, a wait the arithmetic does not count (it counts sends;
-    // tests/sim/limits.rs shows the partition's limit).
-    input.params.due_shards = 8;
     let e = estimate(&input);
     assert_eq!(
         (e.first_wave_secs, e.retry_secs, e.drain_secs),
@@ -94,9 +89,11 @@ async fn plan_reproduces_the_arithmetic() {
     let drained = p.simulated.drain_time_s.expect("drains");
     // The plan runs the deployed policy: a first-wave timeout is retried 19 to 38 s later
     // (fitted to an hour of freshness), so the wave's last retries land up to ~40 s after
-    // the estimate's 300 s of work (it counts sends, not waits).
+    // the estimate's 300 s of work (it counts sends, not waits), and a few of them queue
+    // behind the wave. The tail moves with the retries' jitter: 350 s before the clock
+    // margin, 370 s with it (retries fitted to a second less), p99 lateness 313 s and 314 s.
     assert!(
-        (300..=360).contains(&drained),
+        (300..=380).contains(&drained),
         "the engine drains in about 300 s of simulated time, got {drained}"
     );
     assert_eq!(p.simulated.delivered, 10_000);

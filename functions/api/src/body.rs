@@ -163,9 +163,9 @@ fn freshness(body: &PutBody, due_at: Timestamp) -> Result<Option<Timestamp>, Api
             "fresh_for_secs",
             "fresh_for_secs: give fresh_for_secs or fresh_until, not both",
         )),
-        (Some(0), None) => Err(ApiError::invalid(
+        (Some(0 | 1), None) => Err(ApiError::invalid(
             "fresh_for_secs",
-            "fresh_for_secs: must be at least 1",
+            "fresh_for_secs: must be at least 2 (more than the one-second clock margin)",
         )),
         (Some(secs), None) => Ok(Some(due_at.plus(Duration::from_secs(secs)))),
         (None, Some(v)) => when("fresh_until", v).map(Some),

@@ -69,10 +69,10 @@ fn decode<S, L, C>(app: &App<S, L, C>, id: &str, raw: &[u8]) -> Result<(Series, 
     })?;
     let subscriber_id = SubscriberId::parse(b.subscriber_id.as_str())
         .map_err(|e| ApiError::invalid("subscriber_id", e.to_string()))?;
-    if b.fresh_for_secs == Some(0) {
+    if matches!(b.fresh_for_secs, Some(0 | 1)) {
         return Err(ApiError::invalid(
             "fresh_for_secs",
-            "fresh_for_secs: must be at least 1",
+            "fresh_for_secs: must be at least 2 (more than the one-second clock margin)",
         ));
     }
     let new = NewSeries {

@@ -89,15 +89,3 @@ impl Params {
         )
     }
 }
-
-/// The load the deployed defaults are the search's answer for (README, "How the defaults were
-/// chosen"; a test holds them equal): 10,000 reminders due over one minute, a provider taking
-/// 100 sends a second (per channel: a plan simulates one), p99 lateness at most 90 s (the
-/// provider alone needs 100 s for the 10,000, so the last one due goes out about 40 s late at
-/// best; the rest is the scheduler's minute and the pipeline's own steps).
-pub mod stated_load {
-    pub const REMINDERS: u32 = 10_000;
-    pub const DUE_SPREAD_SECS: u64 = 60;
-    pub const THROUGHPUT_PER_SEC: f64 = 100.0;
-    pub const TARGET_P99_S: f64 = 90.0;
-}

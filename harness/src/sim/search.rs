@@ -174,10 +174,9 @@ fn start(input: &PlanInput, rate: f64) -> (Params, Option<String>) {
         + latency.dynamo_p50_ms * 1_000.0 / (scheduler.send_concurrency as f64 * 10.0);
     let per_schedule = 1e6 / per_reminder_us * 50.0 / 60.0;
     p.scheduler_parallelism = ((rate / per_schedule).ceil() as u32).clamp(1, 16);
-    // A run's cap a tenth above what a run can do in its 50 s: a backstop its deadline comes
-    // to first (raised when a run stops at it). From the arithmetic, not the input's, as every
-    // parameter the search sets, so its answer does not depend on what is deployed.
-    p.max_per_run = (1e6 / per_reminder_us * 50.0 * 1.1).ceil() as u32;
+    // A run's cap no lower than what a run can do in its 50 s.
+    let per_run = (1e6 / per_reminder_us * 50.0 * 1.1).ceil() as u32;
+    p.max_per_run = p.max_per_run.max(per_run);
     p.due_shards = ((rate / (0.8 * ddb::PARTITION_WRITES_PER_SEC)).ceil() as u32)
         .max(p.scheduler_parallelism)
         .clamp(1, 64);
