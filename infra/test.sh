@@ -86,6 +86,12 @@ step "cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "tests (emulator at $AWS_ENDPOINT_URL)"
+# Test threads get a main thread's stack (8 MiB) instead of libtest's 2 MiB: a test's whole
+# pipeline runs as one future on its thread (block_on), and a debug build keeps every
+# temporary of a poll function on the stack at once; the local run with the events stream
+# came within a few hundred KiB of 2 MiB and overflowed it once. The functions run on their
+# process's main thread, whose stack is the system's (8 MiB on Lambda).
+export RUST_MIN_STACK="${RUST_MIN_STACK:-8388608}"
 if cargo nextest --version >/dev/null 2>&1; then
   # nextest does not run doctests: run them first, so nextest's summary closes the log.
   cargo test --workspace --locked --doc
