@@ -153,18 +153,8 @@ impl<P: Ports> Record<'_, P> {
                 d.reminder.due_at,
                 d.reminder.fresh_until,
             );
-            let entry = OutgoingMessage {
-                entry_id: REWAKE_ENTRY.into(),
-                body: msg.encode(),
-                delay_secs: 0,
-            };
-            let failed = self.consumer.ports.queue().send_batch(c, &[entry]).await?;
-            if let Some(f) = failed.first() {
-                return Err(PortError::Unavailable {
-                    op: "queue.send_batch",
-                    message: format!("{c}'s message after a redrive refused: {}", f.code),
-                });
-            }
+            let refused = |code: &str| format!("{c}'s message after a redrive refused: {code}");
+            self.send_now(c, REWAKE_ENTRY, &msg, refused).await?;
             tracing::info!(delivery_key = %d.msg.delivery_key, channel = %c, "redriven: the reminder's channel with no delivery enqueued again");
         }
         Ok(())
@@ -336,18 +326,8 @@ impl<P: Ports> Record<'_, P> {
             dead.fresh_until,
         );
         msg.fallback_from = Some(channel);
-        let out = OutgoingMessage {
-            entry_id: "0".into(),
-            body: msg.encode(),
-            delay_secs: 0,
-        };
-        let failed = self.consumer.ports.queue().send_batch(next, &[out]).await?;
-        if let Some(f) = failed.first() {
-            return Err(PortError::Unavailable {
-                op: "queue.send_batch",
-                message: format!("fallback message to {next} refused: {}", f.code),
-            });
-        }
+        let refused = |code: &str| format!("fallback message to {next} refused: {code}");
+        self.send_now(next, "0", &msg, refused).await?;
         tracing::info!(
             delivery_key = %dead.delivery_key,
             reminder_id = %dead.reminder_id,
@@ -357,5 +337,36 @@ impl<P: Ports> Record<'_, P> {
             "fell back to the next channel"
         );
         Ok(())
+    }
+}
+
+impl<P: Ports> Record<'_, P> {
+    /// Enqueue `msg` on `channel`'s queue now, as entry `entry_id`; a refused entry is an
+    /// error whose message `refused` words from the queue's code.
+    async fn send_now(
+        &self,
+        channel: Channel,
+        entry_id: &str,
+        msg: &DeliveryMessage,
+        refused: impl FnOnce(&str) -> String,
+    ) -> Result<(), PortError> {
+        let entry = OutgoingMessage {
+            entry_id: entry_id.into(),
+            body: msg.encode(),
+            delay_secs: 0,
+        };
+        let failed = self
+            .consumer
+            .ports
+            .queue()
+            .send_batch(channel, &[entry])
+            .await?;
+        match failed.first() {
+            Some(f) => Err(PortError::Unavailable {
+                op: "queue.send_batch",
+                message: refused(&f.code),
+            }),
+            None => Ok(()),
+        }
     }
 }
