@@ -33,8 +33,11 @@ pub struct SchedulerConfig {
 }
 
 /// The deployed scheduler: one schedule per share (`template.yaml`'s `SchedulerParallelism`
-/// default), each run bounded by its deadline rather than a small cap.
-pub const DEFAULT_PARALLELISM: u32 = 4;
+/// default), each run bounded by its deadline rather than a small cap. One: what
+/// `remindctl plan --target-p99` recommends for the stated load (README, "How the defaults
+/// were chosen"; `tests/sim/stated_load.rs` holds it). A stack deployed with the old default
+/// of 4 keeps it on `sam deploy`, which reuses a parameter's previous value.
+pub const DEFAULT_PARALLELISM: u32 = 1;
 /// The most schedules a stack deploys.
 pub const MAX_PARALLELISM: u32 = 16;
 /// The scheduler's timeout in the template (seconds): a run stops taking work before it.
@@ -49,9 +52,11 @@ impl Default for SchedulerConfig {
             look_ahead: Duration::from_secs(120),
             schedule_period: Duration::from_secs(60),
             per_subscriber_cap: 100,
-            // Sized to the deadline: a 50 s run at modelled DynamoDB and SQS latency on one
-            // vCPU enqueues about 70,000, so what a run takes, it sends (README, Performance).
-            max_per_run: 60_000,
+            // A backstop the deadline binds first: the planner's arithmetic for one 50 s run on
+            // one vCPU (CPU and marks: about 111,000) rounded up to ten thousand; a simulated
+            // run, with SQS's latency too, enqueues about 70,000 (tests/sim/stated_load.rs
+            // holds it to the planner's answer).
+            max_per_run: 120_000,
             max_scan: 200_000,
             page_size: 250,
             deadline_margin: Duration::from_secs(5),

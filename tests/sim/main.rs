@@ -10,6 +10,7 @@ mod choices;
 mod fairness;
 mod limits;
 mod series;
+mod stated_load;
 
 fn small(seed: u64) -> SimConfig {
     SimConfig {

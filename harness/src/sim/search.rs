@@ -4,8 +4,9 @@
 //! Cheapest, in this order ([`Params::cost`]): standard mode before provisioned mode, fewest
 //! minimum event pollers, then fewest concurrent Lambdas (`SchedulerParallelism` plus the
 //! consumer's batches at once: `ConsumerMaxConcurrency`, or in provisioned mode ten a poller up
-//! to `ConsumerMaxPollers`), then fewest due-index shards, on-demand tables before provisioned
-//! ones.
+//! to `ConsumerMaxPollers`), on-demand tables before provisioned ones. Due-index shards are
+//! free (the scheduler reads all 64 virtual shards whatever `DueShards` says): the search sets
+//! them for headroom and raises them when the due index is the limit.
 //! Provisioned mode is billed apart from the invocations, in Event Poller Units (EPUs, the
 //! API reference's name for a poller's capacity:
 //! <https://docs.aws.amazon.com/lambda/latest/api/API_ProvisionedPollerConfig.html>) for the
@@ -166,21 +167,21 @@ fn start(input: &PlanInput, rate: f64) -> (Params, Option<String>) {
             )),
         );
     }
-    let latency = super::latency::LatencyModel::default();
-    let (scheduler, _, _) = super::deployed();
-    // One schedule: its CPU per reminder and its marks' latency over the marks in flight,
-    // 50 s of each minute.
-    let per_reminder_us = latency.cpu_us_per_reminder / latency.vcpu
-        + latency.dynamo_p50_ms * 1_000.0 / (scheduler.send_concurrency as f64 * 10.0);
-    let per_schedule = 1e6 / per_reminder_us * 50.0 / 60.0;
+    // One schedule, 50 s of each minute.
+    let per_second = schedule_per_second();
+    let per_schedule = per_second * 50.0 / 60.0;
     p.scheduler_parallelism = ((rate / per_schedule).ceil() as u32).clamp(1, 16);
-    // A run's cap no lower than what a run can do in its 50 s.
-    let per_run = (1e6 / per_reminder_us * 50.0 * 1.1).ceil() as u32;
-    p.max_per_run = p.max_per_run.max(per_run);
-    p.due_shards = ((rate / (0.8 * ddb::PARTITION_WRITES_PER_SEC)).ceil() as u32)
-        .max(p.scheduler_parallelism)
-        .clamp(1, 64);
-    let slots = consumer_slots(input, p.batch_size, rate);
+    // A run's cap: what one run does in its 50 s, rounded up to ten thousand — a backstop its
+    // deadline comes to first (raised when a run stops at it). From the arithmetic, not the
+    // input's, as every parameter the search sets: its answer does not depend on what is
+    // deployed.
+    p.max_per_run = ((per_second * 50.0 / 10_000.0).ceil() as u32).max(1) * 10_000;
+    p.due_shards = due_shards(p.scheduler_parallelism, rate);
+    // The consumer carries the provider's whole throughput (a slower consumer leaves paid-for
+    // sends unused, and a burst above the target's rate then waits on it), up to twice the
+    // rate the target needs (a provider far faster than the load needs sizes nothing).
+    let carried = input.throughput_per_sec.min(2.0 * rate).max(rate);
+    let slots = consumer_slots(input, p.batch_size, carried);
     let pool = pool(input, &p);
     if slots > pool.min(lambda::ESM_PROVISIONED_MAX_CONCURRENCY) {
         return (
@@ -216,6 +217,33 @@ fn start(input: &PlanInput, rate: f64) -> (Params, Option<String>) {
         p.tables = provisioned(writes * 1.25);
     }
     (p, None)
+}
+
+/// Reminders one schedule enqueues and marks a second: its CPU per reminder and its marks'
+/// latency over the marks in flight, at modelled latency.
+fn schedule_per_second() -> f64 {
+    let latency = super::latency::LatencyModel::default();
+    let (scheduler, _, _) = super::deployed();
+    let per_reminder_us = latency.cpu_us_per_reminder / latency.vcpu
+        + latency.dynamo_p50_ms * 1_000.0 / (scheduler.send_concurrency as f64 * 10.0);
+    1e6 / per_reminder_us
+}
+
+/// The due index's shards for `parallelism` schedules and `rate` deliveries a second. Shards
+/// cost nothing (the scheduler queries all 64 virtual shards), so they are set for headroom,
+/// not searched down: the schedules' marks, at their full speed whatever the rate, take at
+/// most half of each partition's writes, the other half left to the API's and the series
+/// maker's writes landing meanwhile; and the rate the target needs at most four fifths. A
+/// power of two, so the schedules' shares of the 64 virtual shards hold equally many written
+/// ones.
+fn due_shards(parallelism: u32, rate: f64) -> u32 {
+    let marks = f64::from(parallelism) * schedule_per_second();
+    let for_marks = marks / (0.5 * ddb::PARTITION_WRITES_PER_SEC);
+    let for_rate = rate / (0.8 * ddb::PARTITION_WRITES_PER_SEC);
+    (for_marks.max(for_rate).ceil() as u32)
+        .max(parallelism)
+        .next_power_of_two()
+        .clamp(1, 64)
 }
 
 /// Batches at once a channel's mapping needs for `rate` deliveries a second, a fifth spare:
@@ -310,7 +338,7 @@ fn raise_stage(
         }
         Some(Stage::Scheduler) if p.scheduler_parallelism < 16 => {
             p.scheduler_parallelism = (p.scheduler_parallelism * 2).min(16);
-            p.due_shards = p.due_shards.max(p.scheduler_parallelism);
+            p.due_shards = p.due_shards.max(due_shards(p.scheduler_parallelism, rate));
         }
         Some(Stage::Scheduler) => {
             return Err("the scheduler at its 16 schedules (SchedulerParallelism's maximum)".into())
