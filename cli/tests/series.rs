@@ -257,9 +257,17 @@ async fn a_series_through_local_api_and_local_run_delivers_each_occurrence_once_
     assert_eq!(moved["status"], "scheduled", "{moved}");
 
     let run = Running::start(&["local", "run", "--schedule-period", "1"], &env);
-    // After the other series' first occurrence went out, cancel it.
-    sleep_until(t(0) + 10_000).await;
-    let (_, other_first) = get(occurrence("other", t(0))).await;
+    // After the other series' first occurrence went out, cancel it: looked at each second
+    // until delivered (a loaded machine may take some seconds), at most until a minute after
+    // it was due, a minute before the occurrence the cancel must stop.
+    sleep_until(t(0) + 2_000).await;
+    let other_first = loop {
+        let (_, o) = get(occurrence("other", t(0))).await;
+        if o["channels"]["email"]["status"] == "delivered" || now_ms() > t(1) {
+            break o;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    };
     assert_eq!(
         other_first["channels"]["email"]["status"], "delivered",
         "{other_first}"
@@ -273,7 +281,17 @@ async fn a_series_through_local_api_and_local_run_delivers_each_occurrence_once_
     .await;
     assert_eq!(status, 200, "{cancelled}");
     assert_eq!(cancelled["status"], "cancelled");
-    sleep_until(t(3) + 15_000).await;
+    // The last occurrence: looked at until delivered (at most 30 s after it was due), then
+    // five seconds more for any second send to show.
+    sleep_until(t(3) + 2_000).await;
+    loop {
+        let (_, o) = get(occurrence("standup", t(3))).await;
+        if o["channels"]["email"]["status"] == "delivered" || now_ms() > t(3) + 30_000 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(5)).await;
     drop(run);
 
     let received = receiver.text();
@@ -297,9 +315,13 @@ async fn a_series_through_local_api_and_local_run_delivers_each_occurrence_once_
         if sent {
             let at = state["channels"]["email"]["delivered_at"].as_str().unwrap();
             let at = Timestamp::parse_rfc3339(at).unwrap().as_millis();
+            // Each at its own minute, never early: within half the minute between two
+            // occurrences (a wrong zone, a bunched or a skipped minute is off by a minute or
+            // more). How soon after its time it goes is a latency figure, for the benchmarks,
+            // not this test (a loaded CI machine once took 10 s).
             let late = at - t(k);
             assert!(
-                (0..=5_000).contains(&late),
+                (0..30_000).contains(&late),
                 "{series} occurrence {k} {late} ms late"
             );
         }

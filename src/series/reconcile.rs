@@ -38,8 +38,13 @@ where
         let id = occurrence_id(&s.series_id, at);
         let wanted = wanted_ever && s.produces(at);
         let Some(current) = store.get(&id).await? else {
-            // Past its freshness: never made again (its item may be gone with its TTL).
-            if crate::domain::reminder::is_stale(at.plus(s.fresh_for), now) {
+            // Past its freshness by every clock within the margin: never made again (its
+            // item may be gone with its TTL). One inside the margin is made, and its consumer
+            // or scheduler expires it with its reason once surely stale (the one rule).
+            let fresh_until = at.plus(s.fresh_for);
+            if crate::domain::reminder::freshness(fresh_until, now)
+                == crate::domain::reminder::Freshness::Stale
+            {
                 continue;
             }
             let mut occurrence = s.occurrence(at, retention);

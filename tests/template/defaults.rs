@@ -13,7 +13,7 @@ use reminders::scheduler::config::{
 use reminders::scheduler::{SchedulerConfig, Share};
 use serde_norway::Value;
 
-use super::iam::{condition, params, resolve};
+use super::iam::{condition, condition_expr, params, resolve};
 use super::{default, resource, template};
 
 /// The function's environment as deployed with these parameters ("" is "not set").
@@ -289,4 +289,19 @@ fn each_consumer_mapping_runs_standard_or_provisioned_mode() {
     );
     let err = mappings(&planted, &[("ConsumerMinPollers", "20")]).unwrap_err();
     assert!(err.contains("PushQueue") && err.contains("both"), "{err}");
+}
+
+/// `ConsumerMinPollers=1` fits the parameter's range but Lambda refuses it for SQS, partway
+/// through a deploy: the template's rule refuses it before any change, and takes 0 and 2 to 200.
+#[test]
+fn one_minimum_poller_is_refused_before_the_deploy_starts() {
+    let t = template();
+    let rule = &t["Rules"]["ConsumerMinPollersIsNotOne"]["Assertions"][0]["Assert"];
+    assert!(!rule.is_null(), "no ConsumerMinPollersIsNotOne rule");
+    let deploys = |v: &str| condition_expr(&t, &params(&t, &[("ConsumerMinPollers", v)]), rule);
+    assert!(!deploys("1"), "one minimum poller: refused");
+    for ok in ["0", "2", "20", "200"] {
+        assert!(deploys(ok), "{ok}");
+    }
+    assert!(deploys(&default(&t, "ConsumerMinPollers")), "the default deploys");
 }

@@ -24,6 +24,14 @@
 //!   for the suppression's key, and would put a claim before every decision intake makes
 //!   without one (cancelled, stale, edited away, due later), for no read saved.
 //!
+//! The path that does reach one request, left for an issue of its own: the writers (the API,
+//! the series maker) store each channel's address hash on the reminder; a new due index
+//! projects it (CloudFormation adds one index per update, and the scheduler reads the old one
+//! until the new one is active), so the message carries it; the consumer claims first, from
+//! the message, and reads the reminder, the preferences and the suppression in one strongly
+//! consistent `BatchGetItem` after the claim, every intake decision moving after it (one that
+//! does not send gives the lease back, then settles as intake does now).
+//!
 //! Any change here must keep `tests/consumer/before_claim.rs`: an opt-out, a suppression or a
 //! cancel written right before the claim wins.
 
