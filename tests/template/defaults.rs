@@ -303,5 +303,8 @@ fn one_minimum_poller_is_refused_before_the_deploy_starts() {
     for ok in ["0", "2", "20", "200"] {
         assert!(deploys(ok), "{ok}");
     }
-    assert!(deploys(&default(&t, "ConsumerMinPollers")), "the default deploys");
+    assert!(
+        deploys(&default(&t, "ConsumerMinPollers")),
+        "the default deploys"
+    );
 }

@@ -1,7 +1,8 @@
 //! `infra/quickstart.yaml`, the template a guided deploy asks ten questions of at most: it
 //! nests `template.yaml` and passes its own parameters through, each one of template.yaml's
 //! with the same type, allowed values, pattern and default, every other parameter at its
-//! default. Its rules are template.yaml's (refused before the nested stack is made), and it
+//! default. Its rules are template.yaml's over the parameters it asks (refused before the
+//! nested stack is made; the others hold at their defaults), and it
 //! gives back every output of template.yaml (`remindctl --stack` reads them). The check is
 //! run on the file and on copies with a fault planted, so each of its refusals is seen.
 
@@ -21,6 +22,19 @@ fn quickstart() -> Value {
     ))
     .expect("infra/quickstart.yaml");
     serde_norway::from_str(&text).expect("infra/quickstart.yaml parses as YAML")
+}
+
+/// The parameters a value refers to (`!Ref`), at any depth.
+fn refs(v: &Value) -> BTreeSet<String> {
+    match v {
+        Value::Tagged(t) if t.tag == "Ref" => {
+            t.value.as_str().map(str::to_owned).into_iter().collect()
+        }
+        Value::Tagged(t) => refs(&t.value),
+        Value::Sequence(items) => items.iter().flat_map(refs).collect(),
+        Value::Mapping(m) => m.values().flat_map(refs).collect(),
+        _ => BTreeSet::new(),
+    }
 }
 
 fn is_ref(v: &Value, name: &str) -> bool {
@@ -97,7 +111,16 @@ fn check(q: &Value, t: &Value) -> Result<(), String> {
             return Err(format!("{name} has no default and is not asked"));
         }
     }
-    if q["Rules"] != t["Rules"] {
+    // template.yaml's rules over the parameters asked here, each as written there; a rule
+    // over parameters only template.yaml has holds at their defaults in the nested stack.
+    let applicable: serde_norway::Mapping = t["Rules"]
+        .as_mapping()
+        .into_iter()
+        .flatten()
+        .filter(|(_, rule)| refs(rule).is_subset(&asked))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if q["Rules"] != Value::Mapping(applicable) {
         return Err("the rules differ from template.yaml's".into());
     }
     let outputs = keys(&q["Outputs"]);
@@ -195,5 +218,27 @@ fn the_quick_start_asks_ten_questions_at_most_and_passes_each_through() {
             q["Outputs"].as_mapping_mut().unwrap().remove("ApiUrl");
         },
         "outputs",
+    );
+    // A rule over the questions asked, dropped.
+    planted(
+        &|q| {
+            q["Rules"]
+                .as_mapping_mut()
+                .unwrap()
+                .remove("AlarmsReachSomeone");
+        },
+        "the rules differ",
+    );
+    // A rule over a parameter not asked here (it would refer to nothing), copied in.
+    planted(
+        &|q| {
+            let rule = t["Rules"]["ConsumerMinPollersIsNotOne"].clone();
+            assert!(
+                !rule.is_null(),
+                "template.yaml's rule over an unasked parameter"
+            );
+            q["Rules"]["ConsumerMinPollersIsNotOne"] = rule;
+        },
+        "the rules differ",
     );
 }

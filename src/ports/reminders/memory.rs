@@ -2,7 +2,7 @@
 //! DynamoDB's semantics where they matter (conditional writes, the sparse index, a page's
 //! limit counting evaluated items).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Bound;
 use std::sync::Mutex;
 
@@ -24,10 +24,11 @@ pub struct MemoryReminderStore {
 pub(super) struct Table {
     /// By raw id, as DynamoDB keys them; each item in its compact byte form ([`packed`]):
     /// the embedded pipeline keeps a million, and a typed one costs several times its content.
-    items: BTreeMap<Box<str>, Box<[u8]>>,
-    /// The ids of the scheduled items, in id order: what the sweep reads (DynamoDB's sparse
-    /// index holds only them), without a scan of every item ever written.
-    scheduled: BTreeSet<Box<str>>,
+    /// Hashed: ordered reads go through `scheduled` and `due` (the listing sorts its own).
+    items: HashMap<Box<str>, Box<[u8]>>,
+    /// The scheduled items' ids, in id order, with their shard: what the sweep reads
+    /// (DynamoDB's sparse index holds only them), not a scan of every item ever written.
+    scheduled: BTreeMap<Box<str>, u32>,
     due: BTreeSet<(u32, Timestamp, String)>,
     preferences: BTreeMap<SubscriberId, Preferences>,
     suppressions: BTreeMap<AddressHash, Suppression>,
@@ -40,6 +41,16 @@ impl Table {
     /// The item stored under `id`.
     fn get(&self, id: &str) -> Option<Reminder> {
         self.items.get(id).map(|bytes| packed::read(id, bytes))
+    }
+
+    /// What the due index projects of the item stored under `id` ([`packed::due`]).
+    fn due(&self, id: &str) -> Option<DueReminder> {
+        let bytes = self.items.get(id)?;
+        debug_assert_eq!(
+            packed::due(id, bytes),
+            Some((&packed::read(id, bytes)).into())
+        );
+        Some(packed::due(id, bytes).expect("an item the in-memory table packed reads back"))
     }
 
     /// The status and due time of the item stored under `id`, without reading the rest.
@@ -56,7 +67,7 @@ impl Table {
         }
         if r.status == ReminderStatus::Scheduled {
             self.due.insert((shard, r.due_at, key.to_owned()));
-            self.scheduled.insert(key.into());
+            self.scheduled.insert(key.into(), shard);
         } else {
             self.scheduled.remove(key);
         }
@@ -175,11 +186,10 @@ impl ReminderStore for MemoryReminderStore {
                 }
                 evaluated += 1;
                 last = Some((*due_at, id));
-                let Some(r) = t.get(id) else { continue };
-                if q.skip.contains(&r.subscriber_id) {
+                let Some(due) = t.due(id) else { continue };
+                if q.skip.contains(&due.subscriber_id) {
                     continue;
                 }
-                let due = DueReminder::from(&r);
                 items.push(match due.problem() {
                     None => DueEntry::Due(due),
                     Some(reason) => DueEntry::Unschedulable {
@@ -198,7 +208,6 @@ impl ReminderStore for MemoryReminderStore {
         after: Option<&SweepCursor>,
         limit: u32,
     ) -> Result<SweepPage, PortError> {
-        let shards = self.shards;
         self.guarded(OP_SWEEP, |t| {
             let from = match after.and_then(|c| c.0.first()) {
                 Some((_, id, _)) => Bound::Excluded(id.as_str()),
@@ -206,33 +215,30 @@ impl ReminderStore for MemoryReminderStore {
             };
             let limit = usize::try_from(limit.max(1)).unwrap_or(usize::MAX);
             let mut items = Vec::new();
-            let mut next = None;
-            for id in t.scheduled.range::<str, _>((from, Bound::Unbounded)) {
+            let mut last = None;
+            for (id, &shard) in t.scheduled.range::<str, _>((from, Bound::Unbounded)) {
                 if items.len() == limit {
                     break;
                 }
-                let Some(r) = t.get(id) else { continue };
-                let id = id.to_string();
-                let due = DueReminder::from(&r);
+                let Some(due) = t.due(id) else { continue };
+                last = Some(id);
                 let entry = match due.problem() {
                     None => DueEntry::Due(due),
                     Some(reason) => DueEntry::Unschedulable {
-                        key: id.clone(),
-                        due_at: r.due_at,
+                        key: id.to_string(),
+                        due_at: due.due_at,
                         reason,
                     },
                 };
-                let shard = Some(due_shard(&r.reminder_id, shards));
-                next = Some(SweepCursor(vec![("reminder_id".into(), id.clone(), false)]));
                 items.push(SweptItem {
-                    key: id.clone(),
-                    shard,
+                    key: id.to_string(),
+                    shard: Some(shard),
                     entry,
                 });
             }
-            if items.len() < limit {
-                next = None;
-            }
+            let next = last
+                .filter(|_| items.len() == limit)
+                .map(|id| SweepCursor(vec![("reminder_id".into(), id.to_string(), false)]));
             SweepPage { items, next }
         })
     }
