@@ -26,6 +26,7 @@ use reminders_harness::chaos::VirtualClock;
 use reminders_harness::local::{run, LocalConfig, Stop};
 
 mod maker_clock;
+mod reconcile_margin;
 mod redriven;
 
 /// 2027-01-15T08:00:00Z: 22:00 in Pacific/Kiritimati (UTC+14), far from UTC.

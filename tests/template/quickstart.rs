@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 
 use serde_norway::Value;
 
+use super::iam::{condition_expr, params};
 use super::{keys, template};
 
 /// `sam deploy --guided` asks one question per parameter of the template it deploys.
@@ -111,12 +112,32 @@ fn check(q: &Value, t: &Value) -> Result<(), String> {
             return Err(format!("{name} has no default and is not asked"));
         }
     }
-    // template.yaml's rules over the parameters asked here, each as written there; a rule
-    // over parameters only template.yaml has holds at their defaults in the nested stack.
-    let applicable: serde_norway::Mapping = t["Rules"]
-        .as_mapping()
-        .into_iter()
-        .flatten()
+    // template.yaml's rules over the parameters asked here, each as written there. A rule
+    // over parameters only template.yaml has must hold at their defaults (the nested stack
+    // gets no other value); one over both would refuse an answer only mid-deploy.
+    let empty = serde_norway::Mapping::new();
+    let rules = t["Rules"].as_mapping().unwrap_or(&empty);
+    let defaults = params(t, &[]);
+    for (name, rule) in rules {
+        let used = refs(rule);
+        if used.is_subset(&asked) {
+            continue;
+        }
+        if !used.is_disjoint(&asked) {
+            return Err(format!(
+                "rule {name:?} refers to asked and unasked parameters"
+            ));
+        }
+        let holds = rule["Assertions"].as_sequence().into_iter().flatten();
+        if !holds
+            .into_iter()
+            .all(|a| condition_expr(t, &defaults, &a["Assert"]))
+        {
+            return Err(format!("rule {name:?} fails at the defaults"));
+        }
+    }
+    let applicable: serde_norway::Mapping = rules
+        .iter()
         .filter(|(_, rule)| refs(rule).is_subset(&asked))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
@@ -241,4 +262,22 @@ fn the_quick_start_asks_ten_questions_at_most_and_passes_each_through() {
         },
         "the rules differ",
     );
+}
+
+/// The quick start's rule checks on template.yaml's side, each with a fault planted there: a
+/// rule over parameters it does not ask must hold at their defaults, and no rule may mix
+/// asked and unasked parameters.
+#[test]
+fn a_rule_over_unasked_parameters_holds_at_their_defaults() {
+    let q = quickstart();
+    let mut t = template();
+    t["Parameters"]["ConsumerMinPollers"]["Default"] = Value::Number(1.into());
+    let err = check(&q, &t).unwrap_err();
+    assert!(err.contains("fails at the defaults"), "{err}");
+
+    let mut t = template();
+    let mixed = "Assertions:\n  - Assert: !Or [!Equals [!Ref AlarmEmail, \"\"], !Equals [!Ref ConsumerMinPollers, \"0\"]]";
+    t["Rules"]["Mixed"] = serde_norway::from_str(mixed).unwrap();
+    let err = check(&q, &t).unwrap_err();
+    assert!(err.contains("asked and unasked"), "{err}");
 }

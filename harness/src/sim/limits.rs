@@ -113,6 +113,11 @@ pub mod lambda {
     /// up to its maximum pollers' concurrency and never above 20,000.
     pub const ESM_PROVISIONED_SCALE_PER_MIN: u32 = 1_000;
     pub const ESM_PROVISIONED_MAX_CONCURRENCY: u32 = 20_000;
+    /// The most records a batch takes without a batching window: "When you set BatchSize to
+    /// a value greater than 10, you must set MaximumBatchingWindowInSeconds to at least 1"
+    /// (CreateEventSourceMapping, <https://docs.aws.amazon.com/lambda/latest/api/API_CreateEventSourceMapping.html>).
+    /// The search takes it: the fewest invocations a record, with no window's wait added.
+    pub const ESM_BATCH_WITHOUT_WINDOW: u32 = 10;
     /// An invocation's own overhead beside its calls (the runtime's next/response round trip
     /// on a warm container): an estimate, small beside the calls.
     pub const INVOKE_OVERHEAD_MS: f64 = 5.0;

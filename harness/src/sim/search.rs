@@ -180,7 +180,8 @@ fn start(input: &PlanInput, rate: f64) -> (Params, Option<String>) {
     // The consumer carries the provider's whole throughput (a slower consumer leaves paid-for
     // sends unused, and a burst above the target's rate then waits on it), up to twice the
     // rate the target needs (a provider far faster than the load needs sizes nothing).
-    let carried = input.throughput_per_sec.min(2.0 * rate).max(rate);
+    let carried = input.throughput_per_sec.min(2.0 * rate);
+    p.batch_size = lambda::ESM_BATCH_WITHOUT_WINDOW;
     let slots = consumer_slots(input, p.batch_size, carried);
     let pool = pool(input, &p);
     if slots > pool.min(lambda::ESM_PROVISIONED_MAX_CONCURRENCY) {
@@ -198,7 +199,9 @@ fn start(input: &PlanInput, rate: f64) -> (Params, Option<String>) {
     if slots > standard_max {
         to_provisioned(&mut p, slots, pool);
     } else {
+        // Standard mode: the pollers' bounds do not apply, and stay at the template's.
         p.min_pollers = 0;
+        p.max_pollers = reminders::consumer::config::MAPPING_MAX_POLLERS;
         p.consumer_max_concurrency = slots.clamp(lambda::ESM_MAX_CONCURRENCY_RANGE.0, standard_max);
     }
     // The ledger takes two writes a delivery; the reminders table and its index one a mark.
@@ -213,6 +216,8 @@ fn start(input: &PlanInput, rate: f64) -> (Params, Option<String>) {
             )),
         );
     }
+    // On demand unless the rate needs more than a new table's start, whatever the input's.
+    p.tables = TableMode::OnDemand;
     if writes > 0.8 * ddb::ON_DEMAND_START_WRITES_PER_SEC {
         p.tables = provisioned(writes * 1.25);
     }
@@ -234,8 +239,7 @@ fn schedule_per_second() -> f64 {
 /// not searched down: the schedules' marks, at their full speed whatever the rate, take at
 /// most half of each partition's writes, the other half left to the API's and the series
 /// maker's writes landing meanwhile; and the rate the target needs at most four fifths. A
-/// power of two, so the schedules' shares of the 64 virtual shards hold equally many written
-/// ones.
+/// power of two, which divides the 64 virtual shards evenly.
 fn due_shards(parallelism: u32, rate: f64) -> u32 {
     let marks = f64::from(parallelism) * schedule_per_second();
     let for_marks = marks / (0.5 * ddb::PARTITION_WRITES_PER_SEC);

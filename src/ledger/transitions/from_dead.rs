@@ -68,9 +68,10 @@ pub(super) fn copied(from: &From, next: &mut DeliveryRecord, ctx: &Ctx) -> Resul
 }
 
 /// dead → dead, handing the reminder on to `to` (a standby's walk, for a death that named no
-/// listed channel). Refused once it names `to` already, or another channel; and refused for a
-/// death that may have reached the person (a send that may have happened ends the chain: the
-/// same rule as `Die`'s `fallback_to`, here in the ledger as well as in every caller).
+/// listed channel, or one the reminder no longer lists: that name is replaced). Refused once
+/// it names `to` already; and refused for a death that may have reached the person (a send
+/// that may have happened ends the chain: the same rule as `Die`'s `fallback_to`, here in the
+/// ledger as well as in every caller).
 pub(super) fn hand_on(
     from: &From,
     next: &mut DeliveryRecord,

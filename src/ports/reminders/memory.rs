@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Bound;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use super::*;
 use crate::ports::faults::{lock, FaultPoint, Faults};
@@ -25,10 +25,10 @@ pub(super) struct Table {
     /// By raw id, as DynamoDB keys them; each item in its compact byte form ([`packed`]):
     /// the embedded pipeline keeps a million, and a typed one costs several times its content.
     /// Hashed: ordered reads go through `scheduled` and `due` (the listing sorts its own).
-    items: HashMap<Box<str>, Box<[u8]>>,
-    /// The scheduled items' ids, in id order, with their shard: what the sweep reads
-    /// (DynamoDB's sparse index holds only them), not a scan of every item ever written.
-    scheduled: BTreeMap<Box<str>, u32>,
+    items: HashMap<Box<str>, Arc<[u8]>>,
+    /// The scheduled items, in id order, with their shard and bytes (shared with `items`):
+    /// what the sweep reads as DynamoDB's sparse index holds them, not a scan of every item.
+    scheduled: BTreeMap<Box<str>, (u32, Arc<[u8]>)>,
     due: BTreeSet<(u32, Timestamp, String)>,
     preferences: BTreeMap<SubscriberId, Preferences>,
     suppressions: BTreeMap<AddressHash, Suppression>,
@@ -45,12 +45,7 @@ impl Table {
 
     /// What the due index projects of the item stored under `id` ([`packed::due`]).
     fn due(&self, id: &str) -> Option<DueReminder> {
-        let bytes = self.items.get(id)?;
-        debug_assert_eq!(
-            packed::due(id, bytes),
-            Some((&packed::read(id, bytes)).into())
-        );
-        Some(packed::due(id, bytes).expect("an item the in-memory table packed reads back"))
+        self.items.get(id).map(|bytes| packed::read_due(id, bytes))
     }
 
     /// The status and due time of the item stored under `id`, without reading the rest.
@@ -65,13 +60,13 @@ impl Table {
         if let Some((_, due_at)) = self.head(key) {
             self.due.remove(&(shard, due_at, key.to_owned()));
         }
+        let bytes: Arc<[u8]> = packed::pack(r).into();
         if r.status == ReminderStatus::Scheduled {
             self.due.insert((shard, r.due_at, key.to_owned()));
-            self.scheduled.insert(key.into(), shard);
+            self.scheduled.insert(key.into(), (shard, bytes.clone()));
         } else {
             self.scheduled.remove(key);
         }
-        let bytes = packed::pack(r);
         // Every test that writes through this table holds the byte form exact.
         debug_assert_eq!(packed::unpack(key, &bytes).as_ref(), Some(r));
         self.items.insert(key.into(), bytes);
@@ -216,11 +211,11 @@ impl ReminderStore for MemoryReminderStore {
             let limit = usize::try_from(limit.max(1)).unwrap_or(usize::MAX);
             let mut items = Vec::new();
             let mut last = None;
-            for (id, &shard) in t.scheduled.range::<str, _>((from, Bound::Unbounded)) {
+            for (id, (shard, bytes)) in t.scheduled.range::<str, _>((from, Bound::Unbounded)) {
                 if items.len() == limit {
                     break;
                 }
-                let Some(due) = t.due(id) else { continue };
+                let due = packed::read_due(id, bytes);
                 last = Some(id);
                 let entry = match due.problem() {
                     None => DueEntry::Due(due),
@@ -232,7 +227,7 @@ impl ReminderStore for MemoryReminderStore {
                 };
                 items.push(SweptItem {
                     key: id.to_string(),
-                    shard: Some(shard),
+                    shard: Some(*shard),
                     entry,
                 });
             }

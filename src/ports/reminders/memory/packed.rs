@@ -178,6 +178,13 @@ pub(super) fn due(id: &str, bytes: &[u8]) -> Option<DueReminder> {
     })
 }
 
+/// [`due`] of the table's own bytes (held to the whole reminder's in debug builds).
+pub(super) fn read_due(id: &str, bytes: &[u8]) -> DueReminder {
+    let due = due(id, bytes).expect("an item the in-memory table packed reads back");
+    debug_assert_eq!(due, DueReminder::from(&read(id, bytes)));
+    due
+}
+
 /// Only the table wrote the bytes: an item that does not read back is a bug there.
 pub(super) fn read(id: &str, bytes: &[u8]) -> Reminder {
     unpack(id, bytes).expect("an item the in-memory table packed reads back")
