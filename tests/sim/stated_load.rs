@@ -44,7 +44,6 @@ async fn the_deployed_defaults_are_the_search_answer_for_the_stated_load() {
             writes: 1_000,
             reads: 3_000,
         },
-        ..deployed
     };
     assert_ne!(elsewhere, deployed);
     let again = search(&stated(elsewhere), load::TARGET_P99_S, |_, _, _| {}).await;
