@@ -35,6 +35,8 @@ WORK = os.path.join(ROOT, "target", "bench")
 os.makedirs(WORK, exist_ok=True)
 
 TARGETS = {
+    # Issue 36: one read request per delivered reminder (not met yet: README, Performance).
+    "consumer_ddb_reads_per_delivery": ("<=", 1),
     "consumer_gate_reads_per_delivery": ("<=", 0.05),
     "powertools_over_consumer_cpu": (">=", 20),
     "scheduler_reminders_per_cpu_second": (">=", 10_000),
@@ -280,8 +282,9 @@ def write(figures, derived, consumer, powertools, scheduler, init_runs, sizes, d
         "|---|---|---|---|---|---|",
         row("consumer DynamoDB writes per delivery", "consumer_ddb_writes_per_delivery",
             figures["consumer_ddb_writes_per_delivery"], "claim + outcome, conditional"),
-        row("consumer DynamoDB reads per delivery (reminder)", "consumer_ddb_reads_per_delivery",
-            figures["consumer_ddb_reads_per_delivery"], "gate reads apart"),
+        row("consumer DynamoDB read requests per delivery", "consumer_ddb_reads_per_delivery",
+            figures["consumer_ddb_reads_per_delivery"],
+            "the reminder, then the preferences and suppression in one batch; gate reads apart"),
         row("consumer gate reads per delivery", "consumer_gate_reads_per_delivery",
             figures["consumer_gate_reads_per_delivery"], f"{consumer['deliveries']} deliveries, batches of 10"),
         row("consumer SQS requests per delivery", "consumer_sqs_requests_per_delivery",
