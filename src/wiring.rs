@@ -27,7 +27,12 @@ pub fn reads(function: &str) -> Vec<&'static str> {
             vars.extend(crate::providers::VARS);
             vars.push(crate::providers::secret::SUPPRESSION_KEY_SECRET_VAR);
         }
-        "scheduler" => vars.extend(crate::scheduler::config::VARS),
+        "scheduler" => {
+            vars.extend(crate::scheduler::config::VARS);
+            // A sole channel's message carries its address's keyed hash (the consumer's one
+            // read).
+            vars.push(crate::providers::secret::SUPPRESSION_KEY_SECRET_VAR);
+        }
         "redrive" => vars.extend(crate::redrive::VARS),
         // The HTTP API writes reminders (their TTLs), defaults their freshness window and
         // refuses SMS numbers outside the allowed calling codes.
@@ -84,6 +89,7 @@ pub fn aws_calls(function: &str) -> &'static [&'static str] {
             "DynamoDB.Scan",
             "DynamoDB.UpdateItem",
             "SQS.SendMessageBatch",
+            "Secrets Manager.GetSecretValue",
         ],
         "consumer" => &[
             "DynamoDB.BatchGetItem",

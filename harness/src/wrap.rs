@@ -178,6 +178,18 @@ impl<T: ReminderStore> ReminderStore for Faulty<T> {
         self.around(op, self.inner.recipient_rules(subscriber, address))
             .await
     }
+    /// The wrapped store's own one read (DynamoDB: one `BatchGetItem`), one fault check
+    /// (`OP_DELIVERY_READ`), as the adapter makes one request.
+    async fn delivery_read(
+        &self,
+        id: &reminders::domain::ReminderId,
+        subscriber: &reminders::domain::SubscriberId,
+        address: Option<&reminders::domain::AddressHash>,
+    ) -> Result<reminders::ports::reminders::DeliveryRead, PortError> {
+        let op = reminders::ports::reminders::OP_DELIVERY_READ;
+        self.around(op, self.inner.delivery_read(id, subscriber, address))
+            .await
+    }
 }
 
 impl<T: DeadLetters> DeadLetters for Faulty<T> {

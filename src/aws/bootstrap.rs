@@ -11,7 +11,7 @@ use aws_sdk_dynamodb::types::{
 };
 use aws_sdk_sqs::types::QueueAttributeName;
 
-use super::dynamo::{DUE_INDEX, SUBSCRIBER_INDEX};
+use super::dynamo::{DUE_INDEX, DUE_RECIPIENTS_INDEX, SUBSCRIBER_INDEX};
 use super::sqs::ChannelUrls;
 use crate::domain::Channel;
 
@@ -24,6 +24,18 @@ pub const DUE_INDEX_PROJECTION: [&str; 6] = [
     "status",
     "enqueued_channels",
 ];
+
+/// Attributes `due-recipients-index` projects besides its keys: the due index's, and the
+/// recipients (hashed by the scheduler for the consumer's one read, never sent on).
+pub const DUE_RECIPIENTS_INDEX_PROJECTION: [&str; 7] = {
+    let mut out = ["recipients"; 7];
+    let mut i = 0;
+    while i < DUE_INDEX_PROJECTION.len() {
+        out[i] = DUE_INDEX_PROJECTION[i];
+        i += 1;
+    }
+    out
+};
 
 /// Attributes the subscriber index projects besides its keys: a reminder's summary
 /// (`GET /v1/subscribers/{id}/reminders`), never its recipients or content.
@@ -85,12 +97,36 @@ fn index(
         .build()?)
 }
 
-/// The reminders table with its sparse due-time index and its subscriber index.
+/// The reminders table with its sparse due-time indexes and its subscriber index, as the
+/// template deploys it.
 pub async fn create_reminders_table(
     client: &aws_sdk_dynamodb::Client,
     table: &str,
 ) -> Result<(), BootstrapError> {
+    reminders_table(client, table, true).await
+}
+
+/// The reminders table as stacks deployed before `due-recipients-index` have it (or while
+/// it is backfilling): the scheduler reads `due-index` and its messages take two reads.
+pub async fn create_reminders_table_without_recipients_index(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+) -> Result<(), BootstrapError> {
+    reminders_table(client, table, false).await
+}
+
+async fn reminders_table(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+    with_recipients: bool,
+) -> Result<(), BootstrapError> {
     let due = index(DUE_INDEX, "due_shard", "due_at", &DUE_INDEX_PROJECTION)?;
+    let due_recipients = index(
+        DUE_RECIPIENTS_INDEX,
+        "due_shard",
+        "due_at",
+        &DUE_RECIPIENTS_INDEX_PROJECTION,
+    )?;
     let by_subscriber = index(
         SUBSCRIBER_INDEX,
         "subscriber_id",
@@ -108,7 +144,7 @@ pub async fn create_reminders_table(
                 .build(),
         )
         .build()?;
-    client
+    let create = client
         .create_table()
         .table_name(table)
         .billing_mode(BillingMode::PayPerRequest)
@@ -121,9 +157,12 @@ pub async fn create_reminders_table(
         .attribute_definitions(attr("make_at", ScalarAttributeType::N)?)
         .global_secondary_indexes(due)
         .global_secondary_indexes(by_subscriber)
-        .global_secondary_indexes(series)
-        .send()
-        .await?;
+        .global_secondary_indexes(series);
+    let create = match with_recipients {
+        true => create.global_secondary_indexes(due_recipients),
+        false => create,
+    };
+    create.send().await?;
     enable_ttl(client, table).await
 }
 

@@ -57,6 +57,11 @@ pub struct Metrics {
     /// Ledger items in a status this version does not know (a newer writer's): left as they
     /// are, their messages held for later.
     pub newer_status: u32,
+    /// Sole messages claimed first and read in one request (issue 36's path).
+    pub one_read: u32,
+    /// Of those, claims given back (nothing spent) because the reminder as read was not what
+    /// the message said (edited, cancelled, gone, another address): they went the two-read way.
+    pub one_read_released: u32,
     /// delivered_at − due_at, per delivery.
     pub lateness_ms: Vec<i64>,
     /// Provider attempts of each delivered delivery.
@@ -110,6 +115,8 @@ impl Metrics {
         self.panics += other.panics;
         self.released += other.released;
         self.newer_status += other.newer_status;
+        self.one_read += other.one_read;
+        self.one_read_released += other.one_read_released;
         self.lateness_ms.extend(other.lateness_ms);
         self.attempts.extend(other.attempts);
     }
@@ -150,6 +157,8 @@ impl Metrics {
         );
         count("released".into(), self.released);
         count("newer_status".into(), self.newer_status);
+        count("one_read".into(), self.one_read);
+        count("one_read_released".into(), self.one_read_released);
         count("dead_total".into(), self.dead_needing_operator());
         for reason in DeadReason::ALL {
             count(

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ids::{Channel, ReminderId, SubscriberId};
 use super::key::DeliveryKey;
+use super::suppression::AddressHash;
 use crate::clock::Timestamp;
 
 pub const CURRENT_VERSION: u64 = 1;
@@ -39,6 +40,31 @@ pub struct DeliveryMessage {
     /// though the subscriber's fallback order holds its channel in standby.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback_from: Option<Channel>,
+    /// The scheduler's word that the reminder listed this channel alone, at its first
+    /// version: no other channel's delivery can stand in its way, so the consumer may claim
+    /// from the message and read everything it needs after the claim in one request
+    /// (`consumer::record::direct`). Checked against the reminder as read.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sole_channel: bool,
+    /// The keyed hash of the address the scheduler read (the suppression's key): the consumer's
+    /// one read names the suppression with it, and checks it against the reminder as read. A
+    /// keyed hash, never the address. A malformed one reads as absent (the two-read path).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_hash"
+    )]
+    pub address_hash: Option<AddressHash>,
+}
+
+/// An address hash that does not parse is as if absent: the message is still delivered, by
+/// the path that reads the reminder first.
+fn lenient_hash<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<AddressHash>, D::Error> {
+    let raw = Option::<serde_json::Value>::deserialize(d)?;
+    Ok(raw
+        .as_ref()
+        .and_then(serde_json::Value::as_str)
+        .and_then(|s| AddressHash::parse(s).ok()))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -85,7 +111,18 @@ impl DeliveryMessage {
             not_before: None,
             redrive: None,
             fallback_from: None,
+            sole_channel: false,
+            address_hash: None,
         }
+    }
+
+    /// This message as the scheduler makes it for a reminder listing one channel at its first
+    /// version: marked sole, with the address's hash when suppressions are kept.
+    #[must_use]
+    pub fn sole(mut self, address_hash: Option<AddressHash>) -> Self {
+        self.sole_channel = true;
+        self.address_hash = address_hash;
+        self
     }
 
     pub fn encode(&self) -> String {
@@ -126,6 +163,36 @@ mod tests {
             Timestamp::from_millis(1_000),
             Timestamp::from_millis(61_000),
         )
+    }
+
+    fn hash() -> AddressHash {
+        let key = crate::domain::SuppressionKey::new(b"k".repeat(32)).unwrap();
+        AddressHash::of(
+            &key,
+            &crate::domain::Recipient::parse(Channel::Email, "a@b.example").unwrap(),
+        )
+    }
+
+    #[test]
+    fn the_sole_marks_round_trip_and_a_bad_hash_reads_as_absent() {
+        let m = sample().sole(Some(hash()));
+        assert_eq!(DeliveryMessage::decode(&m.encode()), Ok(m.clone()));
+        let mut v: serde_json::Value = serde_json::from_str(&m.encode()).unwrap();
+        v["address_hash"] = "not-a-hash".into();
+        let read = DeliveryMessage::decode(&v.to_string()).unwrap();
+        assert_eq!(read.address_hash, None);
+        assert!(read.sole_channel);
+        v["address_hash"] = 7.into();
+        assert_eq!(
+            DeliveryMessage::decode(&v.to_string())
+                .unwrap()
+                .address_hash,
+            None
+        );
+        // A message from before (no marks) decodes as not sole.
+        let old = sample().encode();
+        assert!(!old.contains("sole_channel"), "{old}");
+        assert!(!DeliveryMessage::decode(&old).unwrap().sole_channel);
     }
 
     #[test]
@@ -186,6 +253,7 @@ mod tests {
             at: Timestamp::from_millis(6),
         });
         with_extras.fallback_from = Some(Channel::Push);
+        with_extras = with_extras.sole(Some(hash()));
         let v: serde_json::Value = serde_json::from_str(&with_extras.encode()).unwrap();
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
         let allowed = [
@@ -200,6 +268,10 @@ mod tests {
             "not_before",
             "redrive",
             "fallback_from",
+            "sole_channel",
+            // A keyed hash (HMAC under the deployment's secret), as suppressions and logs
+            // carry it: not the address.
+            "address_hash",
         ];
         for k in &keys {
             assert!(allowed.contains(k), "unexpected field {k}");

@@ -11,7 +11,7 @@ use std::time::Duration;
 use super::faults::lock;
 use super::gate::GatePartition;
 use crate::clock::Clock;
-use crate::domain::{Content, DeliveryKey, Recipient};
+use crate::domain::{Channel, Content, DeliveryKey, Recipient};
 use crate::policy::{parse_retry_after, Outcome};
 
 /// Everything a provider needs for one send. The key doubles as the idempotency key.
@@ -27,8 +27,10 @@ pub trait Provider: Send + Sync {
     /// Whether the provider deduplicates on the idempotency key (decides the ambiguous rule).
     fn honours_idempotency_key(&self) -> bool;
 
-    /// The gate partition this request is throttled under.
-    fn partition(&self, request: &SendRequest) -> GatePartition;
+    /// The gate partition this channel's sends are throttled under (one per channel and
+    /// provider: the recipient never picks it, so the gate is known before the reminder is
+    /// read).
+    fn partition(&self, channel: Channel) -> GatePartition;
 
     fn send(&self, request: &SendRequest) -> impl Future<Output = Outcome> + Send;
 }
@@ -37,8 +39,8 @@ impl<T: Provider> Provider for std::sync::Arc<T> {
     fn honours_idempotency_key(&self) -> bool {
         (**self).honours_idempotency_key()
     }
-    fn partition(&self, request: &SendRequest) -> GatePartition {
-        (**self).partition(request)
+    fn partition(&self, channel: Channel) -> GatePartition {
+        (**self).partition(channel)
     }
     fn send(&self, request: &SendRequest) -> impl Future<Output = Outcome> + Send {
         (**self).send(request)
@@ -182,8 +184,8 @@ impl<C: Clock> Provider for ScriptedProvider<C> {
         self.idempotent
     }
 
-    fn partition(&self, request: &SendRequest) -> GatePartition {
-        GatePartition::new(request.recipient.channel(), self.partition.clone())
+    fn partition(&self, channel: Channel) -> GatePartition {
+        GatePartition::new(channel, self.partition.clone())
     }
 
     async fn send(&self, request: &SendRequest) -> Outcome {

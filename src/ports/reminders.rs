@@ -36,9 +36,10 @@ pub const OP_PUT_PREFERENCES: &str = "reminders.put_preferences";
 pub const OP_SUPPRESSION: &str = "reminders.suppression";
 pub const OP_PUT_SUPPRESSION: &str = "reminders.put_suppression";
 pub const OP_RULES: &str = "reminders.recipient_rules";
+pub const OP_DELIVERY_READ: &str = "reminders.delivery_read";
 
-/// What the scheduler reads from the index: identities, times, version, channels. No content,
-/// no recipients.
+/// What the scheduler reads from the index: identities, times, version, channels, and (from
+/// the index that projects them) the addresses. No content.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DueReminder {
     pub reminder_id: ReminderId,
@@ -47,6 +48,10 @@ pub struct DueReminder {
     pub fresh_until: Timestamp,
     pub payload_version: u64,
     pub channels: Vec<Channel>,
+    /// Every address the reminder lists, when the index projects them (DynamoDB's
+    /// `due-recipients-index`; the in-memory table's); empty from the first `due-index`. The
+    /// scheduler hashes them for the consumer's one read ([`DueReminder::sole`]).
+    pub addresses: Vec<crate::domain::Recipient>,
     /// Marked `expired` but still in the index: the scheduler's expiry stopped between its
     /// mark and the ledger's `expired` writes (a crash, a failed write). The next run finishes
     /// it (the ledger, then out of the index); nothing sends it.
@@ -64,6 +69,16 @@ impl DueReminder {
         }
         None
     }
+
+    /// The address of `channel` when the reminder lists it alone at its first version (as
+    /// the consumer's standby step judges a reminder alone): its message may be claimed first
+    /// and read in one request. `None` when the index did not project the addresses.
+    pub fn sole(&self, channel: Channel) -> Option<&crate::domain::Recipient> {
+        match self.addresses.as_slice() {
+            [only] if only.channel() == channel && self.payload_version <= 1 => Some(only),
+            _ => None,
+        }
+    }
 }
 
 impl From<&Reminder> for DueReminder {
@@ -75,9 +90,19 @@ impl From<&Reminder> for DueReminder {
             fresh_until: r.fresh_until,
             payload_version: r.payload_version,
             channels: r.channels().filter(|c| !r.enqueued.contains(c)).collect(),
+            addresses: r.recipients.values().cloned().collect(),
             expiring: r.status == ReminderStatus::Expired,
         }
     }
+}
+
+/// What [`ReminderStore::delivery_read`] read: the reminder (`Err` only when it cannot be
+/// read: `Corrupt`), the preferences and the suppression.
+#[derive(Debug)]
+pub struct DeliveryRead {
+    pub reminder: Result<Option<Reminder>, PortError>,
+    pub prefs: Option<Preferences>,
+    pub suppression: Option<Suppression>,
 }
 
 /// Items a page evaluates when it filters out skipped subscribers (DynamoDB's `Limit` counts
@@ -279,6 +304,33 @@ pub trait ReminderStore: Send + Sync {
         }
     }
 
+    /// The consumer's one read after a sole message's claim (issue 36): the reminder, the
+    /// subscriber's preferences and, when `address` is given, its suppression. One call, so a
+    /// store can batch the three (DynamoDB: one strongly consistent `BatchGetItem`); by
+    /// default, the reads one by one. An unreadable reminder is its own answer.
+    fn delivery_read(
+        &self,
+        id: &ReminderId,
+        subscriber: &SubscriberId,
+        address: Option<&AddressHash>,
+    ) -> impl Future<Output = Result<DeliveryRead, PortError>> + Send
+    where
+        Self: Sized,
+    {
+        async move {
+            let reminder = match self.get(id).await {
+                Err(e) if !matches!(e, PortError::Corrupt { .. }) => return Err(e),
+                other => other,
+            };
+            let (prefs, suppression) = self.recipient_rules(subscriber, address).await?;
+            Ok(DeliveryRead {
+                reminder,
+                prefs,
+                suppression,
+            })
+        }
+    }
+
     /// Record a suppression (the first one for an address stands: a second provider answer
     /// for it changes nothing).
     fn put_suppression(
@@ -393,6 +445,14 @@ impl<T: ReminderStore> ReminderStore for std::sync::Arc<T> {
     ) -> impl Future<Output = Result<(Option<Preferences>, Option<Suppression>), PortError>> + Send
     {
         (**self).recipient_rules(subscriber, address)
+    }
+    fn delivery_read(
+        &self,
+        id: &ReminderId,
+        subscriber: &SubscriberId,
+        address: Option<&AddressHash>,
+    ) -> impl Future<Output = Result<DeliveryRead, PortError>> + Send {
+        (**self).delivery_read(id, subscriber, address)
     }
 }
 

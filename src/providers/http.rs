@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::clock::Clock;
-use crate::domain::{Content, SuppressionSource};
+use crate::domain::{Channel, Content, SuppressionSource};
 use crate::policy::{parse_retry_after, Outcome};
 use crate::ports::{GatePartition, Provider, SendRequest};
 use crate::providers::secret::Token;
@@ -101,8 +101,8 @@ impl<C: Clock> Provider for HttpProvider<C> {
         self.cfg.idempotent
     }
 
-    fn partition(&self, request: &SendRequest) -> GatePartition {
-        GatePartition::new(request.recipient.channel(), self.cfg.partition.clone())
+    fn partition(&self, channel: Channel) -> GatePartition {
+        GatePartition::new(channel, self.cfg.partition.clone())
     }
 
     async fn send(&self, request: &SendRequest) -> Outcome {

@@ -44,13 +44,13 @@ impl<C: Clock> Provider for AnyProvider<C> {
         }
     }
 
-    fn partition(&self, request: &SendRequest) -> GatePartition {
+    fn partition(&self, channel: Channel) -> GatePartition {
         match self {
-            AnyProvider::Http(p) => p.partition(request),
-            AnyProvider::Ses(p) => p.partition(request),
-            AnyProvider::SnsSms(p) => p.partition(request),
-            AnyProvider::SnsPush(p) => p.partition(request),
-            AnyProvider::Disabled => GatePartition::new(request.recipient.channel(), "disabled"),
+            AnyProvider::Http(p) => p.partition(channel),
+            AnyProvider::Ses(p) => p.partition(channel),
+            AnyProvider::SnsSms(p) => p.partition(channel),
+            AnyProvider::SnsPush(p) => p.partition(channel),
+            AnyProvider::Disabled => GatePartition::new(channel, "disabled"),
         }
     }
 

@@ -11,7 +11,7 @@ use aws_sdk_sesv2::types::{
 
 use super::sdk::{classify, short};
 use crate::clock::Clock;
-use crate::domain::{Content, SuppressionSource};
+use crate::domain::{Channel, Content, SuppressionSource};
 use crate::policy::Outcome;
 use crate::ports::{GatePartition, Provider, SendRequest};
 
@@ -84,8 +84,8 @@ impl<C: Clock> Provider for SesProvider<C> {
         false
     }
 
-    fn partition(&self, request: &SendRequest) -> GatePartition {
-        GatePartition::new(request.recipient.channel(), self.cfg.partition.clone())
+    fn partition(&self, channel: Channel) -> GatePartition {
+        GatePartition::new(channel, self.cfg.partition.clone())
     }
 
     async fn send(&self, request: &SendRequest) -> Outcome {

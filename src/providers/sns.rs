@@ -8,7 +8,7 @@ use aws_sdk_sns::types::MessageAttributeValue;
 use super::sdk::{classify, short};
 use super::ses::BLOCK;
 use crate::clock::{Clock, Timestamp};
-use crate::domain::{Content, SuppressionSource};
+use crate::domain::{Channel, Content, SuppressionSource};
 use crate::policy::Outcome;
 use crate::ports::{GatePartition, Provider, SendRequest};
 
@@ -107,8 +107,8 @@ impl<C: Clock> Provider for SnsSmsProvider<C> {
         false
     }
 
-    fn partition(&self, request: &SendRequest) -> GatePartition {
-        GatePartition::new(request.recipient.channel(), self.cfg.partition.clone())
+    fn partition(&self, channel: Channel) -> GatePartition {
+        GatePartition::new(channel, self.cfg.partition.clone())
     }
 
     async fn send(&self, request: &SendRequest) -> Outcome {
@@ -213,8 +213,8 @@ impl<C: Clock> Provider for SnsPushProvider<C> {
         false
     }
 
-    fn partition(&self, request: &SendRequest) -> GatePartition {
-        GatePartition::new(request.recipient.channel(), self.cfg.partition.clone())
+    fn partition(&self, channel: Channel) -> GatePartition {
+        GatePartition::new(channel, self.cfg.partition.clone())
     }
 
     async fn send(&self, request: &SendRequest) -> Outcome {

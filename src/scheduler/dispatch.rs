@@ -12,7 +12,9 @@ use futures::stream::{FuturesUnordered, StreamExt};
 
 use super::{delay_secs, RunReport, Scheduler};
 use crate::clock::{Clock, Timestamp};
-use crate::domain::{Channel, DeliveryMessage, ReminderId, ReminderStatus};
+use crate::domain::{
+    AddressHash, Channel, DeliveryMessage, ReminderId, ReminderStatus, SuppressionKey,
+};
 use crate::ports::queue::MAX_BATCH;
 use crate::ports::{DeliveryQueue, DueReminder, Marked, OutgoingMessage, Ports, ReminderStore};
 
@@ -60,9 +62,24 @@ fn groups(live: &[DueReminder]) -> Vec<std::ops::Range<usize>> {
 }
 
 impl<P: Ports> Scheduler<P> {
+    /// The key a run hashes sole channels' addresses with: `None` when none is configured,
+    /// or when it cannot be read now (logged; those messages then carry no hash, and the
+    /// consumer reads the reminder first, as for any message without one).
+    pub(super) async fn message_key(&self) -> Option<SuppressionKey> {
+        let source = self.suppression_key.as_ref()?;
+        match source.get().await {
+            Ok(key) => Some(key),
+            Err(e) => {
+                tracing::warn!(error = %e, "suppression key unavailable: this run's messages carry no address hash (two reads each)");
+                None
+            }
+        }
+    }
+
     pub(super) async fn dispatch(
         &self,
         live: &[DueReminder],
+        key: Option<&SuppressionKey>,
         deadline: Option<Timestamp>,
         report: &mut RunReport,
     ) {
@@ -82,7 +99,7 @@ impl<P: Ports> Scheduler<P> {
                 }
                 let i = next;
                 let group = &live[ranges[i].clone()];
-                in_flight.push(async move { (i, self.group(group).await) });
+                in_flight.push(async move { (i, self.group(group, key).await) });
                 next += 1;
             }
             let Some((i, group)) = in_flight.next().await else {
@@ -120,8 +137,9 @@ impl<P: Ports> Scheduler<P> {
     }
 
     /// Send one group's messages, one batch per channel at once, then mark each reminder
-    /// whose messages all went out.
-    async fn group(&self, rs: &[DueReminder]) -> Group {
+    /// whose messages all went out. A channel the reminder lists alone goes marked sole, with
+    /// its address's keyed hash when `key` is given ([`DeliveryMessage::sole`]).
+    async fn group(&self, rs: &[DueReminder], key: Option<&SuppressionKey>) -> Group {
         let clock = self.ports.clock();
         let start = clock.now();
         let mut per_channel: BTreeMap<Channel, Vec<(usize, OutgoingMessage)>> = BTreeMap::new();
@@ -135,6 +153,10 @@ impl<P: Ports> Scheduler<P> {
                     r.due_at,
                     r.fresh_until,
                 );
+                let msg = match r.sole(channel) {
+                    Some(address) => msg.sole(key.map(|k| AddressHash::of(k, address))),
+                    None => msg,
+                };
                 let entry = OutgoingMessage {
                     entry_id: per_channel.get(&channel).map_or(0, Vec::len).to_string(),
                     body: msg.encode(),

@@ -156,6 +156,9 @@ pub struct Scheduler<P: Ports> {
     sweeping: sweep::Sweeping,
     /// Runs in a row each shard's query has failed, as this (warm) function saw them.
     failing: std::sync::Mutex<std::collections::BTreeMap<u32, u32>>,
+    /// The key addresses are hashed with for a sole channel's message (the consumer's one
+    /// read); without one, messages carry no hash.
+    suppression_key: Option<crate::providers::secret::SuppressionKeySource>,
 }
 
 impl<P: Ports> Scheduler<P> {
@@ -165,7 +168,19 @@ impl<P: Ports> Scheduler<P> {
             cfg,
             sweeping: sweep::Sweeping::default(),
             failing: std::sync::Mutex::default(),
+            suppression_key: None,
         }
+    }
+
+    /// Hash each sole channel's address with the key from `source`, for the consumer's one
+    /// read (the consumer's own key: the same secret).
+    #[must_use]
+    pub fn with_suppression_key(
+        mut self,
+        source: Option<crate::providers::secret::SuppressionKeySource>,
+    ) -> Self {
+        self.suppression_key = source;
+        self
     }
 
     pub fn ports(&self) -> &P {
@@ -232,7 +247,12 @@ impl<P: Ports> Scheduler<P> {
             .into_iter()
             .partition(|r| r.expiring || surely_stale(r.fresh_until, now));
         self.expire(&stale, &mut report).await;
-        self.dispatch(&live, deadline, &mut report).await;
+        let key = match live.is_empty() {
+            true => None,
+            false => self.message_key().await,
+        };
+        self.dispatch(&live, key.as_ref(), deadline, &mut report)
+            .await;
         // Housekeeping after the due work, in the time left: what the sweep finds, no shard
         // query reaches anyway.
         if share.index == 0 {

@@ -3,7 +3,9 @@
 //! wins — never sent, no attempt spent. [`BeforeClaim`] lands it at the latest moment there
 //! is: inside the claim's own ledger call, right before the conditional write. Any change to
 //! how the consumer reads (one batch before the claim, say) must keep these passing; here on
-//! in-memory ports, and on the emulator in [`crate::emulator_reads`].
+//! in-memory ports, and on the emulator in [`crate::emulator_reads`]. Each case runs on both
+//! paths: a plain message (the reminder read before the claim, the rules after it) and a
+//! sole one (claimed first, everything read after the claim in one request).
 
 use std::sync::{Arc, Mutex};
 
@@ -21,7 +23,9 @@ use reminders::ports::{
 };
 use reminders::providers::secret::SuppressionKeySource;
 
-use crate::harness::{message, queue_urls, reminder, suppression_key, test_config, T0};
+use crate::harness::{
+    message, queue_urls, reminder, sole_message, suppression_key, test_config, T0,
+};
 
 /// A write of the recipient's (or an operator's) that lands right before the claim.
 pub enum Landing {
@@ -94,9 +98,14 @@ struct Ran {
     calls: u32,
     /// The landing was written (a claim was attempted).
     landed: bool,
+    /// Claims the one-read path made.
+    one_read: u32,
 }
 
-async fn deliver_with(landing: impl FnOnce(&Reminder) -> Option<Landing>) -> Ran {
+/// The two messages each case is tried with: plain, and sole.
+const PATHS: [bool; 2] = [false, true];
+
+async fn deliver_with(sole: bool, landing: impl FnOnce(&Reminder) -> Option<Landing>) -> Ran {
     let clock = ManualClock::at(T0);
     let store = Arc::new(MemoryReminderStore::new(4));
     let ledger = Arc::new(MemoryLedger::default());
@@ -120,7 +129,10 @@ async fn deliver_with(landing: impl FnOnce(&Reminder) -> Option<Landing>) -> Ran
     };
     let consumer = Consumer::new(ports, test_config(), queue_urls(), 5)
         .with_suppression_key(Some(SuppressionKeySource::Fixed(suppression_key())));
-    let msg = message(&r, Channel::Sms);
+    let msg = match sole {
+        true => sole_message(&r, Channel::Sms),
+        false => message(&r, Channel::Sms),
+    };
     let entry = reminders::ports::OutgoingMessage {
         entry_id: "0".into(),
         body: msg.encode(),
@@ -147,53 +159,65 @@ async fn deliver_with(landing: impl FnOnce(&Reminder) -> Option<Landing>) -> Ran
             .expect("a ledger item"),
         calls: provider.calls_for(&msg.delivery_key),
         landed,
+        one_read: out.metrics.get(Channel::Sms).one_read,
     }
 }
 
 #[tokio::test]
 async fn with_nothing_landing_before_the_claim_it_is_sent() {
-    let ran = deliver_with(|_| None).await;
-    assert_eq!(ran.record.status(), Status::Delivered);
-    assert_eq!(ran.calls, 1);
+    for sole in PATHS {
+        let ran = deliver_with(sole, |_| None).await;
+        assert_eq!(ran.record.status(), Status::Delivered, "sole: {sole}");
+        assert_eq!(ran.calls, 1, "sole: {sole}");
+        assert_eq!(ran.one_read, u32::from(sole), "the path taken");
+    }
 }
 
 #[tokio::test]
 async fn an_opt_out_landing_right_before_the_claim_wins() {
-    let ran = deliver_with(|r| {
-        Some(Landing::Preferences(
-            r.subscriber_id.clone(),
-            opted_out_of(Channel::Sms),
-        ))
-    })
-    .await;
-    assert!(ran.landed, "the opt-out was written before the claim");
-    assert_eq!(ran.calls, 0, "never sent");
-    assert_eq!(ran.record.status(), Status::Dead);
-    assert_eq!(ran.record.dead_reason(), Some(DeadReason::OptedOut));
-    assert_eq!(ran.record.attempt_count(), 0, "no attempt spent");
-    assert_eq!(ran.action, Action::Ack);
+    for sole in PATHS {
+        let ran = deliver_with(sole, |r| {
+            Some(Landing::Preferences(
+                r.subscriber_id.clone(),
+                opted_out_of(Channel::Sms),
+            ))
+        })
+        .await;
+        assert!(ran.landed, "the opt-out was written before the claim");
+        assert_eq!(ran.one_read, u32::from(sole), "the path taken");
+        assert_eq!(ran.calls, 0, "never sent (sole: {sole})");
+        assert_eq!(ran.record.status(), Status::Dead, "sole: {sole}");
+        assert_eq!(ran.record.dead_reason(), Some(DeadReason::OptedOut));
+        assert_eq!(ran.record.attempt_count(), 0, "no attempt spent");
+        assert_eq!(ran.action, Action::Ack);
+    }
 }
 
 #[tokio::test]
 async fn a_suppression_landing_right_before_the_claim_wins() {
-    let ran = deliver_with(|r| {
-        let to = &r.recipients[&Channel::Sms];
-        let sup = Suppression::record(&suppression_key(), to, SuppressionSource::Operator, T0);
-        Some(Landing::Suppress(sup))
-    })
-    .await;
-    assert!(ran.landed, "the suppression was written before the claim");
-    assert_eq!(ran.calls, 0, "never sent");
-    assert_eq!(ran.record.status(), Status::Dead);
-    assert_eq!(ran.record.dead_reason(), Some(DeadReason::Suppressed));
-    assert_eq!(ran.record.attempt_count(), 0, "no attempt spent");
+    for sole in PATHS {
+        let ran = deliver_with(sole, |r| {
+            let to = &r.recipients[&Channel::Sms];
+            let sup = Suppression::record(&suppression_key(), to, SuppressionSource::Operator, T0);
+            Some(Landing::Suppress(sup))
+        })
+        .await;
+        assert!(ran.landed, "the suppression was written before the claim");
+        assert_eq!(ran.one_read, u32::from(sole), "the path taken");
+        assert_eq!(ran.calls, 0, "never sent (sole: {sole})");
+        assert_eq!(ran.record.status(), Status::Dead, "sole: {sole}");
+        assert_eq!(ran.record.dead_reason(), Some(DeadReason::Suppressed));
+        assert_eq!(ran.record.attempt_count(), 0, "no attempt spent");
+    }
 }
 
 #[tokio::test]
 async fn a_cancel_landing_right_before_the_claim_wins() {
-    let ran = deliver_with(|r| Some(Landing::Cancel(r.reminder_id.clone(), T0))).await;
-    assert!(ran.landed, "the cancel was written before the claim");
-    assert_eq!(ran.calls, 0, "never sent");
-    assert_eq!(ran.record.status(), Status::Cancelled);
-    assert_eq!(ran.action, Action::Ack);
+    for sole in PATHS {
+        let ran = deliver_with(sole, |r| Some(Landing::Cancel(r.reminder_id.clone(), T0))).await;
+        assert!(ran.landed, "the cancel was written before the claim");
+        assert_eq!(ran.calls, 0, "never sent (sole: {sole})");
+        assert_eq!(ran.record.status(), Status::Cancelled, "sole: {sole}");
+        assert_eq!(ran.action, Action::Ack);
+    }
 }

@@ -24,7 +24,7 @@ use reminders_harness::wrap::Faulty;
 use tokio::sync::Mutex;
 
 use crate::before_claim::{opted_out_of, BeforeClaim, Landing};
-use crate::harness::{message, suppression_key};
+use crate::harness::{message, sole_message, suppression_key};
 use crate::support::{now, reminder, AwsWorld};
 
 const SMS: Channel = Channel::Sms;
@@ -123,6 +123,7 @@ fn count(recording: &str, tables: [&str; 2]) -> Counted {
 async fn deliver_with(
     id: &str,
     count_requests: bool,
+    sole: bool,
     landing: impl FnOnce(&Reminder, &SuppressionKey) -> Option<Landing>,
 ) -> Ran {
     let world = AwsWorld::new(reminders::aws::bootstrap::QueueSpec::default()).await;
@@ -151,7 +152,10 @@ async fn deliver_with(
     };
     let consumer = Consumer::new(ports, cfg, world.queues.clone(), 13)
         .with_suppression_key(Some(SuppressionKeySource::Fixed(key)));
-    let msg = message(&r, SMS);
+    let msg = match sole {
+        true => sole_message(&r, SMS),
+        false => message(&r, SMS),
+    };
     let entry = OutgoingMessage {
         entry_id: "0".into(),
         body: msg.encode(),
@@ -207,70 +211,95 @@ async fn deliver_with(
     }
 }
 
-/// Today's reads, as the emulator counts them: the reminder (`GetItem`, before the claim),
-/// then the preferences and the address's suppression (one `BatchGetItem`, after it). Held
-/// exactly, so a read added to the path (or the batch split in two) shows here.
+/// Issue 36's target: a sole channel's message, as the scheduler makes it (marked sole, with
+/// the address's keyed hash), costs one read request: the reminder, the preferences and the
+/// suppression in one strongly consistent `BatchGetItem` after the claim. Held exactly, so a
+/// read added to the path (or the batch split in two) shows here.
 #[tokio::test]
-async fn a_delivered_single_channel_reminder_costs_two_read_requests_on_the_emulator() {
-    let ran = deliver_with("reads-today", true, |_, _| None).await;
+async fn a_delivered_single_channel_reminder_costs_one_read_request_on_the_emulator() {
+    let ran = deliver_with("reads-one", true, true, |_, _| None).await;
     assert_eq!(ran.record.status(), Status::Delivered);
     assert_eq!(ran.calls, 1);
     let c = &ran.counted;
     eprintln!("emulator's count for one delivery: {c:?}");
+    assert_eq!(c.reads, ["BatchGetItem"], "{c:?}");
+    assert_eq!(c.writes, ["PutItem", "PutItem"], "claim and outcome: {c:?}");
+}
+
+/// A message without the marks (the previous release's scheduler, the first due index, a
+/// key the scheduler could not read) costs two: the reminder (`GetItem`, before the claim),
+/// then the preferences and the suppression (one `BatchGetItem`, after it).
+#[tokio::test]
+async fn a_message_without_the_sole_marks_costs_two_read_requests_on_the_emulator() {
+    let ran = deliver_with("reads-plain", true, false, |_, _| None).await;
+    assert_eq!(ran.record.status(), Status::Delivered);
+    assert_eq!(ran.calls, 1);
+    let c = &ran.counted;
     assert_eq!(c.reads, ["GetItem", "BatchGetItem"], "{c:?}");
     assert_eq!(c.writes, ["PutItem", "PutItem"], "claim and outcome: {c:?}");
 }
 
-/// Issue 36's target: one read request per delivered reminder. Not met, and ignored until it
-/// is: the suppression's key is a keyed hash of the recipient's address, which only the
-/// reminder item holds, so no one batch can name it beside the reminder; and a read before
-/// the claim must not decide the rules (the claim orders an opt-out). See the consumer's
-/// `record::rules` for the options weighed.
-#[tokio::test]
-#[ignore = "issue 36 target not met: the suppression's key needs the reminder's address (see record::rules)"]
-async fn a_delivered_single_channel_reminder_costs_one_read_request_on_the_emulator() {
-    let ran = deliver_with("reads-target", true, |_, _| None).await;
-    assert_eq!(ran.record.status(), Status::Delivered);
-    assert_eq!(ran.counted.reads, ["BatchGetItem"], "{:?}", ran.counted);
-}
-
 #[tokio::test]
 async fn an_opt_out_landing_right_before_the_claim_wins_on_the_emulator() {
-    let ran = deliver_with("optout-before-claim", false, |r, _| {
-        Some(Landing::Preferences(
-            r.subscriber_id.clone(),
-            opted_out_of(SMS),
-        ))
-    })
-    .await;
-    assert!(ran.landed, "the opt-out was written before the claim");
-    assert_eq!(ran.calls, 0, "never sent");
-    assert_eq!(ran.record.status(), Status::Dead);
-    assert_eq!(ran.record.dead_reason(), Some(DeadReason::OptedOut));
-    assert_eq!(ran.record.attempt_count(), 0);
+    for sole in [false, true] {
+        let ran = deliver_with(
+            &format!("optout-before-claim-{sole}"),
+            false,
+            sole,
+            |r, _| {
+                Some(Landing::Preferences(
+                    r.subscriber_id.clone(),
+                    opted_out_of(SMS),
+                ))
+            },
+        )
+        .await;
+        assert!(ran.landed, "the opt-out was written before the claim");
+        assert_eq!(ran.calls, 0, "never sent");
+        assert_eq!(ran.record.status(), Status::Dead);
+        assert_eq!(ran.record.dead_reason(), Some(DeadReason::OptedOut));
+        assert_eq!(ran.record.attempt_count(), 0);
+    }
 }
 
 #[tokio::test]
 async fn a_suppression_landing_right_before_the_claim_wins_on_the_emulator() {
-    let ran = deliver_with("suppressed-before-claim", false, |r, key| {
-        let sup = Suppression::record(key, &r.recipients[&SMS], SuppressionSource::Operator, now());
-        Some(Landing::Suppress(sup))
-    })
-    .await;
-    assert!(ran.landed, "the suppression was written before the claim");
-    assert_eq!(ran.calls, 0, "never sent");
-    assert_eq!(ran.record.status(), Status::Dead);
-    assert_eq!(ran.record.dead_reason(), Some(DeadReason::Suppressed));
+    for sole in [false, true] {
+        let ran = deliver_with(
+            &format!("suppressed-before-claim-{sole}"),
+            false,
+            sole,
+            |r, key| {
+                let sup = Suppression::record(
+                    key,
+                    &r.recipients[&SMS],
+                    SuppressionSource::Operator,
+                    now(),
+                );
+                Some(Landing::Suppress(sup))
+            },
+        )
+        .await;
+        assert!(ran.landed, "the suppression was written before the claim");
+        assert_eq!(ran.calls, 0, "never sent");
+        assert_eq!(ran.record.status(), Status::Dead);
+        assert_eq!(ran.record.dead_reason(), Some(DeadReason::Suppressed));
+    }
 }
 
 #[tokio::test]
 async fn a_cancel_landing_right_before_the_claim_wins_on_the_emulator() {
-    let ran = deliver_with("cancel-before-claim", false, |r, _| {
-        Some(Landing::Cancel(r.reminder_id.clone(), now()))
-    })
-    .await;
-    assert!(ran.landed, "the cancel was written before the claim");
-    assert_eq!(ran.calls, 0, "never sent");
-    assert_eq!(ran.record.status(), Status::Cancelled);
-    assert_eq!(ran.action, Action::Ack);
+    for sole in [false, true] {
+        let ran = deliver_with(
+            &format!("cancel-before-claim-{sole}"),
+            false,
+            sole,
+            |r, _| Some(Landing::Cancel(r.reminder_id.clone(), now())),
+        )
+        .await;
+        assert!(ran.landed, "the cancel was written before the claim");
+        assert_eq!(ran.calls, 0, "never sent");
+        assert_eq!(ran.record.status(), Status::Cancelled);
+        assert_eq!(ran.action, Action::Ack);
+    }
 }

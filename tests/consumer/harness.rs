@@ -263,6 +263,13 @@ pub fn message(r: &Reminder, channel: Channel) -> DeliveryMessage {
     )
 }
 
+/// [`message`] as the scheduler makes it for a reminder listing `channel` alone: marked sole,
+/// with the address's hash under [`suppression_key`] (the consumer's one-read path).
+pub fn sole_message(r: &Reminder, channel: Channel) -> DeliveryMessage {
+    let hash = reminders::domain::AddressHash::of(&suppression_key(), &r.recipients[&channel]);
+    message(r, channel).sole(Some(hash))
+}
+
 /// The in-memory ports of [`Custom`], with the ledger, DLQ and provider a test picks.
 pub type CustomPorts<L, D, P> = PortSet<
     ManualClock,

@@ -1034,11 +1034,8 @@ impl reminders::ports::Provider for OutlivesItsLease {
     fn honours_idempotency_key(&self) -> bool {
         false
     }
-    fn partition(
-        &self,
-        request: &reminders::ports::SendRequest,
-    ) -> reminders::ports::GatePartition {
-        reminders::ports::GatePartition::new(request.recipient.channel(), "slow")
+    fn partition(&self, channel: reminders::domain::Channel) -> reminders::ports::GatePartition {
+        reminders::ports::GatePartition::new(channel, "slow")
     }
     async fn send(&self, request: &reminders::ports::SendRequest) -> reminders::policy::Outcome {
         use reminders::ledger::{Change, Ctx};

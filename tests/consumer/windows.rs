@@ -76,8 +76,8 @@ impl Provider for TakenOverMidSend {
     fn honours_idempotency_key(&self) -> bool {
         true
     }
-    fn partition(&self, request: &SendRequest) -> GatePartition {
-        GatePartition::new(request.recipient.channel(), "slow")
+    fn partition(&self, channel: Channel) -> GatePartition {
+        GatePartition::new(channel, "slow")
     }
     async fn send(&self, request: &SendRequest) -> Outcome {
         Clock::sleep(&self.clock, Duration::from_secs(61)).await;

@@ -22,7 +22,6 @@ use reminders::ports::provider::Answer;
 use reminders::ports::{
     FaultPoint, Gate, GatePartition, Ledger, MemoryGate, MemoryLedger, MemoryQueue,
     MemoryReminderStore, PortError, PortSet, Provider, ReminderStore, ScriptedProvider,
-    SendRequest,
 };
 use serde_json::json;
 
@@ -333,12 +332,7 @@ async fn w4_5_a_probe_whose_write_outlasted_freshness_is_not_sent() {
     let provider = Arc::new(ScriptedProvider::new(clock.clone(), true));
     let gate = Arc::new(MemoryGate::default());
     let push = message(&r, Channel::Push);
-    let partition = provider.partition(&SendRequest {
-        delivery_key: push.delivery_key.clone(),
-        recipient: r.recipients[&Channel::Push].clone(),
-        content: r.content.clone(),
-        payload_version: 1,
-    });
+    let partition = provider.partition(Channel::Push);
     let open = BreakerChange::Open {
         now: T0,
         until: T0.plus(Duration::from_secs(45)),

@@ -33,8 +33,8 @@ impl Provider for Slow {
     fn honours_idempotency_key(&self) -> bool {
         true
     }
-    fn partition(&self, request: &SendRequest) -> GatePartition {
-        self.inner.partition(request)
+    fn partition(&self, channel: Channel) -> GatePartition {
+        self.inner.partition(channel)
     }
     async fn send(&self, request: &SendRequest) -> Outcome {
         tokio::time::sleep(self.delay).await;

@@ -349,7 +349,10 @@ fn configuration_names_what_is_missing_or_wrong_and_hides_the_token() {
         panic!("email is http")
     };
     assert!(p.honours_idempotency_key());
-    assert_eq!(p.partition(&request()).item_key(), "gate#email#api.example");
+    assert_eq!(
+        p.partition(Channel::Email).item_key(),
+        "gate#email#api.example"
+    );
     assert!(
         !format!("{p:?}").contains("top-secret"),
         "token never shown"

@@ -479,7 +479,7 @@ fn token_secrets_are_granted_one_by_one_and_never_in_the_environment() {
         BTreeSet::from([key, push.to_owned(), sms.to_owned()])
     );
     let p = params(&t, &[("PushHttpTokenSecretArn", push)]);
-    for role in ["SchedulerRole", "RedriveRole", "EventsRole"] {
+    for role in ["RedriveRole", "EventsRole"] {
         assert!(
             resources_for(
                 &deployed_statements(&t, &p, role),
@@ -490,8 +490,9 @@ fn token_secrets_are_granted_one_by_one_and_never_in_the_environment() {
             "{role} reads no secret"
         );
     }
-    // The API (erasure) and the feedback function read the suppression key, no token.
-    for role in ["ApiRole", "FeedbackRole"] {
+    // The API (erasure), the feedback function and the scheduler (a sole channel's message
+    // carries its address's keyed hash) read the suppression key, no token.
+    for role in ["ApiRole", "FeedbackRole", "SchedulerRole"] {
         assert_eq!(
             resources_for(
                 &deployed_statements(&t, &p, role),

@@ -6,9 +6,9 @@ use std::collections::BTreeSet;
 
 use reminders::aws::bootstrap::{
     create_channel_queues, create_deliveries_table, create_reminders_table, QueueSpec,
-    DUE_INDEX_PROJECTION, TTL_ATTR,
+    DUE_INDEX_PROJECTION, DUE_RECIPIENTS_INDEX_PROJECTION, TTL_ATTR,
 };
-use reminders::aws::dynamo::DUE_INDEX;
+use reminders::aws::dynamo::{DUE_INDEX, DUE_RECIPIENTS_INDEX};
 use reminders::wiring::reads;
 use serde_norway::Value;
 
@@ -119,27 +119,40 @@ mod trust;
 fn the_template_declares_what_the_bootstrap_creates() {
     let t = template();
     let reminders = resource(&t, "RemindersTable");
-    let gsi = &reminders["GlobalSecondaryIndexes"][0];
-    assert_eq!(gsi["IndexName"].as_str(), Some(DUE_INDEX));
-    assert_eq!(
-        gsi["KeySchema"][0]["AttributeName"].as_str(),
-        Some("due_shard")
-    );
-    assert_eq!(
-        gsi["KeySchema"][1]["AttributeName"].as_str(),
-        Some("due_at")
-    );
-    assert_eq!(
-        gsi["Projection"]["ProjectionType"].as_str(),
-        Some("INCLUDE")
-    );
-    let projected: BTreeSet<&str> = gsi["Projection"]["NonKeyAttributes"]
-        .as_sequence()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
-    assert_eq!(projected, DUE_INDEX_PROJECTION.into_iter().collect());
+    let indexes = reminders["GlobalSecondaryIndexes"].as_sequence().unwrap();
+    let named = |name: &str| {
+        indexes
+            .iter()
+            .find(|g| g["IndexName"].as_str() == Some(name))
+            .unwrap_or_else(|| panic!("the template declares {name}"))
+    };
+    // Both due indexes: the first (kept while the new one is created: one index per update)
+    // and the one projecting the recipients.
+    for (name, expected) in [
+        (DUE_INDEX, DUE_INDEX_PROJECTION.to_vec()),
+        (
+            DUE_RECIPIENTS_INDEX,
+            DUE_RECIPIENTS_INDEX_PROJECTION.to_vec(),
+        ),
+    ] {
+        let gsi = named(name);
+        let keys: Vec<&str> = (0..2)
+            .filter_map(|i| gsi["KeySchema"][i]["AttributeName"].as_str())
+            .collect();
+        assert_eq!(keys, ["due_shard", "due_at"], "{name}");
+        assert_eq!(
+            gsi["Projection"]["ProjectionType"].as_str(),
+            Some("INCLUDE"),
+            "{name}"
+        );
+        let projected: BTreeSet<&str> = gsi["Projection"]["NonKeyAttributes"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert_eq!(projected, expected.into_iter().collect(), "{name}");
+    }
     for table in ["RemindersTable", "DeliveriesTable"] {
         let ttl = &resource(&t, table)["TimeToLiveSpecification"];
         assert_eq!(ttl["AttributeName"].as_str(), Some(TTL_ATTR), "{table}");
@@ -205,8 +218,9 @@ async fn the_bootstrap_creates_the_same_resources_on_the_emulator() {
     assert_eq!(declared.len(), table.global_secondary_indexes().len());
     assert_eq!(
         declared.len(),
-        3,
-        "the due index, the subscriber index and the series index"
+        4,
+        "the two due indexes (the first, and the one projecting recipients), the subscriber \
+         index and the series index"
     );
     for want in &declared {
         let name = want["IndexName"].as_str().unwrap();

@@ -145,21 +145,27 @@ async fn handlers(
     };
     // Suppressions are on locally too: SUPPRESSION_KEY (or the secret) when set, otherwise
     // a fixed development key (the emulator's hashes are nobody's secret).
-    let key = reminders::providers::secret::suppression_key(env, &sdk)
-        .map_err(|e| e.to_string())?
-        .or_else(|| {
-            reminders::domain::SuppressionKey::new(LOCAL_SUPPRESSION_KEY)
-                .ok()
-                .map(reminders::providers::secret::SuppressionKeySource::Fixed)
-        });
+    let key = || {
+        reminders::providers::secret::suppression_key(env, &sdk)
+            .map_err(|e| e.to_string())
+            .map(|k| {
+                k.or_else(|| {
+                    reminders::domain::SuppressionKey::new(LOCAL_SUPPRESSION_KEY)
+                        .ok()
+                        .map(reminders::providers::secret::SuppressionKeySource::Fixed)
+                })
+            })
+    };
     let consumer = Consumer::new(
         ports.clone(),
         consumer_cfg,
         settings.queue_urls.clone(),
         rand_seed(),
     )
-    .with_suppression_key(key);
-    Ok((Scheduler::new(ports, scheduler_cfg), consumer))
+    .with_suppression_key(key()?);
+    // The same key: a sole channel's message carries its address's hash (the one read).
+    let scheduler = Scheduler::new(ports, scheduler_cfg).with_suppression_key(key()?);
+    Ok((scheduler, consumer))
 }
 
 /// The key local runs hash suppressed addresses with when none is configured.

@@ -14,7 +14,7 @@ use reminders::scheduler::{RunReport, Scheduler, SchedulerConfig, Share};
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     let start = reminders::wiring::cold_start("scheduler").await?;
-    let (adapters, namespace) = (start.adapters, start.settings.metrics_namespace);
+    let (adapters, namespace) = (start.adapters, start.settings.metrics_namespace.clone());
     let namespace = namespace.as_str();
     let cfg = SchedulerConfig::from_env()?;
     let ports = PortSet {
@@ -28,7 +28,10 @@ async fn main() -> Result<(), Error> {
         providers: PerChannel::from_fn(|_| AnyProvider::<SystemClock>::Disabled),
     };
     let retention = reminders::domain::Retention::from_env()?;
-    let scheduler = Scheduler::new(ports, cfg);
+    // Hashes a sole channel's address for the consumer's one read; read on first use.
+    let suppression_key =
+        reminders::providers::secret::suppression_key(reminders::config::env, &start.sdk)?;
+    let scheduler = Scheduler::new(ports, cfg).with_suppression_key(suppression_key);
     let scheduler = &scheduler;
     run(service_fn(
         move |event: LambdaEvent<serde_json::Value>| async move {

@@ -12,7 +12,7 @@ use super::dice::Dice;
 use super::journal::Journal;
 use super::{Plant, VirtualClock};
 use reminders::clock::{Clock, Timestamp};
-use reminders::domain::{DeliveryKey, ReminderId, SubscriberId};
+use reminders::domain::{Channel, DeliveryKey, ReminderId, SubscriberId};
 use reminders::policy::Outcome;
 use reminders::ports::{GatePartition, MemoryReminderStore, Provider, ReminderStore, SendRequest};
 
@@ -147,8 +147,8 @@ impl Provider for ChaosProvider {
         self.idempotent
     }
 
-    fn partition(&self, request: &SendRequest) -> GatePartition {
-        GatePartition::new(request.recipient.channel(), super::journal::PARTITION)
+    fn partition(&self, channel: Channel) -> GatePartition {
+        GatePartition::new(channel, super::journal::PARTITION)
     }
 
     async fn send(&self, request: &SendRequest) -> Outcome {

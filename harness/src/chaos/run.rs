@@ -30,6 +30,7 @@ pub(super) async fn run(seed: u64, plant: Option<Plant>) -> SeedReport {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut shape = Shape::draw(&mut rng);
     shape.windows = Windows::draw(seed);
+    shape.scheduler_keys = super::world::SchedulerKey::draw(seed);
     if shape.windows.gone_after_ambiguous {
         let m = &mut shape.misbehaviour;
         m.accept_then_drop = m.accept_then_drop.max(0.25);
@@ -191,7 +192,16 @@ async fn schedule(world: Arc<World>, n: u64) {
         retention: world.retention,
         ..SchedulerConfig::default()
     };
-    let scheduler = Scheduler::new(world.ports.clone(), cfg);
+    // A deploy in progress (issue 36): each schedule hashes sole channels' addresses with
+    // the consumers' key, with another key (one rotated under it), or not at all (the
+    // previous release, the first index, a key it could not read): the consumers take the
+    // one-read path, give its claim back, or read twice, in one world.
+    let key = match world.shape.scheduler_keys[usize::try_from(n).unwrap_or(0) % 2] {
+        super::world::SchedulerKey::Same => Some(suppression_key()),
+        super::world::SchedulerKey::Other => Some(other_key()),
+        super::world::SchedulerKey::None => None,
+    };
+    let scheduler = Scheduler::new(world.ports.clone(), cfg).with_suppression_key(key);
     tokio::time::sleep(Duration::from_secs(n * 29)).await;
     let w = world.shape.windows;
     loop {
@@ -291,6 +301,13 @@ async fn last_deadline(world: &World) -> Timestamp {
 }
 
 /// Suppressions are kept in every world: a 410 suppresses the address.
+/// A key the consumers do not hash with: the messages hashed under it name another address.
+fn other_key() -> reminders::providers::secret::SuppressionKeySource {
+    let key = reminders::domain::SuppressionKey::new(b"chaos-rotated-suppression-key".to_vec())
+        .unwrap_or_else(|_| unreachable!("a key of 29 bytes"));
+    reminders::providers::secret::SuppressionKeySource::Fixed(key)
+}
+
 fn suppression_key() -> reminders::providers::secret::SuppressionKeySource {
     let key = reminders::domain::SuppressionKey::new(b"chaos-suppression-key".to_vec())
         .unwrap_or_else(|_| unreachable!("a key of 21 bytes"));

@@ -66,6 +66,34 @@ pub(super) struct Shape {
     /// The interleavings of issue 32's windows, drawn apart so that the rest of a seed's
     /// shape stays what it was.
     pub windows: Windows,
+    /// The key each schedule (the first, the twin) hashes sole channels' addresses with: a
+    /// deploy in progress mixes messages the consumers read once, read twice, and claim only
+    /// to give back (drawn apart too).
+    pub scheduler_keys: [SchedulerKey; 2],
+}
+
+/// What a schedule hashes a sole channel's address with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum SchedulerKey {
+    /// The consumers' key: the one-read path.
+    Same,
+    /// Another (rotated) key: the hash names another address; the claim is given back.
+    Other,
+    /// None: the previous release, or a key it could not read: the two-read path.
+    None,
+}
+
+impl SchedulerKey {
+    /// Half the schedules hash as the consumers do; the rest split between the others.
+    pub(super) fn draw(seed: u64) -> [Self; 2] {
+        let mut rng = StdRng::seed_from_u64(seed ^ 0x36_0e4d);
+        let mut one = || match rng.random_range(0..4) {
+            0 | 1 => Self::Same,
+            2 => Self::Other,
+            _ => Self::None,
+        };
+        [one(), one()]
+    }
 }
 
 /// Moments where two features meet, which random timing alone rarely lines up.
@@ -171,6 +199,7 @@ impl Shape {
             twin_redrive: rng.random_bool(0.3),
             ttl_lag_secs: rng.random_range(0..600),
             windows: Windows::default(),
+            scheduler_keys: [SchedulerKey::Same; 2],
         }
     }
 }

@@ -258,8 +258,8 @@ impl<C: Clock> Provider for SimProvider<C> {
         self.profile.idempotent
     }
 
-    fn partition(&self, request: &SendRequest) -> GatePartition {
-        GatePartition::new(request.recipient.channel(), "sim")
+    fn partition(&self, channel: Channel) -> GatePartition {
+        GatePartition::new(channel, "sim")
     }
 
     async fn send(&self, request: &SendRequest) -> Outcome {

@@ -131,6 +131,16 @@ impl<T: ReminderStore, C: Clock> ReminderStore for Slowed<T, C> {
         self.wait().await;
         self.inner.recipient_rules(subscriber, address).await
     }
+    /// The wrapped store's own one read: one call, one wait.
+    async fn delivery_read(
+        &self,
+        id: &reminders::domain::ReminderId,
+        subscriber: &reminders::domain::SubscriberId,
+        address: Option<&reminders::domain::AddressHash>,
+    ) -> Result<reminders::ports::reminders::DeliveryRead, PortError> {
+        self.wait().await;
+        self.inner.delivery_read(id, subscriber, address).await
+    }
 }
 
 impl<T: DeliveryQueue, C: Clock> DeliveryQueue for Slowed<T, C> {

@@ -56,6 +56,9 @@ struct DueItem {
     status: ReminderStatus,
     #[serde(default)]
     enqueued_channels: BTreeSet<Channel>,
+    /// Projected by `due-recipients-index` only (absent from the first `due-index`).
+    #[serde(default)]
+    recipients: BTreeMap<String, String>,
 }
 
 /// Decode one item, naming the attribute that failed.
@@ -188,6 +191,16 @@ pub(super) fn due_entry(item: HashMap<String, AttributeValue>) -> DueEntry {
             .channels
             .into_iter()
             .filter(|c| !d.enqueued_channels.contains(c))
+            .collect(),
+        // An address that does not parse is left out: its delivery takes the two-read path,
+        // whose intake names the field.
+        addresses: d
+            .recipients
+            .iter()
+            .filter_map(|(name, address)| {
+                let channel: Channel = name.parse().ok()?;
+                Recipient::parse(channel, address).ok()
+            })
             .collect(),
         expiring,
     };

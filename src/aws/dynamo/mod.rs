@@ -66,8 +66,14 @@ macro_rules! dynamo_kind {
 }
 pub(crate) use dynamo_kind;
 
-/// Name of the sparse due-time index on the reminders table.
+/// Name of the sparse due-time index on the reminders table (the first one: it does not
+/// project recipients, and a deployed index's projection cannot change).
 pub const DUE_INDEX: &str = "due-index";
+/// The same index projecting `recipients` too, so the scheduler can put the address's keyed
+/// hash on a sole channel's message (the consumer's one read, issue 36). Added beside
+/// `due-index` (CloudFormation creates one index per update); the scheduler reads it once it
+/// answers, and `due-index` until then (a deploy in progress, the backfill).
+pub const DUE_RECIPIENTS_INDEX: &str = "due-recipients-index";
 /// Name of the reminders table's index by subscriber, newest due first (every reminder).
 pub const SUBSCRIBER_INDEX: &str = "subscriber-index";
 

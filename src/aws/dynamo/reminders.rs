@@ -1,5 +1,6 @@
 //! The reminders table on DynamoDB (key `reminder_id`). A scheduled reminder carries
-//! `due_shard`, which puts it in the sparse `due-index` (`due_shard` HASH, `due_at` RANGE);
+//! `due_shard`, which puts it in the sparse due indexes (`due_shard` HASH, `due_at` RANGE:
+//! `due-recipients-index`, or `due-index` while that one is not readable, see `due_index`);
 //! every mark out of `scheduled` removes `due_shard` in the same conditional write.
 
 use aws_sdk_dynamodb::error::SdkError;
@@ -13,7 +14,7 @@ use aws_sdk_dynamodb::Client;
 use serde_dynamo::aws_sdk_dynamodb_1::to_item;
 
 use super::item::{self, ReminderItem};
-use super::{dynamo_kind, n, s, DUE_INDEX};
+use super::{dynamo_kind, n, s};
 use crate::aws::error::{corrupt, port_error};
 use crate::clock::Timestamp;
 use crate::domain::{
@@ -29,6 +30,7 @@ use crate::ports::{
 };
 use expr::{cursor, marked, settled_values, skip_filter};
 
+mod due_index;
 mod expr;
 
 /// A subscriber's preferences item in the reminders table: `#` never occurs in a reminder id,
@@ -61,6 +63,7 @@ pub struct DynamoReminderStore {
     pub(super) client: Client,
     pub(super) table: String,
     shards: u32,
+    due_index: due_index::DueIndexChoice,
 }
 
 impl DynamoReminderStore {
@@ -69,6 +72,7 @@ impl DynamoReminderStore {
             client,
             table: table.into(),
             shards: shards.max(1),
+            due_index: due_index::DueIndexChoice::default(),
         }
     }
 
@@ -186,7 +190,6 @@ impl ReminderStore for DynamoReminderStore {
             .client
             .query()
             .table_name(&self.table)
-            .index_name(DUE_INDEX)
             .key_condition_expression("due_shard = :shard AND due_at <= :until")
             .expression_attribute_values(":shard", n(dq.shard))
             .expression_attribute_values(":until", n(dq.until.as_millis()))
@@ -212,8 +215,9 @@ impl ReminderStore for DynamoReminderStore {
                 .exclusive_start_key("due_shard", n(dq.shard))
                 .exclusive_start_key("due_at", n(c.due_at.as_millis()));
         }
-        let out = q
-            .send()
+        let out = self
+            .due_index
+            .read(|index| q.clone().index_name(index).send())
             .await
             .map_err(|e| port_error(OP_QUERY, e, dynamo_kind!(QueryError)))?;
         let items = out
@@ -235,14 +239,14 @@ impl ReminderStore for DynamoReminderStore {
             .client
             .scan()
             .table_name(&self.table)
-            .index_name(DUE_INDEX)
             .limit(i32::try_from(limit.max(1)).unwrap_or(i32::MAX));
         for (name, value, number) in after.map(|c| c.0.as_slice()).unwrap_or_default() {
             let v = if *number { n(value) } else { s(value) };
             q = q.exclusive_start_key(name, v);
         }
-        let out = q
-            .send()
+        let out = self
+            .due_index
+            .read(|index| q.clone().index_name(index).send())
             .await
             .map_err(|e| port_error(OP_SWEEP, e, dynamo_kind!(ScanError)))?;
         let items = out
@@ -369,6 +373,15 @@ impl ReminderStore for DynamoReminderStore {
             return Ok((self.preferences(subscriber).await?, None));
         };
         self.rules_batch(subscriber, address).await
+    }
+
+    async fn delivery_read(
+        &self,
+        id: &ReminderId,
+        subscriber: &SubscriberId,
+        address: Option<&crate::domain::AddressHash>,
+    ) -> Result<crate::ports::reminders::DeliveryRead, PortError> {
+        self.delivery_batch(id, subscriber, address).await
     }
 
     async fn put_preferences(

@@ -16,8 +16,10 @@ use super::reminders::DynamoReminderStore;
 use super::reminders::{decode_preferences, preferences_key};
 use super::{dynamo_kind, s};
 use crate::aws::error::{corrupt, port_error};
-use crate::domain::{AddressHash, Preferences, SubscriberId, Suppression};
-use crate::ports::reminders::{OP_PUT_SUPPRESSION, OP_RULES, OP_SUPPRESSION};
+use crate::domain::{AddressHash, Preferences, ReminderId, SubscriberId, Suppression};
+use crate::ports::reminders::{
+    DeliveryRead, OP_DELIVERY_READ, OP_GET, OP_PUT_SUPPRESSION, OP_RULES, OP_SUPPRESSION,
+};
 use crate::ports::PortError;
 use aws_sdk_dynamodb::operation::batch_get_item::BatchGetItemError;
 use aws_sdk_dynamodb::types::KeysAndAttributes;
@@ -44,7 +46,7 @@ const BATCH_ROUNDS: usize = 4;
 
 impl DynamoReminderStore {
     /// The subscriber's preferences and the address's suppression in one `BatchGetItem`
-    /// (strongly consistent), retrying keys DynamoDB left unprocessed.
+    /// (strongly consistent).
     pub(super) async fn rules_batch(
         &self,
         subscriber: &SubscriberId,
@@ -52,10 +54,53 @@ impl DynamoReminderStore {
     ) -> Result<(Option<Preferences>, Option<Suppression>), PortError> {
         let prefs_key = preferences_key(subscriber);
         let sup_key = suppression_key(address);
+        let items = self.batch_get(&[&prefs_key, &sup_key], OP_RULES).await?;
+        rules_of(items, &prefs_key, &sup_key)
+    }
+
+    /// The consumer's one read after a sole message's claim: the reminder, the preferences
+    /// and (given its hash) the address's suppression, in one strongly consistent
+    /// `BatchGetItem`. An unreadable reminder is its own answer (`Corrupt`), not the batch's.
+    pub(super) async fn delivery_batch(
+        &self,
+        id: &ReminderId,
+        subscriber: &SubscriberId,
+        address: Option<&AddressHash>,
+    ) -> Result<DeliveryRead, PortError> {
+        let prefs_key = preferences_key(subscriber);
+        let sup_key = address.map(suppression_key);
+        let mut keys = vec![id.as_str(), prefs_key.as_str()];
+        keys.extend(sup_key.as_deref());
+        let items = self.batch_get(&keys, OP_DELIVERY_READ).await?;
+        let (mut reminder, mut rules) = (Ok(None), Vec::new());
+        for item in items {
+            match item.get("reminder_id") {
+                Some(AttributeValue::S(k)) if k == id.as_str() => {
+                    reminder = super::item::reminder(item)
+                        .map(Some)
+                        .map_err(|e| corrupt(OP_GET, e));
+                }
+                _ => rules.push(item),
+            }
+        }
+        let (prefs, suppression) = rules_of(rules, &prefs_key, sup_key.as_deref().unwrap_or(""))?;
+        Ok(DeliveryRead {
+            reminder,
+            prefs,
+            suppression,
+        })
+    }
+
+    /// One strongly consistent `BatchGetItem` of `keys`, retrying keys DynamoDB left
+    /// unprocessed.
+    async fn batch_get(
+        &self,
+        keys: &[&str],
+        op: &'static str,
+    ) -> Result<Vec<std::collections::HashMap<String, AttributeValue>>, PortError> {
         let key = |k: &str| std::collections::HashMap::from([("reminder_id".to_owned(), s(k))]);
         let mut pending = KeysAndAttributes::builder()
-            .keys(key(&prefs_key))
-            .keys(key(&sup_key))
+            .set_keys(Some(keys.iter().map(|k| key(k)).collect()))
             .consistent_read(true)
             .build()
             .map_err(|e| invariant(e.to_string()))?;
@@ -67,7 +112,7 @@ impl DynamoReminderStore {
                 .request_items(&self.table, pending.clone())
                 .send()
                 .await
-                .map_err(|e| port_error(OP_RULES, e, dynamo_kind!(BatchGetItemError)))?;
+                .map_err(|e| port_error(op, e, dynamo_kind!(BatchGetItemError)))?;
             if let Some(mut got) = out.responses {
                 items.extend(got.remove(&self.table).unwrap_or_default());
             }
@@ -82,11 +127,11 @@ impl DynamoReminderStore {
                     // again.
                     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                 }
-                _ => return rules_of(items, &prefs_key, &sup_key),
+                _ => return Ok(items),
             }
         }
         Err(PortError::Throttled {
-            op: OP_RULES,
+            op,
             message: "keys left unprocessed by every round of the batch read".into(),
         })
     }

@@ -105,7 +105,7 @@ impl<P: Ports> Record<'_, P> {
             .consumer
             .ports
             .provider(self.inc.channel)
-            .partition(&request);
+            .partition(self.inc.channel);
         Ok(Continue(Delivery {
             msg,
             seen: ctx,

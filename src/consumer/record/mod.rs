@@ -1,5 +1,8 @@
 //! One record's pipeline (DESIGN §4–5), in the order a reader follows it:
 //!
+//! 0. [`direct`]: a sole channel's message is claimed first and read in one request (issue
+//!    36), going on at step 3 with what it read; anything else, or a reminder that is not
+//!    what its message said (the claim given back), takes steps 1 and 2;
 //! 1. [`intake`]: decode the message, wait out `not_before`, load the reminder and settle what
 //!    needs no claim (unknown, cancelled, stale, due later, channel edited away);
 //! 2. [`claim`]: the provider gate, then one conditional write for the lease (a lease that ran
@@ -22,8 +25,21 @@ macro_rules! step {
     };
 }
 
+/// [`step!`] inside a step: a `Break` is passed on as this step's own.
+macro_rules! pass {
+    ($e:expr) => {
+        match $e? {
+            ::std::ops::ControlFlow::Continue(v) => v,
+            ::std::ops::ControlFlow::Break(action) => {
+                return Ok(::std::ops::ControlFlow::Break(action))
+            }
+        }
+    };
+}
+
 mod claim;
 mod dead;
+mod direct;
 mod fallback;
 pub(super) mod health;
 mod hold;
@@ -113,26 +129,21 @@ impl<P: Ports> Consumer<P> {
 impl<P: Ports> Record<'_, P> {
     async fn run(&mut self) -> Result<Action, PortError> {
         let msg = step!(self.decode().await);
-        let delivery = step!(self.intake(msg).await);
-        // A channel in standby behind another is sent only as a fallback.
-        let delivery = step!(self.standby(delivery).await);
-        // SMS only to the allowed calling codes, before any claim.
-        let delivery = step!(self.country(delivery).await);
-        // A claim, a send and its outcome must fit before the deadline; a Lambda timeout
-        // would fail the whole batch. Released now, the message is back at once.
-        let cfg = &self.consumer.cfg;
-        let storage = crate::ports::STORAGE_OPERATION_TIMEOUT;
-        if !self.time_left_for(storage + cfg.provider_timeout + storage) {
-            return self.release_unclaimed().await;
-        }
-        // The suppression key before the claim: a slow or failing secret read holds no lease.
-        let address = self.address_hash(&delivery).await?;
-        let lease = step!(self.claim(&delivery).await);
-        // The claim may have taken conflict rounds or a slow write: freshness is checked
-        // again right before the send, never only before the claim.
-        let lease = step!(self.still_fresh(&delivery, lease).await);
-        // The recipient's rules, read after the claim: opt-outs, suppressions, quiet hours.
-        let lease = step!(self.recipient_rules(&delivery, lease, address).await);
+        let (delivery, lease) = match self.direct(msg).await? {
+            direct::Direct::Done(action) => return Ok(action),
+            direct::Direct::Claimed(claimed) => {
+                let direct::Claimed {
+                    delivery,
+                    lease,
+                    rules,
+                } = *claimed;
+                // Fresh at the claim, then the recipient's rules as read after it.
+                let lease = step!(self.still_fresh(&delivery, lease).await);
+                let lease = step!(self.apply_rules(&delivery, lease, rules).await);
+                (delivery, lease)
+            }
+            direct::Direct::TwoReads(msg) => step!(self.two_reads(msg).await),
+        };
         // Reading them took a storage call: the freshness check holds right before a send.
         let lease = step!(self.still_fresh(&delivery, lease).await);
         // A claim slowed by conflicts or storage may leave too little lease for a provider
@@ -157,6 +168,32 @@ impl<P: Ports> Record<'_, P> {
         let provider = self.consumer.ports.provider(self.inc.channel);
         let outcome = provider.send(&delivery.request).await;
         self.settle(&delivery, lease, outcome).await
+    }
+
+    /// Steps 1 to 3 for a message the one-read path did not take: the reminder read at
+    /// intake, the claim, then the recipient's rules in a second read.
+    async fn two_reads(&mut self, msg: DeliveryMessage) -> Step<(Delivery, Lease)> {
+        let delivery = pass!(self.intake(msg).await);
+        // A channel in standby behind another is sent only as a fallback.
+        let delivery = pass!(self.standby(delivery).await);
+        // SMS only to the allowed calling codes, before any claim.
+        let delivery = pass!(self.country(delivery).await);
+        // A claim, a send and its outcome must fit before the deadline; a Lambda timeout
+        // would fail the whole batch. Released now, the message is back at once.
+        let cfg = &self.consumer.cfg;
+        let storage = crate::ports::STORAGE_OPERATION_TIMEOUT;
+        if !self.time_left_for(storage + cfg.provider_timeout + storage) {
+            return self.release_unclaimed().await.map(ControlFlow::Break);
+        }
+        // The suppression key before the claim: a slow or failing secret read holds no lease.
+        let address = self.address_hash(&delivery).await?;
+        let lease = pass!(self.claim(&delivery).await);
+        // The claim may have taken conflict rounds or a slow write: freshness is checked
+        // again right before the send, never only before the claim.
+        let lease = pass!(self.still_fresh(&delivery, lease).await);
+        // The recipient's rules, read after the claim: opt-outs, suppressions, quiet hours.
+        let lease = pass!(self.recipient_rules(&delivery, lease, address).await);
+        Ok(ControlFlow::Continue((delivery, lease)))
     }
 
     fn now(&self) -> Timestamp {

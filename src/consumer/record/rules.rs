@@ -5,32 +5,14 @@
 //! and one that would be stale by then ends `expired_quiet_hours`. No provider call, no
 //! attempt spent, no DLQ copy: these are the recipient's choices, not failures.
 //!
-//! Read requests: a delivered reminder costs two, the reminder (`GetItem`, at intake) and
-//! this step's strongly consistent `BatchGetItem` of the preferences and the suppression
-//! (counted on the emulator by `tests/consumer/emulator_reads.rs`). Issue 36 asked for one
-//! batch of all three; the options weighed, and why none is taken:
-//! - The suppression's key is a keyed hash of the recipient's address, and only the reminder
-//!   item holds the address: no one batch can name the suppression beside the reminder. The
-//!   message cannot carry the hash: the scheduler reads the due index, which does not project
-//!   recipients (and a deployed index's projection cannot be changed, only replaced).
-//! - Reading the rules with the reminder before the claim misses an opt-out landing between
-//!   the read and the claim, unless the claim checks them: a `TransactWriteItems` claim with a
-//!   `ConditionCheck` that the preferences are unchanged and the suppression absent. That
-//!   costs two write units per item (about six per claim, against one write and two reads
-//!   now), and DynamoDB refuses other writes to an item while a transaction on it runs
-//!   (`TransactionConflict`): the recipient's own opt-out could fail during a delivery, and a
-//!   subscriber's deliveries due together would conflict with each other.
-//! - Claiming from the message first (then one batch after the claim) still needs the address
-//!   for the suppression's key, and would put a claim before every decision intake makes
-//!   without one (cancelled, stale, edited away, due later), for no read saved.
-//!
-//! The path that does reach one request, left for an issue of its own: the writers (the API,
-//! the series maker) store each channel's address hash on the reminder; a new due index
-//! projects it (CloudFormation adds one index per update, and the scheduler reads the old one
-//! until the new one is active), so the message carries it; the consumer claims first, from
-//! the message, and reads the reminder, the preferences and the suppression in one strongly
-//! consistent `BatchGetItem` after the claim, every intake decision moving after it (one that
-//! does not send gives the lease back, then settles as intake does now).
+//! Read requests: a sole channel's message (the scheduler marks it, with the address's
+//! keyed hash) is claimed first and costs one, a strongly consistent `BatchGetItem` of the
+//! reminder, the preferences and the suppression after the claim ([`super::direct`]). Any
+//! other message costs two: the reminder (`GetItem`, at intake) and this step's batch of the
+//! preferences and the suppression (both counted on the emulator by
+//! `tests/consumer/emulator_reads.rs`). Reading the rules before the claim would miss an
+//! opt-out landing between the read and the claim; a `TransactWriteItems` claim checking
+//! them costs about six write units and conflicts with the recipient's own writes.
 //!
 //! Any change here must keep `tests/consumer/before_claim.rs`: an opt-out, a suppression or a
 //! cancel written right before the claim wins.
@@ -53,7 +35,7 @@ impl<P: Ports> Record<'_, P> {
     pub(super) async fn recipient_rules(
         &mut self,
         d: &Delivery,
-        mut lease: Lease,
+        lease: Lease,
         address: Option<AddressHash>,
     ) -> Step<Lease> {
         // One read for both (a batch on DynamoDB): the preferences, and the suppression of
@@ -63,15 +45,26 @@ impl<P: Ports> Record<'_, P> {
         let read = store
             .recipient_rules(&d.msg.subscriber_id, address.as_ref())
             .await;
-        let (prefs, suppressed) = match read {
-            Ok(read) => read,
-            Err(e) => {
-                return self
-                    .unsent_after_error(d, lease, e)
-                    .await
-                    .map(ControlFlow::Break)
-            }
-        };
+        match read {
+            Ok(read) => self.apply_rules(d, lease, read).await,
+            Err(e) => self
+                .unsent_after_error(d, lease, e)
+                .await
+                .map(ControlFlow::Break),
+        }
+    }
+
+    /// [`Record::recipient_rules`] on what was read after the claim (by that step, or by the
+    /// one-read path's batch).
+    pub(super) async fn apply_rules(
+        &mut self,
+        d: &Delivery,
+        mut lease: Lease,
+        (prefs, suppressed): (
+            Option<crate::domain::Preferences>,
+            Option<crate::domain::Suppression>,
+        ),
+    ) -> Step<Lease> {
         lease.prefs = prefs.clone();
         let prefs = prefs.as_ref();
         let now = self.now();

@@ -150,10 +150,11 @@ pub(super) fn due(id: &str, bytes: &[u8]) -> Option<DueReminder> {
         }
         _ => return None,
     }
-    let mut channels = Vec::new();
+    let (mut channels, mut addresses) = (Vec::new(), Vec::new());
     for _ in 0..r.u64()? {
-        channels.push(channel_of(&mut r)?);
-        r.str()?;
+        let c = channel_of(&mut r)?;
+        channels.push(c);
+        addresses.push(Recipient::parse(c, r.str()?).ok()?);
     }
     let payload_version = r.u64()?;
     r.opt(Reader::str)?;
@@ -174,6 +175,7 @@ pub(super) fn due(id: &str, bytes: &[u8]) -> Option<DueReminder> {
         fresh_until,
         payload_version,
         channels,
+        addresses,
         expiring: status == ReminderStatus::Expired,
     })
 }

@@ -1,0 +1,81 @@
+//! Which due index the scheduler reads: `due-recipients-index` (it projects the addresses,
+//! for the consumer's one read) once it answers, and the first `due-index` while it does not
+//! (a stack deployed before it, an update still creating or backfilling it). A refusal that
+//! names the index switches this instance to `due-index` for [`RETRY_AFTER`]; then the new
+//! one is tried again. Both indexes hold the same items (same keys, both sparse on
+//! `due_shard`), so either answers the same reminders; only the addresses differ.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use aws_sdk_dynamodb::error::SdkError;
+use aws_smithy_types::error::metadata::ProvideErrorMetadata;
+
+use crate::aws::dynamo::{DUE_INDEX, DUE_RECIPIENTS_INDEX};
+
+/// How long an instance reads `due-index` after `due-recipients-index` refused it.
+pub const RETRY_AFTER: Duration = Duration::from_secs(300);
+
+/// Until when (epoch ms) this instance reads the first index; 0: the new one.
+#[derive(Debug, Clone, Default)]
+pub(in crate::aws::dynamo) struct DueIndexChoice(Arc<AtomicI64>);
+
+fn now_ms() -> i64 {
+    let since = SystemTime::now().duration_since(UNIX_EPOCH);
+    since.map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// DynamoDB's answer when an index does not exist or cannot be read yet: `ValidationException`
+/// ("The table does not have the specified index", "Cannot read from backfilling global
+/// secondary index").
+fn names_a_missing_index<E: ProvideErrorMetadata, R>(e: &SdkError<E, R>) -> bool {
+    let SdkError::ServiceError(service) = e else {
+        return false;
+    };
+    let err = service.err();
+    err.code() == Some("ValidationException")
+        && err
+            .message()
+            .is_some_and(|m| m.to_ascii_lowercase().contains("index"))
+}
+
+impl DueIndexChoice {
+    /// The index to read now.
+    pub(in crate::aws::dynamo) fn current(&self) -> &'static str {
+        if self.0.load(Ordering::Relaxed) > now_ms() {
+            DUE_INDEX
+        } else {
+            DUE_RECIPIENTS_INDEX
+        }
+    }
+
+    /// Run `read` on the current index; when `due-recipients-index` is refused as missing or
+    /// backfilling, on `due-index` instead (logged once per switch).
+    pub(in crate::aws::dynamo) async fn read<T, E, R, Fut>(
+        &self,
+        read: impl Fn(&'static str) -> Fut,
+    ) -> Result<T, SdkError<E, R>>
+    where
+        E: ProvideErrorMetadata,
+        Fut: Future<Output = Result<T, SdkError<E, R>>>,
+    {
+        let index = self.current();
+        match read(index).await {
+            Err(e) if index == DUE_RECIPIENTS_INDEX && names_a_missing_index(&e) => {
+                let until = now_ms().saturating_add(RETRY_AFTER.as_millis() as i64);
+                self.0.store(until, Ordering::Relaxed);
+                tracing::warn!(
+                    index = DUE_RECIPIENTS_INDEX,
+                    fallback = DUE_INDEX,
+                    error = ?e.message(),
+                    "due index with recipients not readable (not created yet, or backfilling): \
+                     reading the first one, whose messages take two reads each"
+                );
+                read(DUE_INDEX).await
+            }
+            other => other,
+        }
+    }
+}
