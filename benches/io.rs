@@ -31,8 +31,8 @@ use reminders::clock::{Clock, ManualClock, SystemClock, Timestamp};
 use reminders::consumer::event::{arn_for_url, to_sqs_event};
 use reminders::consumer::{Consumer, ConsumerConfig};
 use reminders::domain::{
-    Channel, Content, DeliveryMessage, NewReminder, PerChannel, Recipient, Reminder, ReminderId,
-    SubscriberId, SuppressionKey,
+    Channel, Content, NewReminder, PerChannel, Recipient, Reminder, ReminderId, SubscriberId,
+    SuppressionKey,
 };
 use reminders::ports::{
     DeliveryQueue, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, OutgoingMessage,
@@ -65,10 +65,13 @@ fn main() {
 
 /// The deployed consumer's suppression key source (the template always gives one): the bench's
 /// own key, fixed, so no secret is read.
+fn key() -> SuppressionKey {
+    SuppressionKey::new(b"benches/io.rs: the consumer's suppression key".to_vec())
+        .expect("a key long enough")
+}
+
 fn suppression_key() -> Option<SuppressionKeySource> {
-    let key = SuppressionKey::new(b"benches/io.rs: the consumer's suppression key".to_vec())
-        .expect("a key long enough");
-    Some(SuppressionKeySource::Fixed(key))
+    Some(SuppressionKeySource::Fixed(key()))
 }
 
 /// User + system CPU of this process so far.
@@ -107,15 +110,10 @@ fn reminder(prefix: &str, i: u32, due: Timestamp) -> Reminder {
     .unwrap()
 }
 
+/// The message as the scheduler enqueues it (a sole channel: marked, with its address's hash).
 fn message(r: &Reminder) -> OutgoingMessage {
-    let msg = DeliveryMessage::new(
-        r.reminder_id.clone(),
-        r.subscriber_id.clone(),
-        Channel::Push,
-        r.payload_version,
-        r.due_at,
-        r.fresh_until,
-    );
+    let due = reminders::ports::DueReminder::from(r);
+    let msg = reminders::scheduler::message_for(&due, Channel::Push, Some(&key()));
     OutgoingMessage {
         entry_id: "0".into(),
         body: msg.encode(),

@@ -61,6 +61,28 @@ fn groups(live: &[DueReminder]) -> Vec<std::ops::Range<usize>> {
     out
 }
 
+/// The message the scheduler enqueues for `channel` of `r`: a channel the reminder lists alone
+/// at its first version is marked sole, with its address's keyed hash under `key` when given
+/// ([`DeliveryMessage::sole`]: the consumer's one read).
+pub fn message_for(
+    r: &DueReminder,
+    channel: Channel,
+    key: Option<&SuppressionKey>,
+) -> DeliveryMessage {
+    let msg = DeliveryMessage::new(
+        r.reminder_id.clone(),
+        r.subscriber_id.clone(),
+        channel,
+        r.payload_version,
+        r.due_at,
+        r.fresh_until,
+    );
+    match r.sole(channel) {
+        Some(address) => msg.sole(key.map(|k| AddressHash::of(k, address))),
+        None => msg,
+    }
+}
+
 impl<P: Ports> Scheduler<P> {
     /// The key a run hashes sole channels' addresses with: `None` when none is configured,
     /// or when it cannot be read now (logged; those messages then carry no hash, and the
@@ -145,18 +167,7 @@ impl<P: Ports> Scheduler<P> {
         let mut per_channel: BTreeMap<Channel, Vec<(usize, OutgoingMessage)>> = BTreeMap::new();
         for (i, r) in rs.iter().enumerate() {
             for &channel in &r.channels {
-                let msg = DeliveryMessage::new(
-                    r.reminder_id.clone(),
-                    r.subscriber_id.clone(),
-                    channel,
-                    r.payload_version,
-                    r.due_at,
-                    r.fresh_until,
-                );
-                let msg = match r.sole(channel) {
-                    Some(address) => msg.sole(key.map(|k| AddressHash::of(k, address))),
-                    None => msg,
-                };
+                let msg = message_for(r, channel, key);
                 let entry = OutgoingMessage {
                     entry_id: per_channel.get(&channel).map_or(0, Vec::len).to_string(),
                     body: msg.encode(),

@@ -26,6 +26,7 @@ use crate::domain::{ReminderId, ReminderStatus};
 use crate::policy::MAX_DELAY_SECS;
 use crate::ports::{DueReminder, Marked, PortError, Ports, ReminderStore};
 pub use config::SchedulerConfig;
+pub use dispatch::message_for;
 pub use share::Share;
 
 /// Quarantines and expiry marks in flight at once.
