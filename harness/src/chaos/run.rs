@@ -254,6 +254,11 @@ async fn poll(world: &World, consumer: &Consumer<ChaosPorts>, channel: Channel) 
     *reminders::ports::faults::lock(&world.alarms)
         .entry(channel)
         .or_default() += alarmed;
+    {
+        let mut one_reads = reminders::ports::faults::lock(&world.one_reads);
+        one_reads.0 += u64::from(m.one_read);
+        one_reads.1 += u64::from(m.one_read_released);
+    }
     let failed: BTreeSet<&str> = out
         .response
         .batch_item_failures

@@ -181,5 +181,10 @@ tally! {
         series_skips,
         series_cancelled,
         occurrences_made,
+        /// Sole messages the consumers claimed first and read once (issue 36), and of them the
+        /// claims given back because the reminder as read was not what the message said (an
+        /// edit, a cancel, a rotated key's hash): those went the two-read way.
+        one_read,
+        one_read_released,
     }
 }

@@ -310,6 +310,9 @@ pub(super) fn world_wide(world: &World, report: &mut SeedReport) {
     t.prompted_edits += world.counts.prompted();
     t.add(&reminders::ports::faults::lock(&world.counts.series));
     t.edits_refused += world.counts.refused();
+    let (one_read, released) = *reminders::ports::faults::lock(&world.one_reads);
+    t.one_read += one_read;
+    t.one_read_released += released;
     for k in world.acks.edits() {
         t.edits_applied += 1;
         t.edits_due_earlier += u64::from(k.due_earlier);

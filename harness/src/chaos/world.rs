@@ -233,6 +233,8 @@ pub(super) struct World {
     pub bus: Arc<MemoryBus>,
     /// Per channel: what the consumer's alarmed metrics counted (invariant errors, panics).
     pub alarms: Mutex<BTreeMap<Channel, u64>>,
+    /// The consumers' one-read claims, and of them the ones given back (their metrics).
+    pub one_reads: Mutex<(u64, u64)>,
     /// What the application answers at the windows' moments (taken when the world starts).
     pub prompts: Mutex<Option<super::prompt::Prompts>>,
     /// What the application was told of its series (series worlds).
@@ -364,6 +366,7 @@ pub(super) fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
         tap,
         bus: Arc::new(MemoryBus::default()),
         alarms: Mutex::default(),
+        one_reads: Mutex::default(),
         prompts: Mutex::new(Some(prompts)),
         series: Default::default(),
         failing,
