@@ -29,16 +29,20 @@ fn now_ms() -> i64 {
 
 /// DynamoDB's answer when an index does not exist or cannot be read yet: `ValidationException`
 /// ("The table does not have the specified index", "Cannot read from backfilling global
-/// secondary index").
+/// secondary index"). The emulator (moto) answers a missing index `ResourceNotFoundException`
+/// naming it ("Invalid index: due-recipients-index for table: …"); a missing table names no
+/// index, and is no reason to read another one.
 fn names_a_missing_index<E: ProvideErrorMetadata, R>(e: &SdkError<E, R>) -> bool {
     let SdkError::ServiceError(service) = e else {
         return false;
     };
     let err = service.err();
-    err.code() == Some("ValidationException")
-        && err
-            .message()
-            .is_some_and(|m| m.to_ascii_lowercase().contains("index"))
+    let message = err.message().unwrap_or_default();
+    match err.code() {
+        Some("ValidationException") => message.to_ascii_lowercase().contains("index"),
+        Some("ResourceNotFoundException") => message.contains(DUE_RECIPIENTS_INDEX),
+        _ => false,
+    }
 }
 
 impl DueIndexChoice {
