@@ -83,3 +83,57 @@ impl DueIndexChoice {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use aws_sdk_dynamodb::operation::query::QueryError;
+    use aws_smithy_types::error::ErrorMetadata;
+
+    use super::*;
+
+    fn refused(code: &str, message: &str) -> SdkError<QueryError, ()> {
+        let meta = ErrorMetadata::builder().code(code).message(message).build();
+        SdkError::service_error(QueryError::generic(meta), ())
+    }
+
+    #[test]
+    fn a_missing_or_backfilling_index_is_told_from_other_refusals() {
+        let missing = [
+            (
+                "ValidationException",
+                "The table does not have the specified index: due-recipients-index",
+            ),
+            (
+                "ValidationException",
+                "Cannot read from backfilling global secondary index: due-recipients-index",
+            ),
+            // moto's answer.
+            (
+                "ResourceNotFoundException",
+                "Invalid index: due-recipients-index for table: rem-1. Available indexes are: due-index",
+            ),
+        ];
+        for (code, message) in missing {
+            assert!(
+                names_a_missing_index(&refused(code, message)),
+                "{code}: {message}"
+            );
+        }
+        let other = [
+            ("ResourceNotFoundException", "Requested resource not found"),
+            // A table whose name says index, missing: not the index's absence.
+            (
+                "ResourceNotFoundException",
+                "Requested resource not found: Table: rem-index not found",
+            ),
+            ("ValidationException", "ExclusiveStartKey is invalid"),
+            ("ProvisionedThroughputExceededException", "index throttled"),
+        ];
+        for (code, message) in other {
+            assert!(
+                !names_a_missing_index(&refused(code, message)),
+                "{code}: {message}"
+            );
+        }
+    }
+}
