@@ -55,6 +55,8 @@ pub struct Mem {
     pub queue: Arc<MemoryQueue<ManualClock>>,
     pub dlq: Arc<MemoryQueue<ManualClock>>,
     pub provider: Arc<ScriptedProvider<ManualClock>>,
+    /// The provider gate the consumer reads (throttle a partition to close it).
+    pub gate: Arc<MemoryGate>,
     pub consumer: Consumer<MemPorts>,
 }
 
@@ -83,6 +85,7 @@ impl Mem {
         };
         let queue = Arc::new(queue);
         let provider = Arc::new(ScriptedProvider::new(clock.clone(), idempotent));
+        let gate = Arc::new(MemoryGate::default());
         let ports = PortSet {
             clock: clock.clone(),
             reminders: store.clone(),
@@ -90,7 +93,7 @@ impl Mem {
                 inner: ledger.clone(),
                 faults: ledger_faults.clone(),
             },
-            gate: Arc::new(MemoryGate::default()),
+            gate: gate.clone(),
             queue: queue.clone(),
             dead_letters: dlq.clone(),
             providers: PerChannel::from_fn(|_| provider.clone()),
@@ -108,6 +111,7 @@ impl Mem {
             queue,
             dlq,
             provider,
+            gate,
             consumer,
         }
     }

@@ -7,6 +7,7 @@ mod chains;
 mod chains_handing_on;
 mod clock;
 mod countries;
+mod direct;
 mod emulator;
 mod emulator_reads;
 mod harness;

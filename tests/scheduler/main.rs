@@ -5,6 +5,7 @@
 mod clock;
 mod emulator;
 mod memory;
+mod one_read;
 mod poison;
 #[path = "../support/mod.rs"]
 mod support;

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use reminders::aws::bootstrap::{
-    create_channel_queues, create_deliveries_table, create_reminders_table, QueueSpec,
+    create_channel_queues, create_deliveries_table, create_reminders_table,
+    create_reminders_table_without_recipients_index, QueueSpec,
 };
 use reminders::aws::dynamo::{DynamoGate, DynamoLedger, DynamoReminderStore};
 use reminders::aws::{ChannelUrls, SqsDeadLetters, SqsQueues};
@@ -58,13 +59,27 @@ pub fn now() -> Timestamp {
 
 impl AwsWorld {
     pub async fn new(spec: QueueSpec) -> Self {
+        Self::build(spec, true).await
+    }
+
+    /// With the reminders table as stacks deployed before `due-recipients-index` have it.
+    pub async fn without_recipients_index(spec: QueueSpec) -> Self {
+        Self::build(spec, false).await
+    }
+
+    async fn build(spec: QueueSpec, recipients_index: bool) -> Self {
         std::env::var("AWS_ENDPOINT_URL")
             .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");
         let sdk = reminders::aws::sdk_config().await;
         let dynamo = aws_sdk_dynamodb::Client::new(&sdk);
         let sqs = aws_sdk_sqs::Client::new(&sdk);
         let (rem, del) = (unique("rem"), unique("del"));
-        create_reminders_table(&dynamo, &rem).await.unwrap();
+        match recipients_index {
+            true => create_reminders_table(&dynamo, &rem).await.unwrap(),
+            false => create_reminders_table_without_recipients_index(&dynamo, &rem)
+                .await
+                .unwrap(),
+        }
         create_deliveries_table(&dynamo, &del).await.unwrap();
         let (queues, dlqs) = create_channel_queues(&sqs, &unique("w"), spec)
             .await

@@ -29,16 +29,20 @@ fn now_ms() -> i64 {
 
 /// DynamoDB's answer when an index does not exist or cannot be read yet: `ValidationException`
 /// ("The table does not have the specified index", "Cannot read from backfilling global
-/// secondary index").
+/// secondary index"). The emulator (moto) answers a missing index `ResourceNotFoundException`
+/// naming it ("Invalid index: due-recipients-index for table: …"); a missing table names no
+/// index, and is no reason to read another one.
 fn names_a_missing_index<E: ProvideErrorMetadata, R>(e: &SdkError<E, R>) -> bool {
     let SdkError::ServiceError(service) = e else {
         return false;
     };
     let err = service.err();
-    err.code() == Some("ValidationException")
-        && err
-            .message()
-            .is_some_and(|m| m.to_ascii_lowercase().contains("index"))
+    let message = err.message().unwrap_or_default();
+    match err.code() {
+        Some("ValidationException") => message.to_ascii_lowercase().contains("index"),
+        Some("ResourceNotFoundException") => message.contains(DUE_RECIPIENTS_INDEX),
+        _ => false,
+    }
 }
 
 impl DueIndexChoice {
@@ -76,6 +80,60 @@ impl DueIndexChoice {
                 read(DUE_INDEX).await
             }
             other => other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use aws_sdk_dynamodb::operation::query::QueryError;
+    use aws_smithy_types::error::ErrorMetadata;
+
+    use super::*;
+
+    fn refused(code: &str, message: &str) -> SdkError<QueryError, ()> {
+        let meta = ErrorMetadata::builder().code(code).message(message).build();
+        SdkError::service_error(QueryError::generic(meta), ())
+    }
+
+    #[test]
+    fn a_missing_or_backfilling_index_is_told_from_other_refusals() {
+        let missing = [
+            (
+                "ValidationException",
+                "The table does not have the specified index: due-recipients-index",
+            ),
+            (
+                "ValidationException",
+                "Cannot read from backfilling global secondary index: due-recipients-index",
+            ),
+            // moto's answer.
+            (
+                "ResourceNotFoundException",
+                "Invalid index: due-recipients-index for table: rem-1. Available indexes are: due-index",
+            ),
+        ];
+        for (code, message) in missing {
+            assert!(
+                names_a_missing_index(&refused(code, message)),
+                "{code}: {message}"
+            );
+        }
+        let other = [
+            ("ResourceNotFoundException", "Requested resource not found"),
+            // A table whose name says index, missing: not the index's absence.
+            (
+                "ResourceNotFoundException",
+                "Requested resource not found: Table: rem-index not found",
+            ),
+            ("ValidationException", "ExclusiveStartKey is invalid"),
+            ("ProvisionedThroughputExceededException", "index throttled"),
+        ];
+        for (code, message) in other {
+            assert!(
+                !names_a_missing_index(&refused(code, message)),
+                "{code}: {message}"
+            );
         }
     }
 }
