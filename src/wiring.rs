@@ -93,6 +93,7 @@ pub fn aws_calls(function: &str) -> &'static [&'static str] {
         ],
         "consumer" => &[
             "DynamoDB.BatchGetItem",
+            "DynamoDB.DeleteItem",
             "DynamoDB.GetItem",
             "DynamoDB.PutItem",
             "DynamoDB.UpdateItem",

@@ -42,6 +42,18 @@ impl<T: Ledger> Ledger for Faulty<T> {
             .check(reminders::ports::ledger::OP_PUT, FaultPoint::After)?;
         Ok(out)
     }
+
+    async fn delete_if(
+        &self,
+        key: &reminders::domain::DeliveryKey,
+        expected: reminders::ports::Expected,
+    ) -> Result<reminders::ports::Cas, PortError> {
+        let op = reminders::ports::ledger::OP_DELETE;
+        self.faults.check(op, FaultPoint::Before)?;
+        let out = self.inner.delete_if(key, expected).await?;
+        self.faults.check(op, FaultPoint::After)?;
+        Ok(out)
+    }
 }
 
 impl<T: ReminderStore> ReminderStore for Faulty<T> {

@@ -15,6 +15,7 @@ use crate::ledger::{packed_version, DeliveryRecord, Status};
 
 pub const OP_GET: &str = "ledger.get";
 pub const OP_PUT: &str = "ledger.put_if";
+pub const OP_DELETE: &str = "ledger.delete_if";
 
 /// What the write expects to find.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +69,17 @@ pub trait Ledger: Send + Sync {
         record: &DeliveryRecord,
         expected: Expected,
     ) -> impl Future<Output = Result<Cas, PortError>> + Send;
+
+    /// Delete the item under `key` if it is still at `expected` (a `Version`), in one
+    /// conditional write: a claim undone as if it was never made. Only the consumer's one-read
+    /// path does it, to give back the item its own claim created (nothing sent, no attempt)
+    /// when the reminder as read was not what the message said: a later reader finds no item,
+    /// as it would have had the two-read path decided first.
+    fn delete_if(
+        &self,
+        key: &DeliveryKey,
+        expected: Expected,
+    ) -> impl Future<Output = Result<Cas, PortError>> + Send;
 }
 
 impl<T: Ledger> Ledger for std::sync::Arc<T> {
@@ -83,6 +95,13 @@ impl<T: Ledger> Ledger for std::sync::Arc<T> {
         expected: Expected,
     ) -> impl Future<Output = Result<Cas, PortError>> + Send {
         (**self).put_if(record, expected)
+    }
+    fn delete_if(
+        &self,
+        key: &DeliveryKey,
+        expected: Expected,
+    ) -> impl Future<Output = Result<Cas, PortError>> + Send {
+        (**self).delete_if(key, expected)
     }
 }
 
@@ -179,6 +198,31 @@ impl Ledger for MemoryLedger {
             }
         };
         self.faults.check(OP_PUT, FaultPoint::After)?;
+        Ok(answer)
+    }
+
+    async fn delete_if(&self, key: &DeliveryKey, expected: Expected) -> Result<Cas, PortError> {
+        self.faults.check(OP_DELETE, FaultPoint::Before)?;
+        let answer = {
+            let mut items = lock(&self.items);
+            let current = items.get(key.as_str());
+            let version = match current {
+                Some(bytes) => {
+                    Some(packed_version(bytes).ok_or_else(|| unreadable(OP_DELETE, key))?)
+                }
+                None => None,
+            };
+            if current.is_some() && expected.holds_for_version(version) {
+                items.remove(key.as_str());
+                Cas::Applied
+            } else {
+                match current {
+                    Some(bytes) => Cas::Conflict(Some(Box::new(unpacked(OP_DELETE, key, bytes)?))),
+                    None => Cas::Conflict(None),
+                }
+            }
+        };
+        self.faults.check(OP_DELETE, FaultPoint::After)?;
         Ok(answer)
     }
 }

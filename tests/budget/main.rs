@@ -51,6 +51,10 @@ impl<T: Ledger> Ledger for Counted<T> {
         self.calls.hit("ledger.write");
         self.inner.put_if(r, e).await
     }
+    async fn delete_if(&self, k: &DeliveryKey, e: Expected) -> Result<Cas, PortError> {
+        self.calls.hit("ledger.write");
+        self.inner.delete_if(k, e).await
+    }
 }
 
 impl<T: Gate> Gate for Counted<T> {

@@ -75,6 +75,10 @@ impl<L: Ledger, R: ReminderStore> Ledger for BeforeClaim<L, R> {
         }
         self.inner.put_if(record, expected).await
     }
+
+    async fn delete_if(&self, key: &DeliveryKey, expected: Expected) -> Result<Cas, PortError> {
+        self.inner.delete_if(key, expected).await
+    }
 }
 
 pub fn opted_out_of(channel: Channel) -> Preferences {

@@ -197,10 +197,54 @@ async fn cancel_before_claim<L: Ledger>(ledger: &L) {
     );
 }
 
+/// A claim undone (the one-read path's give-back): deleted only at the version it names;
+/// otherwise the current item comes back, and nothing changes. After it, the key reads as
+/// never claimed, and a claim creates the item afresh.
+async fn delete_at_version<L: Ledger>(ledger: &L) {
+    let c = ctx("undone", T0);
+    let got = claim(ledger, claim_req(7, T0.plus(Duration::from_secs(60))), &c)
+        .await
+        .unwrap();
+    let Claim::Acquired(claimed) = got else {
+        panic!("a first claim acquires: {got:?}")
+    };
+    assert_eq!(claimed.seq(), 1, "the claim created the item");
+    let stale = Expected::Version {
+        seq: 2,
+        status: Status::Sending,
+    };
+    assert_eq!(
+        ledger.delete_if(&c.key, stale).await.unwrap(),
+        Cas::Conflict(Some(Box::new(claimed.clone()))),
+        "another version is not deleted, and is returned exactly"
+    );
+    assert_eq!(ledger.get(&c.key).await.unwrap().as_ref(), Some(&claimed));
+    let exact = Expected::of(Some(&claimed));
+    assert_eq!(ledger.delete_if(&c.key, exact).await.unwrap(), Cas::Applied);
+    assert_eq!(
+        ledger.get(&c.key).await.unwrap(),
+        None,
+        "as if never claimed"
+    );
+    assert_eq!(
+        ledger.delete_if(&c.key, exact).await.unwrap(),
+        Cas::Conflict(None),
+        "nothing left to delete"
+    );
+    let again = claim(ledger, claim_req(8, T0.plus(Duration::from_secs(60))), &c)
+        .await
+        .unwrap();
+    assert!(
+        matches!(again, Claim::Acquired(ref r) if r.seq() == 1),
+        "{again:?}"
+    );
+}
+
 async fn suite<L: Ledger>(ledger: &L) {
     compare_and_set(ledger).await;
     claim_outcome_cycle(ledger).await;
     cancel_before_claim(ledger).await;
+    delete_at_version(ledger).await;
 }
 
 #[tokio::test]

@@ -308,6 +308,12 @@ impl<T: Ledger> Ledger for Chaotic<T> {
             .around(reminders::ports::ledger::OP_PUT, call)
             .await
     }
+    async fn delete_if(&self, key: &DeliveryKey, expected: Expected) -> Result<Cas, PortError> {
+        let call = self.inner.delete_if(key, expected);
+        self.dice
+            .around(reminders::ports::ledger::OP_DELETE, call)
+            .await
+    }
 }
 
 impl<T: Gate> Gate for Chaotic<T> {

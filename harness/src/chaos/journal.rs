@@ -324,6 +324,16 @@ impl Journal {
         self.with(key, |k| k.heard_retry_after = Some(until));
     }
 
+    /// The item was deleted: a claim its worker undid before anything was sent (the
+    /// one-read path's give-back of an item its claim created). Never claimed, as far as
+    /// anyone can tell.
+    pub(super) fn removed(&self, key: &DeliveryKey) {
+        self.with(key, |k| {
+            k.claimed = None;
+            k.first_claim = None;
+        });
+    }
+
     pub(super) fn landed(
         &self,
         before: Option<&DeliveryRecord>,

@@ -198,6 +198,24 @@ impl<C: Clock> Ledger for Observed<C> {
         }
         Ok(answer)
     }
+
+    /// A claim undone (the one-read path's give-back): judged as a write is; the journal
+    /// forgets the claim, as the ledger does.
+    async fn delete_if(&self, key: &DeliveryKey, expected: Expected) -> Result<Cas, PortError> {
+        let stored = self.inner.get(key).await?;
+        let before = self.alive(stored.clone());
+        if before.is_none() || !expected.holds_for(before.as_ref()) {
+            return Ok(Cas::Conflict(before.map(Box::new)));
+        }
+        let answer = self
+            .inner
+            .delete_if(key, Expected::of(stored.as_ref()))
+            .await?;
+        if answer == Cas::Applied {
+            self.journal.removed(key);
+        }
+        Ok(answer)
+    }
 }
 
 /// [`Plant::ReorderSendsBoth`]: an item read without `chain_head`, and, by another channel's

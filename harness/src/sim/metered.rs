@@ -114,6 +114,10 @@ impl<T: Ledger> Ledger for Metered<T> {
         self.meter.call(Table::Ledger, 0.0, 1.0, "ledger put")?;
         self.inner.put_if(record, expected).await
     }
+    async fn delete_if(&self, key: &DeliveryKey, expected: Expected) -> Result<Cas, PortError> {
+        self.meter.call(Table::Ledger, 0.0, 1.0, "ledger delete")?;
+        self.inner.delete_if(key, expected).await
+    }
 }
 
 impl<T: ReminderStore> Metered<T> {

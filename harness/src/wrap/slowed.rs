@@ -206,4 +206,13 @@ impl<T: Ledger, C: Clock> Ledger for Slowed<T, C> {
         self.wait().await;
         self.inner.put_if(record, expected).await
     }
+
+    async fn delete_if(
+        &self,
+        key: &reminders::domain::DeliveryKey,
+        expected: reminders::ports::Expected,
+    ) -> Result<reminders::ports::Cas, PortError> {
+        self.wait().await;
+        self.inner.delete_if(key, expected).await
+    }
 }

@@ -3,6 +3,7 @@
 //! current item (`ReturnValuesOnConditionCheckFailure=ALL_OLD`), so a conflict costs no read.
 
 use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::operation::get_item::GetItemError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
@@ -13,7 +14,7 @@ use super::{dynamo_kind, n, s};
 use crate::aws::error::{corrupt, port_error};
 use crate::domain::DeliveryKey;
 use crate::ledger::DeliveryRecord;
-use crate::ports::ledger::{OP_GET, OP_PUT};
+use crate::ports::ledger::{OP_DELETE, OP_GET, OP_PUT};
 use crate::ports::{Cas, Expected, Ledger, PortError};
 
 /// Partition key of the deliveries table.
@@ -89,6 +90,47 @@ impl Ledger for DynamoLedger {
                 Ok(Cas::Conflict(current.map(Box::new)))
             }
             Err(err) => Err(port_error(OP_PUT, err, dynamo_kind!(PutItemError))),
+        }
+    }
+
+    async fn delete_if(&self, key: &DeliveryKey, expected: Expected) -> Result<Cas, PortError> {
+        let Expected::Version { seq, status } = expected else {
+            return Err(PortError::Invariant {
+                op: OP_DELETE,
+                message: "a delete names the version it removes".into(),
+            });
+        };
+        let out = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .key(KEY_ATTR, s(key.as_str()))
+            .condition_expression("#seq = :seq AND #status = :status")
+            .expression_attribute_names("#seq", "seq")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":seq", n(seq))
+            .expression_attribute_values(":status", s(status.as_str()))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match out {
+            Ok(_) => Ok(Cas::Applied),
+            Err(err)
+                if matches!(
+                    err.as_service_error(),
+                    Some(DeleteItemError::ConditionalCheckFailedException(_))
+                ) =>
+            {
+                let current = match err.into_service_error() {
+                    DeleteItemError::ConditionalCheckFailedException(failed) => failed.item,
+                    _ => None,
+                };
+                let current = current
+                    .map(|item| from_item(item).map_err(|e| corrupt(OP_DELETE, e)))
+                    .transpose()?;
+                Ok(Cas::Conflict(current.map(Box::new)))
+            }
+            Err(err) => Err(port_error(OP_DELETE, err, dynamo_kind!(DeleteItemError))),
         }
     }
 }

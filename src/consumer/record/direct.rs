@@ -8,9 +8,10 @@
 //! Only the plain case takes it: no wait (`not_before`), no redrive, no fallback, fresh and
 //! due by the message, an open gate. Whatever the reminder as read says beyond the message —
 //! edited, cancelled, expired, unknown, unreadable, another address or key, a second channel,
-//! a country SMS may not reach — the lease is given back (nothing spent, counted
-//! `one_read_released`) and the two-read path decides from its own reads, exactly as for a
-//! message without the marks. So a deploy in progress (old messages, the old index, a key
+//! a country SMS may not reach — the claim is given back (nothing spent, counted
+//! `one_read_released`; an item the claim created is deleted, so nothing reads it as claimed)
+//! and the two-read path decides from its own reads, exactly as for a message without the
+//! marks. So a deploy in progress (old messages, the old index, a key
 //! that cannot be read) only costs reads, never changes a decision.
 
 use super::{Action, Delivery, Lease, Record};
@@ -21,7 +22,7 @@ use crate::domain::{
     SuppressionKey,
 };
 use crate::ledger::{Change, LeaseToken};
-use crate::ports::{PortError, Ports, Provider, ReminderStore, SendRequest};
+use crate::ports::{Cas, Expected, Ledger, PortError, Ports, Provider, ReminderStore, SendRequest};
 
 /// What the one-read path did with a message.
 pub(super) enum Direct {
@@ -187,8 +188,12 @@ impl<P: Ports> Record<'_, P> {
     }
 
     /// Give the one-read claim back, nothing spent, and hand the message to the two-read
-    /// path. A refusal means another worker took the lease over (it cannot have lapsed this
-    /// soon but for a stalled worker): that worker's handle decides.
+    /// path. An item this claim created (its first transition) is deleted, as if never
+    /// claimed: an item of its own would let a channel the reminder now holds in standby go
+    /// ahead of the head of its fallback order, and tell the redrive and the chain's origin
+    /// a claim was made. An item that was there before is released, as any claim is. A
+    /// refusal means another worker took the lease over (it cannot have lapsed this soon but
+    /// for a stalled worker): that worker's handle decides.
     async fn give_back(
         &mut self,
         msg: DeliveryMessage,
@@ -196,18 +201,25 @@ impl<P: Ports> Record<'_, P> {
         token: LeaseToken,
     ) -> Result<Direct, PortError> {
         self.m.one_read_released += 1;
-        let ctx = self.ctx(&msg, msg.fresh_until, self.now());
-        let change = Change::Release {
-            token,
-            why: "the reminder as read was not what its message said: read again",
-        };
         let ledger = self.consumer.ports.ledger();
-        match transition(ledger, Some(record), change, &ctx).await? {
-            Written::Applied(_) => Ok(Direct::TwoReads(msg)),
-            Written::Refused { refused, .. } => {
-                tracing::warn!(delivery_key = %msg.delivery_key, %refused, "one-read lease given back too late");
-                Ok(Direct::Done(Action::Leave))
-            }
+        let given_back = if record.seq() == 1 {
+            let expected = Expected::of(Some(&record));
+            ledger.delete_if(record.key(), expected).await? == Cas::Applied
+        } else {
+            let ctx = self.ctx(&msg, msg.fresh_until, self.now());
+            let change = Change::Release {
+                token,
+                why: "the reminder as read was not what its message said: read again",
+            };
+            matches!(
+                transition(ledger, Some(record), change, &ctx).await?,
+                Written::Applied(_)
+            )
+        };
+        if given_back {
+            return Ok(Direct::TwoReads(msg));
         }
+        tracing::warn!(delivery_key = %msg.delivery_key, "one-read lease given back too late: another worker holds it");
+        Ok(Direct::Done(Action::Leave))
     }
 }

@@ -270,6 +270,9 @@ impl Ledger for CorruptLedger {
     async fn put_if(&self, _r: &DeliveryRecord, _e: Expected) -> Result<Cas, PortError> {
         Err(corrupt("ledger.put_if"))
     }
+    async fn delete_if(&self, _k: &DeliveryKey, _e: Expected) -> Result<Cas, PortError> {
+        Err(corrupt("ledger.delete_if"))
+    }
 }
 
 fn corrupt(op: &'static str) -> PortError {
