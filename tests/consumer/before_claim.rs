@@ -102,8 +102,9 @@ struct Ran {
     calls: u32,
     /// The landing was written (a claim was attempted).
     landed: bool,
-    /// Claims the one-read path made.
+    /// Claims the one-read path made, and of them the ones given back.
     one_read: u32,
+    released: u32,
 }
 
 /// The two messages each case is tried with: plain, and sole.
@@ -164,6 +165,7 @@ async fn deliver_with(sole: bool, landing: impl FnOnce(&Reminder) -> Option<Land
         calls: provider.calls_for(&msg.delivery_key),
         landed,
         one_read: out.metrics.get(Channel::Sms).one_read,
+        released: out.metrics.get(Channel::Sms).one_read_released,
     }
 }
 
@@ -173,7 +175,11 @@ async fn with_nothing_landing_before_the_claim_it_is_sent() {
         let ran = deliver_with(sole, |_| None).await;
         assert_eq!(ran.record.status(), Status::Delivered, "sole: {sole}");
         assert_eq!(ran.calls, 1, "sole: {sole}");
-        assert_eq!(ran.one_read, u32::from(sole), "the path taken");
+        assert_eq!(
+            (ran.one_read, ran.released),
+            (u32::from(sole), 0),
+            "the path taken"
+        );
     }
 }
 
@@ -188,7 +194,11 @@ async fn an_opt_out_landing_right_before_the_claim_wins() {
         })
         .await;
         assert!(ran.landed, "the opt-out was written before the claim");
-        assert_eq!(ran.one_read, u32::from(sole), "the path taken");
+        assert_eq!(
+            (ran.one_read, ran.released),
+            (u32::from(sole), 0),
+            "the path taken"
+        );
         assert_eq!(ran.calls, 0, "never sent (sole: {sole})");
         assert_eq!(ran.record.status(), Status::Dead, "sole: {sole}");
         assert_eq!(ran.record.dead_reason(), Some(DeadReason::OptedOut));
@@ -207,7 +217,11 @@ async fn a_suppression_landing_right_before_the_claim_wins() {
         })
         .await;
         assert!(ran.landed, "the suppression was written before the claim");
-        assert_eq!(ran.one_read, u32::from(sole), "the path taken");
+        assert_eq!(
+            (ran.one_read, ran.released),
+            (u32::from(sole), 0),
+            "the path taken"
+        );
         assert_eq!(ran.calls, 0, "never sent (sole: {sole})");
         assert_eq!(ran.record.status(), Status::Dead, "sole: {sole}");
         assert_eq!(ran.record.dead_reason(), Some(DeadReason::Suppressed));

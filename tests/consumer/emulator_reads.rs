@@ -47,6 +47,8 @@ struct Ran {
     landed: bool,
     /// What moto recorded while the consumer handled the message.
     counted: Counted,
+    /// The path: one-read claims, and of them the ones given back.
+    path: (u32, u32),
 }
 
 /// The emulator's recorder is one per server: only the counting tests use it (the ordering
@@ -68,6 +70,8 @@ async fn recorder(verb: &str) -> String {
 #[derive(Debug, Default)]
 struct Counted {
     reads: Vec<String>,
+    /// Whether each read asked for strong consistency (`"ConsistentRead":true`).
+    consistent: Vec<bool>,
     gate_reads: u32,
     writes: Vec<String>,
 }
@@ -110,6 +114,9 @@ fn count(recording: &str, tables: [&str; 2]) -> Counted {
             c.gate_reads += 1;
         } else if READS.contains(&op) {
             c.reads.push(op.to_owned());
+            let compact: String = body.chars().filter(|ch| !ch.is_whitespace()).collect();
+            c.consistent
+                .push(compact.contains("\"ConsistentRead\":true"));
         } else {
             c.writes.push(op.to_owned());
         }
@@ -208,6 +215,10 @@ async fn deliver_with(
         calls: world.provider.calls_for(&msg.delivery_key),
         landed,
         counted: count(&recording, tables),
+        path: {
+            let m = out.metrics.get(SMS);
+            (m.one_read, m.one_read_released)
+        },
     }
 }
 
@@ -223,7 +234,9 @@ async fn a_delivered_single_channel_reminder_costs_one_read_request_on_the_emula
     let c = &ran.counted;
     eprintln!("emulator's count for one delivery: {c:?}");
     assert_eq!(c.reads, ["BatchGetItem"], "{c:?}");
+    assert_eq!(c.consistent, [true], "strongly consistent: {c:?}");
     assert_eq!(c.writes, ["PutItem", "PutItem"], "claim and outcome: {c:?}");
+    assert_eq!(ran.path, (1, 0), "the one-read path, nothing given back");
 }
 
 /// A message without the marks (the previous release's scheduler, the first due index, a
@@ -255,6 +268,7 @@ async fn an_opt_out_landing_right_before_the_claim_wins_on_the_emulator() {
         )
         .await;
         assert!(ran.landed, "the opt-out was written before the claim");
+        assert_eq!(ran.path, (u32::from(sole), 0), "the path taken");
         assert_eq!(ran.calls, 0, "never sent");
         assert_eq!(ran.record.status(), Status::Dead);
         assert_eq!(ran.record.dead_reason(), Some(DeadReason::OptedOut));
@@ -281,6 +295,7 @@ async fn a_suppression_landing_right_before_the_claim_wins_on_the_emulator() {
         )
         .await;
         assert!(ran.landed, "the suppression was written before the claim");
+        assert_eq!(ran.path, (u32::from(sole), 0), "the path taken");
         assert_eq!(ran.calls, 0, "never sent");
         assert_eq!(ran.record.status(), Status::Dead);
         assert_eq!(ran.record.dead_reason(), Some(DeadReason::Suppressed));

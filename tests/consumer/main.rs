@@ -10,6 +10,7 @@ mod countries;
 mod direct;
 mod emulator;
 mod emulator_reads;
+mod give_back;
 mod harness;
 mod memory;
 mod newer_status;

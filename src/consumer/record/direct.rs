@@ -24,6 +24,10 @@ use crate::domain::{
 use crate::ledger::{Change, LeaseToken};
 use crate::ports::{Cas, Expected, Ledger, PortError, Ports, Provider, ReminderStore, SendRequest};
 
+/// Versions of our own item a give-back follows (each an edit's horizon write landing on it
+/// meanwhile) before it leaves the item to its lease.
+const UNDO_ROUNDS: usize = 4;
+
 /// What the one-read path did with a message.
 pub(super) enum Direct {
     /// Not taken, or its claim given back: the two-read path takes the message.
@@ -201,16 +205,15 @@ impl<P: Ports> Record<'_, P> {
         token: LeaseToken,
     ) -> Result<Direct, PortError> {
         self.m.one_read_released += 1;
-        let ledger = self.consumer.ports.ledger();
         let given_back = if record.seq() == 1 {
-            let expected = Expected::of(Some(&record));
-            ledger.delete_if(record.key(), expected).await? == Cas::Applied
+            self.undo_claim(record, &token).await?
         } else {
             let ctx = self.ctx(&msg, msg.fresh_until, self.now());
             let change = Change::Release {
                 token,
                 why: "the reminder as read was not what its message said: read again",
             };
+            let ledger = self.consumer.ports.ledger();
             matches!(
                 transition(ledger, Some(record), change, &ctx).await?,
                 Written::Applied(_)
@@ -221,5 +224,32 @@ impl<P: Ports> Record<'_, P> {
         }
         tracing::warn!(delivery_key = %msg.delivery_key, "one-read lease given back too late: another worker holds it");
         Ok(Direct::Done(Action::Leave))
+    }
+
+    /// Delete the item our claim created, at its version. An edit's horizon write may have
+    /// landed on it since (a write that keeps our lease, bumping its version): still ours,
+    /// deleted at the version found. Gone already (our own delete, applied before its answer
+    /// was lost): given back. Anything else is another worker's now.
+    async fn undo_claim(
+        &mut self,
+        mut record: crate::ledger::DeliveryRecord,
+        token: &LeaseToken,
+    ) -> Result<bool, PortError> {
+        let ledger = self.consumer.ports.ledger();
+        for _ in 0..UNDO_ROUNDS {
+            let expected = Expected::of(Some(&record));
+            match ledger.delete_if(record.key(), expected).await? {
+                Cas::Applied | Cas::Conflict(None) => return Ok(true),
+                Cas::Conflict(Some(current))
+                    if current.status() == crate::ledger::Status::Sending
+                        && current.lease_token() == Some(token)
+                        && current.attempt_count() == record.attempt_count() =>
+                {
+                    record = *current;
+                }
+                Cas::Conflict(Some(_)) => return Ok(false),
+            }
+        }
+        Ok(false)
     }
 }

@@ -38,8 +38,14 @@ fn names_a_missing_index<E: ProvideErrorMetadata, R>(e: &SdkError<E, R>) -> bool
     };
     let err = service.err();
     let message = err.message().unwrap_or_default();
+    let lower = message.to_ascii_lowercase();
     match err.code() {
-        Some("ValidationException") => message.to_ascii_lowercase().contains("index"),
+        // The two answers DynamoDB documents for an index it cannot serve: any other
+        // validation error (a malformed request) is a bug to see, not a reason to switch.
+        Some("ValidationException") => {
+            lower.contains("does not have the specified index")
+                || lower.contains("backfilling global secondary index")
+        }
         Some("ResourceNotFoundException") => message.contains(DUE_RECIPIENTS_INDEX),
         _ => false,
     }
@@ -127,6 +133,11 @@ mod tests {
                 "Requested resource not found: Table: rem-index not found",
             ),
             ("ValidationException", "ExclusiveStartKey is invalid"),
+            // A malformed request naming an index is a bug to see, not a reason to switch.
+            (
+                "ValidationException",
+                "1 validation error detected: Value 'due index' at 'indexName' failed",
+            ),
             ("ProvisionedThroughputExceededException", "index throttled"),
         ];
         for (code, message) in other {
