@@ -284,7 +284,7 @@ def write(figures, derived, consumer, powertools, scheduler, init_runs, sizes, d
             figures["consumer_ddb_writes_per_delivery"], "claim + outcome, conditional"),
         row("consumer DynamoDB read requests per delivery", "consumer_ddb_reads_per_delivery",
             figures["consumer_ddb_reads_per_delivery"],
-            "the reminder, then the preferences and suppression in one batch; gate reads apart"),
+            "sole messages as the scheduler makes them: the reminder, preferences and suppression in one strongly consistent batch after the claim; gate reads apart"),
         row("consumer gate reads per delivery", "consumer_gate_reads_per_delivery",
             figures["consumer_gate_reads_per_delivery"], f"{consumer['deliveries']} deliveries, batches of 10"),
         row("consumer SQS requests per delivery", "consumer_sqs_requests_per_delivery",

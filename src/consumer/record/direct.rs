@@ -34,7 +34,7 @@ pub(super) enum Direct {
     TwoReads(DeliveryMessage),
     /// Claimed, with the preferences and the suppression read after the claim.
     Claimed(Box<Claimed>),
-    /// The record ended (released for want of time).
+    /// The record ended: the give-back came too late (another worker holds the lease).
     Done(Action),
 }
 
@@ -66,11 +66,14 @@ impl<P: Ports> Record<'_, P> {
         if !qualifies(&msg, key.as_ref()) {
             return Ok(Direct::TwoReads(msg));
         }
-        // The claim, the read, a send and its outcome must fit before the deadline.
+        // The claim, a send and its outcome must fit before the deadline, as on the two-read
+        // path (whose check comes after its read, as this one's read comes after the claim);
+        // when they do not, that path decides (it releases the message, or settles it with no
+        // claim: a stale or cancelled reminder).
         let cfg = &self.consumer.cfg;
         let storage = crate::ports::STORAGE_OPERATION_TIMEOUT;
-        if !self.time_left_for(storage + storage + cfg.provider_timeout + storage) {
-            return self.release_unclaimed().await.map(Direct::Done);
+        if !self.time_left_for(storage + cfg.provider_timeout + storage) {
+            return Ok(Direct::TwoReads(msg));
         }
         let now = self.now();
         if freshness(msg.fresh_until, now) != Freshness::Fresh || msg.due_at > now {
