@@ -15,6 +15,18 @@ use reminders::domain::{
 use reminders::ports::{DeliveryQueue, ReminderStore};
 use runtime_api::{assert_calls_declared, invoke, Stack, CARGO_LAMBDA_WATCH_DEADLINE};
 
+/// The stack's environment, with the suppression key's secret (required on Lambda: the
+/// scheduler hashes a sole channel's address onto its message).
+async fn env_with_key(stack: &Stack, name: &str) -> Vec<(String, String)> {
+    let mut env = stack.env();
+    let secrets = aws_sdk_secretsmanager::Client::new(&stack.sdk);
+    let arn = reminders::aws::bootstrap::create_suppression_key_secret(&secrets, name)
+        .await
+        .unwrap();
+    env.push(("SUPPRESSION_KEY_SECRET_ARN".to_owned(), arn));
+    env
+}
+
 #[tokio::test]
 async fn the_scheduler_bootstrap_fans_out_under_cargo_lambda_watch() {
     let stack = Stack::create("rt-sched").await;
@@ -43,7 +55,7 @@ async fn the_scheduler_bootstrap_fans_out_under_cargo_lambda_watch() {
     store.insert(&r).await.unwrap();
     let answer = invoke(
         env!("CARGO_BIN_EXE_scheduler"),
-        &stack.env(),
+        &env_with_key(&stack, "rt-sched").await,
         serde_json::json!({}),
         CARGO_LAMBDA_WATCH_DEADLINE,
     )
@@ -52,10 +64,12 @@ async fn the_scheduler_bootstrap_fans_out_under_cargo_lambda_watch() {
     assert_eq!(answer.body["enqueued"], 1, "{}", answer.body);
     assert_eq!(answer.body["stopped_at_deadline"], false, "{}", answer.body);
     assert_calls_declared("scheduler", &answer);
+    // The key is read for the sole message's hash.
     for call in [
         "DynamoDB.Query",
         "DynamoDB.UpdateItem",
         "SQS.SendMessageBatch",
+        "Secrets Manager.GetSecretValue",
     ] {
         assert!(answer.aws_calls.contains(call), "{:?}", answer.aws_calls);
     }
@@ -130,7 +144,7 @@ async fn the_scheduler_bootstrap_finishes_a_pending_series_edit_with_its_declare
 
     let answer = invoke(
         env!("CARGO_BIN_EXE_scheduler"),
-        &stack.env(),
+        &env_with_key(&stack, "rt-series").await,
         serde_json::json!({"share": 0, "shares": 1}),
         CARGO_LAMBDA_WATCH_DEADLINE,
     )
