@@ -16,7 +16,7 @@ use crate::domain::{Channel, DeadReason, DeliveryKey, ReminderId, SubscriberId};
 use crate::policy::{OutcomeClass, RetryPolicy};
 pub use change::{Change, Ctx, Refused, Why};
 pub use detail::{Detail, QUIET_HOURS_ERROR};
-pub(crate) use packed::packed_version;
+pub(crate) use packed::packed_fence;
 pub use status::Status;
 pub use transitions::{apply, HELD_FOR_QUIET_HOURS};
 

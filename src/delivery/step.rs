@@ -19,7 +19,7 @@ use crate::ports::{Cas, Expected, PortError};
 pub const MAX_CAS_ROUNDS: usize = 8;
 
 /// The ledger operation a [`Transition`] waits on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Op<'a> {
     /// A strongly consistent read of `ctx.key` (`Ledger::get`).
     Get,

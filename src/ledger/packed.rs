@@ -44,7 +44,8 @@ impl DeliveryRecord {
         let base = *first_seen_at;
         let at = |w: &mut Writer, t: Timestamp| w.i64(t.as_millis().wrapping_sub(base.as_millis()));
         let mut w = Writer::with_capacity(256);
-        // Status and seq first: the ledger's condition reads only them ([`packed_version`]).
+        // Status, seq and the lease token first: the ledger's condition reads only them
+        // ([`packed_fence`]).
         w.code(status, &Status::ALL, status.as_str());
         w.u64(*seq);
         w.time(base);
@@ -192,10 +193,16 @@ impl DeliveryRecord {
     }
 }
 
-/// The status and transition number of packed bytes, without reading the rest: what a
-/// conditional write compares.
-pub(crate) fn packed_version(bytes: &[u8]) -> Option<(Status, u64)> {
-    version(&mut Reader::new(bytes))
+/// The status, transition number and lease token of packed bytes, without reading the rest:
+/// what a conditional write compares ([`crate::ports::Expected`]).
+pub(crate) fn packed_fence(bytes: &[u8]) -> Option<(Status, u64, Option<&str>)> {
+    let mut r = Reader::new(bytes);
+    let (status, seq) = version(&mut r)?;
+    let _first_seen_at = r.time()?;
+    let _attempts = r.u64()?;
+    let _throttles = r.u64()?;
+    let lease = r.opt(Reader::str)?;
+    Some((status, seq, lease))
 }
 
 fn version(r: &mut Reader<'_>) -> Option<(Status, u64)> {
@@ -405,7 +412,10 @@ mod tests {
         for r in policies {
             let bytes = r.pack();
             assert_eq!(DeliveryRecord::unpack(key(), &bytes), Some(r.clone()));
-            assert_eq!(packed_version(&bytes), Some((r.status, r.seq)));
+            assert_eq!(
+                packed_fence(&bytes),
+                Some((r.status, r.seq, r.lease_token.as_ref().map(|t| t.as_str())))
+            );
             // A cut item is not a record.
             assert_eq!(
                 DeliveryRecord::unpack(key(), &bytes[..bytes.len() - 1]),

@@ -11,19 +11,30 @@ use std::sync::Mutex;
 use super::faults::{lock, FaultPoint, Faults};
 use super::PortError;
 use crate::domain::DeliveryKey;
-use crate::ledger::{packed_version, DeliveryRecord, Status};
+use crate::ledger::{packed_fence, DeliveryRecord, LeaseToken, Status};
 
 pub const OP_GET: &str = "ledger.get";
 pub const OP_PUT: &str = "ledger.put_if";
 pub const OP_DELETE: &str = "ledger.delete_if";
 
 /// What the write expects to find.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// A version names the item's lease token as well as its transition number and state: a
+/// delivery whose claim was given back ([`Ledger::delete_if`]) starts again at transition 1 when
+/// it is claimed anew, so a write that the SDK retried after its first answer was lost (or a
+/// writer that read the item before the give-back) would otherwise find "transition 1,
+/// sending" again and land on another worker's claim. The token is random per claim: the
+/// write holds only for the item its writer read.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Expected {
     /// No item: the delivery is `scheduled`.
     Absent,
-    /// The item at this transition number, in this state.
-    Version { seq: u64, status: Status },
+    /// The item at this transition number, in this state, under this lease (`None`: none).
+    Version {
+        seq: u64,
+        status: Status,
+        lease: Option<LeaseToken>,
+    },
 }
 
 impl Expected {
@@ -31,18 +42,24 @@ impl Expected {
         current.map_or(Expected::Absent, |r| Expected::Version {
             seq: r.seq(),
             status: r.status(),
+            lease: r.lease_token().cloned(),
         })
     }
 
-    pub fn holds_for(self, current: Option<&DeliveryRecord>) -> bool {
-        self.holds_for_version(current.map(|r| (r.status(), r.seq())))
+    pub fn holds_for(&self, current: Option<&DeliveryRecord>) -> bool {
+        self.holds_for_fence(
+            current.map(|r| (r.status(), r.seq(), r.lease_token().map(LeaseToken::as_str))),
+        )
     }
 
-    /// [`Expected::holds_for`] on the current item's status and transition number alone.
-    pub fn holds_for_version(self, current: Option<(Status, u64)>) -> bool {
+    /// [`Expected::holds_for`] on the current item's status, transition number and lease
+    /// token alone.
+    pub fn holds_for_fence(&self, current: Option<(Status, u64, Option<&str>)>) -> bool {
         match (self, current) {
             (Expected::Absent, None) => true,
-            (Expected::Version { seq, status }, Some((s, n))) => n == seq && s == status,
+            (Expected::Version { seq, status, lease }, Some((s, n, l))) => {
+                n == *seq && s == *status && lease.as_ref().map(LeaseToken::as_str) == l
+            }
             _ => false,
         }
     }
@@ -70,8 +87,8 @@ pub trait Ledger: Send + Sync {
         expected: Expected,
     ) -> impl Future<Output = Result<Cas, PortError>> + Send;
 
-    /// Delete the item under `key` if it is still at `expected` (a `Version`), in one
-    /// conditional write: a claim undone as if it was never made. Only the consumer's one-read
+    /// Delete the item under `key` if it is still at `expected` (a `Version`, lease token
+    /// included), in one conditional write: a claim undone as if it was never made. Only the consumer's one-read
     /// path does it, to give back the item its own claim created (nothing sent, no attempt)
     /// when the reminder as read was not what the message said: a later reader finds no item,
     /// as it would have had the two-read path decided first.
@@ -178,10 +195,10 @@ impl Ledger for MemoryLedger {
             let key = record.key();
             let current = items.get(key.as_str());
             let version = match current {
-                Some(bytes) => Some(packed_version(bytes).ok_or_else(|| unreadable(OP_PUT, key))?),
+                Some(bytes) => Some(packed_fence(bytes).ok_or_else(|| unreadable(OP_PUT, key))?),
                 None => None,
             };
-            if expected.holds_for_version(version) {
+            if expected.holds_for_fence(version) {
                 let bytes = record.pack();
                 // Every test that writes through this ledger holds the byte form exact.
                 debug_assert_eq!(
@@ -207,12 +224,10 @@ impl Ledger for MemoryLedger {
             let mut items = lock(&self.items);
             let current = items.get(key.as_str());
             let version = match current {
-                Some(bytes) => {
-                    Some(packed_version(bytes).ok_or_else(|| unreadable(OP_DELETE, key))?)
-                }
+                Some(bytes) => Some(packed_fence(bytes).ok_or_else(|| unreadable(OP_DELETE, key))?),
                 None => None,
             };
-            if current.is_some() && expected.holds_for_version(version) {
+            if current.is_some() && expected.holds_for_fence(version) {
                 items.remove(key.as_str());
                 Cas::Applied
             } else {

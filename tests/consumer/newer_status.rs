@@ -42,6 +42,7 @@ async fn newer_item(w: &Mem, r: &reminders::domain::Reminder) -> DeliveryRecord 
     let expected = Expected::Version {
         seq: 1,
         status: Status::Sending,
+        lease: claimed.lease_token().cloned(),
     };
     let put = w.ledger.put_if(&newer, expected).await.unwrap();
     assert_eq!(put, Cas::Applied);

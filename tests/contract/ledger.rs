@@ -61,6 +61,7 @@ async fn compare_and_set<L: Ledger>(ledger: &L) {
     let wrong_seq = Expected::Version {
         seq: first.seq() + 1,
         status: first.status(),
+        lease: first.lease_token().cloned(),
     };
     assert!(matches!(
         ledger.put_if(&first, wrong_seq).await.unwrap(),
@@ -69,6 +70,7 @@ async fn compare_and_set<L: Ledger>(ledger: &L) {
     let wrong_status = Expected::Version {
         seq: first.seq(),
         status: Status::Ready,
+        lease: first.lease_token().cloned(),
     };
     assert!(matches!(
         ledger.put_if(&first, wrong_status).await.unwrap(),
@@ -212,6 +214,7 @@ async fn delete_at_version<L: Ledger>(ledger: &L) {
     let stale = Expected::Version {
         seq: 2,
         status: Status::Sending,
+        lease: claimed.lease_token().cloned(),
     };
     assert_eq!(
         ledger.delete_if(&c.key, stale).await.unwrap(),
@@ -220,24 +223,40 @@ async fn delete_at_version<L: Ledger>(ledger: &L) {
     );
     assert_eq!(ledger.get(&c.key).await.unwrap().as_ref(), Some(&claimed));
     let exact = Expected::of(Some(&claimed));
-    assert_eq!(ledger.delete_if(&c.key, exact).await.unwrap(), Cas::Applied);
+    assert_eq!(
+        ledger.delete_if(&c.key, exact.clone()).await.unwrap(),
+        Cas::Applied
+    );
     assert_eq!(
         ledger.get(&c.key).await.unwrap(),
         None,
         "as if never claimed"
     );
     assert_eq!(
-        ledger.delete_if(&c.key, exact).await.unwrap(),
+        ledger.delete_if(&c.key, exact.clone()).await.unwrap(),
         Cas::Conflict(None),
         "nothing left to delete"
     );
     let again = claim(ledger, claim_req(8, T0.plus(Duration::from_secs(60))), &c)
         .await
         .unwrap();
-    assert!(
-        matches!(again, Claim::Acquired(ref r) if r.seq() == 1),
-        "{again:?}"
+    let Claim::Acquired(reclaimed) = again else {
+        panic!("a claim after the delete creates the item afresh: {again:?}")
+    };
+    assert_eq!(reclaimed.seq(), 1, "{reclaimed:?}");
+    // A retried delete (its first answer lost) meets another worker's claim at the same
+    // transition number and state: that claim is not the one it means, and stays.
+    assert_eq!(
+        ledger.delete_if(&c.key, exact.clone()).await.unwrap(),
+        Cas::Conflict(Some(Box::new(reclaimed.clone()))),
+        "a retried delete removes only the claim its writer read"
     );
+    // So does any write that read the item before it was given back.
+    assert!(matches!(
+        ledger.put_if(&claimed, exact).await.unwrap(),
+        Cas::Conflict(Some(_))
+    ));
+    assert_eq!(ledger.get(&c.key).await.unwrap().as_ref(), Some(&reclaimed));
 }
 
 async fn suite<L: Ledger>(ledger: &L) {

@@ -1,5 +1,5 @@
 //! The ledger on DynamoDB: one item per delivery key, written whole by a conditional PutItem
-//! that names the transition number and state it expects. A failed condition returns the
+//! that names the transition number, state and lease token it expects. A failed condition returns the
 //! current item (`ReturnValuesOnConditionCheckFailure=ALL_OLD`), so a conflict costs no read.
 
 use aws_sdk_dynamodb::error::SdkError;
@@ -32,6 +32,20 @@ impl DynamoLedger {
             client,
             table: table.into(),
         }
+    }
+}
+
+/// The lease token's attribute (the record's field name).
+const LEASE_ATTR: &str = "lease_token";
+
+/// The condition of a write that expects a version ([`Expected::Version`]): its transition
+/// number, its state and its lease token (or none), so that a retried write never lands on an
+/// item re-created since under the same transition number.
+fn fence_condition(leased: bool) -> &'static str {
+    if leased {
+        "#seq = :seq AND #status = :status AND #lease = :lease"
+    } else {
+        "#seq = :seq AND #status = :status AND attribute_not_exists(#lease)"
     }
 }
 
@@ -70,12 +84,19 @@ impl Ledger for DynamoLedger {
             Expected::Absent => put
                 .condition_expression("attribute_not_exists(#k)")
                 .expression_attribute_names("#k", KEY_ATTR),
-            Expected::Version { seq, status } => put
-                .condition_expression("#seq = :seq AND #status = :status")
-                .expression_attribute_names("#seq", "seq")
-                .expression_attribute_names("#status", "status")
-                .expression_attribute_values(":seq", n(seq))
-                .expression_attribute_values(":status", s(status.as_str())),
+            Expected::Version { seq, status, lease } => {
+                let put = put
+                    .condition_expression(fence_condition(lease.is_some()))
+                    .expression_attribute_names("#seq", "seq")
+                    .expression_attribute_names("#status", "status")
+                    .expression_attribute_names("#lease", LEASE_ATTR)
+                    .expression_attribute_values(":seq", n(seq))
+                    .expression_attribute_values(":status", s(status.as_str()));
+                match lease {
+                    Some(t) => put.expression_attribute_values(":lease", s(t.as_str())),
+                    None => put,
+                }
+            }
         };
         match put.send().await {
             Ok(_) => Ok(Cas::Applied),
@@ -94,25 +115,28 @@ impl Ledger for DynamoLedger {
     }
 
     async fn delete_if(&self, key: &DeliveryKey, expected: Expected) -> Result<Cas, PortError> {
-        let Expected::Version { seq, status } = expected else {
+        let Expected::Version { seq, status, lease } = expected else {
             return Err(PortError::Invariant {
                 op: OP_DELETE,
                 message: "a delete names the version it removes".into(),
             });
         };
-        let out = self
+        let mut delete = self
             .client
             .delete_item()
             .table_name(&self.table)
             .key(KEY_ATTR, s(key.as_str()))
-            .condition_expression("#seq = :seq AND #status = :status")
+            .condition_expression(fence_condition(lease.is_some()))
             .expression_attribute_names("#seq", "seq")
             .expression_attribute_names("#status", "status")
+            .expression_attribute_names("#lease", LEASE_ATTR)
             .expression_attribute_values(":seq", n(seq))
             .expression_attribute_values(":status", s(status.as_str()))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .send()
-            .await;
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        if let Some(t) = lease {
+            delete = delete.expression_attribute_values(":lease", s(t.as_str()));
+        }
+        let out = delete.send().await;
         match out {
             Ok(_) => Ok(Cas::Applied),
             Err(err)
