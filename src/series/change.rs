@@ -107,6 +107,7 @@ where
         next.version = current.version + 1;
         next.made_through = current.made_through;
         next.made = current.made.clone();
+        next.detached = current.detached.clone();
         // Every instant the edit brings in line is remembered with it, those it cancels too:
         // a retry after a failure midway (answered `Same`) finds them all again.
         let instants = affected(&current, Some(&next), now);

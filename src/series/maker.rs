@@ -104,6 +104,11 @@ where
         s.localise(zone_now.as_deref());
         let instants = s.instants_between(s.made_through, Some(horizon), MAX_MADE_PER_PASS);
         for &at in &instants {
+            // Made through its own id: that item is the occurrence, even once its TTL took it.
+            if s.is_detached(at) {
+                report.existed += 1;
+                continue;
+            }
             match store.insert(&s.occurrence(at, retention)).await? {
                 Inserted::Created => report.made += 1,
                 Inserted::AlreadyExists => report.existed += 1,
@@ -123,7 +128,18 @@ where
         }
         match store.put_series(&next, ExpectedSeries::of(&s)).await? {
             Written::Written => return Ok(()),
-            Written::Conflict(None) => return Ok(()),
+            Written::Conflict(None) => {
+                // Deleted since it was read (an erasure cancels a series, then deletes it):
+                // what this pass made is of no series now, and is cancelled as the series was,
+                // so that nothing is sent after the erasure answered.
+                report.raced += 1;
+                let mut gone = s.clone();
+                gone.status = SeriesStatus::Cancelled;
+                reconcile(store, ledger, &gone, &instants, now, retention)
+                    .await
+                    .map_err(outbox_port)?;
+                return Ok(());
+            }
             Written::Conflict(Some(current)) => {
                 // An edit or a cancel (or another maker) came first: what this pass made may be
                 // of the old version, or no longer wanted.

@@ -47,6 +47,16 @@ where
             {
                 continue;
             }
+            if !owed_if_missing(s, at, now) {
+                // A cancel still leaves a placeholder where an occurrence made through its own
+                // id may yet be inserted (that `PUT` then finds it cancelled).
+                if s.status == SeriesStatus::Cancelled && s.is_detached(at) {
+                    let mut placeholder = s.occurrence(at, retention);
+                    placeholder.status = ReminderStatus::Cancelled;
+                    let _ = store.insert(&placeholder).await?;
+                }
+                continue;
+            }
             let mut occurrence = s.occurrence(at, retention);
             if !wanted {
                 occurrence.status = ReminderStatus::Cancelled;
@@ -103,6 +113,21 @@ where
     Ok(cancels)
 }
 
+/// Whether an occurrence at `at` with no item is still to be made by whoever brings `s` in
+/// line. Not one made through its own id (its item may be gone with its TTL, sent). Not one
+/// the maker passed already that is due by now: it was made and is gone with its TTL (an edit
+/// that lengthened the freshness must not make it again), or it was due before the series
+/// existed (a `starts_at` in the past makes nothing due before the series' creation). One
+/// after `made_through` is what a maker that read the series before could still make; one
+/// after `now` is the edited rule's own.
+fn owed_if_missing(s: &Series, at: Timestamp, now: Timestamp) -> bool {
+    if s.is_detached(at) {
+        return false;
+    }
+    let passed = s.made_through.is_some_and(|m| at <= m);
+    !passed || at > now
+}
+
 /// The instants an edit (`next`, the edited series) or a cancel (`None`) of `s` (as read)
 /// must bring in line: those it made and remembers, and every
 /// one a maker that read it could still make (up to `now` + [`MAKE_AHEAD`]); for an edit, also
@@ -115,6 +140,10 @@ pub fn affected(s: &Series, next: Option<&Series>, now: Timestamp) -> Vec<Timest
     // A cancel takes every one it remembers (one edited on its own may have been moved later).
     let remembered = |t: &Timestamp| next.is_none() || *t > fresh_from;
     let mut all: BTreeSet<Timestamp> = s.made.iter().copied().filter(remembered).collect();
+    // A cancel reaches every occurrence made through its own id, wherever it was moved.
+    if next.is_none() {
+        all.extend(s.detached.iter().copied());
+    }
     all.extend(s.instants_between(Some(fresh_from), Some(horizon), MAX_AFFECTED));
     if let Some(next) = next {
         all.extend(next.instants_between(Some(now), Some(horizon), MAX_AFFECTED));

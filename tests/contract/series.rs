@@ -64,6 +64,7 @@ async fn suite<S: SeriesStore + ReminderStore + SubscriberIndex + Eraser>(store:
     let mut made = s.clone();
     made.made_through = Some(T0.plus(MAKE_AHEAD));
     made.remember(T0.plus(Duration::from_secs(60)));
+    assert!(made.detach(T0.plus(Duration::from_secs(86_400))));
     assert_eq!(
         store
             .put_series(&made, ExpectedSeries::of(&s))

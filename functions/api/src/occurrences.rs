@@ -85,31 +85,47 @@ where
     if !ok {
         return Err(refused());
     }
+    // Recorded on the series first, then made: the maker never makes this instant again (its
+    // item may be gone with its TTL once sent) and the series' cancel reaches it wherever it
+    // is moved. A failure between the two leaves the instant recorded and unmade, which this
+    // `PUT` again makes; never an occurrence the series does not know.
+    detach(&app.store, &sid, at).await?;
     let mut r = wanted.clone();
     r.owner = s.owner.clone();
     r.detached = true;
     match app.store.insert(&r).await? {
-        reminders::ports::Inserted::Created => {
-            remember(&app.store, &sid, at).await?;
-            Ok(Some(r))
-        }
-        // Made meanwhile by the maker: edited as any reminder.
+        reminders::ports::Inserted::Created => Ok(Some(r)),
+        // Made meanwhile by the maker (or cancelled with the series): edited as any reminder.
         reminders::ports::Inserted::AlreadyExists => Ok(None),
     }
 }
 
-/// Record on the series an occurrence made on its own, so that the series' cancel finds it.
-async fn remember<S: SeriesStore>(store: &S, id: &SeriesId, at: Timestamp) -> Result<(), ApiError> {
+/// Record on the series an occurrence made on its own ([`Series::detached`]), in a write that
+/// bumps its version, so that a maker or an edit that read it before cannot write over it.
+///
+/// [`Series::detached`]: reminders::domain::series::Series::detached
+async fn detach<S: SeriesStore>(store: &S, id: &SeriesId, at: Timestamp) -> Result<(), ApiError> {
     use reminders::ports::series::{ExpectedSeries, Written};
+    let refused = || ApiError::invalid("id", "id: the series is no longer active");
     for _ in 0..5 {
-        let Some(current) = store.get_series(id).await? else {
-            return Ok(());
-        };
-        if current.made.contains(&at) {
+        let current = store.get_series(id).await?.ok_or_else(refused)?;
+        if current.is_detached(at) {
             return Ok(());
         }
+        if current.status != SeriesStatus::Active {
+            return Err(refused());
+        }
         let mut next = current.clone();
-        next.remember(at);
+        if !next.detach(at) {
+            return Err(ApiError::conflict(
+                "id",
+                format!(
+                    "the series has {} occurrences edited on their own already, the most it keeps",
+                    reminders::domain::series::MAX_DETACHED
+                ),
+            ));
+        }
+        next.version = current.version + 1;
         if store
             .put_series(&next, ExpectedSeries::of(&current))
             .await?

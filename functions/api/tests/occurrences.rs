@@ -194,3 +194,160 @@ async fn cancelling_a_series_cancels_an_occurrence_put_on_its_own_before_it_was_
     let (_, r) = reminder(&h, &alone).await;
     assert_eq!(r["status"], "cancelled", "an occurrence not yet sent: {r}");
 }
+
+/// An occurrence put on its own, moved earlier, sent, and gone with its TTL (its reminder
+/// item and ledger item expire together): the maker reaching its instant never makes it again,
+/// and neither does a series edit made while the instant is still ahead.
+#[tokio::test]
+async fn an_occurrence_put_on_its_own_is_never_made_again_once_its_ttl_took_it() {
+    use reminders::ports::Eraser;
+    let (h, clock, _) = created().await;
+    let alone = occ("20270105T081000Z");
+    let mut b = body("u-1", "Moved earlier");
+    b["due_at"] = json!("2027-01-04T08:20:00Z");
+    let (status, put) = call(&h.router, "PUT", &format!("/v1/reminders/{alone}"), Some(b)).await;
+    assert_eq!(status, StatusCode::CREATED, "{put}");
+    // Sent at 08:20 today; its TTL then takes it (as DynamoDB's would, days later).
+    let id = reminders::domain::ReminderId::parse(&alone).unwrap();
+    h.store.delete_reminder(&id, true).await.unwrap();
+    assert!(h.stored(&alone).await.is_none());
+    // The next morning, a series edit while the instant is minutes ahead, then the maker.
+    clock.set(at("2027-01-05T08:00:00Z"));
+    let (status, _) = call(
+        &h.router,
+        "PUT",
+        "/v1/series/standup",
+        Some(standup("Standup v2")),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        h.stored(&alone).await.is_none(),
+        "the edit made the occurrence again: a second send"
+    );
+    let report = reminders::series::make_due(
+        &h.store,
+        &h.ledger,
+        at("2027-01-05T08:00:00Z"),
+        common::defaults().retention,
+    )
+    .await;
+    assert_eq!(report.failed, 0, "{report:?}");
+    assert!(
+        h.stored(&alone).await.is_none(),
+        "the maker made the occurrence again: a second send ({report:?})"
+    );
+    let (_, neighbour) = reminder(&h, &occ("20270105T080500Z")).await;
+    assert_eq!(neighbour["content"]["subject"], "Standup v2", "{neighbour}");
+}
+
+/// A `PUT` of an occurrence not yet made whose write to the series failed (a 503, a crash, a
+/// series that kept changing), retried by the client: the series' cancel still reaches it
+/// wherever it was moved, and it is never sent after the cancel.
+#[tokio::test]
+async fn a_cancel_reaches_an_occurrence_put_on_its_own_whose_first_try_failed() {
+    use reminders::ports::FaultPoint;
+    let (h, _clock, _) = created().await;
+    let alone = occ("20270105T081000Z");
+    let mut b = body("u-1", "Moved later");
+    b["due_at"] = json!("2027-01-09T08:10:00Z");
+    let uri = format!("/v1/reminders/{alone}");
+    h.store_faults().fail(
+        reminders::ports::series::OP_PUT_SERIES,
+        FaultPoint::Before,
+        1,
+    );
+    let (status, first) = call(&h.router, "PUT", &uri, Some(b.clone())).await;
+    assert!(status.is_server_error(), "{status}: {first}");
+    let (status, again) = call(&h.router, "PUT", &uri, Some(b)).await;
+    assert!(status.is_success(), "{status}: {again}");
+    let (status, cancel) = call(&h.router, "DELETE", "/v1/series/standup", None).await;
+    assert_eq!(status, StatusCode::OK, "{cancel}");
+    let (_, r) = reminder(&h, &alone).await;
+    assert_eq!(
+        r["status"], "cancelled",
+        "left to be sent after the cancel: {r}"
+    );
+}
+
+/// An occurrence put on its own and moved days later, then thousands of occurrences made
+/// since (more than the series remembers of what it made): the cancel still reaches it.
+#[tokio::test]
+async fn a_cancel_reaches_an_occurrence_put_on_its_own_however_many_were_made_since() {
+    let (h, clock, _) = created().await;
+    let hours: Vec<String> = (0..24).map(|h| h.to_string()).collect();
+    let minutes: Vec<String> = (0..60).map(|m| m.to_string()).collect();
+    let every_minute = format!(
+        "FREQ=DAILY;BYHOUR={};BYMINUTE={}",
+        hours.join(","),
+        minutes.join(",")
+    );
+    let mut minutely = common::series_body("u-1", &every_minute, common::standup::NOW, "Tick");
+    minutely["fresh_for_secs"] = json!(60);
+    let (status, answer) = call(&h.router, "PUT", "/v1/series/tick", Some(minutely)).await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    let alone = "tick::20270104T082000Z";
+    let mut b = body("u-1", "Moved later");
+    b["due_at"] = json!("2027-01-07T08:00:00Z");
+    let (status, put) = call(&h.router, "PUT", &format!("/v1/reminders/{alone}"), Some(b)).await;
+    assert_eq!(status, StatusCode::CREATED, "{put}");
+    // A day and a half of the maker, every quarter of an hour: over 2,000 occurrences.
+    let mut now = at(common::standup::NOW);
+    for _ in 0..(36 * 4) {
+        now = now.plus(std::time::Duration::from_secs(15 * 60));
+        let report =
+            reminders::series::make_due(&h.store, &h.ledger, now, common::defaults().retention)
+                .await;
+        assert_eq!(report.failed, 0, "{report:?}");
+    }
+    clock.set(now);
+    let (status, cancel) = call(&h.router, "DELETE", "/v1/series/tick", None).await;
+    assert_eq!(status, StatusCode::OK, "{cancel}");
+    let (_, r) = reminder(&h, alone).await;
+    assert_eq!(
+        r["status"], "cancelled",
+        "left to be sent after the cancel: {r}"
+    );
+}
+
+/// A series created with its `starts_at` in the past makes nothing due before it existed, and
+/// an edit of it later does not either (it would be sent at once, for a time nobody asked).
+#[tokio::test]
+async fn an_edit_makes_nothing_due_before_the_series_existed() {
+    let (h, clock, _) = created().await;
+    // 08:50 in Paris is 07:50 UTC: ten minutes before the harness's now.
+    let rule = "FREQ=DAILY;BYHOUR=8;BYMINUTE=50";
+    let body = |subject: &str| common::series_body("u-1", rule, "2027-01-04T07:30:00Z", subject);
+    let (status, answer) = call(&h.router, "PUT", "/v1/series/late", Some(body("v1"))).await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    let before = "late::20270104T075000Z";
+    assert!(h.stored(before).await.is_none(), "made at creation");
+    clock.set(at("2027-01-04T08:01:00Z"));
+    let (status, answer) = call(&h.router, "PUT", "/v1/series/late", Some(body("v2"))).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert!(
+        h.stored(before).await.is_none(),
+        "the edit made an occurrence due before the series existed"
+    );
+    let report = reminders::series::make_due(
+        &h.store,
+        &h.ledger,
+        at("2027-01-04T08:01:00Z"),
+        common::defaults().retention,
+    )
+    .await;
+    assert_eq!(report.failed, 0, "{report:?}");
+    assert!(h.stored(before).await.is_none(), "{report:?}");
+    // The next day's is made, with the edit's content.
+    clock.set(at("2027-01-05T07:40:00Z"));
+    let report = reminders::series::make_due(
+        &h.store,
+        &h.ledger,
+        at("2027-01-05T07:40:00Z"),
+        common::defaults().retention,
+    )
+    .await;
+    assert_eq!(report.failed, 0, "{report:?}");
+    let (_, next) = reminder(&h, "late::20270105T075000Z").await;
+    assert_eq!(next["content"]["subject"], "v2", "{next}");
+}

@@ -66,6 +66,8 @@ struct Doc {
     made_through: Option<i64>,
     #[serde(default)]
     made: Vec<i64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    detached: Vec<i64>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pending: bool,
 }
@@ -91,6 +93,7 @@ fn encode(s: &Series) -> Result<HashMap<String, AttributeValue>, PortError> {
         version: s.version,
         made_through: s.made_through.map(|t| t.as_millis()),
         made: s.made.iter().map(|t| t.as_millis()).collect(),
+        detached: s.detached.iter().map(|t| t.as_millis()).collect(),
         pending: s.pending,
     };
     let json = serde_json::to_string(&doc).map_err(|e| corrupt(OP_PUT_SERIES, e.to_string()))?;
@@ -152,6 +155,7 @@ fn decode(op: &'static str, item: &HashMap<String, AttributeValue>) -> Result<Se
         version: d.version,
         made_through: d.made_through.map(Timestamp::from_millis),
         made: d.made.into_iter().map(Timestamp::from_millis).collect(),
+        detached: d.detached.into_iter().map(Timestamp::from_millis).collect(),
         pending: d.pending,
     })
 }

@@ -32,6 +32,10 @@ pub const SUBSCRIBER_ZONE: &str = "subscriber";
 /// series remembers: for an edit or a cancel, and the maker finishing one, to find them again
 /// (a rule's instants past its freshness need no memory). A series' GET shows the latest 20.
 pub const MADE_KEPT: usize = 2_000;
+/// How many occurrences of one series may be edited or made through their own id before the
+/// maker made them ([`Series::detached`]): each is kept for as long as the series lives, so a
+/// `PUT` beyond this many is refused.
+pub const MAX_DETACHED: usize = 1_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -136,6 +140,12 @@ pub struct Series {
     pub made_through: Option<Timestamp>,
     /// The latest occurrences made, oldest first, at most [`MADE_KEPT`].
     pub made: Vec<Timestamp>,
+    /// Instants whose occurrence was made through its own id before the maker reached it
+    /// (`PUT /v1/reminders/{series}::{instant}`), oldest first, at most [`MAX_DETACHED`],
+    /// never forgotten while the series lives: the maker and an edit never make one of them
+    /// again (its item may be gone with its TTL after it was sent, moved earlier), and a cancel
+    /// reaches each wherever it was moved.
+    pub detached: Vec<Timestamp>,
     /// Written with an edit or a cancel, cleared once its occurrences were brought in line:
     /// while set, the maker looks at it at once and finishes the job (a failure midway, a
     /// timeout, a client that gave up).
@@ -209,6 +219,7 @@ impl Series {
             version: 1,
             made_through: None,
             made: Vec::new(),
+            detached: Vec::new(),
             pending: false,
         })
     }
@@ -328,6 +339,26 @@ impl Series {
     /// Nothing left to make, and its last occurrence is due by `now`: the series has ended.
     pub fn ended_by(&self, now: Timestamp) -> bool {
         self.next_after(self.made_through).is_none() && self.made.last().is_none_or(|l| *l <= now)
+    }
+
+    /// Record `at` as made through its own id ([`Series::detached`]); `false` when
+    /// [`MAX_DETACHED`] are recorded already.
+    pub fn detach(&mut self, at: Timestamp) -> bool {
+        if self.is_detached(at) {
+            return true;
+        }
+        if self.detached.len() >= MAX_DETACHED {
+            return false;
+        }
+        self.detached.push(at);
+        self.detached.sort();
+        true
+    }
+
+    /// Whether the occurrence at `at` was made through its own id: neither the maker nor an
+    /// edit makes it.
+    pub fn is_detached(&self, at: Timestamp) -> bool {
+        self.detached.binary_search(&at).is_ok()
     }
 
     /// Remember `at` as made (the latest [`MADE_KEPT`]).

@@ -5,5 +5,5 @@ pub mod definition;
 
 pub use definition::{
     occurrence_id, occurrence_of, NewSeries, Series, SeriesError, SeriesStatus, MADE_KEPT,
-    MAKE_AHEAD, MAX_SERIES_ID_LEN, OCCURRENCE_SEPARATOR, SUBSCRIBER_ZONE,
+    MAKE_AHEAD, MAX_DETACHED, MAX_SERIES_ID_LEN, OCCURRENCE_SEPARATOR, SUBSCRIBER_ZONE,
 };
