@@ -14,6 +14,11 @@
 //! goes on (deleted items leave the index, so it starts where this one stopped). Idempotent: a
 //! call once nothing is left answers zeros.
 //!
+//! An occurrence made by a maker that read a series before the erasure cancelled it is
+//! cancelled by that maker when its write of the series finds the series cancelled or deleted
+//! ([`crate::series::make_one`]): never sent, though its item (recipients and content) stays
+//! until a later erasure or its TTL.
+//!
 //! Not covered: a reminder created for the subscriber while the erasure runs survives it (erase
 //! again once the application stopped writing); a suppression recorded after the lift (a late
 //! bounce) or for an address no stored reminder still names stays; lifting a suppression lets

@@ -66,6 +66,7 @@ where
             // before now (each would only expire, with an event for a time nobody asked).
             if wanted.starts_at < now {
                 wanted.made_through = Some(now);
+                wanted.owed_after = Some(now);
             }
             if store.put_series(&wanted, ExpectedSeries::Absent).await? != Written::Written {
                 continue;
@@ -108,6 +109,7 @@ where
         next.made_through = current.made_through;
         next.made = current.made.clone();
         next.detached = current.detached.clone();
+        next.owed_after = current.owed_after;
         // Every instant the edit brings in line is remembered with it, those it cancels too:
         // a retry after a failure midway (answered `Same`) finds them all again.
         let instants = affected(&current, Some(&next), now);

@@ -132,12 +132,16 @@ where
                 // Deleted since it was read (an erasure cancels a series, then deletes it):
                 // what this pass made is of no series now, and is cancelled as the series was,
                 // so that nothing is sent after the erasure answered.
+                // Only items still there: one an erasure deleted is never put back.
                 report.raced += 1;
-                let mut gone = s.clone();
-                gone.status = SeriesStatus::Cancelled;
-                reconcile(store, ledger, &gone, &instants, now, retention)
-                    .await
-                    .map_err(outbox_port)?;
+                for &at in &instants {
+                    let id = crate::domain::series::occurrence_id(&s.series_id, at);
+                    if store.get(&id).await?.is_some() {
+                        crate::outbox::cancel(store, ledger, &id, now, retention)
+                            .await
+                            .map_err(outbox_port)?;
+                    }
+                }
                 return Ok(());
             }
             Written::Conflict(Some(current)) => {

@@ -38,6 +38,21 @@ where
         let id = occurrence_id(&s.series_id, at);
         let wanted = wanted_ever && s.produces(at);
         let Some(current) = store.get(&id).await? else {
+            if s.is_detached(at) {
+                // Made through its own id (its item may be gone with its TTL, sent): never
+                // made again. A cancel leaves a placeholder where that `PUT` may yet insert
+                // it, so that it finds it cancelled, stale or not.
+                if s.status == SeriesStatus::Cancelled {
+                    let mut placeholder = s.occurrence(at, retention);
+                    placeholder.status = ReminderStatus::Cancelled;
+                    let _ = store.insert(&placeholder).await?;
+                }
+                continue;
+            }
+            // Due before the series existed (a `starts_at` in the past): never owed.
+            if s.owed_after.is_some_and(|floor| at <= floor) {
+                continue;
+            }
             // Past its freshness by every clock within the margin: never made again (its
             // item may be gone with its TTL). One inside the margin is made, and its consumer
             // or scheduler expires it with its reason once surely stale (the one rule).
@@ -45,16 +60,6 @@ where
             if crate::domain::reminder::freshness(fresh_until, now)
                 == crate::domain::reminder::Freshness::Stale
             {
-                continue;
-            }
-            if !owed_if_missing(s, at, now) {
-                // A cancel still leaves a placeholder where an occurrence made through its own
-                // id may yet be inserted (that `PUT` then finds it cancelled).
-                if s.status == SeriesStatus::Cancelled && s.is_detached(at) {
-                    let mut placeholder = s.occurrence(at, retention);
-                    placeholder.status = ReminderStatus::Cancelled;
-                    let _ = store.insert(&placeholder).await?;
-                }
                 continue;
             }
             let mut occurrence = s.occurrence(at, retention);
@@ -111,21 +116,6 @@ where
         }
     }
     Ok(cancels)
-}
-
-/// Whether an occurrence at `at` with no item is still to be made by whoever brings `s` in
-/// line. Not one made through its own id (its item may be gone with its TTL, sent). Not one
-/// the maker passed already that is due by now: it was made and is gone with its TTL (an edit
-/// that lengthened the freshness must not make it again), or it was due before the series
-/// existed (a `starts_at` in the past makes nothing due before the series' creation). One
-/// after `made_through` is what a maker that read the series before could still make; one
-/// after `now` is the edited rule's own.
-fn owed_if_missing(s: &Series, at: Timestamp, now: Timestamp) -> bool {
-    if s.is_detached(at) {
-        return false;
-    }
-    let passed = s.made_through.is_some_and(|m| at <= m);
-    !passed || at > now
 }
 
 /// The instants an edit (`next`, the edited series) or a cancel (`None`) of `s` (as read)

@@ -109,11 +109,11 @@ async fn detach<S: SeriesStore>(store: &S, id: &SeriesId, at: Timestamp) -> Resu
     let refused = || ApiError::invalid("id", "id: the series is no longer active");
     for _ in 0..5 {
         let current = store.get_series(id).await?.ok_or_else(refused)?;
-        if current.is_detached(at) {
-            return Ok(());
-        }
         if current.status != SeriesStatus::Active {
             return Err(refused());
+        }
+        if current.is_detached(at) {
+            return Ok(());
         }
         let mut next = current.clone();
         if !next.detach(at) {

@@ -68,6 +68,8 @@ struct Doc {
     made: Vec<i64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     detached: Vec<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    owed_after: Option<i64>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pending: bool,
 }
@@ -94,6 +96,7 @@ fn encode(s: &Series) -> Result<HashMap<String, AttributeValue>, PortError> {
         made_through: s.made_through.map(|t| t.as_millis()),
         made: s.made.iter().map(|t| t.as_millis()).collect(),
         detached: s.detached.iter().map(|t| t.as_millis()).collect(),
+        owed_after: s.owed_after.map(|t| t.as_millis()),
         pending: s.pending,
     };
     let json = serde_json::to_string(&doc).map_err(|e| corrupt(OP_PUT_SERIES, e.to_string()))?;
@@ -156,6 +159,7 @@ fn decode(op: &'static str, item: &HashMap<String, AttributeValue>) -> Result<Se
         made_through: d.made_through.map(Timestamp::from_millis),
         made: d.made.into_iter().map(Timestamp::from_millis).collect(),
         detached: d.detached.into_iter().map(Timestamp::from_millis).collect(),
+        owed_after: d.owed_after.map(Timestamp::from_millis),
         pending: d.pending,
     })
 }

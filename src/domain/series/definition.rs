@@ -146,6 +146,10 @@ pub struct Series {
     /// again (its item may be gone with its TTL after it was sent, moved earlier), and a cancel
     /// reaches each wherever it was moved.
     pub detached: Vec<Timestamp>,
+    /// Set when the series was created with its `starts_at` in the past: no occurrence at or
+    /// before this instant is owed (each would only expire, or be sent at once, for a time
+    /// before the series existed). Kept by every edit.
+    pub owed_after: Option<Timestamp>,
     /// Written with an edit or a cancel, cleared once its occurrences were brought in line:
     /// while set, the maker looks at it at once and finishes the job (a failure midway, a
     /// timeout, a client that gave up).
@@ -220,6 +224,7 @@ impl Series {
             made_through: None,
             made: Vec::new(),
             detached: Vec::new(),
+            owed_after: None,
             pending: false,
         })
     }
