@@ -81,7 +81,7 @@ async fn replace<S, L, C>(
     wanted: body::Wanted,
 ) -> Result<Reminder, ApiError>
 where
-    S: ReminderStore,
+    S: ReminderStore + reminders::ports::SeriesStore,
     L: Ledger,
     C: Clock,
 {
@@ -108,6 +108,11 @@ where
             "subscriber_id",
             "subscriber_id cannot change: the delivery keys derive from it; create another reminder",
         ));
+    }
+    // An occurrence edited alone is recorded on its series first, so that the series' cancel
+    // reaches it wherever it is moved, however many occurrences are made after it.
+    if let Some((sid, at)) = reminders::domain::series::occurrence_of(&wanted.reminder_id) {
+        crate::occurrences::record_detached(&app.store, &sid, at).await?;
     }
     let changes = Edit {
         due_at: Some(wanted.due_at),

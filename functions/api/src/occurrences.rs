@@ -89,7 +89,7 @@ where
     // item may be gone with its TTL once sent) and the series' cancel reaches it wherever it
     // is moved. A failure between the two leaves the instant recorded and unmade, which this
     // `PUT` again makes; never an occurrence the series does not know.
-    detach(&app.store, &sid, at).await?;
+    detach(&app.store, &sid, at, Inactive::Refuse).await?;
     let mut r = wanted.clone();
     r.owner = s.owner.clone();
     r.detached = true;
@@ -100,18 +100,49 @@ where
     }
 }
 
+/// An occurrence already made and edited through its own id: recorded on its series (if it is
+/// still active: a cancelled or ended one makes nothing more, and its cancel is done), before
+/// the edit.
+pub async fn record_detached<S: SeriesStore>(
+    store: &S,
+    id: &SeriesId,
+    at: Timestamp,
+) -> Result<(), ApiError> {
+    detach(store, id, at, Inactive::Skip).await
+}
+
+/// What [`detach`] does when the series is gone or no longer active.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Inactive {
+    /// Refused, naming `id`: an occurrence not made yet cannot be made for it.
+    Refuse,
+    /// Nothing to record.
+    Skip,
+}
+
 /// Record on the series an occurrence made on its own ([`Series::detached`]), in a write that
 /// bumps its version, so that a maker or an edit that read it before cannot write over it.
 ///
 /// [`Series::detached`]: reminders::domain::series::Series::detached
-async fn detach<S: SeriesStore>(store: &S, id: &SeriesId, at: Timestamp) -> Result<(), ApiError> {
+async fn detach<S: SeriesStore>(
+    store: &S,
+    id: &SeriesId,
+    at: Timestamp,
+    inactive: Inactive,
+) -> Result<(), ApiError> {
     use reminders::ports::series::{ExpectedSeries, Written};
     let refused = || ApiError::invalid("id", "id: the series is no longer active");
     for _ in 0..5 {
-        let current = store.get_series(id).await?.ok_or_else(refused)?;
-        if current.status != SeriesStatus::Active {
-            return Err(refused());
-        }
+        let current = store.get_series(id).await?;
+        let active = current
+            .as_ref()
+            .filter(|c| c.status == SeriesStatus::Active);
+        let Some(current) = active else {
+            return match inactive {
+                Inactive::Refuse => Err(refused()),
+                Inactive::Skip => Ok(()),
+            };
+        };
         if current.is_detached(at) {
             return Ok(());
         }
@@ -126,11 +157,7 @@ async fn detach<S: SeriesStore>(store: &S, id: &SeriesId, at: Timestamp) -> Resu
             ));
         }
         next.version = current.version + 1;
-        if store
-            .put_series(&next, ExpectedSeries::of(&current))
-            .await?
-            == Written::Written
-        {
+        if store.put_series(&next, ExpectedSeries::of(current)).await? == Written::Written {
             return Ok(());
         }
     }

@@ -286,11 +286,20 @@ async fn a_cancel_reaches_an_occurrence_put_on_its_own_however_many_were_made_si
     minutely["fresh_for_secs"] = json!(60);
     let (status, answer) = call(&h.router, "PUT", "/v1/series/tick", Some(minutely)).await;
     assert_eq!(status, StatusCode::CREATED, "{answer}");
+    // One not made yet, and one the maker made already, each edited on its own and moved
+    // days later.
     let alone = "tick::20270104T082000Z";
     let mut b = body("u-1", "Moved later");
     b["due_at"] = json!("2027-01-07T08:00:00Z");
     let (status, put) = call(&h.router, "PUT", &format!("/v1/reminders/{alone}"), Some(b)).await;
     assert_eq!(status, StatusCode::CREATED, "{put}");
+    let made_first = "tick::20270104T080500Z";
+    assert!(h.stored(made_first).await.is_some(), "made by the PUT");
+    let mut b = body("u-1", "Made, then moved later");
+    b["due_at"] = json!("2027-01-07T09:00:00Z");
+    let uri = format!("/v1/reminders/{made_first}");
+    let (status, put) = call(&h.router, "PUT", &uri, Some(b)).await;
+    assert_eq!(status, StatusCode::OK, "{put}");
     // A day and a half of the maker, every quarter of an hour: over 2,000 occurrences.
     let mut now = at(common::standup::NOW);
     for _ in 0..(36 * 4) {
@@ -303,11 +312,13 @@ async fn a_cancel_reaches_an_occurrence_put_on_its_own_however_many_were_made_si
     clock.set(now);
     let (status, cancel) = call(&h.router, "DELETE", "/v1/series/tick", None).await;
     assert_eq!(status, StatusCode::OK, "{cancel}");
-    let (_, r) = reminder(&h, alone).await;
-    assert_eq!(
-        r["status"], "cancelled",
-        "left to be sent after the cancel: {r}"
-    );
+    for id in [alone, made_first] {
+        let (_, r) = reminder(&h, id).await;
+        assert_eq!(
+            r["status"], "cancelled",
+            "{id} left to be sent after the cancel: {r}"
+        );
+    }
 }
 
 /// A series created with its `starts_at` in the past makes nothing due before it existed, and
