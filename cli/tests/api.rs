@@ -996,4 +996,64 @@ async fn local_api_trusting_identity_headers_applies_owners_and_scopes() {
             .contains("reminders/write"),
         "{e}"
     );
+
+    // app-a's three series of u-1; app-b's page of them is empty, and its cursor (which ends
+    // on one of app-a's) reveals neither its id nor its start, and is refused when altered.
+    for id in ["insulin-u1", "walk-u1", "water-u1"] {
+        let series = json!({
+            "subscriber_id": "u-1",
+            "rule": "FREQ=DAILY;BYHOUR=9",
+            "zone": "Europe/Paris",
+            "starts_at": "2030-01-01T08:00:00Z",
+            "channels": {"email": "u1@example.org"},
+            "content": {"subject": "x", "body": "y"},
+        });
+        let r = as_caller(
+            Some("app-a"),
+            all,
+            reqwest::Method::PUT,
+            &format!("/v1/series/{id}"),
+        )
+        .header("content-type", "application/json")
+        .body(series.to_string())
+        .send()
+        .await
+        .unwrap();
+        assert_eq!(status(r), 201, "{id}");
+    }
+    let list = "/v1/subscribers/u-1/series?limit=1";
+    let r = as_caller(Some("app-b"), all, reqwest::Method::GET, list)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let page: Value = r.json().await.unwrap();
+    assert_eq!(page["series"], json!([]), "{page}");
+    let cursor = page["next_cursor"].as_str().expect("a cursor").to_owned();
+    use base64::Engine;
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(&cursor)
+        .unwrap_or_default();
+    let shown = String::from_utf8_lossy(&raw);
+    for secret in ["insulin", "walk", "water", "1893484800000"] {
+        assert!(
+            !shown.contains(secret),
+            "the cursor shows {secret}: {shown}"
+        );
+    }
+    let mut altered = raw.clone();
+    altered[0] ^= 1;
+    let altered = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(altered);
+    let r = as_caller(
+        Some("app-b"),
+        all,
+        reqwest::Method::GET,
+        &format!("{list}&cursor={altered}"),
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+    let e: Value = r.json().await.unwrap();
+    assert_eq!(e["error"]["field"], "cursor", "{e}");
 }

@@ -11,6 +11,7 @@ pub mod reason;
 pub mod recipient;
 pub mod reminder;
 pub mod retention;
+pub mod sealed;
 pub mod series;
 pub mod sms_countries;
 pub mod suppression;
@@ -30,5 +31,6 @@ pub use reminder::{
     MAX_DUE_AHEAD, MAX_DUE_SHARDS, MAX_FRESHNESS,
 };
 pub use retention::Retention;
+pub use sealed::CursorSeal;
 pub use sms_countries::SmsCountries;
 pub use suppression::{AddressHash, Suppression, SuppressionKey, SuppressionSource};

@@ -49,6 +49,11 @@ impl SuppressionKey {
         }
         Ok(Self(bytes))
     }
+
+    /// The key's bytes, for what derives keys of its own from it ([`super::sealed`]).
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
 }
 
 impl fmt::Debug for SuppressionKey {

@@ -267,19 +267,19 @@ where
         return Err(ApiError::not_found("subscriber"));
     }
     let limit = crate::query::page_limit(&query)?;
+    let seal = crate::query::cursor_seal(&app.defaults).await?;
     let after = match query.get("cursor") {
         None => None,
         Some(raw) => Some(
-            SubscriberCursor::decode(raw)
+            seal.open(raw)
+                .and_then(|plain| SubscriberCursor::decode(&plain))
                 .filter(|c| ReminderId::parse(c.reminder_id.as_str()).is_ok())
-                .ok_or_else(|| {
-                    ApiError::invalid("cursor", "cursor: must be a next_cursor this API answered")
-                })?,
+                .ok_or_else(crate::query::bad_cursor)?,
         ),
     };
-    // Only what the caller reaches, and a cursor that names only what it reaches.
+    // Only what the caller reaches; the cursor, sealed, reveals nothing of what it skipped.
     let page = visible_page(&app.store, &access, &subscriber, after.as_ref(), limit).await?;
-    Ok(Json(view::page(&page)))
+    Ok(Json(view::page(&page, &seal)))
 }
 
 /// Any other path or method.

@@ -25,3 +25,23 @@ pub fn page_limit(query: &HashMap<String, String>) -> Result<u32, ApiError> {
             }),
     }
 }
+
+/// The seal of the lists' cursors: derived from the stack's suppression key, so that every
+/// instance opens every other's; without one (a local run), this process's own.
+pub async fn cursor_seal(
+    defaults: &crate::Defaults,
+) -> Result<reminders::domain::CursorSeal, ApiError> {
+    use reminders::domain::CursorSeal;
+    match &defaults.suppression_key {
+        Some(source) => Ok(CursorSeal::from_key(&source.get().await?)),
+        None => Ok(CursorSeal::process_local()),
+    }
+}
+
+/// A `cursor` this API did not answer (altered, made up, or from before a key rotation).
+pub fn bad_cursor() -> ApiError {
+    ApiError::invalid(
+        "cursor",
+        "cursor: must be a next_cursor this API answered (list again from the start)",
+    )
+}

@@ -260,11 +260,15 @@ where
     let limit = crate::query::page_limit(&query)?;
     // The cursor names where the page ended (a series' start and id), not a series that
     // must still exist: a page goes on where it stopped after that series is deleted.
+    // Sealed: it may name another owner's series, left out of the page.
+    let seal = crate::query::cursor_seal(&app.defaults).await?;
     let after = match query.get("cursor") {
         None => None,
-        Some(raw) => Some(SeriesCursor::decode(raw).ok_or_else(|| {
-            ApiError::invalid("cursor", "cursor: must be a next_cursor this API answered")
-        })?),
+        Some(raw) => Some(
+            seal.open(raw)
+                .and_then(|plain| SeriesCursor::decode(&plain))
+                .ok_or_else(crate::query::bad_cursor)?,
+        ),
     };
     let page = app
         .store
@@ -279,7 +283,7 @@ where
         .collect();
     Ok(Json(json!({
         "series": items,
-        "next_cursor": page.next.as_ref().map(SeriesCursor::encode),
+        "next_cursor": page.next.as_ref().map(|c| seal.seal(&c.encode())),
     })))
 }
 

@@ -138,7 +138,7 @@ pub fn cancelled(c: &Cancelled) -> &'static str {
     }
 }
 
-pub fn page(p: &SubscriberPage) -> Value {
+pub fn page(p: &SubscriberPage, seal: &reminders::domain::CursorSeal) -> Value {
     let reminders: Vec<Value> = p
         .items
         .iter()
@@ -164,6 +164,6 @@ pub fn page(p: &SubscriberPage) -> Value {
         .collect();
     json!({
         "reminders": reminders,
-        "next_cursor": p.next.as_ref().map(|c| c.encode()),
+        "next_cursor": p.next.as_ref().map(|c| seal.seal(&c.encode())),
     })
 }

@@ -371,7 +371,11 @@ async fn a_page_and_its_cursor_name_only_what_the_caller_reaches() {
         let Some(cursor) = page["next_cursor"].as_str() else {
             break;
         };
-        let decoded = SubscriberCursor::decode(cursor).unwrap();
+        // Sealed by this process's own key (the harness names no suppression key).
+        let opened = reminders::domain::CursorSeal::process_local()
+            .open(cursor)
+            .expect("a cursor this API sealed");
+        let decoded = SubscriberCursor::decode(&opened).unwrap();
         assert!(
             decoded.reminder_id.starts_with("a-"),
             "the cursor names another owner's reminder: {decoded:?}"
@@ -447,4 +451,74 @@ async fn an_unowned_reminder_is_reachable_by_no_application() {
     assert_eq!(h.stored("r-u").await.unwrap(), before, "nothing changed");
     let (status, _) = common::call(&operator, "GET", "/v1/reminders/r-u", None).await;
     assert_eq!(status, StatusCode::OK, "the operator still reaches it");
+}
+
+/// Another application's series of the same subscriber: the lister sees none of them, and the
+/// page's cursor, which ends on one of them, reveals nothing of it (not its id, not its start);
+/// one altered or made up is refused naming `cursor`.
+#[tokio::test]
+async fn a_series_list_cursor_reveals_nothing_of_another_owners_series() {
+    use base64::Engine;
+    let h = Harness::with_auth(trusting());
+    let r = &h.router;
+    let claims = app_claims();
+    for id in ["insulin-u1", "walk-u1", "water-u1"] {
+        let b = common::series_body("u1", "FREQ=DAILY;BYHOUR=9", "2030-01-01T08:00:00Z", "x");
+        let (status, e) = call_as(
+            r,
+            "app-a",
+            &claims,
+            "PUT",
+            &format!("/v1/series/{id}"),
+            Some(b),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CREATED, "{e}");
+    }
+    let uri = "/v1/subscribers/u1/series?limit=1";
+    let (status, page) = call_as(r, "app-b", &claims, "GET", uri, None).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert_eq!(page["series"], json!([]), "{page}");
+    let cursor = page["next_cursor"]
+        .as_str()
+        .expect("more to list")
+        .to_owned();
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(&cursor)
+        .unwrap_or_default();
+    let shown = String::from_utf8_lossy(&raw);
+    for secret in ["insulin", "walk", "water", "1893484800000"] {
+        assert!(
+            !shown.contains(secret),
+            "the cursor shows {secret}: {shown}"
+        );
+        assert!(!cursor.contains(secret), "{cursor}");
+    }
+    // It still pages on, for the caller, to the end.
+    let next = format!("{uri}&cursor={cursor}");
+    let (status, page) = call_as(r, "app-b", &claims, "GET", &next, None).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert_eq!(page["series"], json!([]), "{page}");
+    // Tampered with, or the old unsealed form naming a series: refused, naming the field.
+    let mut flipped = raw.clone();
+    let last = flipped.len() - 1;
+    flipped[last] ^= 1;
+    let unsealed =
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(r#"[1893484800000,"insulin-u1"]"#);
+    for bad in [
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&flipped),
+        unsealed,
+    ] {
+        let (status, e) = call_as(
+            r,
+            "app-b",
+            &claims,
+            "GET",
+            &format!("{uri}&cursor={bad}"),
+            None,
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{e}");
+        assert_eq!(e["error"]["field"], "cursor", "{e}");
+    }
 }
