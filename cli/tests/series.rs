@@ -154,29 +154,96 @@ fn occurrence(series: &str, ms: i64) -> String {
     .to_string()
 }
 
+/// A local stack on the emulator: email to `local receive`, the other channels off, and
+/// `local api` serving the router.
+struct Local {
+    env: BTreeMap<String, String>,
+    receiver: Running,
+    _api: Running,
+    base: String,
+}
+
+impl Local {
+    fn start(prefix: &str) -> Self {
+        std::env::var("AWS_ENDPOINT_URL")
+            .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");
+        let mut env = stack(&format!("{prefix}-{}", std::process::id()));
+        let port = free_port();
+        env.insert("EMAIL_PROVIDER".into(), "http".into());
+        env.insert(
+            "EMAIL_HTTP_ENDPOINT".into(),
+            format!("http://127.0.0.1:{port}/send"),
+        );
+        env.insert("SMS_PROVIDER".into(), "none".into());
+        env.insert("PUSH_PROVIDER".into(), "none".into());
+        let receiver = Running::start(&["local", "receive", "--port", &port.to_string()], &env);
+        receiver.first_line();
+        let api = Running::start(&["local", "api", "--port", "0"], &env);
+        let base = api
+            .first_line()
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap()
+            .to_owned();
+        reminders::aws::bootstrap::install_crypto();
+        Self {
+            env,
+            receiver,
+            _api: api,
+            base,
+        }
+    }
+}
+
+/// A series created with its `starts_at` half an hour ago and a daily time ten minutes ago
+/// makes nothing for that time; the same `PUT` again with new content (an edit) does not
+/// either, and `local run` then sends nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_series_edited_after_its_creation_sends_nothing_due_before_it_existed() {
+    let local = Local::start("series-past");
+    let http = reqwest::Client::new();
+    let base = &local.base;
+    let minute = now_ms().div_euclid(60_000) * 60_000;
+    let before = minute - 10 * 60_000;
+    let (hour, m) = kathmandu(before);
+    let mut body = series_body(hour, &[m], minute + 86_400_000, minute - 30 * 60_000);
+    body["fresh_for_secs"] = json!(3600);
+    let url = format!("{base}/v1/series/past");
+    let (status, shown) = send(&http, reqwest::Method::PUT, url.clone(), Some(body.clone())).await;
+    assert_eq!(status, 201, "{shown}");
+    body["content"]["body"] = json!("edited");
+    let (status, shown) = send(&http, reqwest::Method::PUT, url, Some(body)).await;
+    assert_eq!(status, 200, "{shown}");
+    let id = occurrence("past", before);
+    let get = format!("{base}/v1/reminders/{id}");
+    let (status, state) = send(&http, reqwest::Method::GET, get.clone(), None).await;
+    assert_eq!(status, 404, "made by the edit: {state}");
+    let run = Running::start(
+        &["local", "run", "--schedule-period", "1", "--until-idle"],
+        &local.env,
+    );
+    for _ in 0..300 {
+        if run.text().contains("idle") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    drop(run);
+    let (status, state) = send(&http, reqwest::Method::GET, get, None).await;
+    assert_eq!(status, 404, "{state}");
+    let key = reminders::domain::DeliveryKey::derive(
+        &reminders::domain::ReminderId::parse(&id).unwrap(),
+        &reminders::domain::SubscriberId::parse("u-42").unwrap(),
+        reminders::domain::Channel::Email,
+    );
+    let received = local.receiver.text();
+    assert!(!received.contains(key.as_str()), "sent: {received}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_series_through_local_api_and_local_run_delivers_each_occurrence_once_on_time() {
-    std::env::var("AWS_ENDPOINT_URL")
-        .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");
-    let mut env = stack(&format!("series-{}", std::process::id()));
-    let port = free_port();
-    env.insert("EMAIL_PROVIDER".into(), "http".into());
-    env.insert(
-        "EMAIL_HTTP_ENDPOINT".into(),
-        format!("http://127.0.0.1:{port}/send"),
-    );
-    env.insert("SMS_PROVIDER".into(), "none".into());
-    env.insert("PUSH_PROVIDER".into(), "none".into());
-    let receiver = Running::start(&["local", "receive", "--port", &port.to_string()], &env);
-    receiver.first_line();
-    let api = Running::start(&["local", "api", "--port", "0"], &env);
-    let base = api
-        .first_line()
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap()
-        .to_owned();
-    reminders::aws::bootstrap::install_crypto();
+    let local = Local::start("series");
+    let (env, receiver, base) = (&local.env, &local.receiver, &local.base);
     let http = reqwest::Client::new();
 
     // Four minutes in one Kathmandu hour, the first at least 45 s away.
@@ -256,7 +323,7 @@ async fn a_series_through_local_api_and_local_run_delivers_each_occurrence_once_
     let (_, moved) = get(occurrence("standup", t(3))).await;
     assert_eq!(moved["status"], "scheduled", "{moved}");
 
-    let run = Running::start(&["local", "run", "--schedule-period", "1"], &env);
+    let run = Running::start(&["local", "run", "--schedule-period", "1"], env);
     // After the other series' first occurrence went out, cancel it: looked at each second
     // until delivered (a loaded machine may take some seconds), at most until a minute after
     // it was due, a minute before the occurrence the cancel must stop.

@@ -25,6 +25,7 @@ use reminders::series::{self, Put};
 use reminders_harness::chaos::VirtualClock;
 use reminders_harness::local::{run, LocalConfig, Stop};
 
+mod erasure_race;
 mod maker_clock;
 mod reconcile_margin;
 mod redriven;
