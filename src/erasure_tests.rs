@@ -169,6 +169,7 @@ async fn a_send_in_flight_leaves_its_reminder_for_the_next_erasure() {
             fallback_from: None,
             chain_head: false,
             chain: Vec::new(),
+            unknown: Default::default(),
         }),
     };
     let token = LeaseToken::generate(&mut rand::rngs::StdRng::seed_from_u64(1));

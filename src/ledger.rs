@@ -12,6 +12,7 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Timestamp;
+pub use crate::domain::wire::Unknown;
 use crate::domain::{Channel, DeadReason, DeliveryKey, ReminderId, SubscriberId};
 use crate::policy::{OutcomeClass, RetryPolicy};
 pub use change::{Change, Ctx, Refused, Why};
@@ -92,6 +93,9 @@ pub struct Origin {
     /// or outside it, or written before chains were kept.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub chain: Vec<Channel>,
+    /// What a newer version wrote here that this one does not know.
+    #[serde(flatten)]
+    pub unknown: Unknown,
 }
 
 impl Origin {
@@ -104,6 +108,7 @@ impl Origin {
             fallback_from: msg.fallback_from,
             chain_head: false,
             chain: Vec::new(),
+            unknown: Default::default(),
         }
     }
 }
@@ -167,6 +172,9 @@ pub struct DeliveryRecord {
     /// cleared (a redrive included): no fallback takes over from it (DESIGN §12).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     maybe_sent: bool,
+    /// What a newer version wrote on the item that this one does not know.
+    #[serde(flatten)]
+    unknown: Unknown,
 }
 
 impl DeliveryRecord {
@@ -299,6 +307,11 @@ impl DeliveryRecord {
 }
 
 impl DeliveryRecord {
+    /// What a newer version wrote on the item that this one does not know.
+    pub fn unknown(&self) -> &Unknown {
+        &self.unknown
+    }
+
     fn fresh(ctx: &Ctx) -> Self {
         Self {
             delivery_key: ctx.key.clone(),
@@ -326,6 +339,7 @@ impl DeliveryRecord {
             origin: None,
             fallback_to: None,
             maybe_sent: false,
+            unknown: Unknown::default(),
         }
     }
 

@@ -328,5 +328,6 @@ fn origin(reminder: &Reminder, channel: Channel) -> Origin {
         fallback_from: None,
         chain_head: false,
         chain: Vec::new(),
+        unknown: Default::default(),
     }
 }

@@ -282,6 +282,7 @@ async fn put_head(ledger: &MemoryLedger, channel: Channel, chain: &[Channel]) {
             fallback_from: None,
             chain_head: true,
             chain: chain.to_vec(),
+            unknown: Default::default(),
         }),
     };
     let claim = Change::Claim {

@@ -25,6 +25,35 @@ pub fn intern(s: &str) -> &'static str {
     leaked
 }
 
+/// The attributes of an item (a ledger record, its origin, a series) that this version does
+/// not know, a newer version's: kept as read and written back with every change, so that a
+/// writer of this version, running while a newer one is deployed, drops none of them (a
+/// newer mark like `maybe_sent`, lost, would let a fallback take over after an attempt that
+/// may have reached the person).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct Unknown(std::collections::BTreeMap<String, serde_json::Value>);
+
+impl Unknown {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The attribute `name`, as a newer writer left it.
+    pub fn get(&self, name: &str) -> Option<&serde_json::Value> {
+        self.0.get(name)
+    }
+
+    /// In the in-memory ledger's byte form: JSON text, `None` when there is nothing.
+    pub fn to_text(&self) -> Option<String> {
+        (!self.is_empty()).then(|| serde_json::to_string(&self.0).unwrap_or_default())
+    }
+
+    pub fn from_text(text: &str) -> Option<Self> {
+        serde_json::from_str(text).ok().map(Self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,6 +23,7 @@ fn origin() -> Origin {
         fallback_from: None,
         chain_head: false,
         chain: Vec::new(),
+        unknown: Default::default(),
     }
 }
 

@@ -40,6 +40,7 @@ impl DeliveryRecord {
             origin,
             fallback_to,
             maybe_sent,
+            unknown,
         } = self;
         let base = *first_seen_at;
         let at = |w: &mut Writer, t: Timestamp| w.i64(t.as_millis().wrapping_sub(base.as_millis()));
@@ -92,6 +93,7 @@ impl DeliveryRecord {
                 fallback_from,
                 chain_head,
                 chain,
+                unknown,
             } = o;
             w.str(reminder_id.as_str());
             w.str(subscriber_id.as_str());
@@ -102,9 +104,11 @@ impl DeliveryRecord {
             for c in chain {
                 w.code(c, &Channel::ALL, c.as_str());
             }
+            w.opt(unknown.to_text().as_deref(), Writer::str);
         });
         w.opt(*fallback_to, |w, c| w.code(&c, &Channel::ALL, c.as_str()));
         w.bool(*maybe_sent);
+        w.opt(unknown.to_text().as_deref(), Writer::str);
         w.finish()
     }
 
@@ -183,10 +187,12 @@ impl DeliveryRecord {
                         let n = r.u64()?;
                         (0..n).map(|_| channel(r)).collect::<Option<_>>()?
                     },
+                    unknown: unknown(r)?,
                 })
             })?,
             fallback_to: r.opt(channel)?,
             maybe_sent: r.bool()?,
+            unknown: unknown(&mut r)?,
         };
         r.end()?;
         Some(record)
@@ -214,6 +220,14 @@ fn status_of(r: &mut Reader<'_>) -> Option<Status> {
         r.code(&Status::ALL)?
             .unwrap_or_else(|s| Status::Unknown(intern(s))),
     )
+}
+
+/// What [`Unknown::to_text`] wrote (nothing: none).
+fn unknown(r: &mut Reader<'_>) -> Option<Unknown> {
+    match r.opt(Reader::str)? {
+        None => Some(Unknown::default()),
+        Some(text) => Unknown::from_text(text),
+    }
 }
 
 fn channel(r: &mut Reader<'_>) -> Option<Channel> {
@@ -374,9 +388,11 @@ mod tests {
                 fallback_from: Some(Channel::Push),
                 chain_head: true,
                 chain: vec![Channel::Push, Channel::Email, Channel::Sms],
+                unknown: Unknown::from_text(r#"{"newer_nested":[1,"x"]}"#).unwrap(),
             }),
             fallback_to: Some(Channel::Sms),
             maybe_sent: true,
+            unknown: Unknown::from_text(r#"{"newer_mark":true,"newer_at":1800000000000}"#).unwrap(),
         }
     }
 
@@ -431,6 +447,11 @@ mod tests {
         let mut r = full();
         r.status = Status::Delivered;
         r.policy = Some(RetryPolicy::default());
+        // As this version writes it: nothing a newer version added.
+        r.unknown = Unknown::default();
+        if let Some(o) = r.origin.as_mut() {
+            o.unknown = Unknown::default();
+        }
         assert!(r.pack().len() <= 300, "{} bytes", r.pack().len());
     }
 }

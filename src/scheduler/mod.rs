@@ -393,6 +393,7 @@ impl<P: Ports> Scheduler<P> {
                     fallback_from: None,
                     chain_head: false,
                     chain: Vec::new(),
+                    unknown: Default::default(),
                 }),
             };
             tried += 1;

@@ -110,6 +110,7 @@ where
         next.made = current.made.clone();
         next.detached = current.detached.clone();
         next.owed_after = current.owed_after;
+        next.unknown = current.unknown.clone();
         // Every instant the edit brings in line is remembered with it, those it cancels too:
         // a retry after a failure midway (answered `Same`) finds them all again.
         let instants = affected(&current, Some(&next), now);

@@ -33,6 +33,7 @@ pub(super) fn ctx(r: &Reminder, channel: Channel, now: Timestamp) -> Ctx {
             fallback_from: None,
             chain_head: false,
             chain: Vec::new(),
+            unknown: Default::default(),
         }),
     }
 }

@@ -43,6 +43,7 @@ fn ctx(r: &Reminder, channel: Channel, now: Timestamp) -> Ctx {
             fallback_from: None,
             chain_head: false,
             chain: Vec::new(),
+            unknown: Default::default(),
         }),
     }
 }

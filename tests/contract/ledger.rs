@@ -277,3 +277,92 @@ async fn dynamodb_ledger_meets_the_contract() {
     let table = common::deliveries_table(&client).await;
     suite(&DynamoLedger::new(client, table)).await;
 }
+
+/// A deploy in progress: an item a newer version wrote, with an attribute this version does
+/// not know at the top and one inside its origin. This version reads it, writes its next
+/// transition, and both attributes are still there: a writer never drops what it does not
+/// know.
+#[tokio::test]
+async fn dynamodb_ledger_keeps_what_a_newer_version_wrote() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let client = common::dynamo().await;
+    let table = common::deliveries_table(&client).await;
+    let ledger = DynamoLedger::new(client.clone(), table.clone());
+    let mut c = ctx("newer", T0);
+    c.origin = Some(reminders::ledger::Origin {
+        reminder_id: ReminderId::parse("newer").unwrap(),
+        subscriber_id: SubscriberId::parse("sub-1").unwrap(),
+        channel: Channel::Sms,
+        fallback_from: None,
+        chain_head: true,
+        chain: vec![Channel::Push, Channel::Sms],
+        unknown: Default::default(),
+    });
+    let got = claim(&ledger, claim_req(11, T0.plus(Duration::from_secs(60))), &c)
+        .await
+        .unwrap();
+    let Claim::Acquired(claimed) = got else {
+        panic!("{got:?}")
+    };
+    // What the newer writer added, beside what this version wrote.
+    client
+        .update_item()
+        .table_name(&table)
+        .key("delivery_key", AttributeValue::S(c.key.as_str().into()))
+        .update_expression("SET newer_mark = :m, #o.newer_nested = :n")
+        .expression_attribute_names("#o", "origin")
+        .expression_attribute_values(":m", AttributeValue::Bool(true))
+        .expression_attribute_values(":n", AttributeValue::N("7".into()))
+        .send()
+        .await
+        .unwrap();
+    let read = ledger.get(&c.key).await.unwrap().expect("the item");
+    assert_eq!(
+        read.unknown().get("newer_mark"),
+        Some(&serde_json::json!(true)),
+        "{read:?}"
+    );
+    let next = apply(
+        Some(&read),
+        Change::Deliver {
+            token: token(11),
+            receipt: None,
+        },
+        &c,
+    )
+    .unwrap();
+    assert_eq!(
+        ledger
+            .put_if(&next, Expected::of(Some(&read)))
+            .await
+            .unwrap(),
+        Cas::Applied
+    );
+    assert_ne!(claimed.seq(), next.seq());
+    let raw = client
+        .get_item()
+        .table_name(&table)
+        .key("delivery_key", AttributeValue::S(c.key.as_str().into()))
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap()
+        .item
+        .unwrap();
+    assert_eq!(
+        raw.get("status"),
+        Some(&AttributeValue::S("delivered".into()))
+    );
+    assert_eq!(
+        raw.get("newer_mark"),
+        Some(&AttributeValue::Bool(true)),
+        "dropped by this version's write: {raw:?}"
+    );
+    let origin = raw.get("origin").and_then(|o| o.as_m().ok()).unwrap();
+    assert_eq!(
+        origin.get("newer_nested"),
+        Some(&AttributeValue::N("7".into())),
+        "dropped from the origin by this version's write: {origin:?}"
+    );
+    assert_eq!(origin.get("chain_head"), Some(&AttributeValue::Bool(true)));
+}

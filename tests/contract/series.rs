@@ -217,3 +217,57 @@ async fn dynamodb_series_store_meets_the_contract() {
     let table = common::reminders_table(&client).await;
     suite(&DynamoReminderStore::new(client, table, 4)).await;
 }
+
+/// A deploy in progress: a series a newer version wrote, with a field this version does not
+/// know. The maker of this version writes its progress over it, and the field is still there.
+#[tokio::test]
+async fn dynamodb_series_store_keeps_what_a_newer_version_wrote() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let client = common::dynamo().await;
+    let table = common::reminders_table(&client).await;
+    let store = DynamoReminderStore::new(client.clone(), table.clone(), 4);
+    let s = series("newer", "u-newer", T0);
+    assert_eq!(
+        store.put_series(&s, ExpectedSeries::Absent).await.unwrap(),
+        Written::Written
+    );
+    let key = AttributeValue::S("series#newer".into());
+    let doc = |item: &std::collections::HashMap<String, AttributeValue>| -> serde_json::Value {
+        serde_json::from_str(item["series"].as_s().unwrap()).unwrap()
+    };
+    let get = || {
+        client
+            .get_item()
+            .table_name(&table)
+            .key("reminder_id", key.clone())
+            .consistent_read(true)
+            .send()
+    };
+    let mut newer = doc(&get().await.unwrap().item.unwrap());
+    newer["newer_field"] = serde_json::json!({"kept": [1, "x"]});
+    client
+        .update_item()
+        .table_name(&table)
+        .key("reminder_id", key.clone())
+        .update_expression("SET series = :d")
+        .expression_attribute_values(":d", AttributeValue::S(newer.to_string()))
+        .send()
+        .await
+        .unwrap();
+    let read = store.get_series(&s.series_id).await.unwrap().unwrap();
+    let mut made = read.clone();
+    made.made_through = Some(T0.plus(MAKE_AHEAD));
+    assert_eq!(
+        store
+            .put_series(&made, ExpectedSeries::of(&read))
+            .await
+            .unwrap(),
+        Written::Written
+    );
+    let after = doc(&get().await.unwrap().item.unwrap());
+    assert_eq!(
+        after["newer_field"],
+        serde_json::json!({"kept": [1, "x"]}),
+        "dropped by this version's write: {after}"
+    );
+}

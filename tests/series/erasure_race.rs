@@ -37,25 +37,23 @@ impl ReminderStore for ErasedMidway {
     fn shards(&self) -> u32 {
         self.inner.shards()
     }
-    fn insert(&self, r: &Reminder) -> impl Future<Output = Result<Inserted, PortError>> + Send {
-        async move {
-            // The erasure runs to the end between the maker's read and its first insert.
-            if !self.erased.swap(true, Ordering::SeqCst) {
-                let subscriber = SubscriberId::parse("u-42").unwrap();
-                let erased = erasure::erase(
-                    &*self.inner,
-                    &*self.ledger,
-                    None,
-                    &subscriber,
-                    NOW,
-                    Retention::default(),
-                )
-                .await
-                .unwrap();
-                assert!(erased.complete && erased.series_deleted == 1, "{erased:?}");
-            }
-            self.inner.insert(r).await
+    async fn insert(&self, r: &Reminder) -> Result<Inserted, PortError> {
+        // The erasure runs to the end between the maker's read and its first insert.
+        if !self.erased.swap(true, Ordering::SeqCst) {
+            let subscriber = SubscriberId::parse("u-42").unwrap();
+            let erased = erasure::erase(
+                &*self.inner,
+                &*self.ledger,
+                None,
+                &subscriber,
+                NOW,
+                Retention::default(),
+            )
+            .await
+            .unwrap();
+            assert!(erased.complete && erased.series_deleted == 1, "{erased:?}");
         }
+        self.inner.insert(r).await
     }
     fn replace(
         &self,

@@ -25,6 +25,7 @@ fn ctx(reminder: &str) -> Ctx {
         fallback_from: None,
         chain_head: false,
         chain: Vec::new(),
+        unknown: Default::default(),
     };
     Ctx {
         key: DeliveryKey::derive(&origin.reminder_id, &origin.subscriber_id, origin.channel),

@@ -72,6 +72,9 @@ struct Doc {
     owed_after: Option<i64>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pending: bool,
+    /// What a newer version wrote that this one does not know: written back as read.
+    #[serde(flatten)]
+    unknown: crate::domain::wire::Unknown,
 }
 
 fn encode(s: &Series) -> Result<HashMap<String, AttributeValue>, PortError> {
@@ -98,6 +101,7 @@ fn encode(s: &Series) -> Result<HashMap<String, AttributeValue>, PortError> {
         detached: s.detached.iter().map(|t| t.as_millis()).collect(),
         owed_after: s.owed_after.map(|t| t.as_millis()),
         pending: s.pending,
+        unknown: s.unknown.clone(),
     };
     let json = serde_json::to_string(&doc).map_err(|e| corrupt(OP_PUT_SERIES, e.to_string()))?;
     let mut item = HashMap::from([
@@ -160,6 +164,7 @@ fn decode(op: &'static str, item: &HashMap<String, AttributeValue>) -> Result<Se
         made: d.made.into_iter().map(Timestamp::from_millis).collect(),
         detached: d.detached.into_iter().map(Timestamp::from_millis).collect(),
         owed_after: d.owed_after.map(Timestamp::from_millis),
+        unknown: d.unknown,
         pending: d.pending,
     })
 }

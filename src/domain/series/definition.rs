@@ -150,6 +150,8 @@ pub struct Series {
     /// before this instant is owed (each would only expire, or be sent at once, for a time
     /// before the series existed). Kept by every edit.
     pub owed_after: Option<Timestamp>,
+    /// What a newer version wrote in the series that this one does not know (kept).
+    pub unknown: crate::domain::wire::Unknown,
     /// Written with an edit or a cancel, cleared once its occurrences were brought in line:
     /// while set, the maker looks at it at once and finishes the job (a failure midway, a
     /// timeout, a client that gave up).
@@ -225,6 +227,7 @@ impl Series {
             made: Vec::new(),
             detached: Vec::new(),
             owed_after: None,
+            unknown: Default::default(),
             pending: false,
         })
     }

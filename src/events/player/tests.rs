@@ -18,6 +18,7 @@ fn cancel_record(seq: u32, id: &str) -> EventRecord {
         fallback_from: None,
         chain_head: false,
         chain: Vec::new(),
+        unknown: Default::default(),
     };
     let ctx = Ctx {
         key: DeliveryKey::derive(&o.reminder_id, &o.subscriber_id, o.channel),
