@@ -222,12 +222,15 @@ async fn a_series_edited_after_its_creation_sends_nothing_due_before_it_existed(
         &["local", "run", "--schedule-period", "1", "--until-idle"],
         &local.env,
     );
+    let mut idle = false;
     for _ in 0..300 {
         if run.text().contains("idle") {
+            idle = true;
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    assert!(idle, "local run never went idle: {}", run.text());
     drop(run);
     let (status, state) = send(&http, reqwest::Method::GET, get, None).await;
     assert_eq!(status, 404, "{state}");

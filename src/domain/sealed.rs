@@ -5,8 +5,11 @@
 //!
 //! The construction is deterministic authenticated encryption from HMAC-SHA256 alone (the
 //! `hmac` and `sha2` crates the suppression hashes already use): the tag is
-//! HMAC(mac key, plaintext) cut to 16 bytes and serves as the nonce (SIV); the ciphertext is
-//! the plaintext XOR an HMAC(encryption key, tag ‖ block number) keystream. Two keys are derived
+//! HMAC(mac key, context ‖ plaintext) cut to 16 bytes and serves as the nonce (SIV); the
+//! ciphertext is the plaintext XOR an HMAC(encryption key, tag ‖ block number) keystream. The
+//! context names the list and the caller (which list, whose, listed by whom): a cursor opens
+//! only where it was handed out, so it cannot be replayed on another list to learn where it
+//! points. Two keys are derived
 //! from the stack's suppression key, so every API instance opens every other's cursor; a
 //! rotated key ends the cursors handed out before (the caller lists again from the start).
 
@@ -60,9 +63,9 @@ impl CursorSeal {
         }
     }
 
-    /// `plain` sealed, as base64url.
-    pub fn seal(&self, plain: &str) -> String {
-        let tag = self.tag(plain.as_bytes());
+    /// `plain` sealed for `context`, as base64url.
+    pub fn seal(&self, context: &str, plain: &str) -> String {
+        let tag = self.tag(context, plain.as_bytes());
         let mut out = Vec::with_capacity(TAG_LEN + plain.len());
         out.extend_from_slice(&tag);
         out.extend_from_slice(plain.as_bytes());
@@ -70,9 +73,10 @@ impl CursorSeal {
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(out)
     }
 
-    /// What [`CursorSeal::seal`] sealed, or `None` for a token it did not make with these
-    /// keys (altered, cut, made up, or sealed before a key rotation).
-    pub fn open(&self, token: &str) -> Option<String> {
+    /// What [`CursorSeal::seal`] sealed for `context`, or `None` for a token it did not make
+    /// with these keys for that context (altered, cut, made up, handed out for another list or
+    /// caller, or sealed before a key rotation).
+    pub fn open(&self, context: &str, token: &str) -> Option<String> {
         let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
             .decode(token)
             .ok()?;
@@ -84,14 +88,19 @@ impl CursorSeal {
         let mut plain = sealed.to_vec();
         self.xor_keystream(&tag, &mut plain);
         let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.authentication).ok()?;
+        mac.update(&context_prefix(context));
+        mac.update(context.as_bytes());
         mac.update(&plain);
         // Constant time, on the tag's 16 bytes.
         mac.verify_truncated_left(&tag).ok()?;
         String::from_utf8(plain).ok()
     }
 
-    fn tag(&self, plain: &[u8]) -> [u8; TAG_LEN] {
-        let full = prf(&self.authentication, &[plain]);
+    fn tag(&self, context: &str, plain: &[u8]) -> [u8; TAG_LEN] {
+        let full = prf(
+            &self.authentication,
+            &[&context_prefix(context), context.as_bytes(), plain],
+        );
         let mut tag = [0u8; TAG_LEN];
         tag.copy_from_slice(&full[..TAG_LEN]);
         tag
@@ -108,6 +117,11 @@ impl CursorSeal {
     }
 }
 
+/// The context's length, first: no context and plaintext pair reads as another.
+fn context_prefix(context: &str) -> [u8; 8] {
+    (context.len() as u64).to_be_bytes()
+}
+
 fn prf(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
     let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(key).expect("HMAC takes any key");
     for p in parts {
@@ -120,6 +134,8 @@ fn prf(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
 mod tests {
     use super::*;
 
+    const CTX: &str = "series\0u1\0app-b";
+
     fn seal() -> CursorSeal {
         CursorSeal::from_key(&SuppressionKey::new(vec![7u8; 32]).unwrap())
     }
@@ -127,8 +143,8 @@ mod tests {
     #[test]
     fn a_sealed_cursor_opens_to_what_was_sealed_and_reveals_none_of_it() {
         let plain = r#"[1798761600000,"insulin-u1"]"#;
-        let token = seal().seal(plain);
-        assert_eq!(seal().open(&token).as_deref(), Some(plain));
+        let token = seal().seal(CTX, plain);
+        assert_eq!(seal().open(CTX, &token).as_deref(), Some(plain));
         let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
             .decode(&token)
             .unwrap();
@@ -140,22 +156,28 @@ mod tests {
     #[test]
     fn an_altered_cut_foreign_or_plain_cursor_is_refused() {
         let plain = r#"[1798761600000,"insulin-u1"]"#;
-        let token = seal().seal(plain);
+        let token = seal().seal(CTX, plain);
+        assert_eq!(
+            seal().open("series\0u2\0app-b", &token),
+            None,
+            "another list"
+        );
+        assert_eq!(seal().open("", &token), None, "no context");
         let mut raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
             .decode(&token)
             .unwrap();
         for i in [0, TAG_LEN, raw.len() - 1] {
             raw[i] ^= 1;
             let altered = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&raw);
-            assert_eq!(seal().open(&altered), None, "byte {i} flipped");
+            assert_eq!(seal().open(CTX, &altered), None, "byte {i} flipped");
             raw[i] ^= 1;
         }
         let cut = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&raw[..raw.len() - 1]);
-        assert_eq!(seal().open(&cut), None);
+        assert_eq!(seal().open(CTX, &cut), None);
         let other = CursorSeal::from_key(&SuppressionKey::new(vec![8u8; 32]).unwrap());
-        assert_eq!(other.open(&token), None, "another stack's key");
+        assert_eq!(other.open(CTX, &token), None, "another stack's key");
         let unsealed = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(plain);
-        assert_eq!(seal().open(&unsealed), None, "an unsealed cursor");
-        assert_eq!(seal().open("not base64!"), None);
+        assert_eq!(seal().open(CTX, &unsealed), None, "an unsealed cursor");
+        assert_eq!(seal().open(CTX, "not base64!"), None);
     }
 }

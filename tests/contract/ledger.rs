@@ -309,9 +309,14 @@ async fn dynamodb_ledger_keeps_what_a_newer_version_wrote() {
         .update_item()
         .table_name(&table)
         .key("delivery_key", AttributeValue::S(c.key.as_str().into()))
-        .update_expression("SET newer_mark = :m, #o.newer_nested = :n")
+        .update_expression("SET newer_mark = :m, #o.newer_nested = :n, newer_blob = :b")
         .expression_attribute_names("#o", "origin")
         .expression_attribute_values(":m", AttributeValue::Bool(true))
+        // A kind the map cannot hold: left out, never a reason to refuse the item.
+        .expression_attribute_values(
+            ":b",
+            AttributeValue::B(aws_smithy_types::Blob::new(vec![1, 2, 3])),
+        )
         .expression_attribute_values(":n", AttributeValue::N("7".into()))
         .send()
         .await

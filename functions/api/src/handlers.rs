@@ -268,10 +268,11 @@ where
     }
     let limit = crate::query::page_limit(&query)?;
     let seal = crate::query::cursor_seal(&app.defaults).await?;
+    let context = crate::query::cursor_context("reminders", &subscriber, &access);
     let after = match query.get("cursor") {
         None => None,
         Some(raw) => Some(
-            seal.open(raw)
+            seal.open(&context, raw)
                 .and_then(|plain| SubscriberCursor::decode(&plain))
                 .filter(|c| ReminderId::parse(c.reminder_id.as_str()).is_ok())
                 .ok_or_else(crate::query::bad_cursor)?,
@@ -279,7 +280,7 @@ where
     };
     // Only what the caller reaches; the cursor, sealed, reveals nothing of what it skipped.
     let page = visible_page(&app.store, &access, &subscriber, after.as_ref(), limit).await?;
-    Ok(Json(view::page(&page, &seal)))
+    Ok(Json(view::page(&page, |c| seal.seal(&context, c))))
 }
 
 /// Any other path or method.

@@ -45,3 +45,14 @@ pub fn bad_cursor() -> ApiError {
         "cursor: must be a next_cursor this API answered (list again from the start)",
     )
 }
+
+/// What a list's cursor is sealed for: which list, whose, listed by whom (a cursor opens only
+/// there).
+pub fn cursor_context(
+    list: &str,
+    subscriber: &reminders::domain::SubscriberId,
+    access: &reminders::domain::Access,
+) -> String {
+    let caller = access.owner().map_or("", |o| o.as_str());
+    format!("{list}\0{}\0{caller}", subscriber.as_str())
+}

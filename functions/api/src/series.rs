@@ -262,10 +262,11 @@ where
     // must still exist: a page goes on where it stopped after that series is deleted.
     // Sealed: it may name another owner's series, left out of the page.
     let seal = crate::query::cursor_seal(&app.defaults).await?;
+    let context = crate::query::cursor_context("series", &subscriber, &access);
     let after = match query.get("cursor") {
         None => None,
         Some(raw) => Some(
-            seal.open(raw)
+            seal.open(&context, raw)
                 .and_then(|plain| SeriesCursor::decode(&plain))
                 .ok_or_else(crate::query::bad_cursor)?,
         ),
@@ -283,7 +284,7 @@ where
         .collect();
     Ok(Json(json!({
         "series": items,
-        "next_cursor": page.next.as_ref().map(|c| seal.seal(&c.encode())),
+        "next_cursor": page.next.as_ref().map(|c| seal.seal(&context, &c.encode())),
     })))
 }
 

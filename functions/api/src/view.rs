@@ -138,7 +138,8 @@ pub fn cancelled(c: &Cancelled) -> &'static str {
     }
 }
 
-pub fn page(p: &SubscriberPage, seal: &reminders::domain::CursorSeal) -> Value {
+/// A page of a subscriber's reminders, its cursor sealed by `seal`.
+pub fn page(p: &SubscriberPage, seal: impl Fn(&str) -> String) -> Value {
     let reminders: Vec<Value> = p
         .items
         .iter()
@@ -164,6 +165,6 @@ pub fn page(p: &SubscriberPage, seal: &reminders::domain::CursorSeal) -> Value {
         .collect();
     json!({
         "reminders": reminders,
-        "next_cursor": p.next.as_ref().map(|c| seal.seal(&c.encode())),
+        "next_cursor": p.next.as_ref().map(|c| seal(&c.encode())),
     })
 }

@@ -372,9 +372,11 @@ async fn a_page_and_its_cursor_name_only_what_the_caller_reaches() {
             break;
         };
         // Sealed by this process's own key (the harness names no suppression key).
+        // Sealed for this list and this caller (an owner, as the trusting harness names it).
+        let context = "reminders\0u-1\0app-a";
         let opened = reminders::domain::CursorSeal::process_local()
-            .open(cursor)
-            .expect("a cursor this API sealed");
+            .open(context, cursor)
+            .expect("a cursor this API sealed for this list and caller");
         let decoded = SubscriberCursor::decode(&opened).unwrap();
         assert!(
             decoded.reminder_id.starts_with("a-"),
@@ -486,14 +488,31 @@ async fn a_series_list_cursor_reveals_nothing_of_another_owners_series() {
     let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(&cursor)
         .unwrap_or_default();
-    let shown = String::from_utf8_lossy(&raw);
-    for secret in ["insulin", "walk", "water", "1893484800000"] {
-        assert!(
-            !shown.contains(secret),
-            "the cursor shows {secret}: {shown}"
-        );
-        assert!(!cursor.contains(secret), "{cursor}");
+    // Neither its bytes nor what they would decode to, were they base64 under a tag, show it.
+    let inner = raw
+        .get(16..)
+        .and_then(|b| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(b)
+                .ok()
+        })
+        .unwrap_or_default();
+    for shown in [
+        String::from_utf8_lossy(&raw),
+        String::from_utf8_lossy(&inner),
+    ] {
+        for secret in ["insulin", "walk", "water", "1893484800000"] {
+            assert!(
+                !shown.contains(secret),
+                "the cursor shows {secret}: {shown}"
+            );
+            assert!(!cursor.contains(secret), "{cursor}");
+        }
     }
+    // Replayed on another subscriber's list, it is refused.
+    let other = format!("/v1/subscribers/u2/series?limit=1&cursor={cursor}");
+    let (status, e) = call_as(r, "app-b", &claims, "GET", &other, None).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{e}");
     // It still pages on, for the caller, to the end.
     let next = format!("{uri}&cursor={cursor}");
     let (status, page) = call_as(r, "app-b", &claims, "GET", &next, None).await;
