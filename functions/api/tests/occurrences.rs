@@ -10,6 +10,17 @@ use common::standup::{at, created, made, occ, reminder, standup};
 use common::{body, call};
 use serde_json::json;
 
+/// The maker's run at `now`, as the scheduler runs it; every series made without failure.
+async fn make(
+    h: &common::Harness,
+    now: reminders::clock::Timestamp,
+) -> reminders::series::MakeReport {
+    let report =
+        reminders::series::make_due(&h.store, &h.ledger, now, common::defaults().retention).await;
+    assert_eq!(report.failed, 0, "{report:?}");
+    report
+}
+
 #[tokio::test]
 async fn deleting_an_occurrence_not_yet_made_skips_it_and_the_maker_leaves_it_cancelled() {
     let (h, clock, _) = created().await;
@@ -129,14 +140,7 @@ async fn putting_an_occurrence_on_its_own_detaches_it_from_later_edits() {
     )
     .await;
     assert_eq!(status, StatusCode::OK);
-    let report = reminders::series::make_due(
-        &h.store,
-        &h.ledger,
-        at("2027-01-05T08:00:00Z"),
-        common::defaults().retention,
-    )
-    .await;
-    assert_eq!(report.failed, 0, "{report:?}");
+    make(&h, at("2027-01-05T08:00:00Z")).await;
     let (_, r) = reminder(&h, &alone).await;
     assert_eq!(r["status"], "scheduled", "{r}");
     assert_eq!(r["content"]["subject"], "Alone", "{r}");
@@ -225,14 +229,7 @@ async fn an_occurrence_put_on_its_own_is_never_made_again_once_its_ttl_took_it()
         h.stored(&alone).await.is_none(),
         "the edit made the occurrence again: a second send"
     );
-    let report = reminders::series::make_due(
-        &h.store,
-        &h.ledger,
-        at("2027-01-05T08:00:00Z"),
-        common::defaults().retention,
-    )
-    .await;
-    assert_eq!(report.failed, 0, "{report:?}");
+    let report = make(&h, at("2027-01-05T08:00:00Z")).await;
     assert!(
         h.stored(&alone).await.is_none(),
         "the maker made the occurrence again: a second send ({report:?})"
@@ -304,10 +301,7 @@ async fn a_cancel_reaches_an_occurrence_put_on_its_own_however_many_were_made_si
     let mut now = at(common::standup::NOW);
     for _ in 0..(36 * 4) {
         now = now.plus(std::time::Duration::from_secs(15 * 60));
-        let report =
-            reminders::series::make_due(&h.store, &h.ledger, now, common::defaults().retention)
-                .await;
-        assert_eq!(report.failed, 0, "{report:?}");
+        make(&h, now).await;
     }
     clock.set(now);
     let (status, cancel) = call(&h.router, "DELETE", "/v1/series/tick", None).await;
@@ -340,25 +334,11 @@ async fn an_edit_makes_nothing_due_before_the_series_existed() {
         h.stored(before).await.is_none(),
         "the edit made an occurrence due before the series existed"
     );
-    let report = reminders::series::make_due(
-        &h.store,
-        &h.ledger,
-        at("2027-01-04T08:01:00Z"),
-        common::defaults().retention,
-    )
-    .await;
-    assert_eq!(report.failed, 0, "{report:?}");
+    let report = make(&h, at("2027-01-04T08:01:00Z")).await;
     assert!(h.stored(before).await.is_none(), "{report:?}");
     // The next day's is made, with the edit's content.
     clock.set(at("2027-01-05T07:40:00Z"));
-    let report = reminders::series::make_due(
-        &h.store,
-        &h.ledger,
-        at("2027-01-05T07:40:00Z"),
-        common::defaults().retention,
-    )
-    .await;
-    assert_eq!(report.failed, 0, "{report:?}");
+    make(&h, at("2027-01-05T07:40:00Z")).await;
     let (_, next) = reminder(&h, "late::20270105T075000Z").await;
     assert_eq!(next["content"]["subject"], "v2", "{next}");
 }
