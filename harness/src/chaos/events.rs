@@ -39,6 +39,8 @@ pub struct Tap {
     refuse: bool,
     /// The reason each settled death's image carries, by (key, transition number).
     reasons: Mutex<std::collections::BTreeMap<(DeliveryKey, u64), String>>,
+    /// How many records the events function's mapping has handled (its checkpoint).
+    handled: std::sync::atomic::AtomicUsize,
 }
 
 impl Tap {
@@ -98,6 +100,12 @@ impl Tap {
         } else {
             0
         }
+    }
+
+    /// Whether the mapping has handled every record the stream holds: a write that lands
+    /// while the world settles has its event before the world is judged.
+    pub fn caught_up(&self) -> bool {
+        self.handled.load(std::sync::atomic::Ordering::SeqCst) >= lock(&self.records).len()
     }
 
     fn batch(&self, from: usize) -> Vec<EventRecord> {
@@ -192,6 +200,7 @@ pub(super) async fn stream_to_bus(tap: Arc<Tap>, bus: Arc<Chaotic<Arc<MemoryBus>
         match handled {
             Some(h) => {
                 done += h.failed_from.unwrap_or(batch.len());
+                tap.handled.store(done, std::sync::atomic::Ordering::SeqCst);
                 if h.failed_from.is_some() {
                     tokio::time::sleep(Duration::from_secs(1)).await;
                 }

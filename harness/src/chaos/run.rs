@@ -274,8 +274,8 @@ async fn poll(world: &World, consumer: &Consumer<ChaosPorts>, channel: Channel) 
     true
 }
 
-/// Wait, once the faults stop, until nothing is pending anywhere (and a late acceptance has
-/// had its time) and every reminder's `fresh_until` has passed, or the settling time runs
+/// Wait, once the faults stop, until nothing is pending anywhere and every write has had its
+/// event (and a late acceptance has had its time) and every reminder's `fresh_until` has passed, or the settling time runs
 /// out.
 async fn settle(world: &World) {
     let give_up = world.clock.now().plus(SETTLE_BY);
@@ -284,9 +284,15 @@ async fn settle(world: &World) {
         if last_deadline(world).await > world.clock.now() {
             continue;
         }
-        if matches!(crate::local::nothing_pending(&world.ports).await, Ok(true)) {
+        // Quiet: nothing pending, and the events function's mapping has handled every write
+        // that landed (one landing late in the settling, a cancel say, has its event too).
+        let quiet = || async {
+            matches!(crate::local::nothing_pending(&world.ports).await, Ok(true))
+                && world.tap.caught_up()
+        };
+        if quiet().await {
             tokio::time::sleep(Duration::from_secs(300)).await;
-            if matches!(crate::local::nothing_pending(&world.ports).await, Ok(true)) {
+            if quiet().await {
                 return;
             }
         }
