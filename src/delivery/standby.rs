@@ -48,6 +48,10 @@ pub fn listed_order(prefs: &Preferences, listed: impl Fn(Channel) -> bool) -> Ve
 /// order is sent once another may have reached the person (`NotNeeded`, the head too), nor
 /// while another is in flight (`Wait`): a channel claimed on its own before the order was
 /// set, or by a reader of an older order, is judged as the chain's items are.
+///
+/// A head claimed under an earlier order, which the order as it is now leaves out (cleared,
+/// or reordered without it), still holds the channels of the chain its claim recorded
+/// ([`behind_recorded_head`]): once the head is claimed, a reorder or a clear changes nothing.
 pub async fn turn<L: Ledger>(
     ledger: &L,
     prefs: &Preferences,
@@ -57,67 +61,162 @@ pub async fn turn<L: Ledger>(
     channel: Channel,
     now: Timestamp,
 ) -> Result<Option<Turn>, PortError> {
-    if !prefs.fallback.contains(&channel) {
-        return Ok(None);
+    let look = Look {
+        ledger,
+        prefs,
+        reminder,
+        subscriber,
+        listed,
+        channel,
+        now,
+    };
+    let by_order = look.by_order().await?;
+    if by_order.is_some() {
+        return Ok(by_order);
     }
-    // Every channel of the order, listed or not: one an edit removed after it may have
-    // reached the person still has.
-    let mut items = BTreeMap::new();
-    for &c in prefs.fallback.iter().collect::<BTreeSet<_>>() {
-        let key = DeliveryKey::derive(reminder, subscriber, c);
-        if let Some(rec) = ledger.get(&key).await? {
-            items.insert(c, rec);
+    look.behind_recorded_head().await
+}
+
+/// One channel's look at its chain: what [`turn`] was asked.
+struct Look<'a, L, F> {
+    ledger: &'a L,
+    prefs: &'a Preferences,
+    reminder: &'a ReminderId,
+    subscriber: &'a SubscriberId,
+    listed: F,
+    channel: Channel,
+    now: Timestamp,
+}
+
+impl<L: Ledger, F: Fn(Channel) -> bool> Look<'_, L, F> {
+    async fn get(&self, c: Channel) -> Result<Option<DeliveryRecord>, PortError> {
+        let key = DeliveryKey::derive(self.reminder, self.subscriber, c);
+        self.ledger.get(&key).await
+    }
+
+    /// The turn as the order as it is now gives it.
+    async fn by_order(&self) -> Result<Option<Turn>, PortError> {
+        let (prefs, channel, now, listed) = (self.prefs, self.channel, self.now, &self.listed);
+        if !prefs.fallback.contains(&channel) {
+            return Ok(None);
         }
-    }
-    // Whoever heads the chain, and whether or not this channel has an item of its own that
-    // could still send (a redrive made it ready again, say): once another channel of the
-    // order may have reached the person, this one is never sent. An own item that is
-    // sending, dead or settled is the ledger's to decide (a takeover, a DLQ copy).
-    let sendable = items.get(&channel).is_none_or(|own| {
-        matches!(
-            own.status(),
-            Status::Scheduled | Status::Ready | Status::Deferred
-        )
-    });
-    let reached = items
-        .iter()
-        .find(|(c, r)| sendable && **c != channel && r.may_have_reached());
-    if let Some((c, _)) = reached {
-        return Ok(Some(Turn::NotNeeded { because: *c }));
-    }
-    if items.contains_key(&channel) {
-        // An own item that could still send (released unsent, deferred, made ready again by
-        // a redrive) waits while another channel of the order is mid-send: that call may
-        // reach the person, and only its answer tells (found by chaos seed 1228). Only a
-        // `sending` one: two that wait for each other's retries would never settle.
-        let mid_send = items
+        // Every channel of the order, listed or not: one an edit removed after it may have
+        // reached the person still has.
+        let mut items = BTreeMap::new();
+        for &c in prefs.fallback.iter().collect::<BTreeSet<_>>() {
+            if let Some(rec) = self.get(c).await? {
+                items.insert(c, rec);
+            }
+        }
+        // Whoever heads the chain, and whether or not this channel has an item of its own that
+        // could still send (a redrive made it ready again, say): once another channel of the
+        // order may have reached the person, this one is never sent. An own item that is
+        // sending, dead or settled is the ledger's to decide (a takeover, a DLQ copy).
+        let sendable = items.get(&channel).is_none_or(|own| {
+            matches!(
+                own.status(),
+                Status::Scheduled | Status::Ready | Status::Deferred
+            )
+        });
+        let reached = items
             .iter()
-            .find(|(c, r)| sendable && **c != channel && r.status() == Status::Sending);
-        if let Some((c, r)) = mid_send {
+            .find(|(c, r)| sendable && **c != channel && r.may_have_reached());
+        if let Some((c, _)) = reached {
+            return Ok(Some(Turn::NotNeeded { because: *c }));
+        }
+        if items.contains_key(&channel) {
+            // An own item that could still send (released unsent, deferred, made ready again by
+            // a redrive) waits while another channel of the order is mid-send: that call may
+            // reach the person, and only its answer tells (found by chaos seed 1228). Only a
+            // `sending` one: two that wait for each other's retries would never settle.
+            let mid_send = items
+                .iter()
+                .find(|(c, r)| sendable && **c != channel && r.status() == Status::Sending);
+            if let Some((c, r)) = mid_send {
+                return Ok(Some(waiting(r, *c, now)));
+            }
+            return Ok(None);
+        }
+        // While another is in flight (claimed on its own before the order, or ahead in the
+        // chain; mid-send, for one no longer listed), this one waits for it to settle.
+        let busy = |c: Channel, r: &DeliveryRecord| {
+            in_flight(r) && (listed(c) || r.status() == Status::Sending)
+        };
+        if let Some((c, r)) = items.iter().find(|(c, r)| busy(**c, r)) {
             return Ok(Some(waiting(r, *c, now)));
         }
-        return Ok(None);
+        let order = listed_order(prefs, listed);
+        if order.len() < 2 || !order.contains(&channel) {
+            return Ok(None);
+        }
+        items.retain(|c, _| order.contains(c));
+        let head = order
+            .iter()
+            .filter_map(|c| items.get(c).map(|r| (c, r)))
+            .filter(|(_, r)| claimed_as_head(r))
+            .min_by_key(|(c, r)| (r.first_seen_at(), c.as_str()))
+            .map_or(order[0], |(c, _)| *c);
+        Ok(walk(&order, &items, head, channel, listed, now))
     }
-    // While another is in flight (claimed on its own before the order, or ahead in the
-    // chain; mid-send, for one no longer listed), this one waits for it to settle.
-    let busy = |c: Channel, r: &DeliveryRecord| {
-        in_flight(r) && (listed(c) || r.status() == Status::Sending)
-    };
-    if let Some((c, r)) = items.iter().find(|(c, r)| busy(**c, r)) {
-        return Ok(Some(waiting(r, *c, now)));
+
+    /// Whether a head claimed under an earlier order, that the order as it is now leaves out,
+    /// holds `channel`: its claim recorded a chain (`origin.chain`) that holds `channel`. Then no
+    /// channel of that chain is sent once another of it may have reached the person
+    /// (`NotNeeded`), nor while another of it is mid-send, or in flight when `channel` has no
+    /// item of its own yet (`Wait`). Otherwise (no such head, or nothing of its chain reached or
+    /// in flight: it died and handed on, say) `None`, as before.
+    async fn behind_recorded_head(&self) -> Result<Option<Turn>, PortError> {
+        let (prefs, channel, now, listed) = (self.prefs, self.channel, self.now, &self.listed);
+        // Only a head the order now leaves out: one it holds was read, and judged, by the order.
+        let mut chain: Option<((Timestamp, &str), Vec<Channel>)> = None;
+        for c in Channel::ALL {
+            if c == channel || !listed(c) || prefs.fallback.contains(&c) {
+                continue;
+            }
+            let Some(rec) = self.get(c).await? else {
+                continue;
+            };
+            let Some(origin) = rec.origin().filter(|_| claimed_as_head(&rec)) else {
+                continue;
+            };
+            let at = (rec.first_seen_at(), c.as_str());
+            if origin.chain.contains(&channel) && chain.as_ref().is_none_or(|(e, _)| at < *e) {
+                chain = Some((at, origin.chain.clone()));
+            }
+        }
+        let Some((_, chain)) = chain else {
+            return Ok(None);
+        };
+        let own = self.get(channel).await?;
+        if own.as_ref().is_some_and(|own| {
+            !matches!(
+                own.status(),
+                Status::Scheduled | Status::Ready | Status::Deferred
+            )
+        }) {
+            // Sending, dead or settled: the ledger decides, as for the order's channels.
+            return Ok(None);
+        }
+        let mut items = BTreeMap::new();
+        for c in chain.into_iter().filter(|c| *c != channel) {
+            if let Some(rec) = self.get(c).await? {
+                items.insert(c, rec);
+            }
+        }
+        if let Some((c, _)) = items.iter().find(|(_, r)| r.may_have_reached()) {
+            return Ok(Some(Turn::NotNeeded { because: *c }));
+        }
+        // An own item that could still send waits only for one mid-send: two that wait for each
+        // other's retries would never settle.
+        let busy = |r: &DeliveryRecord| match own {
+            Some(_) => r.status() == Status::Sending,
+            None => in_flight(r),
+        };
+        Ok(items
+            .iter()
+            .find(|(_, r)| busy(r))
+            .map(|(c, r)| waiting(r, *c, now)))
     }
-    let order = listed_order(prefs, &listed);
-    if order.len() < 2 || !order.contains(&channel) {
-        return Ok(None);
-    }
-    items.retain(|c, _| order.contains(c));
-    let head = order
-        .iter()
-        .filter_map(|c| items.get(c).map(|r| (c, r)))
-        .filter(|(_, r)| claimed_as_head(r))
-        .min_by_key(|(c, r)| (r.first_seen_at(), c.as_str()))
-        .map_or(order[0], |(c, _)| *c);
-    Ok(walk(&order, &items, head, channel, &listed, now))
 }
 
 /// A claimed delivery that has not settled: it may still send. A status this version does
