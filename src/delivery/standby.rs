@@ -159,18 +159,21 @@ impl<L: Ledger, F: Fn(Channel) -> bool> Look<'_, L, F> {
         Ok(walk(&order, &items, head, channel, listed, now))
     }
 
-    /// Whether a head claimed under an earlier order, that the order as it is now leaves out,
-    /// holds `channel`: its claim recorded a chain (`origin.chain`) that holds `channel`. Then no
+    /// Whether a head claimed under an earlier order, that the order as it is now leaves out
+    /// (or that leaves `channel` out), holds `channel`: its claim recorded a chain (`origin.chain`) that holds `channel`. Then no
     /// channel of that chain is sent once another of it may have reached the person
     /// (`NotNeeded`), nor while another of it is mid-send, or in flight when `channel` has no
     /// item of its own yet (`Wait`). Otherwise (no such head, or nothing of its chain reached or
     /// in flight: it died and handed on, say) `None`, as before.
     async fn behind_recorded_head(&self) -> Result<Option<Turn>, PortError> {
         let (prefs, channel, now, listed) = (self.prefs, self.channel, self.now, &self.listed);
-        // Only a head the order now leaves out: one it holds was read, and judged, by the order.
+        // When the order holds this channel, a head it holds too was read, and judged, by
+        // the order: only one the order leaves out is read here. When it does not, any is,
+        // listed or not (one an edit removed after it may have reached the person still has).
+        let judged = |c: Channel| prefs.fallback.contains(&channel) && prefs.fallback.contains(&c);
         let mut chain: Option<((Timestamp, &str), Vec<Channel>)> = None;
         for c in Channel::ALL {
-            if c == channel || !listed(c) || prefs.fallback.contains(&c) {
+            if c == channel || judged(c) {
                 continue;
             }
             let Some(rec) = self.get(c).await? else {
@@ -207,14 +210,14 @@ impl<L: Ledger, F: Fn(Channel) -> bool> Look<'_, L, F> {
             return Ok(Some(Turn::NotNeeded { because: *c }));
         }
         // An own item that could still send waits only for one mid-send: two that wait for each
-        // other's retries would never settle.
-        let busy = |r: &DeliveryRecord| match own {
-            Some(_) => r.status() == Status::Sending,
-            None => in_flight(r),
+        // other's retries would never settle. One no longer listed is waited for only mid-send.
+        let busy = |c: Channel, r: &DeliveryRecord| match own {
+            None if listed(c) => in_flight(r),
+            _ => r.status() == Status::Sending,
         };
         Ok(items
             .iter()
-            .find(|(_, r)| busy(r))
+            .find(|(c, r)| busy(**c, r))
             .map(|(c, r)| waiting(r, *c, now)))
     }
 }

@@ -35,7 +35,8 @@ pub const STANDBY_RECHECK: Duration = Duration::from_secs(30);
 impl<P: Ports> Record<'_, P> {
     /// Before the claim: a channel in standby behind another that the reminder lists is held
     /// until that one settles, then sent (its turn came) or acknowledged (it did not), by the
-    /// ledger item of the channel ahead. A fallback's own message goes straight on.
+    /// ledger item of the channel ahead. A fallback's own message goes on, unless the head of
+    /// another chain that holds its channel is in flight or may have reached the person.
     pub(super) async fn standby(&mut self, mut d: Delivery) -> Step<Delivery> {
         // One channel, never edited: no other channel of the reminder ever had a delivery.
         // Once edited, one it listed before may have reached the person (DESIGN §12).
@@ -44,9 +45,25 @@ impl<P: Ports> Record<'_, P> {
             self.rewake(&d).await?;
         }
         if let Some(from) = d.msg.fallback_from {
-            // Sent as `from`'s fallback: in the chain `from`'s claim recorded.
+            // Sent as `from`'s fallback: in the chain `from`'s claim recorded. Never beside
+            // the head of another chain that holds this channel (claimed under an order the
+            // subscriber changed since): held while it is in flight, not needed once it may
+            // have reached the person.
             d.chain = self.recorded_chain(&d, from).await?;
-            return Ok(ControlFlow::Continue(d));
+            let listed = |c: Channel| d.reminder.recipients.contains_key(&c);
+            let (ledger, now) = (self.consumer.ports.ledger(), self.now());
+            let (reminder, subscriber) = (&d.msg.reminder_id, &d.msg.subscriber_id);
+            let channel = self.inc.channel;
+            // Under no order, the turn is the recorded chains' alone.
+            let no_order = Preferences::default();
+            return match turn(
+                ledger, &no_order, reminder, subscriber, listed, channel, now,
+            )
+            .await?
+            {
+                Some(turn) => self.take_turn(d, turn, now).await,
+                None => Ok(ControlFlow::Continue(d)),
+            };
         }
         if alone {
             return Ok(ControlFlow::Continue(d));
@@ -86,6 +103,18 @@ impl<P: Ports> Record<'_, P> {
             d.chain_head = heads_chain(&prefs, listed, channel);
             return Ok(ControlFlow::Continue(d));
         };
+        self.take_turn(d, turn, now).await
+    }
+
+    /// What a channel in standby does on its turn: sent as the fallback of the death ahead,
+    /// acknowledged as not needed, or held until the channel ahead could next change.
+    async fn take_turn(
+        &mut self,
+        mut d: Delivery,
+        turn: Turn,
+        now: crate::clock::Timestamp,
+    ) -> Step<Delivery> {
+        let channel = self.inc.channel;
         let log = |what: &str| {
             tracing::info!(
                 delivery_key = %d.msg.delivery_key,
