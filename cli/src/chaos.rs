@@ -57,7 +57,8 @@ pub struct ChaosArgs {
     /// stale-last-look → stale_sends, ignore-countries → sent_abroad, lost-hand-on →
     /// two_channels_sent, skip-ahead → occurrence_missing, forget-made → occurrence_doubled,
     /// forget-edited-away → acknowledged_change_ignored, reorder-sends-both →
-    /// two_channels_sent, fallback-best-effort → stranded.
+    /// two_channels_sent, fallback-best-effort → stranded, forget-recorded-chain →
+    /// two_channels_sent.
     #[arg(long)]
     plant: Option<String>,
     /// Give each consumer worker a clock off the world's by up to this many milliseconds,

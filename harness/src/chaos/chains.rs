@@ -176,8 +176,10 @@ pub(super) async fn opt_out_and_redrive(
     tokio::task::spawn_local(redrive);
 }
 
-/// Window 7: the subscriber moves `origin`'s channel, just claimed as its chain's head, to
-/// the end of the fallback order: whether it was written.
+/// The subscriber changes the fallback order just as `origin`'s channel is claimed as its
+/// chain's head: moves the head to the end of the order (half the chains), clears the order,
+/// or sets it without the head. Whether it was written. The chain the head's claim recorded
+/// stands whichever it is.
 pub(super) async fn head_to_end(world: &World, origin: &reminders::ledger::Origin) -> bool {
     let subscriber = &origin.subscriber_id;
     let Ok(Some(mut prefs)) = world.store.preferences(subscriber).await else {
@@ -186,8 +188,19 @@ pub(super) async fn head_to_end(world: &World, origin: &reminders::ledger::Origi
     if prefs.fallback.last() == Some(&origin.channel) || !prefs.fallback.contains(&origin.channel) {
         return false;
     }
+    // Which change, from the reminder's id: the world's other dice stay as they were.
+    let pick = origin
+        .reminder_id
+        .as_str()
+        .bytes()
+        .fold(0u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
+    let away = pick % 4 >= 2;
     prefs.fallback.retain(|c| *c != origin.channel);
-    prefs.fallback.push(origin.channel);
+    match pick % 4 {
+        0 | 1 => prefs.fallback.push(origin.channel),
+        2 => prefs.fallback.clear(),
+        _ => {}
+    }
     if world
         .store
         .put_preferences(subscriber, &prefs)
@@ -197,6 +210,9 @@ pub(super) async fn head_to_end(world: &World, origin: &reminders::ledger::Origi
         return false;
     }
     world.journal.preferences_written(subscriber, &prefs);
+    if away {
+        world.counts.tally(|t| t.heads_ordered_away += 1);
+    }
     true
 }
 

@@ -112,8 +112,10 @@ pub enum Plant {
     /// The consumer deployed without its SMS allow-list (`SMS_ALLOWED_COUNTRY_CODES` read
     /// as `*`): a number an edit moved abroad is sent.
     IgnoreCountries,
-    /// Window 6 re-opened: the ledger adapter acknowledges a standby's hand-on without
-    /// writing it, so a redrive of the death it took over from is not refused.
+    /// The ledger adapter acknowledges a standby's hand-on without writing it, so a redrive of
+    /// the death it took over from is not refused. It also reads items without the chain a
+    /// head's claim recorded ([`Plant::ForgetRecordedChain`]), which since refuses that
+    /// redriven head as well: the hand-on must be lost on both counts for the send to go.
     LostHandOn,
     /// Issue 35: the series adapter records the maker's progress an hour further than it
     /// made, so the occurrences in between are never made.
@@ -138,10 +140,16 @@ pub enum Plant {
     /// own message still comes): after a redrive, a standby already acknowledged as not
     /// needed is never sent.
     FallbackBestEffort,
+    /// The window where a head's claim meets a change of order re-opened: the consumer's
+    /// ledger adapter reads items without `origin.chain` (an attribute it never learned), so
+    /// a head taken out of the order just after its claim (the order cleared, or set without
+    /// it) no longer holds the channels behind it: one goes while the head is in flight or
+    /// after it reached the person.
+    ForgetRecordedChain,
 }
 
 impl Plant {
-    pub const ALL: [Plant; 31] = [
+    pub const ALL: [Plant; 32] = [
         Plant::AckBeforeOutcome,
         Plant::IgnoreRetryAfter,
         Plant::UnfencedLedger,
@@ -173,6 +181,7 @@ impl Plant {
         Plant::ForgetEditedAway,
         Plant::ReorderSendsBoth,
         Plant::FallbackBestEffort,
+        Plant::ForgetRecordedChain,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -208,6 +217,7 @@ impl Plant {
             Plant::ForgetEditedAway => "forget-edited-away",
             Plant::ReorderSendsBoth => "reorder-sends-both",
             Plant::FallbackBestEffort => "fallback-best-effort",
+            Plant::ForgetRecordedChain => "forget-recorded-chain",
         }
     }
 
@@ -245,6 +255,7 @@ impl Plant {
             Plant::ForgetEditedAway => "acknowledged_change_ignored",
             Plant::ReorderSendsBoth => "two_channels_sent",
             Plant::FallbackBestEffort => "stranded",
+            Plant::ForgetRecordedChain => "two_channels_sent",
         }
     }
 

@@ -149,6 +149,9 @@ impl<C: Clock> Ledger for Observed<C> {
             Some(Plant::ForgetAttempts) => got.map(forget_attempts),
             Some(Plant::ForgetMaybeSent) => got.map(forget_maybe_sent),
             Some(Plant::ReorderSendsBoth) => got.and_then(blind_to_siblings),
+            // A lost hand-on, with the recorded chain that would now refuse the redriven
+            // head forgotten too, so that the hand-on alone is what is left to refuse it.
+            Some(Plant::ForgetRecordedChain | Plant::LostHandOn) => got.map(forget_chain),
             _ => got,
         })
     }
@@ -233,6 +236,17 @@ fn blind_to_siblings(r: DeliveryRecord) -> Option<DeliveryRecord> {
         o.remove("chain_head");
     }
     Some(serde_json::from_value(v).unwrap_or(r))
+}
+
+/// [`Plant::ForgetRecordedChain`]: an item read without the chain its first claim recorded.
+fn forget_chain(r: DeliveryRecord) -> DeliveryRecord {
+    let Ok(mut v) = serde_json::to_value(&r) else {
+        return r;
+    };
+    if let Some(o) = v["origin"].as_object_mut() {
+        o.remove("chain");
+    }
+    serde_json::from_value(v).unwrap_or(r)
 }
 
 /// [`Plant::ForgetAttempts`]: a waiting delivery read with no attempt spent.

@@ -67,7 +67,8 @@ tally! {
         expired_while_fresh,
         /// A second channel of the subscriber's fallback order reached the provider for one
         /// reminder after a first one's send was accepted or may have been (its answer was
-        /// not a definite refusal), while every order readable since its claim held both.
+        /// not a definite refusal), while every order readable since its claim held both, or
+        /// after the first was claimed as the head of an order that held the second.
         two_channels_sent,
         /// Once the world quiesced past every deadline: a channel in standby of an
         /// acknowledged reminder neither settled, nor waiting for a time ahead, nor made
@@ -186,5 +187,8 @@ tally! {
         /// edit, a cancel, a rotated key's hash): those went the two-read way.
         one_read,
         one_read_released,
+        /// Chains whose head, just claimed, the subscriber took out of the fallback order
+        /// (the order cleared, or set without the head): the chain its claim recorded stands.
+        heads_ordered_away,
     }
 }
