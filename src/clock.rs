@@ -95,7 +95,7 @@ pub fn ceil_secs(d: Duration) -> u64 {
     d.as_secs() + u64::from(d.subsec_nanos() > 0)
 }
 
-/// The time port (DESIGN §3, §9).
+/// The time port (docs/design.md, "Ports" and "Local and embedded runs").
 pub trait Clock: Send + Sync {
     fn now(&self) -> Timestamp;
     /// Wait for `d`. The manual clock advances virtual time instead of waiting.

@@ -1,6 +1,7 @@
-//! Dead letters as evidence (DESIGN §7): a DLQ copy keeps the original body and adds two
-//! message attributes, `reason` (the wire string, for filtering) and `evidence` (JSON). No
-//! incoming attribute is copied over, and nothing here holds a recipient or content.
+//! Dead letters as evidence (docs/design.md, "Dead letters and redrive"): a DLQ copy keeps the
+//! original body and adds two message attributes, `reason` (the wire string, for filtering) and
+//! `evidence` (JSON). No incoming attribute is copied over, and nothing here holds a recipient or
+//! content.
 
 use std::collections::BTreeMap;
 

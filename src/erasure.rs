@@ -1,10 +1,9 @@
-//! Erasing a subscriber (issue 34): what `DELETE /v1/subscribers/{id}` and `remindctl
-//! subscriber erase` do, a page of the subscriber's reminders at a time. On each page, every
-//! reminder still to be sent is cancelled first, through the ledger, as a cancel is; then the
-//! suppressions recorded for the page's addresses are lifted; then the page's reminder items
-//! are deleted (recipients and content with them). Last, the subscriber's preferences. What
-//! stays is the ledger: each delivery's status and masked history, which holds no address and
-//! no content, until its TTL.
+//! Erasing a subscriber: what `DELETE /v1/subscribers/{id}` and `remindctl subscriber erase` do,
+//! a page of the subscriber's reminders at a time. On each page, every reminder still to be sent
+//! is cancelled first, through the ledger, as a cancel is; then the suppressions recorded for the
+//! page's addresses are lifted; then the page's reminder items are deleted (recipients and
+//! content with them). Last, the subscriber's preferences. What stays is the ledger: each
+//! delivery's status and masked history, which holds no address and no content, until its TTL.
 //!
 //! A reminder is left (counted in `reminders_left`, erased by a later call) while a send of it
 //! is in flight (its outcome still to be written: deleting it now would turn that delivery's

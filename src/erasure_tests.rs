@@ -245,8 +245,8 @@ async fn a_large_subscriber_is_erased_over_several_calls() {
         .is_empty());
 }
 
-/// Issue 35: a subscriber's series go with them: cancelled (so the maker makes no more),
-/// then deleted, and the occurrences made of them are erased as their reminders.
+/// A subscriber's series go with them: cancelled (so the maker makes no more), then deleted, and
+/// the occurrences made of them are erased as their reminders.
 #[tokio::test]
 async fn an_erasure_cancels_and_deletes_the_subscribers_series() {
     use crate::domain::series::{NewSeries, Series};

@@ -1,9 +1,9 @@
-//! SES feedback (issue 34): bounces and complaints SES learns of after `SendEmail` answered
-//! (a mailbox that stopped existing, a recipient who pressed "spam") come back as SES events,
-//! through the configuration set's EventBridge destination, a rule, and the feedback queue.
-//! Each permanent bounce and each complaint suppresses the address (DESIGN §12), so the next
-//! reminder to it ends `suppressed` (or falls back) without a send: SES pauses an account
-//! whose bounce or complaint rate stays high, and every team's email with it.
+//! SES feedback: bounces and complaints SES learns of after `SendEmail` answered (a mailbox that
+//! stopped existing, a recipient who pressed "spam") come back as SES events, through the
+//! configuration set's EventBridge destination, a rule, and the feedback queue. Each permanent
+//! bounce and each complaint suppresses the address (docs/design.md, "Suppressions"), so the next
+//! reminder to it ends `suppressed` (or falls back) without a send: SES pauses an account whose
+//! bounce or complaint rate stays high, and every team's email with it.
 //!
 //! A body is read in each shape SES feedback arrives in: an EventBridge event (`detail` is the
 //! SES event), an SNS notification (`Message` holds it, as a string), or the SES event itself

@@ -1,4 +1,4 @@
-//! The delivery state machine (DESIGN §4) as a type.
+//! The delivery state machine (docs/design.md, "States and transitions") as a type.
 //!
 //! [`DeliveryRecord`] is the ledger item. Its fields are private and the only way to make a new
 //! one is [`apply`]: the current record (or `None`, the implicit `scheduled` state), a
@@ -71,26 +71,27 @@ pub struct HistoryEntry {
     pub redrive: Option<RedriveAudit>,
 }
 
-/// Whose delivery an item is: what the outcome events name (DESIGN §11). The delivery key is
-/// a one-way hash of it, so the item keeps it; items written before it was kept carry none.
+/// Whose delivery an item is: what the outcome events name (docs/design.md, "Outcome events"). The
+/// delivery key is a one-way hash of it, so the item keeps it; items written before it was kept
+/// carry none.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Origin {
     pub reminder_id: ReminderId,
     pub subscriber_id: SubscriberId,
     pub channel: Channel,
-    /// The channel whose death this delivery fell back from (DESIGN §12).
+    /// The channel whose death this delivery fell back from (docs/design.md, "Fallback chain").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback_from: Option<Channel>,
-    /// Claimed as the head of the subscriber's fallback order (DESIGN §12): named by the
-    /// first claim, it keeps this channel the chain's head whatever the order says later.
-    /// A delivery claimed with no order, or outside it, is no chain's head.
+    /// Claimed as the head of the subscriber's fallback order (docs/design.md, "Fallback chain"):
+    /// named by the first claim, it keeps this channel the chain's head whatever the order says
+    /// later. A delivery claimed with no order, or outside it, is no chain's head.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub chain_head: bool,
     /// The fallback order's channels the reminder listed, as the first claim read them
-    /// (DESIGN §12: the chain is recorded on both ledger items): a death whose order as it is
-    /// then names no next channel (cleared, or reordered with this channel last, before a
-    /// redrive say) hands on to the next of it. Empty for a delivery claimed with no order,
-    /// or outside it, or written before chains were kept.
+    /// (docs/design.md, "Fallback chain": the chain is recorded on both ledger items): a death
+    /// whose order as it is then names no next channel (cleared, or reordered with this channel
+    /// last, before a redrive say) hands on to the next of it. Empty for a delivery claimed with no
+    /// order, or outside it, or written before chains were kept.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub chain: Vec<Channel>,
     /// What a newer version wrote here that this one does not know.
@@ -163,13 +164,14 @@ pub struct DeliveryRecord {
     expires_at: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     origin: Option<Origin>,
-    /// The channel this delivery's death fell back to (DESIGN §12): its own delivery, keyed by
-    /// that channel, whose origin names this one.
+    /// The channel this delivery's death fell back to (docs/design.md, "Fallback chain"): its own
+    /// delivery, keyed by that channel, whose origin names this one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     fallback_to: Option<Channel>,
     /// An attempt of this delivery may have reached the person: a timeout after the request
     /// was written, a lease that lapsed mid-send, or an accepted send. Once set, never
-    /// cleared (a redrive included): no fallback takes over from it (DESIGN §12).
+    /// cleared (a redrive included): no fallback takes over from it (docs/design.md, "Fallback
+    /// chain").
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     maybe_sent: bool,
     /// What a newer version wrote on the item that this one does not know.
@@ -279,8 +281,9 @@ impl DeliveryRecord {
     pub fn fallback_to(&self) -> Option<Channel> {
         self.fallback_to
     }
-    /// Whether an attempt may have reached the person (DESIGN §12): recorded by every write
-    /// that learns it, and read from the history for items written before it was kept.
+    /// Whether an attempt may have reached the person (docs/design.md, "Fallback chain"): recorded
+    /// by every write that learns it, and read from the history for items written before it was
+    /// kept.
     pub fn may_have_reached(&self) -> bool {
         self.maybe_sent
             || self.history.values().any(|h| {

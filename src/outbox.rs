@@ -1,4 +1,5 @@
-//! The reminders table as applications use it: create, edit and cancel (DESIGN §1, §4).
+//! The reminders table as applications use it: create, edit and cancel (docs/design.md, "Reminders"
+//! and "Cancelling").
 //!
 //! Creating and editing write only the reminders table; an edit bumps `payload_version`, so the
 //! consumer sends the current version. An edit moves an enqueued reminder back into the due

@@ -1,5 +1,6 @@
-//! Series (DESIGN §13): making occurrences ahead, and editing and cancelling a series (an
-//! occurrence skipped through its own id is the API's placeholder, which the maker finds).
+//! Series (docs/design.md, "Recurring series"): making occurrences ahead, and editing and
+//! cancelling a series (an occurrence skipped through its own id is the API's placeholder, which
+//! the maker finds).
 //!
 //! Every occurrence is made by a conditional create keyed by its id ([`occurrence_id`]), so a
 //! crash, a retry or two makers at once make it once. The maker's and an edit's writes of the

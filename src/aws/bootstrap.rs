@@ -268,7 +268,7 @@ pub async fn create_channel_queues(
 }
 
 /// The outcome events' local plumbing: the bus, a tap queue, and a rule sending every
-/// settled event to the queue (names in the README).
+/// settled event to the queue (names in docs/events.md, "Events locally").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventsTap {
     pub bus: String,

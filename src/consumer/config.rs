@@ -1,5 +1,6 @@
 //! The consumer's configuration: the retry policy and the timing rules around it, read once at
-//! cold start and checked against DESIGN §5 (a configuration that breaks them is refused).
+//! cold start and checked (docs/design.md, "Cold-start checks"): a configuration that breaks
+//! them is refused.
 
 use std::time::Duration;
 
@@ -58,9 +59,9 @@ impl Default for ConsumerConfig {
 /// The event source mappings' defaults (template.yaml's `ConsumerMaxConcurrency` and
 /// `ConsumerBatchSize`; a template test holds them equal): batches each channel's mapping runs
 /// at once, and records a batch. The simulation and the planner run these. Four batches: what
-/// `remindctl plan --target-p99` recommends for the stated load (README, "How the defaults
-/// were chosen"; `tests/sim/stated_load.rs` holds it), enough to carry a provider's 100 sends
-/// a second at 300 ms a send with a fifth spare.
+/// `remindctl plan --target-p99` recommends for the stated load (docs/performance.md, "How the
+/// defaults were chosen"; `tests/sim/stated_load.rs` holds it), enough to carry a provider's 100
+/// sends a second at 300 ms a send with a fifth spare.
 pub const MAPPING_MAX_CONCURRENCY: u32 = 4;
 pub const MAPPING_BATCH_SIZE: u32 = 10;
 /// The mappings' provisioned mode (template.yaml's `ConsumerMinPollers` and
@@ -115,7 +116,7 @@ impl ConsumerConfig {
         left > self.provider_timeout + STORAGE_OPERATION_TIMEOUT
     }
 
-    /// The cold-start checks of DESIGN §5.
+    /// The cold-start checks (docs/design.md, "Cold-start checks").
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.policy
             .validate()

@@ -1,6 +1,7 @@
-//! What a batch did, as counters, and as CloudWatch Embedded Metric Format lines (DESIGN §8):
-//! metrics from log lines, no extra API call. With partial batch responses a failing record
-//! does not fail the invocation, so these — not the function's Errors metric — feed alarms.
+//! What a batch did, as counters, and as CloudWatch Embedded Metric Format lines (docs/design.md,
+//! "Observability"): metrics from log lines, no extra API call. With partial batch responses a
+//! failing record does not fail the invocation, so these — not the function's Errors metric — feed
+//! alarms.
 
 use std::collections::BTreeMap;
 
@@ -57,7 +58,7 @@ pub struct Metrics {
     /// Ledger items in a status this version does not know (a newer writer's): left as they
     /// are, their messages held for later.
     pub newer_status: u32,
-    /// Sole messages claimed first and read in one request (issue 36's path).
+    /// Sole messages claimed first and read in one request (the one-read path).
     pub one_read: u32,
     /// Of those, claims given back (nothing spent) because the reminder as read was not what
     /// the message said (edited, cancelled, gone, another address): they went the two-read way.

@@ -1,4 +1,5 @@
-//! The consumer (DESIGN §4–6): one SQS batch in, a partial batch response out.
+//! The consumer (docs/design.md, "Ledger", "Failures and retries" and "Admission control and
+//! fairness"): one SQS batch in, a partial batch response out.
 //!
 //! Each record runs the pipeline of [`record`] — decode, load the reminder, check
 //! cancellation, freshness and the provider gate, claim in the ledger, send with the delivery
@@ -88,8 +89,8 @@ pub struct Consumer<P: Ports> {
     gates: GateCache,
     concurrency: Mutex<usize>,
     metrics_namespace: String,
-    /// The key suppressed addresses are hashed with (DESIGN §12): without one, suppressions
-    /// are neither checked nor recorded.
+    /// The key suppressed addresses are hashed with (docs/design.md, "Suppressions"): without one,
+    /// suppressions are neither checked nor recorded.
     suppression_key: Option<SuppressionKeySource>,
 }
 

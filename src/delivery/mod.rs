@@ -97,7 +97,7 @@ pub fn settled(
     }
 }
 
-/// The answer to a claim (DESIGN §4).
+/// The answer to a claim (docs/design.md, "States and transitions").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Claim {
     /// `sending` under our lease: go ahead and call the provider.
@@ -211,7 +211,7 @@ pub enum Cancelled {
     AlreadyFinal(Status),
 }
 
-/// Cancel one delivery: ordered against claims by the ledger (DESIGN §4).
+/// Cancel one delivery: ordered against claims by the ledger (docs/design.md, "Cancelling").
 pub async fn cancel<L: Ledger>(ledger: &L, ctx: &Ctx) -> Result<Cancelled, PortError> {
     Ok(cancel_answer(
         transition(ledger, None, Change::Cancel, ctx).await?,

@@ -1,8 +1,8 @@
-//! A channel in standby (DESIGN §12): in the subscriber's fallback order, behind the first
-//! channel the reminder lists. Whether its turn comes is read from the ledger, never from the
-//! preferences alone: the chain the deliveries recorded is walked from the head of the order,
-//! following each death to the channel it handed on to (`fallback_to`; for a death that named
-//! none, or named a channel the reminder no longer lists, the next listed channel in the
+//! A channel in standby (docs/design.md, "Fallback chain"): in the subscriber's fallback order,
+//! behind the first channel the reminder lists. Whether its turn comes is read from the ledger,
+//! never from the preferences alone: the chain the deliveries recorded is walked from the head of
+//! the order, following each death to the channel it handed on to (`fallback_to`; for a death that
+//! named none, or named a channel the reminder no longer lists, the next listed channel in the
 //! order). So a change of order or an edit mid-flight cannot leave channels waiting for each
 //! other, and a lost fallback message loses nothing: the standby channel's own message finds
 //! the death.
@@ -42,10 +42,10 @@ pub fn listed_order(prefs: &Preferences, listed: impl Fn(Channel) -> bool) -> Ve
 ///
 /// The head is the order's first listed channel, unless another channel of the order was
 /// already claimed as the head (its first claim said so, [`heads_chain`]): then that one, the
-/// earliest such claim, stays the head whatever the order now says (DESIGN §12: once the head
-/// is claimed, a reorder changes nothing for that reminder). A channel that already has an
-/// item of its own goes on; its ledger item decides. Whatever the head, no channel of the
-/// order is sent once another may have reached the person (`NotNeeded`, the head too), nor
+/// earliest such claim, stays the head whatever the order now says (docs/design.md, "Fallback
+/// chain": once the head is claimed, a reorder changes nothing for that reminder). A channel that
+/// already has an item of its own goes on; its ledger item decides. Whatever the head, no channel
+/// of the order is sent once another may have reached the person (`NotNeeded`, the head too), nor
 /// while another is in flight (`Wait`): a channel claimed on its own before the order was
 /// set, or by a reader of an older order, is judged as the chain's items are.
 ///
@@ -298,7 +298,8 @@ fn walk(
             | Status::Deferred
             | Status::Unknown(_) => return Some(waiting(rec, at, now)),
             Status::Dead => {
-                // Only a death known to have sent nothing hands on (DESIGN §12).
+                // Only a death known to have sent nothing hands on (docs/design.md, "Fallback
+                // chain").
                 let falls_back =
                     rec.dead_reason().is_some_and(|r| r.falls_back()) && !rec.may_have_reached();
                 let unseen = |c: &Channel| !seen.contains(c);

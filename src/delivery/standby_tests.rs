@@ -168,8 +168,8 @@ async fn an_own_item_that_could_send_waits_while_another_channel_is_mid_send() {
     assert_eq!(turn_of(&l, &order, &all, Email).await, None);
 }
 
-/// Found by the chaos worlds of issue 32 (seeds 10 and 69 of 300): push delivered, an
-/// edit removes it, and email, now first of the listed order, went out as its head.
+/// Found by the chaos worlds (seeds 10 and 69 of 300): push delivered, an edit removes it, and
+/// email, now first of the listed order, went out as its head.
 #[tokio::test]
 async fn a_channel_removed_after_it_may_have_reached_the_person_still_ends_the_chain() {
     let order = [Push, Email, Sms];

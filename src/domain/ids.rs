@@ -87,8 +87,8 @@ id_newtype!(
     "subscriber_id"
 );
 id_newtype!(
-    /// The application's id of a recurring series (DESIGN §13); its occurrences' ids derive
-    /// from it (`crate::domain::series::occurrence_id`).
+    /// The application's id of a recurring series (docs/design.md, "Recurring series"); its
+    /// occurrences' ids derive from it (`crate::domain::series::occurrence_id`).
     SeriesId,
     "series_id"
 );

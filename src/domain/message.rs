@@ -1,4 +1,5 @@
-//! The queue message (DESIGN §1): identities, versions and times, never recipients or content.
+//! The queue message (docs/design.md, "Queue messages"): identities, versions and times, never
+//! recipients or content.
 //!
 //! Messages are versioned by a `v` field. Version 1 is [`DeliveryMessage`]; unknown fields are
 //! ignored (a rolling deploy must not dead-letter healthy messages), an unknown or missing
@@ -36,8 +37,8 @@ pub struct DeliveryMessage {
     pub not_before: Option<Timestamp>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redrive: Option<RedriveMarker>,
-    /// The channel whose death this delivery falls back from (DESIGN §12): it is sent even
-    /// though the subscriber's fallback order holds its channel in standby.
+    /// The channel whose death this delivery falls back from (docs/design.md, "Fallback chain"): it
+    /// is sent even though the subscriber's fallback order holds its channel in standby.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback_from: Option<Channel>,
     /// The scheduler's word that the reminder listed this channel alone, at its first

@@ -1,5 +1,6 @@
-//! Who created a reminder, and who may act on one (DESIGN §11): the API stores the caller as
-//! the reminder's owner on create, and every later call by another owner finds nothing.
+//! Who created a reminder, and who may act on one (docs/design.md, "Who may do what"): the API
+//! stores the caller as the reminder's owner on create, and every later call by another owner finds
+//! nothing.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,5 +1,5 @@
-//! Why a delivery died: one enum, fixed wire strings (DESIGN §5), shared by the consumer,
-//! redrive, metrics and the CLI. The wire strings are an interface: never rename one.
+//! Why a delivery died: one enum, fixed wire strings (docs/design.md, "Dead reasons"), shared by
+//! the consumer, redrive, metrics and the CLI. The wire strings are an interface: never rename one.
 
 use std::fmt;
 use std::str::FromStr;
@@ -24,8 +24,8 @@ pub enum DeadReason {
     /// a valid recipient, an unknown content kind or status): the evidence names the field.
     /// Redrivable once the item is fixed.
     InvalidReminder,
-    /// The subscriber opted out of the channel (DESIGN §12), and no fallback took it over.
-    /// Decided before any send: no attempt spent.
+    /// The subscriber opted out of the channel (docs/design.md, "Preferences and quiet hours"), and
+    /// no fallback took it over. Decided before any send: no attempt spent.
     OptedOut,
     /// The (channel, address) is suppressed: a provider declared the address dead earlier.
     /// Decided before any send: no attempt spent.
@@ -61,13 +61,14 @@ impl DeadReason {
         DeadReason::CountryNotAllowed,
     ];
 
-    /// The recipient's rules ended it, not a failure (DESIGN §12): the ledger and the events
-    /// say so, but no DLQ copy is made — there is nothing for an operator to fix or redrive,
-    /// and a DLQ alarm would page for a recipient's choice.
+    /// The recipient's rules ended it, not a failure (docs/design.md, "Recipient rules"): the
+    /// ledger and the events say so, but no DLQ copy is made — there is nothing for an operator to
+    /// fix or redrive, and a DLQ alarm would page for a recipient's choice.
     /// Whether a death for this reason hands the reminder to the subscriber's fallback
-    /// channel (DESIGN §12): the channel cannot reach the person (a rejected address, an
-    /// opt-out, a suppressed address, quiet hours outlasting freshness, an SMS number outside
-    /// the allowed countries). A budget spent, an ambiguous send or a bad reminder does not.
+    /// channel (docs/design.md, "Fallback chain"): the channel cannot reach the person (a
+    /// rejected address, an opt-out, a suppressed address, quiet hours outlasting freshness, an
+    /// SMS number outside the allowed countries). A budget spent, an ambiguous send or a bad
+    /// reminder does not.
     pub const fn falls_back(self) -> bool {
         matches!(
             self,

@@ -1,4 +1,5 @@
-//! A reminder (DESIGN §1): who, when, until when it is worth sending, what, and where to.
+//! A reminder (docs/design.md, "Reminders"): who, when, until when it is worth sending, what, and
+//! where to.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -150,8 +151,8 @@ pub struct Reminder {
     /// The caller that created it (the API's authorizer), `None` when written without one.
     /// Never changes: every edit and cancel of another owner finds nothing.
     pub owner: Option<super::Owner>,
-    /// An occurrence of a series (DESIGN §13) edited through its own id: the series' later
-    /// edits leave it as it is. `false` for every other reminder.
+    /// An occurrence of a series (docs/design.md, "Recurring series") edited through its own id:
+    /// the series' later edits leave it as it is. `false` for every other reminder.
     pub detached: bool,
 }
 
@@ -178,7 +179,7 @@ impl Reminder {
             .fresh_until
             .unwrap_or_else(|| new.due_at.plus(default_freshness));
         // Sent only while fresh by every clock within the margin: a window no longer than
-        // it could never be sent (README, "Clock margin").
+        // it could never be sent (docs/design.md, "Clock margin").
         if fresh_until <= new.due_at.plus(CLOCK_MARGIN) {
             return Err(ReminderError::FreshBeforeDue);
         }
@@ -230,19 +231,19 @@ impl Reminder {
     }
 }
 
-/// The one staleness rule (DESIGN §2): a delivery is stale once `now` is past `fresh_until`;
-/// at `fresh_until` itself it is still fresh. The scheduler, the consumer and redrive all ask
-/// this.
+/// The one staleness rule (docs/design.md, "Clock margin"): a delivery is stale once `now` is past
+/// `fresh_until`; at `fresh_until` itself it is still fresh. The scheduler, the consumer and
+/// redrive all ask this.
 pub fn is_stale(fresh_until: Timestamp, now: Timestamp) -> bool {
     now > fresh_until
 }
 
 /// How far the clock of a function that judges freshness may be off the true time, at most
-/// (README, "Clock margin"). A delivery is sent only while fresh by every clock within it of the reading,
-/// and ends expired only once stale by every one: between the two it waits, so a clock off by
-/// up to this never sends a stale reminder nor calls a fresh one expired. Lambda's clocks keep
-/// to the Amazon Time Sync Service, far inside it; the chaos worlds run workers off by up to it
-/// (`remindctl chaos --skew-ms`).
+/// (docs/design.md, "Clock margin"). A delivery is sent only while fresh by every clock within it
+/// of the reading, and ends expired only once stale by every one: between the two it waits, so a
+/// clock off by up to this never sends a stale reminder nor calls a fresh one expired. Lambda's
+/// clocks keep to the Amazon Time Sync Service, far inside it; the chaos worlds run workers off by
+/// up to it (`remindctl chaos --skew-ms`).
 pub const CLOCK_MARGIN: Duration = Duration::from_secs(1);
 
 /// What a clock reading `now` can know of a freshness deadline, within [`CLOCK_MARGIN`].
@@ -337,7 +338,8 @@ pub fn redact(message: &str) -> String {
 pub const MAX_DUE_SHARDS: u32 = 64;
 
 /// The due-index shard of a reminder: the first 8 bytes of SHA-256(reminder_id), big-endian,
-/// modulo the shard count. Fixed forever for a given shard count (documented in the README).
+/// modulo the shard count. Fixed forever for a given shard count (documented in
+/// docs/data-formats.md).
 pub fn due_shard(reminder_id: &ReminderId, shards: u32) -> u32 {
     let digest = Sha256::digest(reminder_id.as_str().as_bytes());
     let mut first = [0u8; 8];

@@ -1,6 +1,6 @@
 //! Retention, in one place: how long reminders and ledger items outlive `fresh_until` before
-//! DynamoDB's TTL removes them (DESIGN §1, §4). Every TTL of a reminder or a delivery is
-//! [`Retention::expires_at`] of its `fresh_until`, and every function that writes one reads
+//! DynamoDB's TTL removes them (docs/design.md, "Retention"). Every TTL of a reminder or a delivery
+//! is [`Retention::expires_at`] of its `fresh_until`, and every function that writes one reads
 //! the same variable, so changing it moves every TTL together. (Provider gate items are not
 //! deliveries and hold no personal data: they expire a day after the time they close until.)
 

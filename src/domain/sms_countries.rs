@@ -1,9 +1,8 @@
-//! Where SMS may go (issue 34): a text message costs money per country and is the channel
-//! fraudsters pump, so the stack sends only to the calling codes an operator allowed. The API
-//! refuses a reminder whose SMS number is elsewhere (`400` naming `channels.sms`), and the
-//! consumer, the last word before any send, dies such a delivery `country_not_allowed`
-//! without calling the provider (a reminder written by another path, or an allow-list
-//! narrowed since).
+//! Where SMS may go: a text message costs money per country and is the channel fraudsters pump,
+//! so the stack sends only to the calling codes an operator allowed. The API refuses a reminder
+//! whose SMS number is elsewhere (`400` naming `channels.sms`), and the consumer, the last word
+//! before any send, dies such a delivery `country_not_allowed` without calling the provider (a
+//! reminder written by another path, or an allow-list narrowed since).
 
 use crate::config::{ConfigError, Vars};
 

@@ -1,5 +1,5 @@
-//! Suppressions (DESIGN §12): a (channel, address) a provider declared dead, recorded so later
-//! deliveries to it end `suppressed` (or fall back) without a provider call.
+//! Suppressions (docs/design.md, "Suppressions"): a (channel, address) a provider declared dead,
+//! recorded so later deliveries to it end `suppressed` (or fall back) without a provider call.
 //!
 //! The address is never stored or shown in clear: a suppression holds a keyed hash of it
 //! ([`AddressHash`], looked up by) beside its masked form ([`Recipient::masked`], read by

@@ -1,7 +1,7 @@
-//! Wire strings a newer version may write (DESIGN §11: a deploy rolls readers and writers
-//! out at different moments). A persisted or published enum reads a value it does not know
-//! into its `Unknown` case, which keeps the string: carried on when the item is written
-//! back, logged where it is read, published as it is, never a reason to skip the item.
+//! Wire strings a newer version may write (docs/design.md, "Rolling deploys": a deploy rolls
+//! readers and writers out at different moments). A persisted or published enum reads a value it
+//! does not know into its `Unknown` case, which keeps the string: carried on when the item is
+//! written back, logged where it is read, published as it is, never a reason to skip the item.
 
 use std::collections::BTreeSet;
 use std::sync::{Mutex, PoisonError};

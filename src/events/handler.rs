@@ -12,7 +12,7 @@
 //!
 //! Values a newer writer added (a status, a dead reason, any enum of the item this version
 //! does not know) are read into their unknown cases and published as written, the event's
-//! `newer_values` naming them (issue 32, window 9): a deploy never loses an event.
+//! `newer_values` naming them: a deploy never loses an event.
 //!
 //! A delivery item whose new image still cannot be decoded (a field missing or of the wrong
 //! type: not a ledger item this version or a newer one writes, which add values and never

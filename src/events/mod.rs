@@ -1,7 +1,7 @@
-//! Outcome events (DESIGN §11): one EventBridge event for every ledger transition into a
-//! settled state — `delivered`, `dead`, `expired`, `cancelled` — decided from the ledger's
-//! DynamoDB stream, not from a worker's memory, so a crash between the ledger write and the
-//! publish loses nothing (the stream record stays until the publisher succeeds).
+//! Outcome events (docs/design.md, "Outcome events"): one EventBridge event for every ledger
+//! transition into a settled state — `delivered`, `dead`, `expired`, `cancelled` — decided from the
+//! ledger's DynamoDB stream, not from a worker's memory, so a crash between the ledger write and
+//! the publish loses nothing (the stream record stays until the publisher succeeds).
 //!
 //! This module is the pure decision ([`settled`]) and the event's shape ([`Settled`]);
 //! [`handler`] turns a batch of stream records into published events and a partial batch
@@ -53,7 +53,7 @@ pub fn settled(old: Option<&DeliveryRecord>, new: &DeliveryRecord) -> Option<Set
         None => entered_from(new),
     };
     // A status this version does not know (a newer writer's) may be a settlement it has
-    // never heard of: published as written and marked, never dropped (issue 32, window 9).
+    // never heard of: published as written and marked, never dropped.
     if (to.is_known() && !is_settled(to)) || from == to {
         return None;
     }

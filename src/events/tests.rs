@@ -106,8 +106,8 @@ fn a_delivery_publishes_the_contracts_detail_exactly() {
     );
 }
 
-/// An occurrence of a series (issue 35): its event names the series and the occurrence's
-/// instant, read from the reminder's id.
+/// An occurrence of a series: its event names the series and the occurrence's instant, read from
+/// the reminder's id.
 #[test]
 fn an_occurrence_names_its_series_and_instant() {
     let mut o = origin();

@@ -39,8 +39,8 @@ pub enum Change {
         error: Option<String>,
     },
     /// sending (fenced) → deferred, nothing spent: a breaker probe failed, which is the
-    /// outage's failure, not this delivery's (DESIGN §4, held by the breaker).
-    /// Also the recipient's quiet hours (`quiet_hours`): no provider was asked at all.
+    /// outage's failure, not this delivery's (docs/design.md, "States and transitions": held by the
+    /// breaker). Also the recipient's quiet hours (`quiet_hours`): no provider was asked at all.
     /// `maybe_sent` when the failed send timed out after its request was written.
     Hold {
         token: LeaseToken,
@@ -143,8 +143,8 @@ pub struct Ctx {
 pub enum Why {
     /// The design lists no such transition from this state.
     NotAllowed,
-    /// A redrive of a death that handed the reminder on to this channel (DESIGN §12): sending
-    /// it again would reach the person twice.
+    /// A redrive of a death that handed the reminder on to this channel (docs/design.md, "Fallback
+    /// chain"): sending it again would reach the person twice.
     FellBack(Channel),
     /// The write is fenced and the lease is someone else's.
     WrongLease,

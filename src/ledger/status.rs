@@ -1,5 +1,5 @@
-//! The delivery's state on the ledger item (DESIGN §4), with its fixed wire strings, and
-//! the unknown case a newer version's state reads into.
+//! The delivery's state on the ledger item (docs/design.md, "States and transitions"), with its
+//! fixed wire strings, and the unknown case a newer version's state reads into.
 
 use serde::{Deserialize, Serialize};
 
@@ -17,7 +17,7 @@ pub enum Status {
     Dead,
     /// A status this version does not know, written by a newer one (a deploy rolling out a
     /// new state): read with its wire string, carried on, logged where it is read and
-    /// published as it is (issue 32, window 9). Every change from it is refused
+    /// published as it is. Every change from it is refused
     /// ([`Why::NewerStatus`](super::Why::NewerStatus)): only a writer that knows the state may move the item on.
     Unknown(&'static str),
 }

@@ -261,10 +261,9 @@ fn every_listed_transition_is_allowed_and_every_other_refused() {
     }
 }
 
-/// Window 2 (and 4.2): an edit moves the TTL of every stored delivery's proof, settled or
-/// not, and nothing else: a `sending` item kept the old horizon before, so a TTL could delete
-/// it before the ambiguous rule ran and the next claim sent again. With no item there is
-/// nothing to move.
+/// An edit moves the TTL of every stored delivery's proof, settled or not, and nothing else: a
+/// `sending` item kept the old horizon before, so a TTL could delete it before the ambiguous rule
+/// ran and the next claim sent again. With no item there is nothing to move.
 #[test]
 fn w4_2_extend_moves_every_stored_deliverys_ttl() {
     let far = ctx_at(LATER);

@@ -156,7 +156,8 @@ fn land(
         } => {
             let landed = die(from, next, token.as_ref(), *reason, *spends_attempt, error)?;
             next.maybe_sent |= *maybe_sent;
-            // Only a death known to have sent nothing hands on (DESIGN §12), whoever asks.
+            // Only a death known to have sent nothing hands on (docs/design.md, "Fallback chain"),
+            // whoever asks.
             next.fallback_to = fallback_to.filter(|_| !next.may_have_reached());
             // The last answer was lost (a GET says so, not the transient before it).
             if *maybe_sent {
@@ -326,7 +327,8 @@ fn die(
             | DeadReason::ThrottleExhausted
             | DeadReason::Ambiguous
     );
-    // The recipient's rules end a claimed delivery before any send (DESIGN §12).
+    // The recipient's rules end a claimed delivery before any send (docs/design.md, "Recipient
+    // rules").
     let recipients_choice = reason.is_recipients_choice() && !spends_attempt;
     match (from.status, token) {
         (Status::Sending, Some(t)) if budget_or_provider || recipients_choice => from.fenced(t)?,
@@ -372,8 +374,8 @@ fn finish(
 }
 
 /// scheduled, ready, deferred or dead → cancelled. A dead delivery is cancelled too, so that
-/// the ledger orders a cancel against a redrive (DESIGN §4): once cancelled, no redrive can
-/// move it back to ready. Its dead reason stays in the history.
+/// the ledger orders a cancel against a redrive (docs/design.md, "Cancelling"): once cancelled, no
+/// redrive can move it back to ready. Its dead reason stays in the history.
 fn cancel(from: &From, next: &mut DeliveryRecord) -> Result<Landed, Refused> {
     if from.status != Status::Dead {
         return finish(from, next, OutcomeClass::Cancelled, Status::Cancelled);

@@ -1,4 +1,5 @@
-//! The breaker's rule (DESIGN §5: an outage is not N failures of N deliveries), pure.
+//! The breaker's rule (docs/design.md, "Outages: the breaker": an outage is not N failures of N
+//! deliveries), pure.
 //!
 //! **Consecutive failures, across deliveries.** The partition opens after `failures`
 //! transient failures or timeouts in a row from any workers, over at least `min_run`, with
@@ -6,8 +7,8 @@
 //! keeps concurrent random failures (dozens a second at a high rate), each reset a moment
 //! later, from adding up to a spurious opening. A
 //! rate over a window would need every success counted on the shared item — a write per
-//! delivery, against the budget of DESIGN §10 — while a run of failures needs a write only
-//! on a failure, and one more on the first success after it. A provider that fails 2% of
+//! delivery, against the budget (docs/design.md, "Budgets") — while a run of failures needs a write
+//! only on a failure, and one more on the first success after it. A provider that fails 2% of
 //! calls at random opens a five-failure breaker about once in 3·10⁸ calls; one that is down
 //! opens it after five calls, however many workers there are.
 //!

@@ -1,6 +1,7 @@
-//! What happens after a provider answers (DESIGN §5): the outcome classes, the versioned
-//! retry policy, and the pure decision [`decide`] — policy, ledger counts, outcome, now and a
-//! random source in; the next action and its delay out, clamped to what SQS can hold.
+//! What happens after a provider answers (docs/design.md, "Failures and retries"): the outcome
+//! classes, the versioned retry policy, and the pure decision [`decide`] — policy, ledger counts,
+//! outcome, now and a random source in; the next action and its delay out, clamped to what SQS can
+//! hold.
 
 pub mod breaker;
 mod retry;
@@ -48,7 +49,7 @@ pub enum Outcome {
     },
     /// Permanent, and the provider declared the address itself dead (a hard bounce, an
     /// invalid address or number, a disabled endpoint, `410 Gone`): the address is suppressed
-    /// (DESIGN §12), so later deliveries to it end `suppressed` without a call.
+    /// (docs/design.md, "Suppressions"), so later deliveries to it end `suppressed` without a call.
     Gone {
         error: String,
         source: SuppressionSource,

@@ -15,10 +15,10 @@ pub enum Backoff {
     /// `schedule_secs[k]` is the wait before attempt k+1 (the first entry, usually 0, is the
     /// first attempt's); past its end the last entry repeats.
     Schedule { schedule_secs: Vec<u64> },
-    /// Fitted to the freshness left (DESIGN §5): the attempts left are spaced geometrically,
-    /// each wait `factor` times the one before, so that together they fill nine tenths of the
-    /// time until `fresh_until`; full jitter over the upper half of each wait. A reminder
-    /// good for an hour, with five attempts and factor 4, tries at about 0, 30 s, 2.5 min,
+    /// Fitted to the freshness left (docs/design.md, "Retry policy"): the attempts left are spaced
+    /// geometrically, each wait `factor` times the one before, so that together they fill nine
+    /// tenths of the time until `fresh_until`; full jitter over the upper half of each wait. A
+    /// reminder good for an hour, with five attempts and factor 4, tries at about 0, 30 s, 2.5 min,
     /// 12 min and 50 min; one good for a day at 0, 12 min, 1 h, 4 h and 19 h.
     Fitted { factor: u32 },
     /// A backoff a newer version snapshotted: kept as it was stored (written back as it is),
@@ -156,9 +156,9 @@ pub enum PolicyError {
 }
 
 impl RetryPolicy {
-    /// The ambiguous rule (DESIGN §5), its one home: a send that may have happened is made
-    /// again, with the same key, only when the provider deduplicates on that key and the
-    /// policy allows it; otherwise the delivery dies as `ambiguous`.
+    /// The ambiguous rule (docs/design.md, "The ambiguous rule"), its one home: a send that may
+    /// have happened is made again, with the same key, only when the provider deduplicates on that
+    /// key and the policy allows it; otherwise the delivery dies as `ambiguous`.
     pub fn may_resend_ambiguous(&self, provider_idempotent: bool) -> bool {
         provider_idempotent && self.ambiguous == AmbiguousRule::RetryIfIdempotent
     }

@@ -1,5 +1,5 @@
-//! What erasing a subscriber removes (issue 34, [`crate::erasure`]): a settled reminder's item
-//! (its recipients and content with it), a subscriber's preferences, a suppression. A port of
+//! What erasing a subscriber removes ([`crate::erasure`]): a settled reminder's item (its
+//! recipients and content with it), a subscriber's preferences, a suppression. A port of
 //! its own, beside [`super::ReminderStore`], so the pipeline's stores and their wrappers never
 //! carry deletes.
 

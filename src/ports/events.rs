@@ -19,7 +19,7 @@ use crate::ledger::Status;
 pub const OP_PUBLISH: &str = "events.publish";
 pub const OP_READ: &str = "events.read_stream";
 
-/// The detail of one event, field for field as published (the README's event); decided by
+/// The detail of one event, field for field as published (docs/events.md, "The event"); decided by
 /// [`crate::events::settled`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Settled {
@@ -43,11 +43,13 @@ pub struct Settled {
     pub at: Timestamp,
     /// Provider attempts that counted against the budget.
     pub attempts: u32,
-    /// The channel this delivery fell back from, when it is a fallback (DESIGN §12).
+    /// The channel this delivery fell back from, when it is a fallback (docs/design.md, "Fallback
+    /// chain").
     pub fallback_from: Option<&'static str>,
     /// The channel this (dead) delivery handed the reminder to, when it fell back.
     pub fallback_to: Option<&'static str>,
-    /// The series the reminder is an occurrence of (DESIGN §13), read from its id.
+    /// The series the reminder is an occurrence of (docs/design.md, "Recurring series"), read from
+    /// its id.
     pub series_id: Option<crate::domain::SeriesId>,
     /// The occurrence's instant in its series (RFC 3339, UTC).
     #[serde(serialize_with = "rfc3339_opt")]

@@ -1,6 +1,7 @@
-//! The `Gate` port (DESIGN §5–6): per (channel, provider partition), what every worker must
-//! know before calling the provider — the time until which it is throttling, and its breaker.
-//! Items live in the deliveries table under the `gate#` prefix, which no delivery key can take.
+//! The `Gate` port (docs/design.md, "Outages: the breaker" and "Provider gate"): per (channel,
+//! provider partition), what every worker must know before calling the provider — the time until
+//! which it is throttling, and its breaker. Items live in the deliveries table under the `gate#`
+//! prefix, which no delivery key can take.
 //!
 //! The breaker: transient failures and timeouts in a row, across deliveries and workers, are
 //! counted on the item ([`Gate::failed`]); a success resets the count. At the threshold the

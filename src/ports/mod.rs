@@ -1,4 +1,5 @@
-//! The seams (DESIGN §3): one trait per port, each with its in-memory implementation beside it.
+//! The seams (docs/design.md, "Ports"): one trait per port, each with its in-memory implementation
+//! beside it.
 //!
 //! In-memory ports are atomic where DynamoDB is (one mutex per port, no await while held) and
 //! accept [`Faults`]: a call can be made to fail before its effect, or after it (the effect

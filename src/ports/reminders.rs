@@ -123,10 +123,10 @@ pub trait ReminderStore: Send + Sync {
         reason: &str,
     ) -> impl Future<Output = Result<Marked, PortError>> + Send;
 
-    /// A subscriber's preferences (DESIGN §12), stored beside the reminders; `None` when the
-    /// subscriber set none. The consumer reads them after its claim, so a change that lands
-    /// before the claim is seen, as a cancel is. No default: a wrapper that forgot to pass
-    /// this on would send to every opted-out channel.
+    /// A subscriber's preferences (docs/design.md, "Preferences and quiet hours"), stored beside
+    /// the reminders; `None` when the subscriber set none. The consumer reads them after its claim,
+    /// so a change that lands before the claim is seen, as a cancel is. No default: a wrapper that
+    /// forgot to pass this on would send to every opted-out channel.
     fn preferences(
         &self,
         subscriber: &SubscriberId,
@@ -146,8 +146,8 @@ pub trait ReminderStore: Send + Sync {
         }
     }
 
-    /// The suppression recorded for an address (DESIGN §12), found by its keyed hash; `None`
-    /// when the address is not suppressed. No default, as for preferences.
+    /// The suppression recorded for an address (docs/design.md, "Suppressions"), found by its keyed
+    /// hash; `None` when the address is not suppressed. No default, as for preferences.
     fn suppression(
         &self,
         address: &AddressHash,
@@ -174,10 +174,10 @@ pub trait ReminderStore: Send + Sync {
         }
     }
 
-    /// The consumer's one read after a sole message's claim (issue 36): the reminder, the
-    /// subscriber's preferences and, when `address` is given, its suppression. One call, so a
-    /// store can batch the three (DynamoDB: one strongly consistent `BatchGetItem`); by
-    /// default, the reads one by one. An unreadable reminder is its own answer.
+    /// The consumer's one read after a sole message's claim: the reminder, the subscriber's
+    /// preferences and, when `address` is given, its suppression. One call, so a store can batch
+    /// the three (DynamoDB: one strongly consistent `BatchGetItem`); by default, the reads one by
+    /// one. An unreadable reminder is its own answer.
     fn delivery_read(
         &self,
         id: &ReminderId,
@@ -348,7 +348,7 @@ pub fn mark_allowed(current: &Reminder, payload_version: u64, to: ReminderStatus
         }
         // The scheduler's expiry of what it never enqueued, and the consumer's of an enqueued
         // reminder found stale: at the version read, so that an edit that landed since (a
-        // reschedule, more freshness) wins, and once marked no edit lands (issue 32, window 1).
+        // reschedule, more freshness) wins, and once marked no edit lands.
         ReminderStatus::Expired => {
             matches!(
                 current.status,

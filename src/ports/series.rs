@@ -1,7 +1,7 @@
-//! Where series live (DESIGN §13), beside the reminders: a port of its own, so the pipeline's
-//! reminder stores and their wrappers carry nothing of it. DynamoDB keeps a series in the
-//! reminders table under `series#{id}`, with the sparse `series-index` for the maker, and a
-//! subscriber's list in the `subscriber-index` (partition `series#{subscriber}`, by start);
+//! Where series live (docs/design.md, "Recurring series"), beside the reminders: a port of its own,
+//! so the pipeline's reminder stores and their wrappers carry nothing of it. DynamoDB keeps a
+//! series in the reminders table under `series#{id}`, with the sparse `series-index` for the maker,
+//! and a subscriber's list in the `subscriber-index` (partition `series#{subscriber}`, by start);
 //! memory keeps a map.
 
 use std::future::Future;

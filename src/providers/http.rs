@@ -1,11 +1,12 @@
 //! The generic HTTP provider: a third-party API that honours `Idempotency-Key`.
 //!
-//! Contract (README): `POST <endpoint>` with JSON `{"delivery_key","channel","recipient",
-//! "subject","body","payload_version"}` (plus `template_id` and `template_data` for template
-//! content), headers `Idempotency-Key: <delivery key>`, `Content-Type: application/json` and an
-//! optional bearer token. 2xx → delivered (receipt from the JSON `id`); 409 → already accepted;
-//! 429 → throttled with Retry-After; 408, 5xx and failures to connect → transient; a timeout or
-//! a reset once the request may have been written → ambiguous; other statuses → permanent.
+//! Contract (docs/configuration.md, "Generic HTTP provider contract"): `POST <endpoint>` with JSON
+//! `{"delivery_key","channel","recipient", "subject","body","payload_version"}` (plus `template_id`
+//! and `template_data` for template content), headers `Idempotency-Key: <delivery key>`,
+//! `Content-Type: application/json` and an optional bearer token. 2xx → delivered (receipt from the
+//! JSON `id`); 409 → already accepted; 429 → throttled with Retry-After; 408, 5xx and failures to
+//! connect → transient; a timeout or a reset once the request may have been written → ambiguous;
+//! other statuses → permanent.
 
 use std::time::Duration;
 
@@ -141,7 +142,8 @@ impl<C: Clock> Provider for HttpProvider<C> {
             401 if self.cfg.token.refused().await => Outcome::Transient {
                 error: "http_401".into(),
             },
-            // The provider contract: 410 Gone declares the address dead (DESIGN §12).
+            // The provider contract: 410 Gone declares the address dead (docs/design.md,
+            // "Suppressions").
             410 => Outcome::Gone {
                 error: "http_410".into(),
                 source: SuppressionSource::Http410,

@@ -1,6 +1,6 @@
 //! Shared pieces of the AWS SDK providers: clients with the SDK's retries off and an
-//! operation timeout (DESIGN §5: a retry inside the SDK after a timeout is a silent second
-//! send), and the classification of errors that are not a provider's answer.
+//! operation timeout (docs/design.md, "The ambiguous rule": a retry inside the SDK after a timeout
+//! is a silent second send), and the classification of errors that are not a provider's answer.
 
 use std::time::Duration;
 

@@ -95,7 +95,8 @@ impl SecretToken {
     }
 }
 
-/// The secret holding the key suppressed addresses are hashed with (DESIGN §12).
+/// The secret holding the key suppressed addresses are hashed with (docs/design.md,
+/// "Suppressions").
 pub const SUPPRESSION_KEY_SECRET_VAR: &str = "SUPPRESSION_KEY_SECRET_ARN";
 /// The key itself, for local runs only (refused on Lambda, as plain tokens are).
 pub const SUPPRESSION_KEY_VAR: &str = "SUPPRESSION_KEY";

@@ -1,6 +1,6 @@
 //! Email through Amazon SES v2 `SendEmail`. SES has no idempotency key, so the provider says
-//! so and an ambiguous send dies as `ambiguous` (DESIGN §5); the delivery key travels as a
-//! message tag for reconciliation.
+//! so and an ambiguous send dies as `ambiguous` (docs/design.md, "The ambiguous rule"); the
+//! delivery key travels as a message tag for reconciliation.
 
 use std::time::Duration;
 

@@ -50,7 +50,8 @@ fn publish_outcome(e: &PublishError, now: Timestamp) -> Option<Outcome> {
         | PublishError::InvalidParameterValueException(_)
         | PublishError::NotFoundException(_)
         | PublishError::ValidationException(_)
-        // Auth rejected is permanent (DESIGN §5): a configuration fix, then a redrive.
+        // Auth rejected is permanent (docs/design.md, "Outcome classes"): a configuration fix, then
+        // a redrive.
         | PublishError::AuthorizationErrorException(_) => Some(Outcome::Permanent {
             error: format!("sns_{}", code()),
         }),

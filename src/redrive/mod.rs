@@ -1,13 +1,14 @@
-//! Redrive (DESIGN §7): replay a bounded, filtered, audited selection of one channel's DLQ.
+//! Redrive (docs/design.md, "Dead letters and redrive"): replay a bounded, filtered, audited
+//! selection of one channel's DLQ.
 //!
 //! Per matching message: move the ledger item `dead → ready` with an audit entry and a fresh
 //! budget (a missing item stays `scheduled`; a `ready` item left by a crashed run is resent),
 //! re-enqueue the same body with the same delivery key and a `redrive` marker, and only then
 //! delete it from the DLQ. Already delivered → removed and counted as skipped, never resent.
 //! Past `fresh_until` → counted as stale and left, unless the operator extends freshness.
-//! A cancelled reminder, or an occurrence its series no longer makes (DESIGN §13: an
-//! acknowledged edit or cancel ends it for good) → cancelled, removed and counted as skipped.
-//! Messages not taken are held invisible until the run ends (released earlier, the next
+//! A cancelled reminder, or an occurrence its series no longer makes (docs/design.md, "Recurring
+//! series": an acknowledged edit or cancel ends it for good) → cancelled, removed and counted as
+//! skipped. Messages not taken are held invisible until the run ends (released earlier, the next
 //! receive would return them again), and a run stops after a bounded number of messages.
 //! Redriving the same batch twice sends nothing twice: the ledger decides.
 

@@ -1,6 +1,6 @@
-//! Whether a dead letter's reminder is an occurrence its series no longer makes (DESIGN §13):
-//! an acknowledged edit or cancel ends such an occurrence for good, whatever its delivery's
-//! state, so a redrive never sends it at the old time as well as the new.
+//! Whether a dead letter's reminder is an occurrence its series no longer makes (docs/design.md,
+//! "Recurring series"): an acknowledged edit or cancel ends such an occurrence for good, whatever
+//! its delivery's state, so a redrive never sends it at the old time as well as the new.
 
 use crate::domain::series::{occurrence_of, SeriesStatus};
 use crate::domain::Reminder;

@@ -34,9 +34,9 @@ pub struct SchedulerConfig {
 
 /// The deployed scheduler: one schedule per share (`template.yaml`'s `SchedulerParallelism`
 /// default), each run bounded by its deadline rather than a small cap. One: what
-/// `remindctl plan --target-p99` recommends for the stated load (README, "How the defaults
-/// were chosen"; `tests/sim/stated_load.rs` holds it). A stack deployed with the old default
-/// of 4 keeps it on `sam deploy`, which reuses a parameter's previous value.
+/// `remindctl plan --target-p99` recommends for the stated load (docs/performance.md, "How the
+/// defaults were chosen"; `tests/sim/stated_load.rs` holds it). A stack deployed with the old
+/// default of 4 keeps it on `sam deploy`, which reuses a parameter's previous value.
 pub const DEFAULT_PARALLELISM: u32 = 1;
 /// The most schedules a stack deploys.
 pub const MAX_PARALLELISM: u32 = 16;

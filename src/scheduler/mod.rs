@@ -407,7 +407,8 @@ impl<P: Ports> Scheduler<P> {
 }
 
 /// The scheduler expires only what every clock within the margin calls stale; one too close
-/// to call is enqueued, and the consumer holds it until it is surely stale (README, "Clock margin").
+/// to call is enqueued, and the consumer holds it until it is surely stale (docs/design.md, "Clock
+/// margin").
 fn surely_stale(fresh_until: Timestamp, now: Timestamp) -> bool {
     use crate::domain::reminder::{freshness, Freshness};
     freshness(fresh_until, now) == Freshness::Stale

@@ -1,5 +1,5 @@
 //! Taking due reminders fairly: a merge of the shards' due-time pages, oldest first, with a
-//! per-subscriber cap per run (DESIGN §6).
+//! per-subscriber cap per run (docs/design.md, "Per-subscriber cap").
 //!
 //! A subscriber that reaches its cap is added to the skip set the store filters on: its
 //! remaining items are neither taken nor counted against the run's scan budget, so a

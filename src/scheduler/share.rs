@@ -1,6 +1,7 @@
 //! A schedule's share of the due index, and its part of the per-subscriber cap: `N`
 //! schedules split the 64 virtual shards without overlap or gap, and the cap one subscriber
-//! gets a minute holds across all of them (DESIGN §6).
+//! gets a minute holds across all of them (docs/design.md, "Scheduler shares" and "Per-subscriber
+//! cap").
 
 use serde::Serialize;
 

@@ -1,6 +1,7 @@
 //! The reminders table's items as stored, and their decoding: every item on its own, and a
 //! failure names the attribute at fault (`recipients.sms: …`, `content.kind: …`), never the
-//! value of a recipient. Applications in other languages write the same shape (README).
+//! value of a recipient. Applications in other languages write the same shape
+//! (docs/data-formats.md).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -82,8 +83,8 @@ fn decode<T: for<'de> Deserialize<'de>>(
     })
 }
 
-/// What an attribute of a stored reminder must hold, by its path's first segment (README,
-/// "Reminders table").
+/// What an attribute of a stored reminder must hold, by its path's first segment
+/// (docs/data-formats.md, "Reminders table").
 fn shape_of(path: &str) -> Option<&'static str> {
     let field = path.split(['.', '[']).next().unwrap_or(path);
     Some(match field {
@@ -313,8 +314,8 @@ mod tests {
         ])
     }
 
-    /// Window 8: template data an application stored that is not JSON never goes to the
-    /// provider as it is; the item is refused, naming the field.
+    /// Template data an application stored that is not JSON never goes to the provider as it is;
+    /// the item is refused, naming the field.
     #[test]
     fn window_8_template_data_that_is_not_json_is_refused_naming_the_field() {
         let err = reminder(item("{not json")).unwrap_err();

@@ -2,8 +2,8 @@
 //! and the provider gate items that share its table ([`gate`]).
 //!
 //! Items are (de)serialized with `serde_dynamo` from the domain types, so the attribute names
-//! are the field names documented in the README. Times are epoch milliseconds (N), except the
-//! TTL attribute `expires_at`, in epoch seconds.
+//! are the field names documented in docs/data-formats.md. Times are epoch milliseconds (N), except
+//! the TTL attribute `expires_at`, in epoch seconds.
 
 mod eraser;
 pub mod gate;
@@ -70,9 +70,9 @@ pub(crate) use dynamo_kind;
 /// project recipients, and a deployed index's projection cannot change).
 pub const DUE_INDEX: &str = "due-index";
 /// The same index projecting `recipients` too, so the scheduler can put the address's keyed
-/// hash on a sole channel's message (the consumer's one read, issue 36). Added beside
-/// `due-index` (CloudFormation creates one index per update); the scheduler reads it once it
-/// answers, and `due-index` until then (a deploy in progress, the backfill).
+/// hash on a sole channel's message (the consumer's one read). Added beside `due-index`
+/// (CloudFormation creates one index per update); the scheduler reads it once it answers, and
+/// `due-index` until then (a deploy in progress, the backfill).
 pub const DUE_RECIPIENTS_INDEX: &str = "due-recipients-index";
 /// Name of the reminders table's index by subscriber, newest due first (every reminder).
 pub const SUBSCRIBER_INDEX: &str = "subscriber-index";

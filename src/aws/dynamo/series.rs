@@ -1,6 +1,6 @@
-//! [`SeriesStore`] on the reminders table (DESIGN §13). A series is one item, keyed
-//! `series#{id}`: the series as JSON in `series`, and beside it what the conditions and the
-//! indexes read. `version` and `made_through` fence the maker and an edit. While active it
+//! [`SeriesStore`] on the reminders table (docs/design.md, "Recurring series"). A series is one
+//! item, keyed `series#{id}`: the series as JSON in `series`, and beside it what the conditions and
+//! the indexes read. `version` and `made_through` fence the maker and an edit. While active it
 //! carries `series_shard` and `make_at` (the sparse `series-index`, where the maker finds the
 //! series due); a subscriber's series share the `subscriber-index` partition
 //! `series#{subscriber}` (no reminder's subscriber id can hold a `#`), sorted by `starts_at`.

@@ -1,7 +1,7 @@
-//! Suppressions in the reminders table (DESIGN §12): one item per suppressed (channel,
-//! address), keyed `suppress#<s1_ hash>`, holding the hash, the masked address, the source and
-//! the time — never the address. `#` never occurs in a reminder id and the item has neither
-//! `due_shard` nor `subscriber_id`, so no index holds it. The consumer reads one by its key
+//! Suppressions in the reminders table (docs/design.md, "Suppressions"): one item per suppressed
+//! (channel, address), keyed `suppress#<s1_ hash>`, holding the hash, the masked address, the
+//! source and the time — never the address. `#` never occurs in a reminder id and the item has
+//! neither `due_shard` nor `subscriber_id`, so no index holds it. The consumer reads one by its key
 //! (strongly consistent) before a send; operators list and lift them
 //! (`remindctl suppression list | remove`).
 

@@ -1,6 +1,6 @@
-//! Dead letters, the one place their evidence is built (DESIGN §7): the original body, the
-//! reason, and what the ledger knew — attempts, first seen, last error, policy version — or,
-//! for a message that never reached a claim, what the consumer knew.
+//! Dead letters, the one place their evidence is built (docs/design.md, "Dead letters and
+//! redrive"): the original body, the reason, and what the ledger knew — attempts, first seen, last
+//! error, policy version — or, for a message that never reached a claim, what the consumer knew.
 
 use super::{Action, Record};
 use crate::clock::Timestamp;

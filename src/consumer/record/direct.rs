@@ -1,9 +1,9 @@
-//! The one-read path (issue 36): a sole channel's message — the scheduler's word that the
-//! reminder listed this channel alone at its first version, with the address's keyed hash —
-//! is claimed first, from the message, and everything the send needs is read after the claim
-//! in one request: the reminder, the preferences and the suppression (one strongly consistent
-//! `BatchGetItem` on DynamoDB). Read after the claim, an opt-out, a suppression or a cancel
-//! that landed before it wins, as on the two-read path (`tests/consumer/before_claim.rs`).
+//! The one-read path: a sole channel's message — the scheduler's word that the reminder listed
+//! this channel alone at its first version, with the address's keyed hash — is claimed first,
+//! from the message, and everything the send needs is read after the claim in one request: the
+//! reminder, the preferences and the suppression (one strongly consistent `BatchGetItem` on
+//! DynamoDB). Read after the claim, an opt-out, a suppression or a cancel that landed before it
+//! wins, as on the two-read path (`tests/consumer/before_claim.rs`).
 //!
 //! Only the plain case takes it: no wait (`not_before`), no redrive, no fallback, fresh and
 //! due by the message, an open gate. Whatever the reminder as read says beyond the message —

@@ -1,9 +1,9 @@
-//! Fallback channels (DESIGN §12). With a fallback order in the subscriber's preferences, a
-//! reminder's channels behind the first one it lists wait in standby. When a channel's
-//! delivery dies for a reason that means it cannot reach the person (`rejected`, `opted_out`,
-//! `suppressed`, `expired_quiet_hours`), the next listed channel in the order gets a delivery
-//! of its own, keyed by its own (reminder, subscriber, channel), so its ledger item sends it at
-//! most once however many messages ask.
+//! Fallback channels (docs/design.md, "Fallback chain"). With a fallback order in the subscriber's
+//! preferences, a reminder's channels behind the first one it lists wait in standby. When a
+//! channel's delivery dies for a reason that means it cannot reach the person (`rejected`,
+//! `opted_out`, `suppressed`, `expired_quiet_hours`), the next listed channel in the order gets a
+//! delivery of its own, keyed by its own (reminder, subscriber, channel), so its ledger item sends
+//! it at most once however many messages ask.
 //!
 //! The death is written first, naming the channel it hands on to (`fallback_to`); then a
 //! message for that channel (`fallback_from`) is enqueued, best effort, to send it at once.
@@ -39,7 +39,8 @@ impl<P: Ports> Record<'_, P> {
     /// another chain that holds its channel is in flight or may have reached the person.
     pub(super) async fn standby(&mut self, mut d: Delivery) -> Step<Delivery> {
         // One channel, never edited: no other channel of the reminder ever had a delivery.
-        // Once edited, one it listed before may have reached the person (DESIGN §12).
+        // Once edited, one it listed before may have reached the person (docs/design.md, "Fallback
+        // chain").
         let alone = d.reminder.recipients.len() < 2 && d.reminder.payload_version <= 1;
         if d.msg.redrive.is_some() && !alone {
             self.rewake(&d).await?;
@@ -127,7 +128,8 @@ impl<P: Ports> Record<'_, P> {
         match turn {
             Turn::TakeOver { from } => {
                 // The death ahead names this channel before it sends, so that no redrive
-                // revives it once this channel has served the reminder (DESIGN §12).
+                // revives it once this channel has served the reminder (docs/design.md, "Fallback
+                // chain").
                 if !self.handed_on(&d, from).await? {
                     log("the death ahead changed: looked at again");
                     let again = now.plus(STANDBY_RECHECK);
@@ -247,7 +249,7 @@ impl<P: Ports> Record<'_, P> {
     /// (`held`, the item as claimed, or `may_have_reached`, this answer, says so), the chain ends
     /// here. When the order as it is now names no next channel, the chain recorded at the first
     /// claim does (`held`'s, or this delivery's own reading): a clear after the head's claim
-    /// strands nothing (DESIGN §12; chaos seeds 131, 291).
+    /// strands nothing (docs/design.md, "Fallback chain"; chaos seeds 131, 291).
     pub(super) fn fallback_for(
         &self,
         d: &Delivery,

@@ -1,6 +1,6 @@
 //! Waiting: keep the message until a time, on its visibility when that fits and the receive
-//! budget has room, otherwise as a fresh delayed copy with `not_before` (DESIGN §5). The
-//! handler never sleeps: the delay goes to SQS.
+//! budget has room, otherwise as a fresh delayed copy with `not_before` (docs/design.md, "Receive
+//! budget"). The handler never sleeps: the delay goes to SQS.
 
 use super::{Action, Record};
 use crate::clock::Timestamp;

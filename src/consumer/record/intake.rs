@@ -117,12 +117,12 @@ impl<P: Ports> Record<'_, P> {
         }))
     }
 
-    /// SMS only to the allowed calling codes (issue 34): a number elsewhere dies
-    /// `country_not_allowed` before any claim (no attempt, no call), and the chain, if any,
-    /// hands the reminder on as after any death known to have sent nothing: the death names
-    /// the next channel and its message is enqueued (chaos seed 241: a third channel, already
-    /// acknowledged as not needed, waited for a message nobody sent). After the standby step,
-    /// so a channel waiting its turn behind another (which may deliver) never dies for it.
+    /// SMS only to the allowed calling codes: a number elsewhere dies `country_not_allowed`
+    /// before any claim (no attempt, no call), and the chain, if any, hands the reminder on as
+    /// after any death known to have sent nothing: the death names the next channel and its
+    /// message is enqueued (chaos seed 241: a third channel, already acknowledged as not needed,
+    /// waited for a message nobody sent). After the standby step, so a channel waiting its turn
+    /// behind another (which may deliver) never dies for it.
     pub(super) async fn country(&mut self, d: Delivery) -> Step<Delivery> {
         let countries = &self.consumer.cfg.sms_countries;
         if self.inc.channel != crate::domain::Channel::Sms
@@ -198,9 +198,9 @@ impl<P: Ports> Record<'_, P> {
     }
 
     /// Found stale: the reminder is marked `expired` at the version read before the ledger
-    /// says so, as the scheduler's expiry does (issue 32, window 1), so that an edit that
-    /// landed since (a reschedule, more freshness) wins, and none lands after. `false` when
-    /// one came first: the caller looks again.
+    /// says so, as the scheduler's expiry does, so that an edit that landed since (a reschedule,
+    /// more freshness) wins, and none lands after. `false` when one came first: the caller looks
+    /// again.
     pub(super) async fn mark_expired(&mut self, r: &Reminder) -> Result<bool, PortError> {
         if r.status == ReminderStatus::Expired {
             return Ok(true);

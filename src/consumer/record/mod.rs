@@ -1,8 +1,9 @@
-//! One record's pipeline (DESIGN §4–5), in the order a reader follows it:
+//! One record's pipeline (docs/design.md, "Ledger" and "Failures and retries"), in the order a
+//! reader follows it:
 //!
-//! 0. [`direct`]: a sole channel's message is claimed first and read in one request (issue
-//!    36), going on at step 3 with what it read; anything else, or a reminder that is not
-//!    what its message said (the claim given back), takes steps 1 and 2;
+//! 0. [`direct`]: a sole channel's message is claimed first and read in one request (the
+//!    one-read path), going on at step 3 with what it read; anything else, or a reminder that
+//!    is not what its message said (the claim given back), takes steps 1 and 2;
 //! 1. [`intake`]: decode the message, wait out `not_before`, load the reminder and settle what
 //!    needs no claim (unknown, cancelled, stale, due later, channel edited away);
 //! 2. [`claim`]: the provider gate, then one conditional write for the lease (a lease that ran
@@ -266,7 +267,7 @@ fn class_name(class: OutcomeClass) -> &'static str {
     class.as_str()
 }
 
-/// The one structured line per transition (DESIGN §8). No recipient, ever.
+/// The one structured line per transition (docs/design.md, "Observability"). No recipient, ever.
 fn log_transition(msg: &DeliveryMessage, attempt: u32, outcome: &str, next: &str, delay: Duration) {
     tracing::info!(
         delivery_key = %msg.delivery_key,

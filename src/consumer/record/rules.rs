@@ -1,6 +1,6 @@
-//! The recipient's rules (DESIGN §12), decided after the claim and before the send, so a
-//! preference written before the claim is honoured as a cancel is (the claim orders them):
-//! an opted-out channel is never sent (`opted_out`), a delivery inside its channel's quiet
+//! The recipient's rules (docs/design.md, "Recipient rules"), decided after the claim and before
+//! the send, so a preference written before the claim is honoured as a cancel is (the claim orders
+//! them): an opted-out channel is never sent (`opted_out`), a delivery inside its channel's quiet
 //! hours is held until they end while it stays fresh (deferred on the ledger, nothing spent),
 //! and one that would be stale by then ends `expired_quiet_hours`. No provider call, no
 //! attempt spent, no DLQ copy: these are the recipient's choices, not failures.

@@ -173,9 +173,10 @@ impl<P: Ports> Record<'_, P> {
         ctx: &Ctx,
     ) -> Result<Action, PortError> {
         let class = outcome.class();
-        // The death names the channel it hands the reminder on to (DESIGN §12), by the
-        // preferences read after the claim: no storage call between the send and this write.
-        // This answer too: a last attempt whose answer was lost may have reached the person.
+        // The death names the channel it hands the reminder on to (docs/design.md, "Fallback
+        // chain"), by the preferences read after the claim: no storage call between the send and
+        // this write. This answer too: a last attempt whose answer was lost may have reached the
+        // person.
         let reached = class == OutcomeClass::Ambiguous;
         let next = self.fallback_for(d, &lease.record, reason, reached, lease.prefs.as_ref());
         let mut change = change;

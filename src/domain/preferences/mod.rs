@@ -1,5 +1,6 @@
-//! Subscriber preferences (DESIGN §12): the channels a subscriber opted out of, quiet hours per
-//! channel, a fallback order; and what they decide for one delivery before any send.
+//! Subscriber preferences (docs/design.md, "Preferences and quiet hours"): the channels a
+//! subscriber opted out of, quiet hours per channel, a fallback order; and what they decide for one
+//! delivery before any send.
 //!
 //! The stored and API shape is [`PreferencesWire`]:
 //! `{"opted_out": ["sms"], "quiet_hours": {"push": {"start": "22:00", "end": "07:00",
@@ -29,7 +30,7 @@ pub struct Preferences {
     /// Channels in the order they take over from one another; no channel twice.
     pub fallback: Vec<Channel>,
     /// The subscriber's own zone: a series in the zone `"subscriber"` makes each occurrence
-    /// in it (DESIGN §13), so a traveller's 08:00 follows them.
+    /// in it (docs/design.md, "Recurring series"), so a traveller's 08:00 follows them.
     pub time_zone: Option<Zone>,
 }
 

@@ -138,7 +138,8 @@ fn quiet_hours_hold_while_fresh_and_give_up_when_stale() {
     let at = t("2026-06-10T23:30:00+02:00");
     let seven = t("2026-06-11T07:00:00+02:00");
     let fresh = |h: u64| at.plus(Duration::from_secs(h * 3600));
-    // Held until every clock within the margin is past the window's end (README, "Clock margin").
+    // Held until every clock within the margin is past the window's end (docs/design.md, "Clock
+    // margin").
     let after = seven.plus(CLOCK_MARGIN);
     assert_eq!(
         p.decide(Channel::Push, at, fresh(12)),

@@ -1,7 +1,7 @@
-//! A recurring series (DESIGN §13): a rule, a zone and the fields of a reminder. Each
-//! occurrence is an ordinary [`Reminder`] whose id derives from the series id and the
-//! occurrence's instant ([`occurrence_id`]), so that everything promised of a reminder holds per
-//! occurrence.
+//! A recurring series (docs/design.md, "Recurring series"): a rule, a zone and the fields of a
+//! reminder. Each occurrence is an ordinary [`Reminder`] whose id derives from the series id and
+//! the occurrence's instant ([`occurrence_id`]), so that everything promised of a reminder holds
+//! per occurrence.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -189,7 +189,7 @@ impl Series {
             }
         }
         let fresh_for = new.fresh_for.unwrap_or(default_freshness);
-        // More than the clock margin, or no occurrence could ever be sent (README,
+        // More than the clock margin, or no occurrence could ever be sent (docs/design.md,
         // "Clock margin").
         if fresh_for <= crate::domain::reminder::CLOCK_MARGIN || fresh_for > MAX_FRESHNESS {
             return Err(SeriesError::FreshFor(

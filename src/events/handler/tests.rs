@@ -157,9 +157,9 @@ async fn an_undecodable_item_is_skipped_and_the_records_after_it_publish() {
     assert_eq!(published, vec![id("a"), id("c")]);
 }
 
-/// Window 9 of issue 32: a newer writer's ledger `status` this events function does not
-/// know. The transition is published with the status as written, under its delivery key
-/// and transition number, `newer_values` naming it; the records after it publish too.
+/// A newer writer's ledger `status` this events function does not know. The transition is
+/// published with the status as written, under its delivery key and transition number,
+/// `newer_values` naming it; the records after it publish too.
 #[tokio::test]
 async fn w4_9_a_status_from_a_newer_writer_is_published_not_skipped() {
     use serde_dynamo::AttributeValue as A;
@@ -214,10 +214,9 @@ async fn removals_and_gate_items_publish_nothing() {
     assert!(bus.published().is_empty());
 }
 
-/// Window 9 of issue 32: a consumer of a newer version writes values this events function
-/// does not know (a dead reason, an outcome class, a backoff, an ambiguous rule). The item is
-/// read, its event published with the reason as written, and the values survive a write
-/// back; nothing is skipped.
+/// A consumer of a newer version writes values this events function does not know (a dead reason,
+/// an outcome class, a backoff, an ambiguous rule). The item is read, its event published with
+/// the reason as written, and the values survive a write back; nothing is skipped.
 #[tokio::test]
 async fn w4_9_values_from_a_newer_writer_are_published_and_carried_on() {
     use serde_dynamo::AttributeValue as A;
@@ -256,9 +255,9 @@ async fn w4_9_values_from_a_newer_writer_are_published_and_carried_on() {
     assert!(!read.dead_reason().unwrap().falls_back());
 }
 
-/// Window 9 of issue 32: channels a newer writer added (the delivery's own, and the one its
-/// death fell back to). The event is published with each as written, `newer_values` naming
-/// them, under the delivery key and transition; nothing is skipped.
+/// Channels a newer writer added (the delivery's own, and the one its death fell back to). The
+/// event is published with each as written, `newer_values` naming them, under the delivery key
+/// and transition; nothing is skipped.
 #[tokio::test]
 async fn w4_9_channels_from_a_newer_writer_are_published_as_written() {
     use serde_dynamo::AttributeValue as A;

@@ -1,6 +1,6 @@
-//! A status written by a newer version (issue 32, window 9): read into [`Status::Unknown`]
-//! with its wire string, written back unchanged, and every change of this version refused
-//! from it, an `extend` too.
+//! A status written by a newer version (a deploy rolling out a new state): read into
+//! [`Status::Unknown`] with its wire string, written back unchanged, and every change of this
+//! version refused from it, an `extend` too.
 
 use super::*;
 

@@ -1,7 +1,8 @@
-//! The provider gate before a claim (DESIGN §5–6): a throttled partition, or an open breaker,
-//! holds the delivery by visibility with no claim, no provider call and no attempt spent; once
-//! the cool-down is over, one worker wins the probe by a conditional write right before it
-//! sends. What the breaker learns from the answer is in [`super::breaker`].
+//! The provider gate before a claim (docs/design.md, "Outages: the breaker" and "Provider gate"): a
+//! throttled partition, or an open breaker, holds the delivery by visibility with no claim, no
+//! provider call and no attempt spent; once the cool-down is over, one worker wins the probe by a
+//! conditional write right before it sends. What the breaker learns from the answer is in
+//! [`super::breaker`].
 
 use std::time::Duration;
 

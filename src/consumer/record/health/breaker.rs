@@ -1,9 +1,9 @@
-//! The breaker's bookkeeping after a send (DESIGN §5–6): a transient failure or timeout counts
-//! toward opening; a delivery or a rejection shows the provider up, and closes what was open
-//! (a 429 does neither). A probe that fails reopens the partition, with the cool-down of the
-//! failed-probe count its write was won at; a probe answered 429 ends with no reopening
-//! counted, and the 429 gate holds the partition. A failure that opened the partition or met
-//! it open is held with nothing spent: the failure was the outage's.
+//! The breaker's bookkeeping after a send (docs/design.md, "Outages: the breaker" and "Provider
+//! gate"): a transient failure or timeout counts toward opening; a delivery or a rejection shows
+//! the provider up, and closes what was open (a 429 does neither). A probe that fails reopens the
+//! partition, with the cool-down of the failed-probe count its write was won at; a probe answered
+//! 429 ends with no reopening counted, and the 429 gate holds the partition. A failure that opened
+//! the partition or met it open is held with nothing spent: the failure was the outage's.
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
-//! The warm container's copy of the provider gates (DESIGN §6), shared by every record in
-//! flight and refreshed single-flight: when a partition's copy has expired, one record reads
-//! the gate item and the others wait for that read instead of issuing their own. A 429 seen
-//! here updates the copy at once, without a read.
+//! The warm container's copy of the provider gates (docs/design.md, "Provider gate"), shared by
+//! every record in flight and refreshed single-flight: when a partition's copy has expired, one
+//! record reads the gate item and the others wait for that read instead of issuing their own. A 429
+//! seen here updates the copy at once, without a read.
 //!
 //! Staleness is cheap: a worker that has not yet seen another worker's closing sends, gets the
 //! provider's own 429 (which never spends the attempt budget) and learns from it. The one

@@ -1,6 +1,7 @@
 //! Provider health: the gate, the throttle (429) and the breaker (outage), as a delivery
-//! meets them (DESIGN §5–6). One gate item per provider partition holds both: how long the
-//! provider asked everyone to wait, and the breaker's state.
+//! meets them (docs/design.md, "Outages: the breaker" and "Provider gate"). One gate item per
+//! provider partition holds both: how long the provider asked everyone to wait, and the breaker's
+//! state.
 //!
 //! **What happens on a 429**, start to end:
 //! 1. The provider adapter classifies the answer as `Throttled`, with the `Retry-After` it
