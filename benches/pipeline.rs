@@ -1,5 +1,6 @@
-//! CPU cost of the consumer's per-record pipeline on in-memory ports (DESIGN §10: microseconds,
-//! not milliseconds), and of the pure decision functions. `cargo bench --bench pipeline`.
+//! CPU cost of the consumer's per-record pipeline on in-memory ports (docs/design.md, "Budgets":
+//! microseconds, not milliseconds), and of the pure decision functions.
+//! `cargo bench --bench pipeline`.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,6 +1,6 @@
 //! Scheduler throughput with real I/O: one run over a backlog of due reminders against the
 //! emulator (`AWS_ENDPOINT_URL`), wall time and the requests it made. Not a test: a figure
-//! for the README, measured on the machine at hand. Needs the emulator running:
+//! for docs/performance.md, measured on the machine at hand. Needs the emulator running:
 //!
 //! ```text
 //! AWS_ENDPOINT_URL=http://127.0.0.1:5000 cargo bench --bench scheduler_io -- 2000

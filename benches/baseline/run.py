@@ -35,7 +35,7 @@ WORK = os.path.join(ROOT, "target", "bench")
 os.makedirs(WORK, exist_ok=True)
 
 TARGETS = {
-    # Issue 36: one read request per delivered reminder (not met yet: README, Performance).
+    # One read request per delivered reminder (not met yet: docs/performance.md).
     "consumer_ddb_reads_per_delivery": ("<=", 1),
     "consumer_gate_reads_per_delivery": ("<=", 0.05),
     "powertools_over_consumer_cpu": (">=", 20),
@@ -334,7 +334,7 @@ def write(figures, derived, consumer, powertools, scheduler, init_runs, sizes, d
         "; scheduler " + json.dumps(scheduler["requests"]) + ".",
         "",
         "What was changed to reach these figures, and what the profile says about the misses: "
-        "see the README's Performance section.",
+        "see docs/performance.md.",
         "",
         json.dumps({**figures, **derived}),
     ]

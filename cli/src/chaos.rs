@@ -65,7 +65,8 @@ pub struct ChaosArgs {
     /// either way (drawn from the seed). By default the clock margin the consumer allows
     /// (1,000 ms): beyond it, a worker whose clock runs ahead may expire a reminder before
     /// its fresh_until (expired_while_fresh) and one that runs behind may send after it
-    /// (stale_sends), as README's "Proving it" says. 0 gives every worker the world's clock.
+    /// (stale_sends), as docs/testing.md, "Proving it", says. 0 gives every worker the world's
+    /// clock.
     #[arg(long, default_value_t = default_skew_ms())]
     skew_ms: u32,
 }
@@ -161,7 +162,7 @@ fn print_human(t: &chaos::Tally) {
 }
 
 /// The chaos workers' default skew: the margin the consumer allows for a clock off the true
-/// time (README, "Clock margin"), so every world checks the promises hold at its edge.
+/// time (docs/design.md, "Clock margin"), so every world checks the promises hold at its edge.
 fn default_skew_ms() -> u32 {
     u32::try_from(reminders::domain::reminder::CLOCK_MARGIN.as_millis()).unwrap_or(u32::MAX)
 }

@@ -1,7 +1,8 @@
 //! `remindctl local receive`: a provider on localhost that speaks the generic HTTP provider
-//! contract (README, "Generic HTTP provider contract") and prints one line per request, so the
-//! local walk-through needs nothing else. It deduplicates on `Idempotency-Key` as a real
-//! provider must: a repeated key is answered with the first receipt and printed as a duplicate.
+//! contract (docs/configuration.md, "Generic HTTP provider contract") and prints one line per
+//! request, so the local walk-through needs nothing else. It deduplicates on `Idempotency-Key` as a
+//! real provider must: a repeated key is answered with the first receipt and printed as a
+//! duplicate.
 
 use std::collections::HashMap;
 use std::io::Write;

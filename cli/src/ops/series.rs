@@ -1,5 +1,6 @@
-//! `remindctl series create | show | cancel | list`: recurring series (DESIGN §13) through
-//! the library the HTTP API uses (`reminders::series`), with the functions' configuration.
+//! `remindctl series create | show | cancel | list`: recurring series (docs/design.md, "Recurring
+//! series") through the library the HTTP API uses (`reminders::series`), with the functions'
+//! configuration.
 
 use std::time::Duration;
 

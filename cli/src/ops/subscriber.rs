@@ -1,8 +1,8 @@
-//! `remindctl subscriber set | show | erase`: a subscriber's preferences (DESIGN §12) — the channels
-//! it opted out of, quiet hours per channel in an IANA zone, the fallback order — written and
-//! read through the same `ReminderStore` the consumer reads them from. The flags build the
-//! stored and API shape (`PreferencesWire`), so they are validated by the one parser, and an
-//! error names the flag and the field at fault.
+//! `remindctl subscriber set | show | erase`: a subscriber's preferences (docs/design.md,
+//! "Preferences and quiet hours") — the channels it opted out of, quiet hours per channel in an
+//! IANA zone, the fallback order — written and read through the same `ReminderStore` the consumer
+//! reads them from. The flags build the stored and API shape (`PreferencesWire`), so they are
+//! validated by the one parser, and an error names the flag and the field at fault.
 
 use reminders::clock::{Clock, Timestamp};
 use reminders::domain::preferences::{PreferencesError, PreferencesWire, QuietHoursWire};

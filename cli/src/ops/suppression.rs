@@ -1,7 +1,7 @@
-//! `remindctl suppression list | remove`: the addresses providers declared dead (DESIGN §12).
-//! A suppression shows its channel, the masked address, its keyed hash (`s1_…`), who declared
-//! it dead and when — never the address. Lifting one by its hash lets the next delivery to the
-//! address be sent again.
+//! `remindctl suppression list | remove`: the addresses providers declared dead (docs/design.md,
+//! "Suppressions"). A suppression shows its channel, the masked address, its keyed hash (`s1_…`),
+//! who declared it dead and when — never the address. Lifting one by its hash lets the next
+//! delivery to the address be sent again.
 
 use reminders::domain::AddressHash;
 

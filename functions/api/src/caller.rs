@@ -1,6 +1,6 @@
-//! Who is calling, and what they may do (DESIGN §11). API Gateway's authorizer states the
-//! caller (a JWT's claims and scopes, or the IAM principal); this module turns that into the
-//! library's [`Access`] and checks each route's scope:
+//! Who is calling, and what they may do (docs/design.md, "Who may do what"). API Gateway's
+//! authorizer states the caller (a JWT's claims and scopes, or the IAM principal); this module
+//! turns that into the library's [`Access`] and checks each route's scope:
 //!
 //! | route | scope |
 //! |---|---|

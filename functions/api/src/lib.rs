@@ -1,6 +1,6 @@
-//! The HTTP API (DESIGN §11): applications in any language create, edit, cancel and follow
-//! reminders through the library's own outbox (`reminders::outbox`), never by re-implementing
-//! the shard hash or the cancel protocol.
+//! The HTTP API (docs/design.md, "HTTP API"): applications in any language create, edit, cancel and
+//! follow reminders through the library's own outbox (`reminders::outbox`), never by
+//! re-implementing the shard hash or the cancel protocol.
 //!
 //! | call | answer |
 //! |---|---|

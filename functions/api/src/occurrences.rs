@@ -1,7 +1,7 @@
-//! An occurrence of a series (DESIGN §13) not made yet, reached through its own reminder id:
-//! `DELETE /v1/reminders/{id}` skips it, `PUT /v1/reminders/{id}` makes it now, detached from
-//! the series. The reminder routes ([`crate::handlers`]) ask here first; an id that is no such
-//! occurrence goes on as any reminder's. The series' own routes are [`crate::series`].
+//! An occurrence of a series (docs/design.md, "Recurring series") not made yet, reached through its
+//! own reminder id: `DELETE /v1/reminders/{id}` skips it, `PUT /v1/reminders/{id}` makes it now,
+//! detached from the series. The reminder routes ([`crate::handlers`]) ask here first; an id that
+//! is no such occurrence goes on as any reminder's. The series' own routes are [`crate::series`].
 
 use reminders::clock::{Clock, Timestamp};
 use reminders::domain::series::{occurrence_of, SeriesStatus};

@@ -1,7 +1,7 @@
-//! A subscriber's preferences (DESIGN §12): opt-outs, quiet hours in an IANA zone and a
-//! fallback order, held to the library's own rules (`Preferences`), replaced whole by a PUT.
-//! The consumer reads them after its claim, so a PUT answered before a delivery's claim is
-//! honoured by it.
+//! A subscriber's preferences (docs/design.md, "Preferences and quiet hours"): opt-outs, quiet
+//! hours in an IANA zone and a fallback order, held to the library's own rules (`Preferences`),
+//! replaced whole by a PUT. The consumer reads them after its claim, so a PUT answered before a
+//! delivery's claim is honoured by it.
 
 use std::sync::Arc;
 

@@ -1,6 +1,7 @@
-//! Series (DESIGN §13): `PUT`, `GET` and `DELETE /v1/series/{id}`, and a subscriber's series.
-//! The decisions are the library's ([`reminders::series`]); this file decodes and answers. An
-//! occurrence reached through its own reminder id is answered in [`crate::occurrences`].
+//! Series (docs/design.md, "Recurring series"): `PUT`, `GET` and `DELETE /v1/series/{id}`, and a
+//! subscriber's series. The decisions are the library's ([`reminders::series`]); this file decodes
+//! and answers. An occurrence reached through its own reminder id is answered in
+//! [`crate::occurrences`].
 
 use std::collections::HashMap;
 use std::sync::Arc;

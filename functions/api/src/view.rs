@@ -16,7 +16,7 @@ pub(crate) fn time(t: Timestamp) -> Value {
 /// The reminder's state: its fields, and per channel the ledger's view of the delivery. A
 /// channel with no delivery yet that the subscriber's fallback order holds behind another
 /// listed one is `standby` while that one has not settled, and `not_needed` once it settled
-/// without handing on (DESIGN §12).
+/// without handing on (docs/design.md, "Fallback chain").
 pub async fn reminder<L: Ledger, S: ReminderStore>(
     r: &Reminder,
     ledger: &L,
@@ -98,7 +98,7 @@ async fn delivery<L: Ledger>(
             out["dead_at"] = time(at);
         }
         out["dead_reason"] = rec.dead_reason().map(|d| d.as_str()).into();
-        // The fallback chain (DESIGN §12), on both ends.
+        // The fallback chain (docs/design.md, "Fallback chain"), on both ends.
         if let Some(to) = rec.fallback_to() {
             out["fallback_to"] = to.as_str().into();
         }

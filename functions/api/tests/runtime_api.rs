@@ -539,9 +539,9 @@ async fn every_route_through_api_gateway_as_a_jwt_caller() {
     );
 }
 
-/// Erasure through API Gateway on the emulator (issue 34): a subscriber with two reminders,
-/// preferences and a suppression of their address; after `DELETE /v1/subscribers/{id}`
-/// nothing of them is left but the ledger's masked history, and a second call finds nothing.
+/// Erasure through API Gateway on the emulator: a subscriber with two reminders, preferences and
+/// a suppression of their address; after `DELETE /v1/subscribers/{id}` nothing of them is left
+/// but the ledger's masked history, and a second call finds nothing.
 #[tokio::test]
 async fn an_erasure_leaves_only_the_ledgers_masked_history() {
     use reminders::domain::{

@@ -1,7 +1,7 @@
-//! Recurring series (DESIGN §13) through the real router on in-memory ports, on a clock the
-//! test moves (the stand-up of `common::standup`): its first occurrences made ahead, an edit
-//! that moves the occurrences not yet enqueued and cancels those its rule drops, field-named
-//! refusals, owner isolation, the cancel, and a subscriber's series a page at a time.
+//! Recurring series (docs/design.md, "Recurring series") through the real router on in-memory
+//! ports, on a clock the test moves (the stand-up of `common::standup`): its first occurrences made
+//! ahead, an edit that moves the occurrences not yet enqueued and cancels those its rule drops,
+//! field-named refusals, owner isolation, the cancel, and a subscriber's series a page at a time.
 
 mod common;
 
@@ -457,7 +457,7 @@ async fn a_cancelled_series_cancels_its_occurrences_and_refuses_a_different_body
         Some(standup("Standup")),
     )
     .await;
-    // Once cancelled, any body is refused, the same one too (issue 35: `409` once cancelled).
+    // Once cancelled, any body is refused, the same one too (a cancelled series answers `409`).
     assert_eq!(status, StatusCode::CONFLICT, "{same}");
     assert_eq!(same["error"]["field"], "status");
     let (status, again) = call(&h.router, "DELETE", "/v1/series/standup", None).await;

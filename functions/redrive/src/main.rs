@@ -1,7 +1,7 @@
 //! Redrive Lambda: replays a bounded, filtered, audited batch from one channel's DLQ back to
 //! its queue, with the same delivery keys (the ledger makes a replay send nothing twice).
-//! Input is a JSON `RedriveRequest` (see the README), dry run unless `"dry_run": false`;
-//! output is the summary by reason. All of it is `reminders::redrive`; this file wires.
+//! Input is a JSON `RedriveRequest` (see docs/operate.md, "Redrive"), dry run unless `"dry_run":
+//! false`; output is the summary by reason. All of it is `reminders::redrive`; this file wires.
 
 use lambda_runtime::{run, service_fn, Diagnostic, Error, LambdaEvent};
 use reminders::clock::SystemClock;
@@ -43,7 +43,7 @@ async fn main() -> Result<(), Error> {
 }
 
 /// The `errorType` an operator reads in the invocation result: what went wrong, in the
-/// README's words, not a Rust type name.
+/// words of docs/operate.md ("Redrive"), not a Rust type name.
 fn error_type(e: &RedriveError) -> &'static str {
     match e {
         RedriveError::Invalid(_) => "InvalidRequest",

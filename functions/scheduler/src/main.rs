@@ -40,9 +40,9 @@ async fn main() -> Result<(), Error> {
             let share = Share::from_event(&event.payload)?;
             let report = scheduler.run_share(deadline, share).await?;
             if share.index == 0 {
-                // Recurring series (DESIGN §13): the first share, after its scan (which no backlog of
-                // occurrences delays), makes those due within the make-ahead: the next runs
-                // enqueue them on time.
+                // Recurring series (docs/design.md, "Recurring series"): the first share, after its
+                // scan (which no backlog of occurrences delays), makes those due within the
+                // make-ahead: the next runs enqueue them on time.
                 let p = scheduler.ports();
                 let at = reminders::clock::Clock::now(&SystemClock);
                 let made =

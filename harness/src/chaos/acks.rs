@@ -101,7 +101,7 @@ pub struct Counts {
     racing: std::sync::atomic::AtomicU64,
     prompted: std::sync::atomic::AtomicU64,
     refused: std::sync::atomic::AtomicU64,
-    /// Reminders whose freshness a breaker's opening cut short (window 5).
+    /// Reminders whose freshness a breaker's opening cut short.
     pub(super) cut: Mutex<BTreeSet<ReminderId>>,
     /// What the worlds generated that the journal does not see (`series_created`,
     /// `readds_refused`, …).

@@ -1,7 +1,7 @@
-//! What the application was told of each series in a world (issue 35): the versions its
-//! writes were acknowledged with, its skips and its cancel. The series worlds write these
-//! books ([`super::series`]); the occurrence verdicts read them ([`super::occurrences`]).
-//! Kept apart from both so that the world, which holds the books, depends on neither.
+//! What the application was told of each series in a world: the versions its writes were
+//! acknowledged with, its skips and its cancel. The series worlds write these books
+//! ([`super::series`]); the occurrence verdicts read them ([`super::occurrences`]). Kept apart
+//! from both so that the world, which holds the books, depends on neither.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;

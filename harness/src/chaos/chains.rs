@@ -1,7 +1,7 @@
 //! The application's answers at the moments where a fallback chain or an edit meets another
-//! feature (issue 32's windows 6 and 8), which timing alone rarely lines up: an order added
-//! after a death that named no channel, or cleared at a take-over, and a redrive (6); a
-//! channel taken away right after the enqueue and listed again minutes later (8).
+//! feature, which timing alone rarely lines up: an order added after a death that named no
+//! channel, or cleared at a take-over, and a redrive; a channel taken away right after the
+//! enqueue and listed again minutes later.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -15,8 +15,8 @@ use reminders::domain::{Channel, ReminderId};
 use reminders::outbox::{self, Edit, Edited};
 use reminders::ports::ReminderStore;
 
-/// Window 8: a PUT of `id`'s body without one of its channels, right after its enqueue, and
-/// `after` that one listing it again: whether the first was acknowledged.
+/// A PUT of `id`'s body without one of its channels, right after its enqueue, and `after` that
+/// one listing it again: whether the first was acknowledged.
 pub(super) async fn take_away(world: &Arc<World>, id: &ReminderId, after: Duration) -> bool {
     let Ok(Some(cur)) = world.store.get(id).await else {
         return false;
@@ -56,7 +56,7 @@ pub(super) async fn take_away(world: &Arc<World>, id: &ReminderId, after: Durati
     true
 }
 
-/// Window 8: `after` an edit took `channel` away from the enqueued reminder `id`, a PUT lists
+/// Listed again: `after` an edit took `channel` away from the enqueued reminder `id`, a PUT lists
 /// it again. The API refuses it (`409`, counted in `readds_refused`); acknowledged, its
 /// delivery, cancelled as edited away, must still be sent or tell why.
 pub(super) async fn readd_later(
@@ -130,7 +130,7 @@ pub(super) async fn clear_order(
     true
 }
 
-/// Window 4: a death out of budget at an address the provider fails. If the reminder lists
+/// A head's death out of budget at an address the provider fails. If the reminder lists
 /// a channel in standby behind it, the subscriber opts out of the channel, the operator fixes
 /// the address and, 4 to 7 minutes later (once the standby has looked and found it not
 /// needed), redrives that DLQ, extending the freshness of a reminder gone stale.

@@ -41,7 +41,7 @@ struct Verdict<'a> {
     edited_away: bool,
     /// Its death handed on (`fallback_to`), or another channel of the reminder delivered.
     served_elsewhere: bool,
-    /// A breaker's opening cut the reminder's freshness short (window 5).
+    /// A breaker's opening cut the reminder's freshness short (almost-stale probes).
     cut_short: bool,
     what: String,
 }

@@ -1,6 +1,6 @@
-//! Outcome events in a world (DESIGN §11): every ledger write that lands is appended to the
-//! world's stream, as DynamoDB Streams would record it (old and new image, one sequence
-//! number each), and an event source mapping hands the stream to the real
+//! Outcome events in a world (docs/design.md, "Outcome events"): every ledger write that lands is
+//! appended to the world's stream, as DynamoDB Streams would record it (old and new image, one
+//! sequence number each), and an event source mapping hands the stream to the real
 //! [`reminders::events::handle`] in batches, under crashes, with a bus whose calls fail as every
 //! port's do. The checker keeps its own list of the settled transitions it saw land (a write
 //! into `delivered`, `dead`, `expired` or `cancelled` from another status) and asks, at the
@@ -31,9 +31,9 @@ pub struct Tap {
     records: Mutex<Vec<EventRecord>>,
     /// Settled transitions as they landed: (key, transition number).
     settled: Mutex<BTreeSet<(DeliveryKey, u64)>>,
-    /// A newer version writes the ledger (issue 32's version skew): its images carry values
-    /// this events function does not know ([`newer`]); each dead event must name the reason
-    /// as that writer wrote it.
+    /// A newer version writes the ledger (version skew, as in a deploy in progress): its images
+    /// carry values this events function does not know ([`newer`]); each dead event must name the
+    /// reason as that writer wrote it.
     newer_writer: bool,
     /// [`Plant::RefuseNewerValues`]: the newer value lands in `status` too.
     refuse: bool,

@@ -32,9 +32,10 @@ pub struct Chaotic<T> {
     pub(super) heard: Option<Heard>,
     /// Told of the windows' moments: every due page a reminders adapter reads (before the
     /// reader goes on), every breaker a gate adapter opens (whose probe writes are then slow,
-    /// up to the storage timeout: window 5's world).
+    /// up to the storage timeout: the almost-stale probes' worlds).
     pub(super) prompts: Option<Prompter>,
-    /// Told of every reminder a reminders adapter marks enqueued (window 8's worlds).
+    /// Told of every reminder a reminders adapter marks enqueued (the worlds where a channel is
+    /// edited away and listed again).
     pub(super) enqueues: Option<Prompter>,
     /// Each series' version before its last write: what a lagging index answers.
     pub(super) lagging: Mutex<
@@ -64,22 +65,22 @@ impl<T> Chaotic<T> {
     }
 
     /// A gate whose probe writes take 1 s to the storage timeout, whose breaker openings
-    /// prompt the application (window 5 of issue 32): it shortens a waiting reminder's
-    /// freshness to end just after the cool-down, so a probe starts almost stale.
+    /// prompt the application: it shortens a waiting reminder's freshness to end just after the
+    /// cool-down, so a probe starts almost stale.
     pub fn probing_slowly(mut self, prompts: Option<super::prompt::Prompter>) -> Self {
         self.prompts = prompts;
         self
     }
 
-    /// Prompt the application with each due page read (window 1 of issue 32): it may edit a
-    /// stale reminder of the page before the scheduler goes on.
+    /// Prompt the application with each due page read: it may edit a stale reminder of the page
+    /// before the scheduler goes on.
     pub fn prompting(mut self, prompts: Option<super::prompt::Prompter>) -> Self {
         self.prompts = prompts;
         self
     }
 
-    /// Prompt the application with each reminder marked enqueued (window 8 of issue 32): it
-    /// may take a channel away at once, and list it again minutes later.
+    /// Prompt the application with each reminder marked enqueued: it may take a channel away at
+    /// once, and list it again minutes later.
     pub fn prompting_enqueues(mut self, prompts: Option<super::prompt::Prompter>) -> Self {
         self.enqueues = prompts;
         self

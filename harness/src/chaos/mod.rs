@@ -91,23 +91,25 @@ pub enum Plant {
     /// The queue adapter loses a fallback's message, and the standby channel's own message
     /// of the same delivery when it next comes back.
     LoseFallbackMessages,
-    /// Window 9 re-opened: in worlds with a newer writer, its new value lands in `status`, and
-    /// the events function skips the item as the old one did (reads it, publishes nothing).
+    /// A newer ledger writer, its fix undone: in worlds with a newer writer, its new value lands in
+    /// `status`, and the events function skips the item as the old one did (reads it, publishes
+    /// nothing).
     RefuseNewerValues,
-    /// Window 3 re-opened: the ledger adapter reads an item without `maybe_sent` and the
-    /// history that shows it (an adapter that never learned them), so a fallback takes over
-    /// from a death that may have reached the person.
+    /// A dead address after an ambiguous attempt, its fix undone: the ledger adapter reads an item
+    /// without `maybe_sent` and the history that shows it (an adapter that never learned them), so
+    /// a fallback takes over from a death that may have reached the person.
     ForgetMaybeSent,
-    /// Window 1 re-opened: the reminders adapter marks an expiry on whatever version is
-    /// stored, not the one the scheduler read: an edit that made the reminder fresh again
-    /// while the scheduler held its page is expired.
+    /// A stale edit racing the expiry, its fix undone: the reminders adapter marks an expiry on
+    /// whatever version is stored, not the one the scheduler read: an edit that made the reminder
+    /// fresh again while the scheduler held its page is expired.
     ExpireOverAnEdit,
-    /// Window 2 re-opened: the ledger adapter acknowledges a horizon move and drops it unless
-    /// the item has settled: an unsettled delivery's proof goes with its old TTL.
+    /// An edit past the TTL horizon, its fix undone: the ledger adapter acknowledges a horizon move
+    /// and drops it unless the item has settled: an unsettled delivery's proof goes with its old
+    /// TTL.
     KeepOldHorizon,
-    /// Window 5 re-opened: the consumer's last look after the breaker's probe write reads the
-    /// time from before that write (slow, up to the storage timeout), so a probe that went
-    /// stale meanwhile is sent.
+    /// Almost-stale probes, their fix undone: the consumer's last look after the breaker's probe
+    /// write reads the time from before that write (slow, up to the storage timeout), so a probe
+    /// that went stale meanwhile is sent.
     StaleLastLook,
     /// The consumer deployed without its SMS allow-list (`SMS_ALLOWED_COUNTRY_CODES` read
     /// as `*`): a number an edit moved abroad is sent.
@@ -117,28 +119,28 @@ pub enum Plant {
     /// head's claim recorded ([`Plant::ForgetRecordedChain`]), which since refuses that
     /// redriven head as well: the hand-on must be lost on both counts for the send to go.
     LostHandOn,
-    /// Issue 35: the series adapter records the maker's progress an hour further than it
-    /// made, so the occurrences in between are never made.
+    /// The series adapter records the maker's progress an hour further than it made, so the
+    /// occurrences in between are never made.
     SkipAhead,
-    /// Issue 35: the series adapter writes a series without the occurrences it made (an
-    /// attribute it never learned), so an edit no longer finds one a backlog still holds: the
-    /// old time goes late, beside the new one.
+    /// The series adapter writes a series without the occurrences it made (an attribute it never
+    /// learned), so an edit no longer finds one a backlog still holds: the old time goes late,
+    /// beside the new one.
     ForgetMade,
-    /// Window 8 re-opened: the reminders adapter reads a reminder without the channels it
-    /// enqueued and no longer lists (an attribute it reads only for listed channels), so an
-    /// edit that lists again a channel edited away after its enqueue is acknowledged, and its
-    /// delivery, cancelled as edited away, never sends.
+    /// A channel edited away and listed again, its fix undone: the reminders adapter reads a
+    /// reminder without the channels it enqueued and no longer lists (an attribute it reads only
+    /// for listed channels), so an edit that lists again a channel edited away after its enqueue is
+    /// acknowledged, and its delivery, cancelled as edited away, never sends.
     ForgetEditedAway,
-    /// Window 7 re-opened, both of its closings undone: the consumer's ledger adapter reads
-    /// items without `chain_head` (an attribute it never learned), and answers none for
-    /// another channel's item that has not died (a read scoped to the consumer's own channel).
+    /// A reorder at the head's first claim, both of its closings undone: the consumer's ledger
+    /// adapter reads items without `chain_head` (an attribute it never learned), and answers none
+    /// for another channel's item that has not died (a read scoped to the consumer's own channel).
     /// A channel a reorder made first in the order goes while the head it was behind is in
     /// flight or has reached the person.
     ReorderSendsBoth,
-    /// Window 4 re-opened: the queue adapter answers a fallback's message sent and drops it,
-    /// as a best-effort enqueue whose failure nobody takes up again (the standby channel's
-    /// own message still comes): after a redrive, a standby already acknowledged as not
-    /// needed is never sent.
+    /// Heads that die out of budget, their fix undone: the queue adapter answers a fallback's
+    /// message sent and drops it, as a best-effort enqueue whose failure nobody takes up again (the
+    /// standby channel's own message still comes): after a redrive, a standby already acknowledged
+    /// as not needed is never sent.
     FallbackBestEffort,
     /// The window where a head's claim meets a change of order re-opened: the consumer's
     /// ledger adapter reads items without `origin.chain` (an attribute it never learned), so
@@ -273,7 +275,7 @@ static WORKER_SKEW_MS: std::sync::atomic::AtomicI64 =
 /// Give every consumer worker of the worlds run from now on a clock off the world's by up to
 /// `ms` either way (drawn from the seed, per worker); 0 gives them all the world's clock.
 /// Beyond the consumer's margin, a worker whose clock runs ahead may expire a reminder before
-/// the `fresh_until` the API acknowledged (`expired_while_fresh`; README, "Proving it").
+/// the `fresh_until` the API acknowledged (`expired_while_fresh`; docs/testing.md, "Proving it").
 pub fn set_worker_skew_ms(ms: u32) {
     WORKER_SKEW_MS.store(i64::from(ms), std::sync::atomic::Ordering::SeqCst);
 }

@@ -21,11 +21,11 @@ pub struct Observed<C> {
     pub plant: Option<Plant>,
     /// How long after its TTL an item is deleted.
     pub ttl_lag_secs: i64,
-    /// Told of each death that falls back but names no channel (window 6).
+    /// Told of each death that falls back but names no channel.
     pub died: Option<super::prompt::Prompter>,
-    /// Told of each first claim of a chain's head (window 7).
+    /// Told of each first claim of a chain's head.
     pub claimed: Option<super::prompt::Prompter>,
-    /// Told of each first death out of budget that sent nothing (window 4).
+    /// Told of each first death out of budget that sent nothing.
     pub spent: Option<super::prompt::Prompter>,
 }
 
@@ -55,7 +55,8 @@ impl<C: Clock> Observed<C> {
 
 impl<C: Clock> Observed<C> {
     /// [`Plant::KeepOldHorizon`]: a horizon move is acknowledged and dropped unless the item
-    /// has settled (delivered, expired, cancelled), as before issue 32.
+    /// has settled (delivered, expired, cancelled), as before an edit moved the horizon of
+    /// unsettled items too.
     fn keeps_old_horizon(&self, before: Option<&DeliveryRecord>, record: &DeliveryRecord) -> bool {
         if self.plant != Some(Plant::KeepOldHorizon) {
             return false;
@@ -101,7 +102,8 @@ fn hands_on(before: Option<&DeliveryRecord>, record: &DeliveryRecord) -> bool {
 
 impl<C: Clock> Observed<C> {
     /// A fallback's first claim (the channel that took the reminder over is about to send):
-    /// the application and the operator are prompted (window 6's other side).
+    /// the application and the operator are prompted (the take-over after a death that named no
+    /// channel).
     async fn took_over(&self, before: Option<&DeliveryRecord>, record: &DeliveryRecord) {
         let first = before.is_none_or(|b| b.origin().is_none());
         let taking = record
@@ -115,8 +117,8 @@ impl<C: Clock> Observed<C> {
 }
 
 impl<C: Clock> Observed<C> {
-    /// A chain's head claimed for the first time (window 7): the subscriber is prompted, and
-    /// moves it to the end of the order before it sends and before the next channel looks.
+    /// A chain's head claimed for the first time: the subscriber is prompted, and moves it to the
+    /// end of the order before it sends and before the next channel looks.
     async fn head_claimed(&self, before: Option<&DeliveryRecord>, record: &DeliveryRecord) {
         let head = |r: &DeliveryRecord| r.origin().is_some_and(|o| o.chain_head);
         let claimed = record.status() == Status::Sending && head(record);
@@ -128,8 +130,8 @@ impl<C: Clock> Observed<C> {
 }
 
 impl<C: Clock> Observed<C> {
-    /// A first death with the budget spent, known to have sent nothing (window 4): the
-    /// subscriber and the operator are prompted.
+    /// A first death with the budget spent, known to have sent nothing: the subscriber and the
+    /// operator are prompted.
     async fn spent(&self, before: Option<&DeliveryRecord>, record: &DeliveryRecord) {
         let first = before.is_none_or(|b| b.status() != Status::Dead);
         let spent = record.status() == Status::Dead

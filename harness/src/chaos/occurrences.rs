@@ -1,6 +1,6 @@
-//! The series' own verdicts (issue 35), judged from the books of what the application was
-//! told: `occurrence_missing` (an occurrence an acknowledged version makes, never made or
-//! never ended) and `occurrence_doubled` (one claimed after a write that no longer makes it).
+//! The series' own verdicts, judged from the books of what the application was told:
+//! `occurrence_missing` (an occurrence an acknowledged version makes, never made or never ended)
+//! and `occurrence_doubled` (one claimed after a write that no longer makes it).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;

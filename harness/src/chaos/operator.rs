@@ -1,6 +1,6 @@
 //! The operator's side of a world: redrives of every reason, now and then and two at once, a
 //! cancel racing some; cancels and invalid items at random moments; a redrive a few minutes
-//! after a death an edit answered (window 6). Each call is an invocation a crash can stop.
+//! after a death an edit answered. Each call is an invocation a crash can stop.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

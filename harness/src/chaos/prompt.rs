@@ -1,42 +1,41 @@
 //! Prompts: moments where the pipeline, mid-call, has the application act at once (the
-//! interleavings of issue 32's windows, which timing alone rarely lines up). The ports send
+//! moments where two features meet, which timing alone rarely lines up). The ports send
 //! them; the application's side of the world ([`super::surface::prompted`]) answers.
 
 use reminders::clock::Timestamp;
 use reminders::domain::{Channel, ReminderId};
 
 /// A moment where the pipeline, mid-call, has the application act at once and waits for its
-/// answer: the interleavings of issue 32's windows 1 and 2, which timing alone rarely lines
-/// up.
+/// answer: one where two features meet, which timing alone rarely lines up.
 #[derive(Debug, Clone)]
 pub enum Prompt {
     /// The scheduler holds a due page with these reminders: one that is stale is edited
-    /// fresh again before the scheduler goes on (window 1).
+    /// fresh again before the scheduler goes on.
     Scanned(Vec<ReminderId>),
     /// A provider accepted a send of this reminder's delivery (whose worker then stops):
-    /// the reminder is moved past the ledger's horizon (window 2).
+    /// the reminder is moved past the ledger's horizon.
     Accepted(ReminderId),
     /// A delivery died for a reason that falls back, naming no channel (the order's next is
     /// not listed): the application adds the order's channels the reminder lacks, and the
-    /// operator redrives that channel's DLQ a few minutes later (window 6).
+    /// operator redrives that channel's DLQ a few minutes later.
     DiedAlone(reminders::ledger::Origin),
     /// A fallback was claimed, taking the reminder over from `fallback_from`: the subscriber
     /// may clear the fallback order, and the operator redrives the DLQ of the channel it took
-    /// over from at once or soon after (window 6: only the hand-on on the death then keeps
-    /// that redrive from reaching the person a second time).
+    /// over from at once or soon after (only the hand-on on the death then keeps that redrive
+    /// from reaching the person a second time).
     TookOver(reminders::ledger::Origin),
     /// A chain's head was claimed for the first time (about to send): the subscriber moves
-    /// it to the end of the fallback order before the next channel looks again (window 7).
+    /// it to the end of the fallback order before the next channel looks again.
     HeadClaimed(reminders::ledger::Origin),
     /// A delivery died with its budget spent on answers that surely sent nothing: if it is
-    /// an address the provider fails (window 4), the subscriber opts out of that channel,
-    /// the operator fixes the address and, once its standby has looked, redrives it.
+    /// an address the provider fails, the subscriber opts out of that channel, the operator fixes
+    /// the address and, once its standby has looked, redrives it.
     DiedSpent(reminders::ledger::Origin),
     /// A channel's breaker opened until this time: the application shortens the freshness
-    /// of a reminder waiting on that channel to end a few seconds after it (window 5).
+    /// of a reminder waiting on that channel to end a few seconds after it.
     BreakerOpened(Channel, Timestamp),
     /// The scheduler marked this reminder enqueued: the application may take one of its
-    /// channels away at once, and list it again minutes later (window 8).
+    /// channels away at once, and list it again minutes later.
     Enqueued(ReminderId),
 }
 

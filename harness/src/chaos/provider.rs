@@ -45,14 +45,15 @@ pub struct ChaosProvider {
     pub plant: Option<Plant>,
     /// Whether an address whose attempt was ambiguous is dead at its next attempt (a number
     /// ported away just then): the death that follows an attempt that may have reached the
-    /// person, which window 3 of issue 32 is about. Half the worlds.
+    /// person, where a dead address meets an ambiguous attempt. Half the worlds.
     pub gone_after_ambiguous: bool,
     /// The keys whose next attempt answers `410`.
     pub doomed: std::sync::Mutex<std::collections::BTreeSet<DeliveryKey>>,
     /// Told of some accepted sends, whose worker then stops before it hears the answer: the
-    /// application moves the reminder past the ledger's horizon meanwhile (window 2).
+    /// application moves the reminder past the ledger's horizon meanwhile.
     pub accepted: Option<super::prompt::Prompter>,
-    /// Addresses answered `503` while faults strike, until the operator fixes them (window 4).
+    /// Addresses answered `503` while faults strike, until the operator fixes them (heads that die
+    /// out of budget).
     pub failing: super::world::Failing,
 }
 
@@ -124,7 +125,8 @@ impl ChaosProvider {
 
 impl ChaosProvider {
     /// Whether the key's reminder lists another channel (one that can stand by): only those
-    /// heads are failed in window 4's worlds, so the rest keep being delivered.
+    /// heads are failed in the worlds where heads die out of budget, so the rest keep being
+    /// delivered.
     async fn lists_more(&self, key: &DeliveryKey) -> bool {
         let owner = reminders::ports::faults::lock(&self.owners)
             .get(key)

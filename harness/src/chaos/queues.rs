@@ -100,7 +100,7 @@ impl<T: DeliveryQueue> Chaotic<T> {
     /// [`super::Plant::LoseFallbackMessages`]: a fallback's message is answered sent and
     /// dropped, and its key remembered; [`super::Plant::FallbackBestEffort`]: dropped alone,
     /// and so is a message a redriven delivery enqueues again for a channel with no item
-    /// (window 4's second closing).
+    /// (the second closing of heads that die out of budget).
     fn lose_fallbacks(&self, messages: &[OutgoingMessage]) -> Vec<OutgoingMessage> {
         let remember = match self.plant {
             Some(super::Plant::LoseFallbackMessages) => true,

@@ -37,8 +37,9 @@ pub(super) async fn run(seed: u64, plant: Option<Plant>) -> SeedReport {
     }
     if shape.windows.add_after_death {
         // A sender the provider refuses until the operator fixes it (and redrives): the
-        // deaths window 6 redrives are `rejected`, the ones with a DLQ copy. 30% of calls,
-        // but 15% in window 5's worlds, whose reminders must live to see their probes.
+        // deaths these worlds redrive are `rejected`, the ones with a DLQ copy. 30% of calls,
+        // but 15% in the almost-stale probes' worlds, whose reminders must live to see their
+        // probes.
         let m = &mut shape.misbehaviour;
         let refused = if shape.windows.probe_near_end {
             0.15
@@ -72,7 +73,7 @@ pub(super) async fn run(seed: u64, plant: Option<Plant>) -> SeedReport {
 async fn seed_reminders(world: &mut World, rng: &mut StdRng) {
     use reminders::ports::ReminderStore;
     let mut ids = Vec::new();
-    // Window 4's worlds: fresh for half an hour at least, so that a head's budget, its
+    // Where heads die out of budget: fresh for half an hour at least, so that a head's budget, its
     // standby's look and the redrive all come before the end.
     let fresh = if world.shape.windows.spent_then_fallback {
         1_800..3_600
@@ -115,7 +116,8 @@ async fn seed_reminders(world: &mut World, rng: &mut StdRng) {
     world.ids = ids;
 }
 
-/// Window 4: the provider fails each subscriber's head address until the operator fixes it.
+/// Heads that die out of budget: the provider fails each subscriber's head address until the
+/// operator fixes it.
 async fn fail_the_heads(world: &mut World) {
     use reminders::ports::ReminderStore;
     for n in 0..3 {
@@ -192,10 +194,10 @@ async fn schedule(world: Arc<World>, n: u64) {
         retention: world.retention,
         ..SchedulerConfig::default()
     };
-    // A deploy in progress (issue 36): each schedule hashes sole channels' addresses with
-    // the consumers' key, with another key (one rotated under it), or not at all (the
-    // previous release, the first index, a key it could not read): the consumers take the
-    // one-read path, give its claim back, or read twice, in one world.
+    // A deploy in progress: each schedule hashes sole channels' addresses with the consumers'
+    // key, with another key (one rotated under it), or not at all (the previous release, the
+    // first index, a key it could not read): the consumers take the one-read path, give its claim
+    // back, or read twice, in one world.
     let key = match world.shape.scheduler_keys[usize::try_from(n).unwrap_or(0) % 2] {
         super::world::SchedulerKey::Same => Some(suppression_key()),
         super::world::SchedulerKey::Other => Some(other_key()),

@@ -1,11 +1,10 @@
-//! Series in the worlds (issue 35): half the worlds create two or three series at the start,
-//! in zones far apart, with occurrences minutes apart inside the faults; the application
-//! edits them (moving their minutes), skips an occurrence and cancels some mid-flight; the
-//! schedule's maker (after each scan) makes their occurrences through a series adapter whose
-//! index lags the table (a GSI is eventually consistent: the maker may read the version
-//! before an edit). What the application was told goes in its [`super::books`]; every
-//! occurrence is then judged as any reminder is, and by two verdicts of its own
-//! ([`super::occurrences`]).
+//! Series in the worlds: half the worlds create two or three series at the start, in zones far
+//! apart, with occurrences minutes apart inside the faults; the application edits them (moving
+//! their minutes), skips an occurrence and cancels some mid-flight; the schedule's maker (after
+//! each scan) makes their occurrences through a series adapter whose index lags the table (a GSI
+//! is eventually consistent: the maker may read the version before an edit). What the application
+//! was told goes in its [`super::books`]; every occurrence is then judged as any reminder is, and
+//! by two verdicts of its own ([`super::occurrences`]).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -252,8 +251,8 @@ pub(super) async fn surface(world: Arc<World>, seed: u64) {
 /// time is more than the ten minutes of freshness before the cancel that the rule's instants
 /// cover, so only the
 /// occurrences the series remembers making find it (the window `forget-made` re-opens; before
-/// these moves, only window 1's edits of a stale occurrence in the scheduler's page, or a
-/// maker's pass racing an edit, made it, in about one world of 60).
+/// these moves, only the edits of a stale occurrence in the scheduler's page, or a maker's pass
+/// racing an edit, made it, in about one world of 60).
 async fn move_one(world: &Arc<World>, s: &Series, rng: &mut StdRng) {
     use reminders::ports::ReminderStore;
     let now = world.clock.now();

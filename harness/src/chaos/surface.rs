@@ -87,7 +87,7 @@ enum Force {
     Later,
     /// The due time later, past the ledger's TTL horizon.
     PastHorizon,
-    /// Freshness alone, to end at this time (a breaker's opening cut it short: window 5).
+    /// Freshness alone, to end at this time (a breaker's opening cut it short).
     FreshUntil(Timestamp),
     /// Freshness alone, to end at this time (a stale reminder made fresh again).
     FreshAgain(Timestamp),
@@ -96,8 +96,8 @@ enum Force {
 /// The application answering prompts, for as long as the world runs.
 pub(super) async fn prompted(world: Arc<World>, mut prompts: Prompts, seed: u64) {
     let mut rng = StdRng::seed_from_u64(seed ^ 0x9_70a1);
-    // Take-overs draw from their own dice, so the other choices stay as they were; so does
-    // window 8.
+    // Take-overs draw from their own dice, so the other choices stay as they were; so do
+    // the re-adds of a channel edited away.
     let mut taken = StdRng::seed_from_u64(seed ^ 0x6_c1ea);
     let mut readds = StdRng::seed_from_u64(seed ^ 0x4_7c4a);
     while let Some((what, done)) = prompts.recv().await {
@@ -357,7 +357,7 @@ async fn edit(world: &Arc<World>, id: &ReminderId, rng: &mut StdRng, t: u64, for
         _ => return false,
     };
     world.acks.acknowledged(&world.journal, &next, k);
-    // Window 8: a channel taken away after the enqueue is listed again minutes later.
+    // A channel taken away after the enqueue is listed again minutes later.
     let enqueued = cur.status == reminders::domain::ReminderStatus::Enqueued;
     let gone = removed.filter(|c| !channels.contains(c));
     if let (true, true, Some(c)) = (world.shape.windows.readd_after_remove, enqueued, gone) {

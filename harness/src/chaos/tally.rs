@@ -95,8 +95,8 @@ tally! {
         delivered,
         expired,
         /// Of the delivered and the expired: deliveries of reminders whose freshness the
-        /// application cut to end seconds after a breaker's cool-down (window 5), which mostly
-        /// expire by design; the delivered share is judged without them.
+        /// application cut to end seconds after a breaker's cool-down (almost-stale probes), which
+        /// mostly expire by design; the delivered share is judged without them.
         cut_short_delivered,
         cut_short_expired,
         cancelled,
@@ -143,7 +143,7 @@ tally! {
         /// settled (nothing left for the edit to send).
         edits_refused,
         /// Edits the API refused with `409` because they listed again a channel an earlier
-        /// edit took away after it was enqueued (window 8).
+        /// edit took away after it was enqueued.
         readds_refused,
         /// `dead → ready` moves by operator redrives, and redrive runs with a cancel racing.
         redrives_executed,
@@ -182,8 +182,8 @@ tally! {
         series_skips,
         series_cancelled,
         occurrences_made,
-        /// Sole messages the consumers claimed first and read once (issue 36), and of them the
-        /// claims given back because the reminder as read was not what the message said (an
+        /// Sole messages the consumers claimed first and read once (the one-read path), and of them
+        /// the claims given back because the reminder as read was not what the message said (an
         /// edit, a cancel, a rotated key's hash): those went the two-read way.
         one_read,
         one_read_released,

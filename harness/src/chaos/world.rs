@@ -63,7 +63,7 @@ pub(super) struct Shape {
     pub twin_redrive: bool,
     /// How long after its TTL the ledger's items go (DynamoDB deletes them some time after).
     pub ttl_lag_secs: i64,
-    /// The interleavings of issue 32's windows, drawn apart so that the rest of a seed's
+    /// The moments where two features meet (`Windows`), drawn apart so that the rest of a seed's
     /// shape stays what it was.
     pub windows: Windows,
     /// The key each schedule (the first, the twin) hashes sole channels' addresses with: a
@@ -100,43 +100,44 @@ impl SchedulerKey {
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Windows {
     /// An address whose attempt was ambiguous answers `410` at its next, and every
-    /// subscriber starts with a fallback order of the three channels (window 3).
+    /// subscriber starts with a fallback order of the three channels.
     pub gone_after_ambiguous: bool,
     /// The application edits a stale reminder fresh again while the scheduler holds the
-    /// page it read it in (window 1); and the schedule stops for a while (a deploy, a
-    /// disabled rule), so that the scheduler comes back to a backlog gone stale.
+    /// page it read it in; and the schedule stops for a while (a deploy, a disabled rule), so
+    /// that the scheduler comes back to a backlog gone stale.
     pub edit_in_scan: bool,
     /// When the schedule stops and for how long (seconds from the start).
     pub paused: (u64, u64),
     /// After a death that falls back but names no channel, the application adds the
-    /// order's missing channels and the operator redrives that DLQ soon after (window 6).
+    /// order's missing channels and the operator redrives that DLQ soon after.
     pub add_after_death: bool,
     /// A worker stops right after a provider accepted its send, and the application moves
-    /// the reminder past the ledger's horizon meanwhile (window 2).
+    /// the reminder past the ledger's horizon meanwhile.
     pub edit_after_accept: bool,
     /// The gate's probe writes are slow, and when a breaker opens the application shortens
-    /// a waiting reminder's freshness to end just after the cool-down (window 5).
+    /// a waiting reminder's freshness to end just after the cool-down.
     pub probe_near_end: bool,
-    /// Two or three recurring series, edited, skipped and cancelled mid-flight (issue 35).
+    /// Two or three recurring series, edited, skipped and cancelled mid-flight.
     pub series: bool,
     /// An edit that took a channel away from an enqueued reminder is followed, minutes later,
-    /// by one that lists it again (window 8: the API refuses it with `409`).
+    /// by one that lists it again (the API refuses it with `409`).
     pub readd_after_remove: bool,
     /// Every subscriber orders the three channels from the start, and at each first claim
     /// of a chain's head moves that channel to the end of the order, before it sends and
-    /// before the next channel looks again (window 7).
+    /// before the next channel looks again.
     pub reorder_after_claim: bool,
     /// Every subscriber orders the channels from the start; the provider answers `503` to
     /// every call to each subscriber's head address until the operator fixes it: a
     /// head dies with its budget spent on answers that surely sent nothing, its standby is
     /// not needed; the subscriber then opts out of that channel and the operator redrives
-    /// it, and it dies again, handing on (window 4).
+    /// it, and it dies again, handing on.
     pub spent_then_fallback: bool,
 }
 
 impl Windows {
-    /// Window 4's worlds deploy their own retry policy and freshness: not in the worlds of
-    /// window 5, whose probes start near the end of a freshness the application cuts.
+    /// The worlds where heads die out of budget deploy their own retry policy and freshness:
+    /// not in the worlds of almost-stale probes, whose probes start near the end of a freshness the
+    /// application cuts.
     fn apart(mut self) -> Self {
         self.spent_then_fallback &= !self.probe_near_end;
         self
@@ -239,7 +240,8 @@ pub(super) struct World {
     pub prompts: Mutex<Option<super::prompt::Prompts>>,
     /// What the application was told of its series (series worlds).
     pub series: super::books::Books,
-    /// Addresses the provider answers `503` until the operator fixes them (window 4).
+    /// Addresses the provider answers `503` until the operator fixes them (heads that die out of
+    /// budget).
     pub failing: Failing,
 }
 
@@ -271,7 +273,7 @@ pub(super) fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
         },
         ..ConsumerConfig::default()
     };
-    // A third of the worlds run a newer writer than their events function (issue 32).
+    // A third of the worlds run a newer writer than their events function.
     let tap = Arc::new(Tap::new(seed % 3 == 1, plant));
     let acks = Arc::new(Acks::default());
     let watch = {
@@ -373,9 +375,9 @@ pub(super) fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
     }
 }
 
-/// The deployed retry policy. Window 4's worlds deploy a budget of three attempts a minute or
-/// so apart (not fitted to the freshness, which keeps the last one for near its end), so
-/// that an address the provider fails spends it well before the reminder goes stale.
+/// The deployed retry policy. The worlds where heads die out of budget deploy a budget of three
+/// attempts a minute or so apart (not fitted to the freshness, which keeps the last one for near
+/// its end), so that an address the provider fails spends it well before the reminder goes stale.
 fn retry_policy(shape: &Shape) -> reminders::policy::RetryPolicy {
     let default = reminders::policy::RetryPolicy::default();
     if !shape.windows.spent_then_fallback {

@@ -1,7 +1,7 @@
-//! The scheduler's run as the stack runs it, timed by a model (DESIGN §6: the planner answers
-//! for the stack as deployed). The simulation's calls are instantaneous; here each DynamoDB
-//! and SQS call of a scheduler run costs its modelled latency, divided by the calls of its
-//! kind the scheduler keeps in flight (8 shard queries, 8 groups each with one batch per
+//! The scheduler's run as the stack runs it, timed by a model (docs/design.md, "Scheduler shares":
+//! the planner answers for the stack as deployed). The simulation's calls are instantaneous; here
+//! each DynamoDB and SQS call of a scheduler run costs its modelled latency, divided by the calls
+//! of its kind the scheduler keeps in flight (8 shard queries, 8 groups each with one batch per
 //! channel, 10 marks per group), and each reminder costs the scheduler's CPU time, scaled to
 //! the function's memory. The run sees that time on its own clock ([`RunClock`]), so its own
 //! deadline logic stops it where a real run would, and the messages it sends become visible

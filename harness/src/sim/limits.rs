@@ -37,7 +37,8 @@ pub mod dynamo {
     /// A write unit is one write of up to 1 KB; a read unit one strongly consistent read of up
     /// to 4 KB, or two eventually consistent ones (the on-demand page, "Read request units and
     /// write request units"). The reminder, a ledger record and an index entry are each under
-    /// 1 KB (the formats in the README), so each write is one unit and each item read one.
+    /// 1 KB (the formats in docs/data-formats.md), so each write is one unit and each item read
+    /// one.
     pub const READ_UNIT_BYTES: f64 = 4_096.0;
     /// The due index projects the keys and six small attributes (template.yaml, `due-index`):
     /// about this many bytes an entry (an estimate from the item format, not a measurement).

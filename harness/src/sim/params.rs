@@ -90,9 +90,9 @@ impl Params {
     }
 }
 
-/// The load the deployed defaults are the search's answer for (README, "How the defaults were
-/// chosen"; `tests/sim/stated_load.rs` holds them equal): 10,000 reminders due over one
-/// minute, a provider taking 100 sends a second (per channel: a plan simulates one) at 300 ms a
+/// The load the deployed defaults are the search's answer for (docs/performance.md, "How the
+/// defaults were chosen"; `tests/sim/stated_load.rs` holds them equal): 10,000 reminders due over
+/// one minute, a provider taking 100 sends a second (per channel: a plan simulates one) at 300 ms a
 /// send (a conservative figure for SES or SNS called from Lambda; the planner's own default is
 /// 50 ms), p99 lateness at most 90 s (the provider alone needs 100 s for the 10,000, so the
 /// last one due goes out about 40 s late at best; the rest is the scheduler's minute and the
