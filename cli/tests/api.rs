@@ -567,7 +567,7 @@ async fn preferences_set_through_the_api_are_honoured_by_the_pipeline() {
                 email["next_attempt_at"].as_str().unwrap(),
             )
             .unwrap();
-            // Until the window ends and the clock margin after it (README, "Clock margin").
+            // Until the window ends and the clock margin after it (docs/design.md, "Clock margin").
             let margin = reminders::domain::reminder::CLOCK_MARGIN.as_millis() as i64;
             let end = now_ms - now_ms.rem_euclid(60_000) + 3_600_000 + margin;
             assert_eq!(at.as_millis(), end, "held until the window ends: {state}");
@@ -592,7 +592,7 @@ async fn preferences_set_through_the_api_are_honoured_by_the_pipeline() {
     drop(api);
 }
 
-/// The case: a provider's `410 Gone` suppresses the address, and the next reminder to
+/// A dead address: a provider's `410 Gone` suppresses the address, and the next reminder to
 /// it is not sent — the ledger, `remind show` and the events say `suppressed`; the operator
 /// lists the suppression (masked, hashed, never the address) and lifts it.
 #[tokio::test]
@@ -709,10 +709,10 @@ async fn a_410_suppresses_the_address_and_the_next_reminder_to_it_is_not_sent() 
     drop(api);
 }
 
-/// The cases for fallback, on the emulator through the API: an opted-out channel is not
-/// sent and its fallback is; quiet hours that outlast a 30-minute freshness hand the reminder
-/// to the fallback channel. The ledger (GET, `remind show`) and the events tell the chain; a
-/// channel in standby behind a delivered one is never sent.
+/// Fallback, on the emulator through the API: an opted-out channel is not sent and its fallback
+/// is; quiet hours that outlast a 30-minute freshness hand the reminder to the fallback channel.
+/// The ledger (GET, `remind show`) and the events tell the chain; a channel in standby behind a
+/// delivered one is never sent.
 #[tokio::test]
 async fn an_opted_out_or_quiet_channel_falls_back_to_the_next_one_on_the_emulator() {
     let (env, receiver, api, base, http, now_ms) = local_stack("fb", &["EMAIL", "SMS"], &[]);

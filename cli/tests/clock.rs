@@ -1,4 +1,4 @@
-//! The consumer's clock margin (README, "Clock margin"), checked the way a user would, with
+//! The consumer's clock margin (docs/design.md, "Clock margin"), checked the way a user would, with
 //! `remindctl chaos --skew-ms`. Every chaos world already runs its workers off by up to the
 //! margin (the default, and the floors test's 300 worlds keep every promise with it); this
 //! shows the checker catches a clock off by more than the margin allows.

@@ -233,7 +233,6 @@ fn the_readme_and_docs_cite_no_tracker_numbers_or_old_design_sections() {
 }
 
 #[test]
-#[ignore = "comments in code still cite tracker numbers; being renamed"]
 fn the_code_cites_no_tracker_numbers_or_old_design_sections() {
     let mut files = Vec::new();
     for dir in ["src", "harness", "functions", "cli", "tests", "benches"] {

@@ -423,9 +423,9 @@ async fn dynamodb_get(
     got.item
 }
 
-/// Window 6 through `local run`, as an application in another language would meet it: an
-/// item whose `due_shard` no query reads, and one whose `due_at` can never come due, both
-/// written raw, end quarantined with a reason naming the field within one sweep (the first
+/// Items no shard query reaches, through `local run`, as an application in another language would
+/// meet it: an item whose `due_shard` no query reads, and one whose `due_at` can never come due,
+/// both written raw, end quarantined with a reason naming the field within one sweep (the first
 /// run sweeps), and `remind quarantined` lists them.
 #[tokio::test]
 async fn window_6_local_run_quarantines_items_no_query_reaches() {
@@ -457,7 +457,7 @@ async fn window_6_local_run_quarantines_items_no_query_reaches() {
     }
 }
 
-/// Window 7 through `local run`: a shard whose due-index query keeps failing is reported in
+/// A failing shard through `local run`: a shard whose due-index query keeps failing is reported in
 /// the run's summary, naming the shard and the runs in a row, not only in a debug log.
 #[tokio::test]
 async fn window_7_local_run_reports_a_failing_shard() {

@@ -1,9 +1,9 @@
-//! Recurring series on the emulator (issue 35's done-when): `remindctl local api` serves the
-//! router, `remindctl local run` plays the schedule (its maker, then its scan) and the event
-//! source mappings, `remindctl local receive` is the provider. Occurrences a minute apart in
-//! Kathmandu (UTC+05:45) are each delivered once, within a few seconds of their time;
-//! skipping the second skips only it; an edit moves the third; a cancel stops another series
-//! after its first occurrence. Real time: about four minutes.
+//! Recurring series on the emulator, end to end: `remindctl local api` serves the router,
+//! `remindctl local run` plays the schedule (its maker, then its scan) and the event source
+//! mappings, `remindctl local receive` is the provider. Occurrences a minute apart in Kathmandu
+//! (UTC+05:45) are each delivered once, within a few seconds of their time; skipping the second
+//! skips only it; an edit moves the third; a cancel stops another series after its first
+//! occurrence. Real time: about four minutes.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};

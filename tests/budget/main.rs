@@ -1,7 +1,7 @@
-//! DESIGN §10's happy-path budget, counted at every port: per delivered reminder the consumer
-//! makes one read (the reminder), one more for the recipient's rules (DESIGN §12: preferences
-//! and the address's suppression in one batched call, after the claim), two conditional writes
-//! (claim, outcome), at most 0.05 gate
+//! The happy-path budget (docs/design.md, "Budgets"), counted at every port: per delivered reminder
+//! the consumer makes one read (the reminder), one more for the recipient's rules (docs/design.md,
+//! "Recipient rules": preferences and the address's suppression in one batched call, after the
+//! claim), two conditional writes (claim, outcome), at most 0.05 gate
 //! reads (one shared, single-flight read per partition while the warm copy lasts), and no SQS
 //! call of its own (the event source mapping deletes what succeeded). Counts, not timings.
 
@@ -214,8 +214,9 @@ async fn a_delivered_reminder_costs_one_read_two_conditional_writes_and_a_twenti
         reminders::providers::secret::SuppressionKeySource::Fixed(key),
     ));
     // Five batches of ten, 200 ms apart: a warm container's steady state at 50 deliveries a
-    // second. The copy lasts a second (DESIGN §6), so the read is shared by every batch in it;
-    // at 20 deliveries a second or more the gate costs at most 0.05 reads per delivery.
+    // second. The copy lasts a second (docs/design.md, "Provider gate"), so the read is shared by
+    // every batch in it; at 20 deliveries a second or more the gate costs at most 0.05 reads per
+    // delivery.
     let (batches, per_batch) = (5u32, 10u32);
     let n = batches * per_batch;
     let mut delivered = 0;
@@ -233,8 +234,8 @@ async fn a_delivered_reminder_costs_one_read_two_conditional_writes_and_a_twenti
     assert_eq!(delivered, n);
     let counts = calls.take();
     assert_eq!(counts.get("reminders.get"), Some(&n), "{counts:?}");
-    // The recipient's rules (DESIGN §12): preferences and suppression, one batched read per
-    // delivery after the claim; never the two reads apart.
+    // The recipient's rules (docs/design.md, "Recipient rules"): preferences and suppression, one
+    // batched read per delivery after the claim; never the two reads apart.
     assert_eq!(counts.get("reminders.rules"), Some(&n), "{counts:?}");
     assert_eq!(counts.get("reminders.preferences"), None, "{counts:?}");
     assert_eq!(counts.get("reminders.suppression"), None, "{counts:?}");

@@ -18,8 +18,8 @@ fn assert_kept(total: &Tally, failing: &[chaos::SeedReport]) {
 }
 
 /// Of the deliveries neither cancelled nor dead, the share delivered rather than expired;
-/// without those of reminders whose freshness a breaker's opening cut short (window 5), which
-/// expire by design.
+/// without those of reminders whose freshness a breaker's opening cut short (almost-stale probes),
+/// which expire by design.
 fn delivered_share(t: &Tally) -> f64 {
     let delivered = t.delivered - t.cut_short_delivered;
     let expired = t.expired - t.cut_short_expired;
@@ -27,9 +27,9 @@ fn delivered_share(t: &Tally) -> f64 {
 }
 
 /// The floors first, about three quarters of what 300 worlds generate today (delivered 2,037,
-/// edits applied 1,980, fallbacks taken 409, the rest in README's JSON; edits re-adding a
-/// channel, 15, at 12), so that a world that stopped generating most of a part of the surface
-/// fails even while every promise is kept.
+/// edits applied 1,980, fallbacks taken 409, the rest in the JSON in docs/performance.md; edits
+/// re-adding a channel, 15, at 12), so that a world that stopped generating most of a part of the
+/// surface fails even while every promise is kept.
 #[test]
 fn three_hundred_worlds_keep_every_promise() {
     let (total, failing) = run(0, 300, None);
@@ -44,12 +44,12 @@ fn three_hundred_worlds_keep_every_promise() {
         ("edits_channel_removed", total.edits_channel_removed, 375),
         ("edits_channel_added", total.edits_channel_added, 275),
         ("edits_channel_readded", total.edits_channel_readded, 12),
-        // Edits of stale reminders that still had a delivery to send (window 1). An edit of a
-        // reminder whose every delivery settled is refused with 409, as the API does, and
-        // counted in `edits_refused` instead: 181 and 583 at 300 worlds.
+        // Edits of stale reminders that still had a delivery to send (a stale edit racing the
+        // expiry). An edit of a reminder whose every delivery settled is refused with 409, as the
+        // API does, and counted in `edits_refused` instead: 181 and 583 at 300 worlds.
         ("edits_of_stale", total.edits_of_stale, 130),
         ("edits_refused", total.edits_refused, 445),
-        // Window 8's worlds: a channel edited away after its enqueue, listed again (345).
+        // A channel edited away after its enqueue, listed again (345).
         ("readds_refused", total.readds_refused, 260),
         ("fallbacks_taken", total.fallbacks_taken, 305),
         ("redrives_executed", total.redrives_executed, 315),
@@ -60,16 +60,16 @@ fn three_hundred_worlds_keep_every_promise() {
         ("settled_transitions", total.settled_transitions, 6_100),
         ("newer_values_read", total.newer_values_read, 625),
         ("prompted_edits", total.prompted_edits, 1_020),
-        // Series (issue 35): 380 created, 320 edits, 144 skips, 114 cancels and 2,298
-        // occurrences made at 300 worlds.
+        // Series: 380 created, 320 edits, 144 skips, 114 cancels and 2,298 occurrences made at
+        // 300 worlds.
         ("series_created", total.series_created, 285),
         ("series_edits", total.series_edits, 240),
         ("series_skips", total.series_skips, 107),
         ("series_cancelled", total.series_cancelled, 85),
         ("occurrences_made", total.occurrences_made, 1_720),
-        // The one-read path (issue 36), with half the schedules hashing as the consumers do,
-        // a quarter under a rotated key and a quarter not at all (a deploy in progress):
-        // 1,997 claims and 1,011 of them given back at 300 worlds.
+        // The one-read path, with half the schedules hashing as the consumers do, a quarter under
+        // a rotated key and a quarter not at all (a deploy in progress): 1,997 claims and 1,011
+        // of them given back at 300 worlds.
         ("one_read", total.one_read, 1_500),
         ("one_read_released", total.one_read_released, 750),
         // Heads taken out of the order just after their claim (cleared, or set without the
@@ -86,15 +86,15 @@ fn three_hundred_worlds_keep_every_promise() {
     assert_kept(&total, &failing);
     // A floor: an "expire everything" bug keeps every other promise (early-freshness, below,
     // delivers none), so the share delivered is asserted too: 0.78 today. Half the worlds
-    // stop their schedule for 8 to 20 minutes (a backlog gone stale, window 1 of issue 32),
-    // which expires some. Reminders whose freshness the application cut to end seconds after
-    // a breaker's cool-down (window 5) mostly expire by design and are left out of the share
-    // (0.66 with them). It was 0.93 before those worlds (floor 0.85), then 0.84, then 0.78
-    // once the series worlds of issue 35 came, 0.77 with the window-8 worlds.
+    // stop their schedule for 8 to 20 minutes (a backlog gone stale), which expires some.
+    // Reminders whose freshness the application cut to end seconds after a breaker's cool-down
+    // (almost-stale probes) mostly expire by design and are left out of the share (0.66 with
+    // them). It was 0.93 before those worlds (floor 0.85), then 0.84, then 0.78 once the series
+    // worlds came, 0.77 with those of a channel edited away and listed again.
     assert!(delivered_share(&total) > 0.75, "{total:?}");
     assert!(
         total.cut_short_delivered + total.cut_short_expired > 100,
-        "window 5's worlds cut freshness short: {total:?}"
+        "the almost-stale probes' worlds cut freshness short: {total:?}"
     );
     assert_eq!(total.seeds, 300);
     assert!(total.deliveries > 3_000, "{total:?}");
@@ -334,70 +334,69 @@ fn lost_fallback_messages_are_caught_as_stranded() {
     fires_in_sixty(Plant::LoseFallbackMessages);
 }
 
-/// Window 9 of issue 32: a newer writer's value in a field the events function refuses; the
-/// item is skipped, and its settled transition has no event.
+/// A newer writer's value in a field the events function refuses; the item is skipped, and its
+/// settled transition has no event.
 #[test]
 fn a_skipped_newer_value_is_caught_as_event_missing() {
     fires_in_sixty(Plant::RefuseNewerValues);
 }
 
-/// Window 3 of issue 32: the ledger adapter reads items without `maybe_sent` (and the history
-/// that shows it); after an ambiguous attempt and a 410 at the retry, the next channel of the
-/// order takes over and reaches the person a second time.
+/// A dead address after an ambiguous attempt: the ledger adapter reads items without `maybe_sent`
+/// (and the history that shows it); after an ambiguous attempt and a 410 at the retry, the next
+/// channel of the order takes over and reaches the person a second time.
 #[test]
 fn a_forgotten_maybe_sent_is_caught_as_two_channels_sent() {
     fires_in_sixty(Plant::ForgetMaybeSent);
 }
 
-/// Window 1 of issue 32: the reminders adapter marks an expiry on the version stored, not the
-/// one the scheduler read; a stale reminder edited fresh while the scheduler held its page is
+/// A stale edit racing the expiry: the reminders adapter marks an expiry on the version stored, not
+/// the one the scheduler read; a stale reminder edited fresh while the scheduler held its page is
 /// expired although the API acknowledged it fresh.
 #[test]
 fn an_expiry_over_an_edit_is_caught_as_expired_while_fresh() {
     fires_in_sixty(Plant::ExpireOverAnEdit);
 }
 
-/// Window 2 of issue 32: the ledger adapter drops horizon moves of unsettled items; a send
+/// An edit past the TTL horizon: the ledger adapter drops horizon moves of unsettled items; a send
 /// whose worker stopped, then an edit hours out, and the TTL takes the proof: sent again.
 #[test]
 fn a_horizon_kept_for_unsettled_items_is_caught_as_duplicated() {
     fires_in_sixty(Plant::KeepOldHorizon);
 }
 
-/// Window 5 of issue 32: the last look after the breaker's probe write reads the time from
+/// Almost-stale probes: the last look after the breaker's probe write reads the time from
 /// before that write; a probe that went stale while its write was slow is sent.
 #[test]
 fn a_last_look_before_the_probe_write_is_caught_as_stale_sends() {
     fires_in_sixty(Plant::StaleLastLook);
 }
 
-/// Issue 34: a consumer deployed without its SMS allow-list sends the numbers edits moved
-/// abroad.
+/// A consumer deployed without its SMS allow-list sends the numbers edits moved abroad.
 #[test]
 fn a_consumer_without_its_allow_list_is_caught_as_sent_abroad() {
     fires_in_sixty(Plant::IgnoreCountries);
 }
 
-/// Window 6 of issue 32: the ledger adapter acknowledges a standby's hand-on without writing
-/// it; with the order cleared before the redrive, nothing else refuses the redriven channel
-/// that handed on, and it reaches the person a second time. The window needs a `rejected`
-/// death that named no channel, a take-over, a cleared order and a redrive that finds the
-/// copy: window 6's worlds line them up (README, "Proving it").
+/// A take-over from a death that named no channel: the ledger adapter acknowledges a standby's
+/// hand-on without writing it; with the order cleared before the redrive, nothing else refuses the
+/// redriven channel that handed on, and it reaches the person a second time. Catching it needs a
+/// `rejected` death that named no channel, a take-over, a cleared order and a redrive that finds
+/// the copy: the take-over worlds line them up (docs/testing.md, "Proving it").
 #[test]
 fn a_lost_hand_on_is_caught_as_two_channels_sent() {
     fires_in_sixty(Plant::LostHandOn);
 }
 
-/// Window 7 of issue 32, both closings undone: the consumer's ledger adapter reads items
-/// without `chain_head`, and none of another channel's that has not died. With the head moved
+/// A reorder at the head's first claim, both closings undone: the consumer's ledger adapter reads
+/// items without `chain_head`, and none of another channel's that has not died. With the head moved
 /// to the end of the order as it is claimed, the channel now first goes as well.
 #[test]
 fn a_reorder_after_the_head_was_claimed_is_caught_as_two_channels_sent() {
     fires_in_sixty(Plant::ReorderSendsBoth);
 }
 
-/// Window 4 of issue 32: the queue adapter answers a fallback's message sent and drops it. A
-/// head whose address failed until its budget was spent (its standby acknowledged as not
+/// Heads that die out of budget: the queue adapter answers a fallback's message sent and drops it.
+/// A head whose address failed until its budget was spent (its standby acknowledged as not
 /// needed), opted out of and redriven, dies handing on; nothing else sends the standby.
 #[test]
 fn a_best_effort_fallback_after_a_redrive_is_caught_as_stranded() {
@@ -412,23 +411,24 @@ fn a_chain_forgotten_when_the_head_leaves_the_order_is_caught_as_two_channels_se
     fires_in_sixty(Plant::ForgetRecordedChain);
 }
 
-/// Window 8 of issue 32: the reminders adapter reads a reminder without the channels it
-/// enqueued and no longer lists; a channel taken away right after the enqueue (its delivery
-/// cancelled as edited away) and listed again minutes later is acknowledged and never sent.
+/// A channel edited away and listed again: the reminders adapter reads a reminder without the
+/// channels it enqueued and no longer lists; a channel taken away right after the enqueue (its
+/// delivery cancelled as edited away) and listed again minutes later is acknowledged and never
+/// sent.
 #[test]
 fn a_readded_channel_accepted_is_caught_as_acknowledged_change_ignored() {
     fires_in_sixty(Plant::ForgetEditedAway);
 }
 
-/// Issue 35: the series adapter records the maker's progress an hour further than it made;
-/// the occurrences in between are never made.
+/// The series adapter records the maker's progress an hour further than it made; the occurrences
+/// in between are never made.
 #[test]
 fn progress_recorded_ahead_of_the_maker_is_caught_as_occurrence_missing() {
     fires_in_sixty(Plant::SkipAhead);
 }
 
-/// Issue 35: the series adapter drops the occurrences a series made; an edit no longer finds
-/// one a backlog still holds, and the old time goes late beside the new one.
+/// The series adapter drops the occurrences a series made; an edit no longer finds one a backlog
+/// still holds, and the old time goes late beside the new one.
 #[test]
 fn occurrences_forgotten_by_the_series_adapter_are_caught_as_occurrence_doubled() {
     fires_in_sixty(Plant::ForgetMade);

@@ -1,7 +1,7 @@
-//! The claim orders the recipient's word against the send (DESIGN §12): an opt-out, a
-//! suppression or a cancel that lands after the consumer read the reminder but before its claim
-//! wins — never sent, no attempt spent. [`BeforeClaim`] lands it at the latest moment there
-//! is: inside the claim's own ledger call, right before the conditional write. Any change to
+//! The claim orders the recipient's word against the send (docs/design.md, "Recipient rules"): an
+//! opt-out, a suppression or a cancel that lands after the consumer read the reminder but before
+//! its claim wins — never sent, no attempt spent. [`BeforeClaim`] lands it at the latest moment
+//! there is: inside the claim's own ledger call, right before the conditional write. Any change to
 //! how the consumer reads (one batch before the claim, say) must keep these passing; here on
 //! in-memory ports, and on the emulator in [`crate::emulator_reads`]. Each case runs on both
 //! paths: a plain message (the reminder read before the claim, the rules after it) and a

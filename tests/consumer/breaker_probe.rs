@@ -1,6 +1,6 @@
-//! The breaker's probe at its edges (issue 32's small items): a probe answered 429 ends with
-//! no reopening counted, and a failed probe's cool-down follows the count of failed probes
-//! as stored, not as a container's copy remembers it.
+//! The breaker's probe at its edges: a probe answered 429 ends with no reopening counted, and a
+//! failed probe's cool-down follows the count of failed probes as stored, not as a container's
+//! copy remembers it.
 
 use std::time::Duration;
 

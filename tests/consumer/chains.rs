@@ -1,5 +1,5 @@
-//! A chain after a redrive (issue 32, window 4's worlds): the death of a redriven head hands
-//! on by the chain its first claim recorded when the order as it is now names no next channel
+//! A chain after a redrive (found where heads die out of budget): the death of a redriven head
+//! hands on by the chain its first claim recorded when the order as it is now names no next channel
 //! (chaos seeds 131, 291), and a `country_not_allowed` death, known to have sent nothing, hands on like any such
 //! death (chaos seed 241). In both, the channel behind had already been acknowledged as not
 //! needed, so only the death's hand-on can send it.

@@ -1,7 +1,7 @@
-//! The two ways a chain goes on that window 4's worlds added (chaos seed 35): a redriven
-//! delivery enqueues again the reminder's channels that have no ledger item (`rewake`), and a
-//! fallback's message that finds its channel already dead, having sent nothing and named
-//! nothing, hands the chain on past it (`pass_on`); one that may have sent does not.
+//! The two ways a chain goes on that the worlds where heads die out of budget called for (chaos
+//! seed 35): a redriven delivery enqueues again the reminder's channels that have no ledger item
+//! (`rewake`), and a fallback's message that finds its channel already dead, having sent nothing
+//! and named nothing, hands the chain on past it (`pass_on`); one that may have sent does not.
 
 use std::collections::BTreeSet;
 

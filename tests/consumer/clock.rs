@@ -1,6 +1,6 @@
-//! A consumer whose clock may be off by up to [`CLOCK_MARGIN`] (README, "Clock margin"): it sends only
-//! what is fresh by every clock within the margin of its reading, and expires only what is
-//! stale by every one; between the two the delivery waits, unsent and unexpired, until it is
+//! A consumer whose clock may be off by up to [`CLOCK_MARGIN`] (docs/design.md, "Clock margin"): it
+//! sends only what is fresh by every clock within the margin of its reading, and expires only what
+//! is stale by every one; between the two the delivery waits, unsent and unexpired, until it is
 //! surely stale. The chaos worlds run workers off by up to the margin (`--skew-ms`).
 
 use std::sync::Arc;

@@ -1,8 +1,8 @@
-//! The SMS allow-list in the consumer (issue 34): a number outside
-//! `SMS_ALLOWED_COUNTRY_CODES` dies `country_not_allowed` before any claim or send, with its
-//! DLQ copy, no attempt spent, and the number in no error; the reminder's other channels go
-//! out, and a fallback order hands the reminder on. A standby SMS whose turn never comes
-//! never dies for it. With the list widened, the same number is sent.
+//! The SMS allow-list in the consumer: a number outside `SMS_ALLOWED_COUNTRY_CODES` dies
+//! `country_not_allowed` before any claim or send, with its DLQ copy, no attempt spent, and the
+//! number in no error; the reminder's other channels go out, and a fallback order hands the
+//! reminder on. A standby SMS whose turn never comes never dies for it. With the list widened,
+//! the same number is sent.
 
 use reminders::consumer::{Action, ConsumerConfig};
 use reminders::domain::{Channel, DeadReason, Recipient, SmsCountries};

@@ -222,7 +222,7 @@ async fn deliver_with(
     }
 }
 
-/// Issue 36's target: a sole channel's message, as the scheduler makes it (marked sole, with
+/// The one-read target: a sole channel's message, as the scheduler makes it (marked sole, with
 /// the address's keyed hash), costs one read request: the reminder, the preferences and the
 /// suppression in one strongly consistent `BatchGetItem` after the claim. Held exactly, so a
 /// read added to the path (or the batch split in two) shows here.

@@ -249,7 +249,7 @@ async fn expired_and_cancelled_reminders_never_reach_the_provider() {
     w.enqueue(&message(&cancelled, SMS)).await;
     let out = w.run(SMS).await.unwrap();
     assert_eq!(out.metrics.get(SMS).cancelled, 1);
-    // Stale by every clock within the margin (README, "Clock margin").
+    // Stale by every clock within the margin (docs/design.md, "Clock margin").
     w.advance(3601 + CLOCK_MARGIN.as_secs());
     w.enqueue(&message(&stale, SMS)).await;
     let out = w.run(SMS).await.unwrap();
@@ -721,7 +721,8 @@ async fn a_not_before_past_freshness_expires() {
     msg.not_before = Some(r.fresh_until.plus(Duration::from_secs(3600)));
     w.enqueue(&msg).await;
     let out = w.run(SMS).await.unwrap();
-    // Until every clock within the margin calls it stale (README, "Clock margin"), in whole seconds.
+    // Until every clock within the margin calls it stale (docs/design.md, "Clock margin"), in whole
+    // seconds.
     let left = surely_stale_at(r.fresh_until)
         .since(T0)
         .as_millis()
@@ -991,9 +992,9 @@ async fn a_claim_that_used_up_its_lease_sends_nothing() {
     assert_eq!((rec.status(), rec.attempt_count()), (Status::Ready, 0));
 }
 
-/// Window 4: a claim that leaves the lease just longer than a provider call, but not a
-/// provider call and the outcome's write, gives the delivery back: the outcome could land
-/// after the lease. The rule is the one cold start checks (`lease_covers_send`).
+/// A lease that must cover the send: a claim that leaves the lease just longer than a provider
+/// call, but not a provider call and the outcome's write, gives the delivery back: the outcome
+/// could land after the lease. The rule is the one cold start checks (`lease_covers_send`).
 #[tokio::test]
 async fn window_4_a_lease_that_cannot_cover_the_outcome_write_sends_nothing() {
     use reminders::clock::ManualClock;
@@ -1205,8 +1206,8 @@ async fn two_records_for_a_dead_delivery_at_once_copy_it_once() {
     assert_eq!(dlq.len(SMS), 1, "one copy per death");
 }
 
-/// Window 6: a record that passed the start check still has to fit its claim, send and
-/// outcome before the invocation's deadline. With slow storage and a slow provider it would
+/// Fitting the deadline: a record that passed the start check still has to fit its claim, send
+/// and outcome before the invocation's deadline. With slow storage and a slow provider it would
 /// outlive the deadline (and a Lambda timeout fails the whole batch); it gives the delivery
 /// back unsent instead, and the handler returns in time.
 #[tokio::test]

@@ -1,4 +1,4 @@
-//! Issue 32, window 9, on the consumer: a ledger item whose `status` was written by a newer
+//! A newer ledger writer, on the consumer: a ledger item whose `status` was written by a newer
 //! version. This version refuses every change from it, so the item stays as it was; the
 //! message is neither acked nor dead-lettered, but held for a reader that knows the status.
 

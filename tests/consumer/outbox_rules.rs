@@ -1,4 +1,4 @@
-//! The library's rules for what applications ask (issue 33: decisions in the library): how
+//! The library's rules for what applications ask (each decision in one home, the library): how
 //! far ahead a reminder may be due, how long it may stay fresh, and that an edit which would
 //! send nothing is refused. They hold in `outbox`, for the API, `remindctl remind create` and
 //! every other caller alike; before, only the API's body decoder held them.

@@ -1,6 +1,6 @@
-//! The recipient's rules in the consumer (DESIGN §12), on in-memory ports with a manual
-//! clock: an opted-out channel is never sent, a delivery inside quiet hours waits for their
-//! end with nothing spent, and one stale by then ends `expired_quiet_hours`. None of them
+//! The recipient's rules in the consumer (docs/design.md, "Recipient rules"), on in-memory ports
+//! with a manual clock: an opted-out channel is never sent, a delivery inside quiet hours waits for
+//! their end with nothing spent, and one stale by then ends `expired_quiet_hours`. None of them
 //! calls the provider, spends an attempt or makes a DLQ copy.
 
 use std::time::Duration;
@@ -73,7 +73,7 @@ async fn an_opt_out_set_after_the_enqueue_wins_and_the_other_channel_is_sent() {
     assert_eq!(w.provider.calls_for(&email.delivery_key), 1);
 }
 
-/// The example: due at 23:30 local inside 22:00–07:00 with 12 h of freshness goes
+/// Quiet hours at night: due at 23:30 local inside 22:00–07:00 with 12 h of freshness goes
 /// out at 07:00 local, nothing spent while it waited.
 #[tokio::test]
 async fn inside_quiet_hours_it_waits_until_they_end_and_is_sent_then() {
@@ -106,7 +106,7 @@ async fn inside_quiet_hours_it_waits_until_they_end_and_is_sent_then() {
     assert_eq!(w.provider.calls_for(&msg.delivery_key), 0);
     let rec = w.record(&msg.delivery_key).await.unwrap();
     assert_eq!(rec.status(), Status::Deferred);
-    // Until every clock within the margin is past 07:00 (README, "Clock margin").
+    // Until every clock within the margin is past 07:00 (docs/design.md, "Clock margin").
     let margin = reminders::domain::reminder::CLOCK_MARGIN;
     assert_eq!(rec.next_eligible_at(), Some(LOCAL_0700.plus(margin)));
     assert_eq!(rec.attempt_count(), 0);
@@ -277,10 +277,10 @@ async fn an_opt_out_wins_over_a_suppression() {
     assert_eq!(rec.dead_reason(), Some(DeadReason::OptedOut));
 }
 
-/// Fallback (DESIGN §12): with the order push, then email, a reminder listing both sends push
-/// only; email waits in standby (its own message held while push has not settled, nothing
-/// claimed). The push delivery dies opted out: email gets a delivery of its own, keyed by its
-/// own channel, sent once; the chain is on both ledger items.
+/// Fallback (docs/design.md, "Fallback chain"): with the order push, then email, a reminder listing
+/// both sends push only; email waits in standby (its own message held while push has not settled,
+/// nothing claimed). The push delivery dies opted out: email gets a delivery of its own, keyed by
+/// its own channel, sent once; the chain is on both ledger items.
 #[tokio::test]
 async fn an_opted_out_channel_falls_back_to_the_next_one_in_the_order_once() {
     let w = Mem::new(test_config(), true);

@@ -19,9 +19,9 @@ use reminders::ports::{
 use crate::harness::{reminder, Custom, T0};
 use crate::support::edit_before_mark::EditBeforeMark;
 
-/// Window 3 (cancel against an edit that adds a channel): the cancel's mark is conditional on
-/// the version it read, so the channel the edit added gets its `cancelled` ledger item before
-/// the command says "cancelled".
+/// A cancel against an edit that adds a channel: the cancel's mark is conditional on the version
+/// it read, so the channel the edit added gets its `cancelled` ledger item before the command
+/// says "cancelled".
 #[tokio::test]
 async fn window_3_a_cancel_covers_a_channel_added_while_it_ran() {
     let store = Arc::new(MemoryReminderStore::new(4));
@@ -108,9 +108,9 @@ impl Provider for TakenOverMidSend {
     }
 }
 
-/// Window 5 (receipt handles): a worker whose visibility ran out and whose lease was taken
-/// over finds its outcome write refused. It must not ack: with an older handle that acts (as
-/// the emulator's does), the delete would remove the message the new holder is working on.
+/// Receipt handles: a worker whose visibility ran out and whose lease was taken over finds its
+/// outcome write refused. It must not ack: with an older handle that acts (as the emulator's
+/// does), the delete would remove the message the new holder is working on.
 #[tokio::test]
 async fn window_5_a_worker_that_lost_its_lease_leaves_the_message_to_the_holder() {
     let r = reminder("w5-handles", &[Channel::Sms]);

@@ -1,8 +1,7 @@
-//! Windows where features meet (issue 32), each proved by a test that failed before its fix
-//! (the window's number is in the name): an edit against the ledger's horizon, a fallback
-//! after an attempt that may have reached the person, a redrive inside a chain, the breaker's
-//! probe and freshness, a redrive against the standby walk, a reorder after the head's claim,
-//! and a channel removed then listed again.
+//! Where features meet, each proved by a test that failed before its fix: an edit against the
+//! ledger's horizon, a fallback after an attempt that may have reached the person, a redrive
+//! inside a chain, the breaker's probe and freshness, a redrive against the standby walk, a
+//! reorder after the head's claim, and a channel removed then listed again.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -84,11 +83,11 @@ async fn drain(w: &Mem, channel: Channel) {
     panic!("{channel} still busy");
 }
 
-/// Window 2: an edit that moves a reminder far out while one of its deliveries is `sending`
-/// (its worker crashed) moves that item's TTL too; and a claim that lands after the edit
-/// looked, under the old version's horizon, is moved out when a message of the edited
-/// reminder is held for its new due time. Before, only settled items moved, and a TTL could
-/// erase the proof of a send before the ambiguous rule ran.
+/// An edit that moves a reminder far out while one of its deliveries is `sending` (its worker
+/// crashed) moves that item's TTL too; and a claim that lands after the edit looked, under the
+/// old version's horizon, is moved out when a message of the edited reminder is held for its new
+/// due time. Before, only settled items moved, and a TTL could erase the proof of a send before
+/// the ambiguous rule ran.
 #[tokio::test]
 async fn w4_2_an_edit_far_out_moves_the_horizon_of_an_unsettled_delivery() {
     let w = Mem::new(test_config(), true);
@@ -126,8 +125,8 @@ async fn w4_2_an_edit_far_out_moves_the_horizon_of_an_unsettled_delivery() {
     assert_eq!(rec.status(), Status::Sending, "nothing else changed");
 }
 
-/// Window 3: an attempt that timed out after its request was written may have reached the
-/// person; when the retry then finds the channel opted out, the death hands nothing on.
+/// An attempt that timed out after its request was written may have reached the person; when the
+/// retry then finds the channel opted out, the death hands nothing on.
 #[tokio::test]
 async fn w4_3_no_fallback_after_an_attempt_that_may_have_reached_the_person() {
     let w = Mem::new(test_config(), true);
@@ -171,10 +170,11 @@ async fn chain_ended(
     );
 }
 
-/// Window 3, at the budget's end (found by the chaos worlds, seed 1221): the last attempt's
-/// answer is lost, so the push dies `attempts_exhausted` although it may have reached the
-/// person. The death records that, hands nothing on, and no later look of the standby sends
-/// email. Before, the death kept no trace of the lost answer and named email as its fallback.
+/// An attempt that may have reached the person, at the budget's end (found by the chaos worlds,
+/// seed 1221): the last attempt's answer is lost, so the push dies `attempts_exhausted` although it
+/// may have reached the person. The death records that, hands nothing on, and no later look of the
+/// standby sends email. Before, the death kept no trace of the lost answer and named email as its
+/// fallback.
 #[tokio::test]
 async fn w4_3_a_last_attempt_whose_answer_was_lost_ends_the_chain() {
     // One delivery's failures alone must not open the breaker here.
@@ -204,10 +204,10 @@ async fn w4_3_a_last_attempt_whose_answer_was_lost_ends_the_chain() {
     chain_ended(&w, &dead, &email).await;
 }
 
-/// Window 4: the head first died for a reason that hands nothing on (its standby was
-/// acknowledged as not needed), was redriven, and died again opted out: the fallback's
-/// message is refused by SQS. The record fails instead of being acknowledged, and its next
-/// look enqueues the fallback again: email is sent, once.
+/// The head first died for a reason that hands nothing on (its standby was acknowledged as not
+/// needed), was redriven, and died again opted out: the fallback's message is refused by SQS. The
+/// record fails instead of being acknowledged, and its next look enqueues the fallback again:
+/// email is sent, once.
 #[tokio::test]
 async fn w4_4_after_a_redrive_a_refused_fallback_message_strands_nothing() {
     let w = Mem::new(test_config(), true);
@@ -319,8 +319,8 @@ impl Gate for SlowProbe {
     }
 }
 
-/// Window 5: the breaker's probe is won by a write right before the send; a probe that took
-/// long enough for the reminder to go stale is never sent.
+/// The breaker's probe is won by a write right before the send; a probe that took long enough for
+/// the reminder to go stale is never sent.
 #[tokio::test]
 async fn w4_5_a_probe_whose_write_outlasted_freshness_is_not_sent() {
     let clock = ManualClock::at(T0);
@@ -374,9 +374,10 @@ async fn w4_5_a_probe_whose_write_outlasted_freshness_is_not_sent() {
     assert_eq!(rec.status(), Status::Expired);
 }
 
-/// Window 6: push died rejected when email was not listed; an edit adds email, whose standby
-/// walk hands the reminder on from that death and sends it. The hand-on is written on push's
-/// death first, so a redrive of push's dead letter is refused as for any death that fell back.
+/// A take-over from a death that named no channel: push died rejected when email was not listed; an
+/// edit adds email, whose standby walk hands the reminder on from that death and sends it. The
+/// hand-on is written on push's death first, so a redrive of push's dead letter is refused as for
+/// any death that fell back.
 #[tokio::test]
 async fn w4_6_a_redrive_of_a_death_the_walk_handed_on_is_refused() {
     let w = Mem::new(test_config(), true);
@@ -424,9 +425,9 @@ async fn w4_6_a_redrive_of_a_death_the_walk_handed_on_is_refused() {
     }
 }
 
-/// Window 7: with `[push, email]`, push is claimed; the order is then reversed. Email is
-/// not the head for this reminder: it waits on push, and once push is delivered it is not
-/// needed. Before, email saw itself first in the order and was sent too.
+/// A reorder at the head's first claim: with `[push, email]`, push is claimed; the order is then
+/// reversed. Email is not the head for this reminder: it waits on push, and once push is delivered
+/// it is not needed. Before, email saw itself first in the order and was sent too.
 #[tokio::test]
 async fn w4_7_a_reorder_after_the_head_was_claimed_sends_one_channel() {
     let w = Mem::new(test_config(), true);
@@ -476,9 +477,9 @@ async fn w4_7_a_reorder_after_the_head_was_claimed_sends_one_channel() {
     let _ = push2;
 }
 
-/// Window 8: a channel removed by one edit after it was enqueued, and listed again by the
-/// next, is refused (its delivery ends cancelled as edited away and its key can never send
-/// again) instead of being acknowledged and never sent.
+/// A channel removed by one edit after it was enqueued, and listed again by the next, is refused
+/// (its delivery ends cancelled as edited away and its key can never send again) instead of being
+/// acknowledged and never sent.
 #[tokio::test]
 async fn w4_8_a_channel_removed_after_enqueue_cannot_be_listed_again() {
     let w = Mem::new(test_config(), true);
@@ -511,10 +512,10 @@ async fn w4_8_a_channel_removed_after_enqueue_cannot_be_listed_again() {
     assert!(matches!(got, Edited::Edited(_)), "{got:?}");
 }
 
-/// Found by the chaos worlds once they ordered every subscriber's channels (issue 32): with
-/// `[push, email]`, push is delivered, then an edit removes push. Email, now the reminder's
-/// only channel, went out as if alone. A channel an edit removed after it may have reached
-/// the person still ends the chain; one removed mid-send is waited for.
+/// Found by the chaos worlds once they ordered every subscriber's channels: with `[push, email]`,
+/// push is delivered, then an edit removes push. Email, now the reminder's only channel, went out
+/// as if alone. A channel an edit removed after it may have reached the person still ends the
+/// chain; one removed mid-send is waited for.
 #[tokio::test]
 async fn w4_7_a_channel_removed_after_it_reached_the_person_still_ends_the_chain() {
     let w = Mem::new(test_config(), true);
@@ -569,10 +570,10 @@ async fn only_email(w: &Mem, r: &Reminder) -> Reminder {
     edited
 }
 
-/// Window 1's twin in the consumer, found by the chaos worlds (seed 625 of 1,300): a message
-/// of an enqueued reminder found stale, an application's reschedule landing before the
-/// consumer wrote `expired`, and the ledger said expired for the version the API had just
-/// acknowledged fresh. The consumer now marks the reminder expired at the version it read
+/// The consumer's twin of a stale edit racing the expiry, found by the chaos worlds (seed 625 of
+/// 1,300): a message of an enqueued reminder found stale, an application's reschedule landing
+/// before the consumer wrote `expired`, and the ledger said expired for the version the API had
+/// just acknowledged fresh. The consumer now marks the reminder expired at the version it read
 /// first: the edit that came first wins, and the next look sends it.
 #[tokio::test]
 async fn w4_1_an_edit_that_lands_during_the_consumers_expiry_wins() {

@@ -247,9 +247,9 @@ async fn received_twice<Q: DeliveryQueue>(q: &Q, ch: Channel, body: &str) -> (St
     )
 }
 
-/// Window 5 (receipt handles): what a delete and a visibility change with an older handle do.
-/// SQS documents only that the latest handle is required; the consumer must be safe whichever
-/// way it goes, and never use an older handle on a message another worker holds.
+/// Receipt handles: what a delete and a visibility change with an older handle do. SQS documents
+/// only that the latest handle is required; the consumer must be safe whichever way it goes, and
+/// never use an older handle on a message another worker holds.
 async fn old_handle_suite<Q: DeliveryQueue>(q: &Q) -> (OldHandle, OldHandle) {
     let ch = Channel::Push;
     let (old, latest) = received_twice(q, ch, "old-delete").await;

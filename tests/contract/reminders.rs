@@ -210,8 +210,8 @@ async fn suite<S: ReminderStore + SubscriberIndex>(store: &S) {
         Marked::Marked
     );
     // An expiry stays in the index, `expiring`, until the scheduler has written the ledger and
-    // takes it out (issue 32, window 1): a run that stops between the two is finished by the
-    // next, and an edit that lands first makes the mark fail before any ledger write.
+    // takes it out (a stale edit racing the expiry): a run that stops between the two is finished
+    // by the next, and an edit that lands first makes the mark fail before any ledger write.
     assert!(
         expiring(store, &r2, until).await,
         "marked expired: still indexed, expiring"
@@ -241,8 +241,8 @@ async fn suite<S: ReminderStore + SubscriberIndex>(store: &S) {
         store.get(&r2).await.unwrap().unwrap().status,
         ReminderStatus::Expired
     );
-    // Cancel works from enqueued, too, at the version the cancel read (window 3: a version
-    // edited since is refused, so the cancel reads again and covers what the edit added).
+    // Cancel works from enqueued, too, at the version the cancel read (a cancel against an edit: a
+    // version edited since is refused, so the cancel reads again and covers what the edit added).
     assert_eq!(
         store.mark(&r1, 0, ReminderStatus::Cancelled).await.unwrap(),
         Marked::Changed

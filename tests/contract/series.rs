@@ -1,9 +1,9 @@
-//! The [`SeriesStore`] contract (issue 35), on memory and on DynamoDB (the emulator): a
-//! create never overwrites; a write lands only over the version and the progress it read, and
-//! a refused one answers the series as stored; the maker finds an active series when its next
-//! occurrence comes within the make-ahead, never a cancelled one; a subscriber's series come a
-//! page at a time, and never another subscriber's (nor a reminder of the same subscriber); a
-//! page by cursor goes on after a series deleted since.
+//! The [`SeriesStore`] contract, on memory and on DynamoDB (the emulator): a create never
+//! overwrites; a write lands only over the version and the progress it read, and a refused one
+//! answers the series as stored; the maker finds an active series when its next occurrence comes
+//! within the make-ahead, never a cancelled one; a subscriber's series come a page at a time, and
+//! never another subscriber's (nor a reminder of the same subscriber); a page by cursor goes on
+//! after a series deleted since.
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
-//! `local run` as a stand-in for the deployed wiring (issue: the local runner), on in-memory
-//! ports and tokio's paused clock: each channel's mapping runs on its own, so a slow provider
-//! on one channel leaves the others on time; a transient receive failure is retried, not
-//! fatal; an idle run ends on its own when the next reminder is an hour away, and says when.
+//! `local run` as a stand-in for the deployed wiring, on in-memory ports and tokio's paused
+//! clock: each channel's mapping runs on its own, so a slow provider on one channel leaves the
+//! others on time; a transient receive failure is retried, not fatal; an idle run ends on its own
+//! when the next reminder is an hour away, and says when.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! An exhaustive model check of the ledger protocol (DESIGN §4) with stateright.
+//! An exhaustive model check of the ledger protocol (docs/design.md, "Ledger") with stateright.
 //!
 //! One delivery key; a ledger holding at most one record, written by compare-and-set as
 //! `MemoryLedger::put_if` does; workers running the consumer's protocol (claim → send →
@@ -33,8 +33,8 @@ use protocol::{Bounds, Fault, ProtocolModel};
 use record::Sent;
 
 /// The races: a lease lapsing mid-send and taken over (or the delivery killed as ambiguous),
-/// a crash, a cancel racing a claim and a redrive (window 1), a death, a redrive and a resend.
-/// Small enough for a debug build on two cores.
+/// a crash, a cancel racing a claim and a redrive, a death, a redrive and a resend. Small enough
+/// for a debug build on two cores.
 const BOUNDS: Bounds = Bounds {
     messages: 2,
     ticks: 1,
@@ -263,9 +263,9 @@ fn planted_ignored_freshness_is_caught() {
     caught(m, properties::NEVER_STALE);
 }
 
-/// Window 1 unfixed: a cancel that leaves a dead delivery dead and answers "already dead";
-/// a redrive that read the reminder before the cancel's mark moves it to ready, and a worker
-/// sends after the answer.
+/// A cancel racing a redrive, unfixed: a cancel that leaves a dead delivery dead and answers
+/// "already dead"; a redrive that read the reminder before the cancel's mark moves it to ready, and
+/// a worker sends after the answer.
 #[test]
 fn planted_window_1_cancel_leaving_a_dead_delivery_is_caught() {
     let m = model(2, true, BOUNDS, Some(Fault::CancelLeavesDead));

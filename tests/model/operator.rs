@@ -1,9 +1,9 @@
 //! The operators: one cancels (`outbox::cancel`), another redrives (`redrive::one`), at once if
 //! they like. Each runs a `delivery::Transition` one ledger operation a step, so their steps
 //! interleave with each other's and the workers': the cancel writes the ledger, then marks the
-//! reminder and answers (a step of its own: window 1 lives between the two); the redrive reads
-//! the reminder (cancelled: it cancels the delivery instead), moves `dead → ready`, then puts
-//! the message back on the queue.
+//! reminder and answers (a step of its own: a cancel racing a redrive lives between the two); the
+//! redrive reads the reminder (cancelled: it cancels the delivery instead), moves `dead → ready`,
+//! then puts the message back on the queue.
 
 use std::collections::BTreeSet;
 
@@ -59,7 +59,8 @@ pub fn cancel(m: &ProtocolModel, s: &mut State) {
             s.canceller = Canceller::Mark(Cancelled::Cancelled);
             return;
         }
-        // Planted: the cancel before window 1's fix, which left a dead delivery dead.
+        // Planted: the cancel before it was ordered against a redrive, which left a dead delivery
+        // dead.
         Some(Fault::CancelLeavesDead)
             if s.ledger.as_ref().map(|r| r.status()) == Some(Status::Dead) =>
         {

@@ -41,7 +41,8 @@ pub enum Fault {
     IgnoreFreshness,
     /// The cancel flips the reminder's status and answers, writing nothing to the ledger.
     CancelOnlyMarks,
-    /// The cancel leaves a dead delivery dead and answers "already dead" (window 1 unfixed).
+    /// The cancel leaves a dead delivery dead and answers "already dead" (a cancel racing a
+    /// redrive, unfixed).
     CancelLeavesDead,
     /// The consumer takes a provider that ignores idempotency keys for one that honours them.
     AssumeIdempotent,

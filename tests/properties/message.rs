@@ -1,5 +1,5 @@
-//! `DeliveryMessage::decode` / `encode` (DESIGN §1): decoding never panics, what `encode`
-//! writes decodes to the same message, and a decoded body re-encodes to itself.
+//! `DeliveryMessage::decode` / `encode` (docs/design.md, "Queue messages"): decoding never panics,
+//! what `encode` writes decodes to the same message, and a decoded body re-encodes to itself.
 
 use proptest::prelude::*;
 use reminders::clock::Timestamp;

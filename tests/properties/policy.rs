@@ -1,6 +1,6 @@
-//! `policy::decide` (DESIGN §5): for any valid policy, ledger counts, outcome, freshness and
-//! time, the decision keeps the budgets, the Retry-After, the ambiguous rule, the backoff caps
-//! and `fresh_until`.
+//! `policy::decide` (docs/design.md, "Failures and retries"): for any valid policy, ledger counts,
+//! outcome, freshness and time, the decision keeps the budgets, the Retry-After, the ambiguous
+//! rule, the backoff caps and `fresh_until`.
 
 use std::time::Duration;
 
@@ -367,7 +367,7 @@ proptest! {
         let next = c.decide();
         prop_assert_eq!(&c.decide(), &next, "decide is pure");
         if let Next::Retry { at, .. } = next {
-            // Not even inside the clock margin before it (README, "Clock margin").
+            // Not even inside the clock margin before it (docs/design.md, "Clock margin").
             let last = last_sendable(c.fresh_until);
             prop_assert!(at <= last, "retry at {} past {}", at, last);
         }

@@ -1,5 +1,6 @@
-//! The budgets (DESIGN §4–5): `attempt_count` never exceeds the snapshotted policy's
-//! `max_attempts` between redrives, nor `throttle_count` its `max_throttle_deferrals`.
+//! The budgets (docs/design.md, "Ledger" and "Failures and retries"): `attempt_count` never exceeds
+//! the snapshotted policy's `max_attempts` between redrives, nor `throttle_count` its
+//! `max_throttle_deferrals`.
 //!
 //! `apply` keeps it by itself (a claim or takeover with no attempt left is refused, and only
 //! a send spends one), so arbitrary sequences of changes cannot overspend; and so does the

@@ -1,6 +1,6 @@
-//! The redrive request (DESIGN §7) as the Lambda receives it: `serde_json::from_str` then
-//! `validate` never panic, every field written is read back (defaults where omitted), and
-//! `validate` accepts exactly the requests its rules allow.
+//! The redrive request (docs/design.md, "Dead letters and redrive") as the Lambda receives it:
+//! `serde_json::from_str` then `validate` never panic, every field written is read back (defaults
+//! where omitted), and `validate` accepts exactly the requests its rules allow.
 
 use std::collections::BTreeSet;
 

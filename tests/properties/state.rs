@@ -1,5 +1,5 @@
-//! `ledger::apply` (DESIGN §4) under arbitrary sequences of changes, from no record:
-//! what every write must keep, whatever the caller asks.
+//! `ledger::apply` (docs/design.md, "States and transitions") under arbitrary sequences of changes,
+//! from no record: what every write must keep, whatever the caller asks.
 
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;

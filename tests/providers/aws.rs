@@ -160,7 +160,8 @@ async fn sns_push_delivers_to_a_token_and_rejects_a_disabled_endpoint() {
     let got = push(&sdk, &app)
         .send(&request(Channel::Push, &endpoint))
         .await;
-    // A disabled endpoint is a dead address: permanent, and suppressed (DESIGN §12).
+    // A disabled endpoint is a dead address: permanent, and suppressed (docs/design.md,
+    // "Suppressions").
     assert_eq!(
         got,
         Outcome::Gone {

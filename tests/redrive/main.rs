@@ -488,10 +488,9 @@ async fn redrive_follows_the_ledgers_dead_reason() {
     assert_eq!(rec.status(), Status::Ready);
 }
 
-/// Window 1 (cancel against redrive): a cancel's ledger write lands on a dead delivery, and a
-/// redrive runs before the cancel marks the reminder. The ledger orders them: `dead →
-/// cancelled`, and the redrive refuses a cancelled delivery, so nothing is sent after the
-/// cancel was answered.
+/// A cancel against a redrive: a cancel's ledger write lands on a dead delivery, and a redrive
+/// runs before the cancel marks the reminder. The ledger orders them: `dead → cancelled`, and the
+/// redrive refuses a cancelled delivery, so nothing is sent after the cancel was answered.
 #[tokio::test]
 async fn window_1_a_cancel_of_a_dead_delivery_is_ordered_before_a_redrive() {
     let w = AwsWorld::new(QueueSpec::default()).await;

@@ -1,5 +1,5 @@
-//! The scheduler judges staleness by the consumer's rule (README, "Clock margin"): it expires
-//! only what every clock within the margin calls stale; one read inside the margin of its
+//! The scheduler judges staleness by the consumer's rule (docs/design.md, "Clock margin"): it
+//! expires only what every clock within the margin calls stale; one read inside the margin of its
 //! `fresh_until` is enqueued, and the consumer holds it until it is surely stale.
 
 use std::sync::Arc;

@@ -268,7 +268,7 @@ async fn a_channel_added_after_enqueue_is_scheduled() {
     assert_eq!(
         w.queue.len(Channel::Push),
         1,
-        "window 2: the old one is not enqueued again"
+        "an edit past the horizon: the old one is not enqueued again"
     );
     // An edit that adds nothing leaves an enqueued reminder out of the index.
     let same = outbox::edit(
@@ -285,10 +285,10 @@ async fn a_channel_added_after_enqueue_is_scheduled() {
     assert_eq!(w.scheduler.run(None).await.unwrap().enqueued, 0);
 }
 
-/// Window 2 (an edit past the ledger's horizon): a delivered channel, then an edit that moves
-/// the reminder 30 days out (past the old TTL of its proof) and adds a channel. The proof's
-/// TTL moves with the reminder, and only the added channel is enqueued again when the new due
-/// time comes, so the delivered one is never sent twice even once its old TTL has passed.
+/// An edit past the ledger's horizon: a delivered channel, then an edit that moves the reminder
+/// 30 days out (past the old TTL of its proof) and adds a channel. The proof's TTL moves with the
+/// reminder, and only the added channel is enqueued again when the new due time comes, so the
+/// delivered one is never sent twice even once its old TTL has passed.
 #[tokio::test]
 async fn window_2_an_edit_far_out_enqueues_only_the_added_channel_and_keeps_the_proof() {
     use reminders::domain::{DeliveryKey, Recipient, ReminderStatus};
@@ -448,9 +448,8 @@ impl ReminderStore for FailingShard {
     }
 }
 
-/// Window 7: a shard whose query keeps failing is reported on every run, with how many runs
-/// in a row, in the run's report and its metrics, not only in a log line; the other shards
-/// go on.
+/// A shard whose query keeps failing is reported on every run, with how many runs in a row, in
+/// the run's report and its metrics, not only in a log line; the other shards go on.
 #[tokio::test]
 async fn window_7_a_shard_that_keeps_failing_is_reported_run_after_run() {
     let clock = ManualClock::at(T0);
@@ -501,8 +500,8 @@ async fn window_7_a_shard_that_keeps_failing_is_reported_run_after_run() {
     assert_eq!(emf["scheduler_query_failures"], 1);
 }
 
-/// Window 6, on the run's clock: the sweep runs once every `sweep_every`, not on every run;
-/// an item that can never become due, written after a sweep, is quarantined by the next one.
+/// On the run's clock, the sweep runs once every `sweep_every`, not on every run; an item that
+/// can never become due, written after a sweep, is quarantined by the next one.
 #[tokio::test]
 async fn window_6_the_sweep_runs_once_per_period() {
     use reminders::domain::ReminderStatus;
@@ -574,10 +573,9 @@ async fn each_run_emits_a_heartbeat_and_its_backlog_age() {
     assert_eq!((second.enqueued, second.backlog_age_secs), (0, 0));
 }
 
-/// Issue 36: the per-subscriber cap holds across the stack's schedules. Four schedules run in
-/// the same minute over disjoint shares take at most the cap of one subscriber's backlog
-/// between them (each took up to the whole cap before: four times it), and everyone else's
-/// reminders all go.
+/// The per-subscriber cap holds across the stack's schedules. Four schedules run in the same
+/// minute over disjoint shares take at most the cap of one subscriber's backlog between them
+/// (each took up to the whole cap before: four times it), and everyone else's reminders all go.
 #[tokio::test]
 async fn the_per_subscriber_cap_holds_across_shares() {
     use reminders::scheduler::Share;

@@ -1,8 +1,8 @@
-//! The scheduler's marks for the consumer's one read (issue 36): a channel a reminder lists
-//! alone at its first version goes marked sole, with the address's keyed hash when the
-//! scheduler holds the suppression key; anything else goes plain. In memory, and on the
-//! emulator with `due-recipients-index` (which projects the addresses) and without it (the
-//! stacks deployed before: the scheduler reads `due-index`, and its messages are plain).
+//! The scheduler's marks for the consumer's one read: a channel a reminder lists alone at its
+//! first version goes marked sole, with the address's keyed hash when the scheduler holds the
+//! suppression key; anything else goes plain. In memory, and on the emulator with
+//! `due-recipients-index` (which projects the addresses) and without it (the stacks deployed
+//! before: the scheduler reads `due-index`, and its messages are plain).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -120,7 +120,7 @@ fn index_poison() -> Vec<(String, Item, &'static str)> {
             with(item("p-bogus"), "status", s("bogus")),
             "status",
         ),
-        // Not named in the issue, same kind: a field of the wrong type, not a missing one.
+        // The same kind of fault as those above: a field of the wrong type, not a missing one.
         (
             "p-fresh-text".into(),
             with(item("p-fresh-text"), "fresh_until", s("tomorrow")),
@@ -197,7 +197,7 @@ fn item_poison() -> Vec<(String, Item, &'static str, Channel)> {
             "recipients.email",
             Channel::Email,
         ),
-        // Window 8: template data that is not JSON never reaches the provider as it is.
+        // Template data that is not JSON never reaches the provider as it is.
         (
             "c-template-not-json".into(),
             with(item("c-template-not-json"), "content", not_json),
@@ -433,9 +433,9 @@ async fn a_heavy_subscriber_does_not_use_up_the_scan_budget() {
     }
 }
 
-/// Window 6: items no shard query reaches (a `due_shard` outside the shards) or that can never
-/// become due (a `due_at` of 1e30) are found by the sweep and quarantined with a reason, in
-/// the first run; the valid reminder beside them goes out.
+/// Items no shard query reaches (a `due_shard` outside the shards) or that can never become due
+/// (a `due_at` of 1e30) are found by the sweep and quarantined with a reason, in the first run;
+/// the valid reminder beside them goes out.
 #[tokio::test]
 async fn window_6_the_sweep_quarantines_items_no_query_reaches() {
     let w = AwsWorld::new(QueueSpec::default()).await;
@@ -486,10 +486,10 @@ async fn window_6_the_sweep_quarantines_items_no_query_reaches() {
     }
 }
 
-/// Window 7: an item whose `due_at` is text makes the emulator fail every query of its shard,
-/// and its scan of the index too (real DynamoDB refuses the write; any lasting failure of one
-/// shard looks the same). The valid reminder in that shard waits, and each run reports the
-/// shard with how many runs in a row it failed, not only a log line.
+/// An item whose `due_at` is text makes the emulator fail every query of its shard, and its scan
+/// of the index too (real DynamoDB refuses the write; any lasting failure of one shard looks the
+/// same). The valid reminder in that shard waits, and each run reports the shard with how many
+/// runs in a row it failed, not only a log line.
 #[tokio::test]
 async fn window_7_a_failing_shard_is_reported_on_every_run() {
     let w = AwsWorld::new(QueueSpec::default()).await;
@@ -522,7 +522,7 @@ async fn window_7_a_failing_shard_is_reported_on_every_run() {
 }
 
 /// A reason says what the attribute should hold, never the decoder's internals (the type
-/// names and parser messages operators met before: issue 24).
+/// names and parser messages operators once met).
 fn assert_in_operator_words(reason: &str) {
     for internal in [
         "internally tagged",

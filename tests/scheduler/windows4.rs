@@ -1,4 +1,4 @@
-//! Window 1 of issue 32: the scheduler's expiry against an application's edit. The expiry
+//! A stale edit racing the expiry: the scheduler's expiry against an application's edit. The expiry
 //! marks the reminder first, conditional on the version the scan read, and writes the ledger
 //! only once that mark held; an edit that landed first wins and is sent. A run that stops
 //! between the mark and the ledger leaves the reminder in the index as `expiring`, finished by

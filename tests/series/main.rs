@@ -1,7 +1,7 @@
-//! Recurring series (issue 35, DESIGN §13) through the embedded pipeline: in-memory ports on
-//! tokio's paused clock, the schedule (maker, then scan) and each channel's mapping running as
-//! deployed. Each occurrence is an ordinary reminder, delivered once near its time; a skip
-//! skips only it; an edit moves what is not yet enqueued; a cancel stops the series; a stopped
+//! Recurring series (docs/design.md, "Recurring series") through the embedded pipeline: in-memory
+//! ports on tokio's paused clock, the schedule (maker, then scan) and each channel's mapping
+//! running as deployed. Each occurrence is an ordinary reminder, delivered once near its time; a
+//! skip skips only it; an edit moves what is not yet enqueued; a cancel stops the series; a stopped
 //! scheduler's missed occurrences expire, and the next goes at its own time, never bunched.
 
 use std::sync::atomic::AtomicBool;
@@ -163,7 +163,7 @@ async fn status(w: &World, min: u64) -> Option<ReminderStatus> {
     w.store.get(&id).await.unwrap().map(|r| r.status)
 }
 
-/// Done when of issue 35, on memory: three occurrences a minute apart at 22:05, 22:06 and
+/// The series promise end to end, on memory: three occurrences a minute apart at 22:05, 22:06 and
 /// 22:07 in Kiritimati (08:05Z…); the second skipped, the third moved by an edit to 22:09.
 #[tokio::test(start_paused = true)]
 async fn each_occurrence_once_on_time_a_skip_skips_one_and_an_edit_moves_the_third() {

@@ -1,9 +1,8 @@
-//! A year of series through the maker on a virtual clock (issue 35's done-when (b)): the
-//! schedule's runs, one a minute, played as the `ManualClock` reaches each run at which the
-//! maker's index has the series due. A daily 02:30 in New York makes 365 occurrences, one on
-//! each local date, both DST days included; a monthly `-1FR` in Sydney makes one on each
-//! month's last Friday. `until` and `COUNT` each bring the series to `ended`: it leaves the
-//! maker's index and a PUT of it is refused.
+//! A year of series through the maker on a virtual clock: the schedule's runs, one a minute,
+//! played as the `ManualClock` reaches each run at which the maker's index has the series due. A
+//! daily 02:30 in New York makes 365 occurrences, one on each local date, both DST days included;
+//! a monthly `-1FR` in Sydney makes one on each month's last Friday. `until` and `COUNT` each
+//! bring the series to `ended`: it leaves the maker's index and a PUT of it is refused.
 
 use std::collections::BTreeSet;
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! Reconcile's staleness follows the clock margin (README, "Clock margin"): an occurrence
+//! Reconcile's staleness follows the clock margin (docs/design.md, "Clock margin"): an occurrence
 //! whose freshness ended less than the margin ago may still be fresh by a clock off by up to
 //! it, so it is made (and expired with its reason once surely stale); one past the margin is
 //! never made again.

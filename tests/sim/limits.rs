@@ -1,5 +1,5 @@
-//! The planner's limits on the way (issue 36): DynamoDB's partitions, the consumer's mapping
-//! concurrency, and the parameter search. Small loads: each runs in seconds.
+//! The planner's limits on the way: DynamoDB's partitions, the consumer's mapping concurrency,
+//! and the parameter search. Small loads: each runs in seconds.
 
 use reminders_harness::sim::capacity::TableMode;
 use reminders_harness::sim::plan::{plan, PlanInput};

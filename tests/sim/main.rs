@@ -101,9 +101,9 @@ async fn plan_reproduces_the_arithmetic() {
     assert_eq!(p.simulated.duplicates, 0);
 }
 
-/// The outage issue's plan: a five-minute outage a minute in. The breaker holds every
-/// delivery (no attempt spent) instead of letting each spend its budget against a provider
-/// known to be down; all 10,000 arrive fresh, drained about when the estimate says.
+/// An outage: a five-minute outage a minute in. The breaker holds every delivery (no attempt
+/// spent) instead of letting each spend its budget against a provider known to be down; all
+/// 10,000 arrive fresh, drained about when the estimate says.
 #[tokio::test]
 async fn an_outage_kills_nothing_and_drains_when_the_estimate_says() {
     let input = PlanInput {

@@ -1,5 +1,5 @@
-//! A series load (issue 35): N subscribers' series of one rule, their occurrences made ahead
-//! by the scheduler's maker as deployed, then sent as any reminder is. The planner counts each
+//! A series load: N subscribers' series of one rule, their occurrences made ahead by the
+//! scheduler's maker as deployed, then sent as any reminder is. The planner counts each
 //! occurrence in the window as a delivery owed, and shows the maker's per-run limit.
 
 use reminders_harness::sim::plan::{plan, PlanInput};

@@ -1,5 +1,5 @@
-//! The deployed defaults are what the planner recommends for the stated load (issue 36):
-//! change a default, or the model under the search, without re-deciding, and this fails.
+//! The deployed defaults are what the planner recommends for the stated load: change a default,
+//! or the model under the search, without re-deciding, and this fails.
 
 use reminders_harness::sim::params::{stated_load as load, Params};
 use reminders_harness::sim::plan::PlanInput;

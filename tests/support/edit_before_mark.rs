@@ -1,6 +1,6 @@
 //! [`EditBeforeMark`]: an application's edit landing between a writer's read and its
-//! conditional mark, the interleaving behind several windows (issue 24 window 3, issue 32
-//! window 1).
+//! conditional mark, the interleaving behind a cancel against an edit that adds a channel and a
+//! stale edit racing the expiry.
 
 use std::sync::{Arc, Mutex};
 

@@ -1,6 +1,6 @@
 //! Alarms that reach a person, on metrics of their own stack: every alarm has an action and an
-//! OK action (the stack's own topic when none is given), the alarms the production issue asks
-//! for exist, and two stacks in one account share no metric, alarm or dashboard line.
+//! OK action (the stack's own topic when none is given), the alarms an operator in production
+//! needs exist, and two stacks in one account share no metric, alarm or dashboard line.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -330,8 +330,8 @@ fn two_stacks_share_no_metric_alarm_or_dashboard_line() {
     assert!(shared.is_empty(), "two stacks share {shared:?}");
 }
 
-/// The application surface (issue 25): the API's server errors, and the events function's
-/// failures, its lag behind the ledger's stream and its dead letters.
+/// The application surface: the API's server errors, and the events function's failures, its lag
+/// behind the ledger's stream and its dead letters.
 #[test]
 fn the_application_alarms_exist() {
     let r = rendered("reminders", &[]);

@@ -1,7 +1,7 @@
-//! The application surface (DESIGN §11): the HTTP API's routes and who may call them (IAM by
-//! default, the JWT authorizer with its parameters), the subscriber index the list route
-//! queries, and the ledger's stream into the events function, with its failure handling and
-//! its bus.
+//! The application surface (docs/design.md, "Application surface"): the HTTP API's routes and who
+//! may call them (IAM by default, the JWT authorizer with its parameters), the subscriber index the
+//! list route queries, and the ledger's stream into the events function, with its failure handling
+//! and its bus.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -10,7 +10,7 @@ use serde_norway::Value;
 use super::iam::{condition, params, resolve};
 use super::{resource, scalar, template};
 
-/// The routes the API serves (the contract's, issue 25).
+/// The routes the API serves (the contract's, `functions/api/openapi.yaml`).
 const ROUTES: [&str; 11] = [
     "PUT /v1/series/{id}",
     "GET /v1/series/{id}",

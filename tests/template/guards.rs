@@ -1,4 +1,4 @@
-//! Issue 34's template pieces: SES feedback (the configuration set, its EventBridge destination,
+//! The template's guards: SES feedback (the configuration set, its EventBridge destination,
 //! the rule, the queue and its function, the reputation alarms), the SMS spend alarm, and the
 //! provider endpoints' pattern.
 
