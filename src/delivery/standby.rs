@@ -160,18 +160,21 @@ impl<L: Ledger, F: Fn(Channel) -> bool> Look<'_, L, F> {
     }
 
     /// Whether a head claimed under an earlier order, that the order as it is now leaves out
-    /// (or that leaves `channel` out), holds `channel`: its claim recorded a chain (`origin.chain`) that holds `channel`. Then no
-    /// channel of that chain is sent once another of it may have reached the person
-    /// (`NotNeeded`), nor while another of it is mid-send, or in flight when `channel` has no
-    /// item of its own yet (`Wait`). Otherwise (no such head, or nothing of its chain reached or
-    /// in flight: it died and handed on, say) `None`, as before.
+    /// (or that leaves `channel` out), holds `channel`: its claim recorded a chain
+    /// (`origin.chain`) that holds `channel`. Then no channel of any such chain is sent once
+    /// another of them may have reached the person (`NotNeeded`), nor while another is
+    /// mid-send, or in flight when `channel` has no item of its own yet (`Wait`). Otherwise
+    /// (no such head, or nothing of those chains reached or in flight: the head died and
+    /// handed on, say) `None`, as before.
     async fn behind_recorded_head(&self) -> Result<Option<Turn>, PortError> {
         let (prefs, channel, now, listed) = (self.prefs, self.channel, self.now, &self.listed);
         // When the order holds this channel, a head it holds too was read, and judged, by
         // the order: only one the order leaves out is read here. When it does not, any is,
         // listed or not (one an edit removed after it may have reached the person still has).
         let judged = |c: Channel| prefs.fallback.contains(&channel) && prefs.fallback.contains(&c);
-        let mut chain: Option<((Timestamp, &str), Vec<Channel>)> = None;
+        // Every head whose recorded chain holds this channel (an order changed twice may
+        // have left two): the channels of all of them are judged.
+        let mut chains = BTreeSet::new();
         for c in Channel::ALL {
             if c == channel || judged(c) {
                 continue;
@@ -182,14 +185,13 @@ impl<L: Ledger, F: Fn(Channel) -> bool> Look<'_, L, F> {
             let Some(origin) = rec.origin().filter(|_| claimed_as_head(&rec)) else {
                 continue;
             };
-            let at = (rec.first_seen_at(), c.as_str());
-            if origin.chain.contains(&channel) && chain.as_ref().is_none_or(|(e, _)| at < *e) {
-                chain = Some((at, origin.chain.clone()));
+            if origin.chain.contains(&channel) {
+                chains.extend(origin.chain.iter().copied().filter(|c| *c != channel));
             }
         }
-        let Some((_, chain)) = chain else {
+        if chains.is_empty() {
             return Ok(None);
-        };
+        }
         let own = self.get(channel).await?;
         if own.as_ref().is_some_and(|own| {
             !matches!(
@@ -201,7 +203,7 @@ impl<L: Ledger, F: Fn(Channel) -> bool> Look<'_, L, F> {
             return Ok(None);
         }
         let mut items = BTreeMap::new();
-        for c in chain.into_iter().filter(|c| *c != channel) {
+        for c in chains {
             if let Some(rec) = self.get(c).await? {
                 items.insert(c, rec);
             }

@@ -277,8 +277,8 @@ async fn poll(world: &World, consumer: &Consumer<ChaosPorts>, channel: Channel) 
 }
 
 /// Wait, once the faults stop, until nothing is pending anywhere and every write has had its
-/// event (and a late acceptance has had its time) and every reminder's `fresh_until` has passed, or the settling time runs
-/// out.
+/// event (and a late acceptance has had its time) and every reminder's `fresh_until` has
+/// passed, or the settling time runs out.
 async fn settle(world: &World) {
     let give_up = world.clock.now().plus(SETTLE_BY);
     while world.clock.now() < give_up {

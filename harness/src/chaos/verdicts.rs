@@ -175,9 +175,8 @@ impl Seen<'_> {
         };
         // `a` was claimed as the head of an order that held `b`, before `b`'s first claim.
         // Not yet judged for `b` sent as a third channel's fallback (two chains, one handed
-        // on under a newer order): the consumer holds such a fallback behind `a`, but reads
-        // `a` before its claim, and 300 worlds still find two of them sent after `a` (seeds 48
-        // and 135), a window this verdict leaves open and names.
+        // on under a newer order): the consumer holds such a fallback behind `a`, but the
+        // worlds still find it sent after `a` now and then, a window this verdict leaves open.
         let behind_head = |a: Channel, sa, b: Channel, sb| {
             let fallback = self
                 .ledger
