@@ -146,6 +146,7 @@ pub async fn edit_as<S: ReminderStore, L: Ledger>(
         let mut next = Reminder::new(new, Duration::ZERO, retention.0)?;
         next.owner = current.owner.clone();
         next.detached = current.detached || changes.detach;
+        next.unknown = current.unknown.clone();
         if next.due_at != current.due_at {
             crate::domain::check_due_ahead(next.due_at, now)?;
         }

@@ -154,6 +154,9 @@ pub struct Reminder {
     /// An occurrence of a series (docs/design.md, "Recurring series") edited through its own id:
     /// the series' later edits leave it as it is. `false` for every other reminder.
     pub detached: bool,
+    /// The item's attributes a newer version wrote that this one does not know: carried
+    /// through every edit and written back, so a deploy in progress drops none of them.
+    pub unknown: super::wire::Unknown,
 }
 
 /// What an application supplies to create a reminder.
@@ -211,6 +214,7 @@ impl Reminder {
             enqueued: BTreeSet::new(),
             owner: None,
             detached: false,
+            unknown: Default::default(),
             expires_at: super::Retention(retention).expires_at(fresh_until),
         })
     }

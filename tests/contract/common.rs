@@ -77,3 +77,22 @@ pub async fn channel_queues(
         .await
         .expect("create queues")
 }
+
+/// An item as stored, read strongly consistent: `key` names the table's key attribute.
+pub async fn stored_item(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+    key: (&str, &str),
+) -> std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue> {
+    let value = aws_sdk_dynamodb::types::AttributeValue::S(key.1.to_owned());
+    client
+        .get_item()
+        .table_name(table)
+        .key(key.0, value)
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap()
+        .item
+        .expect("the item is stored")
+}

@@ -344,16 +344,7 @@ async fn dynamodb_ledger_keeps_what_a_newer_version_wrote() {
         Cas::Applied
     );
     assert_ne!(claimed.seq(), next.seq());
-    let raw = client
-        .get_item()
-        .table_name(&table)
-        .key("delivery_key", AttributeValue::S(c.key.as_str().into()))
-        .consistent_read(true)
-        .send()
-        .await
-        .unwrap()
-        .item
-        .unwrap();
+    let raw = common::stored_item(&client, &table, ("delivery_key", c.key.as_str())).await;
     assert_eq!(
         raw.get("status"),
         Some(&AttributeValue::S("delivered".into()))

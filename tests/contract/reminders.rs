@@ -711,3 +711,61 @@ async fn unreadable_preferences(client: aws_sdk_dynamodb::Client, table: String)
         }
     }
 }
+
+/// A deploy in progress: a newer version wrote an attribute this one does not know onto a
+/// reminder's item (at the top level, a map and a plain value). This version's edit, which
+/// writes the item whole, keeps both as they were.
+#[tokio::test]
+async fn dynamodb_store_keeps_what_a_newer_version_wrote_on_a_reminder() {
+    use aws_sdk_dynamodb::types::AttributeValue as A;
+    use reminders::outbox::{self, Edit, Edited, Retention};
+    let client = common::dynamo().await;
+    let table = common::reminders_table(&client).await;
+    let store = DynamoReminderStore::new(client.clone(), table.clone(), SHARDS);
+    let r = reminder("newer-attrs", 3_600);
+    assert_eq!(store.insert(&r).await.unwrap(), Inserted::Created);
+    let newer = A::M([("kept".to_owned(), A::L(vec![A::S("x".into())]))].into());
+    client
+        .update_item()
+        .table_name(&table)
+        .key("reminder_id", A::S("newer-attrs".into()))
+        .update_expression("SET newer_map = :m, newer_flag = :f")
+        .expression_attribute_values(":m", newer.clone())
+        .expression_attribute_values(":f", A::Bool(true))
+        .send()
+        .await
+        .unwrap();
+    let edit = Edit {
+        content: Some(Content::Text {
+            subject: "Pickup".into(),
+            body: "Moved to the side door".into(),
+        }),
+        ..Edit::default()
+    };
+    let ledger = reminders::ports::MemoryLedger::default();
+    let edited = outbox::edit(
+        &store,
+        &ledger,
+        &r.reminder_id,
+        edit,
+        T0,
+        Retention::default(),
+    );
+    assert!(matches!(edited.await.unwrap(), Edited::Edited(_)));
+    let item = common::stored_item(&client, &table, ("reminder_id", "newer-attrs")).await;
+    assert_eq!(
+        item["payload_version"],
+        A::N("2".into()),
+        "the edit landed: {item:?}"
+    );
+    assert_eq!(
+        item.get("newer_map"),
+        Some(&newer),
+        "dropped by this version's edit"
+    );
+    assert_eq!(
+        item.get("newer_flag"),
+        Some(&A::Bool(true)),
+        "dropped by this version's edit"
+    );
+}

@@ -43,6 +43,9 @@ pub(super) struct ReminderItem {
     /// An occurrence of a series edited on its own: the series' edits leave it alone.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     detached: bool,
+    /// What a newer version wrote that this one does not know: written back as read.
+    #[serde(flatten)]
+    unknown: crate::domain::wire::Unknown,
 }
 
 /// The index projection: keys plus the INCLUDE attributes.
@@ -234,6 +237,7 @@ impl ReminderItem {
             enqueued_channels: r.enqueued.clone(),
             owner: r.owner.clone(),
             detached: r.detached,
+            unknown: r.unknown.clone(),
         }
     }
 
@@ -281,6 +285,7 @@ impl ReminderItem {
             enqueued: self.enqueued_channels,
             owner: self.owner,
             detached: self.detached,
+            unknown: self.unknown,
         })
     }
 }

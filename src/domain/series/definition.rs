@@ -329,6 +329,7 @@ impl Series {
             enqueued: Default::default(),
             owner: self.owner.clone(),
             detached: false,
+            unknown: Default::default(),
         }
     }
 

@@ -38,6 +38,8 @@ pub(super) fn pack(r: &Reminder) -> Box<[u8]> {
         enqueued,
         owner,
         detached,
+        // A newer version's attributes reach only the DynamoDB table: never written here.
+        unknown: _,
     } = r;
     let mut w = Writer::with_capacity(128);
     w.u64(status_index(*status));
@@ -129,6 +131,7 @@ pub(super) fn unpack(id: &str, bytes: &[u8]) -> Option<Reminder> {
         },
         owner: r.opt(|r| Owner::parse(r.str()?).ok())?,
         detached: r.bool()?,
+        unknown: Default::default(),
     };
     r.end()?;
     Some(reminder)
@@ -276,6 +279,7 @@ mod tests {
             enqueued: BTreeSet::new(),
             owner: None,
             detached: false,
+            unknown: Default::default(),
         };
         let check = |r: &Reminder| {
             let bytes = pack(r);
