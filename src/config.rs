@@ -11,10 +11,30 @@ use std::time::Duration;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
-    #[error("environment variable {0} is not set")]
+    #[error("environment variable {0} is not set{next}", next = next_step(.0))]
     Missing(&'static str),
     #[error("environment variable {var} is invalid: {problem}")]
     Invalid { var: &'static str, problem: String },
+}
+
+/// What to do about a variable that is not set, for the ones a reader meets first: a
+/// provider's choice names its values; a table, a queue or the event bus is exported by
+/// `remindctl local up` (the template sets each on Lambda).
+fn next_step(var: &str) -> &'static str {
+    let exported = [
+        "REMINDERS_TABLE",
+        "DELIVERIES_TABLE",
+        "DUE_SHARDS",
+        "EVENT_BUS_NAME",
+    ];
+    if var.ends_with("_PROVIDER") {
+        ": set it to http, none, ses (email) or sns (sms, push)"
+    } else if exported.contains(&var) || var.ends_with("_QUEUE_URL") || var.ends_with("_DLQ_URL") {
+        ": locally, run `eval \"$(remindctl local up)\"` in this shell (it exports the \
+         tables and queues); on a stack, pass `--stack NAME` (the template sets it on Lambda)"
+    } else {
+        ""
+    }
 }
 
 impl ConfigError {
@@ -154,5 +174,29 @@ mod tests {
         );
         let e = parse_in("N", "99999999999", 1u32..=64).unwrap_err();
         assert!(e.to_string().contains("too large"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod next_step_tests {
+    use super::ConfigError;
+
+    /// A variable a reader meets unset says what to do next: a table or a queue names the
+    /// command that exports it, a provider's choice names its values; another says only that.
+    #[test]
+    fn an_unset_variable_says_what_to_do_next() {
+        let table = ConfigError::Missing("REMINDERS_TABLE").to_string();
+        assert!(table.contains(r#"eval "$(remindctl local up)""#), "{table}");
+        let queue = ConfigError::Missing("SMS_QUEUE_URL").to_string();
+        assert!(queue.contains("remindctl local up"), "{queue}");
+        let provider = ConfigError::Missing("PUSH_PROVIDER").to_string();
+        assert!(
+            provider.ends_with("http, none, ses (email) or sns (sms, push)"),
+            "{provider}"
+        );
+        assert_eq!(
+            ConfigError::Missing("CLAIM_LEASE_SECS").to_string(),
+            "environment variable CLAIM_LEASE_SECS is not set"
+        );
     }
 }
