@@ -80,17 +80,7 @@ pub fn decode(
     }
     let reminder_id = ReminderId::parse(id).map_err(|e| ApiError::invalid("id", e.to_string()))?;
     let de = &mut serde_json::Deserializer::from_slice(raw);
-    let body: PutBody = serde_path_to_error::deserialize(de).map_err(|e| {
-        let mut segments: Vec<String> = e.path().iter().map(|s| s.to_string()).collect();
-        let message = reminders::domain::reminder::redact(&e.into_inner().to_string());
-        // An unknown key is the caller's text (a client could key channels by address):
-        // name the object it is in, never the key.
-        if message.starts_with("unknown field") {
-            segments.pop();
-        }
-        let field = field_of(&segments.join("."), &message);
-        ApiError::invalid(field.clone(), format!("{field}: {message}"))
-    })?;
+    let body: PutBody = serde_path_to_error::deserialize(de).map_err(refused)?;
     let subscriber_id = SubscriberId::parse(body.subscriber_id.as_str())
         .map_err(|e| ApiError::invalid("subscriber_id", e.to_string()))?;
     // The stored due time: the later of due_at and not_before. Freshness counts from it.
@@ -141,9 +131,34 @@ fn in_body(field: &str, e: &ReminderError) -> ApiError {
     ApiError::invalid(field, format!("{field}: {}", e.requirement()))
 }
 
+/// A body that does not decode, refused naming the field at fault; a body that is not JSON
+/// at all (cut short, a stray comma) names `body`, with where the JSON broke.
+pub(crate) fn refused(e: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
+    if matches!(
+        e.inner().classify(),
+        serde_json::error::Category::Syntax | serde_json::error::Category::Eof
+    ) {
+        let inner = e.into_inner();
+        let (line, column) = (inner.line(), inner.column());
+        return ApiError::invalid(
+            "body",
+            format!("body: not valid JSON (line {line}, column {column})"),
+        );
+    }
+    let mut segments: Vec<String> = e.path().iter().map(|s| s.to_string()).collect();
+    let message = reminders::domain::reminder::redact(&e.into_inner().to_string());
+    // An unknown key is the caller's text (a client could key channels by address): name
+    // the object it is in, never the key.
+    if message.starts_with("unknown field") {
+        segments.pop();
+    }
+    let field = field_of(&segments.join("."), &message);
+    ApiError::invalid(field.clone(), format!("{field}: {message}"))
+}
+
 /// The field a decoding error is about: its path, or for a missing field the field itself
 /// (`missing field `due_at`` at the top is `due_at`, inside `content` it is `content.…`).
-pub(crate) fn field_of(path: &str, message: &str) -> String {
+fn field_of(path: &str, message: &str) -> String {
     let missing = message
         .strip_prefix("missing field `")
         .and_then(|rest| rest.split('`').next());

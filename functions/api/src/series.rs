@@ -59,15 +59,7 @@ fn decode<S, L, C>(app: &App<S, L, C>, id: &str, raw: &[u8]) -> Result<(Series, 
     }
     let series_id = series_id(id)?;
     let de = &mut serde_json::Deserializer::from_slice(raw);
-    let b: PutBody = serde_path_to_error::deserialize(de).map_err(|e| {
-        let mut segments: Vec<String> = e.path().iter().map(|s| s.to_string()).collect();
-        let message = reminders::domain::reminder::redact(&e.into_inner().to_string());
-        if message.starts_with("unknown field") {
-            segments.pop();
-        }
-        let field = body::field_of(&segments.join("."), &message);
-        ApiError::invalid(field.clone(), format!("{field}: {message}"))
-    })?;
+    let b: PutBody = serde_path_to_error::deserialize(de).map_err(body::refused)?;
     let subscriber_id = SubscriberId::parse(b.subscriber_id.as_str())
         .map_err(|e| ApiError::invalid("subscriber_id", e.to_string()))?;
     if matches!(b.fresh_for_secs, Some(0 | 1)) {

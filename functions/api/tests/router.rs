@@ -5,7 +5,7 @@
 mod common;
 
 use axum::http::StatusCode;
-use common::{body, call, Harness, RECIPIENTS};
+use common::{body, call, call_raw, Harness, RECIPIENTS};
 use reminders::ports::ledger::OP_GET as LEDGER_GET;
 use reminders::ports::FaultPoint;
 use serde_json::{json, Value};
@@ -327,4 +327,31 @@ async fn bad_preferences_name_the_field_and_never_the_callers_keys() {
     }
     let (status, _) = call(&h.router, "GET", "/v1/subscribers/u-1/preferences", None).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "nothing stored");
+}
+
+/// A body that is not JSON at all (cut short, a stray comma, plain text) answers 400 naming
+/// `body` and where the JSON broke, for a reminder and for a series alike.
+#[tokio::test]
+async fn a_body_that_is_not_json_answers_400_naming_the_body() {
+    let h = Harness::new();
+    let cut_short = r#"{"subscriber_id": "u-1", "channels": "#;
+    let stray_comma = r#"{"subscriber_id": "u-1",}"#;
+    for (i, raw) in [cut_short, stray_comma, "pickup at 5"]
+        .into_iter()
+        .enumerate()
+    {
+        for uri in [
+            format!("/v1/reminders/raw-{i}"),
+            format!("/v1/series/raw-{i}"),
+        ] {
+            let (status, answer) = call_raw(&h.router, &[], "PUT", &uri, Some(raw.into())).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{uri} {raw}: {answer}");
+            assert_eq!(answer["error"]["field"], "body", "{uri} {raw}: {answer}");
+            let message = answer["error"]["message"].as_str().unwrap_or_default();
+            assert!(
+                message.starts_with("body: not valid JSON (line 1, column"),
+                "{message}"
+            );
+        }
+    }
 }

@@ -238,10 +238,19 @@ pub async fn call_with(
     uri: &str,
     body: Option<Value>,
 ) -> (StatusCode, Value) {
-    let body = match body {
-        Some(v) => Body::from(v.to_string()),
-        None => Body::empty(),
-    };
+    let body = body.map(|v| v.to_string());
+    call_raw(router, headers, method, uri, body).await
+}
+
+/// One request whose body is sent as these bytes (JSON or not).
+pub async fn call_raw(
+    router: &Router,
+    headers: &[(&str, String)],
+    method: &str,
+    uri: &str,
+    body: Option<String>,
+) -> (StatusCode, Value) {
+    let body = body.map_or_else(Body::empty, Body::from);
     let mut request = Request::builder()
         .method(method)
         .uri(uri)
