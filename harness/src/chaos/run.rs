@@ -182,10 +182,11 @@ fn start(world: &Arc<World>, tasks: &mut JoinSet<()>, seed: u64) {
 fn skew(seed: u64, channel: Channel, n: u32) -> i64 {
     let most = super::worker_skew_ms();
     if most == 0 {
-        return 0;
+        0
+    } else {
+        let mut rng = StdRng::seed_from_u64(seed ^ 0x5_4e3d ^ (u64::from(n) << 8) ^ channel as u64);
+        rng.random_range(-most..=most)
     }
-    let mut rng = StdRng::seed_from_u64(seed ^ 0x5_4e3d ^ (u64::from(n) << 8) ^ channel as u64);
-    rng.random_range(-most..=most)
 }
 
 /// EventBridge Scheduler: a run every minute (a twin runs off-beat, as a double schedule).

@@ -71,10 +71,11 @@ pub struct SimReport {
 
 fn percentile(sorted: &[i64], p: f64) -> i64 {
     if sorted.is_empty() {
-        return 0;
+        0
+    } else {
+        let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+        sorted[rank.clamp(1, sorted.len()) - 1]
     }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
 pub(super) async fn build(
