@@ -58,7 +58,8 @@ pub struct ChaosArgs {
     /// two_channels_sent, skip-ahead → occurrence_missing, forget-made → occurrence_doubled,
     /// forget-edited-away → acknowledged_change_ignored, reorder-sends-both →
     /// two_channels_sent, fallback-best-effort → stranded, forget-recorded-chain →
-    /// two_channels_sent.
+    /// two_channels_sent, forget-owed-after → occurrence_unowed, erase-misses-series →
+    /// sent_after_erasure.
     #[arg(long)]
     plant: Option<String>,
     /// Give each consumer worker a clock off the world's by up to this many milliseconds,

@@ -33,7 +33,7 @@ fn delivered_share(t: &Tally) -> f64 {
 #[test]
 fn three_hundred_worlds_keep_every_promise() {
     let (total, failing) = run(0, 300, None);
-    let floors: [(&str, u64, u64); 30] = [
+    let floors: [(&str, u64, u64); 33] = [
         ("delivered", total.delivered, 1_500),
         ("edits_applied", total.edits_applied, 1_450),
         ("edits_due_earlier", total.edits_due_earlier, 135),
@@ -75,6 +75,12 @@ fn three_hundred_worlds_keep_every_promise() {
         // Heads taken out of the order just after their claim (cleared, or set without the
         // head): 244 at 300 worlds.
         ("heads_ordered_away", total.heads_ordered_away, 180),
+        // Series started in the past with an instant just before their creation, and edited with
+        // that instant still fresh: 151 and 151 at 300 worlds.
+        ("series_started_past", total.series_started_past, 110),
+        ("past_series_edits", total.past_series_edits, 110),
+        // Erasures of a series' subscriber that answered complete while the maker ran: 149.
+        ("erasures", total.erasures, 110),
     ];
     for (name, got, floor) in floors {
         assert!(got >= floor, "{name}: {got} < {floor}: {total:?}");
@@ -205,6 +211,8 @@ fn every_counter_has_a_plant_that_fires_it_in_sixty_worlds() {
         "sent_abroad",
         "occurrence_missing",
         "occurrence_doubled",
+        "occurrence_unowed",
+        "sent_after_erasure",
     ];
     assert_eq!(
         counters.len(),
@@ -409,6 +417,22 @@ fn a_best_effort_fallback_after_a_redrive_is_caught_as_stranded() {
 #[test]
 fn a_chain_forgotten_when_the_head_leaves_the_order_is_caught_as_two_channels_sent() {
     fires_in_sixty(Plant::ForgetRecordedChain);
+}
+
+/// The series adapter writes a series without `owed_after`: a series created with its
+/// `starts_at` in the past, edited while an instant of its rule from before its creation is still
+/// fresh, makes that instant and sends it.
+#[test]
+fn an_edit_that_makes_an_instant_from_before_the_series_existed_is_caught_as_occurrence_unowed() {
+    fires_in_sixty(Plant::ForgetOwedAfter);
+}
+
+/// The series adapter answers a subscriber's series as none: the erasure neither cancels nor
+/// deletes the series, and the maker goes on making and sending its occurrences after the erasure
+/// answered complete.
+#[test]
+fn an_erasure_that_misses_a_series_is_caught_as_sent_after_erasure() {
+    fires_in_sixty(Plant::EraseMissesSeries);
 }
 
 /// A channel edited away and listed again: the reminders adapter reads a reminder without the

@@ -17,6 +17,11 @@ pub struct Book {
     pub versions: Vec<(u64, Timestamp, Series)>,
     pub skips: BTreeSet<Timestamp>,
     pub cancelled: Option<u64>,
+    /// When the application first asked to write it: it owes no occurrence before.
+    pub asked_from: Option<Timestamp>,
+    /// Its subscriber's erasure was asked, and when a call of it answered complete.
+    pub erasing: bool,
+    pub erased_at: Option<Timestamp>,
     /// A write whose answer never came (it may have landed): judged no further.
     pub uncertain: bool,
 }

@@ -99,6 +99,7 @@ pub(super) async fn judge(world: &World, seed: u64) -> SeedReport {
     let occurrences = super::occurrences::occurrences(world).await;
     report.tally.occurrences_made += occurrences.len() as u64;
     super::occurrences::judge(world, &mut report).await;
+    super::erasure::judge(world, &mut report).await;
     for id in world.ids.iter().chain(&occurrences) {
         let Ok(Some(r)) = world.store.get(id).await else {
             report.broken(|t| &mut t.lost, format!("reminder {id} is gone"));

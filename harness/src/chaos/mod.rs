@@ -19,6 +19,7 @@ mod chains;
 mod check;
 mod copies;
 mod dice;
+mod erasure;
 mod events;
 mod inject;
 mod journal;
@@ -148,10 +149,19 @@ pub enum Plant {
     /// it) no longer holds the channels behind it: one goes while the head is in flight or
     /// after it reached the person.
     ForgetRecordedChain,
+    /// A series created with its `starts_at` in the past, its fix undone: the series adapter
+    /// writes a series without `owed_after` (an attribute it never learned), so an edit brings
+    /// in line, and makes, an instant of the rule from before the series existed, still fresh.
+    ForgetOwedAfter,
+    /// An erasure that misses the subscriber's series: the series adapter answers a
+    /// subscriber's series as none (an index the erasure reads that never learned them), so the
+    /// series stays active and the maker goes on making occurrences after the erasure answered
+    /// complete.
+    EraseMissesSeries,
 }
 
 impl Plant {
-    pub const ALL: [Plant; 32] = [
+    pub const ALL: [Plant; 34] = [
         Plant::AckBeforeOutcome,
         Plant::IgnoreRetryAfter,
         Plant::UnfencedLedger,
@@ -184,6 +194,8 @@ impl Plant {
         Plant::ReorderSendsBoth,
         Plant::FallbackBestEffort,
         Plant::ForgetRecordedChain,
+        Plant::ForgetOwedAfter,
+        Plant::EraseMissesSeries,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -220,6 +232,8 @@ impl Plant {
             Plant::ReorderSendsBoth => "reorder-sends-both",
             Plant::FallbackBestEffort => "fallback-best-effort",
             Plant::ForgetRecordedChain => "forget-recorded-chain",
+            Plant::ForgetOwedAfter => "forget-owed-after",
+            Plant::EraseMissesSeries => "erase-misses-series",
         }
     }
 
@@ -258,6 +272,8 @@ impl Plant {
             Plant::ReorderSendsBoth => "two_channels_sent",
             Plant::FallbackBestEffort => "stranded",
             Plant::ForgetRecordedChain => "two_channels_sent",
+            Plant::ForgetOwedAfter => "occurrence_unowed",
+            Plant::EraseMissesSeries => "sent_after_erasure",
         }
     }
 

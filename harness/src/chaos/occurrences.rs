@@ -1,6 +1,7 @@
 //! The series' own verdicts, judged from the books of what the application was told:
-//! `occurrence_missing` (an occurrence an acknowledged version makes, never made or never ended)
-//! and `occurrence_doubled` (one claimed after a write that no longer makes it).
+//! `occurrence_missing` (an occurrence an acknowledged version makes, never made or never ended),
+//! `occurrence_doubled` (one claimed after a write that no longer makes it) and
+//! `occurrence_unowed` (one sent for an instant before the series existed).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -34,7 +35,7 @@ pub(super) async fn occurrences(world: &World) -> Vec<ReminderId> {
     made
 }
 
-/// `occurrence_missing` and `occurrence_doubled`, and what the series worlds generated.
+/// `occurrence_missing`, `occurrence_doubled` and `occurrence_unowed`.
 pub(super) async fn judge(world: &World, report: &mut SeedReport) {
     let ledger: BTreeMap<DeliveryKey, reminders::ledger::DeliveryRecord> = world
         .ledger
@@ -46,6 +47,20 @@ pub(super) async fn judge(world: &World, report: &mut SeedReport) {
     let books = lock(&world.series.0).clone();
     let horizon = EPOCH.plus(CHAOS).plus(Duration::from_secs(30 * 60));
     for (id, book) in books.iter() {
+        // Unowed: sent for an instant before the application first asked for the series,
+        // whatever its writes' answers were (none of them can owe it).
+        if let Some(asked) = book.asked_from {
+            for (channel_key, at) in keys(book).into_iter().filter(|(_, at)| *at < asked) {
+                let sends = facts.get(&channel_key).map_or(0, |f| {
+                    f.sends.iter().filter(|s| s.may_have_reached()).count()
+                });
+                if sends > 0 {
+                    let versions = versions_text(book);
+                    let what = format!("{id}: the occurrence at {} sent ({sends} call(s)), before the series was first asked for at {}; versions {versions:?}", at.to_rfc3339(), asked.to_rfc3339());
+                    report.broken(|t| &mut t.occurrence_unowed, what);
+                }
+            }
+        }
         let Some((_, acked_at, last)) = book.versions.last() else {
             continue;
         };
@@ -87,7 +102,8 @@ pub(super) async fn judge(world: &World, report: &mut SeedReport) {
                 }
             }
         }
-        if book.cancelled.is_some() {
+        // Cancelled, or its subscriber erased (the erasure cancels it): owes nothing more.
+        if book.cancelled.is_some() || book.erasing {
             continue;
         }
         let from = acked_at.plus(Duration::from_secs(120));

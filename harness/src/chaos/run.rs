@@ -174,6 +174,7 @@ fn start(world: &Arc<World>, tasks: &mut JoinSet<()>, seed: u64) {
     tasks.spawn_local(super::subscribers::change_their_minds(world.clone(), seed));
     if world.shape.windows.series {
         tasks.spawn_local(super::series::surface(world.clone(), seed));
+        tasks.spawn_local(super::series::create_past(world.clone(), seed));
     }
 }
 

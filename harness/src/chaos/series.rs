@@ -49,6 +49,9 @@ impl<T: SeriesStore> SeriesStore for Chaotic<T> {
         if self.plant == Some(Plant::ForgetMade) {
             s.made.clear();
         }
+        if self.plant == Some(Plant::ForgetOwedAfter) {
+            s.owed_after = None;
+        }
         let progress = stored
             .as_ref()
             .is_some_and(|st| st.version == s.version && st.made_through < s.made_through);
@@ -90,19 +93,26 @@ impl<T: SeriesStore> SeriesStore for Chaotic<T> {
         limit: u32,
     ) -> Result<SeriesPage, PortError> {
         let call = self.inner.series_of(subscriber, after, limit);
-        self.dice.around(OP_SERIES_OF, call).await
+        let page = self.dice.around(OP_SERIES_OF, call).await?;
+        if super::erasure::misses_series(self.plant) {
+            return Ok(SeriesPage {
+                items: Vec::new(),
+                next: None,
+            });
+        }
+        Ok(page)
     }
 }
 
-/// A series for subscriber `n`, starting now, its occurrences at `minutes` past the start
-/// (wall times in `zone`), for two hours.
-fn draw(world: &World, n: usize, zone: &str, minutes: &[u64], body: &str) -> Series {
+/// A series for subscriber `n`, starting now, its occurrences at `minutes` from now (wall
+/// times in `zone`; before now when negative), for two hours.
+fn draw(world: &World, n: usize, zone: &str, minutes: &[i64], body: &str) -> Series {
     let now = world.clock.now();
-    let local = |m: u64| {
-        let t =
-            jiff::Timestamp::from_millisecond(now.plus(Duration::from_secs(m * 60)).as_millis())
-                .unwrap()
-                .to_zoned(jiff::tz::db().get(zone).unwrap());
+    let local = |m: i64| {
+        let at = Timestamp::from_millis(now.as_millis() + m * 60_000);
+        let t = jiff::Timestamp::from_millisecond(at.as_millis())
+            .unwrap()
+            .to_zoned(jiff::tz::db().get(zone).unwrap());
         (t.hour(), t.minute())
     };
     let mut hours: BTreeSet<i8> = BTreeSet::new();
@@ -143,6 +153,13 @@ fn draw(world: &World, n: usize, zone: &str, minutes: &[u64], body: &str) -> Ser
 /// occurrence it may touch is one whose cancel was asked.
 async fn put(world: &World, s: Series) -> bool {
     let store = &*world.ports.reminders;
+    // The series exists from its first write's first try, not before.
+    let asked = world.clock.now();
+    lock(&world.series.0)
+        .entry(s.series_id.clone())
+        .or_default()
+        .asked_from
+        .get_or_insert(asked);
     for _ in 0..10 {
         let now = world.clock.now();
         let answer = reminders::series::put(
@@ -183,9 +200,9 @@ pub(super) async fn create(world: &World, seed: u64) {
     let mut rng = StdRng::seed_from_u64(seed ^ 0x5e41e5);
     for n in 0..rng.random_range(2..=3usize) {
         let zone = ZONES[rng.random_range(0..ZONES.len())];
-        let first = rng.random_range(3..12u64);
-        let gap = rng.random_range(2..6u64);
-        let minutes: Vec<u64> = (0..rng.random_range(3..6u64))
+        let first = rng.random_range(3..12i64);
+        let gap = rng.random_range(2..6i64);
+        let minutes: Vec<i64> = (0..rng.random_range(3..6i64))
             .map(|i| first + i * gap)
             .collect();
         let s = draw(world, n, zone, &minutes, "first");
@@ -193,6 +210,65 @@ pub(super) async fn create(world: &World, seed: u64) {
             world.counts.tally(|t| t.series_created += 1);
         }
     }
+}
+
+const PAST_SERIES: &str = "series-3";
+
+/// A series created with its `starts_at` half an hour in the past and one of its rule's instants
+/// a few minutes before its creation (still fresh), then edited (its content alone, the rule
+/// kept) while that instant is still fresh, then its subscriber erased: the series owes nothing from before it existed, by
+/// its creation or by any edit (`occurrence_unowed`). Its own dice, so that the other series'
+/// choices stay as they were.
+pub(super) async fn create_past(world: Arc<World>, seed: u64) {
+    const N: usize = 3;
+    debug_assert_eq!(PAST_SERIES, format!("series-{N}"));
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x0ed_afe7);
+    let zone = ZONES[rng.random_range(0..ZONES.len())];
+    let before = rng.random_range(1..5i64);
+    let first = rng.random_range(4..9i64);
+    let minutes = [-before, first, first + rng.random_range(2..6i64)];
+    let mut s = draw(&world, N, zone, &minutes, "first");
+    let now = world.clock.now();
+    s.starts_at =
+        Timestamp::from_millis((now.as_millis() - 30 * 60_000).div_euclid(60_000) * 60_000);
+    if !put(&world, s).await {
+        return;
+    }
+    world.counts.tally(|t| t.series_started_past += 1);
+    // Edited while the instant before its creation is still fresh (its freshness is ten minutes).
+    tokio::time::sleep(Duration::from_secs(rng.random_range(60..240))).await;
+    let id = SeriesId::parse(format!("series-{N}")).unwrap();
+    let last = lock(&world.series.0).get(&id).and_then(|b| {
+        (b.cancelled.is_none() && !b.uncertain).then(|| b.versions.last().map(|v| v.2.clone()))
+    });
+    let Some(Some(mut current)) = last else {
+        return;
+    };
+    if current.status != SeriesStatus::Active {
+        return;
+    }
+    ask_cancel_of_all(&world, &current);
+    current.content = Content::Text {
+        subject: "Standup".into(),
+        body: "edited, same times".into(),
+    };
+    let id = current.series_id.clone();
+    if put(&world, current).await {
+        world.counts.tally(|t| t.past_series_edits += 1);
+    }
+    // The application's other writer may have moved its times meanwhile (acknowledged after this
+    // edit was read): this edit, which keeps the times read, cancels that writer's.
+    let versions: Vec<Series> = lock(&world.series.0)
+        .get(&id)
+        .map(|b| b.versions.iter().map(|v| v.2.clone()).collect())
+        .unwrap_or_default();
+    for v in &versions {
+        ask_cancel_of_all(&world, v);
+    }
+    // Its subscriber erased while the maker and the consumers run, with occurrences still ahead.
+    tokio::time::sleep(Duration::from_secs(rng.random_range(0..120))).await;
+    let subscriber = SubscriberId::parse(format!("s-{N}")).unwrap();
+    super::erasure::erase(&world, &id, &subscriber).await;
 }
 
 /// The application, while the faults last: now and then it edits a series (moving its
@@ -204,7 +280,12 @@ pub(super) async fn surface(world: Arc<World>, seed: u64) {
     let mut moves = StdRng::seed_from_u64(seed ^ 0x5e41_307e);
     while !world.dice.is_calm() {
         tokio::time::sleep(Duration::from_secs(rng.random_range(120..420))).await;
-        let ids: Vec<SeriesId> = lock(&world.series.0).keys().cloned().collect();
+        // The series started in the past has its own story (edited once, then erased).
+        let ids: Vec<SeriesId> = lock(&world.series.0)
+            .keys()
+            .filter(|id| id.as_str() != PAST_SERIES)
+            .cloned()
+            .collect();
         let Some(id) = ids.get(rng.random_range(0..ids.len().max(1))).cloned() else {
             continue;
         };
@@ -226,9 +307,9 @@ pub(super) async fn surface(world: Arc<World>, seed: u64) {
                     .trim_start_matches("series-")
                     .parse()
                     .unwrap_or(0);
-                let first = rng.random_range(1..8u64);
-                let gap = rng.random_range(2..6u64);
-                let minutes: Vec<u64> = (0..rng.random_range(2..5u64))
+                let first = rng.random_range(1..8i64);
+                let gap = rng.random_range(2..6i64);
+                let minutes: Vec<i64> = (0..rng.random_range(2..5i64))
                     .map(|i| first + i * gap)
                     .collect();
                 let mut edited = draw(&world, n, &current.zone, &minutes, "edited");

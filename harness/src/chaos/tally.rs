@@ -87,6 +87,14 @@ tally! {
         /// An occurrence claimed for a send after an acknowledged write of its series (an
         /// edit, a cancel) that no longer makes it: the old time went as well as the new.
         occurrence_doubled,
+        /// An occurrence sent for an instant before its series existed (before the application
+        /// first asked to write it): made by a `starts_at` in the past, at the creation or by an
+        /// edit. A send after the series' cancel is `occurrence_doubled`'s; twice for one instant,
+        /// `duplicated`'s.
+        occurrence_unowed,
+        /// Once an erasure of a subscriber answered complete: a provider call for one of their
+        /// series' occurrences, or an occurrence of it still to be sent in the table.
+        sent_after_erasure,
     }
     reported {
         deliveries,
@@ -182,6 +190,10 @@ tally! {
         series_skips,
         series_cancelled,
         occurrences_made,
+        /// Series created with their `starts_at` in the past and an instant of their rule just
+        /// before their creation, and the edits of them that kept that instant in the rule.
+        series_started_past,
+        past_series_edits,
         /// Sole messages the consumers claimed first and read once (the one-read path), and of them
         /// the claims given back because the reminder as read was not what the message said (an
         /// edit, a cancel, a rotated key's hash): those went the two-read way.
@@ -190,5 +202,11 @@ tally! {
         /// Chains whose head, just claimed, the subscriber took out of the fallback order
         /// (the order cleared, or set without the head): the chain its claim recorded stands.
         heads_ordered_away,
+        /// Erasures of a series' subscriber that answered complete while the maker and the
+        /// consumers ran, and the occurrences left in the table after them, cancelled (a maker
+        /// that read the series before the erasure cancels what it made; the item stays until
+        /// its TTL).
+        erasures,
+        erased_items_kept,
     }
 }

@@ -1,0 +1,133 @@
+//! An erasure in the worlds: the subscriber of the series that starts in the past
+//! ([`super::series::create_past`]) is erased a few minutes after its edit, while the maker and
+//! the consumers run, through the reminders adapter's faults, until an erasure call answers
+//! complete. Then nothing of that subscriber may be sent, nor left to be sent
+//! (`sent_after_erasure`). [`Chaotic`] here also carries the erasure's ports.
+
+use std::time::Duration;
+
+use super::inject::Chaotic;
+use super::world::World;
+use super::{Plant, SeedReport};
+use reminders::clock::Clock;
+use reminders::domain::{AddressHash, ReminderId, SeriesId, SubscriberId};
+use reminders::ports::eraser::{
+    OP_DELETE_PREFERENCES, OP_DELETE_REMINDER, OP_DELETE_SERIES, OP_LIFT_SUPPRESSION,
+};
+use reminders::ports::faults::lock;
+use reminders::ports::{
+    Deleted, Eraser, PortError, ReminderStore, SubscriberCursor, SubscriberIndex, SubscriberPage,
+};
+
+impl<T: SubscriberIndex> SubscriberIndex for Chaotic<T> {
+    async fn by_subscriber(
+        &self,
+        subscriber: &SubscriberId,
+        after: Option<&SubscriberCursor>,
+        limit: u32,
+    ) -> Result<SubscriberPage, PortError> {
+        let call = self.inner.by_subscriber(subscriber, after, limit);
+        self.dice
+            .around(reminders::ports::reminders::OP_BY_SUBSCRIBER, call)
+            .await
+    }
+}
+
+impl<T: Eraser> Eraser for Chaotic<T> {
+    async fn delete_reminder(&self, id: &ReminderId, force: bool) -> Result<Deleted, PortError> {
+        let call = self.inner.delete_reminder(id, force);
+        self.dice.around(OP_DELETE_REMINDER, call).await
+    }
+    async fn delete_preferences(&self, subscriber: &SubscriberId) -> Result<Deleted, PortError> {
+        let call = self.inner.delete_preferences(subscriber);
+        self.dice.around(OP_DELETE_PREFERENCES, call).await
+    }
+    async fn lift_suppression(&self, address: &AddressHash) -> Result<Deleted, PortError> {
+        let call = self.inner.lift_suppression(address);
+        self.dice.around(OP_LIFT_SUPPRESSION, call).await
+    }
+    async fn delete_series(&self, id: &SeriesId) -> Result<Deleted, PortError> {
+        let call = self.inner.delete_series(id);
+        self.dice.around(OP_DELETE_SERIES, call).await
+    }
+}
+
+/// Erase the subscriber of `series`, calling again until a call answers complete (ten calls at
+/// most); the series' book records when (or that it never did).
+pub(super) async fn erase(world: &World, series: &SeriesId, subscriber: &SubscriberId) {
+    lock(&world.series.0)
+        .entry(series.clone())
+        .or_default()
+        .erasing = true;
+    for _ in 0..10 {
+        let call = reminders::erasure::erase(
+            &*world.ports.reminders,
+            &world.ports.ledger,
+            None,
+            subscriber,
+            world.clock.now(),
+            world.retention,
+        );
+        match super::dice::invoke(call, super::dice::API_TIMEOUT).await {
+            Some(Ok(erased)) if erased.complete => {
+                let at = world.clock.now();
+                lock(&world.series.0)
+                    .entry(series.clone())
+                    .or_default()
+                    .erased_at = Some(at);
+                world.counts.tally(|t| t.erasures += 1);
+                return;
+            }
+            _ => tokio::time::sleep(Duration::from_secs(5)).await,
+        }
+    }
+}
+
+/// `sent_after_erasure`: once an erasure of a series' subscriber answered complete, a provider
+/// call for any occurrence of it, or an occurrence still to be sent in the table (scheduled or
+/// enqueued). An occurrence a maker made from the series as read before the erasure is
+/// cancelled by that maker, its item kept until its TTL: reported, not broken.
+pub(super) async fn judge(world: &World, report: &mut SeedReport) {
+    let facts = world.journal.facts();
+    let books = lock(&world.series.0).clone();
+    for (id, book) in &books {
+        let Some(erased_at) = book.erased_at else {
+            continue;
+        };
+        let mut instants = std::collections::BTreeSet::new();
+        for (key, at) in super::books::keys(book) {
+            instants.insert(at);
+            let late = facts.get(&key).map_or(0, |f| {
+                f.sends
+                    .iter()
+                    .filter(|s| s.at > erased_at && s.may_have_reached())
+                    .count()
+            });
+            if late > 0 {
+                let what = format!("{id}: the occurrence at {} sent {late} time(s) after its subscriber's erasure answered complete at {}", at.to_rfc3339(), erased_at.to_rfc3339());
+                report.broken(|t| &mut t.sent_after_erasure, what);
+            }
+        }
+        for at in instants {
+            let rid = reminders::domain::series::occurrence_id(id, at);
+            let Ok(Some(r)) = world.store.get(&rid).await else {
+                continue;
+            };
+            if reminders::ports::reminders::editable(r.status) {
+                let what = format!(
+                    "{rid}: still {} after its subscriber's erasure answered complete at {}",
+                    r.status.as_str(),
+                    erased_at.to_rfc3339()
+                );
+                report.broken(|t| &mut t.sent_after_erasure, what);
+            } else {
+                report.tally.erased_items_kept += 1;
+            }
+        }
+    }
+}
+
+/// [`Plant::EraseMissesSeries`]: a subscriber's series answered as none.
+pub(super) fn misses_series(plant: Option<Plant>) -> bool {
+    plant == Some(Plant::EraseMissesSeries)
+}
