@@ -33,7 +33,7 @@ fn delivered_share(t: &Tally) -> f64 {
 #[test]
 fn three_hundred_worlds_keep_every_promise() {
     let (total, failing) = run(0, 300, None);
-    let floors: [(&str, u64, u64); 33] = [
+    let floors: [(&str, u64, u64); 34] = [
         ("delivered", total.delivered, 1_500),
         ("edits_applied", total.edits_applied, 1_450),
         ("edits_due_earlier", total.edits_due_earlier, 135),
@@ -79,8 +79,10 @@ fn three_hundred_worlds_keep_every_promise() {
         // that instant still fresh: 151 and 151 at 300 worlds.
         ("series_started_past", total.series_started_past, 110),
         ("past_series_edits", total.past_series_edits, 110),
-        // Erasures of a series' subscriber that answered complete while the maker ran: 149.
+        // Erasures of a series' subscriber that answered complete while the maker ran (149), and
+        // ledger writes that took effect, their answer lost and sent again by the SDK (745).
         ("erasures", total.erasures, 110),
+        ("writes_retried", total.writes_retried, 550),
     ];
     for (name, got, floor) in floors {
         assert!(got >= floor, "{name}: {got} < {floor}: {total:?}");
@@ -373,10 +375,14 @@ fn a_horizon_kept_for_unsettled_items_is_caught_as_duplicated() {
 }
 
 /// Almost-stale probes: the last look after the breaker's probe write reads the time from
-/// before that write; a probe that went stale while its write was slow is sent.
+/// before that write; a probe that went stale while its write was slow is sent. The probe must
+/// go stale inside its slow write, which few worlds line up: 6 of the first 200 worlds, the first
+/// at seed 76, once ledger writes could be sent again by the SDK (whose backoff moves every later
+/// moment of a world); 1 of the first 60 before. `stale_sends` itself fires within 60 worlds
+/// from `late-freshness`.
 #[test]
 fn a_last_look_before_the_probe_write_is_caught_as_stale_sends() {
-    fires_in_sixty(Plant::StaleLastLook);
+    fires_within(Plant::StaleLastLook, 120);
 }
 
 /// A consumer deployed without its SMS allow-list sends the numbers edits moved abroad.

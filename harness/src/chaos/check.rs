@@ -62,6 +62,7 @@ pub(super) async fn judge(world: &World, seed: u64) -> SeedReport {
         tally: Tally {
             seeds: 1,
             faults_injected: world.dice.injected(),
+            writes_retried: world.dice.writes_retried(),
             preference_changes: prefs.values().map(|w| w.len() as u64).sum(),
             ..Tally::default()
         },

@@ -35,6 +35,11 @@ pub struct Dice {
     injected: AtomicU64,
     /// For plants that strike once a world.
     struck: AtomicBool,
+    /// Conditional writes applied whose answer was lost and that the SDK sent again, and the
+    /// draws that decide them (their own, so that the other faults of a world stay as they were
+    /// until a retry's backoff moves its timing).
+    retried: AtomicU64,
+    retries: Mutex<StdRng>,
 }
 
 impl Dice {
@@ -45,7 +50,38 @@ impl Dice {
             calm: AtomicBool::new(false),
             injected: AtomicU64::new(0),
             struck: AtomicBool::new(false),
+            retried: AtomicU64::new(0),
+            retries: Mutex::new(StdRng::seed_from_u64(seed ^ 0x5d4_7e7d)),
         }
+    }
+
+    /// Whether the answer of a write that took effect is lost on its way back and the SDK sends
+    /// the same request again (its standard retry of a timeout or a reset connection): as often
+    /// as a lost response, which is otherwise an error the caller sees.
+    pub fn retries_write(&self) -> bool {
+        if self.is_calm() {
+            return false;
+        }
+        let p = reminders::ports::faults::lock(&self.rates).lost_response;
+        let mut rng = reminders::ports::faults::lock(&self.retries);
+        let hit = p > 0.0 && rng.random::<f64>() < p;
+        if hit {
+            self.count();
+            self.retried.fetch_add(1, Ordering::SeqCst);
+        }
+        hit
+    }
+
+    /// How many writes [`Dice::retries_write`] sent again.
+    pub fn writes_retried(&self) -> u64 {
+        self.retried.load(Ordering::SeqCst)
+    }
+
+    /// The SDK's backoff before it sends a request again: what other writers do meanwhile is
+    /// what the retried write then meets.
+    pub async fn backoff(&self) {
+        let ms = reminders::ports::faults::lock(&self.retries).random_range(20..3_000);
+        tokio::time::sleep(Duration::from_millis(ms)).await;
     }
 
     /// Stop injecting: the world must then converge.

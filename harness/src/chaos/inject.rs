@@ -303,14 +303,30 @@ impl<T: Ledger> Ledger for Chaotic<T> {
             .around(reminders::ports::ledger::OP_GET, self.inner.get(key))
             .await
     }
+    /// A write that took effect may be sent again by the SDK ([`Dice::retries_write`]): the
+    /// caller hears the retry's answer (a conflict with the item its own first try wrote).
     async fn put_if(&self, record: &DeliveryRecord, expected: Expected) -> Result<Cas, PortError> {
-        let call = self.inner.put_if(record, expected);
+        let call = async {
+            let first = self.inner.put_if(record, expected.clone()).await?;
+            if first != Cas::Applied || !self.dice.retries_write() {
+                return Ok(first);
+            }
+            self.dice.backoff().await;
+            self.inner.put_if(record, expected).await
+        };
         self.dice
             .around(reminders::ports::ledger::OP_PUT, call)
             .await
     }
     async fn delete_if(&self, key: &DeliveryKey, expected: Expected) -> Result<Cas, PortError> {
-        let call = self.inner.delete_if(key, expected);
+        let call = async {
+            let first = self.inner.delete_if(key, expected.clone()).await?;
+            if first != Cas::Applied || !self.dice.retries_write() {
+                return Ok(first);
+            }
+            self.dice.backoff().await;
+            self.inner.delete_if(key, expected).await
+        };
         self.dice
             .around(reminders::ports::ledger::OP_DELETE, call)
             .await

@@ -202,6 +202,9 @@ tally! {
         /// Chains whose head, just claimed, the subscriber took out of the fallback order
         /// (the order cleared, or set without the head): the chain its claim recorded stands.
         heads_ordered_away,
+        /// Ledger writes (claims, outcomes, give-backs) that took effect, their answer lost, and
+        /// that the SDK sent again after a backoff: the caller hears the retry's answer.
+        writes_retried,
         /// Erasures of a series' subscriber that answered complete while the maker and the
         /// consumers ran, and the occurrences left in the table after them, cancelled (a maker
         /// that read the series before the erasure cancels what it made; the item stays until
