@@ -257,11 +257,21 @@ async fn local_api_creates_cancels_and_follows_reminders_through_the_pipeline() 
     }
     let (status, again) = put("api-3".into(), body("u-42", 3, now_ms)).await;
     assert_eq!((status, &again), (200, &states[3]));
-    // Stale before the scheduler ever takes it: expired unsent, on the ledger too.
-    let mut stale = body("u-43", 99, now_ms - 7_200_000);
+    // Stale already when it arrives (due two hours ago, fresh for a minute): it could only
+    // expire, so it is refused naming the freshness it gave, and nothing is stored.
+    let mut on_arrival = body("u-43", 98, now_ms - 7_200_000);
+    on_arrival["fresh_for_secs"] = json!(60);
+    let (status, refused) = put("api-stale-on-arrival".into(), on_arrival).await;
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(refused["error"]["field"], "fresh_for_secs", "{refused}");
+    // Fresh for two more seconds when created, stale before the scheduler ever takes it:
+    // expired unsent, on the ledger too.
+    let mut stale = body("u-43", 99, now_ms - 58_000);
     stale["fresh_for_secs"] = json!(60);
     let (status, stale) = put("api-stale".into(), stale).await;
     assert_eq!(status, 201, "{stale}");
+    // Past its freshness and the clocks' one-second margin before the pipeline runs.
+    tokio::time::sleep(std::time::Duration::from_millis(4_500)).await;
 
     // 10 bad bodies: 400 naming the field, never echoing a recipient.
     let bad: Vec<(Value, &str)> = vec![

@@ -52,6 +52,7 @@ where
         _ => ApiError::invalid("body", e.body_text()),
     })?;
     let wanted = body::decode(&id, &raw, &app.defaults, app.clock.now())?;
+    refuse_stale_on_arrival(&app, &wanted).await?;
     if let Some(created) = crate::occurrences::put_unmade(&app, &access, &wanted.reminder).await? {
         let state = view::reminder(&created, &app.ledger, &app.store).await?;
         return Ok((StatusCode::CREATED, Json(state)).into_response());
@@ -73,6 +74,38 @@ where
     Ok(Json(view::reminder(&current, &app.ledger, &app.store).await?).into_response())
 }
 
+/// A new reminder already stale by every clock within the margin could only expire: refused,
+/// naming the field to change, rather than acknowledged `201 scheduled` and never sent. A repeat
+/// of one created while it was fresh (its answer lost, retried later) goes on as any repeat:
+/// only when no item exists is it refused.
+async fn refuse_stale_on_arrival<S, L, C>(
+    app: &App<S, L, C>,
+    wanted: &body::Wanted,
+) -> Result<(), ApiError>
+where
+    S: ReminderStore,
+    C: Clock,
+{
+    use reminders::domain::reminder::{freshness, Freshness};
+    let r = &wanted.reminder;
+    let now = app.clock.now();
+    if freshness(r.fresh_until, now) != Freshness::Stale {
+        return Ok(());
+    }
+    if app.store.get(&r.reminder_id).await?.is_some() {
+        return Ok(());
+    }
+    let field = wanted.stale_field;
+    Err(ApiError::invalid(
+        field,
+        format!(
+            "{field}: the reminder would be stale already (fresh until {}, now {}): it could never be sent; give a due time or a freshness that ends ahead of now",
+            r.fresh_until.to_rfc3339(),
+            now.to_rfc3339()
+        ),
+    ))
+}
+
 /// The reminder already exists: the same body answers its state, a different one edits it
 /// while an edit is allowed (the outbox's rules), else `409` naming why.
 async fn replace<S, L, C>(
@@ -88,6 +121,7 @@ where
     let body::Wanted {
         reminder: wanted,
         freshness_given,
+        ..
     } = wanted;
     let Some(current) = app.store.get(&wanted.reminder_id).await? else {
         // Created and gone between two reads (its TTL): a retry creates it again.

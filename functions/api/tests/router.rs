@@ -355,3 +355,53 @@ async fn a_body_that_is_not_json_answers_400_naming_the_body() {
         }
     }
 }
+
+/// A new reminder already stale when it arrives (due years ago, or fresh until a time past)
+/// could only expire: 400 naming the field the caller gave for it, and nothing stored. A repeat of
+/// one created while it was fresh, retried once its freshness passed (its answer lost), answers
+/// its state as any repeat does.
+#[tokio::test]
+async fn a_reminder_stale_on_arrival_is_refused_naming_its_field_and_a_late_repeat_is_not() {
+    use reminders::clock::{ManualClock, Timestamp};
+    let clock = ManualClock::at(Timestamp::parse_rfc3339("2029-12-31T10:00:00Z").unwrap());
+    let h = Harness::at(clock.clone(), common::operator());
+    let stale = |f: &dyn Fn(&mut Value)| {
+        let mut b = body("u-1", "Pickup");
+        b["due_at"] = json!("2020-01-01T10:00:00Z");
+        f(&mut b);
+        b
+    };
+    let cases = [
+        (stale(&|_| {}), "fresh_for_secs"),
+        (
+            stale(&|b| {
+                b.as_object_mut().unwrap().remove("fresh_for_secs");
+            }),
+            "due_at",
+        ),
+        (
+            stale(&|b| {
+                b.as_object_mut().unwrap().remove("fresh_for_secs");
+                b["fresh_until"] = json!("2020-01-01T11:00:00Z");
+            }),
+            "fresh_until",
+        ),
+    ];
+    for (n, (b, field)) in cases.into_iter().enumerate() {
+        let id = format!("stale-{n}");
+        let (status, answer) = h.put(&id, b).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{field}: {answer}");
+        assert_eq!(answer["error"]["field"], field, "{answer}");
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("stale"), "{message}");
+        let (status, _) = call(&h.router, "GET", &format!("/v1/reminders/{id}"), None).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "nothing stored for {field}");
+    }
+    // Created fresh (due 2030-01-01T10:00Z, fresh for an hour); the same PUT a day later.
+    let (status, first) = h.put("late-repeat", body("u-1", "Pickup")).await;
+    assert_eq!(status, StatusCode::CREATED, "{first}");
+    clock.set(Timestamp::parse_rfc3339("2030-01-02T10:00:00Z").unwrap());
+    let (status, again) = h.put("late-repeat", body("u-1", "Pickup")).await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(again["reminder_id"], "late-repeat");
+}
