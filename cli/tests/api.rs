@@ -97,6 +97,12 @@ fn body(subscriber: &str, n: usize, due_ms: i64) -> Value {
     })
 }
 
+/// The wall clock, in epoch milliseconds.
+fn epoch_ms() -> i64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    i64::try_from(since.unwrap().as_millis()).unwrap()
+}
+
 /// `remindctl local run --until-idle` on `env`, waiting for work due within `horizon` seconds.
 fn run_until_idle(env: &BTreeMap<String, String>, horizon: &str) {
     let run = Command::new(bin())
@@ -172,13 +178,7 @@ fn local_stack(
         .unwrap()
         .to_owned();
     reminders::aws::bootstrap::install_crypto();
-    let now_ms = i64::try_from(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis(),
-    )
-    .unwrap();
+    let now_ms = epoch_ms();
     (env, receiver, api, base, reqwest::Client::new(), now_ms)
 }
 
@@ -240,13 +240,7 @@ async fn local_api_creates_cancels_and_follows_reminders_through_the_pipeline() 
             Some(b),
         )
     };
-    let now_ms = i64::try_from(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis(),
-    )
-    .unwrap();
+    let now_ms = epoch_ms();
 
     // 20 valid PUTs create; the same one again answers the same state.
     let mut states = Vec::new();
@@ -264,14 +258,17 @@ async fn local_api_creates_cancels_and_follows_reminders_through_the_pipeline() 
     let (status, refused) = put("api-stale-on-arrival".into(), on_arrival).await;
     assert_eq!(status, 400, "{refused}");
     assert_eq!(refused["error"]["field"], "fresh_for_secs", "{refused}");
-    // Fresh for two more seconds when created, stale before the scheduler ever takes it:
-    // expired unsent, on the ledger too.
-    let mut stale = body("u-43", 99, now_ms - 58_000);
+    // Fresh for a few more seconds when created, stale before the scheduler ever takes it:
+    // expired unsent, on the ledger too. Its times from the clock read just before its PUT.
+    let fresh_until_ms = epoch_ms() + 5_000;
+    let mut stale = body("u-43", 99, fresh_until_ms - 60_000);
     stale["fresh_for_secs"] = json!(60);
     let (status, stale) = put("api-stale".into(), stale).await;
     assert_eq!(status, 201, "{stale}");
     // Past its freshness and the clocks' one-second margin before the pipeline runs.
-    tokio::time::sleep(std::time::Duration::from_millis(4_500)).await;
+    while epoch_ms() < fresh_until_ms + 1_500 {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
 
     // 10 bad bodies: 400 naming the field, never echoing a recipient.
     let bad: Vec<(Value, &str)> = vec![

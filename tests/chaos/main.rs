@@ -79,8 +79,8 @@ fn three_hundred_worlds_keep_every_promise() {
         // that instant still fresh: 151 and 151 at 300 worlds.
         ("series_started_past", total.series_started_past, 110),
         ("past_series_edits", total.past_series_edits, 110),
-        // Erasures of a series' subscriber that answered complete while the maker ran (149), and
-        // ledger writes that took effect, their answer lost and sent again by the SDK (745).
+        // Erasures of a series' subscriber that answered complete while the maker ran (143), and
+        // ledger writes that took effect, their answer lost and sent again by the SDK (739).
         ("erasures", total.erasures, 110),
         ("writes_retried", total.writes_retried, 550),
     ];
@@ -376,8 +376,8 @@ fn a_horizon_kept_for_unsettled_items_is_caught_as_duplicated() {
 
 /// Almost-stale probes: the last look after the breaker's probe write reads the time from
 /// before that write; a probe that went stale while its write was slow is sent. The probe must
-/// go stale inside its slow write, which few worlds line up: 6 of the first 200 worlds, the first
-/// at seed 76, once ledger writes could be sent again by the SDK (whose backoff moves every later
+/// go stale inside its slow write, which few worlds line up: 5 of the first 120 worlds and none of
+/// the first 60, once ledger writes could be sent again by the SDK (whose backoff moves every later
 /// moment of a world); 1 of the first 60 before. `stale_sends` itself fires within 60 worlds
 /// from `late-freshness`.
 #[test]

@@ -19,8 +19,9 @@ pub struct Book {
     pub cancelled: Option<u64>,
     /// When the application first asked to write it: it owes no occurrence before.
     pub asked_from: Option<Timestamp>,
-    /// Its subscriber's erasure was asked, and when a call of it answered complete.
-    pub erasing: bool,
+    /// When its subscriber's erasure was first asked, and when a call of it answered complete
+    /// with nothing left.
+    pub erasure_asked: Option<Timestamp>,
     pub erased_at: Option<Timestamp>,
     /// A write whose answer never came (it may have landed): judged no further.
     pub uncertain: bool,

@@ -52,13 +52,16 @@ impl<T: Eraser> Eraser for Chaotic<T> {
     }
 }
 
-/// Erase the subscriber of `series`, calling again until a call answers complete (ten calls at
-/// most); the series' book records when (or that it never did).
+/// Erase the subscriber of `series`, calling again until a call answers complete with nothing
+/// left (ten calls at most); the series' book records when it was asked, and when it was done
+/// (or that it never was).
 pub(super) async fn erase(world: &World, series: &SeriesId, subscriber: &SubscriberId) {
+    let asked = world.clock.now();
     lock(&world.series.0)
         .entry(series.clone())
         .or_default()
-        .erasing = true;
+        .erasure_asked
+        .get_or_insert(asked);
     for _ in 0..10 {
         let call = reminders::erasure::erase(
             &*world.ports.reminders,
@@ -69,7 +72,9 @@ pub(super) async fn erase(world: &World, series: &SeriesId, subscriber: &Subscri
             world.retention,
         );
         match super::dice::invoke(call, super::dice::API_TIMEOUT).await {
-            Some(Ok(erased)) if erased.complete => {
+            // Complete with nothing left: a reminder left because its send was in flight is
+            // erased by a later call, which this one is not yet.
+            Some(Ok(erased)) if erased.complete && erased.reminders_left == 0 => {
                 let at = world.clock.now();
                 lock(&world.series.0)
                     .entry(series.clone())

@@ -6,7 +6,9 @@
 //! throttles with Retry-After, fails, rejects, accepts then drops the connection or accepts
 //! after the caller's timeout, an outage, redrive runs, cancels and edits at random moments,
 //! subscribers who opt out of a channel or set quiet hours (in their IANA zone, across the
-//! world's clock) at random moments. Then the faults stop, the world must settle, and every
+//! world's clock) at random moments, series made, edited and cancelled, a subscriber erased while
+//! the maker and the consumers run, and ledger writes whose answer was lost sent again by the SDK.
+//! Then the faults stop, the world must settle, and every
 //! delivery key is judged ([`check`]): never sent twice, none lost, nothing sent when it must
 //! not be (stale, early, after a cancel, to an opted-out channel, inside quiet hours).
 //!

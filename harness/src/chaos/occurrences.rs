@@ -102,8 +102,7 @@ pub(super) async fn judge(world: &World, report: &mut SeedReport) {
                 }
             }
         }
-        // Cancelled, or its subscriber erased (the erasure cancels it): owes nothing more.
-        if book.cancelled.is_some() || book.erasing {
+        if book.cancelled.is_some() {
             continue;
         }
         let from = acked_at.plus(Duration::from_secs(120));
@@ -114,8 +113,24 @@ pub(super) async fn judge(world: &World, report: &mut SeedReport) {
             if book.skips.contains(&at) || removed_once {
                 continue;
             }
+            // Its subscriber's erasure cancels what is due from its asking on (and what was due
+            // before but not sent yet), and deletes every item it settles: one gone or cancelled
+            // once the erasure was asked cannot be told from one it erased. Any other is judged.
+            let erased_from = book.erasure_asked;
+            if erased_from.is_some_and(|asked| at >= asked) {
+                continue;
+            }
             let rid = occurrence_id(id, at);
-            let what = match world.store.get(&rid).await {
+            let stored = world.store.get(&rid).await;
+            let erased = match &stored {
+                Ok(None) => true,
+                Ok(Some(r)) => r.status == ReminderStatus::Cancelled,
+                Err(_) => false,
+            };
+            if erased_from.is_some() && erased {
+                continue;
+            }
+            let what = match stored {
                 Ok(Some(r)) => {
                     // Made and ended one way or another; each channel's own ending is the
                     // reminder verdicts' to judge (a standby channel may never be needed).

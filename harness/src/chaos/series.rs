@@ -4,7 +4,8 @@
 //! each scan) makes their occurrences through a series adapter whose index lags the table (a GSI
 //! is eventually consistent: the maker may read the version before an edit). What the application
 //! was told goes in its [`super::books`]; every occurrence is then judged as any reminder is, and
-//! by two verdicts of its own ([`super::occurrences`]).
+//! by three verdicts of its own ([`super::occurrences`]). One more series starts in the past, is
+//! edited, and has its subscriber erased ([`create_past`], judged by [`super::erasure`] too).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -216,9 +217,11 @@ const PAST_SERIES: &str = "series-3";
 
 /// A series created with its `starts_at` half an hour in the past and one of its rule's instants
 /// a few minutes before its creation (still fresh), then edited (its content alone, the rule
-/// kept) while that instant is still fresh, then its subscriber erased: the series owes nothing from before it existed, by
-/// its creation or by any edit (`occurrence_unowed`). Its own dice, so that the other series'
-/// choices stay as they were.
+/// kept) while that instant is still fresh: the series owes nothing from before it existed, by
+/// its creation or by any edit (`occurrence_unowed`). Then its subscriber is erased, with one
+/// instant still beyond the maker's reach (made by a later pass, while the erasure runs or after
+/// it: `sent_after_erasure`). Its own dice, so that the other series' choices stay as they were,
+/// and no other writer of the application touches it.
 pub(super) async fn create_past(world: Arc<World>, seed: u64) {
     const N: usize = 3;
     debug_assert_eq!(PAST_SERIES, format!("series-{N}"));
@@ -226,7 +229,8 @@ pub(super) async fn create_past(world: Arc<World>, seed: u64) {
     let zone = ZONES[rng.random_range(0..ZONES.len())];
     let before = rng.random_range(1..5i64);
     let first = rng.random_range(4..9i64);
-    let minutes = [-before, first, first + rng.random_range(2..6i64)];
+    let second = first + rng.random_range(2..6i64);
+    let minutes = [-before, first, second, second + rng.random_range(14..22i64)];
     let mut s = draw(&world, N, zone, &minutes, "first");
     let now = world.clock.now();
     s.starts_at =
@@ -255,15 +259,6 @@ pub(super) async fn create_past(world: Arc<World>, seed: u64) {
     let id = current.series_id.clone();
     if put(&world, current).await {
         world.counts.tally(|t| t.past_series_edits += 1);
-    }
-    // The application's other writer may have moved its times meanwhile (acknowledged after this
-    // edit was read): this edit, which keeps the times read, cancels that writer's.
-    let versions: Vec<Series> = lock(&world.series.0)
-        .get(&id)
-        .map(|b| b.versions.iter().map(|v| v.2.clone()).collect())
-        .unwrap_or_default();
-    for v in &versions {
-        ask_cancel_of_all(&world, v);
     }
     // Its subscriber erased while the maker and the consumers run, with occurrences still ahead.
     tokio::time::sleep(Duration::from_secs(rng.random_range(0..120))).await;
