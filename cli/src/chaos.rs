@@ -22,12 +22,15 @@ use reminders_harness::chaos::{self, Plant};
 /// and the death redriven; a channel taken away right after its enqueue and listed again minutes later;
 /// a chain's head moved to the end of the order as it is claimed; a head whose address fails
 /// until its budget is spent, then opted out of and redriven;
-/// recurring series edited, skipped and cancelled mid-flight. Then every delivery is judged (never sent twice, none lost or stranded, nothing
+/// recurring series edited, skipped and cancelled mid-flight; a series started in the past, edited,
+/// and its subscriber erased while the maker runs; ledger writes whose answer was lost sent again
+/// by the SDK. Then every delivery is judged (never sent twice, none lost or stranded, nothing
 /// stale, early, after a cancel, to an opted-out channel or inside quiet hours, never
 /// expired while the API's version was fresh, never a second channel of a fallback order
 /// after a first may have reached the person, every acknowledged added channel sent or
 /// explained, every settled transition with its event and its reason as written, budgets kept, one DLQ copy per
-/// death). Exits non-zero, naming the seed to replay, if any world breaks one.
+/// death, no occurrence the series did not owe, nothing sent after an erasure answered
+/// complete). Exits non-zero, naming the seed to replay, if any world breaks one.
 ///
 /// Example: remindctl chaos --seeds 300 --json
 #[derive(Debug, clap::Args)]
@@ -42,7 +45,8 @@ pub struct ChaosArgs {
     #[arg(long)]
     json: bool,
     /// Break the system on purpose, to see the checker catch it. Each plant fires a
-    /// counter of the JSON in 60 worlds (`--seeds 60`): ack-before-outcome → lost,
+    /// counter of the JSON in 60 worlds (`--seeds 60`; stale-last-look needs 120, as few worlds
+    /// line a probe up with its freshness's end): ack-before-outcome → lost,
     /// ignore-retry-after → early_sends, unfenced-ledger → duplicated, drop-dead-letters →
     /// dead_without_copy, 5xx-permanent → unjustified_endings, hide-breaker →
     /// unjustified_endings, late-freshness → stale_sends, lost-cancel →
@@ -104,8 +108,16 @@ pub fn run(args: ChaosArgs) -> Result<(), String> {
             r.seed,
             plant.map_or(String::new(), |p| format!(" --plant {}", p.name()))
         );
-        for f in r.findings.iter().take(5) {
+        // Five a world, every one in a replay (a single seed).
+        let shown = if args.seeds == 1 { usize::MAX } else { 5 };
+        for f in r.findings.iter().take(shown) {
             eprintln!("  {f}");
+        }
+        if r.findings.len() > shown {
+            eprintln!(
+                "  … and {} more (the replay prints them all)",
+                r.findings.len() - shown
+            );
         }
     }
     if args.json {
@@ -131,34 +143,26 @@ fn print_human(t: &chaos::Tally) {
         "{} worlds, {} deliveries, {} faults injected",
         t.seeds, t.deliveries, t.faults_injected
     );
+    // Every promise, by the JSON's name, so that none is left out of the summary.
+    let json = serde_json::to_value(t).unwrap_or_default();
+    let promises: Vec<String> = chaos::Tally::BROKEN
+        .iter()
+        .map(|name| format!("{} {}", name.replace('_', " "), json[*name]))
+        .collect();
+    for line in promises.chunks(5) {
+        println!("{}", line.join("  "));
+    }
     println!(
-        "lost {}  duplicated {}  stale sends {}  early sends {}  sends after cancel {}",
-        t.lost, t.duplicated, t.stale_sends, t.early_sends, t.sends_after_cancel
-    );
-    println!(
-        "dead without DLQ copy {}  extra DLQ copies {}  budget exceeded {}  (flagged ambiguous {})",
-        t.dead_without_copy, t.extra_dlq_copies, t.budget_exceeded, t.flagged_ambiguous
-    );
-    println!(
-        "sent while opted out {}  sent in quiet hours {}  ({} preference changes, {} quiet holds, dead opted_out {}, expired_quiet_hours {})",
-        t.sent_while_opted_out,
-        t.sent_in_quiet_hours,
-        t.preference_changes,
-        t.quiet_holds,
-        t.opted_out,
-        t.expired_quiet_hours
-    );
-    println!(
-        "expired while fresh {}  two channels sent {}  stranded {}  acknowledged change ignored {}  event missing {}",
-        t.expired_while_fresh,
-        t.two_channels_sent,
-        t.stranded,
-        t.acknowledged_change_ignored,
-        t.event_missing
+        "({} flagged ambiguous, {} preference changes, {} quiet holds, dead opted_out {}, expired_quiet_hours {})",
+        t.flagged_ambiguous, t.preference_changes, t.quiet_holds, t.opted_out, t.expired_quiet_hours
     );
     println!(
         "({} edits applied, {} fallbacks taken, {} redrives, {} reorders, {} settled transitions)",
         t.edits_applied, t.fallbacks_taken, t.redrives_executed, t.reorders, t.settled_transitions
+    );
+    println!(
+        "({} series created, {} occurrences made, {} erasures, {} ledger writes retried by the SDK)",
+        t.series_created, t.occurrences_made, t.erasures, t.writes_retried
     );
 }
 

@@ -63,9 +63,10 @@ pub struct Wanted {
     /// The body named its freshness (`fresh_for_secs` or `fresh_until`); without it, a
     /// repeated body is the same whatever the default is now.
     pub freshness_given: bool,
-    /// The field a caller changes when the reminder is stale already: the freshness it gave,
-    /// else the due time it gave (`due_at`, or `not_before` when that is later).
-    pub stale_field: &'static str,
+    /// The freshness field the body gave (`fresh_for_secs` or `fresh_until`), if any.
+    pub freshness_field: Option<&'static str>,
+    /// The field the stored due time came from: `due_at`, or `not_before` when that is later.
+    pub due_field: &'static str,
 }
 
 /// The reminder a body asks for, validated by the library's rules.
@@ -125,11 +126,8 @@ pub fn decode(
     Ok(Wanted {
         reminder,
         freshness_given: fresh_until.is_some(),
-        stale_field: if fresh_until.is_some() {
-            fresh_field
-        } else {
-            due_field
-        },
+        freshness_field: fresh_until.is_some().then_some(fresh_field),
+        due_field,
     })
 }
 

@@ -75,7 +75,8 @@ where
 }
 
 /// A new reminder already stale by every clock within the margin could only expire: refused,
-/// naming the field to change, rather than acknowledged `201 scheduled` and never sent. A repeat
+/// naming the field to change (its freshness, or its due time when no freshness allowed would
+/// do), rather than acknowledged `201 scheduled` and never sent. A repeat
 /// of one created while it was fresh (its answer lost, retried later) goes on as any repeat:
 /// only when no item exists is it refused.
 async fn refuse_stale_on_arrival<S, L, C>(
@@ -95,7 +96,15 @@ where
     if app.store.get(&r.reminder_id).await?.is_some() {
         return Ok(());
     }
-    let field = wanted.stale_field;
+    // The freshness the body gave, unless no freshness allowed would make it fresh again.
+    let latest = freshness(
+        r.due_at.plus(reminders::domain::reminder::MAX_FRESHNESS),
+        now,
+    );
+    let field = match wanted.freshness_field {
+        Some(f) if latest != Freshness::Stale => f,
+        _ => wanted.due_field,
+    };
     Err(ApiError::invalid(
         field,
         format!(

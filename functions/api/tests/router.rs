@@ -356,8 +356,9 @@ async fn a_body_that_is_not_json_answers_400_naming_the_body() {
     }
 }
 
-/// A new reminder already stale when it arrives (due years ago, or fresh until a time past)
-/// could only expire: 400 naming the field the caller gave for it, and nothing stored. A repeat of
+/// A new reminder already stale when it arrives (due a day ago and fresh for an hour, or fresh
+/// until a time past) could only expire: 400 naming the field the caller gave for it (its due
+/// time when no freshness allowed would reach now), and nothing stored. A repeat of
 /// one created while it was fresh, retried once its freshness passed (its answer lost), answers
 /// its state as any repeat does.
 #[tokio::test]
@@ -365,9 +366,10 @@ async fn a_reminder_stale_on_arrival_is_refused_naming_its_field_and_a_late_repe
     use reminders::clock::{ManualClock, Timestamp};
     let clock = ManualClock::at(Timestamp::parse_rfc3339("2029-12-31T10:00:00Z").unwrap());
     let h = Harness::at(clock.clone(), common::operator());
+    // Due a day ago, fresh for an hour (a longer freshness would reach now).
     let stale = |f: &dyn Fn(&mut Value)| {
         let mut b = body("u-1", "Pickup");
-        b["due_at"] = json!("2020-01-01T10:00:00Z");
+        b["due_at"] = json!("2029-12-30T10:00:00Z");
         f(&mut b);
         b
     };
@@ -382,9 +384,17 @@ async fn a_reminder_stale_on_arrival_is_refused_naming_its_field_and_a_late_repe
         (
             stale(&|b| {
                 b.as_object_mut().unwrap().remove("fresh_for_secs");
-                b["fresh_until"] = json!("2020-01-01T11:00:00Z");
+                b["fresh_until"] = json!("2029-12-30T11:00:00Z");
             }),
             "fresh_until",
+        ),
+        // No freshness allowed (a year at most) reaches now from 2020: the due time is at fault.
+        (
+            stale(&|b| {
+                b["due_at"] = json!("2020-01-01T10:00:00Z");
+                b["fresh_for_secs"] = json!(366 * 86_400);
+            }),
+            "due_at",
         ),
     ];
     for (n, (b, field)) in cases.into_iter().enumerate() {
