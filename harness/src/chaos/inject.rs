@@ -303,33 +303,35 @@ impl<T: Ledger> Ledger for Chaotic<T> {
             .around(reminders::ports::ledger::OP_GET, self.inner.get(key))
             .await
     }
-    /// A write that took effect may be sent again by the SDK ([`Dice::retries_write`]): the
-    /// caller hears the retry's answer (a conflict with the item its own first try wrote).
     async fn put_if(&self, record: &DeliveryRecord, expected: Expected) -> Result<Cas, PortError> {
-        let call = async {
-            let first = self.inner.put_if(record, expected.clone()).await?;
-            if first != Cas::Applied || !self.dice.retries_write() {
-                return Ok(first);
-            }
-            self.dice.backoff().await;
-            self.inner.put_if(record, expected).await
-        };
+        let call = self.sent_again(|| self.inner.put_if(record, expected.clone()));
         self.dice
             .around(reminders::ports::ledger::OP_PUT, call)
             .await
     }
     async fn delete_if(&self, key: &DeliveryKey, expected: Expected) -> Result<Cas, PortError> {
-        let call = async {
-            let first = self.inner.delete_if(key, expected.clone()).await?;
-            if first != Cas::Applied || !self.dice.retries_write() {
-                return Ok(first);
-            }
-            self.dice.backoff().await;
-            self.inner.delete_if(key, expected).await
-        };
+        let call = self.sent_again(|| self.inner.delete_if(key, expected.clone()));
         self.dice
             .around(reminders::ports::ledger::OP_DELETE, call)
             .await
+    }
+}
+
+impl<T> Chaotic<T> {
+    /// A conditional write that took effect may be sent again by the SDK
+    /// ([`Dice::retries_write`]): the caller hears the retry's answer (a conflict with the item
+    /// its own first try wrote, or with what another writer wrote meanwhile).
+    async fn sent_again<F, W>(&self, write: W) -> Result<Cas, PortError>
+    where
+        W: Fn() -> F,
+        F: std::future::Future<Output = Result<Cas, PortError>>,
+    {
+        let first = write().await?;
+        if first != Cas::Applied || !self.dice.retries_write() {
+            return Ok(first);
+        }
+        self.dice.backoff().await;
+        write().await
     }
 }
 
