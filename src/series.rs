@@ -1,6 +1,6 @@
 //! Series (docs/design.md, "Recurring series"): making occurrences ahead, and editing and
-//! cancelling a series (an occurrence skipped through its own id is the API's placeholder, which
-//! the maker finds).
+//! cancelling a series, and its occurrences skipped, made or edited through their own ids (a
+//! placeholder or a record on the series, which the maker finds).
 //!
 //! Every occurrence is made by a conditional create keyed by its id ([`occurrence_id`]), so a
 //! crash, a retry or two makers at once make it once. The maker's and an edit's writes of the
@@ -22,6 +22,7 @@
 //! |---|---|
 //! | `maker` | the scheduler's pass: [`make_due`], one series' [`make_one`], [`follow_zone`] |
 //! | `change` | a series' `PUT` ([`put`]) and cancel ([`cancel`]), and why one is [`Refused`] |
+//! | `detached` | an occurrence reached through its own id: [`skip_unmade`], [`put_unmade`], [`record_detached`] |
 //! | `reconcile` | what both bring in line after a race: the [`affected`] instants, [`reconcile()`] |
 //!
 //! [`occurrence_id`]: crate::domain::series::occurrence_id
@@ -29,10 +30,12 @@
 //! [`MAKE_AHEAD`]: crate::domain::series::MAKE_AHEAD
 
 mod change;
+mod detached;
 mod maker;
 mod reconcile;
 
 pub use change::{cancel, put, Put, Refused};
+pub use detached::{put_unmade, record_detached, skip_unmade, DetachRefused, Skipped};
 pub use maker::{
     follow_zone, make_due, make_one, MakeReport, MAX_MADE_PER_PASS, MAX_SERIES_PER_RUN,
 };

@@ -53,7 +53,9 @@ where
     })?;
     let wanted = body::decode(&id, &raw, &app.defaults, app.clock.now())?;
     refuse_stale_on_arrival(&app, &wanted).await?;
-    if let Some(created) = crate::occurrences::put_unmade(&app, &access, &wanted.reminder).await? {
+    if let Some(created) =
+        crate::occurrences::put_unmade(&app.store, &access, &wanted.reminder).await?
+    {
         let state = view::reminder(&created, &app.ledger, &app.store).await?;
         return Ok((StatusCode::CREATED, Json(state)).into_response());
     }

@@ -1,17 +1,19 @@
-//! An occurrence of a series (docs/design.md, "Recurring series") not made yet, reached through its
-//! own reminder id: `DELETE /v1/reminders/{id}` skips it, `PUT /v1/reminders/{id}` makes it now,
-//! detached from the series. The reminder routes ([`crate::handlers`]) ask here first; an id that
-//! is no such occurrence goes on as any reminder's. The series' own routes are [`crate::series`].
+//! An occurrence of a series (docs/design.md, "Recurring series") reached through its own
+//! reminder id: `DELETE /v1/reminders/{id}` of one not made yet skips it, `PUT` makes it now,
+//! detached from the series, and an edit of one already made is recorded on the series first
+//! ([`reminders::series::put_unmade`] and its neighbours do each). The reminder routes
+//! ([`crate::handlers`]) ask here first; an id that is no such occurrence goes on as any
+//! reminder's. The series' own routes are [`crate::series`].
 
-use reminders::clock::{Clock, Timestamp};
-use reminders::domain::series::{occurrence_of, SeriesStatus};
-use reminders::domain::{Access, ReminderId, ReminderStatus, SeriesId};
+use reminders::clock::Timestamp;
+use reminders::domain::series::{MAX_DETACHED, OCCURRENCE_SEPARATOR};
+use reminders::domain::{Access, ReminderId, SeriesId};
 use reminders::ports::series::SeriesStore;
 use reminders::ports::ReminderStore;
+use reminders::series::DetachRefused;
 use serde_json::{json, Value};
 
 use crate::error::ApiError;
-use crate::App;
 
 /// `DELETE /v1/reminders/{id}` of an occurrence not made yet: skip it (a cancelled
 /// placeholder the maker finds there). `None` when `id` is no such occurrence.
@@ -22,32 +24,20 @@ pub async fn skip_unmade<S: ReminderStore + SeriesStore>(
     now: Timestamp,
     retention: reminders::domain::Retention,
 ) -> Result<Option<Value>, ApiError> {
-    let Some((sid, at)) = occurrence_of(id) else {
+    let Some(skipped) = reminders::series::skip_unmade(store, access, id, now, retention).await?
+    else {
         return Ok(None);
     };
-    let Some(s) = store.get_series(&sid).await? else {
-        return Ok(None);
-    };
-    let wanted = s.status == SeriesStatus::Active && at > now && s.produces(at);
-    if !access.reaches(s.owner.as_ref(), &s.subscriber_id) || !wanted {
-        return Ok(None);
-    }
-    let mut placeholder = s.occurrence(at, retention);
-    placeholder.status = ReminderStatus::Cancelled;
-    let _ = store.insert(&placeholder).await?;
-    let status = match store.get(id).await? {
-        Some(r) => r.status,
-        None => ReminderStatus::Cancelled,
-    };
-    let channels: serde_json::Map<String, Value> = s
+    let channels: serde_json::Map<String, Value> = skipped
+        .series
         .recipients
         .keys()
         .map(|c| (c.as_str().to_owned(), "cancelled".into()))
         .collect();
     Ok(Some(json!({
         "reminder_id": id.as_str(),
-        "series_id": sid.as_str(),
-        "status": status.as_str(),
+        "series_id": skipped.series.series_id.as_str(),
+        "status": skipped.status.as_str(),
         "channels": channels,
     })))
 }
@@ -56,48 +46,14 @@ pub async fn skip_unmade<S: ReminderStore + SeriesStore>(
 /// caller reaches, not made yet, made now from the body and detached from the series (`201`);
 /// an occurrence already made is edited as any reminder (`None`); any other id with the
 /// separator is refused, so that an id that reads as an occurrence is one.
-pub async fn put_unmade<S, L, C>(
-    app: &App<S, L, C>,
+pub async fn put_unmade<S: ReminderStore + SeriesStore>(
+    store: &S,
     access: &Access,
     wanted: &reminders::domain::Reminder,
-) -> Result<Option<reminders::domain::Reminder>, ApiError>
-where
-    S: ReminderStore + SeriesStore,
-    C: Clock,
-{
-    use reminders::domain::series::OCCURRENCE_SEPARATOR;
-    let id = &wanted.reminder_id;
-    if !id.as_str().contains(OCCURRENCE_SEPARATOR) || app.store.get(id).await?.is_some() {
-        return Ok(None);
-    }
-    let refused = || {
-        ApiError::invalid(
-            "id",
-            format!("id: {OCCURRENCE_SEPARATOR:?} is kept for the occurrences of a series, and this is none of a series you reach"),
-        )
-    };
-    let (sid, at) = occurrence_of(id).ok_or_else(refused)?;
-    let s = app.store.get_series(&sid).await?.ok_or_else(refused)?;
-    let ok = access.reaches(s.owner.as_ref(), &s.subscriber_id)
-        && s.status == SeriesStatus::Active
-        && s.produces(at)
-        && s.subscriber_id == wanted.subscriber_id;
-    if !ok {
-        return Err(refused());
-    }
-    // Recorded on the series first, then made: the maker never makes this instant again (its
-    // item may be gone with its TTL once sent) and the series' cancel reaches it wherever it
-    // is moved. A failure between the two leaves the instant recorded and unmade, which this
-    // `PUT` again makes; never an occurrence the series does not know.
-    detach(&app.store, &sid, at, Inactive::Refuse).await?;
-    let mut r = wanted.clone();
-    r.owner = s.owner.clone();
-    r.detached = true;
-    match app.store.insert(&r).await? {
-        reminders::ports::Inserted::Created => Ok(Some(r)),
-        // Made meanwhile by the maker (or cancelled with the series): edited as any reminder.
-        reminders::ports::Inserted::AlreadyExists => Ok(None),
-    }
+) -> Result<Option<reminders::domain::Reminder>, ApiError> {
+    reminders::series::put_unmade(store, access, wanted)
+        .await?
+        .map_err(refused)
 }
 
 /// An occurrence already made and edited through its own id: recorded on its series (if it is
@@ -108,61 +64,26 @@ pub async fn record_detached<S: SeriesStore>(
     id: &SeriesId,
     at: Timestamp,
 ) -> Result<(), ApiError> {
-    detach(store, id, at, Inactive::Skip).await
+    reminders::series::record_detached(store, id, at)
+        .await?
+        .map_err(refused)
 }
 
-/// What [`detach`] does when the series is gone or no longer active.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Inactive {
-    /// Refused, naming `id`: an occurrence not made yet cannot be made for it.
-    Refuse,
-    /// Nothing to record.
-    Skip,
-}
-
-/// Record on the series an occurrence made on its own ([`Series::detached`]), in a write that
-/// bumps its version, so that a maker or an edit that read it before cannot write over it.
-///
-/// [`Series::detached`]: reminders::domain::series::Series::detached
-async fn detach<S: SeriesStore>(
-    store: &S,
-    id: &SeriesId,
-    at: Timestamp,
-    inactive: Inactive,
-) -> Result<(), ApiError> {
-    use reminders::ports::series::{ExpectedSeries, Written};
-    let refused = || ApiError::invalid("id", "id: the series is no longer active");
-    for _ in 0..5 {
-        let current = store.get_series(id).await?;
-        let active = current
-            .as_ref()
-            .filter(|c| c.status == SeriesStatus::Active);
-        let Some(current) = active else {
-            return match inactive {
-                Inactive::Refuse => Err(refused()),
-                Inactive::Skip => Ok(()),
-            };
-        };
-        if current.is_detached(at) {
-            return Ok(());
-        }
-        let mut next = current.clone();
-        if !next.detach(at) {
-            return Err(ApiError::conflict(
-                "id",
-                format!(
-                    "the series has {} occurrences edited on their own already, the most it keeps",
-                    reminders::domain::series::MAX_DETACHED
-                ),
-            ));
-        }
-        next.version = current.version + 1;
-        if store.put_series(&next, ExpectedSeries::of(current)).await? == Written::Written {
-            return Ok(());
+fn refused(r: DetachRefused) -> ApiError {
+    match r {
+        DetachRefused::NotAnOccurrence => ApiError::invalid(
+            "id",
+            format!("id: {OCCURRENCE_SEPARATOR:?} is kept for the occurrences of a series, and this is none of a series you reach"),
+        ),
+        DetachRefused::Inactive => ApiError::invalid("id", "id: the series is no longer active"),
+        DetachRefused::Full => ApiError::conflict(
+            "id",
+            format!(
+                "the series has {MAX_DETACHED} occurrences edited on their own already, the most it keeps"
+            ),
+        ),
+        DetachRefused::Contended => {
+            ApiError::conflict("id", "the series kept changing under the write; retry")
         }
     }
-    Err(ApiError::conflict(
-        "id",
-        "the series kept changing under the write; retry",
-    ))
 }

@@ -63,6 +63,7 @@ pub(super) async fn judge(world: &World, seed: u64) -> SeedReport {
             seeds: 1,
             faults_injected: world.dice.injected(),
             writes_retried: world.dice.writes_retried(),
+            made_evicted: world.dice.made_evicted(),
             preference_changes: prefs.values().map(|w| w.len() as u64).sum(),
             ..Tally::default()
         },
@@ -106,6 +107,9 @@ pub(super) async fn judge(world: &World, seed: u64) -> SeedReport {
             report.broken(|t| &mut t.lost, format!("reminder {id} is gone"));
             continue;
         };
+        if world.ports.reminders.ttl_gone(&r) {
+            report.tally.reminder_ttl_passed += 1;
+        }
         seen.expired_while_fresh(&r, &mut report);
         seen.two_channels_sent(&r, &mut report);
         let ignored = seen.acknowledged_change_ignored(&r, &mut report);

@@ -40,6 +40,9 @@ pub struct Dice {
     /// until a retry's backoff moves its timing).
     retried: AtomicU64,
     retries: Mutex<StdRng>,
+    /// Series writes that evicted the oldest occurrences made, and their own draws.
+    evicted: AtomicU64,
+    evictions: Mutex<StdRng>,
 }
 
 impl Dice {
@@ -52,7 +55,26 @@ impl Dice {
             struck: AtomicBool::new(false),
             retried: AtomicU64::new(0),
             retries: Mutex::new(StdRng::seed_from_u64(seed ^ 0x5d4_7e7d)),
+            evicted: AtomicU64::new(0),
+            evictions: Mutex::new(StdRng::seed_from_u64(seed ^ 0x0e71_c7ed)),
         }
+    }
+
+    /// Whether a series write drops the oldest occurrences it made from `made`, as one with
+    /// thousands made does (`MADE_KEPT`): a fifth of the writes.
+    pub fn evicts_made(&self) -> bool {
+        let mut rng = reminders::ports::faults::lock(&self.evictions);
+        rng.random_range(0..5) == 0
+    }
+
+    /// Count a series write that dropped occurrences from `made`.
+    pub fn evicted(&self) {
+        self.evicted.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// How many series writes [`Dice::evicts_made`] trimmed.
+    pub fn made_evicted(&self) -> u64 {
+        self.evicted.load(Ordering::SeqCst)
     }
 
     /// Whether the answer of a write that took effect is lost on its way back and the SDK sends

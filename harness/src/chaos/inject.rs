@@ -41,6 +41,26 @@ pub struct Chaotic<T> {
     pub(super) lagging: Mutex<
         std::collections::BTreeMap<reminders::domain::SeriesId, reminders::domain::series::Series>,
     >,
+    /// A reminders table's TTL, if the adapter keeps one ([`Ttl`]).
+    pub(super) ttl: Option<Ttl>,
+}
+
+/// DynamoDB's TTL on the reminders table as the system meets it: an item past its `expires_at`
+/// by the world's lag is deleted, gone for every reader, and a create of its id creates it anew
+/// (the maker reaching an instant whose occurrence was made on its own and has expired). The
+/// memory store keeps the item until such a create, for the checker.
+pub(super) struct Ttl {
+    pub clock: super::VirtualClock,
+    pub lag_secs: i64,
+}
+
+impl Ttl {
+    /// Whether the table's TTL has deleted `r` by now.
+    pub(super) fn gone(&self, r: &Reminder) -> bool {
+        use reminders::clock::Clock;
+        let now = self.clock.now().as_millis().div_euclid(1000);
+        r.expires_at.saturating_add(self.lag_secs) < now
+    }
 }
 
 /// What a heard queue adapter tells of each receive that took effect.
@@ -61,7 +81,19 @@ impl<T> Chaotic<T> {
             prompts: None,
             enqueues: None,
             lagging: Mutex::default(),
+            ttl: None,
         }
+    }
+
+    /// A reminders adapter whose table deletes each item `lag_secs` after its TTL.
+    pub(super) fn expiring(mut self, clock: super::VirtualClock, lag_secs: i64) -> Self {
+        self.ttl = Some(Ttl { clock, lag_secs });
+        self
+    }
+
+    /// Whether the table's TTL has deleted `r` by now (never, without one).
+    pub(super) fn ttl_gone(&self, r: &Reminder) -> bool {
+        self.ttl.as_ref().is_some_and(|t| t.gone(r))
     }
 
     /// A gate whose probe writes take 1 s to the storage timeout, whose breaker openings
@@ -104,13 +136,24 @@ impl<T> Chaotic<T> {
         }
     }
 
+    /// Whether the item stored under `id` is gone with its TTL.
+    async fn expired(&self, id: &ReminderId) -> Result<bool, PortError>
+    where
+        T: ReminderStore,
+    {
+        let Some(ttl) = &self.ttl else {
+            return Ok(false);
+        };
+        Ok(self.inner.get(id).await?.is_some_and(|r| ttl.gone(&r)))
+    }
+
     pub fn planted(mut self, plant: Option<super::Plant>) -> Self {
         self.plant = plant;
         self
     }
 }
 
-impl<T: ReminderStore> ReminderStore for Chaotic<T> {
+impl<T: ReminderStore + reminders::ports::Eraser> ReminderStore for Chaotic<T> {
     fn shards(&self) -> u32 {
         self.inner.shards()
     }
@@ -126,7 +169,12 @@ impl<T: ReminderStore> ReminderStore for Chaotic<T> {
     }
     async fn insert(&self, r: &Reminder) -> Result<Inserted, PortError> {
         let call = async {
-            let out = self.inner.insert(r).await;
+            let mut out = self.inner.insert(r).await;
+            if matches!(out, Ok(Inserted::AlreadyExists)) && self.expired(&r.reminder_id).await? {
+                // Deleted by the TTL: the create finds nothing there.
+                self.inner.delete_reminder(&r.reminder_id, true).await?;
+                out = self.inner.insert(r).await;
+            }
             if matches!(out, Ok(Inserted::Created)) {
                 self.landed(r);
             }
@@ -166,6 +214,9 @@ impl<T: ReminderStore> ReminderStore for Chaotic<T> {
             .dice
             .around(reminders::ports::reminders::OP_GET, self.inner.get(id))
             .await?;
+        if got.as_ref().is_some_and(|r| self.ttl_gone(r)) {
+            return Ok(None);
+        }
         if let Some(r) = got.as_mut() {
             match self.plant {
                 Some(super::Plant::LateFreshness) => {

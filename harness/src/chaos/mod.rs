@@ -20,6 +20,7 @@ mod books;
 mod chains;
 mod check;
 mod copies;
+mod detached;
 mod dice;
 mod erasure;
 mod events;
@@ -160,10 +161,15 @@ pub enum Plant {
     /// series stays active and the maker goes on making occurrences after the erasure answered
     /// complete.
     EraseMissesSeries,
+    /// An occurrence made through its own id, its fix undone: the series adapter writes a series
+    /// without `detached` (an attribute it never learned), so the maker makes again an instant
+    /// whose occurrence was moved earlier, sent, and gone with its TTL, and a cancel misses one
+    /// moved later.
+    ForgetDetached,
 }
 
 impl Plant {
-    pub const ALL: [Plant; 34] = [
+    pub const ALL: [Plant; 35] = [
         Plant::AckBeforeOutcome,
         Plant::IgnoreRetryAfter,
         Plant::UnfencedLedger,
@@ -198,6 +204,7 @@ impl Plant {
         Plant::ForgetRecordedChain,
         Plant::ForgetOwedAfter,
         Plant::EraseMissesSeries,
+        Plant::ForgetDetached,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -236,6 +243,7 @@ impl Plant {
             Plant::ForgetRecordedChain => "forget-recorded-chain",
             Plant::ForgetOwedAfter => "forget-owed-after",
             Plant::EraseMissesSeries => "erase-misses-series",
+            Plant::ForgetDetached => "forget-detached",
         }
     }
 
@@ -276,6 +284,7 @@ impl Plant {
             Plant::ForgetRecordedChain => "two_channels_sent",
             Plant::ForgetOwedAfter => "occurrence_unowed",
             Plant::EraseMissesSeries => "sent_after_erasure",
+            Plant::ForgetDetached => "duplicated",
         }
     }
 

@@ -175,6 +175,7 @@ fn start(world: &Arc<World>, tasks: &mut JoinSet<()>, seed: u64) {
     if world.shape.windows.series {
         tasks.spawn_local(super::series::surface(world.clone(), seed));
         tasks.spawn_local(super::series::create_past(world.clone(), seed));
+        tasks.spawn_local(super::detached::story(world.clone(), seed));
     }
 }
 
@@ -303,13 +304,22 @@ async fn settle(world: &World) {
     }
 }
 
-/// The latest `fresh_until` of the world's reminders as stored.
+/// The latest `fresh_until` of the world's reminders as stored, and of the last occurrence of
+/// every series still active as the application last heard of it (the maker must reach it).
 async fn last_deadline(world: &World) -> Timestamp {
     use reminders::ports::ReminderStore;
     let mut last = EPOCH;
     for id in &world.ids {
         if let Ok(Some(r)) = world.store.get(id).await {
             last = last.max(r.fresh_until);
+        }
+    }
+    let books = reminders::ports::faults::lock(&world.series.0).clone();
+    for book in books.values().filter(|b| b.cancelled.is_none()) {
+        if let Some((_, _, s)) = book.versions.last() {
+            if let Some(at) = s.instants_between(None, s.until, 500).last() {
+                last = last.max(at.plus(s.fresh_for));
+            }
         }
     }
     last

@@ -27,7 +27,7 @@ use reminders::ports::series::{
 };
 use reminders::ports::PortError;
 
-const ZONES: [&str; 5] = [
+pub(super) const ZONES: [&str; 5] = [
     "Asia/Kathmandu",
     "Pacific/Kiritimati",
     "America/St_Johns",
@@ -52,6 +52,22 @@ impl<T: SeriesStore> SeriesStore for Chaotic<T> {
         }
         if self.plant == Some(Plant::ForgetOwedAfter) {
             s.owed_after = None;
+        }
+        if self.plant == Some(Plant::ForgetDetached) {
+            s.detached.clear();
+        }
+        // A series that made thousands keeps only the latest (`MADE_KEPT`): the oldest are
+        // evicted, each long past the maker's progress. Here, a fifth of the writes drop every one
+        // older than that progress by more than the make-ahead and the freshness (what no edit
+        // looks for, and only a moved occurrence, recorded as detached, still needs).
+        if let Some(through) = s.made_through {
+            let old = through
+                .minus(reminders::domain::series::MAKE_AHEAD)
+                .minus(s.fresh_for);
+            if s.made.first().is_some_and(|t| *t < old) && self.dice.evicts_made() {
+                s.made.retain(|t| *t >= old);
+                self.dice.evicted();
+            }
         }
         let progress = stored
             .as_ref()
@@ -105,9 +121,21 @@ impl<T: SeriesStore> SeriesStore for Chaotic<T> {
     }
 }
 
+/// The last version of a series the application was told of, unless it was cancelled, a write
+/// of it is uncertain, or it is no longer active.
+pub(super) fn last_acknowledged(world: &World, id: &SeriesId) -> Option<Series> {
+    let books = lock(&world.series.0);
+    let b = books.get(id)?;
+    if b.cancelled.is_some() || b.uncertain {
+        return None;
+    }
+    let last = b.versions.last().map(|v| v.2.clone())?;
+    (last.status == SeriesStatus::Active).then_some(last)
+}
+
 /// A series for subscriber `n`, starting now, its occurrences at `minutes` from now (wall
 /// times in `zone`; before now when negative), for two hours.
-fn draw(world: &World, n: usize, zone: &str, minutes: &[i64], body: &str) -> Series {
+pub(super) fn draw(world: &World, n: usize, zone: &str, minutes: &[i64], body: &str) -> Series {
     let now = world.clock.now();
     let local = |m: i64| {
         let at = Timestamp::from_millis(now.as_millis() + m * 60_000);
@@ -152,7 +180,7 @@ fn draw(world: &World, n: usize, zone: &str, minutes: &[i64], body: &str) -> Ser
 
 /// The application's write of a series, retried through faults until it answers; every
 /// occurrence it may touch is one whose cancel was asked.
-async fn put(world: &World, s: Series) -> bool {
+pub(super) async fn put(world: &World, s: Series) -> bool {
     let store = &*world.ports.reminders;
     // The series exists from its first write's first try, not before.
     let asked = world.clock.now();
@@ -275,10 +303,11 @@ pub(super) async fn surface(world: Arc<World>, seed: u64) {
     let mut moves = StdRng::seed_from_u64(seed ^ 0x5e41_307e);
     while !world.dice.is_calm() {
         tokio::time::sleep(Duration::from_secs(rng.random_range(120..420))).await;
-        // The series started in the past has its own story (edited once, then erased).
+        // The series started in the past has its own story (edited once, then erased), and so
+        // has the one whose occurrences are put before they are made.
         let ids: Vec<SeriesId> = lock(&world.series.0)
             .keys()
-            .filter(|id| id.as_str() != PAST_SERIES)
+            .filter(|id| ![PAST_SERIES, super::detached::DETACHED_SERIES].contains(&id.as_str()))
             .cloned()
             .collect();
         let Some(id) = ids.get(rng.random_range(0..ids.len().max(1))).cloned() else {
@@ -354,6 +383,15 @@ async fn move_one(world: &Arc<World>, s: &Series, rng: &mut StdRng) {
         detach: true,
         ..reminders::outbox::Edit::default()
     };
+    // As the API does: recorded on the series first, so that its cancel reaches the occurrence
+    // wherever it is moved, however many occurrences are made (and evicted) after it.
+    let Some((_, at)) = reminders::domain::series::occurrence_of(&r.reminder_id) else {
+        return;
+    };
+    let record = reminders::series::record_detached(&*world.ports.reminders, &s.series_id, at);
+    let Some(Ok(Ok(()))) = super::dice::invoke(record, super::dice::API_TIMEOUT).await else {
+        return;
+    };
     let ports = &world.ports;
     let call = reminders::outbox::edit(
         &ports.reminders,
@@ -393,7 +431,7 @@ async fn move_one(world: &Arc<World>, s: &Series, rng: &mut StdRng) {
 }
 
 /// Every occurrence the series made or could make: a write of it may cancel any of them.
-fn ask_cancel_of_all(world: &World, s: &Series) {
+pub(super) fn ask_cancel_of_all(world: &World, s: &Series) {
     let mut asked = lock(&world.cancel_requests);
     for t in s.instants_between(None, s.until, 500) {
         asked.insert(occurrence_id(&s.series_id, t));
@@ -436,7 +474,7 @@ async fn skip_next(world: &World, s: &Series) {
         .uncertain = true;
 }
 
-async fn cancel(world: &World, id: &SeriesId) {
+pub(super) async fn cancel(world: &World, id: &SeriesId) {
     let store = &*world.ports.reminders;
     for _ in 0..10 {
         let call = reminders::series::cancel(

@@ -211,5 +211,18 @@ tally! {
         /// its TTL).
         erasures,
         erased_items_kept,
+        /// Occurrences of a series the application put through their own ids before the maker
+        /// made them, moved earlier (hours ahead, to minutes from now) and later, and the puts it
+        /// sent again after a fault (the series' write inside may have landed).
+        unmade_puts_earlier,
+        unmade_puts_later,
+        unmade_put_retries,
+        /// Of the occurrences put earlier, those whose reminder the table's TTL had deleted when
+        /// their instant came (the maker reached it with nothing there).
+        unmade_gone_by_instant,
+        /// Reminders the table's TTL had deleted by the world's end.
+        reminder_ttl_passed,
+        /// Series writes that kept only the latest occurrences made, the oldest evicted.
+        made_evicted,
     }
 }

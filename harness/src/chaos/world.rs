@@ -314,6 +314,7 @@ pub(super) fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
         reminders: Arc::new(
             Chaotic::new(store.clone(), dice.clone())
                 .planted(plant)
+                .expiring(clock, shape.ttl_lag_secs)
                 .watched(watch)
                 .prompting(shape.windows.edit_in_scan.then(|| prompter.clone()))
                 .prompting_enqueues(shape.windows.readd_after_remove.then(|| prompter.clone())),
