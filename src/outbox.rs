@@ -153,6 +153,9 @@ pub async fn edit_as<S: ReminderStore, L: Ledger>(
         if let Some(channel) = readded(&current, &next) {
             return Ok(Edited::Readded(channel));
         }
+        if let Some(channel) = edited_away(&current, &next, ledger).await? {
+            return Ok(Edited::Readded(channel));
+        }
         if nothing_left(&current, &next, ledger).await? {
             return Ok(Edited::NothingLeft);
         }
@@ -219,6 +222,29 @@ fn readded(current: &Reminder, next: &Reminder) -> Option<Channel> {
     let listed: Vec<Channel> = current.listed_channels().collect();
     next.listed_channels()
         .find(|c| !listed.contains(c) && current.enqueued.contains(c))
+}
+
+/// A channel `next` lists that `current` does not, whose delivery already ended cancelled: its
+/// message went out before the scheduler recorded the enqueue (a crash between the two writes, a
+/// lost answer), and met an edit that had taken the channel away. Its key can never send again,
+/// as with [`readded`], though `current` never recorded it enqueued.
+async fn edited_away<L: Ledger>(
+    current: &Reminder,
+    next: &Reminder,
+    ledger: &L,
+) -> Result<Option<Channel>, PortError> {
+    let listed: Vec<Channel> = current.listed_channels().collect();
+    for channel in next.listed_channels().filter(|c| !listed.contains(c)) {
+        let key = DeliveryKey::derive(&current.reminder_id, &current.subscriber_id, channel);
+        if ledger
+            .get(&key)
+            .await?
+            .is_some_and(|r| r.status() == Status::Cancelled)
+        {
+            return Ok(Some(channel));
+        }
+    }
+    Ok(None)
 }
 
 /// An edit keeps the status, except that a channel added to a reminder already enqueued puts

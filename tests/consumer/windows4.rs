@@ -512,6 +512,37 @@ async fn w4_8_a_channel_removed_after_enqueue_cannot_be_listed_again() {
     assert!(matches!(got, Edited::Edited(_)), "{got:?}");
 }
 
+/// Found by the chaos worlds once the reminders table's writes could be sent again: the scheduler
+/// enqueued both channels and stopped before its write that records the enqueue, so the reminder
+/// still reads `scheduled` with nothing enqueued. An edit takes email away; email's message, still
+/// on its way, ends its delivery cancelled as edited away. An edit that lists email again was
+/// acknowledged and email never went: it is refused, as when the enqueue was recorded.
+#[tokio::test]
+async fn a_channel_edited_away_before_its_enqueue_was_recorded_cannot_be_listed_again() {
+    let w = Mem::new(test_config(), true);
+    let r = w.reminder("w48c", &[Channel::Push, Channel::Email]).await;
+    // Enqueued, the enqueue never recorded.
+    let email = message(&r, Channel::Email);
+    w.enqueue(&email).await;
+    let only_push = Edit {
+        recipients: Some(recipients(&[Channel::Push])),
+        ..Edit::default()
+    };
+    let got = w.edit(&r.reminder_id, only_push).await.unwrap();
+    assert!(matches!(got, Edited::Edited(_)), "{got:?}");
+    w.run(Channel::Email).await.unwrap();
+    let key = &email.delivery_key;
+    let rec = w.ledger.get(key).await.unwrap().expect("email's item");
+    assert_eq!(rec.status(), Status::Cancelled, "edited away");
+    let both = Edit {
+        recipients: Some(recipients(&[Channel::Push, Channel::Email])),
+        ..Edit::default()
+    };
+    let got = w.edit(&r.reminder_id, both).await.unwrap();
+    assert_eq!(got, Edited::Readded(Channel::Email));
+    assert_eq!(w.provider.calls_for(key), 0);
+}
+
 /// Found by the chaos worlds once they ordered every subscriber's channels: with `[push, email]`,
 /// push is delivered, then an edit removes push. Email, now the reminder's only channel, went out
 /// as if alone. A channel an edit removed after it may have reached the person still ends the

@@ -8,11 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::acks::Kinds;
-use super::dice::{invoke, API_TIMEOUT};
 use super::world::{recipient, subscriber_index, World};
 use reminders::clock::Clock;
 use reminders::domain::{Channel, ReminderId};
-use reminders::outbox::{self, Edit, Edited};
+use reminders::outbox::{Edit, Edited};
 use reminders::ports::ReminderStore;
 
 /// A PUT of `id`'s body without one of its channels, right after its enqueue, and `after` that
@@ -33,17 +32,10 @@ pub(super) async fn take_away(world: &Arc<World>, id: &ReminderId, after: Durati
         detach: reminders::domain::series::occurrence_of(id).is_some(),
         ..Edit::default()
     };
-    let ports = &world.ports;
     let now = world.clock.now();
-    let call = outbox::edit(
-        &ports.reminders,
-        &ports.ledger,
-        id,
-        changes,
-        now,
-        world.retention,
-    );
-    let Some(Ok(Edited::Edited(next))) = invoke(call, API_TIMEOUT).await else {
+    let Some(Ok(Edited::Edited(next))) =
+        super::surface::edit_through_api(world, id, changes, now).await
+    else {
         return false;
     };
     let k = Kinds {
@@ -80,17 +72,8 @@ pub(super) async fn readd_later(
         detach: reminders::domain::series::occurrence_of(&id).is_some(),
         ..Edit::default()
     };
-    let ports = &world.ports;
     let now = world.clock.now();
-    let call = outbox::edit(
-        &ports.reminders,
-        &ports.ledger,
-        &id,
-        changes,
-        now,
-        world.retention,
-    );
-    match invoke(call, API_TIMEOUT).await {
+    match super::surface::edit_through_api(&world, &id, changes, now).await {
         Some(Ok(Edited::Edited(next))) => {
             let k = Kinds {
                 readded: true,
@@ -283,17 +266,8 @@ pub(super) async fn add_the_order(world: &World, origin: &reminders::ledger::Ori
         detach: reminders::domain::series::occurrence_of(&cur.reminder_id).is_some(),
         ..Edit::default()
     };
-    let ports = &world.ports;
     let now = world.clock.now();
-    let call = outbox::edit(
-        &ports.reminders,
-        &ports.ledger,
-        &cur.reminder_id,
-        changes,
-        now,
-        world.retention,
-    );
-    match invoke(call, API_TIMEOUT).await {
+    match super::surface::edit_through_api(world, &cur.reminder_id, changes, now).await {
         Some(Ok(Edited::Edited(next))) => {
             world.acks.acknowledged(&world.journal, &next, k);
             true

@@ -168,7 +168,7 @@ impl<T: ReminderStore + reminders::ports::Eraser> ReminderStore for Chaotic<T> {
             .await
     }
     async fn insert(&self, r: &Reminder) -> Result<Inserted, PortError> {
-        let call = async {
+        let write = || async {
             let mut out = self.inner.insert(r).await;
             if matches!(out, Ok(Inserted::AlreadyExists)) && self.expired(&r.reminder_id).await? {
                 // Deleted by the TTL: the create finds nothing there.
@@ -180,6 +180,7 @@ impl<T: ReminderStore + reminders::ports::Eraser> ReminderStore for Chaotic<T> {
             }
             out
         };
+        let call = self.sent_again_if(write, |i| *i == Inserted::Created);
         self.dice
             .around(reminders::ports::reminders::OP_INSERT, call)
             .await
@@ -198,13 +199,14 @@ impl<T: ReminderStore + reminders::ports::Eraser> ReminderStore for Chaotic<T> {
             _ => None,
         };
         let r = planted.as_ref().unwrap_or(r);
-        let call = async {
+        let write = || async {
             let out = self.inner.replace(r, version, status).await;
             if matches!(out, Ok(Marked::Marked)) {
                 self.landed(r);
             }
             out
         };
+        let call = self.sent_again_if(write, |m| *m == Marked::Marked);
         self.dice
             .around(reminders::ports::reminders::OP_REPLACE, call)
             .await
@@ -271,9 +273,11 @@ impl<T: ReminderStore + reminders::ports::Eraser> ReminderStore for Chaotic<T> {
         fresh_until: Timestamp,
         expires_at: i64,
     ) -> Result<Marked, PortError> {
-        let call = self
-            .inner
-            .extend_freshness(id, version, fresh_until, expires_at);
+        let write = || {
+            self.inner
+                .extend_freshness(id, version, fresh_until, expires_at)
+        };
+        let call = self.sent_again_if(write, |m| *m == Marked::Marked);
         self.dice
             .around(reminders::ports::reminders::OP_EXTEND, call)
             .await
@@ -294,7 +298,8 @@ impl<T: ReminderStore + reminders::ports::Eraser> ReminderStore for Chaotic<T> {
             }
             _ => version,
         };
-        let call = self.inner.mark(id, version, to);
+        let write = || self.inner.mark(id, version, to);
+        let call = self.sent_again_if(write, |m| *m == Marked::Marked);
         let marked = self
             .dice
             .around(reminders::ports::reminders::OP_MARK, call)
@@ -377,8 +382,22 @@ impl<T> Chaotic<T> {
         W: Fn() -> F,
         F: std::future::Future<Output = Result<Cas, PortError>>,
     {
+        self.sent_again_if(write, |c| *c == Cas::Applied).await
+    }
+
+    /// [`Chaotic::sent_again`] for any conditional write: `applied` tells its answers that took
+    /// effect.
+    pub(super) async fn sent_again_if<R, F, W>(
+        &self,
+        write: W,
+        applied: impl Fn(&R) -> bool,
+    ) -> Result<R, PortError>
+    where
+        W: Fn() -> F,
+        F: std::future::Future<Output = Result<R, PortError>>,
+    {
         let first = write().await?;
-        if first != Cas::Applied || !self.dice.retries_write() {
+        if !applied(&first) || !self.dice.retries_write() {
             return Ok(first);
         }
         self.dice.backoff().await;

@@ -239,7 +239,11 @@ impl Journal {
             k.sent_in_quiet_hours += u32::from(quiet);
             k.channel = Some(channel);
             k.stale_sends += u32::from(now > fresh_until);
-            k.early_sends += u32::from(k.retry_after.is_some_and(|at| now < at));
+            // Before the provider's Retry-After by more than two workers' clocks can disagree:
+            // the worker that heard the 429 closed the gate on its clock, the one sending reads
+            // it on its own (docs/design.md, "Clock margin").
+            let early = |at: Timestamp| now.plus(super::clocks_disagree_by()) < at;
+            k.early_sends += u32::from(k.retry_after.is_some_and(early));
             let after_cancel = k.cancelled_at.is_some() || k.cancel_answered_at.is_some();
             k.sends_after_cancel += u32::from(after_cancel);
             k.sends_after_delivered += u32::from(k.delivered_at.is_some());

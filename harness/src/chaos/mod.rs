@@ -132,8 +132,10 @@ pub enum Plant {
     ForgetMade,
     /// A channel edited away and listed again, its fix undone: the reminders adapter reads a
     /// reminder without the channels it enqueued and no longer lists (an attribute it reads only
-    /// for listed channels), so an edit that lists again a channel edited away after its enqueue is
-    /// acknowledged, and its delivery, cancelled as edited away, never sends.
+    /// for listed channels), and the ledger adapter reads a cancelled item as none outside the
+    /// consumers (the edit's look at the channels it adds), so an edit that lists again a channel
+    /// edited away after its enqueue is acknowledged, and its delivery, cancelled as edited away,
+    /// never sends.
     ForgetEditedAway,
     /// A reorder at the head's first claim, both of its closings undone: the consumer's ledger
     /// adapter reads items without `chain_head` (an attribute it never learned), and answers none
@@ -303,6 +305,13 @@ static WORKER_SKEW_MS: std::sync::atomic::AtomicI64 =
 /// `ms` either way (drawn from the seed, per worker); 0 gives them all the world's clock.
 /// Beyond the consumer's margin, a worker whose clock runs ahead may expire a reminder before
 /// the `fresh_until` the API acknowledged (`expired_while_fresh`; docs/testing.md, "Proving it").
+/// How far apart two workers' clocks may be in the worlds run now: each is off the world's by up
+/// to the skew, either way.
+pub(crate) fn clocks_disagree_by() -> Duration {
+    let ms = WORKER_SKEW_MS.load(std::sync::atomic::Ordering::SeqCst);
+    Duration::from_millis(2 * u64::try_from(ms).unwrap_or(0))
+}
+
 pub fn set_worker_skew_ms(ms: u32) {
     WORKER_SKEW_MS.store(i64::from(ms), std::sync::atomic::Ordering::SeqCst);
 }

@@ -34,6 +34,11 @@ tokio::task_local! {
     static READER: reminders::domain::Channel;
 }
 
+/// Whether the caller runs as a channel's consumer ([`reading_as`]).
+pub(super) fn in_a_consumer() -> bool {
+    READER.try_with(|_| ()).is_ok()
+}
+
 /// Run `work` as `channel`'s consumer (whose reads of another channel's items
 /// [`Plant::ReorderSendsBoth`] hides).
 pub(super) async fn reading_as<F: std::future::Future>(
@@ -154,6 +159,11 @@ impl<C: Clock> Ledger for Observed<C> {
             // A lost hand-on, with the recorded chain that would now refuse the redriven
             // head forgotten too, so that the hand-on alone is what is left to refuse it.
             Some(Plant::ForgetRecordedChain | Plant::LostHandOn) => got.map(forget_chain),
+            // Outside the consumers (an edit's look at the channels it adds), a cancelled item
+            // reads as none.
+            Some(Plant::ForgetEditedAway) if !in_a_consumer() => {
+                got.filter(|r| r.status() != Status::Cancelled)
+            }
             _ => got,
         })
     }

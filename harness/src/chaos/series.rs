@@ -76,15 +76,16 @@ impl<T: SeriesStore> SeriesStore for Chaotic<T> {
             // Records the maker's progress an hour further than it made.
             s.made_through = s.made_through.map(|t| t.plus(Duration::from_secs(3600)));
         }
-        let call = async {
+        let write = || async {
             let out = self.inner.put_series(&s, expected).await?;
             if out == Written::Written {
-                if let Some(before) = stored {
+                if let Some(before) = stored.clone() {
                     lock(&self.lagging).insert(s.series_id.clone(), before);
                 }
             }
             Ok(out)
         };
+        let call = self.sent_again_if(write, |w| *w == Written::Written);
         self.dice.around(OP_PUT_SERIES, call).await
     }
 

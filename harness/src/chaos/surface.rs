@@ -339,16 +339,7 @@ async fn edit(world: &Arc<World>, id: &ReminderId, rng: &mut StdRng, t: u64, for
         // An occurrence edited through its own id is detached, as the API does.
         detach: reminders::domain::series::occurrence_of(id).is_some(),
     };
-    let ports = &world.ports;
-    let call = outbox::edit(
-        &ports.reminders,
-        &ports.ledger,
-        id,
-        changes,
-        now,
-        world.retention,
-    );
-    let next = match invoke(call, API_TIMEOUT).await {
+    let next = match super::surface::edit_through_api(world, id, changes, now).await {
         Some(Ok(Edited::Edited(next))) => next,
         Some(Ok(Edited::NothingLeft)) => {
             world.counts.refused_edit();
@@ -369,4 +360,38 @@ async fn edit(world: &Arc<World>, id: &ReminderId, rng: &mut StdRng, t: u64, for
         lock(&world.counts.cut).insert(id.clone());
     }
     true
+}
+
+/// The application's edit through the API: an occurrence edited through its own id is recorded
+/// on its series first (so that the series' cancel reaches it wherever it moves, whatever the
+/// series has forgotten of what it made) and detached; then the edit. One invocation: `None` when
+/// it timed out or stopped.
+pub(super) async fn edit_through_api(
+    world: &World,
+    id: &ReminderId,
+    mut changes: Edit,
+    now: Timestamp,
+) -> Option<Result<Edited, outbox::OutboxError>> {
+    let ports = &world.ports;
+    let work = async {
+        if let Some((series, at)) = reminders::domain::series::occurrence_of(id) {
+            changes.detach = true;
+            let recorded = reminders::series::record_detached(&*ports.reminders, &series, at).await;
+            match recorded {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => return Ok(Edited::Missing),
+                Err(e) => return Err(outbox::OutboxError::Port(e)),
+            }
+        }
+        outbox::edit(
+            &ports.reminders,
+            &ports.ledger,
+            id,
+            changes,
+            now,
+            world.retention,
+        )
+        .await
+    };
+    invoke(work, API_TIMEOUT).await
 }

@@ -202,8 +202,10 @@ tally! {
         /// Chains whose head, just claimed, the subscriber took out of the fallback order
         /// (the order cleared, or set without the head): the chain its claim recorded stands.
         heads_ordered_away,
-        /// Ledger writes (claims, outcomes, give-backs) that took effect, their answer lost, and
-        /// that the SDK sent again after a backoff: the caller hears the retry's answer.
+        /// Conditional writes that took effect, their answer lost, and that the SDK sent again
+        /// after a backoff: the caller hears the retry's answer. Every conditional write of the
+        /// ledger (claims, outcomes, give-backs), the reminders table (creates, edits, marks,
+        /// freshness extensions) and the series (the maker's, an edit's, a detach).
         writes_retried,
         /// Erasures of a series' subscriber that answered complete while the maker and the
         /// consumers ran, and the occurrences left in the table after them, cancelled (a maker
