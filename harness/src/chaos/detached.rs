@@ -7,7 +7,7 @@
 //!   again (a second send of one instant: `duplicated`);
 //! - one half an hour ahead, moved 30 to 50 minutes later (most worlds): in a third of the worlds
 //!   the series is then cancelled after its instant but before its new time, and the cancel must
-//!   reach it (`sends_after_cancel`).
+//!   reach it (`occurrence_doubled`: claimed after the cancel).
 //!
 //! The series' write inside the `PUT` (recording the instant as made on its own) meets the
 //! world's faults: an answer lost after the write, an error before it; the application sends the

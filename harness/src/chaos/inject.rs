@@ -46,9 +46,11 @@ pub struct Chaotic<T> {
 }
 
 /// DynamoDB's TTL on the reminders table as the system meets it: an item past its `expires_at`
-/// by the world's lag is deleted, gone for every reader, and a create of its id creates it anew
-/// (the maker reaching an instant whose occurrence was made on its own and has expired). The
-/// memory store keeps the item until such a create, for the checker.
+/// by the table's lag is deleted, gone for every reader, a conditional write on it finds nothing,
+/// and a create of its id creates it anew (the maker reaching an instant whose occurrence was made
+/// on its own and has expired). The memory store keeps the item until such a create, for the
+/// checker. (The due index is not filtered: an item still scheduled two hours past its freshness
+/// never stays there, the scheduler expires it first.)
 pub(super) struct Ttl {
     pub clock: super::VirtualClock,
     pub lag_secs: i64,
@@ -200,6 +202,10 @@ impl<T: ReminderStore + reminders::ports::Eraser> ReminderStore for Chaotic<T> {
         };
         let r = planted.as_ref().unwrap_or(r);
         let write = || async {
+            if self.expired(&r.reminder_id).await? {
+                // Deleted by the TTL: the condition finds no item.
+                return Ok(Marked::Missing);
+            }
             let out = self.inner.replace(r, version, status).await;
             if matches!(out, Ok(Marked::Marked)) {
                 self.landed(r);
@@ -273,9 +279,13 @@ impl<T: ReminderStore + reminders::ports::Eraser> ReminderStore for Chaotic<T> {
         fresh_until: Timestamp,
         expires_at: i64,
     ) -> Result<Marked, PortError> {
-        let write = || {
+        let write = || async {
+            if self.expired(id).await? {
+                return Ok(Marked::Missing);
+            }
             self.inner
                 .extend_freshness(id, version, fresh_until, expires_at)
+                .await
         };
         let call = self.sent_again_if(write, |m| *m == Marked::Marked);
         self.dice
@@ -298,7 +308,12 @@ impl<T: ReminderStore + reminders::ports::Eraser> ReminderStore for Chaotic<T> {
             }
             _ => version,
         };
-        let write = || self.inner.mark(id, version, to);
+        let write = || async {
+            if self.expired(id).await? {
+                return Ok(Marked::Missing);
+            }
+            self.inner.mark(id, version, to).await
+        };
         let call = self.sent_again_if(write, |m| *m == Marked::Marked);
         let marked = self
             .dice

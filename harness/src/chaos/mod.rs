@@ -301,10 +301,6 @@ impl Plant {
 static WORKER_SKEW_MS: std::sync::atomic::AtomicI64 =
     std::sync::atomic::AtomicI64::new(reminders::domain::reminder::CLOCK_MARGIN.as_millis() as i64);
 
-/// Give every consumer worker of the worlds run from now on a clock off the world's by up to
-/// `ms` either way (drawn from the seed, per worker); 0 gives them all the world's clock.
-/// Beyond the consumer's margin, a worker whose clock runs ahead may expire a reminder before
-/// the `fresh_until` the API acknowledged (`expired_while_fresh`; docs/testing.md, "Proving it").
 /// How far apart two workers' clocks may be in the worlds run now: each is off the world's by up
 /// to the skew, either way.
 pub(crate) fn clocks_disagree_by() -> Duration {
@@ -312,6 +308,10 @@ pub(crate) fn clocks_disagree_by() -> Duration {
     Duration::from_millis(2 * u64::try_from(ms).unwrap_or(0))
 }
 
+/// Give every consumer worker of the worlds run from now on a clock off the world's by up to
+/// `ms` either way (drawn from the seed, per worker); 0 gives them all the world's clock.
+/// Beyond the consumer's margin, a worker whose clock runs ahead may expire a reminder before
+/// the `fresh_until` the API acknowledged (`expired_while_fresh`; docs/testing.md, "Proving it").
 pub fn set_worker_skew_ms(ms: u32) {
     WORKER_SKEW_MS.store(i64::from(ms), std::sync::atomic::Ordering::SeqCst);
 }

@@ -314,7 +314,7 @@ pub(super) fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
         reminders: Arc::new(
             Chaotic::new(store.clone(), dice.clone())
                 .planted(plant)
-                .expiring(clock, shape.ttl_lag_secs)
+                .expiring(clock, reminders_ttl_lag(seed))
                 .watched(watch)
                 .prompting(shape.windows.edit_in_scan.then(|| prompter.clone()))
                 .prompting_enqueues(shape.windows.readd_after_remove.then(|| prompter.clone())),
@@ -374,6 +374,12 @@ pub(super) fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
         series: Default::default(),
         failing,
     }
+}
+
+/// How long after its TTL a reminder item goes: drawn apart from the ledger's (each table's TTL
+/// deletes on its own), from its own dice so that the rest of the shape stays as it was.
+fn reminders_ttl_lag(seed: u64) -> i64 {
+    StdRng::seed_from_u64(seed ^ 0x7717_1a90).random_range(0..600)
 }
 
 /// The deployed retry policy. The worlds where heads die out of budget deploy a budget of three
