@@ -70,7 +70,8 @@ pub struct ChaosArgs {
     /// either way (drawn from the seed). By default the clock margin the consumer allows
     /// (1,000 ms): beyond it, a worker whose clock runs ahead may expire a reminder before
     /// its fresh_until (expired_while_fresh) and one that runs behind may send after it
-    /// (stale_sends), as docs/testing.md, "Proving it", says. 0 gives every worker the world's
+    /// (stale_sends), as docs/testing.md, "Clock skew", says; a provider's Retry-After is then judged
+    /// with twice this allowed (two workers' clocks). 0 gives every worker the world's
     /// clock.
     #[arg(long, default_value_t = default_skew_ms())]
     skew_ms: u32,
@@ -161,12 +162,12 @@ fn print_human(t: &chaos::Tally) {
         t.edits_applied, t.fallbacks_taken, t.redrives_executed, t.reorders, t.settled_transitions
     );
     println!(
-        "({} series created, {} occurrences made, {} erasures, {} ledger writes retried by the SDK)",
+        "({} series created, {} occurrences made, {} erasures, {} conditional writes retried by the SDK)",
         t.series_created, t.occurrences_made, t.erasures, t.writes_retried
     );
     println!(
-        "({} occurrences put before they were made, {} of them deleted by their TTL by their instant, {} reminders deleted by their TTL)",
-        t.unmade_puts_earlier + t.unmade_puts_later, t.unmade_gone_by_instant, t.reminder_ttl_passed
+        "({} occurrences put before they were made, {} moved earlier and {} later; of the earlier, {} deleted by their TTL by their instant; {} reminders deleted by their TTL)",
+        t.unmade_puts_earlier + t.unmade_puts_later, t.unmade_puts_earlier, t.unmade_puts_later, t.unmade_gone_by_instant, t.reminder_ttl_passed
     );
 }
 
