@@ -271,15 +271,9 @@ pub(super) async fn create_past(world: Arc<World>, seed: u64) {
     // Edited while the instant before its creation is still fresh (its freshness is ten minutes).
     tokio::time::sleep(Duration::from_secs(rng.random_range(60..240))).await;
     let id = SeriesId::parse(format!("series-{N}")).unwrap();
-    let last = lock(&world.series.0).get(&id).and_then(|b| {
-        (b.cancelled.is_none() && !b.uncertain).then(|| b.versions.last().map(|v| v.2.clone()))
-    });
-    let Some(Some(mut current)) = last else {
+    let Some(mut current) = last_acknowledged(&world, &id) else {
         return;
     };
-    if current.status != SeriesStatus::Active {
-        return;
-    }
     ask_cancel_of_all(&world, &current);
     current.content = Content::Text {
         subject: "Standup".into(),
@@ -314,13 +308,9 @@ pub(super) async fn surface(world: Arc<World>, seed: u64) {
         let Some(id) = ids.get(rng.random_range(0..ids.len().max(1))).cloned() else {
             continue;
         };
-        let last = lock(&world.series.0).get(&id).and_then(|b| {
-            (b.cancelled.is_none() && !b.uncertain).then(|| b.versions.last().map(|v| v.2.clone()))
-        });
-        let Some(Some(current)) = last else { continue };
-        if current.status != SeriesStatus::Active {
+        let Some(current) = last_acknowledged(&world, &id) else {
             continue;
-        }
+        };
         ask_cancel_of_all(&world, &current);
         if moves.random_bool(0.4) {
             move_one(&world, &current, &mut moves).await;
