@@ -2,7 +2,7 @@
 //!
 //! Deliver each reminder over push, email and SMS **at most once per logical delivery, close to
 //! its due time, never after it went stale**, and explain every failure. The design is
-//! `shared/DESIGN.md`; this crate is the library every function and the CLI share. Decisions live
+//! `docs/design.md`; this crate is the library every function and the CLI share. Decisions live
 //! here; the function crates only translate events. The test harness (the system checker, the
 //! embedded pipeline, the local runner) is a crate of its own, `reminders-harness`, which no
 //! function links.
@@ -25,6 +25,7 @@
 //! | [`ports`] | the port traits, each with its in-memory implementation and fault injection |
 //! | `packed` | the compact byte form the in-memory ledger and reminders table keep their items in |
 //! | [`outbox`] | create, edit and cancel reminders (what applications call) |
+//! | [`listing`] | a subscriber's series and reminders as one caller sees them, a page at a time, behind sealed cursors |
 //! | [`erasure`] | erase a subscriber: cancel, then delete their reminders, preferences and suppressions |
 //! | [`series`] | recurring series: occurrences made ahead, a series' edit and cancel |
 //! | [`scheduler`] | the scheduler run: due scan, fair fan-out, enqueue and mark |
@@ -53,6 +54,7 @@ pub mod erasure;
 pub mod events;
 pub mod feedback;
 pub mod ledger;
+pub mod listing;
 pub mod outbox;
 mod packed;
 pub mod policy;

@@ -63,7 +63,7 @@ pub struct ChaosArgs {
     /// forget-edited-away → acknowledged_change_ignored, reorder-sends-both →
     /// two_channels_sent, fallback-best-effort → stranded, forget-recorded-chain →
     /// two_channels_sent, forget-owed-after → occurrence_unowed, erase-misses-series →
-    /// sent_after_erasure, forget-detached → duplicated.
+    /// sent_after_erasure, forget-detached → duplicated, plain-cursor → cursor_leak.
     #[arg(long)]
     plant: Option<String>,
     /// Give each consumer worker a clock off the world's by up to this many milliseconds,
@@ -168,6 +168,10 @@ fn print_human(t: &chaos::Tally) {
     println!(
         "({} occurrences put before they were made, {} moved earlier and {} later; of the earlier, {} deleted by their TTL by their instant; {} reminders deleted by their TTL)",
         t.unmade_puts_earlier + t.unmade_puts_later, t.unmade_puts_earlier, t.unmade_puts_later, t.unmade_gone_by_instant, t.reminder_ttl_passed
+    );
+    println!(
+        "({} list cursors judged, of a subscriber two applications share)",
+        t.cursors_judged
     );
 }
 

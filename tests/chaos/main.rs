@@ -33,7 +33,7 @@ fn delivered_share(t: &Tally) -> f64 {
 #[test]
 fn three_hundred_worlds_keep_every_promise() {
     let (total, failing) = run(0, 300, None);
-    let floors: [(&str, u64, u64); 40] = [
+    let floors: [(&str, u64, u64); 41] = [
         ("delivered", total.delivered, 1_500),
         ("edits_applied", total.edits_applied, 1_450),
         ("edits_due_earlier", total.edits_due_earlier, 135),
@@ -94,6 +94,7 @@ fn three_hundred_worlds_keep_every_promise() {
         ("unmade_put_retries", total.unmade_put_retries, 95),
         ("made_evicted", total.made_evicted, 160),
         ("reminder_ttl_passed", total.reminder_ttl_passed, 3_400),
+        ("cursors_judged", total.cursors_judged, 1_800),
     ];
     for (name, got, floor) in floors {
         assert!(got >= floor, "{name}: {got} < {floor}: {total:?}");
@@ -226,6 +227,7 @@ fn every_counter_has_a_plant_that_fires_it_in_sixty_worlds() {
         "occurrence_doubled",
         "occurrence_unowed",
         "sent_after_erasure",
+        "cursor_leak",
     ];
     assert_eq!(
         counters.len(),
@@ -458,6 +460,13 @@ fn an_erasure_that_misses_a_series_is_caught_as_sent_after_erasure() {
 #[test]
 fn an_occurrence_made_on_its_own_made_again_after_its_ttl_is_caught_as_duplicated() {
     fires_in_sixty(Plant::ForgetDetached);
+}
+
+/// List cursors handed out unsealed: an application listing a subscriber it shares with another
+/// gets a cursor that names the other's series, left out of its page, in plain base64.
+#[test]
+fn a_list_cursor_handed_out_unsealed_is_caught_as_cursor_leak() {
+    fires_in_sixty(Plant::PlainCursor);
 }
 
 /// A channel edited away and listed again: the reminders adapter reads a reminder without the

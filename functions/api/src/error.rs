@@ -77,6 +77,15 @@ impl From<ReminderError> for ApiError {
     }
 }
 
+impl From<reminders::listing::ListError> for ApiError {
+    fn from(e: reminders::listing::ListError) -> Self {
+        match e {
+            reminders::listing::ListError::BadCursor => ApiError::invalid("cursor", e.to_string()),
+            reminders::listing::ListError::Port(p) => p.into(),
+        }
+    }
+}
+
 impl From<PortError> for ApiError {
     fn from(e: PortError) -> Self {
         tracing::error!(error = %e, "storage failed");

@@ -13,7 +13,7 @@ use axum::Json;
 use reminders::clock::Clock;
 use reminders::domain::{Access, Reminder, ReminderId, SubscriberId};
 use reminders::outbox::{self, Edit, Edited};
-use reminders::ports::{visible_page, Ledger, ReminderStore, SubscriberCursor, SubscriberIndex};
+use reminders::ports::{Ledger, ReminderStore, SubscriberIndex};
 
 use crate::caller::{end_user_refused, Caller, Scope};
 use crate::error::ApiError;
@@ -313,19 +313,12 @@ where
     }
     let limit = crate::query::page_limit(&query)?;
     let seal = crate::query::cursor_seal(&app.defaults).await?;
-    let context = crate::query::cursor_context("reminders", &subscriber, &access);
-    let after = match query.get("cursor") {
-        None => None,
-        Some(raw) => Some(
-            seal.open(&context, raw)
-                .and_then(|plain| SubscriberCursor::decode(&plain))
-                .filter(|c| ReminderId::parse(c.reminder_id.as_str()).is_ok())
-                .ok_or_else(crate::query::bad_cursor)?,
-        ),
-    };
+    let cursor = query.get("cursor").map(String::as_str);
     // Only what the caller reaches; the cursor, sealed, reveals nothing of what it skipped.
-    let page = visible_page(&app.store, &access, &subscriber, after.as_ref(), limit).await?;
-    Ok(Json(view::page(&page, |c| seal.seal(&context, c))))
+    let page =
+        reminders::listing::reminders_page(&app.store, &seal, &access, &subscriber, cursor, limit)
+            .await?;
+    Ok(Json(view::page(&page)))
 }
 
 /// Any other path or method.

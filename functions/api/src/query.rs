@@ -37,22 +37,3 @@ pub async fn cursor_seal(
         None => Ok(CursorSeal::process_local()),
     }
 }
-
-/// A `cursor` this API did not answer (altered, made up, or from before a key rotation).
-pub fn bad_cursor() -> ApiError {
-    ApiError::invalid(
-        "cursor",
-        "cursor: must be a next_cursor this API answered (list again from the start)",
-    )
-}
-
-/// What a list's cursor is sealed for: which list, whose, listed by whom (a cursor opens only
-/// there).
-pub fn cursor_context(
-    list: &str,
-    subscriber: &reminders::domain::SubscriberId,
-    access: &reminders::domain::Access,
-) -> String {
-    let caller = access.owner().map_or("", |o| o.as_str());
-    format!("{list}\0{}\0{caller}", subscriber.as_str())
-}

@@ -16,7 +16,8 @@ use axum::Json;
 use reminders::clock::{Clock, Timestamp};
 use reminders::domain::series::{occurrence_id, NewSeries, Series, SeriesStatus};
 use reminders::domain::{Access, ReminderId, SeriesId, SubscriberId};
-use reminders::ports::series::{SeriesCursor, SeriesStore};
+use reminders::listing;
+use reminders::ports::series::SeriesStore;
 use reminders::ports::{Ledger, ReminderStore};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -255,29 +256,12 @@ where
     // must still exist: a page goes on where it stopped after that series is deleted.
     // Sealed: it may name another owner's series, left out of the page.
     let seal = crate::query::cursor_seal(&app.defaults).await?;
-    let context = crate::query::cursor_context("series", &subscriber, &access);
-    let after = match query.get("cursor") {
-        None => None,
-        Some(raw) => Some(
-            seal.open(&context, raw)
-                .and_then(|plain| SeriesCursor::decode(&plain))
-                .ok_or_else(crate::query::bad_cursor)?,
-        ),
-    };
-    let page = app
-        .store
-        .series_after(&subscriber, after.as_ref(), limit)
-        .await?;
-    // Another owner's series are left out of the page (its cursor still moves past them).
-    let items: Vec<Value> = page
-        .items
-        .iter()
-        .filter(|s| access.reaches(s.owner.as_ref(), &s.subscriber_id))
-        .map(summary)
-        .collect();
+    let cursor = query.get("cursor").map(String::as_str);
+    let page = listing::series_page(&app.store, &seal, &access, &subscriber, cursor, limit).await?;
+    let items: Vec<Value> = page.items.iter().map(summary).collect();
     Ok(Json(json!({
         "series": items,
-        "next_cursor": page.next.as_ref().map(|c| seal.seal(&context, &c.encode())),
+        "next_cursor": page.next_cursor,
     })))
 }
 

@@ -6,7 +6,7 @@ use reminders::delivery::standby;
 use reminders::delivery::Cancelled;
 use reminders::domain::{Channel, Content, DeliveryKey, Reminder};
 use reminders::ledger::Status;
-use reminders::ports::{Ledger, Listed, PortError, ReminderStore, SubscriberPage};
+use reminders::ports::{Ledger, Listed, PortError, ReminderStore};
 use serde_json::{json, Map, Value};
 
 pub(crate) fn time(t: Timestamp) -> Value {
@@ -138,8 +138,8 @@ pub fn cancelled(c: &Cancelled) -> &'static str {
     }
 }
 
-/// A page of a subscriber's reminders, its cursor sealed by `seal`.
-pub fn page(p: &SubscriberPage, seal: impl Fn(&str) -> String) -> Value {
+/// A page of a subscriber's reminders, its cursor sealed.
+pub fn page(p: &reminders::listing::Page<Listed>) -> Value {
     let reminders: Vec<Value> = p
         .items
         .iter()
@@ -165,6 +165,6 @@ pub fn page(p: &SubscriberPage, seal: impl Fn(&str) -> String) -> Value {
         .collect();
     json!({
         "reminders": reminders,
-        "next_cursor": p.next.as_ref().map(|c| seal(&c.encode())),
+        "next_cursor": p.next_cursor,
     })
 }

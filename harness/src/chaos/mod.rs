@@ -20,6 +20,7 @@ mod books;
 mod chains;
 mod check;
 mod copies;
+mod cursors;
 mod detached;
 mod dice;
 mod erasure;
@@ -168,10 +169,14 @@ pub enum Plant {
     /// whose occurrence was moved earlier, sent, and gone with its TTL, and a cancel misses one
     /// moved later.
     ForgetDetached,
+    /// List cursors handed out unsealed: the store's position as it is, which names the last
+    /// item read, another owner's series left out of the page (what the lists answered before
+    /// their cursors were sealed).
+    PlainCursor,
 }
 
 impl Plant {
-    pub const ALL: [Plant; 35] = [
+    pub const ALL: [Plant; 36] = [
         Plant::AckBeforeOutcome,
         Plant::IgnoreRetryAfter,
         Plant::UnfencedLedger,
@@ -207,6 +212,7 @@ impl Plant {
         Plant::ForgetOwedAfter,
         Plant::EraseMissesSeries,
         Plant::ForgetDetached,
+        Plant::PlainCursor,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -246,6 +252,7 @@ impl Plant {
             Plant::ForgetOwedAfter => "forget-owed-after",
             Plant::EraseMissesSeries => "erase-misses-series",
             Plant::ForgetDetached => "forget-detached",
+            Plant::PlainCursor => "plain-cursor",
         }
     }
 
@@ -287,6 +294,7 @@ impl Plant {
             Plant::ForgetOwedAfter => "occurrence_unowed",
             Plant::EraseMissesSeries => "sent_after_erasure",
             Plant::ForgetDetached => "duplicated",
+            Plant::PlainCursor => "cursor_leak",
         }
     }
 

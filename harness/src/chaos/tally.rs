@@ -95,6 +95,10 @@ tally! {
         /// Once an erasure of a subscriber answered complete: a provider call for one of their
         /// series' occurrences, or an occurrence of it still to be sent in the table.
         sent_after_erasure,
+        /// A list page that showed its caller another owner's item, or a cursor that revealed
+        /// one (decoded as anyone can), opened for another caller or list, or was accepted
+        /// altered.
+        cursor_leak,
     }
     reported {
         deliveries,
@@ -226,5 +230,7 @@ tally! {
         reminder_ttl_passed,
         /// Series writes that kept only the latest occurrences made, the oldest evicted.
         made_evicted,
+        /// Cursors the lists of a subscriber whom applications share handed out, each judged.
+        cursors_judged,
     }
 }
