@@ -141,8 +141,10 @@ pub fn run(args: ChaosArgs) -> Result<(), String> {
 
 fn print_human(t: &chaos::Tally) {
     println!(
-        "{} worlds, {} deliveries, {} faults injected",
-        t.seeds, t.deliveries, t.faults_injected
+        "{}, {}, {} injected",
+        n(t.seeds, "world"),
+        n(t.deliveries, "delivery"),
+        n(t.faults_injected, "fault")
     );
     // Every promise, by the JSON's name, so that none is left out of the summary.
     let json = serde_json::to_value(t).unwrap_or_default();
@@ -154,25 +156,50 @@ fn print_human(t: &chaos::Tally) {
         println!("{}", line.join("  "));
     }
     println!(
-        "({} flagged ambiguous, {} preference changes, {} quiet holds, dead opted_out {}, expired_quiet_hours {})",
-        t.flagged_ambiguous, t.preference_changes, t.quiet_holds, t.opted_out, t.expired_quiet_hours
+        "({} flagged ambiguous, {}, {}, dead opted_out {}, expired_quiet_hours {})",
+        t.flagged_ambiguous,
+        n(t.preference_changes, "preference change"),
+        n(t.quiet_holds, "quiet hold"),
+        t.opted_out,
+        t.expired_quiet_hours
     );
     println!(
-        "({} edits applied, {} fallbacks taken, {} redrives, {} reorders, {} settled transitions)",
-        t.edits_applied, t.fallbacks_taken, t.redrives_executed, t.reorders, t.settled_transitions
+        "({} applied, {} taken, {}, {}, {})",
+        n(t.edits_applied, "edit"),
+        n(t.fallbacks_taken, "fallback"),
+        n(t.redrives_executed, "redrive"),
+        n(t.reorders, "reorder"),
+        n(t.settled_transitions, "settled transition")
     );
     println!(
-        "({} series created, {} occurrences made, {} erasures, {} conditional writes retried by the SDK)",
-        t.series_created, t.occurrences_made, t.erasures, t.writes_retried
+        "({} created, {} made, {}, {} retried by the SDK)",
+        n(t.series_created, "series"),
+        n(t.occurrences_made, "occurrence"),
+        n(t.erasures, "erasure"),
+        n(t.writes_retried, "conditional write")
     );
     println!(
-        "({} occurrences put before they were made, {} moved earlier and {} later; of the earlier, {} deleted by their TTL by their instant; {} reminders deleted by their TTL)",
-        t.unmade_puts_earlier + t.unmade_puts_later, t.unmade_puts_earlier, t.unmade_puts_later, t.unmade_gone_by_instant, t.reminder_ttl_passed
+        "({} put before they were made, {} moved earlier and {} later; of the earlier, {} deleted by their TTL by their instant; {} deleted by their TTL)",
+        n(t.unmade_puts_earlier + t.unmade_puts_later, "occurrence"),
+        t.unmade_puts_earlier,
+        t.unmade_puts_later,
+        t.unmade_gone_by_instant,
+        n(t.reminder_ttl_passed, "reminder")
     );
     println!(
-        "({} list cursors judged, of a subscriber two applications share)",
-        t.cursors_judged
+        "({} judged, of a subscriber two applications share)",
+        n(t.cursors_judged, "list cursor")
     );
+}
+
+/// `count` and its noun, plural unless one ("1 erasure", "2 erasures", "3 series").
+fn n(count: u64, noun: &str) -> String {
+    match (count, noun) {
+        (1, _) => format!("1 {noun}"),
+        (_, "series") => format!("{count} series"),
+        (_, "delivery") => format!("{count} deliveries"),
+        _ => format!("{count} {noun}s"),
+    }
 }
 
 /// The chaos workers' default skew: the margin the consumer allows for a clock off the true

@@ -33,9 +33,10 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
     about = "Reminder delivery on AWS: operator CLI"
 )]
 struct Cli {
-    /// Configure the commands that act on a stack (remind, subscriber, suppression, dlq, redrive, config)
-    /// from this deployed stack's outputs (CloudFormation), instead of exporting the table and
-    /// queue variables; a variable already set to another value is refused.
+    /// The deployed stack whose outputs (CloudFormation) configure the commands that act on a
+    /// stack (remind, series, subscriber, suppression, dlq, redrive, config), instead of exporting
+    /// the table and queue variables; a variable already set to another value is refused. The
+    /// others (demo, chaos, plan, key, local) need no deployed stack and ignore it.
     #[arg(long, global = true, env = "REMINDERS_STACK", value_name = "NAME")]
     stack: Option<String>,
     #[command(subcommand)]
@@ -123,6 +124,7 @@ fn main() -> ExitCode {
     let on_a_stack = matches!(
         cli.command,
         Command::Remind(_)
+            | Command::Series(_)
             | Command::Subscriber(_)
             | Command::Suppression(_)
             | Command::Dlq(_)

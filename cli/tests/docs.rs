@@ -265,3 +265,21 @@ fn headings_become_github_anchors() {
     assert!(!cites_a_number(&format!("return {};", 0)));
     assert!(!cites_a_number("a window of 30 s"));
 }
+
+/// Every counter `remindctl chaos --json` prints is named in docs/testing.md, so a reader of the
+/// JSON finds what each means.
+#[test]
+fn every_chaos_counter_is_named_in_the_testing_docs() {
+    let page = read(&Path::new(ROOT).join("docs/testing.md"));
+    let json = serde_json::to_value(reminders_harness::chaos::Tally::default()).unwrap();
+    let unnamed: Vec<&String> = json
+        .as_object()
+        .expect("the tally is a JSON object")
+        .keys()
+        .filter(|k| !page.contains(&format!("`{k}`")))
+        .collect();
+    assert!(
+        unnamed.is_empty(),
+        "docs/testing.md does not name these chaos counters: {unnamed:?}"
+    );
+}

@@ -428,7 +428,7 @@ async fn dynamodb_get(
 /// both written raw, end quarantined with a reason naming the field within one sweep (the first
 /// run sweeps), and `remind quarantined` lists them.
 #[tokio::test]
-async fn window_6_local_run_quarantines_items_no_query_reaches() {
+async fn local_run_quarantines_items_no_query_reaches() {
     use aws_sdk_dynamodb::types::AttributeValue as Av;
     let env = stack(&format!("w6-{}", std::process::id()));
     let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
@@ -460,7 +460,7 @@ async fn window_6_local_run_quarantines_items_no_query_reaches() {
 /// A failing shard through `local run`: a shard whose due-index query keeps failing is reported in
 /// the run's summary, naming the shard and the runs in a row, not only in a debug log.
 #[tokio::test]
-async fn window_7_local_run_reports_a_failing_shard() {
+async fn local_run_reports_a_failing_shard() {
     use aws_sdk_dynamodb::types::AttributeValue as Av;
     let env = stack(&format!("w7-{}", std::process::id()));
     let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;

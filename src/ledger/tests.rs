@@ -265,7 +265,7 @@ fn every_listed_transition_is_allowed_and_every_other_refused() {
 /// `sending` item kept the old horizon before, so a TTL could delete it before the ambiguous rule
 /// ran and the next claim sent again. With no item there is nothing to move.
 #[test]
-fn w4_2_extend_moves_every_stored_deliverys_ttl() {
+fn extend_moves_every_stored_deliverys_ttl() {
     let far = ctx_at(LATER);
     let far = Ctx {
         expires_at: far.expires_at + 86_400 * 30,

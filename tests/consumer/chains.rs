@@ -104,7 +104,7 @@ async fn redrive_push(w: &Mem, r: &Reminder) {
 /// redriven head then dies for a reason that falls back. Before, its hand-on read the order as
 /// it was now (none), named nothing, and email was never sent.
 #[tokio::test]
-async fn w4_4_a_redriven_head_hands_on_by_the_chain_its_claim_recorded() {
+async fn a_redriven_head_hands_on_by_the_chain_its_claim_recorded() {
     let w = Mem::new(test_config(), true);
     let r = w.reminder("w4c1", &[Channel::Push, Channel::Email]).await;
     let sub = r.subscriber_id.clone();
@@ -137,7 +137,7 @@ async fn w4_4_a_redriven_head_hands_on_by_the_chain_its_claim_recorded() {
 /// moved abroad: it dies `country_not_allowed`, sending nothing. Before, that death named no
 /// channel and enqueued nothing, and email (acknowledged as not needed) was never sent.
 #[tokio::test]
-async fn w4_4_a_country_death_in_a_chain_of_three_hands_on_to_the_third() {
+async fn a_country_death_in_a_chain_of_three_hands_on_to_the_third() {
     let w = Mem::new(test_config(), true);
     let channels = [Channel::Push, Channel::Sms, Channel::Email];
     let mut r = reminder("w4c2", &channels);

@@ -19,5 +19,5 @@ mod retention;
 mod rules;
 #[path = "../support/mod.rs"]
 mod support;
+mod where_features_meet;
 mod windows;
-mod windows4;

@@ -996,7 +996,7 @@ async fn a_claim_that_used_up_its_lease_sends_nothing() {
 /// call, but not a provider call and the outcome's write, gives the delivery back: the outcome
 /// could land after the lease. The rule is the one cold start checks (`lease_covers_send`).
 #[tokio::test]
-async fn window_4_a_lease_that_cannot_cover_the_outcome_write_sends_nothing() {
+async fn a_lease_that_cannot_cover_the_outcome_write_sends_nothing() {
     use reminders::clock::ManualClock;
     use reminders::ports::{MemoryLedger, MemoryQueue, ScriptedProvider};
     use reminders_harness::wrap::Slowed;

@@ -50,7 +50,7 @@ async fn newer_item(w: &Mem, r: &reminders::domain::Reminder) -> DeliveryRecord 
 }
 
 #[tokio::test]
-async fn w4_9_a_newer_status_on_the_ledger_is_left_alone_and_its_message_kept() {
+async fn a_newer_status_on_the_ledger_is_left_alone_and_its_message_kept() {
     let w = Mem::new(test_config(), true);
     let r = w.reminder("newer", &[PUSH]).await;
     w.mark_enqueued(&r).await;

@@ -23,7 +23,7 @@ use crate::support::edit_before_mark::EditBeforeMark;
 /// it read, so the channel the edit added gets its `cancelled` ledger item before the command
 /// says "cancelled".
 #[tokio::test]
-async fn window_3_a_cancel_covers_a_channel_added_while_it_ran() {
+async fn a_cancel_covers_a_channel_added_while_it_ran() {
     let store = Arc::new(MemoryReminderStore::new(4));
     let ledger = Arc::new(MemoryLedger::default());
     let r = reminder("w3-cancel-edit", &[Channel::Sms]);
@@ -112,7 +112,7 @@ impl Provider for TakenOverMidSend {
 /// outcome write refused. It must not ack: with an older handle that acts (as the emulator's
 /// does), the delete would remove the message the new holder is working on.
 #[tokio::test]
-async fn window_5_a_worker_that_lost_its_lease_leaves_the_message_to_the_holder() {
+async fn a_worker_that_lost_its_lease_leaves_the_message_to_the_holder() {
     let r = reminder("w5-handles", &[Channel::Sms]);
     let clock = ManualClock::at(T0);
     let ledger = Arc::new(MemoryLedger::default());

@@ -278,7 +278,7 @@ async fn old_handle_suite<Q: DeliveryQueue>(q: &Q) -> (OldHandle, OldHandle) {
 }
 
 #[tokio::test]
-async fn window_5_the_memory_queue_has_both_behaviours_of_an_older_handle() {
+async fn the_memory_queue_has_both_behaviours_of_an_older_handle() {
     use reminders::ports::StaleHandles;
     let ignored = MemoryQueue::new(SystemClock);
     assert_eq!(
@@ -295,7 +295,7 @@ async fn window_5_the_memory_queue_has_both_behaviours_of_an_older_handle() {
 /// The emulator's answer is one of the two the memory queue models, so the chaos worlds,
 /// which run both, cover it.
 #[tokio::test]
-async fn window_5_an_older_handle_on_sqs_is_one_of_the_modelled_behaviours() {
+async fn an_older_handle_on_sqs_is_one_of_the_modelled_behaviours() {
     let client = common::sqs().await;
     let (queues, _) = common::channel_queues(&client, QueueSpec::default()).await;
     let got = old_handle_suite(&SqsQueues::new(client, queues)).await;

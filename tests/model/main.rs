@@ -267,7 +267,7 @@ fn planted_ignored_freshness_is_caught() {
 /// "already dead"; a redrive that read the reminder before the cancel's mark moves it to ready, and
 /// a worker sends after the answer.
 #[test]
-fn planted_window_1_cancel_leaving_a_dead_delivery_is_caught() {
+fn planted_cancel_leaving_a_dead_delivery_is_caught() {
     let m = model(2, true, BOUNDS, Some(Fault::CancelLeavesDead));
     caught(m, properties::NO_SEND_AFTER_CANCEL);
 }

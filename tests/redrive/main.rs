@@ -492,7 +492,7 @@ async fn redrive_follows_the_ledgers_dead_reason() {
 /// runs before the cancel marks the reminder. The ledger orders them: `dead → cancelled`, and the
 /// redrive refuses a cancelled delivery, so nothing is sent after the cancel was answered.
 #[tokio::test]
-async fn window_1_a_cancel_of_a_dead_delivery_is_ordered_before_a_redrive() {
+async fn a_cancel_of_a_dead_delivery_is_ordered_before_a_redrive() {
     let w = AwsWorld::new(QueueSpec::default()).await;
     let consumer = w.consumer();
     let (r, msg) = rejected_on_send(&w, "w1-cancel-redrive").await;

@@ -9,7 +9,7 @@ mod one_read;
 mod poison;
 #[path = "../support/mod.rs"]
 mod support;
-mod windows4;
+mod where_features_meet;
 
 use std::time::Duration;
 

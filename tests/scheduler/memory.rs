@@ -290,7 +290,7 @@ async fn a_channel_added_after_enqueue_is_scheduled() {
 /// reminder, and only the added channel is enqueued again when the new due time comes, so the
 /// delivered one is never sent twice even once its old TTL has passed.
 #[tokio::test]
-async fn window_2_an_edit_far_out_enqueues_only_the_added_channel_and_keeps_the_proof() {
+async fn an_edit_far_out_enqueues_only_the_added_channel_and_keeps_the_proof() {
     use reminders::domain::{DeliveryKey, Recipient, ReminderStatus};
     use reminders::ledger::{apply, Change, Ctx, LeaseToken, Status};
     use reminders::outbox::{self, Edit, Edited, Retention};
@@ -451,7 +451,7 @@ impl ReminderStore for FailingShard {
 /// A shard whose query keeps failing is reported on every run, with how many runs in a row, in
 /// the run's report and its metrics, not only in a log line; the other shards go on.
 #[tokio::test]
-async fn window_7_a_shard_that_keeps_failing_is_reported_run_after_run() {
+async fn a_shard_that_keeps_failing_is_reported_run_after_run() {
     let clock = ManualClock::at(T0);
     let store = Arc::new(MemoryReminderStore::new(4));
     let stuck = reminder("stuck", "s1", T0, &[Channel::Push]);
@@ -503,7 +503,7 @@ async fn window_7_a_shard_that_keeps_failing_is_reported_run_after_run() {
 /// On the run's clock, the sweep runs once every `sweep_every`, not on every run; an item that
 /// can never become due, written after a sweep, is quarantined by the next one.
 #[tokio::test]
-async fn window_6_the_sweep_runs_once_per_period() {
+async fn the_sweep_runs_once_per_period() {
     use reminders::domain::ReminderStatus;
     let w = world(SchedulerConfig::default());
     assert!(

@@ -437,7 +437,7 @@ async fn a_heavy_subscriber_does_not_use_up_the_scan_budget() {
 /// (a `due_at` of 1e30) are found by the sweep and quarantined with a reason, in the first run;
 /// the valid reminder beside them goes out.
 #[tokio::test]
-async fn window_6_the_sweep_quarantines_items_no_query_reaches() {
+async fn the_sweep_quarantines_items_no_query_reaches() {
     let w = AwsWorld::new(QueueSpec::default()).await;
     let valid = crate::support::reminder("w6-valid", Channel::Sms);
     w.ports.reminders.insert(&valid).await.unwrap();
@@ -491,7 +491,7 @@ async fn window_6_the_sweep_quarantines_items_no_query_reaches() {
 /// same). The valid reminder in that shard waits, and each run reports the shard with how many
 /// runs in a row it failed, not only a log line.
 #[tokio::test]
-async fn window_7_a_failing_shard_is_reported_on_every_run() {
+async fn a_failing_shard_is_reported_on_every_run() {
     let w = AwsWorld::new(QueueSpec::default()).await;
     let valid = crate::support::reminder("w7-valid", Channel::Sms);
     w.ports.reminders.insert(&valid).await.unwrap();

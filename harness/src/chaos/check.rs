@@ -422,11 +422,22 @@ fn describe(
                 .collect()
         })
         .unwrap_or_default();
-    let status = rec.map(DeliveryRecord::status);
+    let status = rec.map_or("no item", |rec| rec.status().as_str());
+    let copies: Vec<String> = copies
+        .iter()
+        .map(|c| {
+            let at = c
+                .dead_at
+                .map_or("no dead_at".to_owned(), |t| t.to_rfc3339());
+            format!("{} at {at}", c.reason.as_str())
+        })
+        .collect();
     format!(
-        "{key} ({channel}, idempotent {idempotent}): ledger {status:?} [{}], reminder {:?}, DLQ copies {copies:?}, {f:?}",
+        "{key} ({channel}, idempotent {idempotent}): ledger {status} [{}], reminder {}, DLQ copies [{}]; {}",
         history.join(", "),
-        r.status
+        r.status.as_str(),
+        copies.join(", "),
+        f.summary()
     )
 }
 

@@ -29,8 +29,9 @@ const FUNCTION_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Default)]
 pub struct Tap {
     records: Mutex<Vec<EventRecord>>,
-    /// Settled transitions as they landed: (key, transition number).
-    settled: Mutex<BTreeSet<(DeliveryKey, u64)>>,
+    /// Settled transitions as they landed, by (key, transition number): the statuses it moved
+    /// between, in words.
+    settled: Mutex<std::collections::BTreeMap<(DeliveryKey, u64), String>>,
     /// A newer version writes the ledger (version skew, as in a deploy in progress): its images
     /// carry values this events function does not know ([`newer`]); each dead event must name the
     /// reason as that writer wrote it.
@@ -74,7 +75,8 @@ impl Tap {
             {
                 lock(&self.reasons).insert(key.clone(), r.clone());
             }
-            lock(&self.settled).insert(key);
+            let moved = format!("{} → {}", from.as_str(), to.as_str());
+            lock(&self.settled).insert(key, moved);
         }
         lock(&self.records).push(record);
     }
@@ -113,8 +115,9 @@ impl Tap {
         records.iter().skip(from).take(BATCH).cloned().collect()
     }
 
-    /// Settled transitions with no event on `bus`.
-    pub fn missing(&self, bus: &MemoryBus) -> Vec<(DeliveryKey, u64)> {
+    /// Settled transitions with no event on `bus`: key, transition number, and the statuses it
+    /// moved between.
+    pub fn missing(&self, bus: &MemoryBus) -> Vec<(DeliveryKey, u64, String)> {
         let published: BTreeSet<(DeliveryKey, u64)> = bus
             .published()
             .into_iter()
@@ -122,8 +125,8 @@ impl Tap {
             .collect();
         lock(&self.settled)
             .iter()
-            .filter(|t| !published.contains(*t))
-            .cloned()
+            .filter(|(t, _)| !published.contains(*t))
+            .map(|((key, n), moved)| (key.clone(), *n, moved.clone()))
             .collect()
     }
 

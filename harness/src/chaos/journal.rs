@@ -94,6 +94,70 @@ pub struct KeyFacts {
     pub fell_back: bool,
 }
 
+impl KeyFacts {
+    /// What a reader of a finding needs, in words: the receives, the provider calls and how
+    /// each was answered, and the deaths, redrives and endings, leaving out what is zero.
+    pub fn summary(&self) -> String {
+        let sends: Vec<String> = self
+            .sends
+            .iter()
+            .map(|s| {
+                let answer = match s.reached {
+                    Some(true) => "accepted or answer lost",
+                    Some(false) => "refused",
+                    None => "no answer",
+                };
+                format!("{} {answer}", s.at.to_rfc3339())
+            })
+            .collect();
+        let mut parts = vec![
+            format!("received {} time(s)", self.receives),
+            format!("provider calls [{}]", sends.join(", ")),
+        ];
+        let times = |v: &[Timestamp]| {
+            v.iter()
+                .map(|t| t.to_rfc3339())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if !self.deaths.is_empty() {
+            parts.push(format!("died at [{}]", times(&self.deaths)));
+        }
+        let counts = [
+            ("attempts", self.attempts),
+            ("acceptances", self.acceptances),
+            ("redrives", self.redrives),
+            ("permanent answers", self.permanent_answers),
+            ("stale sends", self.stale_sends),
+            ("early sends", self.early_sends),
+            ("sends after cancel", self.sends_after_cancel),
+            ("sends after delivered", self.sends_after_delivered),
+            ("quiet holds", self.quiet_holds),
+        ];
+        for (name, n) in counts.into_iter().filter(|(_, n)| *n > 0) {
+            parts.push(format!("{name} {n}"));
+        }
+        let instants = [
+            ("delivered at", self.delivered_at),
+            ("cancelled at", self.cancelled_at),
+            ("cancel answered at", self.cancel_answered_at),
+            ("retry after", self.retry_after),
+        ];
+        for (name, at) in instants {
+            if let Some(at) = at {
+                parts.push(format!("{name} {}", at.to_rfc3339()));
+            }
+        }
+        if self.fell_back {
+            parts.push("handed the reminder on".into());
+        }
+        for u in &self.unjustified {
+            parts.push(format!("unjustified: {u}"));
+        }
+        parts.join("; ")
+    }
+}
+
 /// One provider call for a key.
 #[derive(Debug, Clone, Copy)]
 pub struct SendFact {

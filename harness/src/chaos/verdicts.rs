@@ -317,12 +317,12 @@ fn both_ordered(writes: &[PrefsWrite], a: Channel, b: Channel, from: u64, to: u6
 
 /// `event_missing`, and what the world generated, counted.
 pub(super) fn world_wide(world: &World, report: &mut SeedReport) {
-    for (key, transition) in world.tap.missing(&world.bus) {
-        let what = format!("{key}: transition {transition} settled with no outcome event");
+    for (key, transition, moved) in world.tap.missing(&world.bus) {
+        let what = format!("{key}: its ledger write number {transition} ({moved}) settled the delivery, and no outcome event of it reached the bus by the world's end");
         report.broken(|t| &mut t.event_missing, what);
     }
     for (key, transition, how) in world.tap.misread(&world.bus) {
-        let what = format!("{key}: transition {transition} published with reason {how}");
+        let what = format!("{key}: the outcome event of its ledger write number {transition} names the reason {how} (the reason the stream image carried)");
         report.broken(|t| &mut t.event_missing, what);
     }
     let t = &mut report.tally;

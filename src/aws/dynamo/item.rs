@@ -322,7 +322,7 @@ mod tests {
     /// Template data an application stored that is not JSON never goes to the provider as it is;
     /// the item is refused, naming the field.
     #[test]
-    fn window_8_template_data_that_is_not_json_is_refused_naming_the_field() {
+    fn template_data_that_is_not_json_is_refused_naming_the_field() {
         let err = reminder(item("{not json")).unwrap_err();
         assert_eq!(
             err,

@@ -161,7 +161,7 @@ async fn an_undecodable_item_is_skipped_and_the_records_after_it_publish() {
 /// published with the status as written, under its delivery key and transition number,
 /// `newer_values` naming it; the records after it publish too.
 #[tokio::test]
-async fn w4_9_a_status_from_a_newer_writer_is_published_not_skipped() {
+async fn a_status_from_a_newer_writer_is_published_not_skipped() {
     use serde_dynamo::AttributeValue as A;
     let bus = MemoryBus::default();
     let before = claimed("b");
@@ -218,7 +218,7 @@ async fn removals_and_gate_items_publish_nothing() {
 /// an outcome class, a backoff, an ambiguous rule). The item is read, its event published with
 /// the reason as written, and the values survive a write back; nothing is skipped.
 #[tokio::test]
-async fn w4_9_values_from_a_newer_writer_are_published_and_carried_on() {
+async fn values_from_a_newer_writer_are_published_and_carried_on() {
     use serde_dynamo::AttributeValue as A;
     let bus = MemoryBus::default();
     let before = claimed("n");
@@ -259,7 +259,7 @@ async fn w4_9_values_from_a_newer_writer_are_published_and_carried_on() {
 /// event is published with each as written, `newer_values` naming them, under the delivery key
 /// and transition; nothing is skipped.
 #[tokio::test]
-async fn w4_9_channels_from_a_newer_writer_are_published_as_written() {
+async fn channels_from_a_newer_writer_are_published_as_written() {
     use serde_dynamo::AttributeValue as A;
     let bus = MemoryBus::default();
     let mut rec = record(1, None, &cancelled("w"));

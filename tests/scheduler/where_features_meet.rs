@@ -62,7 +62,7 @@ fn stale_reminder(id: &str) -> Reminder {
 /// ledger never says `expired` for it (before: `expired` was written first, the mark then
 /// failed, and the edited version was acknowledged as finished).
 #[tokio::test]
-async fn w4_1_an_edit_that_lands_during_the_expiry_wins() {
+async fn an_edit_that_lands_during_the_expiry_wins() {
     let now = T0.plus(Duration::from_secs(120));
     let clock = ManualClock::at(now);
     let inner = Arc::new(MemoryReminderStore::new(4));
@@ -106,7 +106,7 @@ async fn w4_1_an_edit_that_lands_during_the_expiry_wins() {
 /// The ledger write fails after the mark held: the reminder stays indexed as `expiring`, and
 /// the next run writes the ledger's `expired` and takes it out of the index.
 #[tokio::test]
-async fn w4_1_an_expiry_cut_short_after_its_mark_is_finished_by_the_next_run() {
+async fn an_expiry_cut_short_after_its_mark_is_finished_by_the_next_run() {
     let clock = ManualClock::at(T0.plus(Duration::from_secs(120)));
     let store = Arc::new(MemoryReminderStore::new(4));
     let inner = Arc::new(MemoryLedger::default());

@@ -89,7 +89,7 @@ async fn drain(w: &Mem, channel: Channel) {
 /// due time. Before, only settled items moved, and a TTL could erase the proof of a send before
 /// the ambiguous rule ran.
 #[tokio::test]
-async fn w4_2_an_edit_far_out_moves_the_horizon_of_an_unsettled_delivery() {
+async fn an_edit_far_out_moves_the_horizon_of_an_unsettled_delivery() {
     let w = Mem::new(test_config(), true);
     let r = w.reminder("w42", &[Channel::Push, Channel::Email]).await;
     claimed(&w.ledger, &r, Channel::Push, T0).await;
@@ -128,7 +128,7 @@ async fn w4_2_an_edit_far_out_moves_the_horizon_of_an_unsettled_delivery() {
 /// An attempt that timed out after its request was written may have reached the person; when the
 /// retry then finds the channel opted out, the death hands nothing on.
 #[tokio::test]
-async fn w4_3_no_fallback_after_an_attempt_that_may_have_reached_the_person() {
+async fn no_fallback_after_an_attempt_that_may_have_reached_the_person() {
     let w = Mem::new(test_config(), true);
     let r = w.reminder("w43", &[Channel::Push, Channel::Email]).await;
     let sub = r.subscriber_id.clone();
@@ -176,7 +176,7 @@ async fn chain_ended(
 /// standby sends email. Before, the death kept no trace of the lost answer and named email as its
 /// fallback.
 #[tokio::test]
-async fn w4_3_a_last_attempt_whose_answer_was_lost_ends_the_chain() {
+async fn a_last_attempt_whose_answer_was_lost_ends_the_chain() {
     // One delivery's failures alone must not open the breaker here.
     let mut cfg = test_config();
     cfg.breaker.failures = 100;
@@ -209,7 +209,7 @@ async fn w4_3_a_last_attempt_whose_answer_was_lost_ends_the_chain() {
 /// record fails instead of being acknowledged, and its next look enqueues the fallback again:
 /// email is sent, once.
 #[tokio::test]
-async fn w4_4_after_a_redrive_a_refused_fallback_message_strands_nothing() {
+async fn after_a_redrive_a_refused_fallback_message_strands_nothing() {
     let w = Mem::new(test_config(), true);
     let r = w.reminder("w44", &[Channel::Push, Channel::Email]).await;
     let sub = r.subscriber_id.clone();
@@ -322,7 +322,7 @@ impl Gate for SlowProbe {
 /// The breaker's probe is won by a write right before the send; a probe that took long enough for
 /// the reminder to go stale is never sent.
 #[tokio::test]
-async fn w4_5_a_probe_whose_write_outlasted_freshness_is_not_sent() {
+async fn a_probe_whose_write_outlasted_freshness_is_not_sent() {
     let clock = ManualClock::at(T0);
     let store = Arc::new(MemoryReminderStore::new(4));
     let mut r = reminder("w45", &[Channel::Push]);
@@ -379,7 +379,7 @@ async fn w4_5_a_probe_whose_write_outlasted_freshness_is_not_sent() {
 /// hand-on is written on push's death first, so a redrive of push's dead letter is refused as for
 /// any death that fell back.
 #[tokio::test]
-async fn w4_6_a_redrive_of_a_death_the_walk_handed_on_is_refused() {
+async fn a_redrive_of_a_death_the_walk_handed_on_is_refused() {
     let w = Mem::new(test_config(), true);
     let r = w.reminder("w46", &[Channel::Push]).await;
     let sub = r.subscriber_id.clone();
@@ -429,7 +429,7 @@ async fn w4_6_a_redrive_of_a_death_the_walk_handed_on_is_refused() {
 /// reversed. Email is not the head for this reminder: it waits on push, and once push is delivered
 /// it is not needed. Before, email saw itself first in the order and was sent too.
 #[tokio::test]
-async fn w4_7_a_reorder_after_the_head_was_claimed_sends_one_channel() {
+async fn a_reorder_after_the_head_was_claimed_sends_one_channel() {
     let w = Mem::new(test_config(), true);
     let r = w.reminder("w47", &[Channel::Push, Channel::Email]).await;
     let sub = r.subscriber_id.clone();
@@ -481,7 +481,7 @@ async fn w4_7_a_reorder_after_the_head_was_claimed_sends_one_channel() {
 /// (its delivery ends cancelled as edited away and its key can never send again) instead of being
 /// acknowledged and never sent.
 #[tokio::test]
-async fn w4_8_a_channel_removed_after_enqueue_cannot_be_listed_again() {
+async fn a_channel_removed_after_enqueue_cannot_be_listed_again() {
     let w = Mem::new(test_config(), true);
     let r = w.reminder("w48", &[Channel::Push, Channel::Email]).await;
     w.mark_enqueued(&r).await;
@@ -548,7 +548,7 @@ async fn a_channel_edited_away_before_its_enqueue_was_recorded_cannot_be_listed_
 /// as if alone. A channel an edit removed after it may have reached the person still ends the
 /// chain; one removed mid-send is waited for.
 #[tokio::test]
-async fn w4_7_a_channel_removed_after_it_reached_the_person_still_ends_the_chain() {
+async fn a_channel_removed_after_it_reached_the_person_still_ends_the_chain() {
     let w = Mem::new(test_config(), true);
     let r = w.reminder("w47c", &[Channel::Push, Channel::Email]).await;
     let sub = r.subscriber_id.clone();
@@ -607,7 +607,7 @@ async fn only_email(w: &Mem, r: &Reminder) -> Reminder {
 /// just acknowledged fresh. The consumer now marks the reminder expired at the version it read
 /// first: the edit that came first wins, and the next look sends it.
 #[tokio::test]
-async fn w4_1_an_edit_that_lands_during_the_consumers_expiry_wins() {
+async fn an_edit_that_lands_during_the_consumers_expiry_wins() {
     use reminders::ports::{DeliveryQueue, OutgoingMessage};
     let now = T0.plus(Duration::from_secs(7_200));
     let clock = ManualClock::at(now);
