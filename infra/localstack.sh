@@ -31,7 +31,8 @@ LS_REQS=(
   'joserfc<1.1'
 )
 LS_STAMP="$LS_VENV/.installed-$(printf '%s\n' "${LS_REQS[@]}" | cksum | cut -d' ' -f1)"
-MOTO_REQ='moto[server,sqs,dynamodb,events,scheduler,ses,sns,secretsmanager]==5.2.5'
+# shellcheck source=infra/pins.sh
+source "$ROOT/infra/pins.sh"
 
 step() { printf '\n==> %s\n' "$*"; }
 free_port() {

@@ -10,8 +10,10 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 VENV="$ROOT/.venv"
+# shellcheck source=infra/pins.sh
+source "$ROOT/infra/pins.sh"
 PY_REQS=(
-  'moto[server,sqs,dynamodb,events,scheduler,ses,sns,secretsmanager]==5.2.5'
+  "$MOTO_REQ"
   'cfn-lint==1.58.0'
 )
 STAMP="$VENV/.installed-$(printf '%s\n' "${PY_REQS[@]}" | cksum | cut -d' ' -f1)"

@@ -28,15 +28,17 @@ fn walkthrough() -> Vec<String> {
 /// A README line as this test runs it; `None` for what the test's environment already did.
 fn adapt(line: &str, prefix: &str, port: u16) -> Option<String> {
     let command = line.split(" # ").next().unwrap_or(line).trim_end();
-    // The emulator is started, and its variables exported, by the test runner.
-    if command.starts_with("export AWS_") || command.starts_with("localstack start") {
+    // The emulator is started, and its variables exported, by the test runner (moto, or
+    // LocalStack on its leg); `infra/emulator.sh` has its test below.
+    if command.starts_with("export AWS_") || command.contains("infra/emulator.sh") {
         return None;
     }
     let bin = env!("CARGO_BIN_EXE_remindctl");
     let command = command
         .replace("cargo run -q -p remindctl --", bin)
         .replace("local up", &format!("local up --prefix {prefix}"))
-        .replace("8080", &port.to_string());
+        .replace("8080", &port.to_string())
+        .replace(" $EMULATOR_PID", "");
     // What `remind show` prints is checked on its own, after this marker.
     Some(if command.contains("remind show") {
         format!("echo '{SHOW}'\n{command}")
@@ -108,4 +110,40 @@ fn the_readme_walkthrough_delivers_a_reminder_to_the_local_receiver() {
         "remind show names the key the provider saw:\n{shown}"
     );
     assert!(shown.contains("delivered"), "{shown}");
+}
+
+/// `infra/emulator.sh`, the tour's first line: it starts the pinned moto on the port it is given
+/// and prints the variables that point the SDK at it, and refuses a port already taken rather
+/// than leave the tour writing into whatever holds it.
+#[test]
+fn the_emulator_script_starts_moto_and_refuses_a_port_already_taken() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../infra/emulator.sh");
+    let port = free_port().to_string();
+    let out = Command::new(script).arg(&port).output().expect("bash runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pid = stdout
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("EMULATOR_PID="))
+        .unwrap_or_else(|| panic!("no EMULATOR_PID in {stdout}"))
+        .to_owned();
+    let stop = || {
+        let _ = Command::new("kill").arg(&pid).status();
+    };
+    let endpoint = format!("AWS_ENDPOINT_URL=http://127.0.0.1:{port}");
+    let again = Command::new(script).arg(&port).output().expect("bash runs");
+    let answered = std::net::TcpStream::connect(("127.0.0.1", port.parse::<u16>().unwrap()));
+    stop();
+    assert!(stdout.contains(&endpoint), "{stdout}");
+    assert!(answered.is_ok(), "nothing listens on {port}");
+    let refusal = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        !again.status.success() && refusal.contains("is taken"),
+        "a second start on a taken port: {refusal}"
+    );
+    assert!(again.stdout.is_empty(), "it printed variables for a taken port");
 }
