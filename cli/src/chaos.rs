@@ -63,7 +63,8 @@ pub struct ChaosArgs {
     /// forget-edited-away → acknowledged_change_ignored, reorder-sends-both →
     /// two_channels_sent, fallback-best-effort → stranded, forget-recorded-chain →
     /// two_channels_sent, forget-owed-after → occurrence_unowed, erase-misses-series →
-    /// sent_after_erasure, forget-detached → duplicated, plain-cursor → cursor_leak.
+    /// sent_after_erasure, forget-detached → duplicated, plain-cursor → cursor_leak,
+    /// drop-unknown → newer_attribute_dropped.
     #[arg(long)]
     plant: Option<String>,
     /// Give each consumer worker a clock off the world's by up to this many milliseconds,
@@ -187,8 +188,9 @@ fn print_human(t: &chaos::Tally) {
         n(t.reminder_ttl_passed, "reminder")
     );
     println!(
-        "({} judged, of a subscriber two applications share)",
-        n(t.cursors_judged, "list cursor")
+        "({} judged, of a subscriber two applications share; {} a newer version wrote to beside this one)",
+        n(t.cursors_judged, "list cursor"),
+        n(t.newer_marks, "ledger item")
     );
 }
 

@@ -145,5 +145,8 @@ fn the_emulator_script_starts_moto_and_refuses_a_port_already_taken() {
         !again.status.success() && refusal.contains("is taken"),
         "a second start on a taken port: {refusal}"
     );
-    assert!(again.stdout.is_empty(), "it printed variables for a taken port");
+    assert!(
+        again.stdout.is_empty(),
+        "it printed variables for a taken port"
+    );
 }

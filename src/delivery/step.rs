@@ -225,6 +225,20 @@ fn on_conflict(
             return None;
         }
     }
+    // The DLQ copy of one death (its claim, then its record) holds whatever was written since
+    // while the item is still that death: an edit's horizon move landing between the death and
+    // its copy claim must not leave the death without a copy. The change itself refuses a death
+    // already copied or whose copy another worker holds; a later death is another copy's.
+    if matches!(change, Change::ClaimDlqCopy { .. } | Change::CopiedToDlq) {
+        let same_death = current.as_ref().is_some_and(|cur| {
+            cur.status() == Status::Dead
+                && cur.dead_at().is_some()
+                && cur.dead_at() == next.dead_at()
+        });
+        if same_death {
+            return None;
+        }
+    }
     // A claim, cancel, expiry, redrive or an unfenced death (the reminder is gone or
     // unreadable) states an intent that holds whatever the item now is; an outcome or a
     // takeover was decided on what was seen, so it is not re-applied to a newer item.

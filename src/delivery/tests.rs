@@ -189,3 +189,51 @@ async fn a_stale_worker_cannot_overwrite_after_a_takeover() {
     .unwrap();
     assert!(matches!(stale, Written::Refused { .. }));
 }
+
+/// A death, then an edit's horizon move landing on the dead item before the worker that
+/// recorded the death claims its DLQ copy: the claim, refused on its condition, is made again on
+/// the item as it now is (still that death, not copied, no claim), so the copy is made. Before,
+/// the claim was refused as stale and the message acknowledged with no copy in the DLQ.
+#[tokio::test]
+async fn a_horizon_move_between_a_death_and_its_copy_claim_leaves_the_copy_to_be_made() {
+    let ledger = MemoryLedger::default();
+    let c = ctx(T0);
+    let Claim::Acquired(claimed) = claim(&ledger, req(1), &c).await.unwrap() else {
+        panic!("the first claim acquires")
+    };
+    let token = claimed.lease_token().cloned().expect("a lease");
+    let die = Change::Die {
+        token: Some(token),
+        reason: crate::domain::DeadReason::Rejected,
+        spends_attempt: true,
+        error: Some("400".into()),
+        fallback_to: None,
+        maybe_sent: false,
+    };
+    let Written::Applied(dead) = transition(&ledger, Some(claimed), die, &c).await.unwrap() else {
+        panic!("the death lands")
+    };
+    // The edit's horizon move, from its own read of the item.
+    let mut later = ctx(T0.plus(Duration::from_secs(1)));
+    later.expires_at = c.expires_at + 3_600;
+    let moved = transition(&ledger, Some(dead.clone()), Change::Extend, &later).await;
+    assert!(matches!(moved, Ok(Written::Applied(_))), "{moved:?}");
+    // The worker's copy claim, from the item as its death left it.
+    let copy = Change::ClaimDlqCopy {
+        token: LeaseToken::generate(&mut StdRng::seed_from_u64(9)),
+    };
+    let got = transition(&ledger, Some(dead.clone()), copy, &later)
+        .await
+        .unwrap();
+    let Written::Applied(claimed_copy) = got else {
+        panic!("the copy claim was refused after a horizon move: {got:?}")
+    };
+    assert_eq!(claimed_copy.dead_at(), dead.dead_at());
+    let recorded = transition(&ledger, Some(dead), Change::CopiedToDlq, &later)
+        .await
+        .unwrap();
+    assert!(
+        matches!(recorded, Written::Applied(ref r) if r.dlq_copied_at().is_some()),
+        "{recorded:?}"
+    );
+}

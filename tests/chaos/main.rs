@@ -33,7 +33,7 @@ fn delivered_share(t: &Tally) -> f64 {
 #[test]
 fn three_hundred_worlds_keep_every_promise() {
     let (total, failing) = run(0, 300, None);
-    let floors: [(&str, u64, u64); 41] = [
+    let floors: [(&str, u64, u64); 42] = [
         ("delivered", total.delivered, 1_500),
         ("edits_applied", total.edits_applied, 1_450),
         ("edits_due_earlier", total.edits_due_earlier, 135),
@@ -95,6 +95,7 @@ fn three_hundred_worlds_keep_every_promise() {
         ("made_evicted", total.made_evicted, 160),
         ("reminder_ttl_passed", total.reminder_ttl_passed, 3_400),
         ("cursors_judged", total.cursors_judged, 1_800),
+        ("newer_marks", total.newer_marks, 1_150),
     ];
     for (name, got, floor) in floors {
         assert!(got >= floor, "{name}: {got} < {floor}: {total:?}");
@@ -228,6 +229,7 @@ fn every_counter_has_a_plant_that_fires_it_in_sixty_worlds() {
         "occurrence_unowed",
         "sent_after_erasure",
         "cursor_leak",
+        "newer_attribute_dropped",
     ];
     assert_eq!(
         counters.len(),
@@ -460,6 +462,13 @@ fn an_erasure_that_misses_a_series_is_caught_as_sent_after_erasure() {
 #[test]
 fn an_occurrence_made_on_its_own_made_again_after_its_ttl_is_caught_as_duplicated() {
     fires_in_sixty(Plant::ForgetDetached);
+}
+
+/// The ledger's writes leave out what this version does not know: the attributes a newer
+/// version, writing beside this one, added to an item are gone after this version's next write.
+#[test]
+fn a_writer_that_drops_a_newer_versions_attributes_is_caught() {
+    fires_in_sixty(Plant::DropUnknown);
 }
 
 /// List cursors handed out unsealed: an application listing a subscriber it shares with another

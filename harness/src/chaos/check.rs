@@ -154,6 +154,13 @@ pub(super) async fn judge(world: &World, seed: u64) -> SeedReport {
             v.judge(&mut report);
         }
     }
+    if let Some(newer) = &world.newer {
+        let (marked, lost) = newer.dropped(&world.ledger).await;
+        report.tally.newer_marks += marked;
+        for what in lost {
+            report.broken(|t| &mut t.newer_attribute_dropped, what);
+        }
+    }
     // Last: its reads go through the store's latency, which moves the world's clock on.
     super::cursors::judge(world, &mut report).await;
     report

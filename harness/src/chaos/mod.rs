@@ -27,6 +27,7 @@ mod erasure;
 mod events;
 mod inject;
 mod journal;
+mod newer;
 mod observed;
 mod occurrences;
 mod operator;
@@ -173,10 +174,13 @@ pub enum Plant {
     /// item read, another owner's series left out of the page (what the lists answered before
     /// their cursors were sealed).
     PlainCursor,
+    /// A ledger writer that drops what it does not know: the attributes a newer version added to
+    /// an item are gone from the next state this version writes (before writers kept them).
+    DropUnknown,
 }
 
 impl Plant {
-    pub const ALL: [Plant; 36] = [
+    pub const ALL: [Plant; 37] = [
         Plant::AckBeforeOutcome,
         Plant::IgnoreRetryAfter,
         Plant::UnfencedLedger,
@@ -213,6 +217,7 @@ impl Plant {
         Plant::EraseMissesSeries,
         Plant::ForgetDetached,
         Plant::PlainCursor,
+        Plant::DropUnknown,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -253,6 +258,7 @@ impl Plant {
             Plant::EraseMissesSeries => "erase-misses-series",
             Plant::ForgetDetached => "forget-detached",
             Plant::PlainCursor => "plain-cursor",
+            Plant::DropUnknown => "drop-unknown",
         }
     }
 
@@ -295,6 +301,7 @@ impl Plant {
             Plant::EraseMissesSeries => "sent_after_erasure",
             Plant::ForgetDetached => "duplicated",
             Plant::PlainCursor => "cursor_leak",
+            Plant::DropUnknown => "newer_attribute_dropped",
         }
     }
 

@@ -27,6 +27,8 @@ pub struct Observed<C> {
     pub claimed: Option<super::prompt::Prompter>,
     /// Told of each first death out of budget that sent nothing.
     pub spent: Option<super::prompt::Prompter>,
+    /// A newer version writing beside this one: it may add its attributes after a write lands.
+    pub newer: Option<Arc<super::newer::Newer>>,
 }
 
 tokio::task_local! {
@@ -198,11 +200,20 @@ impl<C: Clock> Ledger for Observed<C> {
                 Box::new(cur)
             })));
         }
+        if let (None, Some(newer)) = (&before, &self.newer) {
+            newer.gone(record.key());
+        }
+        // Boxed: a record held across the write's await would double this future's size.
+        let planted = super::newer::as_written(self.plant, record).map(Box::new);
+        let record = planted.as_deref().unwrap_or(record);
         let answer = self
             .inner
             .put_if(record, Expected::of(stored.as_ref()))
             .await?;
         if answer == Cas::Applied {
+            if let Some(newer) = &self.newer {
+                Box::pin(newer.after(&self.inner, record)).await;
+            }
             self.journal
                 .landed(before.as_ref(), record, self.clock.now());
             self.tap.landed(before.as_ref(), record);
@@ -228,6 +239,9 @@ impl<C: Clock> Ledger for Observed<C> {
             .await?;
         if answer == Cas::Applied {
             self.journal.removed(key);
+            if let Some(newer) = &self.newer {
+                newer.gone(key);
+            }
         }
         Ok(answer)
     }

@@ -99,6 +99,9 @@ tally! {
         /// one (decoded as anyone can), opened for another caller or list, or was accepted
         /// altered.
         cursor_leak,
+        /// An item a newer version had added attributes to, still on the ledger at the world's
+        /// end without them: a writer of this version dropped what it does not know.
+        newer_attribute_dropped,
     }
     reported {
         deliveries,
@@ -232,5 +235,8 @@ tally! {
         made_evicted,
         /// Cursors the lists of a subscriber whom applications share handed out, each judged.
         cursors_judged,
+        /// Ledger items a newer version, writing beside this one, added attributes of its own
+        /// to (a third of the worlds), each judged at the world's end.
+        newer_marks,
     }
 }

@@ -243,6 +243,8 @@ pub(super) struct World {
     /// Addresses the provider answers `503` until the operator fixes them (heads that die out of
     /// budget).
     pub failing: Failing,
+    /// A newer version writing the ledger beside this one (a third of the worlds).
+    pub newer: Option<Arc<super::newer::Newer>>,
 }
 
 /// Addresses (a subscriber's channel) the provider answers `503` while faults strike.
@@ -275,6 +277,7 @@ pub(super) fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
     };
     // A third of the worlds run a newer writer than their events function.
     let tap = Arc::new(Tap::new(seed % 3 == 1, plant));
+    let newer = super::newer::Newer::in_world(seed).map(Arc::new);
     let acks = Arc::new(Acks::default());
     let watch = {
         let (acks, journal, owners) = (acks.clone(), journal.clone(), owners.clone());
@@ -330,6 +333,7 @@ pub(super) fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
                 died: shape.windows.add_after_death.then(|| prompter.clone()),
                 claimed: shape.windows.reorder_after_claim.then(|| prompter.clone()),
                 spent: shape.windows.spent_then_fallback.then(|| prompter.clone()),
+                newer: newer.clone(),
             },
             dice.clone(),
         )),
@@ -373,6 +377,7 @@ pub(super) fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
         prompts: Mutex::new(Some(prompts)),
         series: Default::default(),
         failing,
+        newer,
     }
 }
 
