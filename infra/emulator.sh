@@ -7,7 +7,8 @@
 #   ...
 #   kill "$EMULATOR_PID"                 # stop it
 #
-# A port already taken is refused with what to do, never written into.
+# A port already taken is refused with what to do, never written into; on any failure the eval
+# fails too (the script prints `false`).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,11 +18,17 @@ PORT="${1:-4566}"
 VENV="$ROOT/.venv"
 
 say() { printf 'infra/emulator.sh: %s\n' "$*" >&2; }
+# On failure, what `eval "$(infra/emulator.sh)"` runs: a failing status, not an empty success.
+fail() {
+  say "$@"
+  echo false
+  exit 1
+}
 
-if [[ ! "$PORT" =~ ^[0-9]+$ ]] || ((PORT < 1 || PORT > 65535)); then
-  say "the port must be a number from 1 to 65535, not '$PORT' (infra/emulator.sh 4567)"
-  exit 2
+if [[ ! "$PORT" =~ ^[0-9]+$ ]] || ((10#$PORT < 1 || 10#$PORT > 65535)); then
+  fail "the port must be a number from 1 to 65535, not '$PORT' (infra/emulator.sh 4567)"
 fi
+PORT=$((10#$PORT))
 
 installed() {
   "$VENV/bin/python" -c \
@@ -31,23 +38,34 @@ installed() {
 if ! installed; then
   say "installing moto $MOTO_VERSION into .venv (once; about a minute)"
   python3 -m venv "$VENV"
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$MOTO_REQ" >&2
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$MOTO_REQ" >&2 ||
+    fail "could not install moto $MOTO_VERSION (pip's error is above)"
 fi
 
-if ! "$VENV/bin/python" -c \
-  "import socket; s = socket.socket(); s.bind(('127.0.0.1', $PORT))" 2>/dev/null; then
-  say "port $PORT is taken (ss -ltnp | grep :$PORT shows by what): stop that, or pass another port: infra/emulator.sh 4567"
-  exit 1
+# Free to listen on, as moto binds it (with SO_REUSEADDR: the connections a server just stopped
+# left in TIME-WAIT do not hold the port).
+if ! "$VENV/bin/python" - "$PORT" 2>/dev/null <<'PY'; then
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen()
+PY
+  fail "port $PORT is taken (ss -ltnp | grep :$PORT shows by what): stop that, or pass another port: infra/emulator.sh 4567"
 fi
 
 LOG="$VENV/moto-$PORT.log"
 nohup "$VENV/bin/moto_server" -H 127.0.0.1 -p "$PORT" >"$LOG" 2>&1 &
 PID=$!
 
-if ! "$VENV/bin/python" - "$PORT" <<'PY'; then
-import sys, time, urllib.request
+if ! "$VENV/bin/python" - "$PORT" "$PID" <<'PY'; then
+import os, sys, time, urllib.request
 url = f"http://127.0.0.1:{sys.argv[1]}/moto-api/"
 for _ in range(300):
+    try:
+        os.kill(int(sys.argv[2]), 0)  # still running: not another server that took the port
+    except OSError:
+        sys.exit(1)
     try:
         urllib.request.urlopen(url, timeout=1)
         sys.exit(0)
@@ -56,8 +74,7 @@ for _ in range(300):
 sys.exit(1)
 PY
   kill "$PID" 2>/dev/null || true
-  say "moto server did not answer on 127.0.0.1:$PORT within 30 s; its log: $LOG"
-  exit 1
+  fail "moto server did not start on 127.0.0.1:$PORT within 30 s; its log: $LOG"
 fi
 
 echo "export AWS_ENDPOINT_URL=http://127.0.0.1:$PORT AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 EMULATOR_PID=$PID"

@@ -251,6 +251,25 @@ impl DeliveryRecord {
             .map(|(_, h)| h.at)
     }
 
+    /// The transition number of its last move into `dead`: one death, told apart from a later
+    /// one (after a redrive) even within the same millisecond. `None` when not dead, or when the
+    /// bounded history no longer holds that move.
+    pub fn death_number(&self) -> Option<u64> {
+        if self.status != Status::Dead {
+            return None;
+        }
+        self.history()
+            .into_iter()
+            .rev()
+            .find(|(_, h)| h.to == Status::Dead && h.from != Status::Dead)
+            .map(|(n, _)| n)
+    }
+
+    /// The token of the worker making this death's DLQ copy, while its claim holds.
+    pub fn dlq_copy_claim(&self) -> Option<&LeaseToken> {
+        self.dlq_copy_claim.as_ref()
+    }
+
     pub fn provider_receipt(&self) -> Option<&str> {
         self.provider_receipt.as_deref()
     }

@@ -64,10 +64,24 @@ pub async fn create_owned<S: ReminderStore>(
     let mut reminder = Reminder::new(new, default_freshness, retention.0)?;
     reminder.owner = owner;
     crate::domain::check_due_ahead(reminder.due_at, now)?;
+    // Already stale by every clock: it could only expire. Refused, unless it exists (a repeat
+    // of one created while it was fresh, its answer lost), which answers as any repeat.
+    if stale_at(&reminder, now) {
+        return match store.get(&reminder.reminder_id).await? {
+            Some(_) => Ok(None),
+            None => Err(ReminderError::StaleAlready.into()),
+        };
+    }
     Ok(match store.insert(&reminder).await? {
         Inserted::Created => Some(reminder),
         Inserted::AlreadyExists => None,
     })
+}
+
+/// Stale by every clock within the margin at `now`.
+fn stale_at(r: &Reminder, now: Timestamp) -> bool {
+    crate::domain::reminder::freshness(r.fresh_until, now)
+        == crate::domain::reminder::Freshness::Stale
 }
 
 /// What an edit changes; `None` keeps the current value.
@@ -149,6 +163,12 @@ pub async fn edit_as<S: ReminderStore, L: Ledger>(
         next.unknown = current.unknown.clone();
         if next.due_at != current.due_at {
             crate::domain::check_due_ahead(next.due_at, now)?;
+        }
+        // An edit that would leave a fresh reminder stale could only make it expire: refused,
+        // naming the freshness. (One already stale keeps the rules it had: an edit may revive
+        // it, or change what a redrive would send.)
+        if stale_at(&next, now) && !stale_at(&current, now) {
+            return Err(ReminderError::StaleAlready.into());
         }
         if let Some(channel) = readded(&current, &next) {
             return Ok(Edited::Readded(channel));

@@ -130,6 +130,9 @@ pub fn run(args: ChaosArgs) -> Result<(), String> {
     } else {
         print_human(&total);
     }
+    if total.broken() == 0 && !args.json {
+        println!("every promise kept in {}", n(total.seeds, "world"));
+    }
     if total.broken() > 0 {
         return Err(format!(
             "{} of {} worlds broke a promise",
@@ -180,8 +183,7 @@ fn print_human(t: &chaos::Tally) {
         n(t.writes_retried, "conditional write")
     );
     println!(
-        "({} put before they were made, {} moved earlier and {} later; of the earlier, {} deleted by their TTL by their instant; {} deleted by their TTL)",
-        n(t.unmade_puts_earlier + t.unmade_puts_later, "occurrence"),
+        "(occurrences put before they were made: {} moved earlier and {} later; {} of the earlier gone with the table's TTL when their instant came; {} deleted by the TTL by the end)",
         t.unmade_puts_earlier,
         t.unmade_puts_later,
         t.unmade_gone_by_instant,

@@ -225,17 +225,19 @@ fn on_conflict(
             return None;
         }
     }
-    // The DLQ copy of one death (its claim, then its record) holds whatever was written since
-    // while the item is still that death: an edit's horizon move landing between the death and
-    // its copy claim must not leave the death without a copy. The change itself refuses a death
-    // already copied or whose copy another worker holds; a later death is another copy's.
-    if matches!(change, Change::ClaimDlqCopy { .. } | Change::CopiedToDlq) {
-        let same_death = current.as_ref().is_some_and(|cur| {
-            cur.status() == Status::Dead
-                && cur.dead_at().is_some()
-                && cur.dead_at() == next.dead_at()
-        });
-        if same_death {
+    // The DLQ copy of one death holds whatever was written since while the item is still that
+    // death (the same move into `dead`): an edit's horizon move, or a newer version's write,
+    // landing between the death and its copy's claim must not leave the death without a copy.
+    // The claim is made again (the change refuses a death already copied, or whose copy another
+    // worker holds); the record of the copy only under the claim this worker made.
+    if let Some(cur) = current.as_ref() {
+        let same_death = cur.death_number().is_some() && cur.death_number() == next.death_number();
+        let again = match change {
+            Change::ClaimDlqCopy { .. } => same_death,
+            Change::CopiedToDlq => same_death && cur.dlq_copy_claim() == next.dlq_copy_claim(),
+            _ => false,
+        };
+        if again {
             return None;
         }
     }
@@ -288,6 +290,13 @@ pub fn is_ours(current: &DeliveryRecord, attempted: &DeliveryRecord, change: &Ch
     match change {
         Change::Claim { token, .. } | Change::Takeover { token, .. } => {
             current.status() == Status::Sending && current.lease_token() == Some(token)
+        }
+        // A copy claim sent again after its answer was lost, with another write landed since:
+        // the claim the item holds is this worker's own.
+        Change::ClaimDlqCopy { token } => {
+            current.status() == Status::Dead
+                && current.dlq_copied_at().is_none()
+                && current.dlq_copy_claim() == Some(token)
         }
         _ => false,
     }

@@ -198,42 +198,94 @@ async fn a_stale_worker_cannot_overwrite_after_a_takeover() {
 async fn a_horizon_move_between_a_death_and_its_copy_claim_leaves_the_copy_to_be_made() {
     let ledger = MemoryLedger::default();
     let c = ctx(T0);
-    let Claim::Acquired(claimed) = claim(&ledger, req(1), &c).await.unwrap() else {
-        panic!("the first claim acquires")
-    };
-    let token = claimed.lease_token().cloned().expect("a lease");
-    let die = Change::Die {
-        token: Some(token),
-        reason: crate::domain::DeadReason::Rejected,
-        spends_attempt: true,
-        error: Some("400".into()),
-        fallback_to: None,
-        maybe_sent: false,
-    };
-    let Written::Applied(dead) = transition(&ledger, Some(claimed), die, &c).await.unwrap() else {
-        panic!("the death lands")
-    };
+    let dead = dead_item(&ledger).await;
     // The edit's horizon move, from its own read of the item.
     let mut later = ctx(T0.plus(Duration::from_secs(1)));
     later.expires_at = c.expires_at + 3_600;
     let moved = transition(&ledger, Some(dead.clone()), Change::Extend, &later).await;
     assert!(matches!(moved, Ok(Written::Applied(_))), "{moved:?}");
     // The worker's copy claim, from the item as its death left it.
-    let copy = Change::ClaimDlqCopy {
-        token: LeaseToken::generate(&mut StdRng::seed_from_u64(9)),
-    };
-    let got = transition(&ledger, Some(dead.clone()), copy, &later)
+    let got = transition(&ledger, Some(dead.clone()), copy_claim(9), &later)
         .await
         .unwrap();
     let Written::Applied(claimed_copy) = got else {
         panic!("the copy claim was refused after a horizon move: {got:?}")
     };
     assert_eq!(claimed_copy.dead_at(), dead.dead_at());
-    let recorded = transition(&ledger, Some(dead), Change::CopiedToDlq, &later)
+    // Its record, from the claimed item, as the worker makes it after the copy.
+    let recorded = transition(&ledger, Some(claimed_copy), Change::CopiedToDlq, &later)
         .await
         .unwrap();
     assert!(
         matches!(recorded, Written::Applied(ref r) if r.dlq_copied_at().is_some()),
         "{recorded:?}"
     );
+}
+
+/// A delivery claimed and dead as `rejected` at [`T0`]: the record as the death left it.
+async fn dead_item(ledger: &MemoryLedger) -> DeliveryRecord {
+    let c = ctx(T0);
+    let Claim::Acquired(claimed) = claim(ledger, req(1), &c).await.unwrap() else {
+        panic!("the first claim acquires")
+    };
+    let die = Change::Die {
+        token: claimed.lease_token().cloned(),
+        reason: crate::domain::DeadReason::Rejected,
+        spends_attempt: true,
+        error: Some("400".into()),
+        fallback_to: None,
+        maybe_sent: false,
+    };
+    match transition(ledger, Some(claimed), die, &c).await.unwrap() {
+        Written::Applied(dead) => dead,
+        other => panic!("the death lands: {other:?}"),
+    }
+}
+
+fn copy_claim(seed: u64) -> Change {
+    Change::ClaimDlqCopy {
+        token: LeaseToken::generate(&mut StdRng::seed_from_u64(seed)),
+    }
+}
+
+/// A copy claim that landed with its answer lost, an edit's horizon move landing next, then the
+/// SDK sending the claim again: the item holds this worker's own claim, so the claim is its own
+/// (not another worker's, which would leave the copy unmade until the claim lapsed).
+#[tokio::test]
+async fn a_copy_claim_sent_again_after_a_horizon_move_finds_its_own_claim() {
+    let ledger = MemoryLedger::default();
+    let dead = dead_item(&ledger).await;
+    let c = ctx(T0.plus(Duration::from_secs(1)));
+    let first = transition(&ledger, Some(dead.clone()), copy_claim(9), &c).await;
+    assert!(matches!(first, Ok(Written::Applied(_))), "{first:?}");
+    let Ok(Some(claimed)) = ledger.get(&c.key).await else {
+        panic!("the claimed item")
+    };
+    let mut later = c.clone();
+    later.expires_at = c.expires_at + 3_600;
+    let moved = transition(&ledger, Some(claimed), Change::Extend, &later).await;
+    assert!(matches!(moved, Ok(Written::Applied(_))), "{moved:?}");
+    // The same write again, from the same read: the SDK's retry.
+    let again = transition(&ledger, Some(dead), copy_claim(9), &c)
+        .await
+        .unwrap();
+    assert!(
+        matches!(again, Written::Applied(ref r) if r.dlq_copy_claim().is_some()),
+        "the retried claim was not recognised as this worker's: {again:?}"
+    );
+}
+
+/// Two workers copying one death, the second after the first's claim landed: the second's claim,
+/// made again on the item as it is, is refused (the copy is the first's), so one copy is made.
+#[tokio::test]
+async fn of_two_workers_copying_one_death_only_the_first_claims_the_copy() {
+    let ledger = MemoryLedger::default();
+    let dead = dead_item(&ledger).await;
+    let c = ctx(T0.plus(Duration::from_secs(1)));
+    let a = transition(&ledger, Some(dead.clone()), copy_claim(9), &c).await;
+    assert!(matches!(a, Ok(Written::Applied(_))), "{a:?}");
+    let b = transition(&ledger, Some(dead), copy_claim(10), &c)
+        .await
+        .unwrap();
+    assert!(matches!(b, Written::Refused { .. }), "{b:?}");
 }

@@ -79,13 +79,18 @@ pub enum ReminderError {
     BadTemplateData,
     #[error("recipients.{0}: two recipients for one channel")]
     DuplicateChannel(Channel),
+    /// Stale by every clock within the margin when it would be stored: it could only expire.
+    #[error("fresh_until: must end ahead of now; the reminder would be stale already and could never be sent (give a due time or a freshness that ends later)")]
+    StaleAlready,
 }
 
 impl ReminderError {
     /// The attribute at fault, as the stored item names it (`content.body`, `recipients`).
     pub fn field(&self) -> String {
         match self {
-            ReminderError::FreshBeforeDue | ReminderError::FreshTooLong => "fresh_until".into(),
+            ReminderError::FreshBeforeDue
+            | ReminderError::FreshTooLong
+            | ReminderError::StaleAlready => "fresh_until".into(),
             ReminderError::DueTooFar => "due_at".into(),
             ReminderError::NoRecipients => "recipients".into(),
             ReminderError::ContentTooLarge { part } => format!("content.{part}"),

@@ -116,3 +116,59 @@ async fn an_edit_that_would_send_nothing_is_refused_and_one_that_adds_a_channel_
     let got = w.edit(&r.reminder_id, add).await.unwrap();
     assert!(matches!(got, Edited::Edited(_)), "{got:?}");
 }
+
+/// A reminder already stale by every clock when it arrives could only expire: refused, naming
+/// the freshness, and nothing stored. The same reminder created while it was fresh and asked for
+/// again later (its answer lost) answers as any repeat.
+#[tokio::test]
+async fn a_reminder_stale_on_arrival_is_refused_unless_it_is_a_repeat() {
+    let w = Mem::new(test_config(), true);
+    let hour = Duration::from_secs(3600);
+    let stale = |id: &str| {
+        let mut n = new_reminder(id, hour, hour);
+        n.due_at = T0.minus(2 * hour);
+        n.fresh_until = Some(T0.minus(hour));
+        n
+    };
+    let got = outbox::create(&*w.store, stale("late"), hour, Retention::default(), T0).await;
+    assert!(
+        matches!(got, Err(OutboxError::Invalid(ReminderError::StaleAlready))),
+        "{got:?}"
+    );
+    let id = reminders::domain::ReminderId::parse("late").unwrap();
+    assert!(w.store.get(&id).await.unwrap().is_none(), "nothing stored");
+    // Created three hours ago, while fresh; asked for again now.
+    let earlier = T0.minus(3 * hour);
+    let first = outbox::create(
+        &*w.store,
+        stale("kept"),
+        hour,
+        Retention::default(),
+        earlier,
+    )
+    .await;
+    assert!(matches!(first, Ok(Some(_))), "{first:?}");
+    let again = outbox::create(&*w.store, stale("kept"), hour, Retention::default(), T0).await;
+    assert!(matches!(again, Ok(None)), "a repeat: {again:?}");
+}
+
+/// An edit that would leave a fresh reminder stale (its freshness moved behind now) could only
+/// make it expire: refused, naming the freshness, and the reminder stays as it was.
+#[tokio::test]
+async fn an_edit_that_would_make_a_fresh_reminder_stale_is_refused() {
+    let w = Mem::new(test_config(), true);
+    let r = w.reminder("made-stale", &[Channel::Email]).await;
+    let hour = Duration::from_secs(3600);
+    let edit = Edit {
+        due_at: Some(T0.minus(2 * hour)),
+        fresh_until: Some(T0.minus(hour)),
+        ..Edit::default()
+    };
+    let got = w.edit(&r.reminder_id, edit).await;
+    assert!(
+        matches!(got, Err(OutboxError::Invalid(ReminderError::StaleAlready))),
+        "{got:?}"
+    );
+    let stored = w.store.get(&r.reminder_id).await.unwrap().unwrap();
+    assert_eq!(stored.fresh_until, r.fresh_until, "unchanged");
+}

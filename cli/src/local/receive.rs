@@ -12,8 +12,8 @@ use serde_json::{json, Value};
 use tiny_http::{Header, Method, Request, Response, Server};
 
 /// A provider on localhost for `EMAIL_PROVIDER=http` (or push, SMS): answers the generic
-/// HTTP provider contract with 200 and a receipt, and prints each delivery (recipients as a
-/// hash), until Ctrl-C. It speaks plain http on loopback, which a provider accepts only with
+/// HTTP provider contract with 200 and a receipt, and prints each delivery (recipients masked,
+/// y***@example.org), until Ctrl-C. It speaks plain http on loopback, which a provider accepts only with
 /// REMINDERS_ALLOW_LOOPBACK_HTTP=1 (`local up` exports it).
 ///
 /// Example: remindctl local receive --port 8080 &

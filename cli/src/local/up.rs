@@ -82,7 +82,8 @@ pub async fn run(args: UpArgs) -> Result<(), String> {
     // A comment, so `eval "$(remindctl local up)"` ignores it.
     println!(
         "# a provider that prints what it receives: remindctl local receive --port 8080 & \
-         export EMAIL_PROVIDER=http EMAIL_HTTP_ENDPOINT=http://localhost:8080/send"
+         export EMAIL_PROVIDER=http EMAIL_HTTP_ENDPOINT=http://localhost:8080/send \
+         SMS_PROVIDER=none PUSH_PROVIDER=none"
     );
     Ok(())
 }

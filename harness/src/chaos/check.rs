@@ -161,7 +161,7 @@ pub(super) async fn judge(world: &World, seed: u64) -> SeedReport {
             report.broken(|t| &mut t.newer_attribute_dropped, what);
         }
     }
-    // Last: its reads go through the store's latency, which moves the world's clock on.
+    // Last: the lists' items are written only now, so that no verdict above reads them.
     super::cursors::judge(world, &mut report).await;
     report
 }

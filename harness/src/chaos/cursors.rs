@@ -1,5 +1,5 @@
 //! List cursors that reveal nothing (`cursor_leak`). Once a world has run, two applications
-//! share one of its table's subscribers: `app-a` writes two series and two reminders of them,
+//! share one of its table's subscribers: `app-a` writes two series and two one-off reminders for them,
 //! `app-b` one of each, weeks ahead (written at the end, so that nothing of them is pending while
 //! the world runs). Then each application and a third that wrote nothing list that subscriber's
 //! series and reminders a page of one at a time, through [`reminders::listing`] (what the API's
