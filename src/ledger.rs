@@ -241,6 +241,11 @@ impl DeliveryRecord {
 
     /// When it last went dead: the time its evidence states, however often it is looked at.
     pub fn dead_at(&self) -> Option<Timestamp> {
+        self.last_death().map(|(_, h)| h.at)
+    }
+
+    /// The history entry of its last move into `dead`, with its transition number, while dead.
+    fn last_death(&self) -> Option<(u64, &HistoryEntry)> {
         if self.status != Status::Dead {
             return None;
         }
@@ -248,21 +253,13 @@ impl DeliveryRecord {
             .into_iter()
             .rev()
             .find(|(_, h)| h.to == Status::Dead && h.from != Status::Dead)
-            .map(|(_, h)| h.at)
     }
 
     /// The transition number of its last move into `dead`: one death, told apart from a later
     /// one (after a redrive) even within the same millisecond. `None` when not dead, or when the
     /// bounded history no longer holds that move.
     pub fn death_number(&self) -> Option<u64> {
-        if self.status != Status::Dead {
-            return None;
-        }
-        self.history()
-            .into_iter()
-            .rev()
-            .find(|(_, h)| h.to == Status::Dead && h.from != Status::Dead)
-            .map(|(n, _)| n)
+        self.last_death().map(|(n, _)| n)
     }
 
     /// The token of the worker making this death's DLQ copy, while its claim holds.
