@@ -355,6 +355,7 @@ async fn local_api_creates_cancels_and_follows_reminders_through_the_pipeline() 
         let key = email["delivery_key"].as_str().unwrap();
         if n == 7 {
             assert_eq!(state["status"], "cancelled", "{state}");
+            assert_eq!(state["outcome"], "cancelled", "{state}");
             assert_eq!(email["status"], "cancelled", "{state}");
             assert_eq!(sms["status"], "cancelled", "{state}");
             assert!(
@@ -372,6 +373,9 @@ async fn local_api_creates_cancels_and_follows_reminders_through_the_pipeline() 
         );
         assert_eq!(sms["status"], "dead", "{state}");
         assert_eq!(sms["dead_reason"], "rejected", "SMS_PROVIDER=none: {state}");
+        // Status says the scheduler handed it on; the outcome, what became of it.
+        assert_eq!(state["status"], "enqueued", "{state}");
+        assert_eq!(state["outcome"], "delivered", "{state}");
     }
 
     // One event per settled delivery, through `remindctl local events`, with the keys the

@@ -47,16 +47,49 @@ pub async fn reminder<L: Ledger, S: ReminderStore>(
         }
         channels.insert(channel.as_str().to_owned(), d);
     }
+    let outcome = outcome(r.status, &channels);
     Ok(json!({
         "reminder_id": r.reminder_id.as_str(),
         "subscriber_id": r.subscriber_id.as_str(),
         "status": r.status.as_str(),
+        "outcome": outcome,
         "payload_version": r.payload_version,
         "due_at": time(r.due_at),
         "fresh_until": time(r.fresh_until),
         "content": content(&r.content),
         "channels": channels,
     }))
+}
+
+/// What became of the reminder, in one word, from its channels' deliveries (`status` only says
+/// whether the scheduler handed it on): `pending` while any channel may still be sent; then
+/// `delivered` when one was, `cancelled` when the reminder was cancelled and none was, else
+/// `not_delivered` (each channel says why: dead, expired, not needed). A redrive of a dead
+/// delivery may still change it.
+fn outcome(
+    status: reminders::domain::ReminderStatus,
+    channels: &Map<String, Value>,
+) -> &'static str {
+    let settled = |s: &str| {
+        matches!(
+            s,
+            "delivered" | "dead" | "expired" | "cancelled" | "not_needed"
+        )
+    };
+    let states: Vec<&str> = channels
+        .values()
+        .map(|d| d["status"].as_str().unwrap_or(""))
+        .collect();
+    if states.iter().any(|s| !settled(s)) {
+        return "pending";
+    }
+    if states.contains(&"delivered") {
+        "delivered"
+    } else if status == reminders::domain::ReminderStatus::Cancelled {
+        "cancelled"
+    } else {
+        "not_delivered"
+    }
 }
 
 async fn delivery<L: Ledger>(
@@ -167,4 +200,47 @@ pub fn page(p: &reminders::listing::Page<Listed>) -> Value {
         "reminders": reminders,
         "next_cursor": p.next_cursor,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reminders::domain::ReminderStatus;
+
+    fn channels(states: &[&str]) -> Map<String, Value> {
+        states
+            .iter()
+            .enumerate()
+            .map(|(n, s)| (format!("c{n}"), json!({ "status": s })))
+            .collect()
+    }
+
+    #[test]
+    fn a_reminders_outcome_is_pending_until_every_channel_settled() {
+        let e = ReminderStatus::Enqueued;
+        let cases = [
+            (e, vec!["delivered", "sending"], "pending"),
+            (e, vec!["standby", "dead"], "pending"),
+            (e, vec!["delivered", "dead"], "delivered"),
+            (e, vec!["not_needed", "delivered"], "delivered"),
+            (e, vec!["dead", "expired"], "not_delivered"),
+            (
+                ReminderStatus::Cancelled,
+                vec!["cancelled", "cancelled"],
+                "cancelled",
+            ),
+            (
+                ReminderStatus::Cancelled,
+                vec!["delivered", "cancelled"],
+                "delivered",
+            ),
+            (ReminderStatus::Expired, vec!["expired"], "not_delivered"),
+            (ReminderStatus::Scheduled, vec!["scheduled"], "pending"),
+            // A status a newer version wrote that this one does not know: not yet settled.
+            (e, vec!["delivered", "parked_v9"], "pending"),
+        ];
+        for (status, states, want) in cases {
+            assert_eq!(outcome(status, &channels(&states)), want, "{states:?}");
+        }
+    }
 }

@@ -1,6 +1,7 @@
 //! List cursors that reveal nothing (`cursor_leak`). Once a world has run, two applications
-//! share one of its table's subscribers: `app-a` writes two series and two one-off reminders for them,
-//! `app-b` one of each, weeks ahead (written at the end, so that nothing of them is pending while
+//! share one of its table's subscribers: `app-a` writes one to three series and as many one-off
+//! reminders, `app-b` one or two of each (in one world in fifty, `app-a` more than a page reads),
+//! weeks ahead (written at the end, so that nothing of them is pending while
 //! the world runs). Then each application and a third that wrote nothing list that subscriber's
 //! series and reminders a page of one at a time, through [`reminders::listing`] (what the API's
 //! list routes answer). A page must hold only what its caller reaches, and its cursor must
@@ -31,68 +32,96 @@ fn owner(name: &str) -> Owner {
 
 /// The shared subscriber's series and reminders, each as its application's, written to the
 /// table directly (not through the world's faults: they are what the lists are judged on, not a
-/// part of the world's story).
-async fn share_a_subscriber(world: &World) {
+/// part of the world's story). How many each application writes is drawn from the seed; in one
+/// world in fifty `app-a` also writes more reminders than a page reads before it answers
+/// ([`reminders::ports::reminders::MAX_SCANNED`]), all due before `app-b`'s, so that `app-b`'s
+/// first page ends on one of `app-a`'s.
+async fn share_a_subscriber(world: &World, seed: u64) {
+    use rand::{RngExt, SeedableRng};
     use reminders::clock::Clock;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0xc5_0e5);
     let now = world.clock.now();
     let start = Timestamp::from_millis(
         (now.as_millis() + WEEKS_AHEAD.as_millis() as i64).div_euclid(60_000) * 60_000,
     );
-    let writers = [("app-a", "a1"), ("app-a", "a2"), ("app-b", "b1")];
-    for (n, (app, name)) in writers.into_iter().enumerate() {
+    let many = if seed % 50 == 7 {
+        reminders::ports::reminders::MAX_SCANNED + 1
+    } else {
+        0
+    };
+    let plan = [
+        (
+            "app-a",
+            rng.random_range(1..=3usize),
+            rng.random_range(1..=3usize) + many,
+        ),
+        (
+            "app-b",
+            rng.random_range(1..=2usize),
+            rng.random_range(1..=2usize),
+        ),
+    ];
+    let mut n = 0u32;
+    for (app, series, reminders) in plan {
         let access = Access::Owner(owner(app));
-        let new = NewSeries {
-            series_id: SeriesId::parse(format!("shared-series-{name}")).unwrap(),
-            subscriber_id: SubscriberId::parse(SHARED).unwrap(),
-            rule: "FREQ=DAILY;BYHOUR=9;BYMINUTE=0".into(),
-            zone: "UTC".into(),
-            starts_at: start,
-            until: None,
-            fresh_for: Some(Duration::from_secs(600)),
-            content: Content::Text {
-                subject: "Shared".into(),
-                body: name.into(),
-            },
-            recipients: vec![super::world::recipient(Channel::Email, 90 + n as u32)],
-        };
-        let series = Series::new(new, Duration::from_secs(600)).expect("a valid series");
-        let put = reminders::series::put(
-            &*world.store,
-            &*world.ledger,
-            &access,
-            series,
-            now,
-            world.retention,
-        )
-        .await;
-        assert!(
-            matches!(put, Ok(Ok(_))),
-            "the shared subscriber's series: {put:?}"
-        );
-        let new = NewReminder {
-            reminder_id: ReminderId::parse(format!("shared-reminder-{name}")).unwrap(),
-            subscriber_id: SubscriberId::parse(SHARED).unwrap(),
-            due_at: start.plus(Duration::from_secs(60 * n as u64)),
-            fresh_until: None,
-            content: Content::Text {
-                subject: "Shared".into(),
-                body: name.into(),
-            },
-            recipients: vec![super::world::recipient(Channel::Email, 90 + n as u32)],
-        };
-        let made = reminders::outbox::create_owned(
-            world.store.as_ref(),
-            new,
-            access.owner().cloned(),
-            Duration::from_secs(3600),
-            world.retention,
-            now,
-        )
-        .await;
-        assert!(
-            matches!(made, Ok(Some(_))),
-            "the shared subscriber's reminder: {made:?}"
-        );
+        for k in 0..series {
+            n += 1;
+            let new = NewSeries {
+                series_id: SeriesId::parse(format!("shared-series-{app}-{k}")).unwrap(),
+                subscriber_id: SubscriberId::parse(SHARED).unwrap(),
+                rule: "FREQ=DAILY;BYHOUR=9;BYMINUTE=0".into(),
+                zone: "UTC".into(),
+                starts_at: start,
+                until: None,
+                fresh_for: Some(Duration::from_secs(600)),
+                content: Content::Text {
+                    subject: "Shared".into(),
+                    body: app.into(),
+                },
+                recipients: vec![super::world::recipient(Channel::Email, 90 + n)],
+            };
+            let s = Series::new(new, Duration::from_secs(600)).expect("a valid series");
+            let put = reminders::series::put(
+                &*world.store,
+                &*world.ledger,
+                &access,
+                s,
+                now,
+                world.retention,
+            )
+            .await;
+            assert!(
+                matches!(put, Ok(Ok(_))),
+                "the shared subscriber's series: {put:?}"
+            );
+        }
+        for k in 0..reminders {
+            n += 1;
+            let new = NewReminder {
+                reminder_id: ReminderId::parse(format!("shared-reminder-{app}-{k}")).unwrap(),
+                subscriber_id: SubscriberId::parse(SHARED).unwrap(),
+                due_at: start.plus(Duration::from_secs(60 * u64::from(n))),
+                fresh_until: None,
+                content: Content::Text {
+                    subject: "Shared".into(),
+                    body: app.into(),
+                },
+                recipients: vec![super::world::recipient(Channel::Email, 90 + n % 10)],
+            };
+            let made = reminders::outbox::create_owned(
+                world.store.as_ref(),
+                new,
+                access.owner().cloned(),
+                Duration::from_secs(3600),
+                world.retention,
+                now,
+            )
+            .await;
+            assert!(
+                matches!(made, Ok(Some(_))),
+                "the shared subscriber's reminder: {made:?}"
+            );
+        }
     }
 }
 
@@ -229,7 +258,7 @@ pub(super) async fn judge(world: &World, report: &mut SeedReport) {
     };
     // The world's own items have no owner: an application's list of their subscribers is empty
     // and hands out no cursor, so the shared subscriber's lists are the ones to judge.
-    share_a_subscriber(world).await;
+    share_a_subscriber(world, report.seed).await;
     let subscribers = [SubscriberId::parse(SHARED).unwrap()];
     let callers = ["app-a", "app-b", "app-c"].map(|a| Access::Owner(owner(a)));
     for subscriber in &subscribers {
