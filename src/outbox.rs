@@ -94,6 +94,10 @@ pub struct Edit {
     /// An occurrence of a series edited through its own id: from now on the series' edits
     /// leave it alone ([`Reminder::detached`]).
     pub detach: bool,
+    /// A series' edit bringing its occurrences in line: the occurrence takes what the series
+    /// now says even when that leaves it stale (it then expires). An application's edit of a
+    /// fresh reminder that would leave it stale is refused instead.
+    pub may_make_stale: bool,
 }
 
 // Returned once per edit, and the reminder is what the caller wants: boxing buys nothing.
@@ -167,7 +171,7 @@ pub async fn edit_as<S: ReminderStore, L: Ledger>(
         // An edit that would leave a fresh reminder stale could only make it expire: refused,
         // naming the freshness. (One already stale keeps the rules it had: an edit may revive
         // it, or change what a redrive would send.)
-        if stale_at(&next, now) && !stale_at(&current, now) {
+        if !changes.may_make_stale && stale_at(&next, now) && !stale_at(&current, now) {
             return Err(ReminderError::StaleAlready.into());
         }
         if let Some(channel) = readded(&current, &next) {

@@ -121,7 +121,7 @@ impl Transition {
             Ok(Cas::Conflict(current)) => {
                 self.verified = true;
                 let current = current.map(|boxed| *boxed);
-                if let Some(done) = on_conflict(&current, &next, &self.change) {
+                if let Some(done) = on_conflict(&current, self.seen.as_ref(), &next, &self.change) {
                     return Progress::Done(Ok(done));
                 }
                 self.seen = current;
@@ -208,6 +208,7 @@ fn misfed(what: &str) -> PortError {
 /// What a conflict means for `change`, or `None` to re-apply it to the current item.
 fn on_conflict(
     current: &Option<DeliveryRecord>,
+    seen: Option<&DeliveryRecord>,
     next: &DeliveryRecord,
     change: &Change,
 ) -> Option<Written> {
@@ -230,11 +231,16 @@ fn on_conflict(
     // landing between the death and its copy's claim must not leave the death without a copy.
     // The claim is made again (the change refuses a death already copied, or whose copy another
     // worker holds); the record of the copy only under the claim this worker made.
-    if let Some(cur) = current.as_ref() {
-        let same_death = cur.death_number().is_some() && cur.death_number() == next.death_number();
+    if let (Some(cur), Some(seen)) = (current.as_ref(), seen) {
+        let same_death = cur.death_number().is_some() && cur.death_number() == seen.death_number();
         let again = match change {
             Change::ClaimDlqCopy { .. } => same_death,
-            Change::CopiedToDlq => same_death && cur.dlq_copy_claim() == next.dlq_copy_claim(),
+            // The claim the record was made under (the item as this worker read it) still holds.
+            Change::CopiedToDlq => {
+                same_death
+                    && seen.dlq_copy_claim().is_some()
+                    && cur.dlq_copy_claim() == seen.dlq_copy_claim()
+            }
             _ => false,
         };
         if again {

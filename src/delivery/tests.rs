@@ -289,3 +289,30 @@ async fn of_two_workers_copying_one_death_only_the_first_claims_the_copy() {
         .unwrap();
     assert!(matches!(b, Written::Refused { .. }), "{b:?}");
 }
+
+/// The copy made, then an edit's horizon move landing before the worker records it: the record,
+/// made under the claim the item still holds, is made again on the item as it is. Refused, the
+/// copy would stay unrecorded, and once the claim lapsed a later message would copy it again.
+#[tokio::test]
+async fn a_horizon_move_between_the_copy_and_its_record_leaves_one_copy_recorded() {
+    let ledger = MemoryLedger::default();
+    let dead = dead_item(&ledger).await;
+    let c = ctx(T0.plus(Duration::from_secs(1)));
+    let Written::Applied(claimed) = transition(&ledger, Some(dead), copy_claim(9), &c)
+        .await
+        .unwrap()
+    else {
+        panic!("the claim lands")
+    };
+    let mut later = c.clone();
+    later.expires_at = c.expires_at + 3_600;
+    let moved = transition(&ledger, Some(claimed.clone()), Change::Extend, &later).await;
+    assert!(matches!(moved, Ok(Written::Applied(_))), "{moved:?}");
+    let recorded = transition(&ledger, Some(claimed), Change::CopiedToDlq, &c)
+        .await
+        .unwrap();
+    assert!(
+        matches!(recorded, Written::Applied(ref r) if r.dlq_copied_at().is_some()),
+        "the copy's record was refused after a horizon move: {recorded:?}"
+    );
+}

@@ -106,6 +106,7 @@ where
             content: Some(target.content),
             recipients: Some(target.recipients.into_values().collect()),
             detach: false,
+            may_make_stale: true,
         };
         match outbox::edit_as(&Access::Any, store, ledger, &id, changes, now, retention).await? {
             Edited::Edited(_)

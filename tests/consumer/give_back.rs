@@ -122,6 +122,7 @@ fn snooze(r: &reminders::domain::Reminder) -> Edit {
         content: None,
         recipients: None,
         detach: false,
+        may_make_stale: false,
     }
 }
 

@@ -172,3 +172,20 @@ async fn an_edit_that_would_make_a_fresh_reminder_stale_is_refused() {
     let stored = w.store.get(&r.reminder_id).await.unwrap().unwrap();
     assert_eq!(stored.fresh_until, r.fresh_until, "unchanged");
 }
+
+/// A series' edit brings its occurrences in line even when that leaves one stale (it then
+/// expires, as the series now says): only an application's own edit is refused.
+#[tokio::test]
+async fn a_series_edit_may_leave_an_occurrence_stale() {
+    let w = Mem::new(test_config(), true);
+    let r = w.reminder("series-made-stale", &[Channel::Email]).await;
+    let hour = Duration::from_secs(3600);
+    let edit = Edit {
+        due_at: Some(T0.minus(2 * hour)),
+        fresh_until: Some(T0.minus(hour)),
+        may_make_stale: true,
+        ..Edit::default()
+    };
+    let got = w.edit(&r.reminder_id, edit).await;
+    assert!(matches!(got, Ok(Edited::Edited(_))), "{got:?}");
+}

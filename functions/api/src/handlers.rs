@@ -166,6 +166,7 @@ where
         recipients: Some(wanted.recipients.values().cloned().collect()),
         // An occurrence edited through its own id: the series' edits leave it alone.
         detach: reminders::domain::series::occurrence_of(&wanted.reminder_id).is_some(),
+        may_make_stale: false,
     };
     let now = app.clock.now();
     match outbox::edit_as(

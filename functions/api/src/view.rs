@@ -64,8 +64,9 @@ pub async fn reminder<L: Ledger, S: ReminderStore>(
 /// What became of the reminder, in one word, from its channels' deliveries (`status` only says
 /// whether the scheduler handed it on): `pending` while any channel may still be sent; then
 /// `delivered` when one was, `cancelled` when the reminder was cancelled and none was, else
-/// `not_delivered` (each channel says why: dead, expired, not needed). A redrive of a dead
-/// delivery may still change it.
+/// `not_delivered` (each channel says why: dead, expired, not needed; or the reminder expired or
+/// was quarantined before a channel's delivery began). A redrive of a dead delivery may still
+/// change it.
 fn outcome(
     status: reminders::domain::ReminderStatus,
     channels: &Map<String, Value>,
@@ -80,7 +81,14 @@ fn outcome(
         .values()
         .map(|d| d["status"].as_str().unwrap_or(""))
         .collect();
-    if states.iter().any(|s| !settled(s)) {
+    // Quarantined or expired, the reminder is never sent: a channel with no delivery yet
+    // (scheduled, standby) will not have one.
+    let ended = matches!(
+        status,
+        reminders::domain::ReminderStatus::Invalid | reminders::domain::ReminderStatus::Expired
+    );
+    let unsent = |s: &str| ended && matches!(s, "scheduled" | "standby");
+    if states.iter().any(|s| !settled(s) && !unsent(s)) {
         return "pending";
     }
     if states.contains(&"delivered") {
@@ -235,6 +243,13 @@ mod tests {
                 "delivered",
             ),
             (ReminderStatus::Expired, vec!["expired"], "not_delivered"),
+            // Expired or quarantined before its channels' items were written.
+            (
+                ReminderStatus::Expired,
+                vec!["scheduled", "expired"],
+                "not_delivered",
+            ),
+            (ReminderStatus::Invalid, vec!["scheduled"], "not_delivered"),
             (ReminderStatus::Scheduled, vec!["scheduled"], "pending"),
             // A status a newer version wrote that this one does not know: not yet settled.
             (e, vec!["delivered", "parked_v9"], "pending"),

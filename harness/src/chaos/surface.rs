@@ -338,6 +338,7 @@ async fn edit(world: &Arc<World>, id: &ReminderId, rng: &mut StdRng, t: u64, for
         recipients: Some(channels.iter().map(number).collect()),
         // An occurrence edited through its own id is detached, as the API does.
         detach: reminders::domain::series::occurrence_of(id).is_some(),
+        may_make_stale: false,
     };
     let next = match super::surface::edit_through_api(world, id, changes, now).await {
         Some(Ok(Edited::Edited(next))) => next,

@@ -160,9 +160,13 @@ impl<P: Ports> Record<'_, P> {
             }
         };
         self.dead_letter(reason, facts, dead_at).await?;
-        if let Err(e) = transition(ledger, Some(claimed), Change::CopiedToDlq, &ctx).await {
+        match transition(ledger, Some(claimed), Change::CopiedToDlq, &ctx).await {
+            Ok(Written::Applied(_)) => {}
             // The copy exists; its claim times out, and a later message could copy again.
-            tracing::warn!(error = %e, "could not record the DLQ copy on the ledger");
+            Ok(Written::Refused { refused, .. }) => {
+                tracing::warn!(refused = ?refused, "the ledger refused the DLQ copy's record");
+            }
+            Err(e) => tracing::warn!(error = %e, "could not record the DLQ copy on the ledger"),
         }
         Ok(None)
     }
