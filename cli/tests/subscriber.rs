@@ -198,10 +198,7 @@ fn explained_by_remind_show(env: &BTreeMap<String, String>) {
             env,
         );
     }
-    let mut run_env = env.clone();
-    for p in ["PUSH_PROVIDER", "EMAIL_PROVIDER", "SMS_PROVIDER"] {
-        run_env.insert(p.into(), "none".into());
-    }
+    let run_env = providers_off(env);
     ok(
         &["local", "run", "--schedule-period", "1", "--for", "8"],
         &run_env,
@@ -270,4 +267,155 @@ fn subscriber_erase_cancels_and_deletes_and_is_idempotent() {
     let again = ok(&["subscriber", "erase", "--id", "u-8"], &env);
     assert!(again.contains("reminders deleted     0"), "{again}");
     assert!(again.contains("preferences           none"), "{again}");
+}
+
+/// `local run` until idle (its default), waiting for work due within 5 s.
+const IDLE_RUN: [&str; 6] = [
+    "local",
+    "run",
+    "--schedule-period",
+    "1",
+    "--idle-horizon",
+    "5",
+];
+
+/// `env` with every provider off (`none`): a send then fails permanently, unless the
+/// recipient's rules decide before it.
+fn providers_off(env: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let mut run_env = env.clone();
+    for p in ["PUSH_PROVIDER", "EMAIL_PROVIDER", "SMS_PROVIDER"] {
+        run_env.insert(p.into(), "none".into());
+    }
+    run_env
+}
+
+/// `remindctl args`, failing the test when it has not finished within `secs`.
+fn finishes_within(secs: u64, args: &[&str], env: &BTreeMap<String, String>) -> String {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_remindctl"))
+        .args(args)
+        .envs(env)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > until {
+            let _ = child.kill();
+            panic!("{args:?} still running after {secs} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// An idle run that held a delivery for quiet hours (beyond its idle horizon) stops, and its
+/// summary says what is still pending and when it comes back; a second run, which cannot know
+/// when that message comes back, stops too (rather than waiting out the quiet hours) and names it.
+#[test]
+fn an_idle_run_names_the_delivery_it_held_past_its_horizon() {
+    let env = local_up(&format!("held-{}", std::process::id()));
+    let window = format!("email={}-{}@UTC", utc_clock(-60), utc_clock(120));
+    ok(
+        &["subscriber", "set", "--id", "u-9", "--quiet", &window],
+        &env,
+    );
+    ok(
+        &[
+            "remind",
+            "create",
+            "--id",
+            "held-1",
+            "--subscriber",
+            "u-9",
+            "--body",
+            "hi",
+            "--fresh-secs",
+            "86400",
+            "--email",
+            "a@example.com",
+        ],
+        &env,
+    );
+    let run_env = providers_off(&env);
+    let first = finishes_within(90, &IDLE_RUN, &run_env);
+    assert!(
+        first.contains("1 delivery still pending (below)")
+            && first.contains("still pending: email: 1 delivery held until ")
+            && first.contains("its message waits in the queue"),
+        "{first}"
+    );
+    let mut json_args = IDLE_RUN.to_vec();
+    json_args.push("--json");
+    let second = finishes_within(90, &json_args, &run_env);
+    let v: serde_json::Value = serde_json::from_str(second.trim()).unwrap();
+    assert_eq!(v["idle"], true, "{v}");
+    assert_eq!(
+        v["held"],
+        serde_json::json!([{"channel": "email", "messages": 1, "first_back": null}]),
+        "{v}"
+    );
+}
+
+/// SES feedback on the emulator: `local feedback` puts a permanent bounce and a complaint on the
+/// feedback queue `local up` made, `local run` plays it with the feedback function's handler,
+/// both addresses are suppressed, and the next reminder to one of them ends `suppressed`
+/// without a send. A bad address is refused in one line.
+#[test]
+fn a_bounce_and_a_complaint_fed_locally_suppress_their_addresses() {
+    let env = local_up(&format!("feedback-{}", std::process::id()));
+    let run_env = providers_off(&env);
+    let (code, e) = refused(&["local", "feedback", "--bounce", "nobody"], &env);
+    assert!(code != 0 && e.starts_with("remindctl: --bounce: "), "{e}");
+    let sent = ok(&["local", "feedback", "--bounce", "gone@example.org"], &env);
+    assert!(
+        sent.contains("a permanent bounce of g***@example.org"),
+        "{sent}"
+    );
+    ok(
+        &["local", "feedback", "--complaint", "angry@example.org"],
+        &env,
+    );
+    let run = finishes_within(90, &IDLE_RUN, &run_env);
+    assert!(
+        run.contains("feedback: 2 addresses suppressed · 0 ignored · 0 not SES feedback"),
+        "{run}"
+    );
+    let list = ok(&["suppression", "list"], &env);
+    assert!(
+        list.contains("email g***@example.org") && list.contains("by ses_bounce"),
+        "{list}"
+    );
+    assert!(
+        list.contains("by ses_complaint") && list.contains("2 suppressed"),
+        "{list}"
+    );
+
+    ok(
+        &[
+            "remind",
+            "create",
+            "--id",
+            "to-gone",
+            "--subscriber",
+            "u-5",
+            "--body",
+            "hi",
+            "--email",
+            "gone@example.org",
+        ],
+        &env,
+    );
+    finishes_within(90, &IDLE_RUN, &run_env);
+    let shown = ok(&["remind", "show", "--id", "to-gone"], &env);
+    assert!(
+        shown.contains("dead (suppressed)") && shown.contains("by ses_bounce"),
+        "{shown}"
+    );
 }

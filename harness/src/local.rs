@@ -77,6 +77,21 @@ pub struct LocalReport {
     pub failing_shards: Vec<reminders::scheduler::FailedShard>,
     /// Occurrences of series the schedule made.
     pub occurrences_made: u32,
+    /// After an idle stop: the deliveries this run held past the idle horizon (quiet hours, a
+    /// retry's backoff), by channel, with when the first comes back. They are not lost: their
+    /// messages wait in the queue, and the next run (or the deployed consumer) takes them.
+    pub held: Vec<Held>,
+}
+
+/// One channel's deliveries held past an idle run's horizon.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    pub channel: Channel,
+    pub messages: u32,
+    /// When the first of them is visible again; `None` for messages already in flight when
+    /// the run started (held by an earlier run, or a worker that stopped): SQS does not tell
+    /// a client when those come back.
+    pub first_back: Option<Timestamp>,
 }
 
 /// Shared by the loops of one run: the report, and whether to stop.
@@ -87,6 +102,11 @@ struct Shared {
     /// when they come back: a message held past the idle horizon (quiet hours, a long
     /// backoff) is no work for an idle run to wait for.
     holds: std::sync::Mutex<PerChannel<std::collections::HashMap<String, Timestamp>>>,
+    /// Each channel's messages in flight when the run started: held by an earlier run (quiet
+    /// hours, a long backoff) or by a worker that stopped. Nothing says when they come back,
+    /// so an idle run does not wait for them (it would wait out quiet hours); its summary
+    /// names them instead, and when one comes back within the run, the run takes it.
+    inherited: PerChannel<u64>,
 }
 
 impl Shared {
@@ -134,6 +154,45 @@ impl Shared {
             .filter(|t| **t > horizon)
             .count();
         u64::try_from(n).unwrap_or(u64::MAX)
+    }
+    /// In flight on `channel` that no batch of this run is at work on and none comes back
+    /// within `horizon`: held past it by this run, or held before the run started.
+    fn waiting_past(&self, channel: Channel, horizon: Timestamp) -> u64 {
+        self.held_past(channel, horizon) + *self.inherited.get(channel)
+    }
+    /// What an idle stop leaves pending on each channel: this run's holds past `horizon`, with
+    /// the first one's return, and the messages still in flight of those held before the run.
+    fn held(&self, horizon: Timestamp, in_flight: &PerChannel<u64>) -> Vec<Held> {
+        let holds = self.holds();
+        let mut out = Vec::new();
+        for channel in Channel::ALL {
+            let past: Vec<Timestamp> = holds
+                .get(channel)
+                .values()
+                .copied()
+                .filter(|t| *t > horizon)
+                .collect();
+            let ours = u64::try_from(past.len()).unwrap_or(u64::MAX);
+            if let Some(first) = past.into_iter().min() {
+                out.push(Held {
+                    channel,
+                    messages: u32::try_from(ours).unwrap_or(u32::MAX),
+                    first_back: Some(first),
+                });
+            }
+            let before = in_flight
+                .get(channel)
+                .saturating_sub(ours)
+                .min(*self.inherited.get(channel));
+            if before > 0 {
+                out.push(Held {
+                    channel,
+                    messages: u32::try_from(before).unwrap_or(u32::MAX),
+                    first_back: None,
+                });
+            }
+        }
+        out
     }
 }
 
@@ -185,6 +244,7 @@ where
         report: std::sync::Mutex::new(LocalReport::default()),
         stop: std::sync::atomic::AtomicBool::new(false),
         holds: std::sync::Mutex::default(),
+        inherited: in_flight(consumer.ports()).await,
     };
     let channels = Channel::ALL.map(|c| channel_loop(consumer, queue_urls, cfg, c, &shared));
     let (scheduled, polled, watched) = futures::join!(
@@ -335,9 +395,11 @@ async fn watch<P: Ports>(
                 Ok(Some(next_due)) => {
                     quiet += 1;
                     if quiet >= 2 {
+                        let held = shared.held(horizon, &in_flight(consumer.ports()).await);
                         let mut r = shared.report();
                         r.idle = true;
                         r.next_due = next_due;
+                        r.held = held;
                         break;
                     }
                 }
@@ -362,9 +424,9 @@ async fn idle_until<P: Ports>(
 ) -> Result<Option<Option<Timestamp>>, PortError> {
     for channel in Channel::ALL {
         let depth = ports.queue().depth(channel).await?;
-        // In flight beyond what this run held past the horizon: a batch at work, or a
-        // message coming back within it.
-        let busy = depth.in_flight > shared.held_past(channel, horizon);
+        // In flight beyond what is held past the horizon: a batch at work, or a message
+        // coming back within it.
+        let busy = depth.in_flight > shared.waiting_past(channel, horizon);
         if depth.visible > 0 || depth.delayed > 0 || busy {
             return Ok(None);
         }
@@ -374,6 +436,15 @@ async fn idle_until<P: Ports>(
         Some(at) if at <= horizon => None,
         next => Some(next),
     })
+}
+
+/// Each channel's messages in flight (0 where the depth cannot be read).
+async fn in_flight<P: Ports>(ports: &P) -> PerChannel<u64> {
+    let mut out = PerChannel::<u64>::default();
+    for c in Channel::ALL {
+        *out.get_mut(c) = ports.queue().depth(c).await.map_or(0, |d| d.in_flight);
+    }
+    out
 }
 
 /// The earliest due time in the due index, if any reminder is scheduled.

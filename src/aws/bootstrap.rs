@@ -229,15 +229,7 @@ pub async fn create_channel_queues(
             .await?
             .queue_url
             .ok_or("create_queue returned no URL")?;
-        let dlq_arn = client
-            .get_queue_attributes()
-            .queue_url(&dlq_url)
-            .attribute_names(QueueAttributeName::QueueArn)
-            .send()
-            .await?
-            .attributes
-            .and_then(|mut a| a.remove(&QueueAttributeName::QueueArn))
-            .ok_or("get_queue_attributes returned no QueueArn")?;
+        let dlq_arn = queue_arn(client, &dlq_url).await?;
         let redrive = serde_json::json!({
             "deadLetterTargetArn": dlq_arn,
             "maxReceiveCount": spec.max_receive_count,
@@ -265,6 +257,49 @@ pub async fn create_channel_queues(
         ChannelUrls::from_fn(|c| m.remove(&c).unwrap_or_default())
     };
     Ok((urls(queues), urls(dlqs)))
+}
+
+/// A queue's ARN, from its URL.
+async fn queue_arn(client: &aws_sdk_sqs::Client, url: &str) -> Result<String, BootstrapError> {
+    Ok(client
+        .get_queue_attributes()
+        .queue_url(url)
+        .attribute_names(QueueAttributeName::QueueArn)
+        .send()
+        .await?
+        .attributes
+        .and_then(|mut a| a.remove(&QueueAttributeName::QueueArn))
+        .ok_or("get_queue_attributes returned no QueueArn")?)
+}
+
+/// `{prefix}-feedback` (the SES feedback queue, as the template's `FeedbackQueue`: 60 s
+/// visibility, five receives before its DLQ) and `{prefix}-feedback-dlq`. Returns (queue URL,
+/// DLQ URL). Creating what exists already is harmless (`local up` may run twice).
+pub async fn create_feedback_queues(
+    client: &aws_sdk_sqs::Client,
+    prefix: &str,
+) -> Result<(String, String), BootstrapError> {
+    let dlq_url = client
+        .create_queue()
+        .queue_name(format!("{prefix}-feedback-dlq"))
+        .attributes(QueueAttributeName::MessageRetentionPeriod, "1209600")
+        .send()
+        .await?
+        .queue_url
+        .ok_or("create_queue returned no URL")?;
+    let dlq_arn = queue_arn(client, &dlq_url).await?;
+    let redrive = serde_json::json!({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 5});
+    let url = client
+        .create_queue()
+        .queue_name(format!("{prefix}-feedback"))
+        .attributes(QueueAttributeName::VisibilityTimeout, "60")
+        .attributes(QueueAttributeName::MessageRetentionPeriod, "345600")
+        .attributes(QueueAttributeName::RedrivePolicy, redrive.to_string())
+        .send()
+        .await?
+        .queue_url
+        .ok_or("create_queue returned no URL")?;
+    Ok((url, dlq_url))
 }
 
 /// The outcome events' local plumbing: the bus, a tap queue, and a rule sending every
@@ -300,15 +335,7 @@ pub async fn create_events_tap(
         .await?
         .queue_url
         .ok_or("create_queue returned no URL")?;
-    let queue_arn = sqs
-        .get_queue_attributes()
-        .queue_url(&queue_url)
-        .attribute_names(QueueAttributeName::QueueArn)
-        .send()
-        .await?
-        .attributes
-        .and_then(|mut a| a.remove(&QueueAttributeName::QueueArn))
-        .ok_or("get_queue_attributes returned no QueueArn")?;
+    let queue_arn = queue_arn(sqs, &queue_url).await?;
     let pattern = serde_json::json!({
         "source": [crate::events::SOURCE],
         "detail-type": [crate::events::DETAIL_TYPE],

@@ -1,10 +1,12 @@
-//! `remindctl local up | run | receive | api | events`: the template's resources on an
-//! emulator, the pipeline played locally (the scheduler's schedule, each channel's event
-//! source mapping and the ledger stream's), a provider on localhost that prints what it
-//! receives, the HTTP API on localhost, and the outcome events the bus delivered.
+//! `remindctl local up | run | receive | api | events | feedback`: the template's resources on
+//! an emulator, the pipeline played locally (the scheduler's schedule, each channel's event
+//! source mapping, the ledger stream's and the SES feedback queue's), a provider on localhost
+//! that prints what it receives, the HTTP API on localhost, the outcome events the bus
+//! delivered, and an SES bounce or complaint to feed the pipeline.
 
 mod api;
 mod events;
+mod feedback;
 mod publish;
 mod receive;
 mod run;
@@ -20,6 +22,7 @@ pub enum LocalCommand {
     Receive(receive::ReceiveArgs),
     Api(api::ApiArgs),
     Events(events::EventsArgs),
+    Feedback(feedback::FeedbackArgs),
 }
 
 pub async fn run(cmd: LocalCommand) -> Result<(), String> {
@@ -30,6 +33,7 @@ pub async fn run(cmd: LocalCommand) -> Result<(), String> {
         LocalCommand::Receive(args) => receive::run(args),
         LocalCommand::Api(args) => api::run(args).await,
         LocalCommand::Events(args) => events::run(args).await,
+        LocalCommand::Feedback(args) => feedback::run(args).await,
     }
 }
 

@@ -15,6 +15,7 @@ use reminders::ports::PortSet;
 use reminders::scheduler::{Scheduler, SchedulerConfig};
 use reminders_harness::local::{self, LocalConfig, Stop};
 
+use super::feedback::FeedbackPlayer;
 use super::require_emulator;
 
 /// Play the scheduler's schedule and each channel's event source mapping with the same
@@ -78,6 +79,7 @@ pub async fn run(args: RunArgs) -> Result<(), String> {
     };
     let sdk = reminders::aws::sdk_config().await;
     let publisher = super::publish::Publisher::from_env(&sdk, &settings.deliveries_table).await?;
+    let feedback = feedback_player(&sdk, &settings).await?;
     let done = AtomicBool::new(false);
     let pipeline = async {
         let report = local::run_with_progress(
@@ -99,9 +101,16 @@ pub async fn run(args: RunArgs) -> Result<(), String> {
             None => Ok(None),
         }
     };
-    let (report, events) = tokio::join!(pipeline, events);
+    let feedback_pass = async {
+        match &feedback {
+            Some(f) => f.play(&done).await.map(Some),
+            None => Ok(None),
+        }
+    };
+    let (report, events, feedback_pass) = tokio::join!(pipeline, events, feedback_pass);
     let report = report.map_err(|e| e.to_string())?;
     let events = events?;
+    let feedback_pass = feedback_pass?;
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
@@ -111,11 +120,22 @@ pub async fn run(args: RunArgs) -> Result<(), String> {
         if let Some(pass) = &events {
             summary["events_published"] = pass.published.into();
         }
+        if let Some(f) = &feedback_pass {
+            summary["feedback"] = serde_json::json!({
+                "suppressed": f.suppressed,
+                "ignored": f.ignored,
+                "dead_lettered": f.dead_lettered,
+            });
+        }
         println!("{summary}");
     } else {
         print_summary(&report, interrupted);
         if let Some(pass) = &events {
             println!("{}", super::publish::summary_line(pass));
+        }
+        // Only when there was some: most runs see none.
+        if let Some(f) = feedback_pass.filter(|f| f.suppressed + f.ignored + f.dead_lettered > 0) {
+            println!("{}", super::feedback::summary_line(&f));
         }
     }
     Ok(())
@@ -143,19 +163,7 @@ async fn handlers(
         dead_letters: adapters.dead_letters,
         providers,
     };
-    // Suppressions are on locally too: SUPPRESSION_KEY (or the secret) when set, otherwise
-    // a fixed development key (the emulator's hashes are nobody's secret).
-    let key = || {
-        reminders::providers::secret::suppression_key(env, &sdk)
-            .map_err(|e| e.to_string())
-            .map(|k| {
-                k.or_else(|| {
-                    reminders::domain::SuppressionKey::new(LOCAL_SUPPRESSION_KEY)
-                        .ok()
-                        .map(reminders::providers::secret::SuppressionKeySource::Fixed)
-                })
-            })
-    };
+    let key = || local_suppression_key(&sdk);
     let consumer = Consumer::new(
         ports.clone(),
         consumer_cfg,
@@ -166,6 +174,42 @@ async fn handlers(
     // The same key: a sole channel's message carries its address's hash (the one read).
     let scheduler = Scheduler::new(ports, scheduler_cfg).with_suppression_key(key()?);
     Ok((scheduler, consumer))
+}
+
+/// Suppressions are on locally too: SUPPRESSION_KEY (or the secret `local up` made) when set,
+/// otherwise a fixed development key (the emulator's hashes are nobody's secret).
+fn local_suppression_key(
+    sdk: &aws_config::SdkConfig,
+) -> Result<Option<reminders::providers::secret::SuppressionKeySource>, String> {
+    reminders::providers::secret::suppression_key(env, sdk)
+        .map_err(|e| e.to_string())
+        .map(|k| {
+            k.or_else(|| {
+                reminders::domain::SuppressionKey::new(LOCAL_SUPPRESSION_KEY)
+                    .ok()
+                    .map(reminders::providers::secret::SuppressionKeySource::Fixed)
+            })
+        })
+}
+
+/// The SES feedback queue's player, when `local up` made the queue: the feedback function's
+/// handler on the reminders table, under the key the consumer reads.
+async fn feedback_player(
+    sdk: &aws_config::SdkConfig,
+    settings: &Settings,
+) -> Result<Option<FeedbackPlayer<reminders::aws::dynamo::DynamoReminderStore>>, String> {
+    if env(super::feedback::FEEDBACK_QUEUE_VAR).is_none() {
+        return Ok(None);
+    }
+    let Some(source) = local_suppression_key(sdk)? else {
+        return Ok(None);
+    };
+    let key = source
+        .get()
+        .await
+        .map_err(|e| format!("reading the suppression key: {e}"))?;
+    let store = Adapters::new(sdk, settings).reminders;
+    Ok(FeedbackPlayer::from_env(sdk, store, key))
 }
 
 /// The key local runs hash suppressed addresses with when none is configured.
@@ -246,11 +290,53 @@ async fn shutdown_signal() {
 }
 
 fn why_stopped(report: &local::LocalReport, interrupted: bool) -> String {
-    match (interrupted, report.idle, report.next_due) {
+    let why: String = match (interrupted, report.idle, report.next_due) {
         (true, _, _) => "interrupted".into(),
         (_, true, Some(at)) => format!("idle; next reminder due {}", at.to_rfc3339()),
         (_, true, None) => "idle; nothing scheduled".into(),
         _ => "time limit".into(),
+    };
+    let held: u32 = report.held.iter().map(|h| h.messages).sum();
+    match held {
+        0 => why,
+        1 => format!("{why}; 1 delivery still pending (below)"),
+        n => format!("{why}; {n} deliveries still pending (below)"),
+    }
+}
+
+/// `email: 1 delivery held until 2026-12-07T00:14:05Z (in 149 s; quiet hours or a retry's
+/// backoff): its message waits in the queue; …`
+pub fn held_line(h: &local::Held, now: reminders::clock::Timestamp) -> String {
+    let n = h.messages;
+    let what = format!(
+        "{}: {n} deliver{}",
+        h.channel,
+        if n == 1 { "y" } else { "ies" }
+    );
+    match h.first_back {
+        Some(at) => format!(
+            "{what} held{} {} (in {} s; quiet hours or a retry's backoff): {} in the \
+             queue; `local run` again then takes {}, and `remind show` says why",
+            if n == 1 {
+                " until"
+            } else {
+                ", the first until"
+            },
+            at.to_rfc3339(),
+            at.since(now).as_secs(),
+            if n == 1 {
+                "its message waits"
+            } else {
+                "their messages wait"
+            },
+            if n == 1 { "it" } else { "them" },
+        ),
+        None => format!(
+            "{what} in flight since before this run (held by an earlier run, or a worker that \
+             stopped; SQS does not say until when): `remind show` says why, and `local run` \
+             takes {} once visible",
+            if n == 1 { "it" } else { "them" },
+        ),
     }
 }
 
@@ -271,6 +357,10 @@ fn print_summary(report: &local::LocalReport, interrupted: bool) {
     }
     for f in &report.failing_shards {
         println!("{}", failing_shard_line(f));
+    }
+    let now = reminders::clock::Clock::now(&SystemClock);
+    for h in &report.held {
+        println!("still pending: {}", held_line(h, now));
     }
     for c in Channel::ALL {
         let m = report.metrics.get(c);
@@ -323,6 +413,11 @@ fn summary_json(report: &local::LocalReport, interrupted: bool) -> serde_json::V
         "retried_errors": report.retried_errors,
         "quarantined": report.quarantined,
         "failing_shards": report.failing_shards,
+        "held": report.held.iter().map(|h| serde_json::json!({
+            "channel": h.channel.as_str(),
+            "messages": h.messages,
+            "first_back": h.first_back.map(|t| t.to_rfc3339()),
+        })).collect::<Vec<_>>(),
         "channels": channels,
     })
 }

@@ -1,10 +1,10 @@
-//! `remindctl local up`: the template's tables and queues, created on the emulator, the
-//! events bus with a rule into a tap queue, and the variables that point the functions (and
+//! `remindctl local up`: the template's tables and queues (the SES feedback queue among them),
+//! created on the emulator, the events bus with a rule into a tap queue, and the variables that point the functions (and
 //! `local run`, `local events`) at them.
 
 use reminders::aws::bootstrap::{
-    create_channel_queues, create_deliveries_table, create_events_tap, create_reminders_table,
-    create_suppression_key_secret, QueueSpec,
+    create_channel_queues, create_deliveries_table, create_events_tap, create_feedback_queues,
+    create_reminders_table, create_suppression_key_secret, QueueSpec,
 };
 use reminders::domain::Channel;
 
@@ -58,6 +58,9 @@ pub async fn run(args: UpArgs) -> Result<(), String> {
     let tap = create_events_tap(&events, &sqs, prefix)
         .await
         .map_err(|e| format!("creating the events bus, tap queue and rule: {e}"))?;
+    let (feedback, feedback_dlq) = create_feedback_queues(&sqs, prefix)
+        .await
+        .map_err(|e| format!("creating the feedback queues: {e}"))?;
     let secrets = aws_sdk_secretsmanager::Client::new(&sdk);
     let key_arn = create_suppression_key_secret(&secrets, prefix)
         .await
@@ -76,6 +79,12 @@ pub async fn run(args: UpArgs) -> Result<(), String> {
     println!("export EVENT_BUS_NAME={}", tap.bus);
     println!("export EVENTS_TAP_QUEUE_URL={}", tap.queue_url);
     println!("export SUPPRESSION_KEY_SECRET_ARN={key_arn}");
+    // `local feedback` sends SES bounces and complaints there; `local run` plays it.
+    println!("export {}={feedback}", super::feedback::FEEDBACK_QUEUE_VAR);
+    println!(
+        "export {}={feedback_dlq}",
+        reminders::feedback::FEEDBACK_DLQ_VAR
+    );
     // `local run`'s HTTP provider may then reach `local receive` over plain http on loopback
     // (https only otherwise).
     println!("export {}=1", reminders::providers::ALLOW_LOOPBACK_HTTP_VAR);
