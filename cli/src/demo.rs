@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
+use reminders_harness::sim::report::hanging;
 use reminders_harness::sim::{chart, simulate, Profile, SimConfig};
 
 /// A series load, for the demo and the planner: N subscribers' series of one rule.
@@ -274,8 +275,88 @@ pub async fn run(args: DemoArgs) -> Result<(), String> {
         println!("{}", report.to_json());
         eprintln!("chart: {}", args.chart.display());
     } else {
+        print!("{}", simulated(&cfg));
         print!("{report}");
         println!("chart               {}", args.chart.display());
+        print!("{}", TRY_NEXT);
     }
     Ok(())
 }
+
+/// What the run simulated, before what became of it: the load, the seed, the provider the
+/// profile describes (throughput, failure rates, the outage) and the recipients' rules.
+fn simulated(cfg: &SimConfig) -> String {
+    let p = &cfg.profile;
+    let minutes = |secs: u64| match secs % 60 {
+        0 => format!("{} min", secs / 60),
+        _ => format!("{secs} s"),
+    };
+    let pct = |r: f64| format!("{}%", (r * 1000.0).round() / 10.0);
+    let load = match &cfg.series {
+        Some(_) => format!(
+            "{} occurrences of series due over {}",
+            reminders_harness::sim::planned(cfg),
+            minutes(cfg.window.as_secs())
+        ),
+        None => format!(
+            "{} reminders due over {}, a third on each channel",
+            cfg.reminders,
+            minutes(cfg.window.as_secs())
+        ),
+    };
+    let outage = match p.outage_start_secs {
+        Some(start) => format!(
+            "; {} down (503 to every call) from minute {} to {}",
+            p.outage_channel.map_or("every provider", |c| c.as_str()),
+            start / 60,
+            (start + p.outage_secs) / 60
+        ),
+        None => String::new(),
+    };
+    let mut out = hanging(
+        "simulated",
+        &format!(
+            "{load}, each fresh for {} after its due time; seed {} (the same seed gives the \
+             same run)",
+            minutes(cfg.freshness.as_secs()),
+            cfg.seed
+        ),
+    );
+    out += &hanging(
+        "provider",
+        &format!(
+            "push {}/s · email {}/s · sms {}/s; of its calls {} answer 429 (retry after {} s), {} \
+         503, {} time out, {} are refused for good{outage}{}",
+            p.push_per_sec,
+            p.email_per_sec,
+            p.sms_per_sec,
+            pct(p.rate_429),
+            p.retry_after_secs,
+            pct(p.rate_5xx),
+            pct(p.rate_timeout),
+            pct(p.rate_permanent),
+            if p.idempotent {
+                ""
+            } else {
+                "; it ignores idempotency keys"
+            }
+        ),
+    );
+    if cfg.recipient_rules {
+        out += &hanging(
+            "recipients",
+            "1 in 10 opted out of SMS, 1 in 5 with push quiet hours, 1 in 5 with email quiet \
+             hours",
+        );
+    }
+    out + "\n"
+}
+
+/// Where to go from the report.
+const TRY_NEXT: &str = "
+try next            remindctl demo --seed 8 (another run) · --no-outage · --rate-429 0.3 (a
+                    throttling provider) · --non-idempotent (a provider that ignores the keys) ·
+                    --recipient-rules · --series 5000 --rule \"FREQ=DAILY;BYHOUR=9;BYMINUTE=0\"
+                    remindctl plan --help sizes a deployment for your peak; every line above is
+                    explained in docs/performance.md
+";

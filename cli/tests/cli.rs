@@ -403,3 +403,53 @@ fn chaos_help_lists_which_plant_fires_which_counter() {
         assert!(help.contains(&pair), "{pair} missing from:\n{help}");
     }
 }
+
+/// The demo's report explains itself: it opens with what it simulated (the load, the seed, the
+/// provider's failure rates and outage), says what a death's reason means, defines the stage
+/// table's columns, and closes with what to try next.
+#[test]
+fn the_demo_report_says_what_it_simulated_and_what_to_try_next() {
+    let chart = std::env::temp_dir().join(format!("remindctl-report-{}.svg", std::process::id()));
+    let out = remindctl(&[
+        "demo",
+        "--reminders",
+        "2000",
+        "--seed",
+        "3",
+        "--rate-permanent",
+        "0.05",
+        "--chart",
+        chart.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let first = text.lines().next().unwrap();
+    assert!(
+        first.starts_with("simulated           2000 reminders due over 30 min"),
+        "{text}"
+    );
+    for said in [
+        "seed 3 (the same seed gives the same run)",
+        "5% are refused for good",
+        "sms down (503 to every call) from minute 10 to 15",
+        "(refused for good by the provider: the profile's permanent failures)",
+        "peak: the busiest moment's share of the stage's capacity",
+        "limit s: seconds the",
+        "1 schedule, 50 s deadline, at most 120000 reminders a run",
+        "try next remindctl demo --seed 8",
+        "docs/performance.md",
+    ] {
+        // As read: the report wraps its long lines under their label.
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(flat.contains(said), "{said:?} missing from:\n{text}");
+    }
+    let svg = std::fs::read_to_string(&chart).unwrap();
+    assert!(
+        svg.contains("Not delivered per minute"),
+        "the deaths' own panel"
+    );
+}

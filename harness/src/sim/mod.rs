@@ -117,8 +117,13 @@ fn capacities(cfg: &SimConfig) -> stages::Capacities {
     };
     stages::Capacities {
         scheduler: format!(
-            "{} schedules, {} s deadline, {} a run",
+            "{} schedule{}, {} s deadline, at most {} reminders a run",
             cfg.scheduler_parallelism,
+            if cfg.scheduler_parallelism == 1 {
+                ""
+            } else {
+                "s"
+            },
             reminders::scheduler::config::FUNCTION_TIMEOUT_SECS,
             cfg.max_per_run
         ),

@@ -132,6 +132,43 @@ pub(super) async fn build(
     }
 }
 
+/// A report line: `label` in the first 20 columns, `text` after it, wrapped at 100 columns
+/// under itself.
+pub fn hanging(label: &str, text: &str) -> String {
+    const INDENT: usize = 20;
+    const WIDTH: usize = 100;
+    let mut out = format!("{label:<INDENT$}");
+    let mut col = out.chars().count();
+    for (i, word) in text.split(' ').enumerate() {
+        let len = word.chars().count();
+        if i > 0 && col + 1 + len > WIDTH {
+            out += &format!("\n{:INDENT$}", "");
+            col = INDENT;
+        } else if i > 0 {
+            out.push(' ');
+            col += 1;
+        }
+        out += word;
+        col += len;
+    }
+    out + "\n"
+}
+
+/// What a death of the simulation means, in the words of the profile that caused it.
+fn gloss(reason: DeadReason) -> Option<&'static str> {
+    Some(match reason {
+        DeadReason::Rejected => {
+            "refused for good by the provider: the profile's permanent failures"
+        }
+        DeadReason::AttemptsExhausted => "5xx and timeouts outlasted the attempt budget",
+        DeadReason::ThrottleExhausted => "429s outlasted the throttle budget",
+        DeadReason::Ambiguous => {
+            "timed out on a provider that ignores idempotency keys: maybe sent, reconcile by hand"
+        }
+        _ => return None,
+    })
+}
+
 impl SimReport {
     /// The report as one JSON line.
     pub fn to_json(&self) -> String {
@@ -177,7 +214,11 @@ impl fmt::Display for SimReport {
         let sum = |l: &[(&DeadReason, &u64)]| l.iter().map(|(_, n)| **n).sum::<u64>();
         writeln!(f, "dead                {}", sum(&failures))?;
         for (reason, n) in &failures {
-            writeln!(f, "  {:<20}{n}", reason.as_str())?;
+            write!(f, "  {:<20}{n}", reason.as_str())?;
+            match gloss(**reason) {
+                Some(why) => writeln!(f, "  ({why})")?,
+                None => writeln!(f)?,
+            }
         }
         if !choices.is_empty() {
             writeln!(

@@ -226,6 +226,17 @@ impl fmt::Display for StageReport {
                 writeln!(f)
             }
             None => writeln!(f, "bottleneck: none (no stage was ever the limit)"),
-        }
+        }?;
+        write!(
+            f,
+            "{}",
+            super::report::hanging(
+                "",
+                "peak: the busiest moment's share of the stage's capacity · limit s: seconds the \
+                 stage held work back at its capacity · throttles: requests refused for capacity \
+                 (DynamoDB, Lambda concurrency, the provider's 429s) · bottleneck: the stage \
+                 that held work back longest",
+            )
+        )
     }
 }
