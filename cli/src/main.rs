@@ -138,8 +138,22 @@ fn main() -> ExitCode {
     match configured.and_then(|()| run(cli.command)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("remindctl: {e}");
+            eprintln!("remindctl: {}", with_next_step(&e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// An error a user can act on, said so: the SDK reports missing credentials as a failed
+/// dispatch (after trying the instance metadata service), which reads as if the emulator
+/// did not answer.
+fn with_next_step(e: &str) -> String {
+    if e.contains("loading credentials") || e.contains("no credentials") {
+        return format!(
+            "no AWS credentials found (the SDK said: {e}). Against an emulator any will do: \
+             export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test (infra/emulator.sh prints \
+             them); on AWS, configure a profile, SSO or the environment"
+        );
+    }
+    e.to_owned()
 }

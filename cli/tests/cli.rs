@@ -453,3 +453,35 @@ fn the_demo_report_says_what_it_simulated_and_what_to_try_next() {
         "the deaths' own panel"
     );
 }
+
+/// Without credentials the SDK fails before it reaches the emulator, and says so as a failed
+/// dispatch after asking the instance metadata service: the error says what to export instead.
+#[test]
+fn missing_credentials_say_what_to_export() {
+    let home = std::env::temp_dir().join(format!("remindctl-nohome-{}", std::process::id()));
+    std::fs::create_dir_all(&home).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_remindctl"))
+        .args(["local", "up", "--prefix", "no-credentials"])
+        .env_remove("AWS_ACCESS_KEY_ID")
+        .env_remove("AWS_SECRET_ACCESS_KEY")
+        .env_remove("AWS_SESSION_TOKEN")
+        .env_remove("AWS_PROFILE")
+        .env("HOME", &home)
+        .env("AWS_CONFIG_FILE", home.join("config"))
+        .env("AWS_SHARED_CREDENTIALS_FILE", home.join("credentials"))
+        // Nothing listens there: the credentials fail first.
+        .env("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+        .env("AWS_REGION", "us-east-1")
+        // No instance metadata service to wait for.
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("remindctl: no AWS credentials found")
+            && err.contains("export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test"),
+        "{err}"
+    );
+}

@@ -6,16 +6,17 @@
 
 use std::process::Command;
 
-fn walkthrough() -> Vec<String> {
+/// The lines of the README's shell block between `<!-- NAME:start -->` and `<!-- NAME:end -->`.
+fn readme_block(name: &str) -> Vec<String> {
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
         .expect("README.md at the project root");
     let start = readme
-        .find("<!-- walkthrough:start -->")
-        .expect("the walkthrough:start marker");
-    let end = readme
-        .find("<!-- walkthrough:end -->")
-        .expect("the end marker");
-    let block = &readme[start..end];
+        .find(&format!("<!-- {name}:start -->"))
+        .unwrap_or_else(|| panic!("the {name}:start marker"));
+    let end = readme[start..]
+        .find(&format!("<!-- {name}:end -->"))
+        .unwrap_or_else(|| panic!("the {name}:end marker"));
+    let block = &readme[start..start + end];
     block
         .lines()
         .skip_while(|l| !l.starts_with("```sh"))
@@ -25,8 +26,12 @@ fn walkthrough() -> Vec<String> {
         .collect()
 }
 
+fn walkthrough() -> Vec<String> {
+    readme_block("walkthrough")
+}
+
 /// A README line as this test runs it; `None` for what the test's environment already did.
-fn adapt(line: &str, prefix: &str, port: u16) -> Option<String> {
+fn adapt(line: &str, prefix: &str, (port, api_port): (u16, u16)) -> Option<String> {
     let command = line.split(" # ").next().unwrap_or(line).trim_end();
     // The emulator is started, and its variables exported, by the test runner (moto, or
     // LocalStack on its leg); `infra/emulator.sh` has its test below.
@@ -38,6 +43,7 @@ fn adapt(line: &str, prefix: &str, port: u16) -> Option<String> {
         .replace("cargo run -q -p remindctl --", bin)
         .replace("local up", &format!("local up --prefix {prefix}"))
         .replace("8080", &port.to_string())
+        .replace("8081", &api_port.to_string())
         .replace(" $EMULATOR_PID", "");
     // What `remind show` prints is checked on its own, after this marker.
     Some(if command.contains("remind show") {
@@ -54,50 +60,59 @@ fn free_port() -> u16 {
     socket.local_addr().unwrap().port()
 }
 
-#[test]
-fn the_readme_walkthrough_delivers_a_reminder_to_the_local_receiver() {
+/// The README's blocks, as this test runs them in one shell (the second needs the first's
+/// variables), bounded: a walk-through that cannot deliver would otherwise retry until
+/// freshness ends. Its stdout.
+fn run_blocks(blocks: &[Vec<String>]) -> String {
     std::env::var("AWS_ENDPOINT_URL")
         .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");
-    let lines = walkthrough();
-    assert!(
-        lines.len() >= 6,
-        "the walk-through lost its lines: {lines:?}"
+    let (prefix, ports) = (
+        format!("walk-{}", std::process::id()),
+        (free_port(), free_port()),
     );
-    let (prefix, port) = (format!("walk-{}", std::process::id()), free_port());
-    let script: Vec<String> = lines
-        .iter()
-        .filter_map(|l| adapt(l, &prefix, port))
-        .collect();
-    let receiver = script.iter().position(|l| l.contains("local receive"));
-    let receiver = receiver.expect("the walk-through starts the receiver");
-    // The receiver needs a moment to listen before anything sends to it.
-    let mut script = script;
-    script.insert(receiver + 1, "sleep 1".into());
+    let mut script = Vec::new();
+    for lines in blocks {
+        assert!(lines.len() >= 6, "a block lost its lines: {lines:?}");
+        let mut block: Vec<String> = lines
+            .iter()
+            .filter_map(|l| adapt(l, &prefix, ports))
+            .collect();
+        let receiver = block.iter().position(|l| l.contains("local receive"));
+        let receiver = receiver.expect("each block starts the receiver");
+        // The receiver needs a moment to listen before anything sends to it.
+        block.insert(receiver + 1, "sleep 1".into());
+        script.extend(block);
+    }
     let text = format!(
         "set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n{}\n",
         script.join("\n")
     );
-    // Bounded: a walk-through that cannot deliver would otherwise retry until freshness ends.
     let out = Command::new("timeout")
         .args(["300", "bash", "-c"])
         .arg(&text)
         .output()
         .expect("bash runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),
         "the walk-through failed:\n{text}\n{stdout}\n{stderr}"
     );
+    assert!(
+        !stdout.contains("you@example.org") && !stdout.contains("user@example.org"),
+        "a recipient in clear:\n{stdout}"
+    );
+    stdout
+}
+
+#[test]
+fn the_readme_walkthrough_delivers_a_reminder_to_the_local_receiver() {
+    let stdout = run_blocks(&[walkthrough()]);
     let delivered = stdout
         .lines()
         .find(|l| l.starts_with("delivered email "))
-        .unwrap_or_else(|| panic!("the receiver got nothing:\n{stdout}\n{stderr}"));
+        .unwrap_or_else(|| panic!("the receiver got nothing:\n{stdout}"));
     assert!(delivered.contains("subject \"Pickup\""), "{delivered}");
-    assert!(
-        !stdout.contains("you@example.org"),
-        "a recipient in clear:\n{stdout}"
-    );
     let key = delivered.split_whitespace().nth(2).expect("a delivery key");
     assert!(key.starts_with("d1_"), "{delivered}");
     let shown = stdout
@@ -110,6 +125,44 @@ fn the_readme_walkthrough_delivers_a_reminder_to_the_local_receiver() {
         "remind show names the key the provider saw:\n{shown}"
     );
     assert!(shown.contains("delivered"), "{shown}");
+}
+
+/// The tour's second block, after the first in the same shell: a reminder PUT with curl
+/// through `local api`, delivered by `local run`, then read back with its outcome, and its
+/// outcome event heard from the bus.
+#[test]
+fn the_readme_api_block_delivers_and_reports_the_outcome() {
+    let stdout = run_blocks(&[walkthrough(), readme_block("walkthrough-api")]);
+    let api: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with(SHOW))
+        .skip_while(|l| !l.contains("\"reminder_id\":\"r-1\""))
+        .collect();
+    let created = api
+        .first()
+        .unwrap_or_else(|| panic!("no PUT answer:\n{stdout}"));
+    assert!(created.contains("\"status\":\"scheduled\""), "{created}");
+    assert!(
+        api.iter()
+            .any(|l| l.contains("\"reminder_id\":\"r-1\"")
+                && l.contains("\"outcome\":\"delivered\"")),
+        "GET never said delivered:\n{stdout}"
+    );
+    // curl prints no newline after a body: the receiver's line may follow on the same one.
+    assert!(
+        api.iter()
+            .any(|l| l.contains("delivered email ") && l.contains("subject \"Pickup at 5 pm\"")),
+        "the receiver never got it:\n{stdout}"
+    );
+    // As the emulator's bus wrote it (moto and LocalStack space their JSON differently).
+    let event = api
+        .iter()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| {
+            e["detail-type"] == "Reminder Delivery Settled" && e["detail"]["reminder_id"] == "r-1"
+        })
+        .unwrap_or_else(|| panic!("no outcome event for r-1:\n{stdout}"));
+    assert_eq!(event["detail"]["outcome"], "delivered", "{event}");
 }
 
 /// `infra/emulator.sh`, the tour's first line: it starts the pinned moto on the port it is given

@@ -38,7 +38,7 @@ pub async fn run(args: UpArgs) -> Result<(), String> {
         .list_tables()
         .send()
         .await
-        .map_err(|e| format!("cannot reach {endpoint}: {}", one_line(&e)))?
+        .map_err(|e| format!("listing the tables on {endpoint}: {}", one_line(&e)))?
         .table_names
         .unwrap_or_default();
     if !existing.contains(&rem) {
