@@ -87,11 +87,15 @@ if [[ -z "${MOTO_ENDPOINT:-}" ]]; then
   PIDS+=($!)
   MOTO_ENDPOINT="http://127.0.0.1:$MOTO_PORT"
   wait_for "$MOTO_ENDPOINT/moto-api/" "moto server" 30
+  python3 "$ROOT/infra/loopback_only.py" "${PIDS[-1]}" "moto server"
 fi
 
 LS_PORT="$(free_port)"
 step "starting LocalStack 4.9.2 (host mode) on 127.0.0.1:$LS_PORT (log: $TMP/localstack.log)"
-GATEWAY_LISTEN="127.0.0.1:$LS_PORT" \
+# On loopback only: an unauthenticated AWS emulator must not be reachable from other hosts.
+# LocalStack's default gateway server (twisted) listens on 0.0.0.0 whatever GATEWAY_LISTEN
+# says (it passes only the port on); hypercorn binds the host given. Checked below.
+GATEWAY_SERVER=hypercorn GATEWAY_LISTEN="127.0.0.1:$LS_PORT" \
   SERVICES=sqs,sns,ses,events,scheduler,secretsmanager \
   LOCALSTACK_VOLUME_DIR="$TMP/volume" \
   SKIP_INFRA_DOWNLOADS=1 DISABLE_EVENTS=1 \
@@ -101,6 +105,9 @@ if ! wait_for "http://127.0.0.1:$LS_PORT/_localstack/health" "LocalStack" 120; t
   tail -n 40 "$TMP/localstack.log" >&2
   exit 1
 fi
+# What `ss -ltnp` would show for it and its children: loopback, or the leg stops here.
+python3 "$ROOT/infra/loopback_only.py" "${PIDS[-1]}" "LocalStack"
+
 
 export AWS_ENDPOINT_URL="http://127.0.0.1:$LS_PORT"
 export AWS_ENDPOINT_URL_DYNAMODB="$MOTO_ENDPOINT"
@@ -117,9 +124,9 @@ unset AWS_PROFILE AWS_SESSION_TOKEN
 SUITE='binary(local) | binary(e2e) | binary(events) | binary(providers) | binary(api) | binary(ops) | binary(subscriber) | binary(walkthrough) | binary(series) | binary(series_cli)'
 step "the LocalStack leg (SQS, SNS, EventBridge, Secrets Manager at $AWS_ENDPOINT_URL; DynamoDB, Streams, SES v2, CloudFormation at $MOTO_ENDPOINT)"
 if cargo nextest --version >/dev/null 2>&1; then
-  cargo nextest run --workspace --locked --no-fail-fast -E "$SUITE"
+  cargo nextest run --workspace --all-features --locked --no-fail-fast -E "$SUITE"
 else
-  for t in local e2e events providers series; do cargo test -p reminders --locked --test "$t"; done
-  for t in api ops subscriber walkthrough series series_cli; do cargo test -p remindctl --locked --test "$t"; done
-  cargo test -p api --locked --test series
+  for t in local e2e events providers series; do cargo test -p reminders --features emulator --locked --test "$t"; done
+  for t in api ops subscriber walkthrough series series_cli; do cargo test -p remindctl --features emulator --locked --test "$t"; done
+  cargo test -p api --features emulator --locked --test series
 fi

@@ -209,6 +209,10 @@ async fn send(
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn local_api_creates_cancels_and_follows_reminders_through_the_pipeline() {
     std::env::var("AWS_ENDPOINT_URL")
         .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");
@@ -510,6 +514,10 @@ async fn local_api_creates_cancels_and_follows_reminders_through_the_pipeline() 
 /// delivery inside quiet hours waits for their end (deferred, nothing spent), and one stale
 /// before they end is dead `expired_quiet_hours`.
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn preferences_set_through_the_api_are_honoured_by_the_pipeline() {
     let (env, receiver, api, base, http, now_ms) = local_stack("prefs", &["EMAIL", "SMS"], &[]);
     // A UTC window from an hour ago to an hour from now: quiet now, for email.
@@ -607,6 +615,10 @@ async fn preferences_set_through_the_api_are_honoured_by_the_pipeline() {
 /// it is not sent — the ledger, `remind show` and the events say `suppressed`; the operator
 /// lists the suppression (masked, hashed, never the address) and lifts it.
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn a_410_suppresses_the_address_and_the_next_reminder_to_it_is_not_sent() {
     let dead = "user1@example.org";
     let (env, receiver, api, base, http, now_ms) =
@@ -725,6 +737,10 @@ async fn a_410_suppresses_the_address_and_the_next_reminder_to_it_is_not_sent() 
 /// The ledger (GET, `remind show`) and the events tell the chain; a channel in standby behind a
 /// delivered one is never sent.
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn an_opted_out_or_quiet_channel_falls_back_to_the_next_one_on_the_emulator() {
     let (env, receiver, api, base, http, now_ms) = local_stack("fb", &["EMAIL", "SMS"], &[]);
     let put = |url: String, b: Value| {
@@ -848,6 +864,10 @@ async fn an_opted_out_or_quiet_channel_falls_back_to_the_next_one_on_the_emulato
 /// ends, a minute or two later — not before. The ledger's history and `remind show` say why it
 /// waited. (The 23:30 → 07:00 case itself runs on a virtual clock: tests/consumer/rules.rs.)
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn a_delivery_inside_quiet_hours_goes_out_when_they_end_on_the_emulator() {
     let (env, receiver, api, base, http, now_ms) = local_stack("quiet", &["EMAIL"], &[]);
     // Kolkata is UTC+05:30: the window opened in the last minute and closes at the start of
@@ -916,6 +936,10 @@ async fn a_delivery_inside_quiet_hours_goes_out_when_they_end_on_the_emulator() 
 /// come from the development headers, so a call without them is 401, another caller finds
 /// nothing (404) and a missing scope is 403, as the deployed authorizer and router answer.
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn local_api_trusting_identity_headers_applies_owners_and_scopes() {
     std::env::var("AWS_ENDPOINT_URL")
         .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");

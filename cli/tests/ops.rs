@@ -35,6 +35,10 @@ fn ok(args: &[&str], env: &BTreeMap<String, String>) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 fn operator_commands_against_the_emulator() {
     std::env::var("AWS_ENDPOINT_URL")
         .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");
@@ -334,6 +338,10 @@ fn operator_commands_against_the_emulator() {
 /// An item the scheduler quarantined, or one that does not decode at all, is still shown:
 /// its raw status, the reason naming the attribute, and what cannot be read.
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn remind_show_explains_a_quarantined_item() {
     use aws_sdk_dynamodb::types::AttributeValue as Av;
     std::env::var("AWS_ENDPOINT_URL")
@@ -428,6 +436,10 @@ async fn dynamodb_get(
 /// both written raw, end quarantined with a reason naming the field within one sweep (the first
 /// run sweeps), and `remind quarantined` lists them.
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn local_run_quarantines_items_no_query_reaches() {
     use aws_sdk_dynamodb::types::AttributeValue as Av;
     let env = stack(&format!("w6-{}", std::process::id()));
@@ -460,6 +472,10 @@ async fn local_run_quarantines_items_no_query_reaches() {
 /// A failing shard through `local run`: a shard whose due-index query keeps failing is reported in
 /// the run's summary, naming the shard and the runs in a row, not only in a debug log.
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn local_run_reports_a_failing_shard() {
     use aws_sdk_dynamodb::types::AttributeValue as Av;
     let env = stack(&format!("w7-{}", std::process::id()));
@@ -518,6 +534,10 @@ async fn local_run_reports_a_failing_shard() {
 /// command, with no table or queue variable set. The stack here is one on the emulator whose
 /// outputs name the resources `local up` made, as the template's outputs name its own.
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn a_stack_name_configures_every_command() {
     let prefix = format!("stk-{}", std::process::id());
     let made = stack(&prefix);

@@ -199,6 +199,10 @@ impl Local {
 /// makes nothing for that time; the same `PUT` again with new content (an edit) does not
 /// either, and `local run` then sends nothing.
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn a_series_edited_after_its_creation_sends_nothing_due_before_it_existed() {
     let local = Local::start("series-past");
     let http = reqwest::Client::new();
@@ -244,6 +248,10 @@ async fn a_series_edited_after_its_creation_sends_nothing_due_before_it_existed(
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn a_series_through_local_api_and_local_run_delivers_each_occurrence_once_on_time() {
     let local = Local::start("series");
     let (env, receiver, base) = (&local.env, &local.receiver, &local.base);

@@ -75,6 +75,10 @@ fn create_args<'a>(id: &'a str, rule: &'a str, starts_at: &'a str, body: &'a str
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 fn series_commands_against_the_emulator() {
     std::env::var("AWS_ENDPOINT_URL")
         .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");

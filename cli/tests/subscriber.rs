@@ -56,6 +56,10 @@ fn utc_clock(minutes: i64) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 fn subscriber_preferences_are_set_shown_and_explained() {
     let env = local_up(&format!("subs-{}", std::process::id()));
 
@@ -227,6 +231,10 @@ fn explained_by_remind_show(env: &BTreeMap<String, String>) {
 /// `subscriber erase` on the emulator, with `local up`'s suppression key: the subscriber's
 /// reminder is cancelled and deleted, their preferences too; again, nothing is left to erase.
 #[test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 fn subscriber_erase_cancels_and_deletes_and_is_idempotent() {
     let env = local_up(&format!("erase-{}", std::process::id()));
     let created = ok(
@@ -319,6 +327,10 @@ fn finishes_within(secs: u64, args: &[&str], env: &BTreeMap<String, String>) -> 
 /// summary says what is still pending and when it comes back; a second run, which cannot know
 /// when that message comes back, stops too (rather than waiting out the quiet hours) and names it.
 #[test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 fn an_idle_run_names_the_delivery_it_held_past_its_horizon() {
     let env = local_up(&format!("held-{}", std::process::id()));
     let window = format!("email={}-{}@UTC", utc_clock(-60), utc_clock(120));
@@ -368,6 +380,10 @@ fn an_idle_run_names_the_delivery_it_held_past_its_horizon() {
 /// both addresses are suppressed, and the next reminder to one of them ends `suppressed`
 /// without a send. A bad address is refused in one line.
 #[test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 fn a_bounce_and_a_complaint_fed_locally_suppress_their_addresses() {
     let env = local_up(&format!("feedback-{}", std::process::id()));
     let run_env = providers_off(&env);

@@ -106,6 +106,10 @@ fn run_blocks(blocks: &[Vec<String>]) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 fn the_readme_walkthrough_delivers_a_reminder_to_the_local_receiver() {
     let stdout = run_blocks(&[walkthrough()]);
     let delivered = stdout
@@ -131,6 +135,10 @@ fn the_readme_walkthrough_delivers_a_reminder_to_the_local_receiver() {
 /// through `local api`, delivered by `local run`, then read back with its outcome, and its
 /// outcome event heard from the bus.
 #[test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 fn the_readme_api_block_delivers_and_reports_the_outcome() {
     let stdout = run_blocks(&[walkthrough(), readme_block("walkthrough-api")]);
     let api: Vec<&str> = stdout
@@ -169,6 +177,10 @@ fn the_readme_api_block_delivers_and_reports_the_outcome() {
 /// and prints the variables that point the SDK at it, and refuses a port already taken rather
 /// than leave the tour writing into whatever holds it.
 #[test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 fn the_emulator_script_starts_moto_and_refuses_a_port_already_taken() {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../infra/emulator.sh");
     let port = free_port().to_string();

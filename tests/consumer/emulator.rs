@@ -137,6 +137,10 @@ fn actions(o: &BatchOutcome) -> Vec<Action> {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn emulator_same_message_twice_in_sequence_sends_once() {
     let w = Aws::new(long_lease_config()).await;
     let msg = message(&w.reminder("dup").await, SMS);
@@ -153,6 +157,10 @@ async fn emulator_same_message_twice_in_sequence_sends_once() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn emulator_lost_outcome_write_resolves_by_the_ambiguous_rule() {
     // No backoff after the lost attempt, so the resend follows the lease at once (the wait a
     // backoff adds is tested in memory, on virtual time).
@@ -185,6 +193,10 @@ async fn emulator_lost_outcome_write_resolves_by_the_ambiguous_rule() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn emulator_no_call_before_retry_after_and_no_attempt_spent() {
     // One record at a time: the two held copies come back together, and moto's conditional
     // writes are not atomic across concurrent requests (both claims of one batch can land, a
@@ -230,6 +242,10 @@ async fn emulator_no_call_before_retry_after_and_no_attempt_spent() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn emulator_attempts_exhausted_dead_letters_with_evidence() {
     let cfg = ConsumerConfig {
         policy: RetryPolicy {

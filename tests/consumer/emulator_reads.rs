@@ -227,6 +227,10 @@ async fn deliver_with(
 /// suppression in one strongly consistent `BatchGetItem` after the claim. Held exactly, so a
 /// read added to the path (or the batch split in two) shows here.
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn a_delivered_single_channel_reminder_costs_one_read_request_on_the_emulator() {
     let ran = deliver_with("reads-one", true, true, |_, _| None).await;
     assert_eq!(ran.record.status(), Status::Delivered);
@@ -243,6 +247,10 @@ async fn a_delivered_single_channel_reminder_costs_one_read_request_on_the_emula
 /// key the scheduler could not read) costs two: the reminder (`GetItem`, before the claim),
 /// then the preferences and the suppression (one `BatchGetItem`, after it).
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn a_message_without_the_sole_marks_costs_two_read_requests_on_the_emulator() {
     let ran = deliver_with("reads-plain", true, false, |_, _| None).await;
     assert_eq!(ran.record.status(), Status::Delivered);
@@ -253,6 +261,10 @@ async fn a_message_without_the_sole_marks_costs_two_read_requests_on_the_emulato
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn an_opt_out_landing_right_before_the_claim_wins_on_the_emulator() {
     for sole in [false, true] {
         let ran = deliver_with(
@@ -277,6 +289,10 @@ async fn an_opt_out_landing_right_before_the_claim_wins_on_the_emulator() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn a_suppression_landing_right_before_the_claim_wins_on_the_emulator() {
     for sole in [false, true] {
         let ran = deliver_with(
@@ -303,6 +319,10 @@ async fn a_suppression_landing_right_before_the_claim_wins_on_the_emulator() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn a_cancel_landing_right_before_the_claim_wins_on_the_emulator() {
     for sole in [false, true] {
         let ran = deliver_with(

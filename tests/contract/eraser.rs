@@ -189,6 +189,10 @@ async fn memory_eraser_meets_the_contract() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn dynamodb_eraser_meets_the_contract() {
     let client = common::dynamo().await;
     let table = common::reminders_table(&client).await;

@@ -272,6 +272,10 @@ async fn memory_ledger_meets_the_contract() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn dynamodb_ledger_meets_the_contract() {
     let client = common::dynamo().await;
     let table = common::deliveries_table(&client).await;
@@ -283,6 +287,10 @@ async fn dynamodb_ledger_meets_the_contract() {
 /// transition, and both attributes are still there: a writer never drops what it does not
 /// know.
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn dynamodb_ledger_keeps_what_a_newer_version_wrote() {
     use aws_sdk_dynamodb::types::AttributeValue;
     let client = common::dynamo().await;

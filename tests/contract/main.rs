@@ -2,7 +2,9 @@
 //! implementation and against the adapter on the emulator (moto server, started by
 //! `infra/test.sh`), so the two cannot drift.
 //!
-//! Emulator tests need `AWS_ENDPOINT_URL`; without it they fail, never skip.
+//! The emulator tests run with the `emulator` feature (infra/test.sh turns it on; without it
+//! they are listed as ignored); with it they need `AWS_ENDPOINT_URL`, and fail without it,
+//! never skip.
 
 mod common;
 mod eraser;

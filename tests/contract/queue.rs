@@ -171,6 +171,10 @@ async fn memory_dead_letters_refuse_what_sqs_refuses() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn sqs_queues_meet_the_contract() {
     let client = common::sqs().await;
     let (queues, dlqs) = common::channel_queues(&client, QueueSpec::default()).await;
@@ -207,6 +211,10 @@ async fn memory_redrive_policy_matches_sqs() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn sqs_redrive_policy_reads_as_receive_count_exceeded() {
     let client = common::sqs().await;
     let spec = QueueSpec {
@@ -295,6 +303,10 @@ async fn the_memory_queue_has_both_behaviours_of_an_older_handle() {
 /// The emulator's answer is one of the two the memory queue models, so the chaos worlds,
 /// which run both, cover it.
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn an_older_handle_on_sqs_is_one_of_the_modelled_behaviours() {
     let client = common::sqs().await;
     let (queues, _) = common::channel_queues(&client, QueueSpec::default()).await;

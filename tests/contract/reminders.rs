@@ -608,6 +608,10 @@ async fn memory_store_meets_the_contract() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn dynamodb_store_meets_the_contract() {
     let client = common::dynamo().await;
     let table = common::reminders_table(&client).await;
@@ -716,6 +720,10 @@ async fn unreadable_preferences(client: aws_sdk_dynamodb::Client, table: String)
 /// reminder's item (at the top level, a map and a plain value). This version's edit, which
 /// writes the item whole, keeps both as they were.
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn dynamodb_store_keeps_what_a_newer_version_wrote_on_a_reminder() {
     use aws_sdk_dynamodb::types::AttributeValue as A;
     use reminders::outbox::{self, Edit, Edited, Retention};

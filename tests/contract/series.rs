@@ -212,6 +212,10 @@ async fn memory_series_store_meets_the_contract() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn dynamodb_series_store_meets_the_contract() {
     let client = common::dynamo().await;
     let table = common::reminders_table(&client).await;
@@ -221,6 +225,10 @@ async fn dynamodb_series_store_meets_the_contract() {
 /// A deploy in progress: a series a newer version wrote, with a field this version does not
 /// know. The maker of this version writes its progress over it, and the field is still there.
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn dynamodb_series_store_keeps_what_a_newer_version_wrote() {
     use aws_sdk_dynamodb::types::AttributeValue;
     let client = common::dynamo().await;

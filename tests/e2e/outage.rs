@@ -33,6 +33,10 @@ struct Provider {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn an_outage_holds_every_delivery_and_each_is_delivered_once_after_it() {
     std::env::var("AWS_ENDPOINT_URL")
         .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");

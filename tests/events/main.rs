@@ -146,6 +146,10 @@ async fn fresh_pass(events: &Events) -> u32 {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn an_event_survives_a_publisher_killed_before_or_after_put_events() {
     use reminders::aws::bootstrap::QueueSpec;
     use reminders::ports::Ledger;

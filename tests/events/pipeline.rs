@@ -36,6 +36,10 @@ async fn play_until(events: &Events, done: &AtomicBool) -> Pass {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn each_settled_delivery_of_a_local_run_is_one_event_with_the_providers_key() {
     let spec = QueueSpec {
         visibility_timeout_secs: 10,

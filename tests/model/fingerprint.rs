@@ -205,7 +205,8 @@ fn change<H: Hasher>(c: &Change, names: &mut Names, h: &mut H) {
 /// Every field a decision reads; `seq` relative to the ledger's.
 fn record<H: Hasher>(r: Option<&DeliveryRecord>, base: u64, names: &mut Names, h: &mut H) {
     let Some(r) = r else {
-        return 0u8.hash(h);
+        0u8.hash(h);
+        return;
     };
     1u8.hash(h);
     (r.status(), base.wrapping_sub(r.seq())).hash(h);

@@ -66,6 +66,10 @@ fn ses(sdk: &aws_config::SdkConfig, from: &str) -> SesProvider<SystemClock> {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn ses_delivers_from_a_verified_sender() {
     let sdk = sdk().await;
     let from = verified_sender(&sdk).await;
@@ -80,6 +84,10 @@ async fn ses_delivers_from_a_verified_sender() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn ses_rejects_an_unverified_sender_permanently() {
     let sdk = sdk().await;
     let got = ses(&sdk, "nobody-verified@unverified.example")
@@ -94,6 +102,10 @@ async fn ses_rejects_an_unverified_sender_permanently() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn sns_publishes_an_sms() {
     let sdk = sdk().await;
     let cfg = SnsSmsConfig {
@@ -132,6 +144,10 @@ fn push(sdk: &aws_config::SdkConfig, app: &str) -> SnsPushProvider<SystemClock> 
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn sns_push_delivers_to_a_token_and_rejects_a_disabled_endpoint() {
     let sdk = sdk().await;
     let app = platform_app(&sdk).await;
@@ -278,6 +294,10 @@ async fn a_dropped_connection_is_ambiguous_and_never_retried_by_the_sdk() {
 
 /// The consumer with SES for email and SNS for SMS and push, chosen by configuration alone.
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn the_consumer_delivers_through_ses_and_sns_chosen_by_configuration() {
     let sdk = sdk().await;
     let from = verified_sender(&sdk).await;

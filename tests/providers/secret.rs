@@ -16,6 +16,10 @@ use crate::server::{respond, serve_fn};
 const NOW: Timestamp = Timestamp::from_millis(1_800_000_000_000);
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn a_secret_token_is_read_once_and_again_after_a_401() {
     std::env::var("AWS_ENDPOINT_URL")
         .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");

@@ -132,6 +132,10 @@ async fn queue_messages(w: &AwsWorld) -> Vec<DeliveryMessage> {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn a_dry_run_moves_nothing_and_counts_each_message_once_by_reason() {
     let w = AwsWorld::new(QueueSpec {
         max_receive_count: 1,
@@ -178,6 +182,10 @@ async fn a_dry_run_moves_nothing_and_counts_each_message_once_by_reason() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn a_reason_filter_moves_only_its_reason_within_the_bound() {
     let w = AwsWorld::new(QueueSpec::default()).await;
     for i in 0..15 {
@@ -219,6 +227,10 @@ async fn a_reason_filter_moves_only_its_reason_within_the_bound() {
 /// Real dead deliveries (the consumer got permanent errors), redriven, delivered, then the
 /// same batch redriven again: nothing twice.
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn redriving_the_same_batch_twice_sends_nothing_twice() {
     let w = AwsWorld::new(QueueSpec::default()).await;
     let consumer = w.consumer();
@@ -281,6 +293,10 @@ async fn redriving_the_same_batch_twice_sends_nothing_twice() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn a_crash_between_re_enqueue_and_delete_is_harmless() {
     let w = AwsWorld::new(QueueSpec::default()).await;
     let consumer = w.consumer();
@@ -305,6 +321,10 @@ async fn a_crash_between_re_enqueue_and_delete_is_harmless() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn crash_looped_messages_redrive_as_receive_count_exceeded() {
     let w = AwsWorld::new(QueueSpec {
         max_receive_count: 1,
@@ -355,6 +375,10 @@ async fn crash_looped_messages_redrive_as_receive_count_exceeded() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn stale_deliveries_stay_unless_freshness_is_extended() {
     let w = AwsWorld::new(QueueSpec::default()).await;
     let mut r = reminder("old", SMS);
@@ -390,6 +414,10 @@ async fn stale_deliveries_stay_unless_freshness_is_extended() {
 /// crash-looped one) cannot redrive a delivery the ledger holds dead for another. And
 /// `ambiguous` is only redriven with explicit consent to duplicates.
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn redrive_follows_the_ledgers_dead_reason() {
     let w = AwsWorld::new(QueueSpec::default()).await;
     let consumer = w.consumer();
@@ -492,6 +520,10 @@ async fn redrive_follows_the_ledgers_dead_reason() {
 /// runs before the cancel marks the reminder. The ledger orders them: `dead → cancelled`, and the
 /// redrive refuses a cancelled delivery, so nothing is sent after the cancel was answered.
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn a_cancel_of_a_dead_delivery_is_ordered_before_a_redrive() {
     let w = AwsWorld::new(QueueSpec::default()).await;
     let consumer = w.consumer();

@@ -38,6 +38,10 @@ fn daily(id: &SeriesId, at: Timestamp, minute: i64) -> Series {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn a_stale_dead_occurrence_an_edit_moved_is_not_redriven_on_the_emulator() {
     let w = AwsWorld::new(QueueSpec::default()).await;
     let store = &w.ports.reminders;

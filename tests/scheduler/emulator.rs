@@ -74,6 +74,10 @@ fn ids(report: &RunReport) -> Vec<String> {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn a_backlog_larger_than_a_run_drains_across_runs_in_due_order() {
     let cfg = SchedulerConfig {
         max_per_run: 12,
@@ -108,6 +112,10 @@ async fn a_backlog_larger_than_a_run_drains_across_runs_in_due_order() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn fairness_caps_a_heavy_subscriber_per_run() {
     let cfg = SchedulerConfig {
         per_subscriber_cap: 100,
@@ -161,6 +169,10 @@ async fn fairness_caps_a_heavy_subscriber_per_run() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn double_runs_and_a_crash_between_send_and_mark_send_once_per_delivery() {
     let w = world(SchedulerConfig::default()).await;
     let due = now().minus(Duration::from_secs(10));
@@ -192,6 +204,10 @@ async fn double_runs_and_a_crash_between_send_and_mark_send_once_per_delivery() 
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn cancelled_edited_and_stale_reminders() {
     let w = world(SchedulerConfig::default()).await;
     let due = now().minus(Duration::from_secs(10));

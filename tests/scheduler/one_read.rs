@@ -202,6 +202,10 @@ async fn scheduled_on_the_emulator(
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn on_the_emulator_the_recipients_index_gives_sole_messages_their_hash() {
     let w = AwsWorld::new(QueueSpec::default()).await;
     let (single, push, _) = scheduled_on_the_emulator(&w).await;
@@ -211,6 +215,10 @@ async fn on_the_emulator_the_recipients_index_gives_sole_messages_their_hash() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn on_the_emulator_without_the_recipients_index_everything_goes_plain() {
     let w = AwsWorld::without_recipients_index(QueueSpec::default()).await;
     let (_, push, _) = scheduled_on_the_emulator(&w).await;

@@ -208,6 +208,10 @@ fn item_poison() -> Vec<(String, Item, &'static str, Channel)> {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn bad_items_are_quarantined_or_dead_lettered_beside_a_valid_one() {
     let w = AwsWorld::new(QueueSpec::default()).await;
     let valid = crate::support::reminder("p-valid", Channel::Sms);
@@ -351,6 +355,10 @@ async fn bad_items_are_quarantined_or_dead_lettered_beside_a_valid_one() {
 /// `DUE_SHARDS` lowered and raised with reminders waiting: the scheduler reads every virtual
 /// shard, so items written under any shard count are found.
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn changing_due_shards_loses_nothing() {
     use reminders::aws::dynamo::DynamoReminderStore;
     use reminders::domain::MAX_DUE_SHARDS;
@@ -395,6 +403,10 @@ async fn changing_due_shards_loses_nothing() {
 /// A subscriber far over its cap costs no one else's scan budget (smaller than production
 /// limits, same shape): everyone else's reminders are taken in the first run.
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn a_heavy_subscriber_does_not_use_up_the_scan_budget() {
     let w = AwsWorld::new(QueueSpec::default()).await;
     let base = now().minus(Duration::from_secs(3600));
@@ -437,6 +449,10 @@ async fn a_heavy_subscriber_does_not_use_up_the_scan_budget() {
 /// (a `due_at` of 1e30) are found by the sweep and quarantined with a reason, in the first run;
 /// the valid reminder beside them goes out.
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn the_sweep_quarantines_items_no_query_reaches() {
     let w = AwsWorld::new(QueueSpec::default()).await;
     let valid = crate::support::reminder("w6-valid", Channel::Sms);
@@ -491,6 +507,10 @@ async fn the_sweep_quarantines_items_no_query_reaches() {
 /// same). The valid reminder in that shard waits, and each run reports the shard with how many
 /// runs in a row it failed, not only a log line.
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn a_failing_shard_is_reported_on_every_run() {
     let w = AwsWorld::new(QueueSpec::default()).await;
     let valid = crate::support::reminder("w7-valid", Channel::Sms);

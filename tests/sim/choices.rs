@@ -32,6 +32,8 @@ fn blocks(text: &str) -> Result<[Block; 2], String> {
             out[1].0 = number(rest)?;
             at = Some(1);
         } else if let (Some(i), Some(row)) = (at, line.strip_prefix("  ")) {
+            // A row may end with what its reason means: `rejected  14  (refused for good …)`.
+            let row = row.split("  (").next().unwrap_or(row);
             let (reason, n) = row
                 .trim()
                 .rsplit_once(' ')

@@ -192,6 +192,10 @@ fn the_template_declares_what_the_bootstrap_creates() {
 
 /// On the emulator: what the bootstrap creates matches the template.
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn the_bootstrap_creates_the_same_resources_on_the_emulator() {
     std::env::var("AWS_ENDPOINT_URL")
         .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");

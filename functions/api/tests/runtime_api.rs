@@ -55,6 +55,10 @@ fn answer_body(answer: &runtime_api::Answer) -> Value {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn a_put_through_api_gateway_creates_the_reminder() {
     let stack = Stack::create("rt-api").await;
     let body = json!({
@@ -119,6 +123,10 @@ async fn a_put_through_api_gateway_creates_the_reminder() {
 
 /// A bad body through API Gateway: the router's 400 naming the field, not a Lambda error.
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn a_bad_body_through_api_gateway_is_a_400_naming_the_field() {
     let stack = Stack::create("rt-api-bad").await;
     let body = json!({
@@ -168,6 +176,10 @@ fn as_iam(mut event: Value, user_arn: &str) -> Value {
 /// A request that reaches the function with no authorizer's identity (a route deployed
 /// without one, a direct invoke) is refused: it is never taken for an operator's.
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn a_request_without_an_authorizer_identity_is_refused_401() {
     let stack = Stack::create("rt-api-anon").await;
     let get = event(
@@ -191,6 +203,10 @@ async fn a_request_without_an_authorizer_identity_is_refused_401() {
 /// IAM callers: every session of one role is one owner; another role's GET and PUT find
 /// nothing, and its PUT changes nothing.
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn iam_callers_own_by_role_and_another_role_cannot_take_a_reminder() {
     let stack = Stack::create("rt-api-iam").await;
     let role = "arn:aws:sts::123456789012:assumed-role/app";
@@ -259,6 +275,10 @@ fn as_jwt(mut event: Value, client_id: &str, scopes: &[&str]) -> Value {
 /// (reminders and series; an occurrence skipped and one edited on its own, before either is
 /// made).
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn every_route_through_api_gateway_as_a_jwt_caller() {
     let stack = Stack::create("rt-api-jwt").await;
     let all = ALL_SCOPES;
@@ -543,6 +563,10 @@ async fn every_route_through_api_gateway_as_a_jwt_caller() {
 /// a suppression of their address; after `DELETE /v1/subscribers/{id}` nothing of them is left
 /// but the ledger's masked history, and a second call finds nothing.
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn an_erasure_leaves_only_the_ledgers_masked_history() {
     use reminders::domain::{
         Channel, DeliveryKey, Recipient, ReminderId, SubscriberId, Suppression, SuppressionSource,

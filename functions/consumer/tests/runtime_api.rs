@@ -11,6 +11,10 @@ use reminders::ports::DeadLetters;
 use runtime_api::{assert_calls_declared, invoke, Stack, CARGO_LAMBDA_WATCH_DEADLINE};
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn the_consumer_bootstrap_dead_letters_garbage_under_cargo_lambda_watch() {
     let stack = Stack::create("rt-cons").await;
     let mut env = stack.env();

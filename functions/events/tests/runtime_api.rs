@@ -36,6 +36,10 @@ fn ctx(reminder: &str) -> Ctx {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn the_events_bootstrap_publishes_one_event_per_settled_write() {
     let stack = Stack::create("rt-events").await;
     let sqs = aws_sdk_sqs::Client::new(&stack.sdk);

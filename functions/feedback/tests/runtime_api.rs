@@ -28,6 +28,10 @@ fn record(id: &str, body: &str) -> serde_json::Value {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn feedback_suppresses_bounces_and_complaints_and_dead_letters_garbage() {
     let stack = Stack::create("rt-fb").await;
     let mut env = stack.env();

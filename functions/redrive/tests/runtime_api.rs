@@ -10,6 +10,10 @@ use reminders::ports::{DeliveryQueue, OutgoingMessage};
 use runtime_api::{assert_calls_declared, invoke, Stack, CARGO_LAMBDA_WATCH_DEADLINE};
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn the_redrive_bootstrap_reports_a_dry_run_under_cargo_lambda_watch() {
     let stack = Stack::create("rt-redr").await;
     // A message the queue's redrive policy moved (no reason attribute): receive_count_exceeded.
@@ -58,6 +62,10 @@ async fn the_redrive_bootstrap_reports_a_dry_run_under_cargo_lambda_watch() {
 
 /// A bad request is refused with an `errorType` an operator can read, naming the field.
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn a_bad_request_is_an_invalid_request_error_naming_the_field() {
     let stack = Stack::create("rt-redr-bad").await;
     for (request, mentions) in [

@@ -28,6 +28,10 @@ async fn env_with_key(stack: &Stack, name: &str) -> Vec<(String, String)> {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn the_scheduler_bootstrap_fans_out_under_cargo_lambda_watch() {
     let stack = Stack::create("rt-sched").await;
     let store = DynamoReminderStore::new(
@@ -84,6 +88,10 @@ async fn the_scheduler_bootstrap_fans_out_under_cargo_lambda_watch() {
 /// brought in line by the scheduler: the occurrence the new rule no longer makes is
 /// cancelled, the one it makes now is made, and the series' edit is no longer pending.
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn the_scheduler_bootstrap_finishes_a_pending_series_edit_with_its_declared_calls() {
     use reminders::aws::dynamo::DynamoLedger;
     use reminders::domain::series::{occurrence_id, NewSeries, Series};
