@@ -95,7 +95,8 @@ step "starting LocalStack 4.9.2 (host mode) on 127.0.0.1:$LS_PORT (log: $TMP/loc
 # On loopback only: an unauthenticated AWS emulator must not be reachable from other hosts.
 # LocalStack's default gateway server (twisted) listens on 0.0.0.0 whatever GATEWAY_LISTEN
 # says (it passes only the port on); hypercorn binds the host given. Checked below.
-GATEWAY_SERVER=hypercorn GATEWAY_LISTEN="127.0.0.1:$LS_PORT" \
+# Its DNS server is off (DNS_ADDRESS=0): it would listen on 0.0.0.0:53, TCP and UDP.
+GATEWAY_SERVER=hypercorn GATEWAY_LISTEN="127.0.0.1:$LS_PORT" DNS_ADDRESS=0 \
   SERVICES=sqs,sns,ses,events,scheduler,secretsmanager \
   LOCALSTACK_VOLUME_DIR="$TMP/volume" \
   SKIP_INFRA_DOWNLOADS=1 DISABLE_EVENTS=1 \
@@ -105,8 +106,10 @@ if ! wait_for "http://127.0.0.1:$LS_PORT/_localstack/health" "LocalStack" 120; t
   tail -n 40 "$TMP/localstack.log" >&2
   exit 1
 fi
-# What `ss -ltnp` would show for it and its children: loopback, or the leg stops here.
-python3 "$ROOT/infra/loopback_only.py" "${PIDS[-1]}" "LocalStack"
+# What `ss -ltunp` would show for it and its children: loopback, or the leg stops here; and
+# again after the suite, for anything it started on the way.
+LS_PID="${PIDS[-1]}"
+python3 "$ROOT/infra/loopback_only.py" "$LS_PID" "LocalStack"
 
 
 export AWS_ENDPOINT_URL="http://127.0.0.1:$LS_PORT"
@@ -130,3 +133,4 @@ else
   for t in api ops subscriber walkthrough series series_cli; do cargo test -p remindctl --features emulator --locked --test "$t"; done
   cargo test -p api --features emulator --locked --test series
 fi
+python3 "$ROOT/infra/loopback_only.py" "$LS_PID" "LocalStack, after the suite"

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""Fails unless every TCP socket a process (and its descendants) listens on is on loopback.
+"""Fails unless every socket a process (and its descendants) listens on is on loopback.
 
     infra/loopback_only.py PID [WHAT]
 
 An AWS emulator answers anyone, unauthenticated: while the suite runs, it must not be reachable
 from other hosts. LocalStack's default (twisted) gateway listens on 0.0.0.0 whatever
 GATEWAY_LISTEN says, so infra/localstack.sh runs it on hypercorn, which binds the host it is
-given, and checks with this script (what `ss -ltnp` shows, read from /proc, so it needs no
-iproute2). Prints each listening address; exits 1 naming any beyond loopback.
+given, and checks with this script: what `ss -ltunp` shows (listening TCP, bound UDP: a DNS
+server too), read from /proc, so it needs no iproute2. Prints each address; exits 1 naming any
+beyond loopback, or when the process listens nowhere.
 """
 import os, sys, socket, struct
 
@@ -45,14 +46,21 @@ def inodes(pids):
     return found
 
 def listening():
-    for name, fam in (('tcp', socket.AF_INET), ('tcp6', socket.AF_INET6)):
+    """(inode, proto, ip, port) of every listening TCP socket and every bound UDP socket."""
+    tables = (
+        ('tcp', socket.AF_INET, '0A'),
+        ('tcp6', socket.AF_INET6, '0A'),
+        ('udp', socket.AF_INET, '07'),
+        ('udp6', socket.AF_INET6, '07'),
+    )
+    for name, fam, state in tables:
         try:
             lines = open(f'/proc/net/{name}').read().splitlines()[1:]
         except OSError:
             continue
         for line in lines:
             f = line.split()
-            if f[3] != '0A':
+            if f[3] != state:
                 continue
             ip_hex, port_hex = f[1].split(':')
             raw = bytes.fromhex(ip_hex)
@@ -60,19 +68,19 @@ def listening():
                 ip = socket.inet_ntop(fam, raw[::-1])
             else:
                 ip = socket.inet_ntop(fam, b''.join(raw[i:i+4][::-1] for i in range(0, 16, 4)))
-            yield f[9], ip, int(port_hex, 16)
+            yield f[9], name.rstrip('6'), ip, int(port_hex, 16)
 
 root = int(sys.argv[1])
 what = sys.argv[2] if len(sys.argv) > 2 else f"process {root}"
 mine = inodes(descendants(root))
 bad, seen = [], 0
-for inode, ip, port in listening():
+for inode, proto, ip, port in listening():
     if inode in mine:
-        seen += 1
+        seen += proto == 'tcp'
         ok = ip in ('127.0.0.1', '::1', '::ffff:127.0.0.1')
-        print(f"{what} listens on {ip}:{port}" + ("" if ok else ": beyond loopback"))
+        print(f"{what} listens on {proto} {ip}:{port}" + ("" if ok else ": beyond loopback"))
         if not ok:
-            bad.append(f'{ip}:{port}')
+            bad.append(f'{proto} {ip}:{port}')
 if not seen:
     sys.exit(f"{what} listens nowhere (is process {root} running?)")
 if bad:

@@ -5,32 +5,13 @@ use reminders_harness::chaos::{self, Plant};
 
 /// The system checker: seeded worlds with faults everywhere, every delivery judged.
 ///
-/// Each world runs the real scheduler, consumer, redrive and events handler on in-memory
-/// ports, with faults at every port call, crashes, duplicate deliveries, concurrent workers,
-/// redrives of every reason (two at once, a cancel racing each), cancels, edits of every
-/// field (due time earlier, later and past the ledger's TTL, freshness, content, channels
-/// removed, added and added back, stale reminders), 410s that suppress an address, and
-/// subscribers who opt out, set quiet hours or set, reorder and clear fallback orders
-/// mid-run, and in a third of the worlds a ledger writer newer than the events function
-/// (values it does not know). Half the worlds each also line up a window where features
-/// meet: a schedule stopped for a while and a stale reminder edited fresh while the
-/// scheduler holds its page; a worker stopped right after an accepted send and its reminder
-/// moved past the ledger's TTL; an ambiguous attempt, then a 410, with every subscriber's
-/// channels ordered from the start; slow probe writes, and a waiting reminder's freshness
-/// cut to end seconds after a breaker's cool-down; a channel added after a death that named
-/// none, then a redrive of that death, and at each take-over the order cleared now and then
-/// and the death redriven; a channel taken away right after its enqueue and listed again minutes later;
-/// a chain's head moved to the end of the order as it is claimed; a head whose address fails
-/// until its budget is spent, then opted out of and redriven;
-/// recurring series edited, skipped and cancelled mid-flight; a series started in the past, edited,
-/// and its subscriber erased while the maker runs; ledger writes whose answer was lost sent again
-/// by the SDK. Then every delivery is judged (never sent twice, none lost or stranded, nothing
-/// stale, early, after a cancel, to an opted-out channel or inside quiet hours, never
-/// expired while the API's version was fresh, never a second channel of a fallback order
-/// after a first may have reached the person, every acknowledged added channel sent or
-/// explained, every settled transition with its event and its reason as written, budgets kept, one DLQ copy per
-/// death, no occurrence the series did not owe, nothing sent after an erasure answered
-/// complete). Exits non-zero, naming the seed to replay, if any world breaks one.
+/// Each world runs the real scheduler, consumer, redrive and events handler on in-memory ports
+/// with faults at every port call, crashes, duplicate and concurrent deliveries, redrives,
+/// cancels, edits, series, erasures, the recipients' rules and a newer version writing beside
+/// this one, and lines up the windows where those features meet. Then every delivery is judged
+/// against each promise (never sent twice, none lost, nothing stale or after a cancel, …).
+/// Exits non-zero, naming the seed to replay, if any world breaks one. What each world does and
+/// each verdict means: docs/testing.md, "The system checker".
 ///
 /// Example: remindctl chaos --seeds 300 --json
 #[derive(Debug, clap::Args)]

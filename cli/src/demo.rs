@@ -287,15 +287,17 @@ pub async fn run(args: DemoArgs) -> Result<(), String> {
 /// profile describes (throughput, failure rates, the outage) and the recipients' rules.
 fn simulated(cfg: &SimConfig) -> String {
     let p = &cfg.profile;
-    let minutes = |secs: u64| match secs % 60 {
-        0 => format!("{} min", secs / 60),
+    let minutes = |secs: u64| match (secs % 3600, secs % 60) {
+        (0, _) if secs >= 7200 => format!("{} h", secs / 3600),
+        (_, 0) => format!("{} min", secs / 60),
         _ => format!("{secs} s"),
     };
     let pct = |r: f64| format!("{}%", (r * 1000.0).round() / 10.0);
     let load = match &cfg.series {
         Some(_) => format!(
-            "{} occurrences of series due over {}",
-            reminders_harness::sim::planned(cfg),
+            "{} reminders and {} occurrences of series due over {}",
+            cfg.reminders,
+            reminders_harness::sim::planned(cfg) - u64::from(cfg.reminders),
             minutes(cfg.window.as_secs())
         ),
         None => format!(
@@ -306,10 +308,10 @@ fn simulated(cfg: &SimConfig) -> String {
     };
     let outage = match p.outage_start_secs {
         Some(start) => format!(
-            "; {} down (503 to every call) from minute {} to {}",
+            "; {} down (503 to every call) from {} to {} into the run",
             p.outage_channel.map_or("every provider", |c| c.as_str()),
-            start / 60,
-            (start + p.outage_secs) / 60
+            minutes(start),
+            minutes(start + p.outage_secs)
         ),
         None => String::new(),
     };
@@ -325,8 +327,8 @@ fn simulated(cfg: &SimConfig) -> String {
     out += &hanging(
         "provider",
         &format!(
-            "push {}/s · email {}/s · sms {}/s; of its calls {} answer 429 (retry after {} s), {} \
-         503, {} time out, {} are refused for good{outage}{}",
+            "push {}/s · email {}/s · sms {}/s (beyond that, 429); of the calls within it, {} answer \
+         429 (retry after {} s), {} 503, {} time out, {} are refused for good{outage}{}",
             p.push_per_sec,
             p.email_per_sec,
             p.sms_per_sec,

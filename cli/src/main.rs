@@ -35,9 +35,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 struct Cli {
     /// The deployed stack whose outputs (CloudFormation) configure the commands that act on a
     /// stack (remind, series, subscriber, suppression, dlq, redrive, config), instead of exporting
-    /// the table and queue variables; a variable already set to another value is refused. The
-    /// others (demo, chaos, plan, key, local) need no deployed stack and ignore it.
-    #[arg(long, global = true, env = "REMINDERS_STACK", value_name = "NAME")]
+    /// the table and queue variables; a variable already set to another value is refused. Given
+    /// before the command: remindctl --stack NAME remind show --id r-1.
+    #[arg(long, env = "REMINDERS_STACK", value_name = "NAME")]
     stack: Option<String>,
     #[command(subcommand)]
     command: Command,
@@ -115,7 +115,14 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(e) => {
-            eprintln!("remindctl: {}", one_line(&e));
+            let mut line = one_line(&e);
+            // `--stack` belongs to remindctl itself, before the command.
+            if line.contains("unexpected argument '--stack'") {
+                line = "--stack goes before the command: remindctl --stack NAME remind … (or \
+                        export REMINDERS_STACK=NAME)"
+                    .to_owned();
+            }
+            eprintln!("remindctl: {line}");
             return ExitCode::from(2);
         }
     };

@@ -68,6 +68,10 @@ fn bad_flags_and_missing_configuration_give_one_line() {
         ),
         (vec!["local", "up"], "AWS_ENDPOINT_URL"),
         (vec!["frobnicate"], "unrecognized subcommand"),
+        (
+            vec!["remind", "show", "--id", "r-1", "--stack", "prod"],
+            "--stack goes before the command: remindctl --stack NAME remind",
+        ),
         (vec!["local", "up", "--shards", "0"], "--shards"),
         (vec!["local", "up", "--shards", "65"], "--shards"),
         (
@@ -435,7 +439,7 @@ fn the_demo_report_says_what_it_simulated_and_what_to_try_next() {
     for said in [
         "seed 3 (the same seed gives the same run)",
         "5% are refused for good",
-        "sms down (503 to every call) from minute 10 to 15",
+        "sms down (503 to every call) from 10 min to 15 min into the run",
         "(refused for good by the provider: the profile's permanent failures)",
         "peak: the busiest moment's share of the stage's capacity",
         "limit s: seconds the",
@@ -483,5 +487,64 @@ fn missing_credentials_say_what_to_export() {
         err.starts_with("remindctl: no AWS credentials found")
             && err.contains("export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test"),
         "{err}"
+    );
+}
+
+/// `--stack` is remindctl's own option, shown in its help and not in the help of the commands
+/// that need no stack; the checker's help stays a screen.
+#[test]
+fn help_shows_stack_only_where_it_belongs_and_stays_short() {
+    let help = |args: &[&str]| String::from_utf8(remindctl(args).stdout).unwrap();
+    assert!(help(&["--help"]).contains("--stack <NAME>"));
+    for command in ["demo", "chaos", "plan", "local"] {
+        assert!(!help(&[command, "--help"]).contains("--stack"), "{command}");
+    }
+    let chaos = help(&["chaos", "--help"]);
+    let about = chaos.split("Usage:").next().unwrap();
+    assert!(about.lines().count() <= 12, "{about}");
+}
+
+/// The report's opening follows the profile it ran: another outage, or none.
+#[test]
+fn the_demo_report_opens_with_the_profile_it_ran() {
+    let chart = std::env::temp_dir().join(format!("remindctl-outage-{}.svg", std::process::id()));
+    let opening = |extra: &[&str]| {
+        let mut args = vec!["demo", "--chart", chart.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let out = remindctl(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        let head = text.split("\n\n").next().unwrap().to_owned();
+        head.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    let small = ["--reminders", "300", "--window-secs", "300"];
+    let moved = opening(
+        &[
+            &small[..],
+            &["--outage-start-secs", "90", "--outage-secs", "30"],
+        ]
+        .concat(),
+    );
+    assert!(
+        moved.contains("sms down (503 to every call) from 90 s to 2 min into the run"),
+        "{moved}"
+    );
+    let none = opening(&[&small[..], &["--no-outage"]].concat());
+    assert!(!none.contains("down"), "{none}");
+    let series = opening(&[
+        "--reminders",
+        "10",
+        "--series",
+        "5",
+        "--rule",
+        "FREQ=DAILY;BYHOUR=9;BYMINUTE=0",
+    ]);
+    assert!(
+        series.contains("10 reminders and 5 occurrences of series"),
+        "{series}"
     );
 }

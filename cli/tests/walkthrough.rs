@@ -45,9 +45,12 @@ fn adapt(line: &str, prefix: &str, (port, api_port): (u16, u16)) -> Option<Strin
         .replace("8080", &port.to_string())
         .replace("8081", &api_port.to_string())
         .replace(" $EMULATOR_PID", "");
-    // What `remind show` prints is checked on its own, after this marker.
+    // What `remind show` prints is checked on its own, after this marker; a process killed is
+    // waited for, so the next block's receiver finds its port free.
     Some(if command.contains("remind show") {
         format!("echo '{SHOW}'\n{command}")
+    } else if command.starts_with("kill ") {
+        format!("{command}; wait || true")
     } else {
         command
     })
@@ -63,11 +66,12 @@ fn free_port() -> u16 {
 /// The README's blocks, as this test runs them in one shell (the second needs the first's
 /// variables), bounded: a walk-through that cannot deliver would otherwise retry until
 /// freshness ends. Its stdout.
-fn run_blocks(blocks: &[Vec<String>]) -> String {
+fn run_blocks(name: &str, blocks: &[Vec<String>]) -> String {
     std::env::var("AWS_ENDPOINT_URL")
         .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");
     let (prefix, ports) = (
-        format!("walk-{}", std::process::id()),
+        // Each test its own tables and queues: under plain `cargo test` both run in one process.
+        format!("walk-{name}-{}", std::process::id()),
         (free_port(), free_port()),
     );
     let mut script = Vec::new();
@@ -83,8 +87,10 @@ fn run_blocks(blocks: &[Vec<String>]) -> String {
         block.insert(receiver + 1, "sleep 1".into());
         script.extend(block);
     }
+    // curl ends a body without a newline: one after it keeps the next output on its own line.
     let text = format!(
-        "set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n{}\n",
+        "set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n\
+         curl() {{ command curl \"$@\"; echo; }}\n{}\n",
         script.join("\n")
     );
     let out = Command::new("timeout")
@@ -111,7 +117,7 @@ fn run_blocks(blocks: &[Vec<String>]) -> String {
     ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
 )]
 fn the_readme_walkthrough_delivers_a_reminder_to_the_local_receiver() {
-    let stdout = run_blocks(&[walkthrough()]);
+    let stdout = run_blocks("cli", &[walkthrough()]);
     let delivered = stdout
         .lines()
         .find(|l| l.starts_with("delivered email "))
@@ -140,7 +146,7 @@ fn the_readme_walkthrough_delivers_a_reminder_to_the_local_receiver() {
     ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
 )]
 fn the_readme_api_block_delivers_and_reports_the_outcome() {
-    let stdout = run_blocks(&[walkthrough(), readme_block("walkthrough-api")]);
+    let stdout = run_blocks("api", &[walkthrough(), readme_block("walkthrough-api")]);
     let api: Vec<&str> = stdout
         .lines()
         .skip_while(|l| !l.starts_with(SHOW))
@@ -156,7 +162,6 @@ fn the_readme_api_block_delivers_and_reports_the_outcome() {
                 && l.contains("\"outcome\":\"delivered\"")),
         "GET never said delivered:\n{stdout}"
     );
-    // curl prints no newline after a body: the receiver's line may follow on the same one.
     assert!(
         api.iter()
             .any(|l| l.contains("delivered email ") && l.contains("subject \"Pickup at 5 pm\"")),

@@ -48,9 +48,9 @@ impl Default for LocalConfig {
 /// When to stop.
 #[derive(Debug, Clone, Copy)]
 pub enum Stop {
-    /// Once no message is waiting to be worked on within the idle horizon (a message this
-    /// run held past it, for quiet hours or a long backoff, does not count) and nothing is
-    /// due within it.
+    /// Once no message is waiting to be worked on within the idle horizon and nothing is due
+    /// within it. A message this run held past the horizon (quiet hours, a long backoff) does
+    /// not count, nor, after one horizon from the start, one in flight since before the run.
     Idle {
         at_most: Duration,
     },
@@ -77,13 +77,14 @@ pub struct LocalReport {
     pub failing_shards: Vec<reminders::scheduler::FailedShard>,
     /// Occurrences of series the schedule made.
     pub occurrences_made: u32,
-    /// After an idle stop: the deliveries this run held past the idle horizon (quiet hours, a
-    /// retry's backoff), by channel, with when the first comes back. They are not lost: their
-    /// messages wait in the queue, and the next run (or the deployed consumer) takes them.
+    /// After an idle stop: the deliveries still held (quiet hours, a retry's backoff), by
+    /// channel: this run's with when the first comes back, and those in flight since before
+    /// the run. They are not lost: their messages wait in the queue, and the next run (or the
+    /// deployed consumer) takes them.
     pub held: Vec<Held>,
 }
 
-/// One channel's deliveries held past an idle run's horizon.
+/// One channel's deliveries still held when an idle run stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Held {
     pub channel: Channel,
@@ -103,10 +104,13 @@ struct Shared {
     /// backoff) is no work for an idle run to wait for.
     holds: std::sync::Mutex<PerChannel<std::collections::HashMap<String, Timestamp>>>,
     /// Each channel's messages in flight when the run started: held by an earlier run (quiet
-    /// hours, a long backoff) or by a worker that stopped. Nothing says when they come back,
-    /// so an idle run does not wait for them (it would wait out quiet hours); its summary
-    /// names them instead, and when one comes back within the run, the run takes it.
+    /// hours, a backoff) or by a worker that stopped. SQS does not tell a client when they
+    /// come back, so an idle run waits for them one idle horizon from its start (a backoff
+    /// of up to that comes back and is taken), and no longer: then it would wait out quiet
+    /// hours. Its summary names those still in flight.
     inherited: PerChannel<u64>,
+    /// Until when the inherited messages are waited for: the start plus the idle horizon.
+    inherited_until: Timestamp,
 }
 
 impl Shared {
@@ -145,49 +149,47 @@ impl Shared {
             }
         }
     }
-    /// How many of `channel`'s messages are held past `horizon`.
-    fn held_past(&self, channel: Channel, horizon: Timestamp) -> u64 {
+    /// This run's holds on `channel` that come back after `after`.
+    fn holds_after(&self, channel: Channel, after: Timestamp) -> Vec<Timestamp> {
         let holds = self.holds();
-        let n = holds
+        holds
             .get(channel)
             .values()
-            .filter(|t| **t > horizon)
-            .count();
-        u64::try_from(n).unwrap_or(u64::MAX)
+            .copied()
+            .filter(|t| *t > after)
+            .collect()
     }
-    /// In flight on `channel` that no batch of this run is at work on and none comes back
-    /// within `horizon`: held past it by this run, or held before the run started.
-    fn waiting_past(&self, channel: Channel, horizon: Timestamp) -> u64 {
-        self.held_past(channel, horizon) + *self.inherited.get(channel)
+    /// Of `in_flight` messages on `channel`, how many may be waited out at `now`: this run's
+    /// holds past `horizon`, and, after the inherited ones' wait, as many in flight as were
+    /// inherited. Beyond those, in flight is a batch at work or a message back within it.
+    fn may_wait_out(&self, channel: Channel, now: Timestamp, horizon: Timestamp) -> u64 {
+        let past = u64::try_from(self.holds_after(channel, horizon).len()).unwrap_or(u64::MAX);
+        let inherited = match now >= self.inherited_until {
+            true => *self.inherited.get(channel),
+            false => 0,
+        };
+        past + inherited
     }
-    /// What an idle stop leaves pending on each channel: this run's holds past `horizon`, with
-    /// the first one's return, and the messages still in flight of those held before the run.
-    fn held(&self, horizon: Timestamp, in_flight: &PerChannel<u64>) -> Vec<Held> {
-        let holds = self.holds();
+    /// What an idle stop leaves pending on each channel, once every loop has stopped: this
+    /// run's holds still to come back (with the first one's return), and the other messages
+    /// in flight (held before the run started, or by another consumer).
+    fn held(&self, now: Timestamp, in_flight: &PerChannel<u64>) -> Vec<Held> {
         let mut out = Vec::new();
         for channel in Channel::ALL {
-            let past: Vec<Timestamp> = holds
-                .get(channel)
-                .values()
-                .copied()
-                .filter(|t| *t > horizon)
-                .collect();
-            let ours = u64::try_from(past.len()).unwrap_or(u64::MAX);
-            if let Some(first) = past.into_iter().min() {
+            let ours = self.holds_after(channel, now);
+            let n = u64::try_from(ours.len()).unwrap_or(u64::MAX);
+            if let Some(first) = ours.into_iter().min() {
                 out.push(Held {
                     channel,
-                    messages: u32::try_from(ours).unwrap_or(u32::MAX),
+                    messages: u32::try_from(n).unwrap_or(u32::MAX),
                     first_back: Some(first),
                 });
             }
-            let before = in_flight
-                .get(channel)
-                .saturating_sub(ours)
-                .min(*self.inherited.get(channel));
-            if before > 0 {
+            let others = in_flight.get(channel).saturating_sub(n);
+            if others > 0 {
                 out.push(Held {
                     channel,
-                    messages: u32::try_from(before).unwrap_or(u32::MAX),
+                    messages: u32::try_from(others).unwrap_or(u32::MAX),
                     first_back: None,
                 });
             }
@@ -245,6 +247,7 @@ where
         stop: std::sync::atomic::AtomicBool::new(false),
         holds: std::sync::Mutex::default(),
         inherited: in_flight(consumer.ports()).await,
+        inherited_until: clock.now().plus(cfg.idle_horizon),
     };
     let channels = Channel::ALL.map(|c| channel_loop(consumer, queue_urls, cfg, c, &shared));
     let (scheduled, polled, watched) = futures::join!(
@@ -252,7 +255,10 @@ where
         futures::future::join_all(channels),
         watch(consumer, cfg, stop, limit, interrupt, &shared, on_progress),
     );
-    let report = shared.report().clone();
+    let mut report = shared.report().clone();
+    if report.idle {
+        report.held = shared.held(clock.now(), &in_flight(consumer.ports()).await);
+    }
     scheduled?;
     polled.into_iter().collect::<Result<Vec<()>, _>>()?;
     watched?;
@@ -391,15 +397,13 @@ async fn watch<P: Ports>(
         }
         if let Stop::Idle { .. } = stop {
             let horizon = now.plus(cfg.idle_horizon);
-            match idle_until(consumer.ports(), horizon, shared).await {
+            match idle_until(consumer.ports(), now, horizon, shared).await {
                 Ok(Some(next_due)) => {
                     quiet += 1;
                     if quiet >= 2 {
-                        let held = shared.held(horizon, &in_flight(consumer.ports()).await);
                         let mut r = shared.report();
                         r.idle = true;
                         r.next_due = next_due;
-                        r.held = held;
                         break;
                     }
                 }
@@ -419,14 +423,15 @@ async fn watch<P: Ports>(
 /// due time after it, if any); `None` while there is work.
 async fn idle_until<P: Ports>(
     ports: &P,
+    now: Timestamp,
     horizon: Timestamp,
     shared: &Shared,
 ) -> Result<Option<Option<Timestamp>>, PortError> {
     for channel in Channel::ALL {
         let depth = ports.queue().depth(channel).await?;
-        // In flight beyond what is held past the horizon: a batch at work, or a message
-        // coming back within it.
-        let busy = depth.in_flight > shared.waiting_past(channel, horizon);
+        // In flight beyond what may be waited out: a batch at work, or a message coming back
+        // within the horizon (or inherited, within the first horizon of the run).
+        let busy = depth.in_flight > shared.may_wait_out(channel, now, horizon);
         if depth.visible > 0 || depth.delayed > 0 || busy {
             return Ok(None);
         }

@@ -218,38 +218,8 @@ pub async fn create_channel_queues(
     let mut queues = HashMap::new();
     let mut dlqs = HashMap::new();
     for channel in Channel::ALL {
-        let dlq_url = client
-            .create_queue()
-            .queue_name(format!("{prefix}-{channel}-dlq"))
-            .attributes(
-                QueueAttributeName::MessageRetentionPeriod,
-                spec.dlq_retention_secs.to_string(),
-            )
-            .send()
-            .await?
-            .queue_url
-            .ok_or("create_queue returned no URL")?;
-        let dlq_arn = queue_arn(client, &dlq_url).await?;
-        let redrive = serde_json::json!({
-            "deadLetterTargetArn": dlq_arn,
-            "maxReceiveCount": spec.max_receive_count,
-        });
-        let url = client
-            .create_queue()
-            .queue_name(format!("{prefix}-{channel}"))
-            .attributes(
-                QueueAttributeName::VisibilityTimeout,
-                spec.visibility_timeout_secs.to_string(),
-            )
-            .attributes(
-                QueueAttributeName::MessageRetentionPeriod,
-                spec.retention_secs.to_string(),
-            )
-            .attributes(QueueAttributeName::RedrivePolicy, redrive.to_string())
-            .send()
-            .await?
-            .queue_url
-            .ok_or("create_queue returned no URL")?;
+        let (url, dlq_url) =
+            create_queue_with_dlq(client, &format!("{prefix}-{channel}"), spec).await?;
         queues.insert(channel, url);
         dlqs.insert(channel, dlq_url);
     }
@@ -272,28 +242,60 @@ async fn queue_arn(client: &aws_sdk_sqs::Client, url: &str) -> Result<String, Bo
         .ok_or("get_queue_attributes returned no QueueArn")?)
 }
 
-/// `{prefix}-feedback` (the SES feedback queue, as the template's `FeedbackQueue`: 60 s
-/// visibility, five receives before its DLQ) and `{prefix}-feedback-dlq`. Returns (queue URL,
-/// DLQ URL). Creating what exists already is harmless (`local up` may run twice).
+/// The SES feedback queue as the template declares `FeedbackQueue` and its DLQ (a template
+/// test holds the two together): 60 s visibility (six times the function's timeout), five
+/// receives before the DLQ, four days' retention, the DLQ's fourteen.
+pub const FEEDBACK_QUEUE_SPEC: QueueSpec = QueueSpec {
+    visibility_timeout_secs: 60,
+    max_receive_count: 5,
+    retention_secs: 4 * 24 * 3600,
+    dlq_retention_secs: 14 * 24 * 3600,
+};
+
+/// `{prefix}-feedback` (the SES feedback queue, as [`FEEDBACK_QUEUE_SPEC`]) and
+/// `{prefix}-feedback-dlq`. Returns (queue URL, DLQ URL). Creating what exists already is
+/// harmless (`local up` may run twice).
 pub async fn create_feedback_queues(
     client: &aws_sdk_sqs::Client,
     prefix: &str,
 ) -> Result<(String, String), BootstrapError> {
+    create_queue_with_dlq(client, &format!("{prefix}-feedback"), FEEDBACK_QUEUE_SPEC).await
+}
+
+/// `name` with its DLQ `name-dlq` and a redrive policy between them, as `spec` says. Returns
+/// (queue URL, DLQ URL).
+async fn create_queue_with_dlq(
+    client: &aws_sdk_sqs::Client,
+    name: &str,
+    spec: QueueSpec,
+) -> Result<(String, String), BootstrapError> {
     let dlq_url = client
         .create_queue()
-        .queue_name(format!("{prefix}-feedback-dlq"))
-        .attributes(QueueAttributeName::MessageRetentionPeriod, "1209600")
+        .queue_name(format!("{name}-dlq"))
+        .attributes(
+            QueueAttributeName::MessageRetentionPeriod,
+            spec.dlq_retention_secs.to_string(),
+        )
         .send()
         .await?
         .queue_url
         .ok_or("create_queue returned no URL")?;
     let dlq_arn = queue_arn(client, &dlq_url).await?;
-    let redrive = serde_json::json!({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 5});
+    let redrive = serde_json::json!({
+        "deadLetterTargetArn": dlq_arn,
+        "maxReceiveCount": spec.max_receive_count,
+    });
     let url = client
         .create_queue()
-        .queue_name(format!("{prefix}-feedback"))
-        .attributes(QueueAttributeName::VisibilityTimeout, "60")
-        .attributes(QueueAttributeName::MessageRetentionPeriod, "345600")
+        .queue_name(name)
+        .attributes(
+            QueueAttributeName::VisibilityTimeout,
+            spec.visibility_timeout_secs.to_string(),
+        )
+        .attributes(
+            QueueAttributeName::MessageRetentionPeriod,
+            spec.retention_secs.to_string(),
+        )
         .attributes(QueueAttributeName::RedrivePolicy, redrive.to_string())
         .send()
         .await?

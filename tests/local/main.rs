@@ -13,9 +13,10 @@ use reminders::domain::{
     Channel, Content, NewReminder, PerChannel, Recipient, Reminder, ReminderId, SubscriberId,
 };
 use reminders::policy::Outcome;
+use reminders::ports::Ports as _;
 use reminders::ports::{
-    FaultPoint, Faults, GatePartition, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore,
-    PortSet, Provider, ReminderStore, ScriptedProvider, SendRequest,
+    DeliveryQueue, FaultPoint, Faults, GatePartition, MemoryGate, MemoryLedger, MemoryQueue,
+    MemoryReminderStore, PortSet, Provider, ReminderStore, ScriptedProvider, SendRequest,
 };
 use reminders::scheduler::{Scheduler, SchedulerConfig};
 use reminders_harness::chaos::VirtualClock;
@@ -257,4 +258,39 @@ async fn progress_is_reported_as_the_run_goes() {
         "the backlog was shown: {seen:?}"
     );
     assert_eq!(seen.last().unwrap().0, 4, "{seen:?}");
+}
+
+/// The messages already in flight when an idle run starts, as an earlier run leaves one it
+/// held: the run waits one idle horizon for them, so a backoff shorter than that comes back and
+/// is delivered; one held longer (quiet hours) does not keep it waiting, and its summary names
+/// it, without a time (SQS does not tell a client when it comes back).
+#[tokio::test(start_paused = true)]
+async fn an_idle_run_waits_one_horizon_for_messages_held_before_it_started() {
+    for (held_secs, delivered) in [(20u32, 1u32), (3 * 3600, 0)] {
+        let w = world(None, Faults::default());
+        remind(&w, "held", Channel::Email, EPOCH).await;
+        w.scheduler.run(None).await.unwrap();
+        // An earlier run took the message and held it.
+        let queue = w.consumer.ports().queue();
+        let taken = queue.receive(Channel::Email, 1, held_secs).await.unwrap();
+        assert_eq!(taken.len(), 1);
+        let report = run_idle(&w, Duration::from_secs(24 * 3600)).await.unwrap();
+        assert!(report.idle, "{report:?}");
+        assert_eq!(
+            report.metrics.get(Channel::Email).delivered,
+            delivered,
+            "held {held_secs} s: {report:?}"
+        );
+        let took = w.clock.now().since(EPOCH);
+        assert!(took < Duration::from_secs(300), "waited {took:?}");
+        let expected = match delivered {
+            1 => vec![],
+            _ => vec![reminders_harness::local::Held {
+                channel: Channel::Email,
+                messages: 1,
+                first_back: None,
+            }],
+        };
+        assert_eq!(report.held, expected, "{report:?}");
+    }
 }

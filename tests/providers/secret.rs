@@ -88,6 +88,10 @@ async fn a_secret_token_is_read_once_and_again_after_a_401() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
 async fn an_unreadable_secret_sends_nothing_and_is_transient() {
     std::env::var("AWS_ENDPOINT_URL")
         .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");

@@ -188,6 +188,26 @@ fn the_template_declares_what_the_bootstrap_creates() {
     }
     let consumer_timeout: u32 = default(&t, "ConsumerTimeoutSeconds").parse().unwrap();
     assert!(spec.visibility_timeout_secs >= 6 * consumer_timeout);
+    // The SES feedback queue `local up` makes is the template's too.
+    let feedback = reminders::aws::bootstrap::FEEDBACK_QUEUE_SPEC;
+    let (q, dlq) = (
+        resource(&t, "FeedbackQueue"),
+        resource(&t, "FeedbackDeadLetterQueue"),
+    );
+    assert_eq!(
+        [
+            scalar(&t, &q["VisibilityTimeout"]),
+            scalar(&t, &q["MessageRetentionPeriod"]),
+            scalar(&t, &q["RedrivePolicy"]["maxReceiveCount"]),
+            scalar(&t, &dlq["MessageRetentionPeriod"]),
+        ],
+        [
+            feedback.visibility_timeout_secs.to_string(),
+            feedback.retention_secs.to_string(),
+            feedback.max_receive_count.to_string(),
+            feedback.dlq_retention_secs.to_string(),
+        ]
+    );
 }
 
 /// On the emulator: what the bootstrap creates matches the template.

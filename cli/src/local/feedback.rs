@@ -152,7 +152,7 @@ impl<S: ReminderStore> FeedbackPlayer<S> {
         loop {
             let last = done.load(Ordering::SeqCst);
             let got = self.once(&mut total).await.unwrap_or_else(|e| {
-                eprintln!("{e}; retrying");
+                eprintln!("{e}; tried again while the run lasts");
                 0
             });
             if got == 0 {
@@ -232,4 +232,31 @@ pub fn summary_line(pass: &FeedbackPass) -> String {
         pass.ignored,
         pass.dead_lettered
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reminders::domain::SuppressionSource;
+    use reminders::feedback::{parse, Feedback};
+
+    /// What `local feedback` sends is what the feedback function reads from the rule: a
+    /// permanent bounce and a complaint each suppress the address given.
+    #[test]
+    fn the_event_sent_is_read_as_the_rule_would_deliver_it() {
+        for (kind, source) in [
+            ("bounce", SuppressionSource::SesBounce),
+            ("complaint", SuppressionSource::SesComplaint),
+        ] {
+            let body = ses_event(kind, "you@example.org", "2026-12-07T00:00:00Z".into());
+            assert_eq!(
+                parse(&body.to_string()),
+                Ok(Feedback::Suppress {
+                    source,
+                    addresses: vec![Recipient::parse(Channel::Email, "you@example.org").unwrap()],
+                }),
+                "{body}"
+            );
+        }
+    }
 }

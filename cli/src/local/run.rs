@@ -201,13 +201,24 @@ async fn feedback_player(
     if env(super::feedback::FEEDBACK_QUEUE_VAR).is_none() {
         return Ok(None);
     }
+    if env(reminders::feedback::FEEDBACK_DLQ_VAR).is_none() {
+        eprintln!(
+            "{} is not set: SES feedback is not played (remindctl local up prints it)",
+            reminders::feedback::FEEDBACK_DLQ_VAR
+        );
+        return Ok(None);
+    }
     let Some(source) = local_suppression_key(sdk)? else {
         return Ok(None);
     };
-    let key = source
-        .get()
-        .await
-        .map_err(|e| format!("reading the suppression key: {e}"))?;
+    // Feedback is a side show of a run: without its key the deliveries still go on.
+    let key = match source.get().await {
+        Ok(key) => key,
+        Err(e) => {
+            eprintln!("reading the suppression key: {e}; SES feedback is not played this run");
+            return Ok(None);
+        }
+    };
     let store = Adapters::new(sdk, settings).reminders;
     Ok(FeedbackPlayer::from_env(sdk, store, key))
 }

@@ -234,7 +234,7 @@ impl fmt::Display for StageReport {
                 "",
                 "peak: the busiest moment's share of the stage's capacity · limit s: seconds the \
                  stage held work back at its capacity · throttles: requests refused for capacity \
-                 (DynamoDB, Lambda concurrency, the provider's 429s) · bottleneck: the stage \
+                 (DynamoDB, Lambda concurrency, the provider's 429s beyond its throughput) · bottleneck: the stage \
                  that held work back longest",
             )
         )
