@@ -92,7 +92,8 @@ fn run(command: Command) -> Result<(), String> {
     }
 }
 
-/// clap's error as one line: its first line, plus the next when the first only introduces it.
+/// clap's error as one line: its first line, plus the next when the first only introduces it,
+/// and its tip (a similar argument or command) and where to read more, when it has them.
 fn one_line(e: &clap::Error) -> String {
     let text = e.to_string();
     let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
@@ -102,7 +103,20 @@ fn one_line(e: &clap::Error) -> String {
             msg = format!("{msg} {next}");
         }
     }
-    msg.trim_start_matches("error: ").to_owned()
+    let mut msg = msg.trim_start_matches("error: ").to_owned();
+    let tip = text.lines().map(str::trim).find(|l| l.starts_with("tip: "));
+    let more = text
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("For more information, try "));
+    if let Some(tip) = tip {
+        msg = format!("{msg} ({tip})");
+    }
+    if let Some(more) = more {
+        let flag = more.trim_start_matches("For more information, try ");
+        msg = format!("{msg}; see {}", flag.trim_end_matches('.'));
+    }
+    msg
 }
 
 fn main() -> ExitCode {

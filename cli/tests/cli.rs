@@ -69,6 +69,10 @@ fn bad_flags_and_missing_configuration_give_one_line() {
         (vec!["local", "up"], "AWS_ENDPOINT_URL"),
         (vec!["frobnicate"], "unrecognized subcommand"),
         (
+            vec!["remind", "show", "--idd", "x"],
+            "(tip: a similar argument exists: '--id'); see '--help'",
+        ),
+        (
             vec!["remind", "show", "--id", "r-1", "--stack", "prod"],
             "--stack goes before the command: remindctl --stack NAME remind",
         ),

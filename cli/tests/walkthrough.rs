@@ -45,6 +45,12 @@ fn adapt(line: &str, prefix: &str, (port, api_port): (u16, u16)) -> Option<Strin
         .replace("8080", &port.to_string())
         .replace("8081", &api_port.to_string())
         .replace(" $EMULATOR_PID", "");
+    // The README gives a server a second to listen; a loaded machine may need more, so the
+    // test waits until it does.
+    let command = match command.strip_suffix("; sleep 1") {
+        Some(start) => format!("{start}\n{}", listening(api_port)),
+        None => command,
+    };
     // What `remind show` prints is checked on its own, after this marker; a process killed is
     // waited for, so the next block's receiver finds its port free.
     Some(if command.contains("remind show") {
@@ -57,6 +63,13 @@ fn adapt(line: &str, prefix: &str, (port, api_port): (u16, u16)) -> Option<Strin
 }
 
 const SHOW: &str = "--- remind show";
+
+/// A shell line that waits (at most 30 s) until something listens on `port`.
+fn listening(port: u16) -> String {
+    format!(
+        "for _ in $(seq 150); do (echo > /dev/tcp/127.0.0.1/{port}) 2>/dev/null && break; sleep 0.2; done"
+    )
+}
 
 fn free_port() -> u16 {
     let socket = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
@@ -84,13 +97,14 @@ fn run_blocks(name: &str, blocks: &[Vec<String>]) -> String {
         let receiver = block.iter().position(|l| l.contains("local receive"));
         let receiver = receiver.expect("each block starts the receiver");
         // The receiver needs a moment to listen before anything sends to it.
-        block.insert(receiver + 1, "sleep 1".into());
+        block.insert(receiver + 1, listening(ports.0));
         script.extend(block);
     }
     // curl ends a body without a newline: one after it keeps the next output on its own line.
+    // A failing curl still fails the script (its status is kept past the newline).
     let text = format!(
         "set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n\
-         curl() {{ command curl \"$@\"; echo; }}\n{}\n",
+         curl() {{ command curl \"$@\"; local rc=$?; echo; return $rc; }}\n{}\n",
         script.join("\n")
     );
     let out = Command::new("timeout")

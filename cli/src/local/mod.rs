@@ -40,8 +40,9 @@ pub async fn run(cmd: LocalCommand) -> Result<(), String> {
 /// Creating or driving resources is for emulators only: the template owns them on AWS.
 fn require_emulator() -> Result<String, String> {
     env("AWS_ENDPOINT_URL").ok_or_else(|| {
-        "AWS_ENDPOINT_URL is not set: `local` commands only run against an emulator (moto, \
-         LocalStack); deploy template.yaml for AWS"
+        "AWS_ENDPOINT_URL is not set: `local` commands only run against an emulator; start one \
+         with `eval \"$(infra/emulator.sh)\"` (moto) or point it at LocalStack; deploy \
+         template.yaml for AWS"
             .to_owned()
     })
 }

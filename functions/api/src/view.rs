@@ -63,10 +63,12 @@ pub async fn reminder<L: Ledger, S: ReminderStore>(
 
 /// What became of the reminder, in one word, from its channels' deliveries (`status` only says
 /// whether the scheduler handed it on): `pending` while any channel may still be sent; then
-/// `delivered` when one was, `cancelled` when the reminder was cancelled and none was, else
-/// `not_delivered` (each channel says why: dead, expired, not needed; or the reminder expired or
-/// was quarantined before a channel's delivery began). A redrive of a dead delivery may still
-/// change it.
+/// `delivered` when one was and every other was not needed, cancelled or handed on to another
+/// (a fallback order); `partly_delivered` when one was and another ended dead or expired
+/// without handing on; `cancelled` when the reminder was cancelled and none was sent;
+/// `expired` when none was and what ended them was staleness (a channel's, or the reminder's
+/// before its delivery began); else `failed` (each channel says why: dead, or the reminder
+/// quarantined). A redrive of a dead delivery may still change it.
 fn outcome(
     status: reminders::domain::ReminderStatus,
     channels: &Map<String, Value>,
@@ -91,12 +93,25 @@ fn outcome(
     if states.iter().any(|s| !settled(s) && !unsent(s)) {
         return "pending";
     }
+    // Ended without reaching the person, and without handing the reminder on.
+    let unmet = channels
+        .values()
+        .filter(|d| matches!(d["status"].as_str(), Some("dead" | "expired")))
+        .filter(|d| d.get("fallback_to").is_none())
+        .count();
+    let dead = states.contains(&"dead");
     if states.contains(&"delivered") {
-        "delivered"
+        match unmet {
+            0 => "delivered",
+            _ => "partly_delivered",
+        }
     } else if status == reminders::domain::ReminderStatus::Cancelled {
         "cancelled"
+    } else if !dead && status != reminders::domain::ReminderStatus::Invalid {
+        // Every channel expired, was not needed, or never began because the reminder expired.
+        "expired"
     } else {
-        "not_delivered"
+        "failed"
     }
 }
 
@@ -215,11 +230,18 @@ mod tests {
     use super::*;
     use reminders::domain::ReminderStatus;
 
+    /// Channels in these states; `dead>sms` is a death that handed on to SMS.
     fn channels(states: &[&str]) -> Map<String, Value> {
         states
             .iter()
             .enumerate()
-            .map(|(n, s)| (format!("c{n}"), json!({ "status": s })))
+            .map(|(n, s)| {
+                let v = match s.split_once('>') {
+                    Some((st, to)) => json!({ "status": st, "fallback_to": to }),
+                    None => json!({ "status": s }),
+                };
+                (format!("c{n}"), v)
+            })
             .collect()
     }
 
@@ -229,9 +251,14 @@ mod tests {
         let cases = [
             (e, vec!["delivered", "sending"], "pending"),
             (e, vec!["standby", "dead"], "pending"),
-            (e, vec!["delivered", "dead"], "delivered"),
+            (e, vec!["delivered", "dead"], "partly_delivered"),
+            (e, vec!["delivered", "expired"], "partly_delivered"),
+            // A fallback order: the head died and handed on, the next reached the person.
+            (e, vec!["dead>sms", "delivered"], "delivered"),
             (e, vec!["not_needed", "delivered"], "delivered"),
-            (e, vec!["dead", "expired"], "not_delivered"),
+            (e, vec!["dead", "expired"], "failed"),
+            (e, vec!["dead>sms", "dead"], "failed"),
+            (e, vec!["expired", "not_needed"], "expired"),
             (
                 ReminderStatus::Cancelled,
                 vec!["cancelled", "cancelled"],
@@ -242,14 +269,14 @@ mod tests {
                 vec!["delivered", "cancelled"],
                 "delivered",
             ),
-            (ReminderStatus::Expired, vec!["expired"], "not_delivered"),
+            (ReminderStatus::Expired, vec!["expired"], "expired"),
             // Expired or quarantined before its channels' items were written.
             (
                 ReminderStatus::Expired,
                 vec!["scheduled", "expired"],
-                "not_delivered",
+                "expired",
             ),
-            (ReminderStatus::Invalid, vec!["scheduled"], "not_delivered"),
+            (ReminderStatus::Invalid, vec!["scheduled"], "failed"),
             (ReminderStatus::Scheduled, vec!["scheduled"], "pending"),
             // A status a newer version wrote that this one does not know: not yet settled.
             (e, vec!["delivered", "parked_v9"], "pending"),
