@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use reminders_harness::sim::report::hanging;
+use reminders_harness::sim::lines::hanging;
 use reminders_harness::sim::{chart, simulate, Profile, SimConfig};
 
 /// A series load, for the demo and the planner: N subscribers' series of one rule.

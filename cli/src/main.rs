@@ -128,13 +128,26 @@ fn main() -> ExitCode {
             let _ = e.print();
             return ExitCode::SUCCESS;
         }
+        // `remindctl` or `remindctl remind` alone: the help of what was typed, in full.
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            return ExitCode::from(2);
+        }
         Err(e) => {
             let mut line = one_line(&e);
             // `--stack` belongs to remindctl itself, before the command.
             if line.contains("unexpected argument '--stack'") {
-                line = "--stack goes before the command: remindctl --stack NAME remind … (or \
-                        export REMINDERS_STACK=NAME)"
-                    .to_owned();
+                let typed: Vec<String> = std::env::args().skip(1).collect();
+                let command = typed.first().map_or("remind", String::as_str);
+                line = match command {
+                    "demo" | "chaos" | "plan" | "key" | "local" => {
+                        format!("--stack: `{command}` needs no deployed stack")
+                    }
+                    _ => format!(
+                        "--stack goes before the command: remindctl --stack NAME {command} … \
+                         (or export REMINDERS_STACK=NAME)"
+                    ),
+                };
             }
             eprintln!("remindctl: {line}");
             return ExitCode::from(2);

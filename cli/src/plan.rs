@@ -4,7 +4,7 @@
 //! it (plan_search.rs).
 
 use reminders_harness::sim::capacity::TableMode;
-use reminders_harness::sim::plan::{self, Params, Plan, PlanInput};
+use reminders_harness::sim::plan::{self, Params, PlanInput};
 
 use crate::demo::{SchedulerFlags, SeriesFlags};
 
@@ -194,47 +194,7 @@ pub async fn run(args: PlanArgs) -> Result<(), String> {
     if args.json {
         println!("{}", serde_json::to_string(&p).unwrap_or_default());
     } else {
-        print_human(&p);
+        crate::plan_search::print_human(&p);
     }
     Ok(())
-}
-
-pub(crate) fn print_human(p: &Plan) {
-    let e = &p.estimate;
-    println!(
-        "estimate            first wave {:.0} s + retries {:.0} s → drained after ~{:.0} s",
-        e.first_wave_secs, e.retry_secs, e.drain_secs
-    );
-    let s = &p.simulated;
-    match s.drain_time_s {
-        Some(t) => println!("simulated           drained after {t} s"),
-        None => println!("simulated           not drained within 24 h"),
-    }
-    println!(
-        "fresh on arrival    {:.1}% ({} of {}; {} expired)",
-        s.fresh_fraction * 100.0,
-        s.delivered,
-        s.reminders,
-        s.expired
-    );
-    // Every reminder not delivered is accounted for, by what became of it: a loss never
-    // hides inside a percentage.
-    let dead: u64 = s.dead.values().sum();
-    let by_reason: Vec<String> = s.dead.iter().map(|(r, n)| format!("{r} {n}")).collect();
-    let reasons = if by_reason.is_empty() {
-        String::new()
-    } else {
-        format!(" ({})", by_reason.join(", "))
-    };
-    println!(
-        "not delivered       {} expired · {dead} dead{reasons} · {} cancelled · {} pending",
-        s.expired, s.cancelled, s.pending
-    );
-    println!(
-        "lateness            p50 {:.0} s · p95 {:.0} s · p99 {:.0} s",
-        s.lateness_ms.p50 as f64 / 1000.0,
-        s.lateness_ms.p95 as f64 / 1000.0,
-        s.lateness_ms.p99 as f64 / 1000.0
-    );
-    print!("{}", s.stages);
 }

@@ -1,11 +1,11 @@
-//! `remindctl plan --target-p99`: the search's answer as a `sam deploy` line and the
-//! simulated figures with it, and the progress bar of a long plan (stderr, on a terminal
-//! only, never with --json).
+//! What `remindctl plan` prints: a plan's figures in words, the search's answer
+//! (`--target-p99`) as a `sam deploy` line with the simulated figures, and the progress bar of
+//! a long plan (stderr, on a terminal only, never with --json).
 
 use std::io::IsTerminal;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use reminders_harness::sim::plan::PlanInput;
+use reminders_harness::sim::plan::{Plan, PlanInput};
 use reminders_harness::sim::search::{self, Found};
 
 /// A bar on stderr when it is a terminal and the output is not JSON; nothing otherwise.
@@ -107,5 +107,46 @@ fn print_found(f: &Found) {
         );
     }
     println!("simulated with these parameters:");
-    crate::plan::print_human(&f.plan);
+    print_human(&f.plan);
+}
+
+/// A plan in words: the estimate beside the simulation, and what became of every reminder.
+pub(crate) fn print_human(p: &Plan) {
+    let e = &p.estimate;
+    println!(
+        "estimate            first wave {:.0} s + retries {:.0} s → drained after ~{:.0} s",
+        e.first_wave_secs, e.retry_secs, e.drain_secs
+    );
+    let s = &p.simulated;
+    match s.drain_time_s {
+        Some(t) => println!("simulated           drained after {t} s"),
+        None => println!("simulated           not drained within 24 h"),
+    }
+    println!(
+        "fresh on arrival    {:.1}% ({} of {}; {} expired)",
+        s.fresh_fraction * 100.0,
+        s.delivered,
+        s.reminders,
+        s.expired
+    );
+    // Every reminder not delivered is accounted for, by what became of it: a loss never
+    // hides inside a percentage.
+    let dead: u64 = s.dead.values().sum();
+    let by_reason: Vec<String> = s.dead.iter().map(|(r, n)| format!("{r} {n}")).collect();
+    let reasons = if by_reason.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", by_reason.join(", "))
+    };
+    println!(
+        "not delivered       {} expired · {dead} dead{reasons} · {} cancelled · {} pending",
+        s.expired, s.cancelled, s.pending
+    );
+    println!(
+        "lateness            p50 {:.0} s · p95 {:.0} s · p99 {:.0} s",
+        s.lateness_ms.p50 as f64 / 1000.0,
+        s.lateness_ms.p95 as f64 / 1000.0,
+        s.lateness_ms.p99 as f64 / 1000.0
+    );
+    print!("{}", s.stages);
 }

@@ -69,6 +69,10 @@ fn bad_flags_and_missing_configuration_give_one_line() {
         (vec!["local", "up"], "AWS_ENDPOINT_URL"),
         (vec!["frobnicate"], "unrecognized subcommand"),
         (
+            vec!["demo", "--stack", "x"],
+            "--stack: `demo` needs no deployed stack",
+        ),
+        (
             vec!["remind", "show", "--idd", "x"],
             "(tip: a similar argument exists: '--id'); see '--help'",
         ),
@@ -551,4 +555,19 @@ fn the_demo_report_opens_with_the_profile_it_ran() {
         series.contains("10 reminders and 5 occurrences of series"),
         "{series}"
     );
+}
+
+/// `remindctl` (or `remindctl remind`) with nothing after it shows that command's whole help,
+/// the commands to choose from, not one squeezed line.
+#[test]
+fn a_command_without_its_subcommand_shows_its_help() {
+    for args in [vec![], vec!["remind"]] {
+        let out = remindctl(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let help = String::from_utf8(out.stderr).unwrap();
+        assert!(
+            help.contains("Usage:") && help.contains("Commands:"),
+            "{args:?}: {help}"
+        );
+    }
 }

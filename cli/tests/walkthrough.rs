@@ -67,7 +67,8 @@ const SHOW: &str = "--- remind show";
 /// A shell line that waits (at most 30 s) until something listens on `port`.
 fn listening(port: u16) -> String {
     format!(
-        "for _ in $(seq 150); do (echo > /dev/tcp/127.0.0.1/{port}) 2>/dev/null && break; sleep 0.2; done"
+        "for _ in $(seq 150); do (echo > /dev/tcp/127.0.0.1/{port}) 2>/dev/null && break; sleep 0.2; done; \
+         (echo > /dev/tcp/127.0.0.1/{port}) 2>/dev/null || {{ echo 'nothing listens on {port}' >&2; exit 1; }}"
     )
 }
 
@@ -101,10 +102,10 @@ fn run_blocks(name: &str, blocks: &[Vec<String>]) -> String {
         script.extend(block);
     }
     // curl ends a body without a newline: one after it keeps the next output on its own line.
-    // A failing curl still fails the script (its status is kept past the newline).
+    // Under `set -e` a failing curl (no connection) ends the script inside the wrapper.
     let text = format!(
         "set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n\
-         curl() {{ command curl \"$@\"; local rc=$?; echo; return $rc; }}\n{}\n",
+         curl() {{ command curl \"$@\"; echo; }}\n{}\n",
         script.join("\n")
     );
     let out = Command::new("timeout")

@@ -103,14 +103,14 @@ struct Shared {
     /// when they come back: a message held past the idle horizon (quiet hours, a long
     /// backoff) is no work for an idle run to wait for.
     holds: std::sync::Mutex<PerChannel<std::collections::HashMap<String, Timestamp>>>,
-    /// Each channel's messages in flight when the run started: held by an earlier run (quiet
-    /// hours, a backoff) or by a worker that stopped. SQS does not tell a client when they
-    /// come back, so an idle run waits for them one idle horizon from its start (a backoff
-    /// of up to that comes back and is taken), and no longer: then it would wait out quiet
-    /// hours. Its summary names those still in flight.
-    inherited: PerChannel<u64>,
-    /// Until when the inherited messages are waited for: the start plus the idle horizon.
-    inherited_until: Timestamp,
+    /// Until when messages in flight that this run did not take are waited for: the start
+    /// plus the idle horizon. Those are held by an earlier run (quiet hours, a backoff) or a
+    /// worker that stopped, and SQS does not tell a client when they come back: a backoff
+    /// shorter than the horizon comes back and is taken; waiting longer would wait out quiet
+    /// hours. The summary names those still in flight.
+    others_waited_until: Timestamp,
+    /// Each channel's mapping while it receives and works a batch: busy whatever the queue says.
+    at_work: PerChannel<std::sync::atomic::AtomicBool>,
 }
 
 impl Shared {
@@ -129,24 +129,29 @@ impl Shared {
         self.holds.lock().unwrap_or_else(|e| e.into_inner())
     }
     /// What a batch did to its messages: held ones come back later, others are gone or back.
+    /// `visibility_secs`: what a message left in flight (a failed record, a lease lost) waits
+    /// before it is visible again.
     fn note(
         &self,
         channel: Channel,
         records: &[reminders::consumer::RecordReport],
         now: Timestamp,
+        visibility_secs: u32,
     ) {
+        use reminders::consumer::Action;
         let mut holds = self.holds();
         let held = holds.get_mut(channel);
         for r in records {
-            match r.action {
-                reminders::consumer::Action::Hold { secs } => {
-                    let back = now.plus(Duration::from_secs(u64::from(secs)));
-                    held.insert(r.message_id.clone(), back);
-                }
-                _ => {
+            let secs = match r.action {
+                Action::Hold { secs } => secs,
+                Action::Retry | Action::Leave => visibility_secs,
+                Action::Ack | Action::Reenqueued | Action::Released => {
                     held.remove(&r.message_id);
+                    continue;
                 }
-            }
+            };
+            let back = now.plus(Duration::from_secs(u64::from(secs)));
+            held.insert(r.message_id.clone(), back);
         }
     }
     /// This run's holds on `channel` that come back after `after`.
@@ -159,16 +164,25 @@ impl Shared {
             .filter(|t| *t > after)
             .collect()
     }
-    /// Of `in_flight` messages on `channel`, how many may be waited out at `now`: this run's
-    /// holds past `horizon`, and, after the inherited ones' wait, as many in flight as were
-    /// inherited. Beyond those, in flight is a batch at work or a message back within it.
-    fn may_wait_out(&self, channel: Channel, now: Timestamp, horizon: Timestamp) -> u64 {
-        let past = u64::try_from(self.holds_after(channel, horizon).len()).unwrap_or(u64::MAX);
-        let inherited = match now >= self.inherited_until {
-            true => *self.inherited.get(channel),
-            false => 0,
-        };
-        past + inherited
+    /// Whether `channel` has work for an idle run to wait for at `now`, with `in_flight`
+    /// messages in flight.
+    fn busy(&self, channel: Channel, in_flight: u64, now: Timestamp, horizon: Timestamp) -> bool {
+        if self
+            .at_work
+            .get(channel)
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            return true;
+        }
+        let ours = self.holds_after(channel, now);
+        // One of this run's messages comes back within the horizon.
+        if ours.iter().any(|back| *back <= horizon) {
+            return true;
+        }
+        // In flight and not this run's: held before the run started (or by another consumer),
+        // waited for one horizon.
+        let others = in_flight.saturating_sub(u64::try_from(ours.len()).unwrap_or(u64::MAX));
+        others > 0 && now < self.others_waited_until
     }
     /// What an idle stop leaves pending on each channel, once every loop has stopped: this
     /// run's holds still to come back (with the first one's return), and the other messages
@@ -246,8 +260,8 @@ where
         report: std::sync::Mutex::new(LocalReport::default()),
         stop: std::sync::atomic::AtomicBool::new(false),
         holds: std::sync::Mutex::default(),
-        inherited: in_flight(consumer.ports()).await,
-        inherited_until: clock.now().plus(cfg.idle_horizon),
+        others_waited_until: clock.now().plus(cfg.idle_horizon),
+        at_work: PerChannel::default(),
     };
     let channels = Channel::ALL.map(|c| channel_loop(consumer, queue_urls, cfg, c, &shared));
     let (scheduled, polled, watched) = futures::join!(
@@ -343,6 +357,8 @@ async fn channel_loop<P: Ports>(
     let mut backoff = Duration::from_secs(1);
     while !shared.stopped() {
         let deadline = clock.now().plus(cfg.function_timeout);
+        let at_work = shared.at_work.get(channel);
+        at_work.store(true, std::sync::atomic::Ordering::SeqCst);
         let polled = poll_once(
             consumer,
             queue_urls,
@@ -352,10 +368,13 @@ async fn channel_loop<P: Ports>(
             Some(deadline),
         )
         .await;
+        if let Ok(Some(out)) = &polled {
+            shared.note(channel, &out.records, clock.now(), cfg.visibility_secs);
+        }
+        at_work.store(false, std::sync::atomic::Ordering::SeqCst);
         match polled {
             Ok(Some(out)) => {
                 backoff = Duration::from_secs(1);
-                shared.note(channel, &out.records, clock.now());
                 let mut r = shared.report();
                 r.batches += 1;
                 for c in Channel::ALL {
@@ -429,9 +448,9 @@ async fn idle_until<P: Ports>(
 ) -> Result<Option<Option<Timestamp>>, PortError> {
     for channel in Channel::ALL {
         let depth = ports.queue().depth(channel).await?;
-        // In flight beyond what may be waited out: a batch at work, or a message coming back
-        // within the horizon (or inherited, within the first horizon of the run).
-        let busy = depth.in_flight > shared.may_wait_out(channel, now, horizon);
+        // A batch at work, a message of this run's back within the horizon, or (in the first
+        // horizon of the run) one in flight since before it.
+        let busy = shared.busy(channel, depth.in_flight, now, horizon);
         if depth.visible > 0 || depth.delayed > 0 || busy {
             return Ok(None);
         }

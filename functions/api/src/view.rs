@@ -61,55 +61,71 @@ pub async fn reminder<L: Ledger, S: ReminderStore>(
     }))
 }
 
-/// What became of the reminder, in one word, from its channels' deliveries (`status` only says
-/// whether the scheduler handed it on): `pending` while any channel may still be sent; then
-/// `delivered` when one was and every other was not needed, cancelled or handed on to another
-/// (a fallback order); `partly_delivered` when one was and another ended dead or expired
-/// without handing on; `cancelled` when the reminder was cancelled and none was sent;
-/// `expired` when none was and what ended them was staleness (a channel's, or the reminder's
-/// before its delivery began); else `failed` (each channel says why: dead, or the reminder
-/// quarantined). A redrive of a dead delivery may still change it.
+/// What became of the reminder, from its channels' deliveries (`status` only says
+/// whether the scheduler handed it on). `pending` while any channel may still be sent. Then,
+/// with each channel ended as reached (delivered), stale (expired, or dead because quiet hours
+/// outlasted its freshness, or never begun because the reminder expired), failed (any other
+/// death that did not hand the reminder on to another channel, or never begun because the
+/// reminder was quarantined), or set aside (cancelled, not needed, handed on, or opted out: the
+/// subscriber's choice): `delivered` when one was reached and none stale or failed;
+/// `partly_delivered` when one was reached and another stale or failed; `cancelled` when none
+/// was reached and the reminder, or every channel, was cancelled; `failed` when one failed
+/// (an `ambiguous` death among them: it may have been sent, and the channel says so);
+/// `expired` when one went stale; else (every channel set aside) `cancelled` if any channel
+/// was, `failed` otherwise. A redrive of a dead delivery may still change it.
 fn outcome(
     status: reminders::domain::ReminderStatus,
     channels: &Map<String, Value>,
 ) -> &'static str {
-    let settled = |s: &str| {
-        matches!(
-            s,
-            "delivered" | "dead" | "expired" | "cancelled" | "not_needed"
-        )
-    };
-    let states: Vec<&str> = channels
-        .values()
-        .map(|d| d["status"].as_str().unwrap_or(""))
-        .collect();
-    // Quarantined or expired, the reminder is never sent: a channel with no delivery yet
-    // (scheduled, standby) will not have one.
-    let ended = matches!(
-        status,
-        reminders::domain::ReminderStatus::Invalid | reminders::domain::ReminderStatus::Expired
-    );
-    let unsent = |s: &str| ended && matches!(s, "scheduled" | "standby");
-    if states.iter().any(|s| !settled(s) && !unsent(s)) {
-        return "pending";
+    use reminders::domain::ReminderStatus as R;
+    #[derive(PartialEq)]
+    enum End {
+        Pending,
+        Reached,
+        Stale,
+        Failed,
+        Cancelled,
+        Aside,
     }
-    // Ended without reaching the person, and without handing the reminder on.
-    let unmet = channels
-        .values()
-        .filter(|d| matches!(d["status"].as_str(), Some("dead" | "expired")))
-        .filter(|d| d.get("fallback_to").is_none())
-        .count();
-    let dead = states.contains(&"dead");
-    if states.contains(&"delivered") {
-        match unmet {
-            0 => "delivered",
-            _ => "partly_delivered",
+    let end = |d: &Value| -> End {
+        let handed_on = d.get("fallback_to").is_some_and(|t| !t.is_null());
+        match d["status"].as_str().unwrap_or("") {
+            "delivered" => End::Reached,
+            "expired" => End::Stale,
+            "dead" => match d["dead_reason"].as_str() {
+                _ if handed_on => End::Aside,
+                Some("expired_quiet_hours") => End::Stale,
+                Some("opted_out") => End::Aside,
+                _ => End::Failed,
+            },
+            "cancelled" => End::Cancelled,
+            "not_needed" => End::Aside,
+            // Never begun, and never will be: the reminder expired or was quarantined.
+            "scheduled" | "standby" if status == R::Expired => End::Stale,
+            "scheduled" | "standby" if status == R::Invalid => End::Failed,
+            // Still to be sent, on its way, or a state a newer version wrote.
+            _ => End::Pending,
         }
-    } else if status == reminders::domain::ReminderStatus::Cancelled {
+    };
+    let ends: Vec<End> = channels.values().map(end).collect();
+    let any = |e: End| ends.contains(&e);
+    if any(End::Pending) {
+        "pending"
+    } else if any(End::Reached) {
+        match any(End::Stale) || any(End::Failed) {
+            true => "partly_delivered",
+            false => "delivered",
+        }
+    } else if status == R::Cancelled
+        || (!ends.is_empty() && ends.iter().all(|e| *e == End::Cancelled))
+    {
         "cancelled"
-    } else if !dead && status != reminders::domain::ReminderStatus::Invalid {
-        // Every channel expired, was not needed, or never began because the reminder expired.
+    } else if any(End::Failed) {
+        "failed"
+    } else if any(End::Stale) {
         "expired"
+    } else if any(End::Cancelled) {
+        "cancelled"
     } else {
         "failed"
     }
@@ -230,15 +246,21 @@ mod tests {
     use super::*;
     use reminders::domain::ReminderStatus;
 
-    /// Channels in these states; `dead>sms` is a death that handed on to SMS.
+    /// Channels in these states; `dead>sms` is a death that handed on to SMS, `dead:opted_out`
+    /// one for that reason (`dead` alone: rejected).
     fn channels(states: &[&str]) -> Map<String, Value> {
         states
             .iter()
             .enumerate()
             .map(|(n, s)| {
-                let v = match s.split_once('>') {
-                    Some((st, to)) => json!({ "status": st, "fallback_to": to }),
-                    None => json!({ "status": s }),
+                let v = if let Some((st, to)) = s.split_once('>') {
+                    json!({ "status": st, "dead_reason": "rejected", "fallback_to": to })
+                } else if let Some((st, why)) = s.split_once(':') {
+                    json!({ "status": st, "dead_reason": why })
+                } else if *s == "dead" {
+                    json!({ "status": s, "dead_reason": "rejected" })
+                } else {
+                    json!({ "status": s })
                 };
                 (format!("c{n}"), v)
             })
@@ -256,9 +278,18 @@ mod tests {
             // A fallback order: the head died and handed on, the next reached the person.
             (e, vec!["dead>sms", "delivered"], "delivered"),
             (e, vec!["not_needed", "delivered"], "delivered"),
+            // The subscriber's choice is no failure.
+            (e, vec!["delivered", "dead:opted_out"], "delivered"),
             (e, vec!["dead", "expired"], "failed"),
             (e, vec!["dead>sms", "dead"], "failed"),
+            (e, vec!["dead:ambiguous"], "failed"),
             (e, vec!["expired", "not_needed"], "expired"),
+            // Quiet hours outlasted its freshness: stale, not failed.
+            (e, vec!["dead:expired_quiet_hours"], "expired"),
+            (e, vec!["dead>sms", "expired"], "expired"),
+            // Every channel cancelled, the reminder not yet marked (a cancel mid-way).
+            (e, vec!["cancelled", "cancelled"], "cancelled"),
+            (e, vec!["dead:opted_out"], "failed"),
             (
                 ReminderStatus::Cancelled,
                 vec!["cancelled", "cancelled"],
@@ -274,6 +305,16 @@ mod tests {
             (
                 ReminderStatus::Expired,
                 vec!["scheduled", "expired"],
+                "expired",
+            ),
+            (
+                ReminderStatus::Expired,
+                vec!["delivered", "scheduled"],
+                "partly_delivered",
+            ),
+            (
+                ReminderStatus::Expired,
+                vec!["dead>sms", "standby"],
                 "expired",
             ),
             (ReminderStatus::Invalid, vec!["scheduled"], "failed"),

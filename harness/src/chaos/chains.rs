@@ -34,7 +34,7 @@ pub(super) async fn take_away(world: &Arc<World>, id: &ReminderId, after: Durati
     };
     let now = world.clock.now();
     let Some(Ok(Edited::Edited(next))) =
-        super::surface::edit_through_api(world, id, changes, now).await
+        super::api_edit::edit_through_api(world, id, changes, now).await
     else {
         return false;
     };
@@ -73,7 +73,7 @@ pub(super) async fn readd_later(
         ..Edit::default()
     };
     let now = world.clock.now();
-    match super::surface::edit_through_api(&world, &id, changes, now).await {
+    match super::api_edit::edit_through_api(&world, &id, changes, now).await {
         Some(Ok(Edited::Edited(next))) => {
             let k = Kinds {
                 readded: true,
@@ -267,7 +267,7 @@ pub(super) async fn add_the_order(world: &World, origin: &reminders::ledger::Ori
         ..Edit::default()
     };
     let now = world.clock.now();
-    match super::surface::edit_through_api(world, &cur.reminder_id, changes, now).await {
+    match super::api_edit::edit_through_api(world, &cur.reminder_id, changes, now).await {
         Some(Ok(Edited::Edited(next))) => {
             world.acks.acknowledged(&world.journal, &next, k);
             true

@@ -20,6 +20,7 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
 use super::dice::{invoke, API_TIMEOUT};
+use super::series::DETACHED_SERIES;
 use super::world::World;
 use reminders::clock::{Clock, Timestamp};
 use reminders::domain::series::{occurrence_id, Series, MAKE_AHEAD};
@@ -28,7 +29,6 @@ use reminders::ports::faults::lock;
 use reminders::ports::ReminderStore;
 
 const N: usize = 4;
-pub(super) const DETACHED_SERIES: &str = "series-4";
 
 /// The series, its two occurrences put before they were made, and the cancel of a third of the
 /// worlds. Its own dice, and no other writer of the application touches it.

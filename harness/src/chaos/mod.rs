@@ -16,6 +16,7 @@
 //! hour of a world takes milliseconds, and one seed gives one run.
 
 mod acks;
+mod api_edit;
 mod books;
 mod chains;
 mod check;

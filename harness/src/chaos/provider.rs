@@ -16,6 +16,10 @@ use reminders::domain::{Channel, DeliveryKey, ReminderId, SubscriberId};
 use reminders::policy::Outcome;
 use reminders::ports::{GatePartition, MemoryReminderStore, Provider, ReminderStore, SendRequest};
 
+/// Addresses (a subscriber's channel) the provider answers `503` while faults strike.
+pub(super) type Failing =
+    Arc<std::sync::Mutex<std::collections::BTreeSet<(SubscriberId, Channel)>>>;
+
 /// Per-call probabilities of each misbehaviour.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Misbehaviour {
@@ -54,7 +58,7 @@ pub struct ChaosProvider {
     pub accepted: Option<super::prompt::Prompter>,
     /// Addresses answered `503` while faults strike, until the operator fixes them (heads that die
     /// out of budget).
-    pub failing: super::world::Failing,
+    pub failing: Failing,
 }
 
 impl ChaosProvider {

@@ -243,6 +243,8 @@ pub(super) async fn create(world: &World, seed: u64) {
 }
 
 const PAST_SERIES: &str = "series-3";
+/// The series whose occurrences are put on their own before they are made (`detached.rs`).
+pub(super) const DETACHED_SERIES: &str = "series-4";
 
 /// A series created with its `starts_at` half an hour in the past and one of its rule's instants
 /// a few minutes before its creation (still fresh), then edited (its content alone, the rule
@@ -302,7 +304,7 @@ pub(super) async fn surface(world: Arc<World>, seed: u64) {
         // has the one whose occurrences are put before they are made.
         let ids: Vec<SeriesId> = lock(&world.series.0)
             .keys()
-            .filter(|id| ![PAST_SERIES, super::detached::DETACHED_SERIES].contains(&id.as_str()))
+            .filter(|id| ![PAST_SERIES, DETACHED_SERIES].contains(&id.as_str()))
             .cloned()
             .collect();
         let Some(id) = ids.get(rng.random_range(0..ids.len().max(1))).cloned() else {

@@ -16,13 +16,12 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
 use super::acks::Kinds;
-use super::dice::{invoke, API_TIMEOUT};
 use super::operator::redrive_later;
 use super::prompt::{Prompt, Prompts};
 use super::world::{abroad, recipient, subscriber_index, World, CHAOS};
 use reminders::clock::{Clock, Timestamp};
 use reminders::domain::{Channel, Content, Reminder, ReminderId};
-use reminders::outbox::{self, Edit, Edited};
+use reminders::outbox::{Edit, Edited};
 use reminders::ports::faults::lock;
 
 /// A reminder the world created (before its clock starts): landed and acknowledged.
@@ -340,7 +339,7 @@ async fn edit(world: &Arc<World>, id: &ReminderId, rng: &mut StdRng, t: u64, for
         detach: reminders::domain::series::occurrence_of(id).is_some(),
         may_make_stale: false,
     };
-    let next = match super::surface::edit_through_api(world, id, changes, now).await {
+    let next = match super::api_edit::edit_through_api(world, id, changes, now).await {
         Some(Ok(Edited::Edited(next))) => next,
         Some(Ok(Edited::NothingLeft)) => {
             world.counts.refused_edit();
@@ -361,38 +360,4 @@ async fn edit(world: &Arc<World>, id: &ReminderId, rng: &mut StdRng, t: u64, for
         lock(&world.counts.cut).insert(id.clone());
     }
     true
-}
-
-/// The application's edit through the API: an occurrence edited through its own id is recorded
-/// on its series first (so that the series' cancel reaches it wherever it moves, whatever the
-/// series has forgotten of what it made) and detached; then the edit. One invocation: `None` when
-/// it timed out or stopped.
-pub(super) async fn edit_through_api(
-    world: &World,
-    id: &ReminderId,
-    mut changes: Edit,
-    now: Timestamp,
-) -> Option<Result<Edited, outbox::OutboxError>> {
-    let ports = &world.ports;
-    let work = async {
-        if let Some((series, at)) = reminders::domain::series::occurrence_of(id) {
-            changes.detach = true;
-            let recorded = reminders::series::record_detached(&*ports.reminders, &series, at).await;
-            match recorded {
-                Ok(Ok(())) => {}
-                Ok(Err(_)) => return Ok(Edited::Missing),
-                Err(e) => return Err(outbox::OutboxError::Port(e)),
-            }
-        }
-        outbox::edit(
-            &ports.reminders,
-            &ports.ledger,
-            id,
-            changes,
-            now,
-            world.retention,
-        )
-        .await
-    };
-    invoke(work, API_TIMEOUT).await
 }

@@ -242,13 +242,10 @@ pub(super) struct World {
     pub series: super::books::Books,
     /// Addresses the provider answers `503` until the operator fixes them (heads that die out of
     /// budget).
-    pub failing: Failing,
+    pub failing: super::provider::Failing,
     /// A newer version writing the ledger beside this one (a third of the worlds).
     pub newer: Option<Arc<super::newer::Newer>>,
 }
-
-/// Addresses (a subscriber's channel) the provider answers `503` while faults strike.
-pub(super) type Failing = Arc<Mutex<BTreeSet<(reminders::domain::SubscriberId, Channel)>>>;
 
 pub(super) fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
     let clock = VirtualClock::start(EPOCH);
@@ -293,7 +290,7 @@ pub(super) fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
         })
     };
     let (prompter, prompts) = tokio::sync::mpsc::unbounded_channel();
-    let failing = Failing::default();
+    let failing = super::provider::Failing::default();
     let provider = |channel: Channel| {
         Arc::new(ChaosProvider {
             idempotent: *shape.idempotent.get(channel),

@@ -20,6 +20,7 @@ pub mod chart;
 mod config;
 pub mod latency;
 pub mod limits;
+pub mod lines;
 mod load;
 pub mod mapping;
 mod metered;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-pub use super::search::Params;
+pub use super::params::Params;
 use super::{simulate, Profile, SimConfig, SimReport};
 use reminders::domain::Channel;
 use reminders::policy::RetryPolicy;

@@ -230,7 +230,7 @@ impl fmt::Display for StageReport {
         write!(
             f,
             "{}",
-            super::report::hanging(
+            super::lines::hanging(
                 "",
                 "peak: the busiest moment's share of the stage's capacity · limit s: seconds the \
                  stage held work back at its capacity · throttles: requests refused for capacity \
