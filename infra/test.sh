@@ -91,6 +91,25 @@ cargo fmt --all -- --check
 step "cargo clippy --all-targets --all-features -- -D warnings"
 cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
 
+# The boundaries the crates keep: the core names no AWS SDK, no function links the harness,
+# and `cargo demo` (remindctl without its AWS commands) builds from the core and the harness.
+step "crate boundaries (cargo tree)"
+if cargo tree --locked -p reminders-core -e normal --prefix none | grep -E '^aws-(sdk|config|smithy)'; then
+  echo "reminders-core depends on the AWS SDK (above): adapters belong in the reminders crate" >&2
+  exit 1
+fi
+for f in scheduler consumer redrive api events feedback; do
+  if cargo tree --locked -p "$f" -e normal --prefix none | grep -E '^reminders-harness'; then
+    echo "function $f links the test harness" >&2
+    exit 1
+  fi
+done
+if cargo tree --locked -p remindctl --no-default-features -e normal --prefix none | grep -E '^aws-(sdk|config|smithy)'; then
+  echo "cargo demo's build depends on the AWS SDK (above)" >&2
+  exit 1
+fi
+cargo clippy --locked -p remindctl --no-default-features -- -D warnings
+
 step "tests (emulator at $AWS_ENDPOINT_URL)"
 # Test threads get a main thread's stack (8 MiB) instead of libtest's 2 MiB: a test's whole
 # pipeline runs as one future on its thread (block_on), and a debug build keeps every

@@ -2,66 +2,27 @@
 //!
 //! Deliver each reminder over push, email and SMS **at most once per logical delivery, close to
 //! its due time, never after it went stale**, and explain every failure. The design is
-//! `docs/design.md`; this crate is the library every function and the CLI share. Decisions live
-//! here; the function crates only translate events. The test harness (the system checker, the
-//! embedded pipeline, the local runner) is a crate of its own, `reminders-harness`, which no
-//! function links.
-//!
-//! ## Layout
-//!
-//! Configuration and the vocabulary sit at the bottom, the state machine and the ports (which
-//! speak the ledger's record type) above them, the pipelines over the ports, the adapters
-//! implementing the ports, and the wiring, which alone knows them all.
+//! `docs/design.md`. The decisions live in `reminders-core` (re-exported here, so
+//! `reminders::domain` is `reminders_core::domain`), which knows no AWS SDK; this crate adds
+//! what runs them on AWS, and every function and the CLI link it. The test harness (the system
+//! checker, the embedded pipeline, the local runner) is `reminders-harness`, which no function
+//! links.
 //!
 //! | module | owns |
 //! |---|---|
-//! | [`config`] | the bottom floor: `ConfigError`, the variable lookup, the shared parsers |
-//! | [`clock`] | epoch-millisecond [`clock::Timestamp`] and the `Clock` port |
-//! | [`domain`] | identities, recipients, the delivery key, reminders, retention, queue messages, dead reasons |
-//! | [`policy`] | outcome classes, the versioned retry policy, `decide` and the ambiguous rule, Retry-After parsing |
-//! | [`ledger`] | the ledger's record and its state machine (pure: every write is a change applied to the item read) |
-//! | [`delivery`] | the ledger's claim / outcome / cancel operations over the ledger port |
-//! | [`deadletter`] | the DLQ evidence format |
-//! | [`ports`] | the port traits, each with its in-memory implementation and fault injection |
-//! | `packed` | the compact byte form the in-memory ledger and reminders table keep their items in |
-//! | [`outbox`] | create, edit and cancel reminders (what applications call) |
-//! | [`listing`] | a subscriber's series and reminders as one caller sees them, a page at a time, behind sealed cursors |
-//! | [`erasure`] | erase a subscriber: cancel, then delete their reminders, preferences and suppressions |
-//! | [`series`] | recurring series: occurrences made ahead, a series' edit and cancel |
-//! | [`scheduler`] | the scheduler run: due scan, fair fan-out, enqueue and mark |
-//! | [`consumer`] | the consumer: SQS batch in, partial batch response out; one record's pipeline in steps (`intake` → `claim` → send → `settle`) |
-//! | [`events`] | outcome events: which ledger writes settle a delivery, the stream handler that publishes them, the local stream player |
-//! | [`redrive`] | bounded, filtered, audited replay of a channel's DLQ |
-//! | [`feedback`] | SES bounces and complaints in, suppressions out |
-//! | [`providers`] | real providers (SES v2, SNS, generic HTTP), chosen per channel by configuration |
-//! | [`aws`] | the DynamoDB, SQS, EventBridge and DynamoDB Streams adapters, resource settings, resource bootstrap |
+//! | [`aws`] | the DynamoDB, SQS, EventBridge and DynamoDB Streams adapters of the core's ports, resource settings, resource bootstrap |
+//! | [`providers`] | real providers (SES v2, SNS, generic HTTP), chosen per channel by configuration; secrets read from Secrets Manager |
 //! | [`telemetry`] | JSON log setup for the binaries |
 //! | [`wiring`] | the top: which variables each function reads, and the shared cold start |
 //!
-//! Pure code (`domain`, `policy`, `ledger`) takes time and randomness as parameters.
-//! The ports are generic traits (`async fn` returning `Send` futures), so the same pipeline runs
-//! on AWS, on an emulator and in memory. No pipeline module imports [`aws`], and [`aws`]
-//! imports no pipeline.
+//! [`aws`] imports no pipeline: the pipelines are generic over the ports it implements.
+
+pub use reminders_core::{
+    clock, config, consumer, deadletter, delivery, domain, erasure, events, feedback, ledger,
+    listing, outbox, policy, ports, redrive, scheduler, series,
+};
 
 pub mod aws;
-pub mod clock;
-pub mod config;
-pub mod consumer;
-pub mod deadletter;
-pub mod delivery;
-pub mod domain;
-pub mod erasure;
-pub mod events;
-pub mod feedback;
-pub mod ledger;
-pub mod listing;
-pub mod outbox;
-mod packed;
-pub mod policy;
-pub mod ports;
 pub mod providers;
-pub mod redrive;
-pub mod scheduler;
-pub mod series;
 pub mod telemetry;
 pub mod wiring;

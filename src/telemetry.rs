@@ -10,9 +10,8 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::Layer;
 
-/// The EMF metrics' namespace when `METRICS_NAMESPACE` is not set. The template sets
-/// `Reminders/<stack name>`, so two stacks in one account never share a metric or an alarm.
-pub const METRICS_NAMESPACE: &str = "Reminders";
+/// The EMF metrics' namespace when `METRICS_NAMESPACE` is not set (the consumer's metrics own it).
+pub use crate::consumer::metrics::NAMESPACE as METRICS_NAMESPACE;
 
 /// `RUST_LOG` as directives: `None` when unset, `Err` naming the problem when unreadable.
 fn rust_log() -> Option<Result<Targets, String>> {

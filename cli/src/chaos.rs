@@ -190,5 +190,5 @@ fn n(count: u64, noun: &str) -> String {
 /// The chaos workers' default skew: the margin the consumer allows for a clock off the true
 /// time (docs/design.md, "Clock margin"), so every world checks the promises hold at its edge.
 fn default_skew_ms() -> u32 {
-    u32::try_from(reminders::domain::reminder::CLOCK_MARGIN.as_millis()).unwrap_or(u32::MAX)
+    u32::try_from(reminders_core::domain::reminder::CLOCK_MARGIN.as_millis()).unwrap_or(u32::MAX)
 }

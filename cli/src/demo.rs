@@ -34,7 +34,7 @@ impl SeriesFlags {
         if count == 0 {
             return Err("--series must be at least 1".into());
         }
-        if self.zone == reminders::domain::series::SUBSCRIBER_ZONE {
+        if self.zone == reminders_core::domain::series::SUBSCRIBER_ZONE {
             return Err("--zone: name an IANA zone (the simulated subscribers set none)".into());
         }
         let load = reminders_harness::sim::SeriesLoad {

@@ -1,7 +1,7 @@
 //! `remindctl key`: the delivery key of (reminder, subscriber, channel), as the consumer
 //! derives it, so an application or an operator can find a delivery in the ledger or a DLQ.
 
-use reminders::domain::{Channel, DeliveryKey, ReminderId, SubscriberId};
+use reminders_core::domain::{Channel, DeliveryKey, ReminderId, SubscriberId};
 
 /// Print the delivery key of (reminder, subscriber, channel).
 ///

@@ -8,13 +8,17 @@
 //! dispatches.
 
 mod chaos;
+#[cfg(feature = "aws")]
 mod config;
 mod demo;
 mod key;
+#[cfg(feature = "aws")]
 mod local;
+#[cfg(feature = "aws")]
 mod ops;
 mod plan;
 mod plan_search;
+#[cfg(feature = "aws")]
 mod stack;
 
 use std::process::ExitCode;
@@ -32,11 +36,19 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
     version,
     about = "Reminder delivery on AWS: operator CLI"
 )]
+#[cfg_attr(
+    not(feature = "aws"),
+    command(
+        after_help = "Built without AWS (cargo demo): demo, chaos, plan and key only. \
+        `cargo run -p remindctl -- help` builds every command."
+    )
+)]
 struct Cli {
     /// The deployed stack whose outputs (CloudFormation) configure the commands that act on a
     /// stack (remind, series, subscriber, suppression, dlq, redrive, config), instead of exporting
     /// the table and queue variables; a variable already set to another value is refused. Given
     /// before the command: remindctl --stack NAME remind show --id r-1.
+    #[cfg(feature = "aws")]
     #[arg(long, env = "REMINDERS_STACK", value_name = "NAME")]
     stack: Option<String>,
     #[command(subcommand)]
@@ -51,19 +63,27 @@ enum Command {
     Chaos(chaos::ChaosArgs),
     Plan(plan::PlanArgs),
     Key(key::KeyArgs),
+    #[cfg(feature = "aws")]
     Config(config::ConfigArgs),
+    #[cfg(feature = "aws")]
     #[command(subcommand)]
     Local(local::LocalCommand),
+    #[cfg(feature = "aws")]
     #[command(subcommand)]
     Remind(ops::remind::RemindCommand),
+    #[cfg(feature = "aws")]
     #[command(subcommand)]
     Series(ops::series::SeriesCommand),
+    #[cfg(feature = "aws")]
     #[command(subcommand)]
     Subscriber(ops::subscriber::SubscriberCommand),
+    #[cfg(feature = "aws")]
     #[command(subcommand)]
     Suppression(ops::suppression::SuppressionCommand),
+    #[cfg(feature = "aws")]
     #[command(subcommand)]
     Dlq(ops::dlq::DlqCommand),
+    #[cfg(feature = "aws")]
     Redrive(ops::redrive::RedriveArgs),
 }
 
@@ -81,13 +101,21 @@ fn run(command: Command) -> Result<(), String> {
         Command::Chaos(args) => chaos::run(args),
         Command::Plan(args) => block_on(plan::run(args)),
         Command::Key(args) => key::run(args),
+        #[cfg(feature = "aws")]
         Command::Config(args) => config::run(args),
+        #[cfg(feature = "aws")]
         Command::Local(cmd) => block_on(local::run(cmd)),
+        #[cfg(feature = "aws")]
         Command::Remind(cmd) => block_on(ops::remind::run(cmd)),
+        #[cfg(feature = "aws")]
         Command::Series(cmd) => block_on(ops::series::run(cmd)),
+        #[cfg(feature = "aws")]
         Command::Subscriber(cmd) => block_on(ops::subscriber::run(cmd)),
+        #[cfg(feature = "aws")]
         Command::Suppression(cmd) => block_on(ops::suppression::run(cmd)),
+        #[cfg(feature = "aws")]
         Command::Dlq(cmd) => block_on(ops::dlq::run(cmd)),
+        #[cfg(feature = "aws")]
         Command::Redrive(args) => block_on(ops::redrive::run(args)),
     }
 }
@@ -120,6 +148,7 @@ fn one_line(e: &clap::Error) -> String {
 }
 
 fn main() -> ExitCode {
+    #[cfg(feature = "aws")]
     reminders::telemetry::init_cli();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -149,12 +178,30 @@ fn main() -> ExitCode {
                     ),
                 };
             }
+            #[cfg(not(feature = "aws"))]
+            if line.starts_with("unrecognized subcommand") {
+                line = format!(
+                    "{line} (this remindctl was built without AWS, by `cargo demo`: \
+                     `cargo run -p remindctl -- …` builds every command)"
+                );
+            }
             eprintln!("remindctl: {line}");
             return ExitCode::from(2);
         }
     };
-    // Before anything else runs: the stack's outputs become the process's environment, for
-    // the commands that act on a stack (the offline ones and `local` never ask AWS for one).
+    match configured(&cli).and_then(|()| run(cli.command)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("remindctl: {}", with_next_step(&e));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Before anything else runs: the stack's outputs become the process's environment, for the
+/// commands that act on a stack (the offline ones and `local` never ask AWS for one).
+#[cfg(feature = "aws")]
+fn configured(cli: &Cli) -> Result<(), String> {
     let on_a_stack = matches!(
         cli.command,
         Command::Remind(_)
@@ -165,17 +212,16 @@ fn main() -> ExitCode {
             | Command::Redrive(_)
             | Command::Config(_)
     );
-    let configured = match cli.stack.as_deref().filter(|n| !n.is_empty() && on_a_stack) {
+    match cli.stack.as_deref().filter(|n| !n.is_empty() && on_a_stack) {
         Some(name) => stack::configure(name),
         None => Ok(()),
-    };
-    match configured.and_then(|()| run(cli.command)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("remindctl: {}", with_next_step(&e));
-            ExitCode::FAILURE
-        }
     }
+}
+
+/// Built without AWS: no command acts on a stack.
+#[cfg(not(feature = "aws"))]
+fn configured(_: &Cli) -> Result<(), String> {
+    Ok(())
 }
 
 /// An error a user can act on, said so: the SDK reports missing credentials as a failed

@@ -5,12 +5,14 @@
 
 use std::time::Duration;
 
-use reminders::clock::{Clock, Timestamp};
-use reminders::consumer::event::{arn_for_url, to_sqs_event};
-use reminders::consumer::{BatchOutcome, Consumer, Metrics};
-use reminders::domain::{Channel, PerChannel};
-use reminders::ports::{DeliveryQueue, PortError, Ports, QueueDepth, ReminderStore, SeriesStore};
-use reminders::scheduler::Scheduler;
+use reminders_core::clock::{Clock, Timestamp};
+use reminders_core::consumer::event::{arn_for_url, to_sqs_event};
+use reminders_core::consumer::{BatchOutcome, Consumer, Metrics};
+use reminders_core::domain::{Channel, PerChannel};
+use reminders_core::ports::{
+    DeliveryQueue, PortError, Ports, QueueDepth, ReminderStore, SeriesStore,
+};
+use reminders_core::scheduler::Scheduler;
 
 #[derive(Debug, Clone)]
 pub struct LocalConfig {
@@ -27,7 +29,7 @@ pub struct LocalConfig {
     /// An idle run stops when nothing is due before now + this (and every queue is empty).
     pub idle_horizon: Duration,
     /// The TTL of the series occurrences the schedule makes (`RETENTION_SECS`).
-    pub retention: reminders::domain::Retention,
+    pub retention: reminders_core::domain::Retention,
 }
 
 impl Default for LocalConfig {
@@ -40,7 +42,7 @@ impl Default for LocalConfig {
             scheduler_timeout: Duration::from_secs(50),
             poll_interval: Duration::from_millis(500),
             idle_horizon: Duration::from_secs(120),
-            retention: reminders::domain::Retention::default(),
+            retention: reminders_core::domain::Retention::default(),
         }
     }
 }
@@ -74,7 +76,7 @@ pub struct LocalReport {
     pub quarantined: u32,
     /// Shards whose due-index query failed on the last run, with runs in a row: their
     /// reminders wait until the shard answers.
-    pub failing_shards: Vec<reminders::scheduler::FailedShard>,
+    pub failing_shards: Vec<reminders_core::scheduler::FailedShard>,
     /// Occurrences of series the schedule made.
     pub occurrences_made: u32,
     /// After an idle stop: the deliveries still held (quiet hours, a retry's backoff), by
@@ -134,11 +136,11 @@ impl Shared {
     fn note(
         &self,
         channel: Channel,
-        records: &[reminders::consumer::RecordReport],
+        records: &[reminders_core::consumer::RecordReport],
         now: Timestamp,
         visibility_secs: u32,
     ) {
-        use reminders::consumer::Action;
+        use reminders_core::consumer::Action;
         let mut holds = self.holds();
         let held = holds.get_mut(channel);
         for r in records {
@@ -336,7 +338,8 @@ where
         // The first share's maker, after its scan, as deployed.
         let p = scheduler.ports();
         let at = clock.now();
-        let made = reminders::series::make_due(p.reminders(), p.ledger(), at, cfg.retention).await;
+        let made =
+            reminders_core::series::make_due(p.reminders(), p.ledger(), at, cfg.retention).await;
         shared.report().occurrences_made += made.made;
         let next = now.plus(cfg.schedule_period);
         pause(clock, next.since(clock.now()), shared).await;
@@ -478,7 +481,7 @@ pub async fn next_due<P: Ports>(ports: &P) -> Result<Option<Timestamp>, PortErro
     let skip = std::collections::BTreeSet::new();
     let mut next: Option<Timestamp> = None;
     for shard in 0..store.shards() {
-        let q = reminders::ports::DueQuery {
+        let q = reminders_core::ports::DueQuery {
             shard,
             until: far,
             limit: 1,

@@ -5,7 +5,7 @@
 
 mod slowed;
 
-use reminders::ports::{DeadLetters, FaultPoint, Faults, Ledger, PortError, ReminderStore};
+use reminders_core::ports::{DeadLetters, FaultPoint, Faults, Ledger, PortError, ReminderStore};
 
 pub use slowed::Slowed;
 
@@ -20,35 +20,35 @@ pub struct Faulty<T> {
 impl<T: Ledger> Ledger for Faulty<T> {
     async fn get(
         &self,
-        key: &reminders::domain::DeliveryKey,
-    ) -> Result<Option<reminders::ledger::DeliveryRecord>, PortError> {
+        key: &reminders_core::domain::DeliveryKey,
+    ) -> Result<Option<reminders_core::ledger::DeliveryRecord>, PortError> {
         self.faults
-            .check(reminders::ports::ledger::OP_GET, FaultPoint::Before)?;
+            .check(reminders_core::ports::ledger::OP_GET, FaultPoint::Before)?;
         let out = self.inner.get(key).await?;
         self.faults
-            .check(reminders::ports::ledger::OP_GET, FaultPoint::After)?;
+            .check(reminders_core::ports::ledger::OP_GET, FaultPoint::After)?;
         Ok(out)
     }
 
     async fn put_if(
         &self,
-        record: &reminders::ledger::DeliveryRecord,
-        expected: reminders::ports::Expected,
-    ) -> Result<reminders::ports::Cas, PortError> {
+        record: &reminders_core::ledger::DeliveryRecord,
+        expected: reminders_core::ports::Expected,
+    ) -> Result<reminders_core::ports::Cas, PortError> {
         self.faults
-            .check(reminders::ports::ledger::OP_PUT, FaultPoint::Before)?;
+            .check(reminders_core::ports::ledger::OP_PUT, FaultPoint::Before)?;
         let out = self.inner.put_if(record, expected).await?;
         self.faults
-            .check(reminders::ports::ledger::OP_PUT, FaultPoint::After)?;
+            .check(reminders_core::ports::ledger::OP_PUT, FaultPoint::After)?;
         Ok(out)
     }
 
     async fn delete_if(
         &self,
-        key: &reminders::domain::DeliveryKey,
-        expected: reminders::ports::Expected,
-    ) -> Result<reminders::ports::Cas, PortError> {
-        let op = reminders::ports::ledger::OP_DELETE;
+        key: &reminders_core::domain::DeliveryKey,
+        expected: reminders_core::ports::Expected,
+    ) -> Result<reminders_core::ports::Cas, PortError> {
+        let op = reminders_core::ports::ledger::OP_DELETE;
         self.faults.check(op, FaultPoint::Before)?;
         let out = self.inner.delete_if(key, expected).await?;
         self.faults.check(op, FaultPoint::After)?;
@@ -63,47 +63,50 @@ impl<T: ReminderStore> ReminderStore for Faulty<T> {
 
     async fn sweep_index(
         &self,
-        after: Option<&reminders::ports::SweepCursor>,
+        after: Option<&reminders_core::ports::SweepCursor>,
         limit: u32,
-    ) -> Result<reminders::ports::SweepPage, PortError> {
+    ) -> Result<reminders_core::ports::SweepPage, PortError> {
         let call = self.inner.sweep_index(after, limit);
-        self.around(reminders::ports::reminders::OP_SWEEP, call)
+        self.around(reminders_core::ports::reminders::OP_SWEEP, call)
             .await
     }
 
     async fn insert(
         &self,
-        r: &reminders::domain::Reminder,
-    ) -> Result<reminders::ports::Inserted, PortError> {
-        self.around(reminders::ports::reminders::OP_INSERT, self.inner.insert(r))
-            .await
+        r: &reminders_core::domain::Reminder,
+    ) -> Result<reminders_core::ports::Inserted, PortError> {
+        self.around(
+            reminders_core::ports::reminders::OP_INSERT,
+            self.inner.insert(r),
+        )
+        .await
     }
 
     async fn replace(
         &self,
-        r: &reminders::domain::Reminder,
+        r: &reminders_core::domain::Reminder,
         expected_version: u64,
-        expected_status: reminders::domain::ReminderStatus,
-    ) -> Result<reminders::ports::Marked, PortError> {
-        let op = reminders::ports::reminders::OP_REPLACE;
+        expected_status: reminders_core::domain::ReminderStatus,
+    ) -> Result<reminders_core::ports::Marked, PortError> {
+        let op = reminders_core::ports::reminders::OP_REPLACE;
         let call = self.inner.replace(r, expected_version, expected_status);
         self.around(op, call).await
     }
 
     async fn get(
         &self,
-        id: &reminders::domain::ReminderId,
-    ) -> Result<Option<reminders::domain::Reminder>, PortError> {
-        self.around(reminders::ports::reminders::OP_GET, self.inner.get(id))
+        id: &reminders_core::domain::ReminderId,
+    ) -> Result<Option<reminders_core::domain::Reminder>, PortError> {
+        self.around(reminders_core::ports::reminders::OP_GET, self.inner.get(id))
             .await
     }
 
     async fn query_due(
         &self,
-        q: &reminders::ports::DueQuery<'_>,
-    ) -> Result<reminders::ports::DuePage, PortError> {
+        q: &reminders_core::ports::DueQuery<'_>,
+    ) -> Result<reminders_core::ports::DuePage, PortError> {
         self.around(
-            reminders::ports::reminders::OP_QUERY,
+            reminders_core::ports::reminders::OP_QUERY,
             self.inner.query_due(q),
         )
         .await
@@ -113,19 +116,19 @@ impl<T: ReminderStore> ReminderStore for Faulty<T> {
         &self,
         key: &str,
         reason: &str,
-    ) -> Result<reminders::ports::Marked, PortError> {
-        let op = reminders::ports::reminders::OP_QUARANTINE;
+    ) -> Result<reminders_core::ports::Marked, PortError> {
+        let op = reminders_core::ports::reminders::OP_QUARANTINE;
         self.around(op, self.inner.quarantine(key, reason)).await
     }
 
     async fn extend_freshness(
         &self,
-        id: &reminders::domain::ReminderId,
+        id: &reminders_core::domain::ReminderId,
         payload_version: u64,
-        fresh_until: reminders::clock::Timestamp,
+        fresh_until: reminders_core::clock::Timestamp,
         expires_at: i64,
-    ) -> Result<reminders::ports::Marked, PortError> {
-        let op = reminders::ports::reminders::OP_EXTEND;
+    ) -> Result<reminders_core::ports::Marked, PortError> {
+        let op = reminders_core::ports::reminders::OP_EXTEND;
         let call = self
             .inner
             .extend_freshness(id, payload_version, fresh_until, expires_at);
@@ -134,39 +137,42 @@ impl<T: ReminderStore> ReminderStore for Faulty<T> {
 
     async fn mark(
         &self,
-        id: &reminders::domain::ReminderId,
+        id: &reminders_core::domain::ReminderId,
         payload_version: u64,
-        to: reminders::domain::ReminderStatus,
-    ) -> Result<reminders::ports::Marked, PortError> {
-        let op = reminders::ports::reminders::OP_MARK;
+        to: reminders_core::domain::ReminderStatus,
+    ) -> Result<reminders_core::ports::Marked, PortError> {
+        let op = reminders_core::ports::reminders::OP_MARK;
         self.around(op, self.inner.mark(id, payload_version, to))
             .await
     }
     async fn preferences(
         &self,
-        subscriber: &reminders::domain::SubscriberId,
-    ) -> Result<Option<reminders::domain::Preferences>, PortError> {
-        let op = reminders::ports::reminders::OP_PREFERENCES;
+        subscriber: &reminders_core::domain::SubscriberId,
+    ) -> Result<Option<reminders_core::domain::Preferences>, PortError> {
+        let op = reminders_core::ports::reminders::OP_PREFERENCES;
         self.around(op, self.inner.preferences(subscriber)).await
     }
     async fn put_preferences(
         &self,
-        subscriber: &reminders::domain::SubscriberId,
-        prefs: &reminders::domain::Preferences,
+        subscriber: &reminders_core::domain::SubscriberId,
+        prefs: &reminders_core::domain::Preferences,
     ) -> Result<(), PortError> {
-        let op = reminders::ports::reminders::OP_PUT_PREFERENCES;
+        let op = reminders_core::ports::reminders::OP_PUT_PREFERENCES;
         self.around(op, self.inner.put_preferences(subscriber, prefs))
             .await
     }
     async fn suppression(
         &self,
-        address: &reminders::domain::AddressHash,
-    ) -> Result<Option<reminders::domain::Suppression>, PortError> {
-        let op = reminders::ports::reminders::OP_SUPPRESSION;
+        address: &reminders_core::domain::AddressHash,
+    ) -> Result<Option<reminders_core::domain::Suppression>, PortError> {
+        let op = reminders_core::ports::reminders::OP_SUPPRESSION;
         self.around(op, self.inner.suppression(address)).await
     }
-    async fn put_suppression(&self, s: &reminders::domain::Suppression) -> Result<(), PortError> {
-        let op = reminders::ports::reminders::OP_PUT_SUPPRESSION;
+    async fn put_suppression(
+        &self,
+        s: &reminders_core::domain::Suppression,
+    ) -> Result<(), PortError> {
+        let op = reminders_core::ports::reminders::OP_PUT_SUPPRESSION;
         self.around(op, self.inner.put_suppression(s)).await
     }
     /// The wrapped store's own read of the rules (DynamoDB: one `BatchGetItem`), not the
@@ -174,18 +180,18 @@ impl<T: ReminderStore> ReminderStore for Faulty<T> {
     /// it: `OP_RULES` with a suppression, `OP_PREFERENCES` (one `GetItem`) without.
     async fn recipient_rules(
         &self,
-        subscriber: &reminders::domain::SubscriberId,
-        address: Option<&reminders::domain::AddressHash>,
+        subscriber: &reminders_core::domain::SubscriberId,
+        address: Option<&reminders_core::domain::AddressHash>,
     ) -> Result<
         (
-            Option<reminders::domain::Preferences>,
-            Option<reminders::domain::Suppression>,
+            Option<reminders_core::domain::Preferences>,
+            Option<reminders_core::domain::Suppression>,
         ),
         PortError,
     > {
         let op = match address {
-            Some(_) => reminders::ports::reminders::OP_RULES,
-            None => reminders::ports::reminders::OP_PREFERENCES,
+            Some(_) => reminders_core::ports::reminders::OP_RULES,
+            None => reminders_core::ports::reminders::OP_PREFERENCES,
         };
         self.around(op, self.inner.recipient_rules(subscriber, address))
             .await
@@ -194,11 +200,11 @@ impl<T: ReminderStore> ReminderStore for Faulty<T> {
     /// (`OP_DELIVERY_READ`), as the adapter makes one request.
     async fn delivery_read(
         &self,
-        id: &reminders::domain::ReminderId,
-        subscriber: &reminders::domain::SubscriberId,
-        address: Option<&reminders::domain::AddressHash>,
-    ) -> Result<reminders::ports::reminders::DeliveryRead, PortError> {
-        let op = reminders::ports::reminders::OP_DELIVERY_READ;
+        id: &reminders_core::domain::ReminderId,
+        subscriber: &reminders_core::domain::SubscriberId,
+        address: Option<&reminders_core::domain::AddressHash>,
+    ) -> Result<reminders_core::ports::reminders::DeliveryRead, PortError> {
+        let op = reminders_core::ports::reminders::OP_DELIVERY_READ;
         self.around(op, self.inner.delivery_read(id, subscriber, address))
             .await
     }
@@ -207,42 +213,42 @@ impl<T: ReminderStore> ReminderStore for Faulty<T> {
 impl<T: DeadLetters> DeadLetters for Faulty<T> {
     async fn dead_letter(
         &self,
-        channel: reminders::domain::Channel,
+        channel: reminders_core::domain::Channel,
         body: &str,
-        letter: &reminders::deadletter::DeadLetter,
+        letter: &reminders_core::deadletter::DeadLetter,
     ) -> Result<(), PortError> {
-        let op = reminders::ports::queue::OP_DEAD_LETTER;
+        let op = reminders_core::ports::queue::OP_DEAD_LETTER;
         self.around(op, self.inner.dead_letter(channel, body, letter))
             .await
     }
 
     async fn receive_dead(
         &self,
-        channel: reminders::domain::Channel,
+        channel: reminders_core::domain::Channel,
         max: u32,
         visibility_secs: u32,
-    ) -> Result<Vec<reminders::ports::DeadLetterMessage>, PortError> {
-        let op = reminders::ports::queue::OP_RECEIVE;
+    ) -> Result<Vec<reminders_core::ports::DeadLetterMessage>, PortError> {
+        let op = reminders_core::ports::queue::OP_RECEIVE;
         self.around(op, self.inner.receive_dead(channel, max, visibility_secs))
             .await
     }
 
     async fn delete_dead(
         &self,
-        channel: reminders::domain::Channel,
+        channel: reminders_core::domain::Channel,
         receipt_handle: &str,
     ) -> Result<(), PortError> {
-        let op = reminders::ports::queue::OP_DELETE;
+        let op = reminders_core::ports::queue::OP_DELETE;
         self.around(op, self.inner.delete_dead(channel, receipt_handle))
             .await
     }
 
     async fn release_dead(
         &self,
-        channel: reminders::domain::Channel,
+        channel: reminders_core::domain::Channel,
         receipt_handle: &str,
     ) -> Result<(), PortError> {
-        let op = reminders::ports::queue::OP_VISIBILITY;
+        let op = reminders_core::ports::queue::OP_VISIBILITY;
         self.around(op, self.inner.release_dead(channel, receipt_handle))
             .await
     }
@@ -262,60 +268,60 @@ impl<T> Faulty<T> {
 }
 
 /// Series with the same fault plan around each call.
-impl<T: reminders::ports::SeriesStore> reminders::ports::SeriesStore for Faulty<T> {
+impl<T: reminders_core::ports::SeriesStore> reminders_core::ports::SeriesStore for Faulty<T> {
     async fn get_series(
         &self,
-        id: &reminders::domain::SeriesId,
-    ) -> Result<Option<reminders::domain::series::Series>, PortError> {
+        id: &reminders_core::domain::SeriesId,
+    ) -> Result<Option<reminders_core::domain::series::Series>, PortError> {
         let call = self.inner.get_series(id);
-        self.around(reminders::ports::series::OP_GET_SERIES, call)
+        self.around(reminders_core::ports::series::OP_GET_SERIES, call)
             .await
     }
     async fn put_series(
         &self,
-        s: &reminders::domain::series::Series,
-        expected: reminders::ports::ExpectedSeries,
-    ) -> Result<reminders::ports::series::Written, PortError> {
+        s: &reminders_core::domain::series::Series,
+        expected: reminders_core::ports::ExpectedSeries,
+    ) -> Result<reminders_core::ports::series::Written, PortError> {
         let call = self.inner.put_series(s, expected);
-        self.around(reminders::ports::series::OP_PUT_SERIES, call)
+        self.around(reminders_core::ports::series::OP_PUT_SERIES, call)
             .await
     }
     async fn series_due(
         &self,
-        until: reminders::clock::Timestamp,
+        until: reminders_core::clock::Timestamp,
         limit: u32,
-    ) -> Result<Vec<reminders::domain::series::Series>, PortError> {
+    ) -> Result<Vec<reminders_core::domain::series::Series>, PortError> {
         let call = self.inner.series_due(until, limit);
-        self.around(reminders::ports::series::OP_SERIES_DUE, call)
+        self.around(reminders_core::ports::series::OP_SERIES_DUE, call)
             .await
     }
     async fn series_of(
         &self,
-        subscriber: &reminders::domain::SubscriberId,
-        after: Option<&reminders::domain::SeriesId>,
+        subscriber: &reminders_core::domain::SubscriberId,
+        after: Option<&reminders_core::domain::SeriesId>,
         limit: u32,
-    ) -> Result<reminders::ports::SeriesPage, PortError> {
+    ) -> Result<reminders_core::ports::SeriesPage, PortError> {
         let call = self.inner.series_of(subscriber, after, limit);
-        self.around(reminders::ports::series::OP_SERIES_OF, call)
+        self.around(reminders_core::ports::series::OP_SERIES_OF, call)
             .await
     }
     async fn series_after(
         &self,
-        subscriber: &reminders::domain::SubscriberId,
-        after: Option<&reminders::ports::series::SeriesCursor>,
+        subscriber: &reminders_core::domain::SubscriberId,
+        after: Option<&reminders_core::ports::series::SeriesCursor>,
         limit: u32,
-    ) -> Result<reminders::ports::series::SeriesCursorPage, PortError> {
+    ) -> Result<reminders_core::ports::series::SeriesCursorPage, PortError> {
         let call = self.inner.series_after(subscriber, after, limit);
-        self.around(reminders::ports::series::OP_SERIES_OF, call)
+        self.around(reminders_core::ports::series::OP_SERIES_OF, call)
             .await
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use reminders::domain::{AddressHash, Channel, Recipient, SubscriberId, SuppressionKey};
-    use reminders::ports::reminders::{OP_PREFERENCES, OP_RULES, OP_SUPPRESSION};
-    use reminders::ports::{FaultPoint, Faults, MemoryReminderStore, ReminderStore};
+    use reminders_core::domain::{AddressHash, Channel, Recipient, SubscriberId, SuppressionKey};
+    use reminders_core::ports::reminders::{OP_PREFERENCES, OP_RULES, OP_SUPPRESSION};
+    use reminders_core::ports::{FaultPoint, Faults, MemoryReminderStore, ReminderStore};
 
     use super::Faulty;
 

@@ -12,9 +12,8 @@ pub const METRICS_NAMESPACE: &str = "METRICS_NAMESPACE";
 pub const QUEUE_URL_VARS: [&str; 3] = ["PUSH_QUEUE_URL", "EMAIL_QUEUE_URL", "SMS_QUEUE_URL"];
 pub const DLQ_URL_VARS: [&str; 3] = ["PUSH_DLQ_URL", "EMAIL_DLQ_URL", "SMS_DLQ_URL"];
 
-/// Default number of due-index shards.
-pub const DEFAULT_DUE_SHARDS: u32 = 8;
-pub use crate::domain::MAX_DUE_SHARDS;
+/// The due index's shards: the default and the bound.
+pub use crate::domain::{DEFAULT_DUE_SHARDS, MAX_DUE_SHARDS};
 
 /// Where the system's resources are.
 #[derive(Debug, Clone, PartialEq, Eq)]

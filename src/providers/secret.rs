@@ -100,43 +100,18 @@ impl SecretToken {
 pub const SUPPRESSION_KEY_SECRET_VAR: &str = "SUPPRESSION_KEY_SECRET_ARN";
 /// The key itself, for local runs only (refused on Lambda, as plain tokens are).
 pub const SUPPRESSION_KEY_VAR: &str = "SUPPRESSION_KEY";
-const OP_SUPPRESSION_KEY: &str = "secrets.suppression_key";
+pub use crate::ports::secret::SuppressionKeySource;
 
-/// Where the suppression key comes from. A secret is read on first use (never at cold start:
-/// nothing at init touches the network) and kept for the container's life; a failed read
-/// fails only the record that needed it, which is retried.
-pub enum SuppressionKeySource {
-    Fixed(crate::domain::SuppressionKey),
-    Secret(SecretToken),
-}
-
-impl std::fmt::Debug for SuppressionKeySource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SuppressionKeySource::Fixed(_) => f.write_str("Fixed(<redacted>)"),
-            SuppressionKeySource::Secret(s) => write!(f, "Secret({})", s.arn),
-        }
+impl crate::ports::secret::SecretRead for SecretToken {
+    fn name(&self) -> &str {
+        &self.arn
     }
-}
 
-impl SuppressionKeySource {
-    pub async fn get(&self) -> Result<crate::domain::SuppressionKey, crate::ports::PortError> {
-        use crate::ports::PortError;
-        match self {
-            SuppressionKeySource::Fixed(k) => Ok(k.clone()),
-            SuppressionKeySource::Secret(s) => {
-                let raw = s.get().await.map_err(|e| PortError::Unavailable {
-                    op: OP_SUPPRESSION_KEY,
-                    message: e.0,
-                })?;
-                crate::domain::SuppressionKey::new(raw.into_bytes()).map_err(|e| {
-                    PortError::Refused {
-                        op: OP_SUPPRESSION_KEY,
-                        message: e.to_string(),
-                    }
-                })
-            }
-        }
+    fn read(
+        &self,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, String>> + Send + '_>>
+    {
+        Box::pin(async move { self.get().await.map_err(|e| e.0) })
     }
 }
 
@@ -158,8 +133,8 @@ pub fn suppression_key(
                 .operation_timeout(crate::ports::STORAGE_OPERATION_TIMEOUT)
                 .build();
             let bounded = sdk.to_builder().timeout_config(timeouts).build();
-            Ok(Some(SuppressionKeySource::Secret(SecretToken::new(
-                &bounded, arn,
+            Ok(Some(SuppressionKeySource::Secret(Box::new(
+                SecretToken::new(&bounded, arn),
             ))))
         }
         (None, Some(_)) if on_lambda => Err(ConfigError::invalid(

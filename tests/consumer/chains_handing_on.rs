@@ -41,7 +41,7 @@ async fn cancelled(w: &Mem, r: &Reminder, channel: Channel) {
 }
 
 /// The operator redrives push's dead letter: its ledger item made ready again, and the copy
-/// sent back with the redrive's marker, as `src/redrive` sends it.
+/// sent back with the redrive's marker, as `core/src/redrive` sends it.
 async fn redrive_push(w: &Mem, r: &Reminder) {
     let redrive = Change::Redrive {
         audit: RedriveAudit {

@@ -4,9 +4,9 @@
 
 use super::dice::{invoke, API_TIMEOUT};
 use super::world::World;
-use reminders::clock::Timestamp;
-use reminders::domain::ReminderId;
-use reminders::outbox::{self, Edit, Edited};
+use reminders_core::clock::Timestamp;
+use reminders_core::domain::ReminderId;
+use reminders_core::outbox::{self, Edit, Edited};
 
 /// The application's edit through the API: an occurrence edited through its own id is recorded
 /// on its series first (so that the series' cancel reaches it wherever it moves, whatever the
@@ -20,9 +20,10 @@ pub(super) async fn edit_through_api(
 ) -> Option<Result<Edited, outbox::OutboxError>> {
     let ports = &world.ports;
     let work = async {
-        if let Some((series, at)) = reminders::domain::series::occurrence_of(id) {
+        if let Some((series, at)) = reminders_core::domain::series::occurrence_of(id) {
             changes.detach = true;
-            let recorded = reminders::series::record_detached(&*ports.reminders, &series, at).await;
+            let recorded =
+                reminders_core::series::record_detached(&*ports.reminders, &series, at).await;
             match recorded {
                 Ok(Ok(())) => {}
                 Ok(Err(_)) => return Ok(Edited::Missing),

@@ -6,9 +6,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
-use reminders::clock::Timestamp;
-use reminders::domain::series::{occurrence_id, Series};
-use reminders::domain::{DeliveryKey, SeriesId};
+use reminders_core::clock::Timestamp;
+use reminders_core::domain::series::{occurrence_id, Series};
+use reminders_core::domain::{DeliveryKey, SeriesId};
 
 /// What the application was told of each series: every version acknowledged (with the
 /// journal's order and the time), the occurrences it skipped, and its cancel.

@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use super::acks::Kinds;
 use super::world::{recipient, subscriber_index, World};
-use reminders::clock::Clock;
-use reminders::domain::{Channel, ReminderId};
-use reminders::outbox::{Edit, Edited};
-use reminders::ports::ReminderStore;
+use reminders_core::clock::Clock;
+use reminders_core::domain::{Channel, ReminderId};
+use reminders_core::outbox::{Edit, Edited};
+use reminders_core::ports::ReminderStore;
 
 /// A PUT of `id`'s body without one of its channels, right after its enqueue, and `after` that
 /// one listing it again: whether the first was acknowledged.
@@ -29,7 +29,7 @@ pub(super) async fn take_away(world: &Arc<World>, id: &ReminderId, after: Durati
     let recipients = cur.recipients.iter().filter(|(c, _)| **c != gone);
     let changes = Edit {
         recipients: Some(recipients.map(|(_, r)| r.clone()).collect()),
-        detach: reminders::domain::series::occurrence_of(id).is_some(),
+        detach: reminders_core::domain::series::occurrence_of(id).is_some(),
         ..Edit::default()
     };
     let now = world.clock.now();
@@ -64,12 +64,12 @@ pub(super) async fn readd_later(
     if cur.recipients.contains_key(&channel) {
         return;
     }
-    let mut recipients: Vec<reminders::domain::Recipient> =
+    let mut recipients: Vec<reminders_core::domain::Recipient> =
         cur.recipients.values().cloned().collect();
     recipients.push(recipient(channel, subscriber_index(&cur)));
     let changes = Edit {
         recipients: Some(recipients),
-        detach: reminders::domain::series::occurrence_of(&id).is_some(),
+        detach: reminders_core::domain::series::occurrence_of(&id).is_some(),
         ..Edit::default()
     };
     let now = world.clock.now();
@@ -92,7 +92,7 @@ pub(super) async fn readd_later(
 /// whether it was written.
 pub(super) async fn clear_order(
     world: &World,
-    subscriber: &reminders::domain::SubscriberId,
+    subscriber: &reminders_core::domain::SubscriberId,
 ) -> bool {
     let Ok(Some(mut prefs)) = world.store.preferences(subscriber).await else {
         return false;
@@ -119,11 +119,12 @@ pub(super) async fn clear_order(
 /// needed), redrives that DLQ, extending the freshness of a reminder gone stale.
 pub(super) async fn opt_out_and_redrive(
     world: &Arc<World>,
-    origin: &reminders::ledger::Origin,
+    origin: &reminders_core::ledger::Origin,
     seed: u64,
 ) {
     let (subscriber, channel) = (&origin.subscriber_id, origin.channel);
-    if !reminders::ports::faults::lock(&world.failing).contains(&(subscriber.clone(), channel)) {
+    if !reminders_core::ports::faults::lock(&world.failing).contains(&(subscriber.clone(), channel))
+    {
         return;
     }
     let store = &world.store;
@@ -143,7 +144,7 @@ pub(super) async fn opt_out_and_redrive(
     if !behind {
         return;
     }
-    reminders::ports::faults::lock(&world.failing).remove(&(subscriber.clone(), channel));
+    reminders_core::ports::faults::lock(&world.failing).remove(&(subscriber.clone(), channel));
     prefs.opted_out.insert(channel);
     if store.put_preferences(subscriber, &prefs).await.is_ok() {
         world.journal.preferences_written(subscriber, &prefs);
@@ -163,7 +164,7 @@ pub(super) async fn opt_out_and_redrive(
 /// chain's head: moves the head to the end of the order (half the chains), clears the order,
 /// or sets it without the head. Whether it was written. The chain the head's claim recorded
 /// stands whichever it is.
-pub(super) async fn head_to_end(world: &World, origin: &reminders::ledger::Origin) -> bool {
+pub(super) async fn head_to_end(world: &World, origin: &reminders_core::ledger::Origin) -> bool {
     let subscriber = &origin.subscriber_id;
     let Ok(Some(mut prefs)) = world.store.preferences(subscriber).await else {
         return false;
@@ -201,7 +202,7 @@ pub(super) async fn head_to_end(world: &World, origin: &reminders::ledger::Origi
 
 /// A PUT of the reminder's body with the channels of the subscriber's fallback order it does
 /// not list added: whether the API acknowledged it.
-pub(super) async fn add_the_order(world: &World, origin: &reminders::ledger::Origin) -> bool {
+pub(super) async fn add_the_order(world: &World, origin: &reminders_core::ledger::Origin) -> bool {
     let store = &world.store;
     let (Ok(Some(cur)), Ok(prefs)) = (
         store.get(&origin.reminder_id).await,
@@ -252,7 +253,7 @@ pub(super) async fn add_the_order(world: &World, origin: &reminders::ledger::Ori
         return false;
     }
     let i = subscriber_index(&cur);
-    let mut recipients: Vec<reminders::domain::Recipient> =
+    let mut recipients: Vec<reminders_core::domain::Recipient> =
         cur.recipients.values().cloned().collect();
     recipients.extend(missing.iter().map(|c| recipient(*c, i)));
     let k = Kinds {
@@ -263,7 +264,7 @@ pub(super) async fn add_the_order(world: &World, origin: &reminders::ledger::Ori
     let changes = Edit {
         recipients: Some(recipients),
         // An occurrence edited through its own id is detached, as the API does.
-        detach: reminders::domain::series::occurrence_of(&cur.reminder_id).is_some(),
+        detach: reminders_core::domain::series::occurrence_of(&cur.reminder_id).is_some(),
         ..Edit::default()
     };
     let now = world.clock.now();

@@ -7,10 +7,10 @@ use super::journal::{KeyFacts, PrefsWrite};
 use super::verdicts::{Seen, Unsettled};
 use super::world::World;
 use super::{SeedReport, Tally};
-use reminders::clock::{Clock, Timestamp};
-use reminders::domain::{Channel, DeadReason, DeliveryKey, Reminder, ReminderStatus};
-use reminders::ledger::{DeliveryRecord, Status};
-use reminders::ports::ReminderStore;
+use reminders_core::clock::{Clock, Timestamp};
+use reminders_core::domain::{Channel, DeadReason, DeliveryKey, Reminder, ReminderStatus};
+use reminders_core::ledger::{DeliveryRecord, Status};
+use reminders_core::ports::ReminderStore;
 
 /// Which tally field a broken promise goes to.
 type Counter = fn(&mut Tally) -> &mut u64;
@@ -56,7 +56,7 @@ pub(super) async fn judge(world: &World, seed: u64) -> SeedReport {
     let copies = dlq_copies(world);
     let facts = world.journal.facts();
     let prefs = world.journal.preference_writes();
-    let cancels = reminders::ports::faults::lock(&world.cancel_requests).clone();
+    let cancels = reminders_core::ports::faults::lock(&world.cancel_requests).clone();
     let mut report = SeedReport {
         seed,
         tally: Tally {
@@ -69,7 +69,7 @@ pub(super) async fn judge(world: &World, seed: u64) -> SeedReport {
         },
         findings: Vec::new(),
     };
-    let invalid = reminders::ports::faults::lock(&world.invalid_ids).clone();
+    let invalid = reminders_core::ports::faults::lock(&world.invalid_ids).clone();
     for id in &invalid {
         let status = world.store.get(id).await.ok().flatten().map(|r| r.status);
         if status != Some(ReminderStatus::Invalid) {
@@ -411,7 +411,7 @@ impl Verdict<'_> {
 
 fn describe(
     key: &DeliveryKey,
-    channel: reminders::domain::Channel,
+    channel: reminders_core::domain::Channel,
     idempotent: bool,
     rec: Option<&DeliveryRecord>,
     r: &Reminder,

@@ -4,14 +4,14 @@
 use std::collections::BTreeMap;
 
 use super::world::World;
-use reminders::clock::Timestamp;
-use reminders::domain::{DeadReason, DeliveryKey, DeliveryMessage};
+use reminders_core::clock::Timestamp;
+use reminders_core::domain::{DeadReason, DeliveryKey, DeliveryMessage};
 
 /// DLQ copies per delivery key: the death each states (`dead_at`, none for a message the
 /// queue's redrive policy moved), read without receiving.
 pub(super) fn dlq_copies(world: &World) -> BTreeMap<DeliveryKey, Vec<Copy>> {
     let mut copies: BTreeMap<DeliveryKey, Vec<Copy>> = BTreeMap::new();
-    for channel in reminders::domain::Channel::ALL {
+    for channel in reminders_core::domain::Channel::ALL {
         for (body, letter) in world.dlq.peek_letters(channel) {
             if let Ok(msg) = DeliveryMessage::decode(&body) {
                 copies.entry(msg.delivery_key).or_default().push(Copy {

@@ -3,19 +3,19 @@
 //! reminders, `app-b` one or two of each (in one world in fifty, `app-a` more than a page reads),
 //! weeks ahead (written at the end, so that nothing of them is pending while
 //! the world runs). Then each application and a third that wrote nothing list that subscriber's
-//! series and reminders a page of one at a time, through [`reminders::listing`] (what the API's
+//! series and reminders a page of one at a time, through [`reminders_core::listing`] (what the API's
 //! list routes answer). A page must hold only what its caller reaches, and its cursor must
 //! reveal no item the caller may not read (decoded as anyone can: base64, as deep as it goes),
 //! open for no other caller or list, and be refused once altered.
 
 use base64::Engine;
-use reminders::clock::Timestamp;
-use reminders::domain::series::{NewSeries, Series};
-use reminders::domain::{
+use reminders_core::clock::Timestamp;
+use reminders_core::domain::series::{NewSeries, Series};
+use reminders_core::domain::{
     Access, Channel, Content, CursorSeal, NewReminder, Owner, ReminderId, SeriesId, SubscriberId,
     SuppressionKey,
 };
-use reminders::listing::{self, CursorSealing, List, ListError};
+use reminders_core::listing::{self, CursorSealing, List, ListError};
 use std::time::Duration;
 
 use super::world::World;
@@ -34,18 +34,18 @@ fn owner(name: &str) -> Owner {
 /// table directly (not through the world's faults: they are what the lists are judged on, not a
 /// part of the world's story). How many each application writes is drawn from the seed; in one
 /// world in fifty `app-a` also writes more reminders than a page reads before it answers
-/// ([`reminders::ports::reminders::MAX_SCANNED`]), all due before `app-b`'s, so that `app-b`'s
+/// ([`reminders_core::ports::reminders::MAX_SCANNED`]), all due before `app-b`'s, so that `app-b`'s
 /// first page ends on one of `app-a`'s.
 async fn share_a_subscriber(world: &World, seed: u64) {
     use rand::{RngExt, SeedableRng};
-    use reminders::clock::Clock;
+    use reminders_core::clock::Clock;
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0xc5_0e5);
     let now = world.clock.now();
     let start = Timestamp::from_millis(
         (now.as_millis() + WEEKS_AHEAD.as_millis() as i64).div_euclid(60_000) * 60_000,
     );
     let many = if seed % 50 == 7 {
-        reminders::ports::reminders::MAX_SCANNED + 1
+        reminders_core::ports::reminders::MAX_SCANNED + 1
     } else {
         0
     };
@@ -81,7 +81,7 @@ async fn share_a_subscriber(world: &World, seed: u64) {
                 recipients: vec![super::world::recipient(Channel::Email, 90 + n)],
             };
             let s = Series::new(new, Duration::from_secs(600)).expect("a valid series");
-            let put = reminders::series::put(
+            let put = reminders_core::series::put(
                 &*world.store,
                 &*world.ledger,
                 &access,
@@ -108,7 +108,7 @@ async fn share_a_subscriber(world: &World, seed: u64) {
                 },
                 recipients: vec![super::world::recipient(Channel::Email, 90 + n % 10)],
             };
-            let made = reminders::outbox::create_owned(
+            let made = reminders_core::outbox::create_owned(
                 world.store.as_ref(),
                 new,
                 access.owner().cloned(),
@@ -146,8 +146,8 @@ struct Items {
 
 impl Items {
     async fn of(world: &World, subscriber: &SubscriberId) -> Self {
-        use reminders::ports::series::SeriesStore;
-        use reminders::ports::{Listed, SubscriberIndex};
+        use reminders_core::ports::series::SeriesStore;
+        use reminders_core::ports::{Listed, SubscriberIndex};
         let mut ids = Vec::new();
         let mut after: Option<SeriesId> = None;
         while let Ok(page) = world.store.series_of(subscriber, after.as_ref(), 100).await {
@@ -236,8 +236,8 @@ async fn page<K: CursorSealing + ?Sized>(
                 .items
                 .iter()
                 .map(|i| match i {
-                    reminders::ports::Listed::Summary(s) => s.owner.clone(),
-                    reminders::ports::Listed::Unreadable { .. } => None,
+                    reminders_core::ports::Listed::Summary(s) => s.owner.clone(),
+                    reminders_core::ports::Listed::Unreadable { .. } => None,
                 })
                 .collect();
             Ok((owners, p.next_cursor))

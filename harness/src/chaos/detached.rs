@@ -1,6 +1,6 @@
 //! Occurrences made through their own ids before the maker made them: one more series in the
 //! series worlds, whose application `PUT`s two of its occurrences not made yet (as the API's
-//! `PUT /v1/reminders/{series}::{instant}` does, [`reminders::series::put_unmade`]):
+//! `PUT /v1/reminders/{series}::{instant}` does, [`reminders_core::series::put_unmade`]):
 //!
 //! - one hours ahead, moved earlier to a few minutes from now: delivered, its reminder and ledger
 //!   items go with their TTL, and the maker reaches its instant long after. It must not make it
@@ -22,11 +22,11 @@ use rand::{RngExt, SeedableRng};
 use super::dice::{invoke, API_TIMEOUT};
 use super::series::DETACHED_SERIES;
 use super::world::World;
-use reminders::clock::{Clock, Timestamp};
-use reminders::domain::series::{occurrence_id, Series, MAKE_AHEAD};
-use reminders::domain::{Access, SeriesId};
-use reminders::ports::faults::lock;
-use reminders::ports::ReminderStore;
+use reminders_core::clock::{Clock, Timestamp};
+use reminders_core::domain::series::{occurrence_id, Series, MAKE_AHEAD};
+use reminders_core::domain::{Access, SeriesId};
+use reminders_core::ports::faults::lock;
+use reminders_core::ports::ReminderStore;
 
 const N: usize = 4;
 
@@ -128,7 +128,7 @@ async fn put_moved(world: &World, s: &Series, at: Timestamp, due: Timestamp) -> 
             world.counts.tally(|t| t.unmade_put_retries += 1);
             tokio::time::sleep(Duration::from_secs(5)).await;
         }
-        let call = reminders::series::put_unmade(&*world.ports.reminders, &Access::Any, &r);
+        let call = reminders_core::series::put_unmade(&*world.ports.reminders, &Access::Any, &r);
         match invoke(call, API_TIMEOUT).await {
             Some(Ok(Ok(Some(made)))) => {
                 world.acks.acknowledged(&world.journal, &made, kinds);
@@ -150,7 +150,7 @@ async fn put_moved(world: &World, s: &Series, at: Timestamp, due: Timestamp) -> 
                     _ => false,
                 };
             }
-            Some(Ok(Err(reminders::series::DetachRefused::Contended))) => continue,
+            Some(Ok(Err(reminders_core::series::DetachRefused::Contended))) => continue,
             Some(Ok(Err(_))) => return false,
             Some(Err(_)) | None => continue,
         }

@@ -9,13 +9,13 @@ use std::time::Duration;
 use super::inject::Chaotic;
 use super::world::World;
 use super::{Plant, SeedReport};
-use reminders::clock::Clock;
-use reminders::domain::{AddressHash, ReminderId, SeriesId, SubscriberId};
-use reminders::ports::eraser::{
+use reminders_core::clock::Clock;
+use reminders_core::domain::{AddressHash, ReminderId, SeriesId, SubscriberId};
+use reminders_core::ports::eraser::{
     OP_DELETE_PREFERENCES, OP_DELETE_REMINDER, OP_DELETE_SERIES, OP_LIFT_SUPPRESSION,
 };
-use reminders::ports::faults::lock;
-use reminders::ports::{
+use reminders_core::ports::faults::lock;
+use reminders_core::ports::{
     Deleted, Eraser, PortError, ReminderStore, SubscriberCursor, SubscriberIndex, SubscriberPage,
 };
 
@@ -28,7 +28,7 @@ impl<T: SubscriberIndex> SubscriberIndex for Chaotic<T> {
     ) -> Result<SubscriberPage, PortError> {
         let call = self.inner.by_subscriber(subscriber, after, limit);
         self.dice
-            .around(reminders::ports::reminders::OP_BY_SUBSCRIBER, call)
+            .around(reminders_core::ports::reminders::OP_BY_SUBSCRIBER, call)
             .await
     }
 }
@@ -63,7 +63,7 @@ pub(super) async fn erase(world: &World, series: &SeriesId, subscriber: &Subscri
         .erasure_asked
         .get_or_insert(asked);
     for _ in 0..10 {
-        let call = reminders::erasure::erase(
+        let call = reminders_core::erasure::erase(
             &*world.ports.reminders,
             &world.ports.ledger,
             None,
@@ -114,11 +114,11 @@ pub(super) async fn judge(world: &World, report: &mut SeedReport) {
             }
         }
         for at in instants {
-            let rid = reminders::domain::series::occurrence_id(id, at);
+            let rid = reminders_core::domain::series::occurrence_id(id, at);
             let Ok(Some(r)) = world.store.get(&rid).await else {
                 continue;
             };
-            if reminders::ports::reminders::editable(r.status) {
+            if reminders_core::ports::reminders::editable(r.status) {
                 let what = format!(
                     "{rid}: still {} after its subscriber's erasure answered complete at {}",
                     r.status.as_str(),

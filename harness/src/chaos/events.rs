@@ -1,7 +1,7 @@
 //! Outcome events in a world (docs/design.md, "Outcome events"): every ledger write that lands is
 //! appended to the world's stream, as DynamoDB Streams would record it (old and new image, one
 //! sequence number each), and an event source mapping hands the stream to the real
-//! [`reminders::events::handle`] in batches, under crashes, with a bus whose calls fail as every
+//! [`reminders_core::events::handle`] in batches, under crashes, with a bus whose calls fail as every
 //! port's do. The checker keeps its own list of the settled transitions it saw land (a write
 //! into `delivered`, `dead`, `expired` or `cancelled` from another status) and asks, at the
 //! end, that each has its event on the bus ([`Tap::missing`]).
@@ -15,11 +15,11 @@ use aws_lambda_events::event::dynamodb::EventRecord;
 use super::dice::invoke;
 use super::inject::Chaotic;
 use super::Plant;
-use reminders::domain::DeliveryKey;
-use reminders::events::Settled;
-use reminders::ledger::{DeliveryRecord, Status};
-use reminders::ports::faults::lock;
-use reminders::ports::{EventBus, MemoryBus, PortError, Rejected};
+use reminders_core::domain::DeliveryKey;
+use reminders_core::events::Settled;
+use reminders_core::ledger::{DeliveryRecord, Status};
+use reminders_core::ports::faults::lock;
+use reminders_core::ports::{EventBus, MemoryBus, PortError, Rejected};
 
 /// Records per batch, as the events function's mapping reads them.
 const BATCH: usize = 100;
@@ -199,7 +199,11 @@ pub(super) async fn stream_to_bus(tap: Arc<Tap>, bus: Arc<Chaotic<Arc<MemoryBus>
             continue;
         }
         idle = 1;
-        let handled = invoke(reminders::events::handle(&*bus, &batch), FUNCTION_TIMEOUT).await;
+        let handled = invoke(
+            reminders_core::events::handle(&*bus, &batch),
+            FUNCTION_TIMEOUT,
+        )
+        .await;
         match handled {
             Some(h) => {
                 done += h.failed_from.unwrap_or(batch.len());
@@ -251,7 +255,7 @@ impl EventBus for Chaotic<Arc<MemoryBus>> {
         };
         let call = self.inner.publish(events);
         self.dice
-            .around(reminders::ports::events::OP_PUBLISH, call)
+            .around(reminders_core::ports::events::OP_PUBLISH, call)
             .await
     }
 }

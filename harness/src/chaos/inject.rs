@@ -9,11 +9,11 @@ use std::time::Duration;
 use super::dice::{freeze, Dice};
 use super::prompt::Prompter;
 use super::Plant;
-use reminders::clock::Timestamp;
-use reminders::domain::{DeliveryKey, Reminder, ReminderId, ReminderStatus};
-use reminders::ledger::DeliveryRecord;
-use reminders::ports::gate::{BreakerChange, GateState};
-use reminders::ports::{
+use reminders_core::clock::Timestamp;
+use reminders_core::domain::{DeliveryKey, Reminder, ReminderId, ReminderStatus};
+use reminders_core::ledger::DeliveryRecord;
+use reminders_core::ports::gate::{BreakerChange, GateState};
+use reminders_core::ports::{
     Cas, DuePage, DueQuery, Expected, Gate, GatePartition, Inserted, Ledger, Marked, PortError,
     ReceivedMessage, ReminderStore,
 };
@@ -39,7 +39,10 @@ pub struct Chaotic<T> {
     pub(super) enqueues: Option<Prompter>,
     /// Each series' version before its last write: what a lagging index answers.
     pub(super) lagging: Mutex<
-        std::collections::BTreeMap<reminders::domain::SeriesId, reminders::domain::series::Series>,
+        std::collections::BTreeMap<
+            reminders_core::domain::SeriesId,
+            reminders_core::domain::series::Series,
+        >,
     >,
     /// A reminders table's TTL, if the adapter keeps one ([`Ttl`]).
     pub(super) ttl: Option<Ttl>,
@@ -59,7 +62,7 @@ pub(super) struct Ttl {
 impl Ttl {
     /// Whether the table's TTL has deleted `r` by now.
     pub(super) fn gone(&self, r: &Reminder) -> bool {
-        use reminders::clock::Clock;
+        use reminders_core::clock::Clock;
         let now = self.clock.now().as_millis().div_euclid(1000);
         r.expires_at.saturating_add(self.lag_secs) < now
     }
@@ -155,18 +158,18 @@ impl<T> Chaotic<T> {
     }
 }
 
-impl<T: ReminderStore + reminders::ports::Eraser> ReminderStore for Chaotic<T> {
+impl<T: ReminderStore + reminders_core::ports::Eraser> ReminderStore for Chaotic<T> {
     fn shards(&self) -> u32 {
         self.inner.shards()
     }
     async fn sweep_index(
         &self,
-        after: Option<&reminders::ports::SweepCursor>,
+        after: Option<&reminders_core::ports::SweepCursor>,
         limit: u32,
-    ) -> Result<reminders::ports::SweepPage, PortError> {
+    ) -> Result<reminders_core::ports::SweepPage, PortError> {
         let call = self.inner.sweep_index(after, limit);
         self.dice
-            .around(reminders::ports::reminders::OP_SWEEP, call)
+            .around(reminders_core::ports::reminders::OP_SWEEP, call)
             .await
     }
     async fn insert(&self, r: &Reminder) -> Result<Inserted, PortError> {
@@ -184,7 +187,7 @@ impl<T: ReminderStore + reminders::ports::Eraser> ReminderStore for Chaotic<T> {
         };
         let call = self.sent_again_if(write, |i| *i == Inserted::Created);
         self.dice
-            .around(reminders::ports::reminders::OP_INSERT, call)
+            .around(reminders_core::ports::reminders::OP_INSERT, call)
             .await
     }
     async fn replace(
@@ -214,13 +217,13 @@ impl<T: ReminderStore + reminders::ports::Eraser> ReminderStore for Chaotic<T> {
         };
         let call = self.sent_again_if(write, |m| *m == Marked::Marked);
         self.dice
-            .around(reminders::ports::reminders::OP_REPLACE, call)
+            .around(reminders_core::ports::reminders::OP_REPLACE, call)
             .await
     }
     async fn get(&self, id: &ReminderId) -> Result<Option<Reminder>, PortError> {
         let mut got = self
             .dice
-            .around(reminders::ports::reminders::OP_GET, self.inner.get(id))
+            .around(reminders_core::ports::reminders::OP_GET, self.inner.get(id))
             .await?;
         if got.as_ref().is_some_and(|r| self.ttl_gone(r)) {
             return Ok(None);
@@ -249,7 +252,7 @@ impl<T: ReminderStore + reminders::ports::Eraser> ReminderStore for Chaotic<T> {
         let page = self
             .dice
             .around(
-                reminders::ports::reminders::OP_QUERY,
+                reminders_core::ports::reminders::OP_QUERY,
                 self.inner.query_due(q),
             )
             .await?;
@@ -258,8 +261,8 @@ impl<T: ReminderStore + reminders::ports::Eraser> ReminderStore for Chaotic<T> {
                 .items
                 .iter()
                 .filter_map(|e| match e {
-                    reminders::ports::DueEntry::Due(r) => Some(r.reminder_id.clone()),
-                    reminders::ports::DueEntry::Unschedulable { .. } => None,
+                    reminders_core::ports::DueEntry::Due(r) => Some(r.reminder_id.clone()),
+                    reminders_core::ports::DueEntry::Unschedulable { .. } => None,
                 })
                 .collect();
             super::prompt::prompt(self.prompts.as_ref(), super::prompt::Prompt::Scanned(ids)).await;
@@ -269,7 +272,7 @@ impl<T: ReminderStore + reminders::ports::Eraser> ReminderStore for Chaotic<T> {
     async fn quarantine(&self, key: &str, reason: &str) -> Result<Marked, PortError> {
         let call = self.inner.quarantine(key, reason);
         self.dice
-            .around(reminders::ports::reminders::OP_QUARANTINE, call)
+            .around(reminders_core::ports::reminders::OP_QUARANTINE, call)
             .await
     }
     async fn extend_freshness(
@@ -289,7 +292,7 @@ impl<T: ReminderStore + reminders::ports::Eraser> ReminderStore for Chaotic<T> {
         };
         let call = self.sent_again_if(write, |m| *m == Marked::Marked);
         self.dice
-            .around(reminders::ports::reminders::OP_EXTEND, call)
+            .around(reminders_core::ports::reminders::OP_EXTEND, call)
             .await
     }
     async fn mark(
@@ -317,7 +320,7 @@ impl<T: ReminderStore + reminders::ports::Eraser> ReminderStore for Chaotic<T> {
         let call = self.sent_again_if(write, |m| *m == Marked::Marked);
         let marked = self
             .dice
-            .around(reminders::ports::reminders::OP_MARK, call)
+            .around(reminders_core::ports::reminders::OP_MARK, call)
             .await?;
         if to == ReminderStatus::Enqueued && marked == Marked::Marked && !self.dice.is_calm() {
             let what = super::prompt::Prompt::Enqueued(id.clone());
@@ -327,12 +330,12 @@ impl<T: ReminderStore + reminders::ports::Eraser> ReminderStore for Chaotic<T> {
     }
     async fn preferences(
         &self,
-        subscriber: &reminders::domain::SubscriberId,
-    ) -> Result<Option<reminders::domain::Preferences>, PortError> {
+        subscriber: &reminders_core::domain::SubscriberId,
+    ) -> Result<Option<reminders_core::domain::Preferences>, PortError> {
         let call = self.inner.preferences(subscriber);
         let mut got = self
             .dice
-            .around(reminders::ports::reminders::OP_PREFERENCES, call)
+            .around(reminders_core::ports::reminders::OP_PREFERENCES, call)
             .await?;
         if let Some(p) = got.as_mut() {
             match self.plant {
@@ -346,24 +349,27 @@ impl<T: ReminderStore + reminders::ports::Eraser> ReminderStore for Chaotic<T> {
     }
     async fn put_preferences(
         &self,
-        subscriber: &reminders::domain::SubscriberId,
-        prefs: &reminders::domain::Preferences,
+        subscriber: &reminders_core::domain::SubscriberId,
+        prefs: &reminders_core::domain::Preferences,
     ) -> Result<(), PortError> {
         self.inner.put_preferences(subscriber, prefs).await
     }
     async fn suppression(
         &self,
-        address: &reminders::domain::AddressHash,
-    ) -> Result<Option<reminders::domain::Suppression>, PortError> {
+        address: &reminders_core::domain::AddressHash,
+    ) -> Result<Option<reminders_core::domain::Suppression>, PortError> {
         let call = self.inner.suppression(address);
         self.dice
-            .around(reminders::ports::reminders::OP_SUPPRESSION, call)
+            .around(reminders_core::ports::reminders::OP_SUPPRESSION, call)
             .await
     }
-    async fn put_suppression(&self, s: &reminders::domain::Suppression) -> Result<(), PortError> {
+    async fn put_suppression(
+        &self,
+        s: &reminders_core::domain::Suppression,
+    ) -> Result<(), PortError> {
         let call = self.inner.put_suppression(s);
         self.dice
-            .around(reminders::ports::reminders::OP_PUT_SUPPRESSION, call)
+            .around(reminders_core::ports::reminders::OP_PUT_SUPPRESSION, call)
             .await
     }
 }
@@ -371,19 +377,19 @@ impl<T: ReminderStore + reminders::ports::Eraser> ReminderStore for Chaotic<T> {
 impl<T: Ledger> Ledger for Chaotic<T> {
     async fn get(&self, key: &DeliveryKey) -> Result<Option<DeliveryRecord>, PortError> {
         self.dice
-            .around(reminders::ports::ledger::OP_GET, self.inner.get(key))
+            .around(reminders_core::ports::ledger::OP_GET, self.inner.get(key))
             .await
     }
     async fn put_if(&self, record: &DeliveryRecord, expected: Expected) -> Result<Cas, PortError> {
         let call = self.sent_again(|| self.inner.put_if(record, expected.clone()));
         self.dice
-            .around(reminders::ports::ledger::OP_PUT, call)
+            .around(reminders_core::ports::ledger::OP_PUT, call)
             .await
     }
     async fn delete_if(&self, key: &DeliveryKey, expected: Expected) -> Result<Cas, PortError> {
         let call = self.sent_again(|| self.inner.delete_if(key, expected.clone()));
         self.dice
-            .around(reminders::ports::ledger::OP_DELETE, call)
+            .around(reminders_core::ports::ledger::OP_DELETE, call)
             .await
     }
 }
@@ -424,7 +430,7 @@ impl<T: Gate> Gate for Chaotic<T> {
     async fn state(&self, p: &GatePartition) -> Result<GateState, PortError> {
         let mut state = self
             .dice
-            .around(reminders::ports::gate::OP_GET, self.inner.state(p))
+            .around(reminders_core::ports::gate::OP_GET, self.inner.state(p))
             .await?;
         if self.plant == Some(super::Plant::HideBreaker) {
             state.breaker = None;
@@ -434,7 +440,7 @@ impl<T: Gate> Gate for Chaotic<T> {
     async fn throttle(&self, p: &GatePartition, until: Timestamp) -> Result<(), PortError> {
         self.dice
             .around(
-                reminders::ports::gate::OP_THROTTLE,
+                reminders_core::ports::gate::OP_THROTTLE,
                 self.inner.throttle(p, until),
             )
             .await
@@ -442,7 +448,10 @@ impl<T: Gate> Gate for Chaotic<T> {
     async fn failed(&self, p: &GatePartition, now: Timestamp) -> Result<GateState, PortError> {
         let mut state = self
             .dice
-            .around(reminders::ports::gate::OP_FAILED, self.inner.failed(p, now))
+            .around(
+                reminders_core::ports::gate::OP_FAILED,
+                self.inner.failed(p, now),
+            )
             .await?;
         if self.plant == Some(super::Plant::HideBreaker) {
             state.breaker = None;
@@ -453,7 +462,7 @@ impl<T: Gate> Gate for Chaotic<T> {
         let won = self
             .dice
             .around(
-                reminders::ports::gate::OP_BREAKER,
+                reminders_core::ports::gate::OP_BREAKER,
                 self.inner.breaker(p, change),
             )
             .await?;
@@ -464,7 +473,7 @@ impl<T: Gate> Gate for Chaotic<T> {
             }
             (BreakerChange::Probe { now, .. }, true) => {
                 if self.prompts.is_some() {
-                    let slow = reminders::ports::STORAGE_OPERATION_TIMEOUT.as_millis() as u64;
+                    let slow = reminders_core::ports::STORAGE_OPERATION_TIMEOUT.as_millis() as u64;
                     tokio::time::sleep(Duration::from_millis(self.dice.range(1_000, slow))).await;
                 }
                 // The last look then reads the time from before the write, until the send.

@@ -12,11 +12,11 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use reminders::clock::Timestamp;
-use reminders::domain::{Channel, DeadReason, DeliveryKey, Preferences, SubscriberId};
-use reminders::ledger::{DeliveryRecord, Status};
-use reminders::policy::OutcomeClass;
-use reminders::ports::faults::lock;
+use reminders_core::clock::Timestamp;
+use reminders_core::domain::{Channel, DeadReason, DeliveryKey, Preferences, SubscriberId};
+use reminders_core::ledger::{DeliveryRecord, Status};
+use reminders_core::policy::OutcomeClass;
+use reminders_core::ports::faults::lock;
 
 #[derive(Debug, Default, Clone)]
 pub struct KeyFacts {
@@ -82,7 +82,7 @@ pub struct KeyFacts {
     /// open (every worker could know the provider was down).
     pub last_failure_while_open: bool,
     /// Known once the provider answered a failure.
-    pub channel: Option<reminders::domain::Channel>,
+    pub channel: Option<reminders_core::domain::Channel>,
     /// ... and the breaker was still open when the delivery died of spent attempts.
     pub died_while_open: bool,
     /// Every provider call, in order: what the checker needs to say whether one may have
@@ -207,11 +207,11 @@ pub struct Journal {
     /// Orders claims and preference writes.
     seq: AtomicU64,
     /// The world's gate as it truly is: whether a partition's breaker is open.
-    gate: Arc<reminders::ports::MemoryGate>,
+    gate: Arc<reminders_core::ports::MemoryGate>,
 }
 
 impl Journal {
-    pub fn new(gate: Arc<reminders::ports::MemoryGate>) -> Self {
+    pub fn new(gate: Arc<reminders_core::ports::MemoryGate>) -> Self {
         Self {
             keys: Mutex::default(),
             gone: Mutex::default(),
@@ -257,9 +257,9 @@ impl Journal {
             .collect()
     }
 
-    fn breaker_open(&self, channel: Option<reminders::domain::Channel>) -> bool {
+    fn breaker_open(&self, channel: Option<reminders_core::domain::Channel>) -> bool {
         channel.is_some_and(|c| {
-            let p = reminders::ports::GatePartition::new(c, PARTITION);
+            let p = reminders_core::ports::GatePartition::new(c, PARTITION);
             self.gate.peek(&p).breaker.is_some()
         })
     }
@@ -380,7 +380,7 @@ impl Journal {
     }
 
     /// The provider answered a failure (5xx) for `key` on `channel`.
-    pub fn failed(&self, key: &DeliveryKey, channel: reminders::domain::Channel) {
+    pub fn failed(&self, key: &DeliveryKey, channel: reminders_core::domain::Channel) {
         let open = self.breaker_open(Some(channel));
         self.with(key, |k| {
             k.last_failure_while_open = open;
@@ -429,7 +429,7 @@ impl Journal {
             }
             let quiet = after
                 .last_error()
-                .is_some_and(|e| e.starts_with(reminders::ledger::QUIET_HOURS_ERROR));
+                .is_some_and(|e| e.starts_with(reminders_core::ledger::QUIET_HOURS_ERROR));
             if to == Status::Deferred && from == Status::Sending && quiet {
                 k.quiet_holds += 1;
             }
@@ -449,7 +449,7 @@ impl Journal {
             // the outage's call, not the delivery's: the provider saw it; the budget does not
             // count it.
             let probe_held =
-                after.last_error() == Some(reminders::policy::breaker::HELD_BY_BREAKER);
+                after.last_error() == Some(reminders_core::policy::breaker::HELD_BY_BREAKER);
             // Excused only when the true gate shows the breaker open: a system that labels a
             // failure held while the provider is up has spent an attempt all the same.
             if to == Status::Deferred
@@ -507,7 +507,7 @@ fn unjustified_death(k: &KeyFacts, dead: &DeliveryRecord) -> Option<String> {
         DeadReason::AttemptsExhausted
             if k.last_failure_while_open
                 && k.died_while_open
-                && dead.last_error() != Some(reminders::policy::ABANDONED) =>
+                && dead.last_error() != Some(reminders_core::policy::ABANDONED) =>
         {
             "attempts_exhausted by a failure while its partition's breaker was open"
         }

@@ -47,7 +47,7 @@ use std::time::Duration;
 
 pub use tally::Tally;
 
-use reminders::clock::{Clock, Timestamp};
+use reminders_core::clock::{Clock, Timestamp};
 
 /// A deliberately broken piece, to show the checker catches what it claims to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -312,10 +312,11 @@ impl Plant {
 }
 
 /// Up to how far (milliseconds, either way) each consumer worker's clock is off the world's:
-/// by default the margin the consumer allows ([`reminders::domain::reminder::CLOCK_MARGIN`]),
+/// by default the margin the consumer allows ([`reminders_core::domain::reminder::CLOCK_MARGIN`]),
 /// so every world checks the promises at its edge; [`set_worker_skew_ms`] changes it.
-static WORKER_SKEW_MS: std::sync::atomic::AtomicI64 =
-    std::sync::atomic::AtomicI64::new(reminders::domain::reminder::CLOCK_MARGIN.as_millis() as i64);
+static WORKER_SKEW_MS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(
+    reminders_core::domain::reminder::CLOCK_MARGIN.as_millis() as i64,
+);
 
 /// How far apart two workers' clocks may be in the worlds run now: each is off the world's by up
 /// to the skew, either way.
@@ -423,7 +424,7 @@ pub fn run(
                 }
                 let report = run_seed(seed, plant);
                 on_seed(&report);
-                reminders::ports::faults::lock(&results).push(report);
+                reminders_core::ports::faults::lock(&results).push(report);
             });
         }
     });

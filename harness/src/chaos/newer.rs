@@ -12,10 +12,10 @@ use std::sync::Mutex;
 
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use reminders::domain::DeliveryKey;
-use reminders::ledger::DeliveryRecord;
-use reminders::ports::faults::lock;
-use reminders::ports::{Cas, Expected, Ledger, MemoryLedger};
+use reminders_core::domain::DeliveryKey;
+use reminders_core::ledger::DeliveryRecord;
+use reminders_core::ports::faults::lock;
+use reminders_core::ports::{Cas, Expected, Ledger, MemoryLedger};
 
 use super::Plant;
 

@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use super::journal::Journal;
 use super::Plant;
-use reminders::clock::Clock;
-use reminders::domain::{DeadReason, DeliveryKey};
-use reminders::ledger::{DeliveryRecord, Status};
-use reminders::ports::{Cas, Expected, Ledger, MemoryLedger, PortError};
+use reminders_core::clock::Clock;
+use reminders_core::domain::{DeadReason, DeliveryKey};
+use reminders_core::ledger::{DeliveryRecord, Status};
+use reminders_core::ports::{Cas, Expected, Ledger, MemoryLedger, PortError};
 
 /// The in-memory ledger, telling the journal about every write that lands. With the
 /// [`Plant::UnfencedLedger`] fault, writes ignore their condition (a broken adapter).
@@ -33,7 +33,7 @@ pub struct Observed<C> {
 
 tokio::task_local! {
     /// The channel whose consumer is reading ([`Plant::ReorderSendsBoth`]).
-    static READER: reminders::domain::Channel;
+    static READER: reminders_core::domain::Channel;
 }
 
 /// Whether the caller runs as a channel's consumer ([`reading_as`]).
@@ -44,7 +44,7 @@ pub(super) fn in_a_consumer() -> bool {
 /// Run `work` as `channel`'s consumer (whose reads of another channel's items
 /// [`Plant::ReorderSendsBoth`] hides).
 pub(super) async fn reading_as<F: std::future::Future>(
-    channel: reminders::domain::Channel,
+    channel: reminders_core::domain::Channel,
     work: F,
 ) -> F::Output {
     READER.scope(channel, work).await
@@ -75,8 +75,9 @@ impl<C: Clock> Observed<C> {
             )
         });
         let latest = record.history().into_iter().max_by_key(|(n, _)| *n);
-        let moves = latest
-            .is_some_and(|(_, h)| h.detail.as_deref() == Some(reminders::ledger::HORIZON_MOVED));
+        let moves = latest.is_some_and(|(_, h)| {
+            h.detail.as_deref() == Some(reminders_core::ledger::HORIZON_MOVED)
+        });
         moves && before.is_some() && !settled
     }
 }

@@ -9,11 +9,11 @@ use std::time::Duration;
 use super::books::{keys, versions_text};
 use super::world::{World, CHAOS, EPOCH};
 use super::SeedReport;
-use reminders::domain::series::occurrence_id;
-use reminders::domain::{DeliveryKey, ReminderId, ReminderStatus};
-use reminders::ledger::Status;
-use reminders::ports::faults::lock;
-use reminders::ports::ReminderStore;
+use reminders_core::domain::series::occurrence_id;
+use reminders_core::domain::{DeliveryKey, ReminderId, ReminderStatus};
+use reminders_core::ledger::Status;
+use reminders_core::ports::faults::lock;
+use reminders_core::ports::ReminderStore;
 
 /// Every occurrence made of the world's series, to be judged as any reminder is.
 pub(super) async fn occurrences(world: &World) -> Vec<ReminderId> {
@@ -37,7 +37,7 @@ pub(super) async fn occurrences(world: &World) -> Vec<ReminderId> {
 
 /// `occurrence_missing`, `occurrence_doubled` and `occurrence_unowed`.
 pub(super) async fn judge(world: &World, report: &mut SeedReport) {
-    let ledger: BTreeMap<DeliveryKey, reminders::ledger::DeliveryRecord> = world
+    let ledger: BTreeMap<DeliveryKey, reminders_core::ledger::DeliveryRecord> = world
         .ledger
         .snapshot()
         .into_iter()
@@ -136,7 +136,7 @@ pub(super) async fn judge(world: &World, report: &mut SeedReport) {
                     // reminder verdicts' to judge (a standby channel may never be needed).
                     // Sent, expired or dead with its reason at some point (a redrive may have
                     // made it ready again since: `awaiting_redrive`, reported apart).
-                    let ended = |rec: &reminders::ledger::DeliveryRecord| {
+                    let ended = |rec: &reminders_core::ledger::DeliveryRecord| {
                         rec.history().into_iter().any(|(_, h)| {
                             matches!(h.to, Status::Delivered | Status::Expired | Status::Dead)
                         })
@@ -170,7 +170,7 @@ pub(super) async fn judge(world: &World, report: &mut SeedReport) {
 }
 
 /// One ledger history entry, for a finding.
-fn entry_text(n: u64, h: &reminders::ledger::HistoryEntry) -> String {
+fn entry_text(n: u64, h: &reminders_core::ledger::HistoryEntry) -> String {
     let detail = h.detail.as_deref().unwrap_or("");
     format!(
         "{n}:{}->{}@{} {detail}",

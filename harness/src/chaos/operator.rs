@@ -12,14 +12,14 @@ use rand::{RngExt, SeedableRng};
 use super::dice::invoke;
 use super::dice::API_TIMEOUT;
 use super::world::{recipient, World, CHAOS};
-use reminders::clock::Clock;
-use reminders::domain::{
+use reminders_core::clock::Clock;
+use reminders_core::domain::{
     Channel, Content, DeadReason, DeliveryKey, NewReminder, Reminder, ReminderId, Retention,
     SubscriberId,
 };
-use reminders::outbox;
-use reminders::ports::faults::lock;
-use reminders::redrive::{RedriveConfig, RedriveRequest, Redriver};
+use reminders_core::outbox;
+use reminders_core::ports::faults::lock;
+use reminders_core::redrive::{RedriveConfig, RedriveRequest, Redriver};
 
 /// An operator's redrive of `channel`'s DLQ, every reason, `after` from now.
 pub(super) async fn redrive_later(
@@ -56,8 +56,9 @@ pub(super) async fn redrive_later(
     for wait in [30, 120, 300] {
         let deadline = world.clock.now().plus(Duration::from_secs(60));
         let out = invoke(redriver.run(&req, Some(deadline)), Duration::from_secs(90)).await;
-        let done =
-            |s: &reminders::redrive::RedriveSummary| s.by_reason.values().all(|c| c.failed == 0);
+        let done = |s: &reminders_core::redrive::RedriveSummary| {
+            s.by_reason.values().all(|c| c.failed == 0)
+        };
         if matches!(&out, Some(Ok(s)) if done(s)) {
             return;
         }
@@ -163,9 +164,9 @@ pub(super) async fn heard(
     id: &ReminderId,
     answer: Result<Option<outbox::CancelReport>, outbox::OutboxError>,
 ) {
-    use reminders::delivery::Cancelled;
-    use reminders::ledger::Status;
-    use reminders::ports::ReminderStore;
+    use reminders_core::delivery::Cancelled;
+    use reminders_core::ledger::Status;
+    use reminders_core::ports::ReminderStore;
     let Ok(Some(report)) = answer else {
         return;
     };
@@ -187,7 +188,7 @@ pub(super) async fn heard(
 
 /// A stored item no reminder API would write: fresh until before it is due.
 pub(super) async fn invalid_item(world: &World, t: u64) {
-    use reminders::ports::ReminderStore;
+    use reminders_core::ports::ReminderStore;
     let Ok(id) = ReminderId::parse(format!("bad-{t}")) else {
         return;
     };
@@ -208,6 +209,6 @@ pub(super) async fn invalid_item(world: &World, t: u64) {
     };
     r.fresh_until = due.minus(Duration::from_secs(1));
     if world.store.insert(&r).await.is_ok() {
-        reminders::ports::faults::lock(&world.invalid_ids).insert(id);
+        reminders_core::ports::faults::lock(&world.invalid_ids).insert(id);
     }
 }

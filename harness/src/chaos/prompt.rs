@@ -2,8 +2,8 @@
 //! moments where two features meet, which timing alone rarely lines up). The ports send
 //! them; the application's side of the world ([`super::surface::prompted`]) answers.
 
-use reminders::clock::Timestamp;
-use reminders::domain::{Channel, ReminderId};
+use reminders_core::clock::Timestamp;
+use reminders_core::domain::{Channel, ReminderId};
 
 /// A moment where the pipeline, mid-call, has the application act at once and waits for its
 /// answer: one where two features meet, which timing alone rarely lines up.
@@ -18,19 +18,19 @@ pub enum Prompt {
     /// A delivery died for a reason that falls back, naming no channel (the order's next is
     /// not listed): the application adds the order's channels the reminder lacks, and the
     /// operator redrives that channel's DLQ a few minutes later.
-    DiedAlone(reminders::ledger::Origin),
+    DiedAlone(reminders_core::ledger::Origin),
     /// A fallback was claimed, taking the reminder over from `fallback_from`: the subscriber
     /// may clear the fallback order, and the operator redrives the DLQ of the channel it took
     /// over from at once or soon after (only the hand-on on the death then keeps that redrive
     /// from reaching the person a second time).
-    TookOver(reminders::ledger::Origin),
+    TookOver(reminders_core::ledger::Origin),
     /// A chain's head was claimed for the first time (about to send): the subscriber moves
     /// it to the end of the fallback order before the next channel looks again.
-    HeadClaimed(reminders::ledger::Origin),
+    HeadClaimed(reminders_core::ledger::Origin),
     /// A delivery died with its budget spent on answers that surely sent nothing: if it is
     /// an address the provider fails, the subscriber opts out of that channel, the operator fixes
     /// the address and, once its standby has looked, redrives it.
-    DiedSpent(reminders::ledger::Origin),
+    DiedSpent(reminders_core::ledger::Origin),
     /// A channel's breaker opened until this time: the application shortens the freshness
     /// of a reminder waiting on that channel to end a few seconds after it.
     BreakerOpened(Channel, Timestamp),

@@ -11,10 +11,12 @@ use std::time::Duration;
 use super::dice::Dice;
 use super::journal::Journal;
 use super::{Plant, VirtualClock};
-use reminders::clock::{Clock, Timestamp};
-use reminders::domain::{Channel, DeliveryKey, ReminderId, SubscriberId};
-use reminders::policy::Outcome;
-use reminders::ports::{GatePartition, MemoryReminderStore, Provider, ReminderStore, SendRequest};
+use reminders_core::clock::{Clock, Timestamp};
+use reminders_core::domain::{Channel, DeliveryKey, ReminderId, SubscriberId};
+use reminders_core::policy::Outcome;
+use reminders_core::ports::{
+    GatePartition, MemoryReminderStore, Provider, ReminderStore, SendRequest,
+};
 
 /// Addresses (a subscriber's channel) the provider answers `503` while faults strike.
 pub(super) type Failing =
@@ -65,7 +67,7 @@ impl ChaosProvider {
     /// The key's reminder as stored: when it is fresh until, and whose it is.
     async fn owner(&self, key: &DeliveryKey) -> (Timestamp, Option<SubscriberId>) {
         let never = (Timestamp::from_millis(i64::MIN), None);
-        let owner = reminders::ports::faults::lock(&self.owners)
+        let owner = reminders_core::ports::faults::lock(&self.owners)
             .get(key)
             .cloned();
         let Some(id) = owner else {
@@ -106,7 +108,7 @@ impl ChaosProvider {
         };
         let retry_after = match self.plant {
             Some(Plant::IgnoreRetryAfter) => None,
-            _ => reminders::policy::parse_retry_after(&header, now),
+            _ => reminders_core::policy::parse_retry_after(&header, now),
         };
         Outcome::Throttled { retry_after }
     }
@@ -132,7 +134,7 @@ impl ChaosProvider {
     /// heads are failed in the worlds where heads die out of budget, so the rest keep being
     /// delivered.
     async fn lists_more(&self, key: &DeliveryKey) -> bool {
-        let owner = reminders::ports::faults::lock(&self.owners)
+        let owner = reminders_core::ports::faults::lock(&self.owners)
             .get(key)
             .cloned();
         match owner {
@@ -143,7 +145,7 @@ impl ChaosProvider {
 
     fn doom(&self, key: &DeliveryKey) {
         if self.gone_after_ambiguous {
-            reminders::ports::faults::lock(&self.doomed).insert(key.clone());
+            reminders_core::ports::faults::lock(&self.doomed).insert(key.clone());
         }
     }
 }
@@ -165,8 +167,9 @@ impl Provider for ChaosProvider {
         let (fresh_until, subscriber) = self.owner(key).await;
         let channel = request.recipient.channel();
         // The deployed allow-list, whatever the consumer under test was configured with.
-        let allowed = reminders::domain::SmsCountries::default();
-        if channel == reminders::domain::Channel::Sms && !allowed.allows(request.recipient.expose())
+        let allowed = reminders_core::domain::SmsCountries::default();
+        if channel == reminders_core::domain::Channel::Sms
+            && !allowed.allows(request.recipient.expose())
         {
             self.journal.sent_abroad(key);
         }
@@ -200,7 +203,7 @@ impl ChaosProvider {
         tokio::time::sleep(Duration::from_millis(self.dice.range(20, 800))).await;
         let channel = request.recipient.channel();
         let failing = subscriber.is_some_and(|s| {
-            reminders::ports::faults::lock(&self.failing).contains(&(s.clone(), channel))
+            reminders_core::ports::faults::lock(&self.failing).contains(&(s.clone(), channel))
         });
         if failing && !self.dice.is_calm() && self.lists_more(key).await {
             // A definite failure: nothing was sent.
@@ -215,12 +218,12 @@ impl ChaosProvider {
             return self.throttle(key, now);
         }
         self.journal.attempt(key);
-        let doomed = reminders::ports::faults::lock(&self.doomed).remove(key);
+        let doomed = reminders_core::ports::faults::lock(&self.doomed).remove(key);
         if doomed && !self.dice.is_calm() {
             self.journal.permanent(key);
             return Outcome::Gone {
                 error: "http_410".into(),
-                source: reminders::domain::SuppressionSource::Http410,
+                source: reminders_core::domain::SuppressionSource::Http410,
             };
         }
         let in_outage = now >= self.outage.0 && now < self.outage.1 && !self.dice.is_calm();
@@ -245,7 +248,7 @@ impl ChaosProvider {
             self.journal.permanent(key);
             return Outcome::Gone {
                 error: "http_410".into(),
-                source: reminders::domain::SuppressionSource::Http410,
+                source: reminders_core::domain::SuppressionSource::Http410,
             };
         }
         if self.strikes(m.slow) {
@@ -254,7 +257,7 @@ impl ChaosProvider {
         }
         self.journal.accepted(key);
         if self.accepted.is_some() && self.strikes(0.2) {
-            let owner = reminders::ports::faults::lock(&self.owners)
+            let owner = reminders_core::ports::faults::lock(&self.owners)
                 .get(key)
                 .cloned();
             if let Some(id) = owner {

@@ -2,9 +2,9 @@
 //! ([`super::Plant::LoseFallbackMessages`]), and each receive told to the checker.
 
 use super::inject::Chaotic;
-use reminders::deadletter::DeadLetter;
-use reminders::domain::Channel;
-use reminders::ports::{
+use reminders_core::deadletter::DeadLetter;
+use reminders_core::domain::Channel;
+use reminders_core::ports::{
     DeadLetterMessage, DeadLetters, DeliveryQueue, OutgoingMessage, PortError, QueueDepth,
     ReceivedMessage, SendFailure,
 };
@@ -35,7 +35,7 @@ impl<T: DeliveryQueue> DeliveryQueue for Chaotic<T> {
         let call = self.inner.send_batch(channel, &sent);
         let mut out = self
             .dice
-            .around(reminders::ports::queue::OP_SEND, call)
+            .around(reminders_core::ports::queue::OP_SEND, call)
             .await?;
         out.extend(failed);
         Ok(out)
@@ -48,13 +48,13 @@ impl<T: DeliveryQueue> DeliveryQueue for Chaotic<T> {
     ) -> Result<(), PortError> {
         let call = self.inner.change_visibility(channel, handle, secs);
         self.dice
-            .around(reminders::ports::queue::OP_VISIBILITY, call)
+            .around(reminders_core::ports::queue::OP_VISIBILITY, call)
             .await
     }
     async fn delete(&self, channel: Channel, handle: &str) -> Result<(), PortError> {
         let call = self.inner.delete(channel, handle);
         self.dice
-            .around(reminders::ports::queue::OP_DELETE, call)
+            .around(reminders_core::ports::queue::OP_DELETE, call)
             .await
     }
     async fn receive(
@@ -72,7 +72,7 @@ impl<T: DeliveryQueue> DeliveryQueue for Chaotic<T> {
         };
         let got = self
             .dice
-            .around(reminders::ports::queue::OP_RECEIVE, call)
+            .around(reminders_core::ports::queue::OP_RECEIVE, call)
             .await?;
         let got = self.lose_standbys(channel, got).await;
         // At least once: sometimes a message also goes out again, as a second copy that
@@ -91,7 +91,10 @@ impl<T: DeliveryQueue> DeliveryQueue for Chaotic<T> {
     }
     async fn depth(&self, channel: Channel) -> Result<QueueDepth, PortError> {
         self.dice
-            .around(reminders::ports::queue::OP_DEPTH, self.inner.depth(channel))
+            .around(
+                reminders_core::ports::queue::OP_DEPTH,
+                self.inner.depth(channel),
+            )
             .await
     }
 }
@@ -109,11 +112,11 @@ impl<T: DeliveryQueue> Chaotic<T> {
         };
         let mut kept = Vec::new();
         for m in messages {
-            match reminders::domain::DeliveryMessage::decode(&m.body) {
-                _ if !remember && m.entry_id == reminders::consumer::REWAKE_ENTRY => {}
+            match reminders_core::domain::DeliveryMessage::decode(&m.body) {
+                _ if !remember && m.entry_id == reminders_core::consumer::REWAKE_ENTRY => {}
                 Ok(msg) if msg.fallback_from.is_some() => {
                     if remember {
-                        reminders::ports::faults::lock(&self.losing).insert(msg.delivery_key);
+                        reminders_core::ports::faults::lock(&self.losing).insert(msg.delivery_key);
                     }
                 }
                 _ => kept.push(m.clone()),
@@ -133,8 +136,10 @@ impl<T: DeliveryQueue> Chaotic<T> {
         }
         let mut kept = Vec::new();
         for m in got {
-            let key = reminders::domain::DeliveryMessage::decode(&m.body).map(|m| m.delivery_key);
-            let lost = key.is_ok_and(|k| reminders::ports::faults::lock(&self.losing).contains(&k));
+            let key =
+                reminders_core::domain::DeliveryMessage::decode(&m.body).map(|m| m.delivery_key);
+            let lost =
+                key.is_ok_and(|k| reminders_core::ports::faults::lock(&self.losing).contains(&k));
             if lost {
                 let _ = self.inner.delete(channel, &m.receipt_handle).await;
             } else {
@@ -164,7 +169,7 @@ impl<T: DeadLetters> DeadLetters for Chaotic<T> {
         }
         let call = self.inner.dead_letter(channel, body, letter);
         self.dice
-            .around(reminders::ports::queue::OP_DEAD_LETTER, call)
+            .around(reminders_core::ports::queue::OP_DEAD_LETTER, call)
             .await
     }
     async fn receive_dead(
@@ -175,19 +180,19 @@ impl<T: DeadLetters> DeadLetters for Chaotic<T> {
     ) -> Result<Vec<DeadLetterMessage>, PortError> {
         let call = self.inner.receive_dead(channel, max, visibility_secs);
         self.dice
-            .around(reminders::ports::queue::OP_DEAD_RECEIVE, call)
+            .around(reminders_core::ports::queue::OP_DEAD_RECEIVE, call)
             .await
     }
     async fn delete_dead(&self, channel: Channel, handle: &str) -> Result<(), PortError> {
         let call = self.inner.delete_dead(channel, handle);
         self.dice
-            .around(reminders::ports::queue::OP_DEAD_DELETE, call)
+            .around(reminders_core::ports::queue::OP_DEAD_DELETE, call)
             .await
     }
     async fn release_dead(&self, channel: Channel, handle: &str) -> Result<(), PortError> {
         let call = self.inner.release_dead(channel, handle);
         self.dice
-            .around(reminders::ports::queue::OP_DEAD_RELEASE, call)
+            .around(reminders_core::ports::queue::OP_DEAD_RELEASE, call)
             .await
     }
 }

@@ -17,14 +17,14 @@ use super::world::{
     build, recipient, ChaosPorts, Shape, Windows, World, CHAOS, EPOCH, FUNCTION_TIMEOUT, SETTLE_BY,
 };
 use super::{check, Plant, SeedReport};
-use reminders::clock::{Clock, Timestamp};
-use reminders::consumer::event::{arn_for_url, to_sqs_event};
-use reminders::consumer::Consumer;
-use reminders::domain::{
+use reminders_core::clock::{Clock, Timestamp};
+use reminders_core::consumer::event::{arn_for_url, to_sqs_event};
+use reminders_core::consumer::Consumer;
+use reminders_core::domain::{
     Channel, Content, DeliveryKey, NewReminder, Reminder, ReminderId, SubscriberId,
 };
-use reminders::ports::DeliveryQueue;
-use reminders::scheduler::{Scheduler, SchedulerConfig};
+use reminders_core::ports::DeliveryQueue;
+use reminders_core::scheduler::{Scheduler, SchedulerConfig};
 
 pub(super) async fn run(seed: u64, plant: Option<Plant>) -> SeedReport {
     let mut rng = StdRng::seed_from_u64(seed);
@@ -71,7 +71,7 @@ pub(super) async fn run(seed: u64, plant: Option<Plant>) -> SeedReport {
 }
 
 async fn seed_reminders(world: &mut World, rng: &mut StdRng) {
-    use reminders::ports::ReminderStore;
+    use reminders_core::ports::ReminderStore;
     let mut ids = Vec::new();
     // Where heads die out of budget: fresh for half an hour at least, so that a head's budget, its
     // standby's look and the redrive all come before the end.
@@ -119,14 +119,14 @@ async fn seed_reminders(world: &mut World, rng: &mut StdRng) {
 /// Heads that die out of budget: the provider fails each subscriber's head address until the
 /// operator fixes it.
 async fn fail_the_heads(world: &mut World) {
-    use reminders::ports::ReminderStore;
+    use reminders_core::ports::ReminderStore;
     for n in 0..3 {
         let Ok(subscriber) = SubscriberId::parse(format!("s-{n}")) else {
             continue;
         };
         if let Ok(Some(prefs)) = world.store.preferences(&subscriber).await {
             if let Some(head) = prefs.fallback.first() {
-                reminders::ports::faults::lock(&world.failing).insert((subscriber, *head));
+                reminders_core::ports::faults::lock(&world.failing).insert((subscriber, *head));
             }
         }
     }
@@ -134,7 +134,7 @@ async fn fail_the_heads(world: &mut World) {
 
 /// Remember which reminder each of its possible delivery keys belongs to.
 fn own(world: &World, r: &Reminder) {
-    let mut owners = reminders::ports::faults::lock(&world.owners);
+    let mut owners = reminders_core::ports::faults::lock(&world.owners);
     for channel in Channel::ALL {
         let key = DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, channel);
         owners.insert(key, r.reminder_id.clone());
@@ -166,7 +166,7 @@ fn start(world: &Arc<World>, tasks: &mut JoinSet<()>, seed: u64) {
     }
     tasks.spawn_local(super::operator::operator(world.clone(), seed));
     tasks.spawn_local(super::surface::application(world.clone(), seed));
-    if let Some(prompts) = reminders::ports::faults::lock(&world.prompts).take() {
+    if let Some(prompts) = reminders_core::ports::faults::lock(&world.prompts).take() {
         tasks.spawn_local(super::surface::prompted(world.clone(), prompts, seed));
     }
     let bus = Arc::new(Chaotic::new(world.bus.clone(), world.dice.clone()).planted(world.plant));
@@ -256,11 +256,11 @@ async fn poll(world: &World, consumer: &Consumer<ChaosPorts>, channel: Channel) 
     let out = super::observed::reading_as(channel, handled).await;
     let m = out.metrics.get(channel);
     let alarmed = u64::from(m.invariant_errors + m.panics);
-    *reminders::ports::faults::lock(&world.alarms)
+    *reminders_core::ports::faults::lock(&world.alarms)
         .entry(channel)
         .or_default() += alarmed;
     {
-        let mut one_reads = reminders::ports::faults::lock(&world.one_reads);
+        let mut one_reads = reminders_core::ports::faults::lock(&world.one_reads);
         one_reads.0 += u64::from(m.one_read);
         one_reads.1 += u64::from(m.one_read_released);
     }
@@ -307,14 +307,14 @@ async fn settle(world: &World) {
 /// The latest `fresh_until` of the world's reminders as stored, and of the last occurrence of
 /// every series still active as the application last heard of it (the maker must reach it).
 async fn last_deadline(world: &World) -> Timestamp {
-    use reminders::ports::ReminderStore;
+    use reminders_core::ports::ReminderStore;
     let mut last = EPOCH;
     for id in &world.ids {
         if let Ok(Some(r)) = world.store.get(id).await {
             last = last.max(r.fresh_until);
         }
     }
-    let books = reminders::ports::faults::lock(&world.series.0).clone();
+    let books = reminders_core::ports::faults::lock(&world.series.0).clone();
     for book in books.values().filter(|b| b.cancelled.is_none()) {
         if let Some((_, _, s)) = book.versions.last() {
             if let Some(at) = s.instants_between(None, s.until, 500).last() {
@@ -327,14 +327,15 @@ async fn last_deadline(world: &World) -> Timestamp {
 
 /// Suppressions are kept in every world: a 410 suppresses the address.
 /// A key the consumers do not hash with: the messages hashed under it name another address.
-fn other_key() -> reminders::providers::secret::SuppressionKeySource {
-    let key = reminders::domain::SuppressionKey::new(b"chaos-rotated-suppression-key".to_vec())
-        .unwrap_or_else(|_| unreachable!("a key of 29 bytes"));
-    reminders::providers::secret::SuppressionKeySource::Fixed(key)
+fn other_key() -> reminders_core::ports::secret::SuppressionKeySource {
+    let key =
+        reminders_core::domain::SuppressionKey::new(b"chaos-rotated-suppression-key".to_vec())
+            .unwrap_or_else(|_| unreachable!("a key of 29 bytes"));
+    reminders_core::ports::secret::SuppressionKeySource::Fixed(key)
 }
 
-fn suppression_key() -> reminders::providers::secret::SuppressionKeySource {
-    let key = reminders::domain::SuppressionKey::new(b"chaos-suppression-key".to_vec())
+fn suppression_key() -> reminders_core::ports::secret::SuppressionKeySource {
+    let key = reminders_core::domain::SuppressionKey::new(b"chaos-suppression-key".to_vec())
         .unwrap_or_else(|_| unreachable!("a key of 21 bytes"));
-    reminders::providers::secret::SuppressionKeySource::Fixed(key)
+    reminders_core::ports::secret::SuppressionKeySource::Fixed(key)
 }

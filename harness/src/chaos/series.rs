@@ -17,15 +17,15 @@ use rand::{RngExt, SeedableRng};
 use super::inject::Chaotic;
 use super::world::World;
 use super::Plant;
-use reminders::clock::{Clock, Timestamp};
-use reminders::domain::series::{occurrence_id, NewSeries, Series, SeriesStatus};
-use reminders::domain::{Access, Channel, Content, SeriesId, SubscriberId};
-use reminders::ports::faults::lock;
-use reminders::ports::series::{
+use reminders_core::clock::{Clock, Timestamp};
+use reminders_core::domain::series::{occurrence_id, NewSeries, Series, SeriesStatus};
+use reminders_core::domain::{Access, Channel, Content, SeriesId, SubscriberId};
+use reminders_core::ports::faults::lock;
+use reminders_core::ports::series::{
     ExpectedSeries, SeriesPage, SeriesStore, Written, OP_GET_SERIES, OP_PUT_SERIES, OP_SERIES_DUE,
     OP_SERIES_OF,
 };
-use reminders::ports::PortError;
+use reminders_core::ports::PortError;
 
 pub(super) const ZONES: [&str; 5] = [
     "Asia/Kathmandu",
@@ -62,7 +62,7 @@ impl<T: SeriesStore> SeriesStore for Chaotic<T> {
         // looks for, and only a moved occurrence, recorded as detached, still needs).
         if let Some(through) = s.made_through {
             let old = through
-                .minus(reminders::domain::series::MAKE_AHEAD)
+                .minus(reminders_core::domain::series::MAKE_AHEAD)
                 .minus(s.fresh_for);
             if s.made.first().is_some_and(|t| *t < old) && self.dice.evicts_made() {
                 s.made.retain(|t| *t >= old);
@@ -192,7 +192,7 @@ pub(super) async fn put(world: &World, s: Series) -> bool {
         .get_or_insert(asked);
     for _ in 0..10 {
         let now = world.clock.now();
-        let answer = reminders::series::put(
+        let answer = reminders_core::series::put(
             store,
             &world.ports.ledger,
             &Access::Any,
@@ -205,9 +205,9 @@ pub(super) async fn put(world: &World, s: Series) -> bool {
             continue;
         };
         let stored = match put {
-            reminders::series::Put::Created(s)
-            | reminders::series::Put::Same(s)
-            | reminders::series::Put::Edited(s) => s,
+            reminders_core::series::Put::Created(s)
+            | reminders_core::series::Put::Same(s)
+            | reminders_core::series::Put::Edited(s) => s,
         };
         let seq = world.journal.next_seq();
         let mut books = lock(&world.series.0);
@@ -352,7 +352,7 @@ pub(super) async fn surface(world: Arc<World>, seed: u64) {
 /// these moves, only the edits of a stale occurrence in the scheduler's page, or a maker's pass
 /// racing an edit, made it, in about one world of 60).
 async fn move_one(world: &Arc<World>, s: &Series, rng: &mut StdRng) {
-    use reminders::ports::ReminderStore;
+    use reminders_core::ports::ReminderStore;
     let now = world.clock.now();
     let (from, to) = (now, now.plus(Duration::from_secs(600)));
     let mut candidates = Vec::new();
@@ -360,7 +360,7 @@ async fn move_one(world: &Arc<World>, s: &Series, rng: &mut StdRng) {
     for at in s.instants_between(Some(from), Some(to), 20) {
         let id = occurrence_id(&s.series_id, at);
         if let Ok(Some(r)) = world.store.get(&id).await {
-            if reminders::ports::reminders::editable(r.status) && !r.is_stale_at(now) {
+            if reminders_core::ports::reminders::editable(r.status) && !r.is_stale_at(now) {
                 candidates.push(r);
             }
         }
@@ -370,23 +370,23 @@ async fn move_one(world: &Arc<World>, s: &Series, rng: &mut StdRng) {
     }
     let r = candidates.swap_remove(rng.random_range(0..candidates.len()));
     let later = Duration::from_secs(rng.random_range(1_800..3_000));
-    let changes = reminders::outbox::Edit {
+    let changes = reminders_core::outbox::Edit {
         due_at: Some(r.due_at.plus(later)),
         fresh_until: Some(r.fresh_until.plus(later)),
         detach: true,
-        ..reminders::outbox::Edit::default()
+        ..reminders_core::outbox::Edit::default()
     };
     // As the API does: recorded on the series first, so that its cancel reaches the occurrence
     // wherever it is moved, however many occurrences are made (and evicted) after it.
-    let Some((_, at)) = reminders::domain::series::occurrence_of(&r.reminder_id) else {
+    let Some((_, at)) = reminders_core::domain::series::occurrence_of(&r.reminder_id) else {
         return;
     };
-    let record = reminders::series::record_detached(&*world.ports.reminders, &s.series_id, at);
+    let record = reminders_core::series::record_detached(&*world.ports.reminders, &s.series_id, at);
     let Some(Ok(Ok(()))) = super::dice::invoke(record, super::dice::API_TIMEOUT).await else {
         return;
     };
     let ports = &world.ports;
-    let call = reminders::outbox::edit(
+    let call = reminders_core::outbox::edit(
         &ports.reminders,
         &ports.ledger,
         &r.reminder_id,
@@ -394,7 +394,7 @@ async fn move_one(world: &Arc<World>, s: &Series, rng: &mut StdRng) {
         now,
         world.retention,
     );
-    let Some(Ok(reminders::outbox::Edited::Edited(next))) =
+    let Some(Ok(reminders_core::outbox::Edited::Edited(next))) =
         super::dice::invoke(call, super::dice::API_TIMEOUT).await
     else {
         return;
@@ -439,7 +439,7 @@ async fn skip_next(world: &World, s: &Series) {
     let id = occurrence_id(&s.series_id, at);
     let store = &*world.ports.reminders;
     for _ in 0..10 {
-        let call = reminders::outbox::cancel(
+        let call = reminders_core::outbox::cancel(
             store,
             &world.ports.ledger,
             &id,
@@ -470,7 +470,7 @@ async fn skip_next(world: &World, s: &Series) {
 pub(super) async fn cancel(world: &World, id: &SeriesId) {
     let store = &*world.ports.reminders;
     for _ in 0..10 {
-        let call = reminders::series::cancel(
+        let call = reminders_core::series::cancel(
             store,
             &world.ports.ledger,
             &Access::Any,
@@ -498,7 +498,7 @@ pub(super) async fn cancel(world: &World, id: &SeriesId) {
 /// The schedule's maker, before each scan (series worlds only).
 pub(super) async fn make(world: &World) {
     let now = world.clock.now();
-    let call = reminders::series::make_due(
+    let call = reminders_core::series::make_due(
         &*world.ports.reminders,
         &world.ports.ledger,
         now,

@@ -15,10 +15,10 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
 use super::world::World;
-use reminders::clock::{Clock, Timestamp};
-use reminders::domain::preferences::{LocalTime, QuietHours, Zone};
-use reminders::domain::{Channel, Preferences, SubscriberId};
-use reminders::ports::ReminderStore;
+use reminders_core::clock::{Clock, Timestamp};
+use reminders_core::domain::preferences::{LocalTime, QuietHours, Zone};
+use reminders_core::domain::{Channel, Preferences, SubscriberId};
+use reminders_core::ports::ReminderStore;
 
 /// The moments of change fall within this much of the start.
 const CHANGES_WITHIN: Duration = Duration::from_secs(25 * 60);

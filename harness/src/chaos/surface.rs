@@ -19,10 +19,10 @@ use super::acks::Kinds;
 use super::operator::redrive_later;
 use super::prompt::{Prompt, Prompts};
 use super::world::{abroad, recipient, subscriber_index, World, CHAOS};
-use reminders::clock::{Clock, Timestamp};
-use reminders::domain::{Channel, Content, Reminder, ReminderId};
-use reminders::outbox::{Edit, Edited};
-use reminders::ports::faults::lock;
+use reminders_core::clock::{Clock, Timestamp};
+use reminders_core::domain::{Channel, Content, Reminder, ReminderId};
+use reminders_core::outbox::{Edit, Edited};
+use reminders_core::ports::faults::lock;
 
 /// A reminder the world created (before its clock starts): landed and acknowledged.
 pub(super) fn created(world: &World, r: &Reminder) {
@@ -106,10 +106,10 @@ pub(super) async fn prompted(world: Arc<World>, mut prompts: Prompts, seed: u64)
                 let now = world.clock.now();
                 let mut stale = Vec::new();
                 for id in ids {
-                    use reminders::ports::ReminderStore;
+                    use reminders_core::ports::ReminderStore;
                     if let Ok(Some(r)) = world.store.get(&id).await {
                         if r.is_stale_at(now)
-                            && r.status == reminders::domain::ReminderStatus::Scheduled
+                            && r.status == reminders_core::domain::ReminderStatus::Scheduled
                         {
                             stale.push(id);
                         }
@@ -193,7 +193,7 @@ async fn waiting_on(
     until: Timestamp,
     rng: &mut StdRng,
 ) -> Option<ReminderId> {
-    use reminders::ports::{Ledger, ReminderStore};
+    use reminders_core::ports::{Ledger, ReminderStore};
     let mut waiting = Vec::new();
     for id in &world.ids {
         let Ok(Some(r)) = world.store.get(id).await else {
@@ -201,19 +201,21 @@ async fn waiting_on(
         };
         let pending = matches!(
             r.status,
-            reminders::domain::ReminderStatus::Scheduled
-                | reminders::domain::ReminderStatus::Enqueued
+            reminders_core::domain::ReminderStatus::Scheduled
+                | reminders_core::domain::ReminderStatus::Enqueued
         );
         let fits = r.due_at <= until && r.fresh_until > until.plus(Duration::from_secs(30));
         if !pending || !fits || !r.recipients.contains_key(&channel) {
             continue;
         }
-        let key = reminders::domain::DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, channel);
+        let key =
+            reminders_core::domain::DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, channel);
         // Not settled, and not mid-send: a worker that read the old version before this edit
         // and sends later did nothing wrong.
         let busy = match world.ledger.get(&key).await {
             Ok(Some(rec)) => {
-                rec.status().is_terminal() || rec.status() == reminders::ledger::Status::Sending
+                rec.status().is_terminal()
+                    || rec.status() == reminders_core::ledger::Status::Sending
             }
             _ => false,
         };
@@ -227,7 +229,7 @@ async fn waiting_on(
 /// One PUT of `id`'s whole body, changing one or two things (`force`: first moving it later,
 /// fresh again, or cutting its freshness): whether the API accepted it.
 async fn edit(world: &Arc<World>, id: &ReminderId, rng: &mut StdRng, t: u64, force: Force) -> bool {
-    use reminders::ports::ReminderStore;
+    use reminders_core::ports::ReminderStore;
     let Ok(Some(cur)) = world.store.get(id).await else {
         return false;
     };
@@ -336,7 +338,7 @@ async fn edit(world: &Arc<World>, id: &ReminderId, rng: &mut StdRng, t: u64, for
         content: Some(content),
         recipients: Some(channels.iter().map(number).collect()),
         // An occurrence edited through its own id is detached, as the API does.
-        detach: reminders::domain::series::occurrence_of(id).is_some(),
+        detach: reminders_core::domain::series::occurrence_of(id).is_some(),
         may_make_stale: false,
     };
     let next = match super::api_edit::edit_through_api(world, id, changes, now).await {
@@ -349,7 +351,7 @@ async fn edit(world: &Arc<World>, id: &ReminderId, rng: &mut StdRng, t: u64, for
     };
     world.acks.acknowledged(&world.journal, &next, k);
     // A channel taken away after the enqueue is listed again minutes later.
-    let enqueued = cur.status == reminders::domain::ReminderStatus::Enqueued;
+    let enqueued = cur.status == reminders_core::domain::ReminderStatus::Enqueued;
     let gone = removed.filter(|c| !channels.contains(c));
     if let (true, true, Some(c)) = (world.shape.windows.readd_after_remove, enqueued, gone) {
         let after = Duration::from_secs(own.random_range(30..600));

@@ -9,16 +9,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::journal::{KeyFacts, PrefsWrite};
 use super::world::World;
 use super::SeedReport;
-use reminders::clock::Timestamp;
-use reminders::domain::{Channel, DeliveryKey, Reminder, ReminderStatus};
-use reminders::ledger::{DeliveryRecord, Status};
+use reminders_core::clock::Timestamp;
+use reminders_core::domain::{Channel, DeliveryKey, Reminder, ReminderStatus};
+use reminders_core::ledger::{DeliveryRecord, Status};
 
 /// What the checker saw of a world, for the verdicts of this module.
 pub(super) struct Seen<'a> {
     pub world: &'a World,
     pub ledger: &'a BTreeMap<DeliveryKey, DeliveryRecord>,
     pub facts: &'a BTreeMap<DeliveryKey, KeyFacts>,
-    pub prefs: &'a BTreeMap<reminders::domain::SubscriberId, Vec<PrefsWrite>>,
+    pub prefs: &'a BTreeMap<reminders_core::domain::SubscriberId, Vec<PrefsWrite>>,
     pub now: Timestamp,
     /// Deliveries made `ready` by a redrive that never re-enqueued them, whose last death's
     /// copy is still in the DLQ.
@@ -104,7 +104,7 @@ impl Seen<'_> {
         let awaiting = listed
             .iter()
             .any(|c| *c != channel && self.awaiting_redrive.contains(&Self::key(r, *c)));
-        let alarms = reminders::ports::faults::lock(&self.world.alarms);
+        let alarms = reminders_core::ports::faults::lock(&self.world.alarms);
         Unsettled::Stranded {
             alarmed: awaiting || alarms.get(&channel).copied().unwrap_or(0) > 0,
         }
@@ -282,11 +282,11 @@ impl Seen<'_> {
         let sent = self.facts(&key).is_some_and(|f| !f.sends.is_empty());
         // Cancelled is a reason only when the application asked for it: an edit that took
         // the channel away cancels it, and adding it back must then send it.
-        let asked =
-            reminders::ports::faults::lock(&self.world.cancel_requests).contains(&r.reminder_id);
+        let asked = reminders_core::ports::faults::lock(&self.world.cancel_requests)
+            .contains(&r.reminder_id);
         let final_rec = self.ledger.get(&key).is_some_and(|rec| match rec.status() {
             Status::Cancelled => asked,
-            s => reminders::events::is_settled(s),
+            s => reminders_core::events::is_settled(s),
         });
         let final_reminder = matches!(
             r.status,
@@ -331,9 +331,9 @@ pub(super) fn world_wide(world: &World, report: &mut SeedReport) {
     t.gone_answers += world.journal.gone_answers();
     t.cancels_racing_redrives += world.counts.racing();
     t.prompted_edits += world.counts.prompted();
-    t.add(&reminders::ports::faults::lock(&world.counts.series));
+    t.add(&reminders_core::ports::faults::lock(&world.counts.series));
     t.edits_refused += world.counts.refused();
-    let (one_read, released) = *reminders::ports::faults::lock(&world.one_reads);
+    let (one_read, released) = *reminders_core::ports::faults::lock(&world.one_reads);
     t.one_read += one_read;
     t.one_read_released += released;
     for k in world.acks.edits() {

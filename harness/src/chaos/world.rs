@@ -17,12 +17,12 @@ use super::journal::Journal;
 use super::observed::Observed;
 use super::provider::{ChaosProvider, Misbehaviour};
 use super::{Plant, VirtualClock};
-use reminders::clock::Timestamp;
-use reminders::consumer::ConsumerConfig;
-use reminders::domain::{
+use reminders_core::clock::Timestamp;
+use reminders_core::consumer::ConsumerConfig;
+use reminders_core::domain::{
     Channel, DeliveryKey, PerChannel, Recipient, Reminder, ReminderId, Retention,
 };
-use reminders::ports::{
+use reminders_core::ports::{
     MemoryBus, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet, StaleHandles,
 };
 
@@ -267,8 +267,8 @@ pub(super) fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
         retention,
         policy: retry_policy(&shape),
         sms_countries: match plant {
-            Some(Plant::IgnoreCountries) => reminders::domain::SmsCountries::Any,
-            _ => reminders::domain::SmsCountries::default(),
+            Some(Plant::IgnoreCountries) => reminders_core::domain::SmsCountries::Any,
+            _ => reminders_core::domain::SmsCountries::default(),
         },
         ..ConsumerConfig::default()
     };
@@ -280,7 +280,7 @@ pub(super) fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
         let (acks, journal, owners) = (acks.clone(), journal.clone(), owners.clone());
         Arc::new(move |r: &Reminder| {
             // Whose each key is, for reminders made mid-run too (a series' occurrences).
-            let mut o = reminders::ports::faults::lock(&owners);
+            let mut o = reminders_core::ports::faults::lock(&owners);
             for c in r.listed_channels() {
                 o.entry(DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, c))
                     .or_insert_with(|| r.reminder_id.clone());
@@ -387,14 +387,14 @@ fn reminders_ttl_lag(seed: u64) -> i64 {
 /// The deployed retry policy. The worlds where heads die out of budget deploy a budget of three
 /// attempts a minute or so apart (not fitted to the freshness, which keeps the last one for near
 /// its end), so that an address the provider fails spends it well before the reminder goes stale.
-fn retry_policy(shape: &Shape) -> reminders::policy::RetryPolicy {
-    let default = reminders::policy::RetryPolicy::default();
+fn retry_policy(shape: &Shape) -> reminders_core::policy::RetryPolicy {
+    let default = reminders_core::policy::RetryPolicy::default();
     if !shape.windows.spent_then_fallback {
         return default;
     }
-    reminders::policy::RetryPolicy {
+    reminders_core::policy::RetryPolicy {
         max_attempts: 3,
-        backoff: reminders::policy::Backoff::Exponential {
+        backoff: reminders_core::policy::Backoff::Exponential {
             base_secs: 30,
             cap_secs: 90,
         },
@@ -405,9 +405,9 @@ fn retry_policy(shape: &Shape) -> reminders::policy::RetryPolicy {
 /// The journal counts every message a receive handed out, as the queue does.
 fn counting_receives(journal: &Arc<Journal>) -> super::inject::Heard {
     let journal = journal.clone();
-    Arc::new(move |got: &[reminders::ports::ReceivedMessage]| {
+    Arc::new(move |got: &[reminders_core::ports::ReceivedMessage]| {
         for m in got {
-            if let Ok(msg) = reminders::domain::DeliveryMessage::decode(&m.body) {
+            if let Ok(msg) = reminders_core::domain::DeliveryMessage::decode(&m.body) {
                 journal.received(&msg.delivery_key);
             }
         }

@@ -8,7 +8,7 @@
 use std::fmt::Write;
 
 use super::report::Sample;
-use reminders::domain::Channel;
+use reminders_core::domain::Channel;
 
 const W: f64 = 960.0;
 const PANEL_H: f64 = 180.0;
@@ -260,7 +260,7 @@ pub fn svg(samples: &[Sample], outage: Option<Window<'_>>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use reminders::domain::PerChannel;
+    use reminders_core::domain::PerChannel;
 
     fn sample(t: u64) -> Sample {
         Sample {

@@ -3,13 +3,13 @@
 
 use std::time::Duration;
 
-use reminders::clock::Timestamp;
-use reminders::consumer::ConsumerConfig;
-use reminders::policy::RetryPolicy;
-use reminders::scheduler::SchedulerConfig;
+use reminders_core::clock::Timestamp;
+use reminders_core::consumer::ConsumerConfig;
+use reminders_core::policy::RetryPolicy;
+use reminders_core::scheduler::SchedulerConfig;
 
 use super::latency::LatencyModel;
-use reminders::domain::Channel;
+use reminders_core::domain::Channel;
 
 use super::provider::Profile;
 
@@ -55,7 +55,7 @@ pub struct SimConfig {
     /// Modelled AWS latency and scheduler CPU, so the scheduler's ceiling shows.
     pub latency: LatencyModel,
     /// The consumer's breaker (deployed unless told otherwise).
-    pub breaker: reminders::policy::BreakerPolicy,
+    pub breaker: reminders_core::policy::BreakerPolicy,
     /// Subscribers with opt-outs and quiet hours ([`recipients`]); none by default.
     pub recipient_rules: bool,
     /// Recurring series beside the one-off reminders (none by default): their occurrences
@@ -79,7 +79,7 @@ pub fn deployed() -> (SchedulerConfig, ConsumerConfig, u32) {
         emit_metrics: false,
         ..ConsumerConfig::default()
     };
-    let parallelism = reminders::scheduler::config::DEFAULT_PARALLELISM;
+    let parallelism = reminders_core::scheduler::config::DEFAULT_PARALLELISM;
     (SchedulerConfig::default(), consumer, parallelism)
 }
 
@@ -94,12 +94,12 @@ impl Default for SimConfig {
             seed: 1,
             profile: Profile::default(),
             policy: RetryPolicy::default(),
-            consumer_max_concurrency: reminders::consumer::config::MAPPING_MAX_CONCURRENCY,
-            batch_size: reminders::consumer::config::MAPPING_BATCH_SIZE,
-            min_pollers: reminders::consumer::config::MAPPING_MIN_POLLERS,
-            max_pollers: reminders::consumer::config::MAPPING_MAX_POLLERS,
+            consumer_max_concurrency: reminders_core::consumer::config::MAPPING_MAX_CONCURRENCY,
+            batch_size: reminders_core::consumer::config::MAPPING_BATCH_SIZE,
+            min_pollers: reminders_core::consumer::config::MAPPING_MIN_POLLERS,
+            max_pollers: reminders_core::consumer::config::MAPPING_MAX_POLLERS,
             provider_latency_ms: super::limits::DEFAULT_PROVIDER_LATENCY_MS,
-            due_shards: reminders::aws::config::DEFAULT_DUE_SHARDS,
+            due_shards: reminders_core::domain::DEFAULT_DUE_SHARDS,
             tables: super::capacity::TableMode::OnDemand,
             account_concurrency: super::limits::lambda::ACCOUNT_CONCURRENCY,
             max_time: Duration::from_secs(12 * 3600),

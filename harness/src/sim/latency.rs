@@ -21,9 +21,9 @@ use rand::{RngExt, SeedableRng};
 use super::capacity::{Dynamo, Table};
 use super::limits::dynamo as ddb;
 
-use reminders::clock::{Clock, ManualClock, Timestamp};
-use reminders::domain::{due_shard, Channel, Reminder, ReminderId, ReminderStatus};
-use reminders::ports::{
+use reminders_core::clock::{Clock, ManualClock, Timestamp};
+use reminders_core::domain::{due_shard, Channel, Reminder, ReminderId, ReminderStatus};
+use reminders_core::ports::{
     DeliveryQueue, DuePage, DueQuery, Inserted, Marked, OutgoingMessage, PortError, QueueDepth,
     ReceivedMessage, ReminderStore, SendFailure,
 };
@@ -49,7 +49,7 @@ impl Default for LatencyModel {
             sqs_p50_ms: 10.0,
             sqs_p99_ms: 30.0,
             cpu_us_per_reminder: 387.0,
-            vcpu: f64::from(reminders::scheduler::config::FUNCTION_MEMORY_MB) / 1769.0,
+            vcpu: f64::from(reminders_core::scheduler::config::FUNCTION_MEMORY_MB) / 1769.0,
         }
     }
 }
@@ -198,9 +198,9 @@ impl<T: ReminderStore> ReminderStore for Timed<T> {
     }
     async fn sweep_index(
         &self,
-        after: Option<&reminders::ports::SweepCursor>,
+        after: Option<&reminders_core::ports::SweepCursor>,
         limit: u32,
-    ) -> Result<reminders::ports::SweepPage, PortError> {
+    ) -> Result<reminders_core::ports::SweepPage, PortError> {
         self.clock.dynamo(1.0);
         self.inner.sweep_index(after, limit).await
     }
@@ -261,26 +261,29 @@ impl<T: ReminderStore> ReminderStore for Timed<T> {
     }
     async fn preferences(
         &self,
-        subscriber: &reminders::domain::SubscriberId,
-    ) -> Result<Option<reminders::domain::Preferences>, PortError> {
+        subscriber: &reminders_core::domain::SubscriberId,
+    ) -> Result<Option<reminders_core::domain::Preferences>, PortError> {
         self.clock.dynamo(1.0);
         self.inner.preferences(subscriber).await
     }
     async fn put_preferences(
         &self,
-        subscriber: &reminders::domain::SubscriberId,
-        prefs: &reminders::domain::Preferences,
+        subscriber: &reminders_core::domain::SubscriberId,
+        prefs: &reminders_core::domain::Preferences,
     ) -> Result<(), PortError> {
         self.inner.put_preferences(subscriber, prefs).await
     }
     async fn suppression(
         &self,
-        address: &reminders::domain::AddressHash,
-    ) -> Result<Option<reminders::domain::Suppression>, PortError> {
+        address: &reminders_core::domain::AddressHash,
+    ) -> Result<Option<reminders_core::domain::Suppression>, PortError> {
         self.clock.dynamo(1.0);
         self.inner.suppression(address).await
     }
-    async fn put_suppression(&self, s: &reminders::domain::Suppression) -> Result<(), PortError> {
+    async fn put_suppression(
+        &self,
+        s: &reminders_core::domain::Suppression,
+    ) -> Result<(), PortError> {
         self.clock.dynamo(1.0);
         self.inner.put_suppression(s).await
     }
@@ -296,12 +299,12 @@ impl<T: DeliveryQueue> DeliveryQueue for Timed<T> {
         // The scheduler computed DelaySeconds on its own clock; the queue counts from the
         // simulation's, so the time the run spent is added: a message is visible when a real
         // run would have sent it, plus its delay.
-        let spent = reminders::clock::ceil_secs(self.clock.spent());
+        let spent = reminders_core::clock::ceil_secs(self.clock.spent());
         let shifted: Vec<OutgoingMessage> = messages
             .iter()
             .map(|m| OutgoingMessage {
-                delay_secs: (u64::from(m.delay_secs) + spent).min(reminders::policy::MAX_DELAY_SECS)
-                    as u32,
+                delay_secs: (u64::from(m.delay_secs) + spent)
+                    .min(reminders_core::policy::MAX_DELAY_SECS) as u32,
                 ..m.clone()
             })
             .collect();

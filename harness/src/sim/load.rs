@@ -7,13 +7,13 @@ use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use reminders::clock::ManualClock;
-use reminders::domain::{
+use reminders_core::clock::ManualClock;
+use reminders_core::domain::{
     Channel, Content, DeadReason, NewReminder, Recipient, Reminder, ReminderId, ReminderStatus,
     SubscriberId,
 };
-use reminders::ledger::Status;
-use reminders::ports::{MemoryLedger, MemoryQueue, MemoryReminderStore, ReminderStore};
+use reminders_core::ledger::Status;
+use reminders_core::ports::{MemoryLedger, MemoryQueue, MemoryReminderStore, ReminderStore};
 
 use super::config::{SeriesLoad, SimConfig, EPOCH};
 use super::world::World;
@@ -35,11 +35,11 @@ pub fn load_series(
     cfg: &SimConfig,
     load: &SeriesLoad,
     i: u32,
-) -> Result<reminders::domain::series::Series, reminders::domain::series::SeriesError> {
-    use reminders::domain::series::{NewSeries, Series};
+) -> Result<reminders_core::domain::series::Series, reminders_core::domain::series::SeriesError> {
+    use reminders_core::domain::series::{NewSeries, Series};
     let channel = cfg.channels[i as usize % cfg.channels.len().max(1)];
     let new = NewSeries {
-        series_id: reminders::domain::SeriesId::parse(format!("v-{i:07}"))
+        series_id: reminders_core::domain::SeriesId::parse(format!("v-{i:07}"))
             .unwrap_or_else(|_| unreachable!()),
         subscriber_id: SubscriberId::parse(format!("v-{i}")).unwrap_or_else(|_| unreachable!()),
         rule: load.rule.clone(),
@@ -73,10 +73,10 @@ pub(super) async fn seed_reminders(w: &World, cfg: &SimConfig) {
     if let Some(load) = &cfg.series {
         for i in 0..load.count {
             if let Ok(s) = load_series(cfg, load, i) {
-                let _ = reminders::ports::SeriesStore::put_series(
+                let _ = reminders_core::ports::SeriesStore::put_series(
                     &*w.store,
                     &s,
-                    reminders::ports::ExpectedSeries::Absent,
+                    reminders_core::ports::ExpectedSeries::Absent,
                 )
                 .await;
             }
@@ -102,7 +102,7 @@ pub(super) async fn seed_reminders(w: &World, cfg: &SimConfig) {
                 recipients: vec![recipient(channel, i)],
             },
             cfg.freshness,
-            reminders::domain::Retention::default().0,
+            reminders_core::domain::Retention::default().0,
         );
         if let Ok(r) = reminder {
             let _ = w.store.insert(&r).await;
@@ -121,9 +121,9 @@ pub(crate) async fn outcomes(
     let mut in_dlq = std::collections::BTreeMap::new();
     for channel in Channel::ALL {
         // The redrive library's read-only look: nothing is moved.
-        if let Ok(msgs) = reminders::redrive::peek(dlq, channel, u32::MAX, 60).await {
+        if let Ok(msgs) = reminders_core::redrive::peek(dlq, channel, u32::MAX, 60).await {
             for m in msgs {
-                if let Ok(msg) = reminders::domain::DeliveryMessage::decode(&m.message.body) {
+                if let Ok(msg) = reminders_core::domain::DeliveryMessage::decode(&m.message.body) {
                     in_dlq.insert(msg.delivery_key, m.letter.reason);
                 }
             }
@@ -138,13 +138,14 @@ pub(crate) async fn outcomes(
             .flat_map(|s| {
                 s.instants_after(None)
                     .into_iter()
-                    .map(move |at| reminders::domain::series::occurrence_id(&s.series_id, at))
+                    .map(move |at| reminders_core::domain::series::occurrence_id(&s.series_id, at))
             })
     });
     for id in one_offs.chain(series) {
         let Ok(Some(r)) = w_store.get(&id).await else {
             // Never made (a maker that fell behind the window): not sent, still owed.
-            if cfg.series.is_some() && reminders::domain::series::occurrence_of(&id).is_some() {
+            if cfg.series.is_some() && reminders_core::domain::series::occurrence_of(&id).is_some()
+            {
                 o.pending += 1;
             }
             continue;
@@ -152,8 +153,9 @@ pub(crate) async fn outcomes(
         let Some(channel) = r.channels().next() else {
             continue;
         };
-        let key = reminders::domain::DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, channel);
-        let record = reminders::ports::Ledger::get(w_ledger, &key)
+        let key =
+            reminders_core::domain::DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, channel);
+        let record = reminders_core::ports::Ledger::get(w_ledger, &key)
             .await
             .ok()
             .flatten();

@@ -12,9 +12,9 @@
 //! batch spends its modelled duration; a batch that outlasts the grant is paid from the next
 //! second's. Limits: [`super::limits::lambda`].
 
-use reminders::consumer::Metrics;
-use reminders::domain::{Channel, PerChannel};
-use reminders::ports::DeliveryQueue;
+use reminders_core::consumer::Metrics;
+use reminders_core::domain::{Channel, PerChannel};
+use reminders_core::ports::DeliveryQueue;
 
 use super::limits::lambda;
 use super::stages::Tracker;

@@ -10,13 +10,13 @@ use std::sync::{Arc, Mutex};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
-use reminders::clock::{Clock, ManualClock, Timestamp};
-use reminders::domain::{
+use reminders_core::clock::{Clock, ManualClock, Timestamp};
+use reminders_core::domain::{
     AddressHash, DeliveryKey, Preferences, Reminder, ReminderId, ReminderStatus, SubscriberId,
     Suppression,
 };
-use reminders::ledger::DeliveryRecord;
-use reminders::ports::{
+use reminders_core::ledger::DeliveryRecord;
+use reminders_core::ports::{
     Cas, DuePage, DueQuery, Expected, Inserted, Ledger, Marked, PortError, ReminderStore,
 };
 
@@ -162,9 +162,9 @@ impl<T: ReminderStore> ReminderStore for Metered<T> {
     }
     async fn sweep_index(
         &self,
-        after: Option<&reminders::ports::SweepCursor>,
+        after: Option<&reminders_core::ports::SweepCursor>,
         limit: u32,
-    ) -> Result<reminders::ports::SweepPage, PortError> {
+    ) -> Result<reminders_core::ports::SweepPage, PortError> {
         self.inner.sweep_index(after, limit).await
     }
     async fn quarantine(&self, key: &str, reason: &str) -> Result<Marked, PortError> {

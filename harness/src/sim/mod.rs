@@ -39,9 +39,9 @@ pub use config::{deployed, SeriesLoad, SimConfig, DEFAULT_DENSITY_PER_SEC, EPOCH
 pub use load::{load_series, planned};
 use load::{outcomes, seed_reminders};
 pub use provider::{Profile, SimProvider};
-use reminders::consumer::Metrics;
-use reminders::domain::{Channel, PerChannel};
-use reminders::scheduler::Share;
+use reminders_core::consumer::Metrics;
+use reminders_core::domain::{Channel, PerChannel};
+use reminders_core::scheduler::Share;
 pub use report::{Sample, SimReport};
 use world::{world, World};
 
@@ -125,7 +125,7 @@ fn capacities(cfg: &SimConfig) -> stages::Capacities {
             } else {
                 "s"
             },
-            reminders::scheduler::config::FUNCTION_TIMEOUT_SECS,
+            reminders_core::scheduler::config::FUNCTION_TIMEOUT_SECS,
             cfg.max_per_run
         ),
         due_index: format!(
@@ -155,7 +155,7 @@ fn capacities(cfg: &SimConfig) -> stages::Capacities {
 /// the function's deadline (they run side by side on AWS). A failed run is retried by the
 /// next one, as EventBridge Scheduler would.
 async fn run_schedules(w: &World) -> Runs {
-    let timeout = Duration::from_secs(reminders::scheduler::config::FUNCTION_TIMEOUT_SECS);
+    let timeout = Duration::from_secs(reminders_core::scheduler::config::FUNCTION_TIMEOUT_SECS);
     let mut runs = Runs {
         enqueued: 0,
         busiest: 0.0,
@@ -168,7 +168,7 @@ async fn run_schedules(w: &World) -> Runs {
             continue;
         };
         w.run_clock.start_run();
-        let deadline = reminders::clock::Clock::now(&w.clock).plus(timeout);
+        let deadline = reminders_core::clock::Clock::now(&w.clock).plus(timeout);
         if let Ok(report) = w.scheduler.run_share(Some(deadline), share).await {
             runs.enqueued += u64::from(report.enqueued);
             let capped = report.picked >= w.max_per_run;
@@ -182,12 +182,12 @@ async fn run_schedules(w: &World) -> Runs {
         if index == 0 {
             // The first share's function makes the series' occurrences after its scan, as
             // deployed (its own DynamoDB time is not modelled).
-            let now = reminders::clock::Clock::now(&w.clock);
-            let _ = reminders::series::make_due(
+            let now = reminders_core::clock::Clock::now(&w.clock);
+            let _ = reminders_core::series::make_due(
                 &*w.store,
                 &*w.ledger,
                 now,
-                reminders::domain::Retention::default(),
+                reminders_core::domain::Retention::default(),
             )
             .await;
         }
@@ -241,7 +241,7 @@ fn outcome_totals(m: &PerChannel<Metrics>) -> Outcomes4 {
 }
 
 async fn sample(w: &World, t: u64, since: Outcomes4) -> Sample {
-    let now = reminders::clock::Clock::now(&w.clock);
+    let now = reminders_core::clock::Clock::now(&w.clock);
     Sample {
         t_secs: t,
         depth: PerChannel::from_fn(|c| w.queue.len(c) as u64),
@@ -265,7 +265,7 @@ async fn made_all(w: &World, cfg: &SimConfig) -> bool {
     let far = EPOCH.plus(cfg.window).plus(cfg.max_time);
     // One whose last occurrence is made waits only to be marked ended: nothing owed.
     matches!(
-        reminders::ports::SeriesStore::series_due(&*w.store, far, u32::MAX).await,
+        reminders_core::ports::SeriesStore::series_due(&*w.store, far, u32::MAX).await,
         Ok(due) if due.iter().all(|s| s.next_after(s.made_through).is_none())
     )
 }

@@ -28,12 +28,12 @@ impl Params {
         let (scheduler, _, parallelism) = super::deployed();
         Self {
             scheduler_parallelism: parallelism,
-            due_shards: reminders::aws::config::DEFAULT_DUE_SHARDS,
+            due_shards: reminders_core::domain::DEFAULT_DUE_SHARDS,
             max_per_run: scheduler.max_per_run,
-            consumer_max_concurrency: reminders::consumer::config::MAPPING_MAX_CONCURRENCY,
-            batch_size: reminders::consumer::config::MAPPING_BATCH_SIZE,
-            min_pollers: reminders::consumer::config::MAPPING_MIN_POLLERS,
-            max_pollers: reminders::consumer::config::MAPPING_MAX_POLLERS,
+            consumer_max_concurrency: reminders_core::consumer::config::MAPPING_MAX_CONCURRENCY,
+            batch_size: reminders_core::consumer::config::MAPPING_BATCH_SIZE,
+            min_pollers: reminders_core::consumer::config::MAPPING_MIN_POLLERS,
+            max_pollers: reminders_core::consumer::config::MAPPING_MAX_POLLERS,
             tables: TableMode::OnDemand,
         }
     }

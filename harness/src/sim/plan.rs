@@ -8,8 +8,8 @@ use serde::Serialize;
 
 pub use super::params::Params;
 use super::{simulate, Profile, SimConfig, SimReport};
-use reminders::domain::Channel;
-use reminders::policy::RetryPolicy;
+use reminders_core::domain::Channel;
+use reminders_core::policy::RetryPolicy;
 
 #[derive(Debug, Clone)]
 pub struct PlanInput {

@@ -11,10 +11,10 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde::Deserialize;
 
-use reminders::clock::{Clock, Timestamp};
-use reminders::domain::{Channel, DeliveryKey, PerChannel};
-use reminders::policy::Outcome;
-use reminders::ports::{GatePartition, Provider, SendRequest};
+use reminders_core::clock::{Clock, Timestamp};
+use reminders_core::domain::{Channel, DeliveryKey, PerChannel};
+use reminders_core::policy::Outcome;
+use reminders_core::ports::{GatePartition, Provider, SendRequest};
 
 /// What can go wrong, and how fast the provider is.
 #[derive(Debug, Clone, PartialEq, Deserialize)]

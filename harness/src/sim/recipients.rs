@@ -8,9 +8,9 @@
 //! - one in five has email quiet hours 22:00–07:00 London: emails are held past their
 //!   freshness and end `expired_quiet_hours`.
 
-use reminders::domain::preferences::{LocalTime, QuietHours, Zone};
-use reminders::domain::{Channel, Preferences, SubscriberId};
-use reminders::ports::{MemoryReminderStore, ReminderStore};
+use reminders_core::domain::preferences::{LocalTime, QuietHours, Zone};
+use reminders_core::domain::{Channel, Preferences, SubscriberId};
+use reminders_core::ports::{MemoryReminderStore, ReminderStore};
 
 /// The preferences of subscriber `i` under the profile, if any.
 pub fn preferences_of(i: u32) -> Option<Preferences> {

@@ -7,8 +7,8 @@ use std::fmt;
 use serde::Serialize;
 
 use super::{SimConfig, World};
-use reminders::consumer::Metrics;
-use reminders::domain::{Channel, DeadReason, PerChannel};
+use reminders_core::consumer::Metrics;
+use reminders_core::domain::{Channel, DeadReason, PerChannel};
 
 /// One point of the time series (every ten virtual seconds).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -201,7 +201,7 @@ fn start(input: &PlanInput, rate: f64) -> (Params, Option<String>) {
     } else {
         // Standard mode: the pollers' bounds do not apply, and stay at the template's.
         p.min_pollers = 0;
-        p.max_pollers = reminders::consumer::config::MAPPING_MAX_POLLERS;
+        p.max_pollers = reminders_core::consumer::config::MAPPING_MAX_POLLERS;
         p.consumer_max_concurrency = slots.clamp(lambda::ESM_MAX_CONCURRENCY_RANGE.0, standard_max);
     }
     // The ledger takes two writes a delivery; the reminders table and its index one a mark.

@@ -4,11 +4,11 @@
 
 use std::sync::Arc;
 
-use reminders::clock::ManualClock;
-use reminders::consumer::{Consumer, ConsumerConfig};
-use reminders::domain::PerChannel;
-use reminders::ports::{MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet};
-use reminders::scheduler::{Scheduler, SchedulerConfig};
+use reminders_core::clock::ManualClock;
+use reminders_core::consumer::{Consumer, ConsumerConfig};
+use reminders_core::domain::PerChannel;
+use reminders_core::ports::{MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet};
+use reminders_core::scheduler::{Scheduler, SchedulerConfig};
 
 use super::capacity::Dynamo;
 use super::config::{deployed, SimConfig, EPOCH};
@@ -135,7 +135,7 @@ pub(super) fn world(cfg: &SimConfig) -> World {
         run_clock,
         parallelism: cfg
             .scheduler_parallelism
-            .clamp(1, reminders::scheduler::config::MAX_PARALLELISM),
+            .clamp(1, reminders_core::scheduler::config::MAX_PARALLELISM),
         consumer: Consumer::new(ports, consumer_cfg, urls.clone(), cfg.seed),
         clock,
         store,

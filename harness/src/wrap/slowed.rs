@@ -1,7 +1,7 @@
 //! [`Slowed`]: any port, each call after a latency on a clock.
 
-use reminders::clock::Clock;
-use reminders::ports::{DeliveryQueue, Ledger, PortError, ReminderStore};
+use reminders_core::clock::Clock;
+use reminders_core::ports::{DeliveryQueue, Ledger, PortError, ReminderStore};
 
 /// A port whose every call first waits `latency` on `clock` (virtual time with the manual
 /// clock): a slow dependency, for tests of progress under load.
@@ -24,25 +24,25 @@ impl<T: ReminderStore, C: Clock> ReminderStore for Slowed<T, C> {
     }
     async fn sweep_index(
         &self,
-        after: Option<&reminders::ports::SweepCursor>,
+        after: Option<&reminders_core::ports::SweepCursor>,
         limit: u32,
-    ) -> Result<reminders::ports::SweepPage, PortError> {
+    ) -> Result<reminders_core::ports::SweepPage, PortError> {
         self.wait().await;
         self.inner.sweep_index(after, limit).await
     }
     async fn insert(
         &self,
-        r: &reminders::domain::Reminder,
-    ) -> Result<reminders::ports::Inserted, PortError> {
+        r: &reminders_core::domain::Reminder,
+    ) -> Result<reminders_core::ports::Inserted, PortError> {
         self.wait().await;
         self.inner.insert(r).await
     }
     async fn replace(
         &self,
-        r: &reminders::domain::Reminder,
+        r: &reminders_core::domain::Reminder,
         expected_version: u64,
-        expected_status: reminders::domain::ReminderStatus,
-    ) -> Result<reminders::ports::Marked, PortError> {
+        expected_status: reminders_core::domain::ReminderStatus,
+    ) -> Result<reminders_core::ports::Marked, PortError> {
         self.wait().await;
         self.inner
             .replace(r, expected_version, expected_status)
@@ -50,15 +50,15 @@ impl<T: ReminderStore, C: Clock> ReminderStore for Slowed<T, C> {
     }
     async fn get(
         &self,
-        id: &reminders::domain::ReminderId,
-    ) -> Result<Option<reminders::domain::Reminder>, PortError> {
+        id: &reminders_core::domain::ReminderId,
+    ) -> Result<Option<reminders_core::domain::Reminder>, PortError> {
         self.wait().await;
         self.inner.get(id).await
     }
     async fn query_due(
         &self,
-        q: &reminders::ports::DueQuery<'_>,
-    ) -> Result<reminders::ports::DuePage, PortError> {
+        q: &reminders_core::ports::DueQuery<'_>,
+    ) -> Result<reminders_core::ports::DuePage, PortError> {
         self.wait().await;
         self.inner.query_due(q).await
     }
@@ -66,17 +66,17 @@ impl<T: ReminderStore, C: Clock> ReminderStore for Slowed<T, C> {
         &self,
         key: &str,
         reason: &str,
-    ) -> Result<reminders::ports::Marked, PortError> {
+    ) -> Result<reminders_core::ports::Marked, PortError> {
         self.wait().await;
         self.inner.quarantine(key, reason).await
     }
     async fn extend_freshness(
         &self,
-        id: &reminders::domain::ReminderId,
+        id: &reminders_core::domain::ReminderId,
         payload_version: u64,
-        fresh_until: reminders::clock::Timestamp,
+        fresh_until: reminders_core::clock::Timestamp,
         expires_at: i64,
-    ) -> Result<reminders::ports::Marked, PortError> {
+    ) -> Result<reminders_core::ports::Marked, PortError> {
         self.wait().await;
         let call = self
             .inner
@@ -85,46 +85,49 @@ impl<T: ReminderStore, C: Clock> ReminderStore for Slowed<T, C> {
     }
     async fn mark(
         &self,
-        id: &reminders::domain::ReminderId,
+        id: &reminders_core::domain::ReminderId,
         payload_version: u64,
-        to: reminders::domain::ReminderStatus,
-    ) -> Result<reminders::ports::Marked, PortError> {
+        to: reminders_core::domain::ReminderStatus,
+    ) -> Result<reminders_core::ports::Marked, PortError> {
         self.wait().await;
         self.inner.mark(id, payload_version, to).await
     }
     async fn preferences(
         &self,
-        subscriber: &reminders::domain::SubscriberId,
-    ) -> Result<Option<reminders::domain::Preferences>, PortError> {
+        subscriber: &reminders_core::domain::SubscriberId,
+    ) -> Result<Option<reminders_core::domain::Preferences>, PortError> {
         self.wait().await;
         self.inner.preferences(subscriber).await
     }
     async fn put_preferences(
         &self,
-        subscriber: &reminders::domain::SubscriberId,
-        prefs: &reminders::domain::Preferences,
+        subscriber: &reminders_core::domain::SubscriberId,
+        prefs: &reminders_core::domain::Preferences,
     ) -> Result<(), PortError> {
         self.inner.put_preferences(subscriber, prefs).await
     }
     async fn suppression(
         &self,
-        address: &reminders::domain::AddressHash,
-    ) -> Result<Option<reminders::domain::Suppression>, PortError> {
+        address: &reminders_core::domain::AddressHash,
+    ) -> Result<Option<reminders_core::domain::Suppression>, PortError> {
         self.wait().await;
         self.inner.suppression(address).await
     }
-    async fn put_suppression(&self, s: &reminders::domain::Suppression) -> Result<(), PortError> {
+    async fn put_suppression(
+        &self,
+        s: &reminders_core::domain::Suppression,
+    ) -> Result<(), PortError> {
         self.inner.put_suppression(s).await
     }
     /// The wrapped store's own read of the rules (one batch on DynamoDB): one call, one wait.
     async fn recipient_rules(
         &self,
-        subscriber: &reminders::domain::SubscriberId,
-        address: Option<&reminders::domain::AddressHash>,
+        subscriber: &reminders_core::domain::SubscriberId,
+        address: Option<&reminders_core::domain::AddressHash>,
     ) -> Result<
         (
-            Option<reminders::domain::Preferences>,
-            Option<reminders::domain::Suppression>,
+            Option<reminders_core::domain::Preferences>,
+            Option<reminders_core::domain::Suppression>,
         ),
         PortError,
     > {
@@ -134,10 +137,10 @@ impl<T: ReminderStore, C: Clock> ReminderStore for Slowed<T, C> {
     /// The wrapped store's own one read: one call, one wait.
     async fn delivery_read(
         &self,
-        id: &reminders::domain::ReminderId,
-        subscriber: &reminders::domain::SubscriberId,
-        address: Option<&reminders::domain::AddressHash>,
-    ) -> Result<reminders::ports::reminders::DeliveryRead, PortError> {
+        id: &reminders_core::domain::ReminderId,
+        subscriber: &reminders_core::domain::SubscriberId,
+        address: Option<&reminders_core::domain::AddressHash>,
+    ) -> Result<reminders_core::ports::reminders::DeliveryRead, PortError> {
         self.wait().await;
         self.inner.delivery_read(id, subscriber, address).await
     }
@@ -146,15 +149,15 @@ impl<T: ReminderStore, C: Clock> ReminderStore for Slowed<T, C> {
 impl<T: DeliveryQueue, C: Clock> DeliveryQueue for Slowed<T, C> {
     async fn send_batch(
         &self,
-        channel: reminders::domain::Channel,
-        messages: &[reminders::ports::OutgoingMessage],
-    ) -> Result<Vec<reminders::ports::SendFailure>, PortError> {
+        channel: reminders_core::domain::Channel,
+        messages: &[reminders_core::ports::OutgoingMessage],
+    ) -> Result<Vec<reminders_core::ports::SendFailure>, PortError> {
         self.wait().await;
         self.inner.send_batch(channel, messages).await
     }
     async fn change_visibility(
         &self,
-        channel: reminders::domain::Channel,
+        channel: reminders_core::domain::Channel,
         receipt_handle: &str,
         secs: u32,
     ) -> Result<(), PortError> {
@@ -165,7 +168,7 @@ impl<T: DeliveryQueue, C: Clock> DeliveryQueue for Slowed<T, C> {
     }
     async fn delete(
         &self,
-        channel: reminders::domain::Channel,
+        channel: reminders_core::domain::Channel,
         receipt_handle: &str,
     ) -> Result<(), PortError> {
         self.wait().await;
@@ -173,17 +176,17 @@ impl<T: DeliveryQueue, C: Clock> DeliveryQueue for Slowed<T, C> {
     }
     async fn receive(
         &self,
-        channel: reminders::domain::Channel,
+        channel: reminders_core::domain::Channel,
         max: u32,
         visibility_secs: u32,
-    ) -> Result<Vec<reminders::ports::ReceivedMessage>, PortError> {
+    ) -> Result<Vec<reminders_core::ports::ReceivedMessage>, PortError> {
         self.wait().await;
         self.inner.receive(channel, max, visibility_secs).await
     }
     async fn depth(
         &self,
-        channel: reminders::domain::Channel,
-    ) -> Result<reminders::ports::QueueDepth, PortError> {
+        channel: reminders_core::domain::Channel,
+    ) -> Result<reminders_core::ports::QueueDepth, PortError> {
         self.wait().await;
         self.inner.depth(channel).await
     }
@@ -192,26 +195,26 @@ impl<T: DeliveryQueue, C: Clock> DeliveryQueue for Slowed<T, C> {
 impl<T: Ledger, C: Clock> Ledger for Slowed<T, C> {
     async fn get(
         &self,
-        key: &reminders::domain::DeliveryKey,
-    ) -> Result<Option<reminders::ledger::DeliveryRecord>, PortError> {
+        key: &reminders_core::domain::DeliveryKey,
+    ) -> Result<Option<reminders_core::ledger::DeliveryRecord>, PortError> {
         self.wait().await;
         self.inner.get(key).await
     }
 
     async fn put_if(
         &self,
-        record: &reminders::ledger::DeliveryRecord,
-        expected: reminders::ports::Expected,
-    ) -> Result<reminders::ports::Cas, PortError> {
+        record: &reminders_core::ledger::DeliveryRecord,
+        expected: reminders_core::ports::Expected,
+    ) -> Result<reminders_core::ports::Cas, PortError> {
         self.wait().await;
         self.inner.put_if(record, expected).await
     }
 
     async fn delete_if(
         &self,
-        key: &reminders::domain::DeliveryKey,
-        expected: reminders::ports::Expected,
-    ) -> Result<reminders::ports::Cas, PortError> {
+        key: &reminders_core::domain::DeliveryKey,
+        expected: reminders_core::ports::Expected,
+    ) -> Result<reminders_core::ports::Cas, PortError> {
         self.wait().await;
         self.inner.delete_if(key, expected).await
     }

@@ -159,7 +159,7 @@ pub struct Scheduler<P: Ports> {
     failing: std::sync::Mutex<std::collections::BTreeMap<u32, u32>>,
     /// The key addresses are hashed with for a sole channel's message (the consumer's one
     /// read); without one, messages carry no hash.
-    suppression_key: Option<crate::providers::secret::SuppressionKeySource>,
+    suppression_key: Option<crate::ports::secret::SuppressionKeySource>,
 }
 
 impl<P: Ports> Scheduler<P> {
@@ -178,7 +178,7 @@ impl<P: Ports> Scheduler<P> {
     #[must_use]
     pub fn with_suppression_key(
         mut self,
-        source: Option<crate::providers::secret::SuppressionKeySource>,
+        source: Option<crate::ports::secret::SuppressionKeySource>,
     ) -> Self {
         self.suppression_key = source;
         self

@@ -345,6 +345,8 @@ pub fn redact(message: &str) -> String {
 /// The virtual shards of the due index: writers spread over `DUE_SHARDS` of them (1 to this),
 /// the scheduler reads them all, so changing `DUE_SHARDS` strands nothing.
 pub const MAX_DUE_SHARDS: u32 = 64;
+/// The due index's shards when `DUE_SHARDS` is not set (the template's default).
+pub const DEFAULT_DUE_SHARDS: u32 = 8;
 
 /// The due-index shard of a reminder: the first 8 bytes of SHA-256(reminder_id), big-endian,
 /// modulo the shard count. Fixed forever for a given shard count (documented in

@@ -5,7 +5,7 @@
 //!
 //! **What happens on a 429**, start to end:
 //! 1. The provider adapter classifies the answer as `Throttled`, with the `Retry-After` it
-//!    gave if any ([`crate::providers`]).
+//!    gave if any (the `reminders` crate's providers).
 //! 2. The policy decides without spending the attempt budget: a delay at least until
 //!    `Retry-After`, jittered, against the throttle budget
 //!    ([`crate::policy::throttle`]: `ThrottleExhausted` once that runs out, `Expire` when the

@@ -2,7 +2,7 @@
 //! parsers every feature uses. Each feature module declares the variables it reads beside the
 //! code that reads them and parses them through a [`Vars`]; this module imports none of them,
 //! and no SDK type. Which function reads which variables is the wiring's business
-//! ([`crate::wiring::reads`]).
+//! (the `reminders` crate's `wiring::reads`).
 //!
 //! Numbers are parsed as `u64` and narrowed with `try_from`: a value too large for its field is
 //! an error that names the variable, never a silent truncation.

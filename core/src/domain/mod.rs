@@ -28,7 +28,7 @@ pub use reason::DeadReason;
 pub use recipient::{Recipient, RecipientError};
 pub use reminder::{
     check_due_ahead, due_shard, Content, NewReminder, Reminder, ReminderError, ReminderStatus,
-    MAX_DUE_AHEAD, MAX_DUE_SHARDS, MAX_FRESHNESS,
+    DEFAULT_DUE_SHARDS, MAX_DUE_AHEAD, MAX_DUE_SHARDS, MAX_FRESHNESS,
 };
 pub use retention::Retention;
 pub use sealed::CursorSeal;

@@ -10,8 +10,9 @@ use serde_json::{json, Map, Value};
 use crate::clock::Timestamp;
 use crate::domain::{Channel, DeadReason};
 
-/// The namespace when `METRICS_NAMESPACE` is not set ([`crate::telemetry::METRICS_NAMESPACE`]).
-pub use crate::telemetry::METRICS_NAMESPACE as NAMESPACE;
+/// The EMF metrics' namespace when `METRICS_NAMESPACE` is not set. The template sets
+/// `Reminders/<stack name>`, so two stacks in one account never share a metric or an alarm.
+pub const NAMESPACE: &str = "Reminders";
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Metrics {

@@ -28,8 +28,8 @@ use tracing::Instrument;
 
 use crate::clock::{Clock, Timestamp};
 use crate::domain::{Channel, PerChannel, SuppressionKey};
+use crate::ports::secret::SuppressionKeySource;
 use crate::ports::{DeliveryQueue, PortError, Ports};
-use crate::providers::secret::SuppressionKeySource;
 pub use config::ConsumerConfig;
 pub use event::Incoming;
 pub use metrics::Metrics;
@@ -125,7 +125,7 @@ impl<P: Ports> Consumer<P> {
         }
     }
 
-    /// The EMF namespace (`METRICS_NAMESPACE`, from [`crate::aws::Settings`]).
+    /// The EMF namespace (`METRICS_NAMESPACE`, from the AWS wiring's settings).
     pub fn with_metrics_namespace(mut self, namespace: String) -> Self {
         self.metrics_namespace = namespace;
         self

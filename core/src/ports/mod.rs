@@ -13,6 +13,7 @@ pub mod ledger;
 pub mod provider;
 pub mod queue;
 pub mod reminders;
+pub mod secret;
 pub mod series;
 
 pub use eraser::{Deleted, Eraser};
