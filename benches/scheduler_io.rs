@@ -61,7 +61,7 @@ fn reminder(i: u64, now: reminders::clock::Timestamp) -> Reminder {
 
 async fn with_latency(n: u64, latency: Duration) {
     use reminders::ports::MemoryReminderStore;
-    use reminders_harness::wrap::Slowed;
+    use reminders_harness::around::{Around, Latency};
     let clock = SystemClock;
     let store = std::sync::Arc::new(MemoryReminderStore::new(8));
     for i in 0..n {
@@ -69,18 +69,22 @@ async fn with_latency(n: u64, latency: Duration) {
     }
     let ports = PortSet {
         clock,
-        reminders: Slowed {
-            inner: store,
-            clock,
-            latency,
-        },
+        reminders: Around::new(
+            store,
+            Latency {
+                clock,
+                latency,
+            },
+        ),
         ledger: std::sync::Arc::new(MemoryLedger::default()),
         gate: std::sync::Arc::new(MemoryGate::default()),
-        queue: Slowed {
-            inner: std::sync::Arc::new(MemoryQueue::new(clock)),
-            clock,
-            latency,
-        },
+        queue: Around::new(
+            std::sync::Arc::new(MemoryQueue::new(clock)),
+            Latency {
+                clock,
+                latency,
+            },
+        ),
         dead_letters: std::sync::Arc::new(MemoryQueue::new(clock)),
         providers: PerChannel::from_fn(|_| AnyProvider::<SystemClock>::Disabled),
     };

@@ -94,21 +94,36 @@ cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
 # The boundaries the crates keep: the core names no AWS SDK, no function links the harness,
 # and `cargo demo` (remindctl without its AWS commands) builds from the core and the harness.
 step "crate boundaries (cargo tree)"
-if cargo tree --locked -p reminders-core -e normal --prefix none | grep -E '^aws-(sdk|config|smithy)'; then
+# normal_deps PACKAGE [FLAGS]: the package's normal dependencies, one per line; a failing
+# `cargo tree` stops the script (set -e holds for an assignment), and so does a tree that
+# does not start with the package asked for.
+normal_deps() {
+  local tree
+  tree=$(cargo tree --locked -e normal --prefix none -p "$@")
+  if [[ "$(head -n 1 <<<"$tree")" != "$1 v"* ]]; then
+    echo "cargo tree -p $1 did not list $1 first" >&2
+    exit 1
+  fi
+  printf '%s\n' "$tree"
+}
+deps=$(normal_deps reminders-core)
+if grep -E '^aws-(sdk|config|smithy)' <<<"$deps"; then
   echo "reminders-core depends on the AWS SDK (above): adapters belong in the reminders crate" >&2
   exit 1
 fi
 for f in scheduler consumer redrive api events feedback; do
-  if cargo tree --locked -p "$f" -e normal --prefix none | grep -E '^reminders-harness'; then
+  deps=$(normal_deps "$f")
+  if grep -E '^reminders-harness' <<<"$deps"; then
     echo "function $f links the test harness" >&2
     exit 1
   fi
 done
-if cargo tree --locked -p remindctl --no-default-features -e normal --prefix none | grep -E '^aws-(sdk|config|smithy)'; then
+deps=$(normal_deps remindctl --no-default-features)
+if grep -E '^aws-(sdk|config|smithy)' <<<"$deps"; then
   echo "cargo demo's build depends on the AWS SDK (above)" >&2
   exit 1
 fi
-cargo clippy --locked -p remindctl --no-default-features -- -D warnings
+cargo clippy --locked -p remindctl --no-default-features --all-targets -- -D warnings
 
 step "tests (emulator at $AWS_ENDPOINT_URL)"
 # Test threads get a main thread's stack (8 MiB) instead of libtest's 2 MiB: a test's whole

@@ -235,7 +235,15 @@ fn the_readme_and_docs_cite_no_tracker_numbers_or_old_design_sections() {
 #[test]
 fn the_code_cites_no_tracker_numbers_or_old_design_sections() {
     let mut files = Vec::new();
-    for dir in ["src", "core", "harness", "functions", "cli", "tests", "benches"] {
+    for dir in [
+        "src",
+        "core",
+        "harness",
+        "functions",
+        "cli",
+        "tests",
+        "benches",
+    ] {
         files_under(&Path::new(ROOT).join(dir), &mut files);
     }
     files.sort();

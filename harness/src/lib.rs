@@ -3,16 +3,16 @@
 //! The system checker, the embedded pipeline and the local runner: the CLI, the tests and the
 //! benchmarks use them; no function links them (their dependencies, tokio's `test-util` among
 //! them, stay out of every bootstrap). Each drives the library's real pipelines
-//! ([`reminders`]) on its ports.
+//! ([`reminders_core`]) on its ports.
 //!
 //! | module | owns |
 //! |---|---|
 //! | [`chaos`] | the system checker: seeded worlds of faults, crashes and application and operator actions, judged against the promise |
 //! | [`local`] | the local pipeline runner: schedule and event source mappings, played against an emulator |
-//! | [`wrap`] | [`wrap::Faulty`] and [`wrap::Slowed`]: a fault plan or a latency around any port |
+//! | [`around`] | [`around::Around`]: any port with a hook before and after each call; a fault plan ([`around::Faulty`]), a latency ([`around::Slowed`]), the simulation's meters are hooks |
 //! | [`sim`] | the embedded pipeline: real scheduler and consumer, virtual clock, simulated provider |
 
+pub mod around;
 pub mod chaos;
 pub mod local;
 pub mod sim;
-pub mod wrap;

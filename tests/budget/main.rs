@@ -13,17 +13,14 @@ use reminders::clock::{ManualClock, Timestamp};
 use reminders::consumer::event::{arn_for_url, to_sqs_event};
 use reminders::consumer::{Consumer, ConsumerConfig};
 use reminders::domain::{
-    AddressHash, Channel, Content, DeliveryKey, DeliveryMessage, NewReminder, PerChannel,
-    Preferences, Recipient, Reminder, ReminderId, ReminderStatus, SubscriberId, Suppression,
-    SuppressionKey,
+    Channel, Content, DeliveryMessage, NewReminder, PerChannel, Recipient, Reminder, ReminderId,
+    SubscriberId, SuppressionKey,
 };
-use reminders::ledger::DeliveryRecord;
-use reminders::ports::gate::{BreakerChange, GateState};
 use reminders::ports::{
-    Cas, DeliveryQueue, DuePage, DueQuery, Expected, Gate, GatePartition, Inserted, Ledger, Marked,
-    MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, OutgoingMessage, PortError,
-    PortSet, QueueDepth, ReceivedMessage, ReminderStore, ScriptedProvider, SendFailure,
+    DeliveryQueue, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, OutgoingMessage,
+    PortError, PortSet, ReminderStore, ScriptedProvider,
 };
+use reminders_harness::around::{Around, Call, Hook};
 
 #[derive(Clone, Default)]
 struct Calls(Arc<Mutex<BTreeMap<&'static str, u32>>>);
@@ -37,139 +34,40 @@ impl Calls {
     }
 }
 
-struct Counted<T> {
-    inner: T,
-    calls: Calls,
-}
-
-impl<T: Ledger> Ledger for Counted<T> {
-    async fn get(&self, key: &DeliveryKey) -> Result<Option<DeliveryRecord>, PortError> {
-        self.calls.hit("ledger.get");
-        self.inner.get(key).await
-    }
-    async fn put_if(&self, r: &DeliveryRecord, e: Expected) -> Result<Cas, PortError> {
-        self.calls.hit("ledger.write");
-        self.inner.put_if(r, e).await
-    }
-    async fn delete_if(&self, k: &DeliveryKey, e: Expected) -> Result<Cas, PortError> {
-        self.calls.hit("ledger.write");
-        self.inner.delete_if(k, e).await
-    }
-}
-
-impl<T: Gate> Gate for Counted<T> {
-    async fn state(&self, p: &GatePartition) -> Result<GateState, PortError> {
-        self.calls.hit("gate.get");
-        self.inner.state(p).await
-    }
-    async fn throttle(&self, p: &GatePartition, until: Timestamp) -> Result<(), PortError> {
-        self.calls.hit("gate.throttle");
-        self.inner.throttle(p, until).await
-    }
-    async fn failed(&self, p: &GatePartition, now: Timestamp) -> Result<GateState, PortError> {
-        self.calls.hit("gate.failed");
-        self.inner.failed(p, now).await
-    }
-    async fn breaker(&self, p: &GatePartition, c: BreakerChange) -> Result<bool, PortError> {
-        self.calls.hit("gate.breaker");
-        self.inner.breaker(p, c).await
-    }
-}
-
-impl<T: ReminderStore> ReminderStore for Counted<T> {
-    fn shards(&self) -> u32 {
-        self.inner.shards()
-    }
-    async fn sweep_index(
-        &self,
-        after: Option<&reminders::ports::SweepCursor>,
-        limit: u32,
-    ) -> Result<reminders::ports::SweepPage, PortError> {
-        self.calls.hit("reminders.sweep");
-        self.inner.sweep_index(after, limit).await
-    }
-    async fn insert(&self, r: &Reminder) -> Result<Inserted, PortError> {
-        self.inner.insert(r).await
-    }
-    async fn replace(&self, r: &Reminder, v: u64, st: ReminderStatus) -> Result<Marked, PortError> {
-        self.calls.hit("reminders.write");
-        self.inner.replace(r, v, st).await
-    }
-    async fn get(&self, id: &ReminderId) -> Result<Option<Reminder>, PortError> {
-        self.calls.hit("reminders.get");
-        self.inner.get(id).await
-    }
-    async fn query_due(&self, q: &DueQuery<'_>) -> Result<DuePage, PortError> {
-        self.calls.hit("reminders.query");
-        self.inner.query_due(q).await
-    }
-    async fn quarantine(&self, key: &str, reason: &str) -> Result<Marked, PortError> {
-        self.calls.hit("reminders.write");
-        self.inner.quarantine(key, reason).await
-    }
-    async fn extend_freshness(
-        &self,
-        id: &ReminderId,
-        v: u64,
-        fresh_until: Timestamp,
-        expires_at: i64,
-    ) -> Result<Marked, PortError> {
-        self.calls.hit("reminders.write");
-        self.inner
-            .extend_freshness(id, v, fresh_until, expires_at)
-            .await
-    }
-    async fn mark(&self, id: &ReminderId, v: u64, to: ReminderStatus) -> Result<Marked, PortError> {
-        self.calls.hit("reminders.write");
-        self.inner.mark(id, v, to).await
-    }
-    async fn preferences(&self, s: &SubscriberId) -> Result<Option<Preferences>, PortError> {
-        self.calls.hit("reminders.preferences");
-        self.inner.preferences(s).await
-    }
-    async fn suppression(&self, a: &AddressHash) -> Result<Option<Suppression>, PortError> {
-        self.calls.hit("reminders.suppression");
-        self.inner.suppression(a).await
-    }
-    /// One call to the store (a `BatchGetItem` on DynamoDB), counted as one read.
-    async fn recipient_rules(
-        &self,
-        s: &SubscriberId,
-        a: Option<&AddressHash>,
-    ) -> Result<(Option<Preferences>, Option<Suppression>), PortError> {
-        self.calls.hit("reminders.rules");
-        self.inner.recipient_rules(s, a).await
-    }
-}
-
-impl<T: DeliveryQueue> DeliveryQueue for Counted<T> {
-    async fn send_batch(
-        &self,
-        c: Channel,
-        m: &[OutgoingMessage],
-    ) -> Result<Vec<SendFailure>, PortError> {
-        self.calls.hit("sqs");
-        self.inner.send_batch(c, m).await
-    }
-    async fn change_visibility(&self, c: Channel, r: &str, s: u32) -> Result<(), PortError> {
-        self.calls.hit("sqs");
-        self.inner.change_visibility(c, r, s).await
-    }
-    async fn delete(&self, c: Channel, r: &str) -> Result<(), PortError> {
-        self.calls.hit("sqs");
-        self.inner.delete(c, r).await
-    }
-    async fn receive(
-        &self,
-        c: Channel,
-        max: u32,
-        v: u32,
-    ) -> Result<Vec<ReceivedMessage>, PortError> {
-        self.calls.hit("sqs");
-        self.inner.receive(c, max, v).await
-    }
-    async fn depth(&self, c: Channel) -> Result<QueueDepth, PortError> {
-        self.inner.depth(c).await
+/// Counts each call the consumer makes, by what it costs: a ledger read or write, a reminders
+/// table read (the reminder, the rules in one batch, or either single read) or write, a gate
+/// call, an SQS call.
+impl Hook for Calls {
+    async fn before(&self, call: &Call<'_>) -> Result<(), PortError> {
+        let counted = match call {
+            Call::LedgerGet { .. } => "ledger.get",
+            Call::PutIf { .. } | Call::DeleteIf { .. } => "ledger.write",
+            Call::GateState { .. } => "gate.get",
+            Call::Throttle { .. } => "gate.throttle",
+            Call::Failed { .. } => "gate.failed",
+            Call::Breaker { .. } => "gate.breaker",
+            Call::SweepIndex { .. } => "reminders.sweep",
+            Call::Get { .. } => "reminders.get",
+            Call::QueryDue { .. } => "reminders.query",
+            Call::Preferences { .. } => "reminders.preferences",
+            Call::Suppression { .. } => "reminders.suppression",
+            // One call to the store (a `BatchGetItem` on DynamoDB), counted as one read.
+            Call::RecipientRules { .. } => "reminders.rules",
+            Call::DeliveryRead { .. } => "reminders.delivery_read",
+            Call::Replace { .. }
+            | Call::Quarantine { .. }
+            | Call::ExtendFreshness { .. }
+            | Call::Mark { .. }
+            | Call::PutPreferences { .. }
+            | Call::PutSuppression { .. } => "reminders.write",
+            Call::SendBatch { .. }
+            | Call::ChangeVisibility { .. }
+            | Call::Delete { .. }
+            | Call::Receive { .. } => "sqs",
+            _ => return Ok(()),
+        };
+        self.hit(counted);
+        Ok(())
     }
 }
 
@@ -183,22 +81,10 @@ async fn a_delivered_reminder_costs_one_read_two_conditional_writes_and_a_twenti
     let queue = Arc::new(MemoryQueue::new(clock.clone()));
     let ports = PortSet {
         clock: clock.clone(),
-        reminders: Counted {
-            inner: store.clone(),
-            calls: calls.clone(),
-        },
-        ledger: Counted {
-            inner: Arc::new(MemoryLedger::default()),
-            calls: calls.clone(),
-        },
-        gate: Counted {
-            inner: Arc::new(MemoryGate::default()),
-            calls: calls.clone(),
-        },
-        queue: Counted {
-            inner: queue.clone(),
-            calls: calls.clone(),
-        },
+        reminders: Around::new(store.clone(), calls.clone()),
+        ledger: Around::new(Arc::new(MemoryLedger::default()), calls.clone()),
+        gate: Around::new(Arc::new(MemoryGate::default()), calls.clone()),
+        queue: Around::new(queue.clone(), calls.clone()),
         dead_letters: Arc::new(MemoryQueue::new(clock.clone())),
         providers: PerChannel::from_fn(|_| Arc::new(ScriptedProvider::new(clock.clone(), true))),
     };

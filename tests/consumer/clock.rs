@@ -12,7 +12,7 @@ use reminders::domain::reminder::{freshness, surely_stale_at, Freshness, CLOCK_M
 use reminders::domain::{Channel, ReminderStatus};
 use reminders::ledger::Status;
 use reminders::ports::{Ledger, MemoryLedger, MemoryQueue, ReminderStore, ScriptedProvider};
-use reminders_harness::wrap::Slowed;
+use reminders_harness::around::{Around, Latency};
 
 use crate::harness::{message, reminder, test_config, Custom, Mem, T0};
 
@@ -110,11 +110,13 @@ async fn a_claim_that_ends_too_close_to_call_gives_its_lease_back_unsent() {
     let ledger = Arc::new(MemoryLedger::default());
     let provider = Arc::new(ScriptedProvider::new(clock.clone(), true));
     // The claim's write takes 200 ms: from fresh by every clock into too close to call.
-    let slowed = Slowed {
-        inner: ledger.clone(),
-        clock: clock.clone(),
-        latency: ms(200),
-    };
+    let slowed = Around::new(
+        ledger.clone(),
+        Latency {
+            clock: clock.clone(),
+            latency: ms(200),
+        },
+    );
     let dlq = Arc::new(MemoryQueue::new(clock.clone()));
     let ports = (slowed, dlq, provider.clone());
     let w = Custom::new(&clock, &r, ports, test_config()).await;

@@ -20,7 +20,7 @@ use reminders::ledger::{DeliveryRecord, Status};
 use reminders::ports::ScriptedProvider;
 use reminders::ports::{DeliveryQueue, Ledger, OutgoingMessage, PortSet, ReminderStore};
 use reminders::providers::secret::SuppressionKeySource;
-use reminders_harness::wrap::Faulty;
+use reminders_harness::around::Faulty;
 use tokio::sync::Mutex;
 
 use crate::before_claim::{opted_out_of, BeforeClaim, Landing};

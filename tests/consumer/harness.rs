@@ -18,7 +18,7 @@ use reminders::ports::{
     DeadLetters, DeliveryQueue, Faults, Ledger, MemoryGate, MemoryLedger, MemoryQueue,
     MemoryReminderStore, OutgoingMessage, PortSet, ReminderStore, ScriptedProvider,
 };
-use reminders_harness::wrap::Faulty;
+use reminders_harness::around::{Around, Faulty};
 
 pub const T0: Timestamp = Timestamp::from_millis(1_800_000_000_000);
 /// The channel queues' visibility timeout, as the template sets it.
@@ -89,10 +89,7 @@ impl Mem {
         let ports = PortSet {
             clock: clock.clone(),
             reminders: store.clone(),
-            ledger: Faulty {
-                inner: ledger.clone(),
-                faults: ledger_faults.clone(),
-            },
+            ledger: Around::new(ledger.clone(), ledger_faults.clone()),
             gate: gate.clone(),
             queue: queue.clone(),
             dead_letters: dlq.clone(),

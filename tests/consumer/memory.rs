@@ -866,7 +866,7 @@ async fn a_dead_delivery_is_copied_to_the_dlq_once() {
 async fn a_reminder_gone_stale_during_its_claim_is_not_sent() {
     use reminders::clock::{Clock, ManualClock};
     use reminders::ports::{MemoryLedger, MemoryQueue, ScriptedProvider};
-    use reminders_harness::wrap::Slowed;
+    use reminders_harness::around::{Around, Latency};
     let r = crate::harness::reminder("stale-in-claim", &[SMS]);
     // Fresh by every clock within the margin when read, stale by every one after the claim.
     let clock = ManualClock::at(
@@ -877,11 +877,13 @@ async fn a_reminder_gone_stale_during_its_claim_is_not_sent() {
     let provider = Arc::new(ScriptedProvider::new(clock.clone(), true));
     // The claim's write takes twice the margin and 200 ms: the reminder goes stale while it
     // is in flight.
-    let slowed = Slowed {
-        inner: ledger.clone(),
-        clock: clock.clone(),
-        latency: CLOCK_MARGIN * 2 + Duration::from_millis(200),
-    };
+    let slowed = Around::new(
+        ledger.clone(),
+        Latency {
+            clock: clock.clone(),
+            latency: CLOCK_MARGIN * 2 + Duration::from_millis(200),
+        },
+    );
     let dlq = Arc::new(MemoryQueue::new(clock.clone()));
     let ports = (slowed, dlq, provider.clone());
     let w = crate::harness::Custom::new(&clock, &r, ports, test_config()).await;
@@ -965,7 +967,7 @@ async fn a_deferred_delivery_whose_reminder_turns_invalid_dies() {
 async fn a_claim_that_used_up_its_lease_sends_nothing() {
     use reminders::clock::ManualClock;
     use reminders::ports::{MemoryLedger, MemoryQueue, ScriptedProvider};
-    use reminders_harness::wrap::Slowed;
+    use reminders_harness::around::{Around, Latency};
     let r = crate::harness::reminder("slow-claim", &[SMS]);
     let clock = ManualClock::at(T0);
     let ledger = Arc::new(MemoryLedger::default());
@@ -973,11 +975,13 @@ async fn a_claim_that_used_up_its_lease_sends_nothing() {
     let cfg = test_config();
     // The claim's write takes most of the lease.
     let latency = cfg.lease - cfg.provider_timeout / 2;
-    let slowed = Slowed {
-        inner: ledger.clone(),
-        clock: clock.clone(),
-        latency,
-    };
+    let slowed = Around::new(
+        ledger.clone(),
+        Latency {
+            clock: clock.clone(),
+            latency,
+        },
+    );
     let dlq = Arc::new(MemoryQueue::new(clock.clone()));
     let w = crate::harness::Custom::new(&clock, &r, (slowed, dlq, provider.clone()), cfg).await;
     let msg = message(&r, SMS);
@@ -999,7 +1003,7 @@ async fn a_claim_that_used_up_its_lease_sends_nothing() {
 async fn a_lease_that_cannot_cover_the_outcome_write_sends_nothing() {
     use reminders::clock::ManualClock;
     use reminders::ports::{MemoryLedger, MemoryQueue, ScriptedProvider};
-    use reminders_harness::wrap::Slowed;
+    use reminders_harness::around::{Around, Latency};
     let r = crate::harness::reminder("short-lease", &[SMS]);
     let clock = ManualClock::at(T0);
     let ledger = Arc::new(MemoryLedger::default());
@@ -1008,11 +1012,13 @@ async fn a_lease_that_cannot_cover_the_outcome_write_sends_nothing() {
     // Left after the claim: the provider's timeout and one second, less than a storage call.
     let latency = cfg.lease - cfg.provider_timeout - Duration::from_secs(1);
     assert!(!cfg.lease_covers_send(cfg.lease - latency));
-    let slowed = Slowed {
-        inner: ledger.clone(),
-        clock: clock.clone(),
-        latency,
-    };
+    let slowed = Around::new(
+        ledger.clone(),
+        Latency {
+            clock: clock.clone(),
+            latency,
+        },
+    );
     let dlq = Arc::new(MemoryQueue::new(clock.clone()));
     let w = crate::harness::Custom::new(&clock, &r, (slowed, dlq, provider.clone()), cfg).await;
     let msg = message(&r, SMS);
@@ -1214,18 +1220,20 @@ async fn two_records_for_a_dead_delivery_at_once_copy_it_once() {
 async fn a_record_that_cannot_finish_before_the_deadline_sends_nothing() {
     use reminders::clock::{Clock, ManualClock};
     use reminders::ports::{MemoryLedger, MemoryQueue, ScriptedProvider};
-    use reminders_harness::wrap::Slowed;
+    use reminders_harness::around::{Around, Latency};
     let r = crate::harness::reminder("late-in-invocation", &[SMS]);
     let clock = ManualClock::at(T0);
     let ledger = Arc::new(MemoryLedger::default());
     let provider = Arc::new(ScriptedProvider::new(clock.clone(), true));
     let cfg = test_config();
     // Each ledger call takes 4 s (within the storage timeout); the send would take 9 s.
-    let slowed = Slowed {
-        inner: ledger.clone(),
-        clock: clock.clone(),
-        latency: Duration::from_secs(4),
-    };
+    let slowed = Around::new(
+        ledger.clone(),
+        Latency {
+            clock: clock.clone(),
+            latency: Duration::from_secs(4),
+        },
+    );
     let dlq = Arc::new(MemoryQueue::new(clock.clone()));
     let w = crate::harness::Custom::new(&clock, &r, (slowed, dlq, provider.clone()), cfg).await;
     let msg = message(&r, SMS);

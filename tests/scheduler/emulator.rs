@@ -13,7 +13,7 @@ use reminders::outbox::{self, Edit, Edited, Retention};
 use reminders::ports::reminders::OP_MARK;
 use reminders::ports::{DeliveryQueue, FaultPoint, Ledger, ReminderStore};
 use reminders::scheduler::{RunReport, Scheduler, SchedulerConfig};
-use reminders_harness::wrap::Faulty;
+use reminders_harness::around::Faulty;
 
 use crate::reminder;
 use crate::support::{now, AwsPorts, AwsWorld};

@@ -141,25 +141,29 @@ async fn a_message_that_never_goes_out_leaves_its_reminder_for_the_next_run() {
 #[tokio::test]
 async fn slow_dependencies_mark_everything_sent_and_never_send_twice() {
     use reminders::ports::{DueEntry, DueQuery};
-    use reminders_harness::wrap::Slowed;
+    use reminders_harness::around::{Around, Latency};
     let clock = ManualClock::at(T0);
     let store = Arc::new(MemoryReminderStore::new(4));
     let queue = Arc::new(MemoryQueue::new(clock.clone()));
     let latency = Duration::from_millis(200);
     let ports = PortSet {
         clock: clock.clone(),
-        reminders: Slowed {
-            inner: store.clone(),
-            clock: clock.clone(),
-            latency,
-        },
+        reminders: Around::new(
+            store.clone(),
+            Latency {
+                clock: clock.clone(),
+                latency,
+            },
+        ),
         ledger: Arc::new(MemoryLedger::default()),
         gate: Arc::new(MemoryGate::default()),
-        queue: Slowed {
-            inner: queue.clone(),
-            clock: clock.clone(),
-            latency,
-        },
+        queue: Around::new(
+            queue.clone(),
+            Latency {
+                clock: clock.clone(),
+                latency,
+            },
+        ),
         dead_letters: Arc::new(MemoryQueue::new(clock.clone())),
         providers: PerChannel::from_fn(|_| AnyProvider::<ManualClock>::Disabled),
     };

@@ -19,7 +19,7 @@ use reminders::ports::{
 };
 use reminders::providers::AnyProvider;
 use reminders::scheduler::{Scheduler, SchedulerConfig};
-use reminders_harness::wrap::Faulty;
+use reminders_harness::around::Around;
 
 use crate::reminder;
 
@@ -111,10 +111,7 @@ async fn an_expiry_cut_short_after_its_mark_is_finished_by_the_next_run() {
     let store = Arc::new(MemoryReminderStore::new(4));
     let inner = Arc::new(MemoryLedger::default());
     let faults = Faults::default();
-    let ledger = Faulty {
-        inner: inner.clone(),
-        faults: faults.clone(),
-    };
+    let ledger = Around::new(inner.clone(), faults.clone());
     let queue = Arc::new(MemoryQueue::new(clock.clone()));
     let r = stale_reminder("w41b");
     store.insert(&r).await.unwrap();

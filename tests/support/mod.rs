@@ -21,7 +21,7 @@ use reminders::domain::{
     Channel, Content, NewReminder, PerChannel, Recipient, Reminder, ReminderId, SubscriberId,
 };
 use reminders::ports::{Faults, PortSet, ScriptedProvider};
-use reminders_harness::wrap::Faulty;
+use reminders_harness::around::{Around, Faulty};
 
 pub type AwsPorts = PortSet<
     SystemClock,
@@ -86,23 +86,17 @@ impl AwsWorld {
             .unwrap();
         let provider = Arc::new(ScriptedProvider::new(SystemClock, true));
         let faults = Faults::default();
-        let wrap = |inner| Faulty {
-            inner,
-            faults: faults.clone(),
-        };
+        let wrap = |inner| Around::new(inner, faults.clone());
         let ports = PortSet {
             clock: SystemClock,
-            reminders: Faulty {
-                inner: DynamoReminderStore::new(dynamo.clone(), &rem, 4),
-                faults: faults.clone(),
-            },
+            reminders: Around::new(
+                DynamoReminderStore::new(dynamo.clone(), &rem, 4),
+                faults.clone(),
+            ),
             ledger: wrap(DynamoLedger::new(dynamo.clone(), &del)),
             gate: DynamoGate::new(dynamo.clone(), &del),
             queue: SqsQueues::new(sqs.clone(), queues.clone()),
-            dead_letters: Faulty {
-                inner: SqsDeadLetters::new(sqs, dlqs.clone()),
-                faults: faults.clone(),
-            },
+            dead_letters: Around::new(SqsDeadLetters::new(sqs, dlqs.clone()), faults.clone()),
             providers: PerChannel::from_fn(|_| provider.clone()),
         };
         Self {

@@ -40,7 +40,7 @@ impl DeliveryKey {
     /// Derive the key of a delivery (version 1, above).
     ///
     /// ```
-    /// use reminders::domain::{Channel, DeliveryKey, ReminderId, SubscriberId};
+    /// use reminders_core::domain::{Channel, DeliveryKey, ReminderId, SubscriberId};
     ///
     /// let key = DeliveryKey::derive(
     ///     &ReminderId::parse("r-1").unwrap(),

@@ -164,14 +164,7 @@ pub trait ReminderStore: Send + Sync {
     where
         Self: Sized,
     {
-        async move {
-            let prefs = self.preferences(subscriber).await?;
-            let suppression = match address {
-                Some(a) => self.suppression(a).await?,
-                None => None,
-            };
-            Ok((prefs, suppression))
-        }
+        rules_read_apart(self, subscriber, address)
     }
 
     /// The consumer's one read after a sole message's claim: the reminder, the subscriber's
@@ -187,18 +180,7 @@ pub trait ReminderStore: Send + Sync {
     where
         Self: Sized,
     {
-        async move {
-            let reminder = match self.get(id).await {
-                Err(e) if !matches!(e, PortError::Corrupt { .. }) => return Err(e),
-                other => other,
-            };
-            let (prefs, suppression) = self.recipient_rules(subscriber, address).await?;
-            Ok(DeliveryRead {
-                reminder,
-                prefs,
-                suppression,
-            })
-        }
+        delivery_read_apart(self, id, subscriber, address)
     }
 
     /// Record a suppression (the first one for an address stands: a second provider answer
@@ -223,6 +205,42 @@ pub trait ReminderStore: Send + Sync {
         payload_version: u64,
         to: ReminderStatus,
     ) -> impl Future<Output = Result<Marked, PortError>> + Send;
+}
+
+/// A recipient's rules read one by one, as the trait's default does: the preferences, then the
+/// suppression of `address` if there is one. A wrapper that models each read on its own (the
+/// simulation's meter) reads them so too.
+pub async fn rules_read_apart<S: ReminderStore>(
+    store: &S,
+    subscriber: &SubscriberId,
+    address: Option<&AddressHash>,
+) -> Result<(Option<Preferences>, Option<Suppression>), PortError> {
+    let prefs = store.preferences(subscriber).await?;
+    let suppression = match address {
+        Some(a) => store.suppression(a).await?,
+        None => None,
+    };
+    Ok((prefs, suppression))
+}
+
+/// A delivery's read made of its parts, as the trait's default does: the reminder (an
+/// unreadable one is kept as its error, for the consumer to quarantine), then the rules.
+pub async fn delivery_read_apart<S: ReminderStore>(
+    store: &S,
+    id: &ReminderId,
+    subscriber: &SubscriberId,
+    address: Option<&AddressHash>,
+) -> Result<DeliveryRead, PortError> {
+    let reminder = match store.get(id).await {
+        Err(e) if !matches!(e, PortError::Corrupt { .. }) => return Err(e),
+        other => other,
+    };
+    let (prefs, suppression) = store.recipient_rules(subscriber, address).await?;
+    Ok(DeliveryRead {
+        reminder,
+        prefs,
+        suppression,
+    })
 }
 
 impl<T: ReminderStore> ReminderStore for std::sync::Arc<T> {

@@ -21,12 +21,13 @@ use rand::{RngExt, SeedableRng};
 use super::capacity::{Dynamo, Table};
 use super::limits::dynamo as ddb;
 
+use std::borrow::Cow;
+
 use reminders_core::clock::{Clock, ManualClock, Timestamp};
-use reminders_core::domain::{due_shard, Channel, Reminder, ReminderId, ReminderStatus};
-use reminders_core::ports::{
-    DeliveryQueue, DuePage, DueQuery, Inserted, Marked, OutgoingMessage, PortError, QueueDepth,
-    ReceivedMessage, ReminderStore, SendFailure,
-};
+use reminders_core::domain::due_shard;
+use reminders_core::ports::{DuePage, OutgoingMessage, PortError};
+
+use crate::around::{Answer, Around, Call, Hook};
 
 /// Modelled AWS latency and scheduler CPU.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -154,17 +155,22 @@ impl Clock for RunClock {
 /// its marks at once).
 const QUERIES_IN_FLIGHT: f64 = 8.0;
 
-/// A port of the scheduler's run, timed by its [`RunClock`].
-pub struct Timed<T> {
-    pub inner: T,
+/// The scheduler run's calls, timed by its [`RunClock`]: each costs its modelled latency
+/// before it is made, and the due index's and the table's throughput admit it.
+pub struct RunTimer {
     pub clock: RunClock,
     /// Groups the scheduler keeps in flight.
     pub groups: f64,
     /// DynamoDB's throughput: the due index's partitions and the reminders table.
     pub dynamo: Arc<Dynamo>,
+    /// The due index's shards (a mark's entry leaves its shard's partition).
+    pub shards: u32,
 }
 
-impl<T> Timed<T> {
+/// A port of the scheduler's run, timed by its [`RunTimer`].
+pub type Timed<T> = Around<T, RunTimer>;
+
+impl RunTimer {
     /// Admit a call on `table` at the run's time, paying the SDK's waits: `Throttled` once
     /// its attempts are spent.
     fn admit(
@@ -192,34 +198,43 @@ impl<T> Timed<T> {
     }
 }
 
-impl<T: ReminderStore> ReminderStore for Timed<T> {
-    fn shards(&self) -> u32 {
-        self.inner.shards()
+impl Hook for RunTimer {
+    async fn before(&self, call: &Call<'_>) -> Result<(), PortError> {
+        match call {
+            Call::SweepIndex { .. }
+            | Call::Preferences { .. }
+            | Call::Suppression { .. }
+            | Call::PutSuppression { .. } => self.clock.dynamo(1.0),
+            Call::QueryDue { .. } | Call::Quarantine { .. } => self.clock.dynamo(QUERIES_IN_FLIGHT),
+            Call::Mark { id, .. } => {
+                // Ten marks of a group at once, `groups` groups at once.
+                let in_flight = self.groups * 10.0;
+                self.clock.dynamo(in_flight);
+                self.clock.cpu(1, 2.0 / 3.0);
+                // One conditional write, which also takes the entry out of its due-index
+                // partition (one write there too; an index that throttles fails the write).
+                let shard = u64::from(due_shard(id, self.shards));
+                self.admit(Table::DueIndex, Some(shard), (0.0, 1.0), in_flight, "mark")?;
+                self.admit(Table::Reminders, None, (0.0, 1.0), in_flight, "mark")?;
+            }
+            Call::SendBatch { .. } => self.clock.sqs(self.groups),
+            _ => {}
+        }
+        Ok(())
     }
-    async fn sweep_index(
-        &self,
-        after: Option<&reminders_core::ports::SweepCursor>,
-        limit: u32,
-    ) -> Result<reminders_core::ports::SweepPage, PortError> {
-        self.clock.dynamo(1.0);
-        self.inner.sweep_index(after, limit).await
-    }
-    async fn insert(&self, r: &Reminder) -> Result<Inserted, PortError> {
-        self.inner.insert(r).await
-    }
-    async fn replace(&self, r: &Reminder, v: u64, st: ReminderStatus) -> Result<Marked, PortError> {
-        self.inner.replace(r, v, st).await
-    }
-    async fn get(&self, id: &ReminderId) -> Result<Option<Reminder>, PortError> {
-        self.inner.get(id).await
-    }
-    async fn query_due(&self, q: &DueQuery<'_>) -> Result<DuePage, PortError> {
-        self.clock.dynamo(QUERIES_IN_FLIGHT);
-        let page = self.inner.query_due(q).await?;
+
+    /// A due page read is admitted by its partition's throughput once its size is known.
+    fn after(&self, call: &Call<'_>, answer: Answer<'_>) -> Result<(), PortError> {
+        let (Call::QueryDue { query }, Ok(page)) = (call, answer) else {
+            return Ok(());
+        };
+        let Some(page) = page.downcast_ref::<DuePage>() else {
+            return Ok(());
+        };
         // An eventually consistent query: half a unit per 4 KB of entries read.
         let bytes = page.items.len().max(1) as f64 * ddb::DUE_INDEX_ENTRY_BYTES;
         let units = (bytes / ddb::READ_UNIT_BYTES).ceil() * 0.5;
-        let shard = Some(u64::from(q.shard));
+        let shard = Some(u64::from(query.shard));
         self.admit(
             Table::DueIndex,
             shard,
@@ -230,101 +245,28 @@ impl<T: ReminderStore> ReminderStore for Timed<T> {
         // A third of a reminder's CPU is decoding its index item; the rest is its message
         // and its mark (signing and serializing a request per reminder).
         self.clock.cpu(page.items.len(), 1.0 / 3.0);
-        Ok(page)
+        Ok(())
     }
-    async fn extend_freshness(
-        &self,
-        id: &ReminderId,
-        v: u64,
-        fresh_until: Timestamp,
-        expires_at: i64,
-    ) -> Result<Marked, PortError> {
-        self.inner
-            .extend_freshness(id, v, fresh_until, expires_at)
-            .await
-    }
-    async fn quarantine(&self, key: &str, reason: &str) -> Result<Marked, PortError> {
-        self.clock.dynamo(QUERIES_IN_FLIGHT);
-        self.inner.quarantine(key, reason).await
-    }
-    async fn mark(&self, id: &ReminderId, v: u64, to: ReminderStatus) -> Result<Marked, PortError> {
-        // Ten marks of a group at once, `groups` groups at once.
-        let in_flight = self.groups * 10.0;
-        self.clock.dynamo(in_flight);
-        self.clock.cpu(1, 2.0 / 3.0);
-        // One conditional write, which also takes the entry out of its due-index partition
-        // (one write there too; an index that throttles fails the write).
-        let shard = u64::from(due_shard(id, self.inner.shards()));
-        self.admit(Table::DueIndex, Some(shard), (0.0, 1.0), in_flight, "mark")?;
-        self.admit(Table::Reminders, None, (0.0, 1.0), in_flight, "mark")?;
-        self.inner.mark(id, v, to).await
-    }
-    async fn preferences(
-        &self,
-        subscriber: &reminders_core::domain::SubscriberId,
-    ) -> Result<Option<reminders_core::domain::Preferences>, PortError> {
-        self.clock.dynamo(1.0);
-        self.inner.preferences(subscriber).await
-    }
-    async fn put_preferences(
-        &self,
-        subscriber: &reminders_core::domain::SubscriberId,
-        prefs: &reminders_core::domain::Preferences,
-    ) -> Result<(), PortError> {
-        self.inner.put_preferences(subscriber, prefs).await
-    }
-    async fn suppression(
-        &self,
-        address: &reminders_core::domain::AddressHash,
-    ) -> Result<Option<reminders_core::domain::Suppression>, PortError> {
-        self.clock.dynamo(1.0);
-        self.inner.suppression(address).await
-    }
-    async fn put_suppression(
-        &self,
-        s: &reminders_core::domain::Suppression,
-    ) -> Result<(), PortError> {
-        self.clock.dynamo(1.0);
-        self.inner.put_suppression(s).await
-    }
-}
 
-impl<T: DeliveryQueue> DeliveryQueue for Timed<T> {
-    async fn send_batch(
-        &self,
-        channel: Channel,
-        messages: &[OutgoingMessage],
-    ) -> Result<Vec<SendFailure>, PortError> {
-        self.clock.sqs(self.groups);
-        // The scheduler computed DelaySeconds on its own clock; the queue counts from the
-        // simulation's, so the time the run spent is added: a message is visible when a real
-        // run would have sent it, plus its delay.
+    fn splits_compound_reads(&self) -> bool {
+        true
+    }
+
+    /// The scheduler computed DelaySeconds on its own clock; the queue counts from the
+    /// simulation's, so the time the run spent is added: a message is visible when a real
+    /// run would have sent it, plus its delay.
+    fn batch<'m>(&self, messages: &'m [OutgoingMessage]) -> Cow<'m, [OutgoingMessage]> {
         let spent = reminders_core::clock::ceil_secs(self.clock.spent());
-        let shifted: Vec<OutgoingMessage> = messages
-            .iter()
-            .map(|m| OutgoingMessage {
-                delay_secs: (u64::from(m.delay_secs) + spent)
-                    .min(reminders_core::policy::MAX_DELAY_SECS) as u32,
-                ..m.clone()
-            })
-            .collect();
-        self.inner.send_batch(channel, &shifted).await
-    }
-    async fn change_visibility(&self, c: Channel, h: &str, secs: u32) -> Result<(), PortError> {
-        self.inner.change_visibility(c, h, secs).await
-    }
-    async fn delete(&self, c: Channel, h: &str) -> Result<(), PortError> {
-        self.inner.delete(c, h).await
-    }
-    async fn receive(
-        &self,
-        c: Channel,
-        max: u32,
-        visibility_secs: u32,
-    ) -> Result<Vec<ReceivedMessage>, PortError> {
-        self.inner.receive(c, max, visibility_secs).await
-    }
-    async fn depth(&self, c: Channel) -> Result<QueueDepth, PortError> {
-        self.inner.depth(c).await
+        Cow::Owned(
+            messages
+                .iter()
+                .map(|m| OutgoingMessage {
+                    delay_secs: (u64::from(m.delay_secs) + spent)
+                        .min(reminders_core::policy::MAX_DELAY_SECS)
+                        as u32,
+                    ..m.clone()
+                })
+                .collect(),
+        )
     }
 }

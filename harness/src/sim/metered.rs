@@ -10,15 +10,10 @@ use std::sync::{Arc, Mutex};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
-use reminders_core::clock::{Clock, ManualClock, Timestamp};
-use reminders_core::domain::{
-    AddressHash, DeliveryKey, Preferences, Reminder, ReminderId, ReminderStatus, SubscriberId,
-    Suppression,
-};
-use reminders_core::ledger::DeliveryRecord;
-use reminders_core::ports::{
-    Cas, DuePage, DueQuery, Expected, Inserted, Ledger, Marked, PortError, ReminderStore,
-};
+use reminders_core::clock::{Clock, ManualClock};
+use reminders_core::ports::PortError;
+
+use crate::around::{Around, Call, Hook};
 
 use super::capacity::{Dynamo, Table};
 use super::latency::LatencyModel;
@@ -98,104 +93,34 @@ fn sample(rng: &mut StdRng, p50: f64, p99: f64) -> f64 {
     }
 }
 
+/// The consumer's ports, each call metered by its batch's [`BatchMeter`] before it is made.
+/// The compound reads are the trait's single reads, each metered: the model's cost per read.
+impl Hook for BatchMeter {
+    async fn before(&self, call: &Call<'_>) -> Result<(), PortError> {
+        let (table, reads, writes, op) = match call {
+            Call::LedgerGet { .. } => (Table::Ledger, 1.0, 0.0, "ledger get"),
+            // A refused condition consumes its write unit too.
+            Call::PutIf { .. } => (Table::Ledger, 0.0, 1.0, "ledger put"),
+            Call::DeleteIf { .. } => (Table::Ledger, 0.0, 1.0, "ledger delete"),
+            Call::Get { .. } => (Table::Reminders, 1.0, 0.0, "get"),
+            Call::Preferences { .. } => (Table::Reminders, 1.0, 0.0, "preferences"),
+            Call::Suppression { .. } => (Table::Reminders, 1.0, 0.0, "suppression"),
+            Call::Insert { .. } => (Table::Reminders, 0.0, 1.0, "insert"),
+            Call::Replace { .. } => (Table::Reminders, 0.0, 1.0, "replace"),
+            Call::ExtendFreshness { .. } => (Table::Reminders, 0.0, 1.0, "extend_freshness"),
+            Call::Quarantine { .. } => (Table::Reminders, 0.0, 1.0, "quarantine"),
+            Call::Mark { .. } => (Table::Reminders, 0.0, 1.0, "mark"),
+            Call::PutPreferences { .. } => (Table::Reminders, 0.0, 1.0, "put_preferences"),
+            Call::PutSuppression { .. } => (Table::Reminders, 0.0, 1.0, "put_suppression"),
+            _ => return Ok(()),
+        };
+        self.call(table, reads, writes, op)
+    }
+
+    fn splits_compound_reads(&self) -> bool {
+        true
+    }
+}
+
 /// A port of the consumer, metered by its batch's [`BatchMeter`].
-pub struct Metered<T> {
-    pub inner: T,
-    pub meter: Arc<BatchMeter>,
-}
-
-impl<T: Ledger> Ledger for Metered<T> {
-    async fn get(&self, key: &DeliveryKey) -> Result<Option<DeliveryRecord>, PortError> {
-        self.meter.call(Table::Ledger, 1.0, 0.0, "ledger get")?;
-        self.inner.get(key).await
-    }
-    async fn put_if(&self, record: &DeliveryRecord, expected: Expected) -> Result<Cas, PortError> {
-        // A refused condition consumes its write unit too.
-        self.meter.call(Table::Ledger, 0.0, 1.0, "ledger put")?;
-        self.inner.put_if(record, expected).await
-    }
-    async fn delete_if(&self, key: &DeliveryKey, expected: Expected) -> Result<Cas, PortError> {
-        self.meter.call(Table::Ledger, 0.0, 1.0, "ledger delete")?;
-        self.inner.delete_if(key, expected).await
-    }
-}
-
-impl<T: ReminderStore> Metered<T> {
-    fn read(&self, op: &'static str) -> Result<(), PortError> {
-        self.meter.call(Table::Reminders, 1.0, 0.0, op)
-    }
-    fn write(&self, op: &'static str) -> Result<(), PortError> {
-        self.meter.call(Table::Reminders, 0.0, 1.0, op)
-    }
-}
-
-impl<T: ReminderStore> ReminderStore for Metered<T> {
-    fn shards(&self) -> u32 {
-        self.inner.shards()
-    }
-    async fn insert(&self, r: &Reminder) -> Result<Inserted, PortError> {
-        self.write("insert")?;
-        self.inner.insert(r).await
-    }
-    async fn replace(&self, r: &Reminder, v: u64, st: ReminderStatus) -> Result<Marked, PortError> {
-        self.write("replace")?;
-        self.inner.replace(r, v, st).await
-    }
-    async fn get(&self, id: &ReminderId) -> Result<Option<Reminder>, PortError> {
-        self.read("get")?;
-        self.inner.get(id).await
-    }
-    async fn query_due(&self, q: &DueQuery<'_>) -> Result<DuePage, PortError> {
-        self.inner.query_due(q).await
-    }
-    async fn extend_freshness(
-        &self,
-        id: &ReminderId,
-        v: u64,
-        fresh_until: Timestamp,
-        expires_at: i64,
-    ) -> Result<Marked, PortError> {
-        self.write("extend_freshness")?;
-        self.inner
-            .extend_freshness(id, v, fresh_until, expires_at)
-            .await
-    }
-    async fn sweep_index(
-        &self,
-        after: Option<&reminders_core::ports::SweepCursor>,
-        limit: u32,
-    ) -> Result<reminders_core::ports::SweepPage, PortError> {
-        self.inner.sweep_index(after, limit).await
-    }
-    async fn quarantine(&self, key: &str, reason: &str) -> Result<Marked, PortError> {
-        self.write("quarantine")?;
-        self.inner.quarantine(key, reason).await
-    }
-    async fn mark(&self, id: &ReminderId, v: u64, to: ReminderStatus) -> Result<Marked, PortError> {
-        self.write("mark")?;
-        self.inner.mark(id, v, to).await
-    }
-    async fn preferences(
-        &self,
-        subscriber: &SubscriberId,
-    ) -> Result<Option<Preferences>, PortError> {
-        self.read("preferences")?;
-        self.inner.preferences(subscriber).await
-    }
-    async fn put_preferences(
-        &self,
-        subscriber: &SubscriberId,
-        prefs: &Preferences,
-    ) -> Result<(), PortError> {
-        self.write("put_preferences")?;
-        self.inner.put_preferences(subscriber, prefs).await
-    }
-    async fn suppression(&self, address: &AddressHash) -> Result<Option<Suppression>, PortError> {
-        self.read("suppression")?;
-        self.inner.suppression(address).await
-    }
-    async fn put_suppression(&self, s: &Suppression) -> Result<(), PortError> {
-        self.write("put_suppression")?;
-        self.inner.put_suppression(s).await
-    }
-}
+pub type Metered<T> = Around<T, Arc<BatchMeter>>;

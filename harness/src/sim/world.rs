@@ -7,12 +7,14 @@ use std::sync::Arc;
 use reminders_core::clock::ManualClock;
 use reminders_core::consumer::{Consumer, ConsumerConfig};
 use reminders_core::domain::PerChannel;
-use reminders_core::ports::{MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet};
+use reminders_core::ports::{
+    MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet, ReminderStore,
+};
 use reminders_core::scheduler::{Scheduler, SchedulerConfig};
 
 use super::capacity::Dynamo;
 use super::config::{deployed, SimConfig, EPOCH};
-use super::latency::{RunClock, Timed};
+use super::latency::{RunClock, RunTimer, Timed};
 use super::metered::{BatchMeter, Metered};
 use super::provider::SimProvider;
 
@@ -79,14 +81,8 @@ pub(super) fn world(cfg: &SimConfig) -> World {
     let gate = Arc::new(MemoryGate::default());
     let ports = PortSet {
         clock: clock.clone(),
-        reminders: Arc::new(Metered {
-            inner: store.clone(),
-            meter: meter.clone(),
-        }),
-        ledger: Arc::new(Metered {
-            inner: ledger.clone(),
-            meter: meter.clone(),
-        }),
+        reminders: Arc::new(Metered::new(store.clone(), meter.clone())),
+        ledger: Arc::new(Metered::new(ledger.clone(), meter.clone())),
         gate: gate.clone(),
         queue: queue.clone(),
         dead_letters: dlq.clone(),
@@ -100,22 +96,18 @@ pub(super) fn world(cfg: &SimConfig) -> World {
     };
     let run_clock = RunClock::new(clock.clone(), cfg.latency, cfg.seed ^ 0x1a7e);
     let groups = scheduler_cfg.send_concurrency as f64;
+    let timer = || RunTimer {
+        clock: run_clock.clone(),
+        groups,
+        dynamo: dynamo.clone(),
+        shards: store.shards(),
+    };
     let scheduler_ports = PortSet {
         clock: run_clock.clone(),
-        reminders: Arc::new(Timed {
-            inner: store.clone(),
-            clock: run_clock.clone(),
-            groups,
-            dynamo: dynamo.clone(),
-        }),
+        reminders: Arc::new(Timed::new(store.clone(), timer())),
         ledger: ledger.clone(),
         gate,
-        queue: Arc::new(Timed {
-            inner: queue.clone(),
-            clock: run_clock.clone(),
-            groups,
-            dynamo: dynamo.clone(),
-        }),
+        queue: Arc::new(Timed::new(queue.clone(), timer())),
         dead_letters: dlq.clone(),
         providers: PerChannel::from_fn(|_| provider.clone()),
     };
