@@ -69,21 +69,12 @@ async fn with_latency(n: u64, latency: Duration) {
     }
     let ports = PortSet {
         clock,
-        reminders: Around::new(
-            store,
-            Latency {
-                clock,
-                latency,
-            },
-        ),
+        reminders: Around::new(store, Latency { clock, latency }),
         ledger: std::sync::Arc::new(MemoryLedger::default()),
         gate: std::sync::Arc::new(MemoryGate::default()),
         queue: Around::new(
             std::sync::Arc::new(MemoryQueue::new(clock)),
-            Latency {
-                clock,
-                latency,
-            },
+            Latency { clock, latency },
         ),
         dead_letters: std::sync::Arc::new(MemoryQueue::new(clock)),
         providers: PerChannel::from_fn(|_| AnyProvider::<SystemClock>::Disabled),

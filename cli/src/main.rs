@@ -148,8 +148,7 @@ fn one_line(e: &clap::Error) -> String {
 }
 
 fn main() -> ExitCode {
-    #[cfg(feature = "aws")]
-    reminders::telemetry::init_cli();
+    reminders_core::telemetry::init_cli();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {
@@ -165,6 +164,7 @@ fn main() -> ExitCode {
         Err(e) => {
             let mut line = one_line(&e);
             // `--stack` belongs to remindctl itself, before the command.
+            #[cfg(feature = "aws")]
             if line.contains("unexpected argument '--stack'") {
                 let typed: Vec<String> = std::env::args().skip(1).collect();
                 let command = typed.first().map_or("remind", String::as_str);
@@ -179,11 +179,8 @@ fn main() -> ExitCode {
                 };
             }
             #[cfg(not(feature = "aws"))]
-            if line.starts_with("unrecognized subcommand") {
-                line = format!(
-                    "{line} (this remindctl was built without AWS, by `cargo demo`: \
-                     `cargo run -p remindctl -- …` builds every command)"
-                );
+            if let Some(hint) = without_aws(&line) {
+                line = hint;
             }
             eprintln!("remindctl: {line}");
             return ExitCode::from(2);
@@ -218,6 +215,32 @@ fn configured(cli: &Cli) -> Result<(), String> {
     }
 }
 
+/// Built without AWS (`cargo demo`): a command or `--stack` that build lacks, said so.
+#[cfg(not(feature = "aws"))]
+fn without_aws(line: &str) -> Option<String> {
+    const AWS_COMMANDS: [&str; 8] = [
+        "local",
+        "remind",
+        "series",
+        "subscriber",
+        "suppression",
+        "dlq",
+        "redrive",
+        "config",
+    ];
+    let typed: Vec<String> = std::env::args().skip(1).collect();
+    let lacking = typed
+        .iter()
+        .find(|a| !a.starts_with('-'))
+        .filter(|a| AWS_COMMANDS.contains(&a.as_str()))
+        .map(String::as_str)
+        .or_else(|| typed.iter().any(|a| a == "--stack").then_some("--stack"))?;
+    Some(format!(
+        "{line} ({lacking}: this remindctl was built without AWS, by `cargo demo`; \
+         `cargo run -p remindctl -- …` builds every command)"
+    ))
+}
+
 /// Built without AWS: no command acts on a stack.
 #[cfg(not(feature = "aws"))]
 fn configured(_: &Cli) -> Result<(), String> {
@@ -228,6 +251,27 @@ fn configured(_: &Cli) -> Result<(), String> {
 /// dispatch (after trying the instance metadata service), which reads as if the emulator
 /// did not answer.
 fn with_next_step(e: &str) -> String {
+    let endpoint = std::env::var("AWS_ENDPOINT_URL").ok();
+    if e.contains("ResourceNotFoundException") || e.contains("NonExistentQueue") {
+        let place = endpoint.map_or_else(
+            || "in this account and region".to_owned(),
+            |url| format!("at {url}"),
+        );
+        return format!(
+            "{e}. A table or queue the command uses does not exist {place}: against an \
+             emulator, create them with `eval \"$(remindctl local up)\"`; on AWS, name the \
+             deployed stack with --stack NAME"
+        );
+    }
+    if let (Some(url), true) = (
+        endpoint,
+        e.contains("Connection refused") || e.contains("tcp connect error"),
+    ) {
+        return format!(
+            "{e}. Nothing answers at {url} (AWS_ENDPOINT_URL): start the emulator with \
+             `eval \"$(infra/emulator.sh)\"`, or unset AWS_ENDPOINT_URL to use AWS"
+        );
+    }
     if e.contains("loading credentials") || e.contains("no credentials") {
         return format!(
             "no AWS credentials found (the SDK said: {e}). Against an emulator any will do: \

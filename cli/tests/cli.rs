@@ -268,6 +268,23 @@ fn every_operator_bad_input_names_its_flag_or_variable() {
         ("SMS_PROVIDER", "none"),
     ];
     let cases: Vec<Case> = vec![
+        // A reminder with no recipient names the three flags.
+        (
+            vec![
+                "remind",
+                "create",
+                "--id",
+                "r-1",
+                "--subscriber",
+                "u-1",
+                "--subject",
+                "s",
+                "--body",
+                "b",
+            ],
+            vec![],
+            "give --email, --sms or --push",
+        ),
         // `config` passes only what every function would accept at cold start.
         (vec!["config"], vec![], "PUSH_PROVIDER"),
         (
@@ -570,4 +587,43 @@ fn a_command_without_its_subcommand_shows_its_help() {
             "{args:?}: {help}"
         );
     }
+}
+
+/// An endpoint where nothing listens (the emulator stopped, its variables still exported): the
+/// one error line says to start it, or to unset the variable for AWS.
+#[test]
+fn an_endpoint_that_does_not_answer_says_to_start_the_emulator() {
+    let out = against_stack(&["remind", "show", "--id", "r-1"], &[]);
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("Nothing answers at http://127.0.0.1:1 (AWS_ENDPOINT_URL)")
+            && err.contains("infra/emulator.sh"),
+        "{err}"
+    );
+}
+
+/// A table that does not exist on the emulator (restarted, `local up` not run again): the one
+/// error line says to create them.
+#[test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
+fn a_table_missing_from_the_emulator_says_to_run_local_up() {
+    let endpoint = std::env::var("AWS_ENDPOINT_URL").expect("AWS_ENDPOINT_URL");
+    let table = format!("no-such-table-{}", std::process::id());
+    let out = against_stack(
+        &["remind", "show", "--id", "r-1"],
+        &[("AWS_ENDPOINT_URL", &endpoint), ("REMINDERS_TABLE", &table)],
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&format!("does not exist at {endpoint}"))
+            && err.contains("remindctl local up"),
+        "{err}"
+    );
 }

@@ -33,6 +33,7 @@
 //! | [`events`] | outcome events: which ledger writes settle a delivery, the stream handler that publishes them, the local stream player |
 //! | [`redrive`] | bounded, filtered, audited replay of a channel's DLQ |
 //! | [`feedback`] | SES bounces and complaints in, suppressions out |
+//! | [`telemetry`] | JSON log setup for the binaries (`RUST_LOG`; the AWS SDK's calls as one line each, by their tracing target) |
 //!
 //! Pure code (`domain`, `policy`, `ledger`) takes time and randomness as parameters.
 //! The ports are generic traits (`async fn` returning `Send` futures), so the same pipeline runs
@@ -57,3 +58,4 @@ pub mod ports;
 pub mod redrive;
 pub mod scheduler;
 pub mod series;
+pub mod telemetry;

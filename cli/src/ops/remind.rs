@@ -129,6 +129,9 @@ fn new_reminder(a: CreateArgs, now: Timestamp, fresh_secs: u64) -> Result<NewRem
             recipients.push(Recipient::parse(channel, v).map_err(|e| format!("--{channel}: {e}"))?);
         }
     }
+    if recipients.is_empty() {
+        return Err("no recipient: give --email, --sms or --push (one or more)".into());
+    }
     Ok(NewReminder {
         reminder_id: ReminderId::parse(a.id).map_err(err)?,
         subscriber_id: SubscriberId::parse(a.subscriber).map_err(err)?,

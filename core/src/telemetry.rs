@@ -24,7 +24,7 @@ fn rust_log() -> Option<Result<Targets, String>> {
 
 /// `RUST_LOG=…,reminders::aws_calls=debug` adds one line per AWS SDK call to stdout,
 /// `{"aws_call":"DynamoDB.GetItem"}`: what a function actually asks of AWS (its IAM role must
-/// grant each; the Runtime API tests compare them with [`crate::wiring::aws_calls`]).
+/// grant each; the Runtime API tests compare them with the `reminders` crate's `wiring::aws_calls`).
 pub const AWS_CALLS_TARGET: &str = "reminders::aws_calls";
 
 /// Prints each SDK operation as its span opens (every SDK operation runs in a span carrying
