@@ -132,18 +132,36 @@ step "tests (emulator at $AWS_ENDPOINT_URL)"
 # came within a few hundred KiB of 2 MiB and overflowed it once. The functions run on their
 # process's main thread, whose stack is the system's (8 MiB on Lambda).
 export RUST_MIN_STACK="${RUST_MIN_STACK:-8388608}"
+# The same emulator tests of the local path, API, events, outage and walk-through run again
+# against LocalStack (host mode, installed and started by infra/localstack.sh), DynamoDB still
+# on this moto. With nextest the two legs run side by side once every test is built: both
+# wait mostly on an emulator or on the wall clock (a series' occurrences a minute apart), and
+# every emulator test names its tables and queues after its own process.
 if cargo nextest --version >/dev/null 2>&1; then
   # nextest does not run doctests: run them first, so nextest's summary closes the log.
   cargo test --workspace --all-features --locked --doc
-  cargo nextest run --workspace --all-features --locked --no-fail-fast
+  cargo nextest run --workspace --all-features --locked --no-run
+  LOCALSTACK_LOG="$(mktemp -t localstack-leg.XXXXXX)"
+  MOTO_ENDPOINT="$AWS_ENDPOINT_URL" infra/localstack.sh >"$LOCALSTACK_LOG" 2>&1 &
+  LOCALSTACK_LEG=$!
+  # Stopped with the script, whatever stops it.
+  trap 'kill "$LOCALSTACK_LEG" 2>/dev/null || true; wait "$LOCALSTACK_LEG" 2>/dev/null || true; cleanup' EXIT
+  moto_rc=0
+  cargo nextest run --workspace --all-features --locked --no-fail-fast || moto_rc=$?
+  localstack_rc=0
+  wait "$LOCALSTACK_LEG" || localstack_rc=$?
+  step "the LocalStack leg (infra/localstack.sh), run beside the moto suite: its log"
+  cat "$LOCALSTACK_LOG"
+  rm -f "$LOCALSTACK_LOG"
+  if [[ $moto_rc -ne 0 || $localstack_rc -ne 0 ]]; then
+    echo "tests failed: the moto suite exited $moto_rc, the LocalStack leg $localstack_rc" >&2
+    exit 1
+  fi
 else
   cargo test --workspace --all-features --locked --no-fail-fast
+  step "the LocalStack leg (infra/localstack.sh)"
+  MOTO_ENDPOINT="$AWS_ENDPOINT_URL" infra/localstack.sh
 fi
-
-# The same emulator tests of the local path, API, events, outage and walk-through against
-# LocalStack (host mode, installed and started by the script), DynamoDB still on this moto.
-step "the LocalStack leg (infra/localstack.sh)"
-MOTO_ENDPOINT="$AWS_ENDPOINT_URL" infra/localstack.sh
 
 # The HTTP API's contract (the tests hold the router to its status codes); the validator
 # comes with moto[server].

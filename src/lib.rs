@@ -18,7 +18,7 @@
 
 pub use reminders_core::{
     clock, config, consumer, deadletter, delivery, domain, erasure, events, feedback, ledger,
-    listing, outbox, policy, ports, redrive, scheduler, series, telemetry,
+    listing, policy, ports, redrive, reminder_writes, scheduler, series, telemetry,
 };
 
 pub mod aws;

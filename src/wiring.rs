@@ -39,7 +39,7 @@ pub fn reads(function: &str) -> Vec<&'static str> {
         "api" => {
             vars.extend([
                 crate::domain::retention::RETENTION_VAR,
-                crate::outbox::FRESHNESS_VAR,
+                crate::reminder_writes::FRESHNESS_VAR,
                 crate::domain::sms_countries::SMS_COUNTRIES_VAR,
                 // Erasure finds a subscriber's suppressions by their keyed hash, and says it
                 // happened on the stack's bus.

@@ -247,10 +247,18 @@ fn configured(_: &Cli) -> Result<(), String> {
     Ok(())
 }
 
-/// An error a user can act on, said so: the SDK reports missing credentials as a failed
-/// dispatch (after trying the instance metadata service), which reads as if the emulator
-/// did not answer.
+/// An error a user can act on, said so: missing credentials (the SDK reports them as a failed
+/// dispatch after trying the instance metadata service, which reads as if the emulator did not
+/// answer), a table, queue or secret missing at the endpoint, and an endpoint where nothing
+/// answers. Told apart by the SDK's text.
 fn with_next_step(e: &str) -> String {
+    if e.contains("loading credentials") || e.contains("no credentials") {
+        return format!(
+            "no AWS credentials found (the SDK said: {e}). Against an emulator any will do: \
+             export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test (infra/emulator.sh prints \
+             them); on AWS, configure a profile, SSO or the environment"
+        );
+    }
     let endpoint = std::env::var("AWS_ENDPOINT_URL").ok();
     if e.contains("ResourceNotFoundException") || e.contains("NonExistentQueue") {
         let place = endpoint.map_or_else(
@@ -258,9 +266,9 @@ fn with_next_step(e: &str) -> String {
             |url| format!("at {url}"),
         );
         return format!(
-            "{e}. A table or queue the command uses does not exist {place}: against an \
-             emulator, create them with `eval \"$(remindctl local up)\"`; on AWS, name the \
-             deployed stack with --stack NAME"
+            "{e}. A table, queue or secret the command uses does not exist {place}: against \
+             an emulator, create them with `eval \"$(remindctl local up)\"`; on AWS, check the \
+             deployed stack's outputs (--stack NAME)"
         );
     }
     if let (Some(url), true) = (
@@ -268,15 +276,8 @@ fn with_next_step(e: &str) -> String {
         e.contains("Connection refused") || e.contains("tcp connect error"),
     ) {
         return format!(
-            "{e}. Nothing answers at {url} (AWS_ENDPOINT_URL): start the emulator with \
-             `eval \"$(infra/emulator.sh)\"`, or unset AWS_ENDPOINT_URL to use AWS"
-        );
-    }
-    if e.contains("loading credentials") || e.contains("no credentials") {
-        return format!(
-            "no AWS credentials found (the SDK said: {e}). Against an emulator any will do: \
-             export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test (infra/emulator.sh prints \
-             them); on AWS, configure a profile, SSO or the environment"
+            "{e}. Nothing answers at the endpoint (AWS_ENDPOINT_URL={url}): start the emulator \
+             with `eval \"$(infra/emulator.sh)\"`, or unset AWS_ENDPOINT_URL to use AWS"
         );
     }
     e.to_owned()

@@ -3,89 +3,13 @@
 //! `remindctl local run`, and the provider `remindctl local receive`.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+
+use std::process::Command;
 
 use serde_json::{json, Value};
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_remindctl")
-}
-
-/// `local up` for this test alone; the variables it exports.
-fn stack(prefix: &str) -> BTreeMap<String, String> {
-    let out = Command::new(bin())
-        .args(["local", "up", "--prefix", prefix])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .filter_map(|l| l.strip_prefix("export "))
-        .map(|l| l.split_once('=').unwrap())
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect()
-}
-
-/// A long-running `remindctl` whose output lines are collected; killed on drop.
-struct Running {
-    child: Child,
-    lines: Arc<Mutex<Vec<String>>>,
-}
-
-impl Running {
-    fn start(args: &[&str], env: &BTreeMap<String, String>) -> Self {
-        let mut child = Command::new(bin())
-            .args(args)
-            .envs(env)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let out = child.stdout.take().unwrap();
-        let sink = lines.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                sink.lock().unwrap().push(line);
-            }
-        });
-        Self { child, lines }
-    }
-
-    fn lines(&self) -> Vec<String> {
-        self.lines.lock().unwrap().clone()
-    }
-
-    /// The first line, once printed.
-    fn first_line(&self) -> String {
-        for _ in 0..200 {
-            if let Some(l) = self.lines().first() {
-                return l.clone();
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        panic!("no output")
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    let socket = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    socket.local_addr().unwrap().port()
-}
+mod common;
+use common::{bin, free_port, send, stack, Running};
 
 fn body(subscriber: &str, n: usize, due_ms: i64) -> Value {
     json!({
@@ -189,23 +113,6 @@ fn reasons(events: &str) -> Vec<String> {
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter_map(|e| e["detail"]["reason"].as_str().map(str::to_owned))
         .collect()
-}
-
-async fn send(
-    http: &reqwest::Client,
-    method: reqwest::Method,
-    url: String,
-    b: Option<Value>,
-) -> (u16, Value) {
-    let mut req = http.request(method, url);
-    if let Some(b) = b {
-        req = req
-            .header("content-type", "application/json")
-            .body(b.to_string());
-    }
-    let answer = req.send().await.unwrap();
-    let status = answer.status().as_u16();
-    (status, answer.json().await.unwrap())
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -598,7 +598,7 @@ fn an_endpoint_that_does_not_answer_says_to_start_the_emulator() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(
-        err.contains("Nothing answers at http://127.0.0.1:1 (AWS_ENDPOINT_URL)")
+        err.contains("Nothing answers at the endpoint (AWS_ENDPOINT_URL=http://127.0.0.1:1)")
             && err.contains("infra/emulator.sh"),
         "{err}"
     );

@@ -5,30 +5,14 @@
 //! shown with its series; the series cancelled with its per-channel answers.
 
 use std::collections::BTreeMap;
-use std::process::{Command, Output};
 
 use reminders::clock::Timestamp;
 use reminders::domain::series::occurrence_id;
 use reminders::domain::SeriesId;
 use serde_json::Value;
 
-fn remindctl(args: &[&str], env: &BTreeMap<String, String>) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_remindctl"))
-        .args(args)
-        .envs(env)
-        .output()
-        .expect("remindctl runs")
-}
-
-fn ok(args: &[&str], env: &BTreeMap<String, String>) -> String {
-    let out = remindctl(args, env);
-    assert!(
-        out.status.success(),
-        "{args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
+mod common;
+use common::{now_ms, ok, remindctl};
 
 /// The one-line error of a command that must fail.
 fn refused(args: &[&str], env: &BTreeMap<String, String>) -> String {
@@ -37,16 +21,6 @@ fn refused(args: &[&str], env: &BTreeMap<String, String>) -> String {
     assert!(!out.status.success(), "{args:?} succeeded");
     assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
     err
-}
-
-fn now_ms() -> i64 {
-    i64::try_from(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis(),
-    )
-    .unwrap()
 }
 
 fn create_args<'a>(id: &'a str, rule: &'a str, starts_at: &'a str, body: &'a str) -> Vec<&'a str> {

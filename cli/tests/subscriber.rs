@@ -4,25 +4,10 @@
 //! them under `local run`, and `remind show` tells why (opted out, held for quiet hours).
 
 use std::collections::BTreeMap;
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn remindctl(args: &[&str], env: &BTreeMap<String, String>) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_remindctl"))
-        .args(args)
-        .envs(env)
-        .output()
-        .expect("remindctl runs")
-}
-
-fn ok(args: &[&str], env: &BTreeMap<String, String>) -> String {
-    let out = remindctl(args, env);
-    assert!(
-        out.status.success(),
-        "{args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
+mod common;
+use common::{ok, remindctl};
 
 /// A refused command: its exit code and its one line of error.
 fn refused(args: &[&str], env: &BTreeMap<String, String>) -> (i32, String) {

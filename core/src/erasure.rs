@@ -28,8 +28,8 @@ use serde::Serialize;
 use crate::clock::Timestamp;
 use crate::delivery::Cancelled;
 use crate::domain::{AddressHash, ReminderId, Retention, SubscriberId, SuppressionKey};
-use crate::outbox::{self, OutboxError};
 use crate::ports::{Deleted, Eraser, Ledger, Listed, PortError, ReminderStore, SubscriberIndex};
+use crate::reminder_writes::{self, OutboxError};
 
 /// The most reminders one call erases (the API function's timeout bounds a call).
 pub const MAX_PER_CALL: usize = 300;
@@ -203,7 +203,7 @@ where
         return Ok((Next::Leave, None));
     }
     if crate::ports::reminders::editable(r.status) {
-        let report = match outbox::cancel(store, ledger, id, now, retention).await {
+        let report = match reminder_writes::cancel(store, ledger, id, now, retention).await {
             Ok(report) => report,
             Err(OutboxError::Contended) => return Ok((Next::Leave, None)),
             Err(e) => return Err(e),

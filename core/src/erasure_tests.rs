@@ -18,7 +18,7 @@ const NOW: Timestamp = Timestamp::from_millis(1_796_385_600_000);
 async fn stored(store: &MemoryReminderStore, n: NewReminder) -> crate::domain::Reminder {
     let hour = Duration::from_secs(3600);
     let retention = Retention::default();
-    outbox::create(store, n, hour, retention, NOW)
+    reminder_writes::create(store, n, hour, retention, NOW)
         .await
         .unwrap()
         .unwrap()
@@ -132,7 +132,7 @@ async fn a_settled_reminder_is_deleted_without_a_cancel_and_no_key_lifts_nothing
         .mark(&r.reminder_id, r.payload_version, ReminderStatus::Enqueued)
         .await
         .unwrap();
-    outbox::cancel(&store, &ledger, &r.reminder_id, NOW, retention)
+    reminder_writes::cancel(&store, &ledger, &r.reminder_id, NOW, retention)
         .await
         .unwrap();
     let sub = SubscriberId::parse("u-3").unwrap();

@@ -24,7 +24,7 @@
 //! | [`deadletter`] | the DLQ evidence format |
 //! | [`ports`] | the port traits, each with its in-memory implementation and fault injection |
 //! | `packed` | the compact byte form the in-memory ledger and reminders table keep their items in |
-//! | [`outbox`] | create, edit and cancel reminders (what applications call) |
+//! | [`reminder_writes`] | create, edit and cancel reminders (what applications call) |
 //! | [`listing`] | a subscriber's series and reminders as one caller sees them, a page at a time, behind sealed cursors |
 //! | [`erasure`] | erase a subscriber: cancel, then delete their reminders, preferences and suppressions |
 //! | [`series`] | recurring series: occurrences made ahead, a series' edit and cancel |
@@ -51,11 +51,11 @@ pub mod events;
 pub mod feedback;
 pub mod ledger;
 pub mod listing;
-pub mod outbox;
 mod packed;
 pub mod policy;
 pub mod ports;
 pub mod redrive;
+pub mod reminder_writes;
 pub mod scheduler;
 pub mod series;
 pub mod telemetry;

@@ -16,12 +16,12 @@ use reminders::domain::{
     SubscriberId, Suppression, SuppressionSource,
 };
 use reminders::ledger::{DeliveryRecord, Status};
-use reminders::outbox;
 use reminders::ports::{
     Cas, Expected, Ledger, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortError,
     PortSet, ReminderStore, ScriptedProvider,
 };
 use reminders::providers::secret::SuppressionKeySource;
+use reminders::reminder_writes;
 
 use crate::harness::{
     message, queue_urls, reminder, sole_message, suppression_key, test_config, T0,
@@ -33,7 +33,7 @@ pub enum Landing {
     Preferences(SubscriberId, Preferences),
     /// The address is suppressed.
     Suppress(Suppression),
-    /// The operator cancels the reminder (the ledger first, as `outbox::cancel` does).
+    /// The operator cancels the reminder (the ledger first, as `reminder_writes::cancel` does).
     Cancel(ReminderId, Timestamp),
 }
 
@@ -51,10 +51,15 @@ impl<L: Ledger, R: ReminderStore> BeforeClaim<L, R> {
             Landing::Preferences(s, p) => self.store.put_preferences(&s, &p).await.unwrap(),
             Landing::Suppress(sup) => self.store.put_suppression(&sup).await.unwrap(),
             Landing::Cancel(id, now) => {
-                let report =
-                    outbox::cancel(&self.store, &self.inner, &id, now, Retention::default())
-                        .await
-                        .unwrap();
+                let report = reminder_writes::cancel(
+                    &self.store,
+                    &self.inner,
+                    &id,
+                    now,
+                    Retention::default(),
+                )
+                .await
+                .unwrap();
                 assert!(report.is_some(), "the reminder to cancel exists");
             }
         }

@@ -11,8 +11,8 @@ use reminders::domain::{
     Reminder, ReminderStatus, Suppression, SuppressionKey, SuppressionSource,
 };
 use reminders::ledger::Status;
-use reminders::outbox::{Edit, Edited};
 use reminders::ports::{Gate, Provider, ReminderStore};
+use reminders::reminder_writes::{Edit, Edited};
 
 use crate::harness::{message, sole_message, suppression_key, test_config, Mem, T0};
 

@@ -10,12 +10,12 @@ use reminders::clock::{ManualClock, Timestamp};
 use reminders::consumer::{BatchOutcome, Consumer};
 use reminders::domain::{Channel, DeliveryKey, DeliveryMessage, PerChannel, Retention};
 use reminders::ledger::{DeliveryRecord, Status};
-use reminders::outbox::{self, Edit};
 use reminders::ports::{
     Cas, DeliveryQueue, Expected, Ledger, MemoryGate, MemoryLedger, MemoryQueue,
     MemoryReminderStore, OutgoingMessage, PortError, PortSet, ReminderStore, ScriptedProvider,
 };
 use reminders::providers::secret::SuppressionKeySource;
+use reminders::reminder_writes::{self, Edit};
 
 use crate::harness::{queue_urls, reminder, sole_message, suppression_key, test_config, T0};
 
@@ -41,11 +41,12 @@ impl Ledger for AfterClaim {
         if let Some(edit) = edit {
             let id = reminders::domain::ReminderId::parse("snoozed").unwrap();
             let store = &*self.store;
-            let edited = outbox::edit(store, &*self.inner, &id, edit, T0, Retention::default())
-                .await
-                .unwrap();
+            let edited =
+                reminder_writes::edit(store, &*self.inner, &id, edit, T0, Retention::default())
+                    .await
+                    .unwrap();
             assert!(
-                matches!(edited, outbox::Edited::Edited(_)),
+                matches!(edited, reminder_writes::Edited::Edited(_)),
                 "the edit applied: {edited:?}"
             );
         }
@@ -225,7 +226,7 @@ async fn a_retried_give_back_never_removes_a_claim_made_since() {
     store.insert(&r).await.unwrap();
     let msg = sole_message(&r, SMS);
     // Edited after its message was made: the one-read claim is given back.
-    let edited = outbox::edit(
+    let edited = reminder_writes::edit(
         &*store,
         &*inner,
         &r.reminder_id,
@@ -235,7 +236,10 @@ async fn a_retried_give_back_never_removes_a_claim_made_since() {
     )
     .await
     .unwrap();
-    assert!(matches!(edited, outbox::Edited::Edited(_)), "{edited:?}");
+    assert!(
+        matches!(edited, reminder_writes::Edited::Edited(_)),
+        "{edited:?}"
+    );
     let other = reminders::delivery::ClaimRequest {
         token: reminders::ledger::LeaseToken::generate(
             &mut <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(77),

@@ -13,11 +13,11 @@ use reminders::domain::{
     ReminderId, ReminderStatus, SubscriberId,
 };
 use reminders::ledger::DeliveryRecord;
-use reminders::outbox::{self, Edit, Edited, OutboxError};
 use reminders::ports::{
     DeadLetters, DeliveryQueue, Faults, Ledger, MemoryGate, MemoryLedger, MemoryQueue,
     MemoryReminderStore, OutgoingMessage, PortSet, ReminderStore, ScriptedProvider,
 };
+use reminders::reminder_writes::{self, Edit, Edited, OutboxError};
 use reminders_harness::around::{Around, Faulty};
 
 pub const T0: Timestamp = Timestamp::from_millis(1_800_000_000_000);
@@ -132,7 +132,7 @@ impl Mem {
 
     /// An application's edit of `id` at T0, as the API makes it (default retention).
     pub async fn edit(&self, id: &ReminderId, edit: Edit) -> Result<Edited, OutboxError> {
-        outbox::edit(
+        reminder_writes::edit(
             &*self.store,
             &*self.ledger,
             id,

@@ -17,7 +17,6 @@ mod newer_status;
 mod outbox_rules;
 mod retention;
 mod rules;
-#[path = "../support/mod.rs"]
-mod support;
+use reminders_test_support as support;
 mod where_features_meet;
 mod windows;

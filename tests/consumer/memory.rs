@@ -1272,10 +1272,11 @@ async fn an_operator_cancel_is_counted_when_its_message_is_consumed() {
     let r = w.reminder("op-cancel", &[SMS]).await;
     let now = reminders::clock::Clock::now(&w.clock);
     let retention = reminders::domain::Retention::default();
-    let report = reminders::outbox::cancel(&*w.store, &*w.ledger, &r.reminder_id, now, retention)
-        .await
-        .unwrap()
-        .unwrap();
+    let report =
+        reminders::reminder_writes::cancel(&*w.store, &*w.ledger, &r.reminder_id, now, retention)
+            .await
+            .unwrap()
+            .unwrap();
     assert_eq!(report.deliveries.len(), 1);
     w.enqueue(&message(&r, SMS)).await;
     let out = w.run(SMS).await.unwrap();

@@ -8,8 +8,8 @@ use std::time::Duration;
 use reminders::domain::{
     Channel, NewReminder, Recipient, ReminderError, Retention, MAX_DUE_AHEAD, MAX_FRESHNESS,
 };
-use reminders::outbox::{self, Edit, Edited, OutboxError};
 use reminders::ports::ReminderStore;
+use reminders::reminder_writes::{self, Edit, Edited, OutboxError};
 
 use crate::harness::{message, reminder, test_config, Mem, T0};
 
@@ -50,7 +50,7 @@ async fn create_holds_the_limits_for_every_caller_and_stores_nothing_refused() {
         ),
     ];
     for (id, due_in, fresh_for, want) in cases {
-        let got = outbox::create(
+        let got = reminder_writes::create(
             &*w.store,
             new_reminder(id, due_in, fresh_for),
             hour,
@@ -67,7 +67,7 @@ async fn create_holds_the_limits_for_every_caller_and_stores_nothing_refused() {
     }
     // At the limits exactly: accepted.
     let at_limits = new_reminder("at-limits", MAX_DUE_AHEAD, MAX_FRESHNESS);
-    let created = outbox::create(&*w.store, at_limits, hour, retention, T0).await;
+    let created = reminder_writes::create(&*w.store, at_limits, hour, retention, T0).await;
     assert!(matches!(created, Ok(Some(_))), "{created:?}");
 }
 
@@ -130,7 +130,8 @@ async fn a_reminder_stale_on_arrival_is_refused_unless_it_is_a_repeat() {
         n.fresh_until = Some(T0.minus(hour));
         n
     };
-    let got = outbox::create(&*w.store, stale("late"), hour, Retention::default(), T0).await;
+    let got =
+        reminder_writes::create(&*w.store, stale("late"), hour, Retention::default(), T0).await;
     assert!(
         matches!(got, Err(OutboxError::Invalid(ReminderError::StaleAlready))),
         "{got:?}"
@@ -139,7 +140,7 @@ async fn a_reminder_stale_on_arrival_is_refused_unless_it_is_a_repeat() {
     assert!(w.store.get(&id).await.unwrap().is_none(), "nothing stored");
     // Created three hours ago, while fresh; asked for again now.
     let earlier = T0.minus(3 * hour);
-    let first = outbox::create(
+    let first = reminder_writes::create(
         &*w.store,
         stale("kept"),
         hour,
@@ -148,7 +149,8 @@ async fn a_reminder_stale_on_arrival_is_refused_unless_it_is_a_repeat() {
     )
     .await;
     assert!(matches!(first, Ok(Some(_))), "{first:?}");
-    let again = outbox::create(&*w.store, stale("kept"), hour, Retention::default(), T0).await;
+    let again =
+        reminder_writes::create(&*w.store, stale("kept"), hour, Retention::default(), T0).await;
     assert!(matches!(again, Ok(None)), "a repeat: {again:?}");
 }
 

@@ -11,9 +11,9 @@ use reminders::config::Vars;
 use reminders::consumer::ConsumerConfig;
 use reminders::domain::{Channel, DeadReason, DeliveryKey, ReminderId, Retention};
 use reminders::ledger::Status;
-use reminders::outbox::{self, Edit, Edited};
 use reminders::ports::{Answer, ReminderStore};
 use reminders::redrive::{RedriveConfig, RedriveRequest, Redriver};
+use reminders::reminder_writes::{self, Edit, Edited};
 
 use crate::harness::{message, reminder, Mem, T0};
 
@@ -34,7 +34,7 @@ async fn ttls_with(retention_secs: &str) -> Vec<(&'static str, i64, Timestamp)> 
     // The application API: create, then edit.
     let new = reminder("ret-created", &[Channel::Email]);
     let fresh = new.fresh_until;
-    let created = outbox::create(
+    let created = reminder_writes::create(
         &*mem.store,
         reminders::domain::NewReminder {
             reminder_id: new.reminder_id.clone(),
@@ -57,7 +57,7 @@ async fn ttls_with(retention_secs: &str) -> Vec<(&'static str, i64, Timestamp)> 
         fresh_until: Some(later),
         ..Edit::default()
     };
-    let Edited::Edited(edited) = outbox::edit(
+    let Edited::Edited(edited) = reminder_writes::edit(
         &*mem.store,
         &*mem.ledger,
         &created.reminder_id,
@@ -133,7 +133,7 @@ async fn ttls_with(retention_secs: &str) -> Vec<(&'static str, i64, Timestamp)> 
     // Cancel, and expiry of a stale delivery.
     let cancelled = mem.reminder("ret-cancelled", &[Channel::Push]).await;
     let id = cancelled.reminder_id.clone();
-    outbox::cancel(&*mem.store, &*mem.ledger, &id, T0, retention)
+    reminder_writes::cancel(&*mem.store, &*mem.ledger, &id, T0, retention)
         .await
         .unwrap()
         .unwrap();

@@ -14,7 +14,6 @@ use reminders::domain::{
     Channel, DeadReason, PerChannel, Preferences, Recipient, Reminder, ReminderStatus, Retention,
 };
 use reminders::ledger::{Change, Ctx, LeaseToken, Origin, RedriveAudit, Status, Why};
-use reminders::outbox::{Edit, Edited};
 use reminders::policy::RetryPolicy;
 use reminders::ports::gate::{BreakerChange, GateState};
 use reminders::ports::provider::Answer;
@@ -22,6 +21,7 @@ use reminders::ports::{
     FaultPoint, Gate, GatePartition, Ledger, MemoryGate, MemoryLedger, MemoryQueue,
     MemoryReminderStore, PortError, PortSet, Provider, ReminderStore, ScriptedProvider,
 };
+use reminders::reminder_writes::{Edit, Edited};
 use serde_json::json;
 
 use crate::harness::{message, queue_urls, reminder, test_config, Mem, T0};

@@ -9,12 +9,12 @@ use reminders::consumer::Action;
 use reminders::delivery::{transition, Cancelled, Written};
 use reminders::domain::{Channel, DeliveryKey, Recipient, ReminderStatus, Retention};
 use reminders::ledger::{Change, Ctx, LeaseToken, Status};
-use reminders::outbox::{self, Edit};
 use reminders::policy::Outcome;
 use reminders::ports::{
     DeliveryQueue, GatePartition, Ledger, Marked, MemoryLedger, MemoryQueue, MemoryReminderStore,
     Provider, ReminderStore, SendRequest, StaleHandles,
 };
+use reminders::reminder_writes::{self, Edit};
 
 use crate::harness::{reminder, Custom, T0};
 use crate::support::edit_before_mark::EditBeforeMark;
@@ -41,10 +41,11 @@ async fn a_cancel_covers_a_channel_added_while_it_ran() {
         edit: Mutex::new(Some(added)),
         now: T0,
     };
-    let report = outbox::cancel(&racing, &*ledger, &r.reminder_id, T0, Retention::default())
-        .await
-        .unwrap()
-        .unwrap();
+    let report =
+        reminder_writes::cancel(&racing, &*ledger, &r.reminder_id, T0, Retention::default())
+            .await
+            .unwrap()
+            .unwrap();
     assert_eq!(report.reminder, Marked::Marked);
     let channels: Vec<(Channel, Cancelled)> = report.deliveries.clone();
     assert!(

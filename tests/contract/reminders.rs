@@ -726,7 +726,7 @@ async fn unreadable_preferences(client: aws_sdk_dynamodb::Client, table: String)
 )]
 async fn dynamodb_store_keeps_what_a_newer_version_wrote_on_a_reminder() {
     use aws_sdk_dynamodb::types::AttributeValue as A;
-    use reminders::outbox::{self, Edit, Edited, Retention};
+    use reminders::reminder_writes::{self, Edit, Edited, Retention};
     let client = common::dynamo().await;
     let table = common::reminders_table(&client).await;
     let store = DynamoReminderStore::new(client.clone(), table.clone(), SHARDS);
@@ -751,7 +751,7 @@ async fn dynamodb_store_keeps_what_a_newer_version_wrote_on_a_reminder() {
         ..Edit::default()
     };
     let ledger = reminders::ports::MemoryLedger::default();
-    let edited = outbox::edit(
+    let edited = reminder_writes::edit(
         &store,
         &ledger,
         &r.reminder_id,

@@ -3,8 +3,7 @@
 //! injects 429s, 5xx and permanent errors (policies in seconds). Every reminder ends delivered,
 //! dead (in its DLQ, with a reason) or expired, and no delivery key is accepted twice.
 
-#[path = "../support/server.rs"]
-mod server;
+use reminders_test_support::server;
 
 mod outage;
 

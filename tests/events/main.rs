@@ -7,8 +7,7 @@
 //! - The local path: reminders played by the local runner end as exactly one event per
 //!   settled delivery, with the keys the provider saw, a cancelled one as `cancelled`.
 
-#[path = "../support/mod.rs"]
-mod support;
+use reminders_test_support as support;
 
 mod pipeline;
 
@@ -163,7 +162,7 @@ async fn an_event_survives_a_publisher_killed_before_or_after_put_events() {
         .await
         .unwrap();
     let now = support::now();
-    let cancelled = reminders::outbox::cancel(
+    let cancelled = reminders::reminder_writes::cancel(
         &world.ports.reminders,
         &world.ports.ledger,
         &first.reminder_id,
@@ -194,7 +193,7 @@ async fn an_event_survives_a_publisher_killed_before_or_after_put_events() {
     reminders::ports::ReminderStore::insert(&world.ports.reminders, &second)
         .await
         .unwrap();
-    reminders::outbox::cancel(
+    reminders::reminder_writes::cancel(
         &world.ports.reminders,
         &world.ports.ledger,
         &second.reminder_id,

@@ -63,7 +63,7 @@ async fn each_settled_delivery_of_a_local_run_is_one_event_with_the_providers_ke
     let (rejected, cancelled) = (key_of(&reminders[2]), key_of(&reminders[3]));
     world.provider.script_for(&rejected, [Answer::Permanent]);
     let id = &reminders[3].reminder_id;
-    reminders::outbox::cancel(
+    reminders::reminder_writes::cancel(
         &world.ports.reminders,
         &world.ports.ledger,
         id,

@@ -1,4 +1,4 @@
-//! The operators: one cancels (`outbox::cancel`), another redrives (`redrive::one`), at once if
+//! The operators: one cancels (`reminder_writes::cancel`), another redrives (`redrive::one`), at once if
 //! they like. Each runs a `delivery::Transition` one ledger operation a step, so their steps
 //! interleave with each other's and the workers': the cancel writes the ledger, then marks the
 //! reminder and answers (a step of its own: a cancel racing a redrive lives between the two); the

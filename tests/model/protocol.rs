@@ -173,7 +173,7 @@ pub enum Action {
     /// The worker crashes: its message comes back later.
     Crash(usize),
     Tick,
-    /// `outbox::cancel` starts: the ledger's cancel, then the reminder marked cancelled.
+    /// `reminder_writes::cancel` starts: the ledger's cancel, then the reminder marked cancelled.
     Cancel,
     /// The canceller's next step.
     StepCancel,

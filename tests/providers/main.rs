@@ -5,6 +5,5 @@
 mod aws;
 mod http;
 mod secret;
-#[path = "../support/server.rs"]
-mod server;
+use reminders_test_support::server;
 mod world;

@@ -1,8 +1,7 @@
 //! Redrive on the emulator: dry runs, filters and bounds, replays that send nothing twice, a
 //! crash between re-enqueue and delete, crash-looped messages without attributes, staleness.
 
-#[path = "../support/mod.rs"]
-mod support;
+use reminders_test_support as support;
 
 mod series;
 

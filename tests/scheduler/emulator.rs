@@ -9,9 +9,9 @@ use reminders::aws::dynamo::DynamoReminderStore;
 use reminders::consumer::Consumer;
 use reminders::domain::{Channel, DeliveryKey, DeliveryMessage, ReminderId, ReminderStatus};
 use reminders::ledger::Status;
-use reminders::outbox::{self, Edit, Edited, Retention};
 use reminders::ports::reminders::OP_MARK;
 use reminders::ports::{DeliveryQueue, FaultPoint, Ledger, ReminderStore};
+use reminders::reminder_writes::{self, Edit, Edited, Retention};
 use reminders::scheduler::{RunReport, Scheduler, SchedulerConfig};
 use reminders_harness::around::Faulty;
 
@@ -225,10 +225,11 @@ async fn cancelled_edited_and_stale_reminders() {
     }
     let retention = Retention(Duration::from_secs(86_400));
     let ledger = &w.scheduler.ports().ledger;
-    let report = outbox::cancel(w.store(), ledger, &cancelled.reminder_id, now(), retention)
-        .await
-        .unwrap()
-        .unwrap();
+    let report =
+        reminder_writes::cancel(w.store(), ledger, &cancelled.reminder_id, now(), retention)
+            .await
+            .unwrap()
+            .unwrap();
     assert_eq!(report.deliveries.len(), 2);
     let changes = Edit {
         content: Some(reminders::domain::Content::Text {
@@ -237,7 +238,7 @@ async fn cancelled_edited_and_stale_reminders() {
         }),
         ..Edit::default()
     };
-    let Edited::Edited(v2) = outbox::edit(
+    let Edited::Edited(v2) = reminder_writes::edit(
         w.store(),
         ledger,
         &edited.reminder_id,
@@ -278,7 +279,7 @@ async fn cancelled_edited_and_stale_reminders() {
         Status::Cancelled
     );
     // An edit after enqueue is allowed but never puts it back into the index.
-    let after = outbox::edit(
+    let after = reminder_writes::edit(
         w.store(),
         ledger,
         &edited.reminder_id,

@@ -7,8 +7,7 @@ mod emulator;
 mod memory;
 mod one_read;
 mod poison;
-#[path = "../support/mod.rs"]
-mod support;
+use reminders_test_support as support;
 mod where_features_meet;
 
 use std::time::Duration;

@@ -244,7 +244,7 @@ async fn slow_dependencies_mark_everything_sent_and_never_send_twice() {
 #[tokio::test]
 async fn a_channel_added_after_enqueue_is_scheduled() {
     use reminders::domain::{Recipient, ReminderStatus};
-    use reminders::outbox::{self, Edit, Edited, Retention};
+    use reminders::reminder_writes::{self, Edit, Edited, Retention};
     let w = world(SchedulerConfig::default());
     let ledger = reminders::ports::MemoryLedger::default();
     let r = reminder("grow", "s1", T0, &[Channel::Push]);
@@ -259,7 +259,7 @@ async fn a_channel_added_after_enqueue_is_scheduled() {
     };
     let retention = Retention::default();
     let Edited::Edited(v2) =
-        outbox::edit(&*w.store, &ledger, &r.reminder_id, changes, T0, retention)
+        reminder_writes::edit(&*w.store, &ledger, &r.reminder_id, changes, T0, retention)
             .await
             .unwrap()
     else {
@@ -275,7 +275,7 @@ async fn a_channel_added_after_enqueue_is_scheduled() {
         "an edit past the horizon: the old one is not enqueued again"
     );
     // An edit that adds nothing leaves an enqueued reminder out of the index.
-    let same = outbox::edit(
+    let same = reminder_writes::edit(
         &*w.store,
         &ledger,
         &r.reminder_id,
@@ -297,9 +297,9 @@ async fn a_channel_added_after_enqueue_is_scheduled() {
 async fn an_edit_far_out_enqueues_only_the_added_channel_and_keeps_the_proof() {
     use reminders::domain::{DeliveryKey, Recipient, ReminderStatus};
     use reminders::ledger::{apply, Change, Ctx, LeaseToken, Status};
-    use reminders::outbox::{self, Edit, Edited, Retention};
     use reminders::policy::RetryPolicy;
     use reminders::ports::{Expected, Ledger};
+    use reminders::reminder_writes::{self, Edit, Edited, Retention};
     let w = world(SchedulerConfig::default());
     let ledger = MemoryLedger::default();
     let retention = Retention(Duration::from_secs(86_400));
@@ -336,7 +336,7 @@ async fn an_edit_far_out_enqueues_only_the_added_channel_and_keeps_the_proof() {
         ..Edit::default()
     };
     let Edited::Edited(v2) =
-        outbox::edit(&*w.store, &ledger, &r.reminder_id, changes, T0, retention)
+        reminder_writes::edit(&*w.store, &ledger, &r.reminder_id, changes, T0, retention)
             .await
             .unwrap()
     else {

@@ -14,13 +14,13 @@ use reminders::domain::{
     AddressHash, Channel, DeliveryMessage, PerChannel, Reminder, ReminderId, Retention,
     SuppressionKey,
 };
-use reminders::outbox::{self, Edit, Edited};
 use reminders::ports::{
     DeliveryQueue, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet,
     ReminderStore,
 };
 use reminders::providers::secret::SuppressionKeySource;
 use reminders::providers::AnyProvider;
+use reminders::reminder_writes::{self, Edit, Edited};
 use reminders::scheduler::{Scheduler, SchedulerConfig};
 
 use crate::reminder;
@@ -115,7 +115,7 @@ async fn three_in_memory(w: &Mem) -> (Reminder, Reminder) {
         fresh_until: Some(edited.fresh_until.plus(Duration::from_secs(60))),
         ..Edit::default()
     };
-    let got = outbox::edit(
+    let got = reminder_writes::edit(
         &*w.store,
         &*w.ledger,
         &edited.reminder_id,

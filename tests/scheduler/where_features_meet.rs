@@ -12,12 +12,12 @@ use std::time::Duration;
 use reminders::clock::{ManualClock, Timestamp};
 use reminders::domain::{Channel, DeliveryKey, PerChannel, Reminder, ReminderStatus};
 use reminders::ledger::Status;
-use reminders::outbox::Edit;
 use reminders::ports::{
     FaultPoint, Faults, Ledger, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore,
     PortSet, ReminderStore,
 };
 use reminders::providers::AnyProvider;
+use reminders::reminder_writes::Edit;
 use reminders::scheduler::{Scheduler, SchedulerConfig};
 use reminders_harness::around::Around;
 

@@ -184,7 +184,7 @@ async fn each_occurrence_once_on_time_a_skip_skips_one_and_an_edit_moves_the_thi
     // Skip the second.
     let second = occurrence_id(&SeriesId::parse("standup").unwrap(), at(6));
     let now = w.clock.now();
-    reminders::outbox::cancel(&*w.store, &*w.ledger, &second, now, Retention::default())
+    reminders::reminder_writes::cancel(&*w.store, &*w.ledger, &second, now, Retention::default())
         .await
         .unwrap()
         .unwrap();

@@ -10,6 +10,7 @@ mod feedback;
 mod publish;
 mod receive;
 mod run;
+mod summary;
 mod up;
 
 use reminders::config::env;

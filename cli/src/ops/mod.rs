@@ -10,7 +10,7 @@ pub mod series;
 mod show;
 pub mod subscriber;
 pub mod suppression;
-mod words;
+mod wording;
 
 use reminders::aws::{Adapters, Settings};
 use reminders::clock::SystemClock;

@@ -1,5 +1,5 @@
 //! `remindctl remind create | cancel | show | quarantined`: one reminder at a time, through
-//! the same outbox the HTTP API uses (`show` has a module of its own).
+//! the same reminder writes the HTTP API uses (`show` has a module of its own).
 
 use std::time::Duration;
 
@@ -8,8 +8,8 @@ use reminders::delivery::Cancelled;
 use reminders::domain::{
     Channel, Content, DeliveryKey, NewReminder, Recipient, ReminderId, ReminderStatus, SubscriberId,
 };
-use reminders::outbox;
 use reminders::ports::{Marked, ReminderStore};
+use reminders::reminder_writes;
 
 use super::{err, ports, retention, show, OpsPorts};
 
@@ -81,14 +81,14 @@ pub async fn run(cmd: RemindCommand) -> Result<(), String> {
 async fn create(a: CreateArgs) -> Result<(), String> {
     let fresh_secs = match a.fresh_secs {
         Some(secs) => secs,
-        None => outbox::default_freshness()
+        None => reminder_writes::default_freshness()
             .map_err(|e| e.to_string())?
             .as_secs(),
     };
     let p = ports().await?;
     let now = p.clock.now();
     let new = new_reminder(a, now, fresh_secs)?;
-    let created = outbox::create(
+    let created = reminder_writes::create(
         &p.reminders,
         new,
         Duration::from_secs(fresh_secs),
@@ -148,7 +148,7 @@ fn new_reminder(a: CreateArgs, now: Timestamp, fresh_secs: u64) -> Result<NewRem
 async fn cancel(id: String) -> Result<(), String> {
     let p = ports().await?;
     let id = ReminderId::parse(id).map_err(err)?;
-    let report = outbox::cancel(&p.reminders, &p.ledger, &id, p.clock.now(), retention()?)
+    let report = reminder_writes::cancel(&p.reminders, &p.ledger, &id, p.clock.now(), retention()?)
         .await
         .map_err(err)?
         .ok_or("no such reminder")?;

@@ -112,7 +112,7 @@ async fn create(a: CreateArgs) -> Result<(), String> {
             recipients.push(Recipient::parse(channel, v).map_err(|e| format!("--{channel}: {e}"))?);
         }
     }
-    let default_fresh = reminders::outbox::default_freshness().map_err(err)?;
+    let default_fresh = reminders::reminder_writes::default_freshness().map_err(err)?;
     let new = NewSeries {
         series_id: SeriesId::parse(a.id).map_err(|e| format!("--id: {e}"))?,
         subscriber_id: SubscriberId::parse(a.subscriber)

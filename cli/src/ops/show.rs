@@ -7,7 +7,7 @@ use reminders::ledger::{DeliveryRecord, HistoryEntry, Status};
 use reminders::ports::{Ledger, PortError, ReminderStore};
 use serde_json::{json, Value};
 
-use super::{err, ports, words, OpsPorts};
+use super::{err, ports, wording, OpsPorts};
 
 /// One channel of the reminder: its recipient only masked (personal data), and its ledger
 /// item if a worker ever claimed it.
@@ -103,7 +103,7 @@ async fn show_unreadable(
 /// what became of its deliveries.
 fn status_detail(r: &Reminder, deliveries: &[Delivery]) -> String {
     let ledgers: Vec<Option<&DeliveryRecord>> = deliveries.iter().map(|d| d.rec.as_ref()).collect();
-    words::status_detail(r.status, &ledgers)
+    wording::status_detail(r.status, &ledgers)
 }
 
 fn reminder_json(r: &Reminder, deliveries: &[Delivery]) -> Value {
@@ -114,7 +114,7 @@ fn reminder_json(r: &Reminder, deliveries: &[Delivery]) -> Value {
                 None if d.standby.is_some() => {
                     json!({ "item": null, "meaning": standby_words(d.standby) })
                 }
-                None => json!({ "item": null, "meaning": words::never_claimed(r.status) }),
+                None => json!({ "item": null, "meaning": wording::never_claimed(r.status) }),
                 Some(rec) => ledger_json(rec),
             };
             json!({
@@ -158,8 +158,8 @@ fn ledger_json(rec: &DeliveryRecord) -> Value {
         "throttles": rec.throttle_count(),
         "dead_reason": rec.dead_reason().map(|d| d.as_str()),
         "last_error": current_error(rec),
-        "held_until": words::quiet_hours_until(rec),
-        "why": words::why(rec),
+        "held_until": wording::quiet_hours_until(rec),
+        "why": wording::why(rec),
         "fallback_to": rec.fallback_to(),
         "fallback_from": rec.fallback_from(),
         "history": history,
@@ -169,8 +169,8 @@ fn ledger_json(rec: &DeliveryRecord) -> Value {
 /// The ledger's own codes (`detail`) for scripts, and the operator's words (`meaning`).
 fn history_json(n: u64, h: &HistoryEntry, quiet_hold: bool) -> Value {
     let meaning = match quiet_hold {
-        true => Some(words::QUIET_HOLD),
-        false => h.detail.as_deref().map(words::detail),
+        true => Some(wording::QUIET_HOLD),
+        false => h.detail.as_deref().map(wording::detail),
     };
     json!({
         "n": n,
@@ -222,7 +222,7 @@ fn print_reminder(r: &Reminder, deliveries: &[Delivery]) {
             None if d.standby.is_some() => {
                 println!("  ledger     no item: {}", standby_words(d.standby))
             }
-            None => println!("  ledger     no item: {}", words::never_claimed(r.status)),
+            None => println!("  ledger     no item: {}", wording::never_claimed(r.status)),
             Some(rec) => print_ledger(rec),
         }
     }
@@ -231,7 +231,7 @@ fn print_reminder(r: &Reminder, deliveries: &[Delivery]) {
 /// A channel in standby, in words: waiting for the channel ahead, not needed, or taking over.
 fn standby_words(standby: Option<Turn>) -> String {
     match standby {
-        Some(Turn::Wait { behind, .. }) => format!("{} {behind}", words::STANDBY),
+        Some(Turn::Wait { behind, .. }) => format!("{} {behind}", wording::STANDBY),
         Some(Turn::NotNeeded { because }) => format!(
             "not needed: {because}, ahead of it in the fallback order, settled without handing on"
         ),
@@ -255,7 +255,7 @@ fn print_ledger(rec: &DeliveryRecord) {
             .map(|e| format!(" · last error {e}"))
             .unwrap_or_default(),
     );
-    if let Some(why) = words::why(rec) {
+    if let Some(why) = wording::why(rec) {
         println!("  why        {why}");
     }
     if let Some(to) = rec.fallback_to() {
@@ -267,8 +267,8 @@ fn print_ledger(rec: &DeliveryRecord) {
     let quiet = quiet_hold_entry(rec);
     for (n, h) in rec.history() {
         let line = match Some(n) == quiet {
-            true => words::quiet_hold(h),
-            false => words::history(h),
+            true => wording::quiet_hold(h),
+            false => wording::history(h),
         };
         println!("  #{n:<3} {} {line}", h.at.to_rfc3339());
     }

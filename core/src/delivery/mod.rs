@@ -4,17 +4,17 @@
 //! Every operation is optimistic: compute the next record from what was last seen (nothing, for
 //! a first claim: the happy path costs one write), write it conditionally, and on a conflict
 //! recompute from the item DynamoDB returned (no extra read). The loop itself is
-//! [`step::Transition`], a machine without I/O, so the model check drives the same code.
+//! [`machine::Transition`], a machine without I/O, so the model check drives the same code.
 
 pub mod abandoned;
+pub mod machine;
 pub mod standby;
-pub mod step;
 
 use crate::clock::Timestamp;
 use crate::ledger::{Change, Ctx, DeliveryRecord, LeaseToken, Refused, Status};
 use crate::policy::{Next, Outcome, OutcomeClass, RetryPolicy};
 use crate::ports::{Ledger, PortError};
-pub use step::{is_ours, Op, Progress, Transition};
+pub use machine::{is_ours, Op, Progress, Transition};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Written {
@@ -27,7 +27,7 @@ pub enum Written {
 }
 
 /// Apply `change` on the ledger, starting from `seen` (the caller's last view; `None` when it
-/// has none, which is right for a first claim): [`step::Transition`] driven by `ledger`.
+/// has none, which is right for a first claim): [`machine::Transition`] driven by `ledger`.
 pub async fn transition<L: Ledger>(
     ledger: &L,
     seen: Option<DeliveryRecord>,

@@ -1,7 +1,7 @@
 //! Fault injection for the in-memory ports: "fail the next N calls of `op`, before or after
 //! the effect". Operation names are the `OP_*` constants of each port module. The wrappers
 //! that put the same plan (or a latency) around any port, the AWS adapters too, are the
-//! harness's (`reminders_harness::wrap`).
+//! harness's (`reminders_harness::around`).
 
 use std::sync::{Arc, Mutex};
 

@@ -1,4 +1,4 @@
-//! The `ReminderStore` port: the reminders table, the outbox applications write to.
+//! The `ReminderStore` port: the reminders table, which applications write to.
 //!
 //! Pending reminders (status `scheduled`) sit in a sparse due-time index, sharded by
 //! [`due_shard`]; marking a reminder enqueued, expired or cancelled removes it from the index in

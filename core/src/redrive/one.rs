@@ -126,9 +126,15 @@ where
         if super::series::unmade(self.ports.reminders(), &reminder).await? {
             let store = self.ports.reminders();
             let retention = self.cfg.retention;
-            crate::outbox::cancel(store, self.ports.ledger(), &msg.reminder_id, now, retention)
-                .await
-                .map_err(super::series::port_error)?;
+            crate::reminder_writes::cancel(
+                store,
+                self.ports.ledger(),
+                &msg.reminder_id,
+                now,
+                retention,
+            )
+            .await
+            .map_err(super::series::port_error)?;
             tracing::warn!(delivery_key = %msg.delivery_key, "its series no longer makes this occurrence (edited or cancelled); cancelled, not redriven");
             return self.cancelled(req, msg, &reminder, now, dm).await;
         }

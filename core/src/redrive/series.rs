@@ -4,8 +4,8 @@
 
 use crate::domain::series::{occurrence_of, SeriesStatus};
 use crate::domain::Reminder;
-use crate::outbox::OutboxError;
 use crate::ports::{PortError, SeriesStore};
+use crate::reminder_writes::OutboxError;
 
 /// `reminder` is an occurrence whose series was cancelled, or (unless it was edited on its
 /// own, which a series edit leaves alone) whose series' rule no longer makes its instant.

@@ -5,9 +5,9 @@
 use crate::clock::Timestamp;
 use crate::domain::series::{Series, SeriesStatus};
 use crate::domain::{Access, Retention};
-use crate::outbox::{CancelReport, OutboxError};
 use crate::ports::series::{ExpectedSeries, SeriesStore, Written};
 use crate::ports::{Ledger, ReminderStore};
+use crate::reminder_writes::{CancelReport, OutboxError};
 
 use super::maker::{make_one, subscriber_zone, MakeReport};
 use super::reconcile::{affected, reconcile, settle};

@@ -137,7 +137,7 @@ where
                 for &at in &instants {
                     let id = crate::domain::series::occurrence_id(&s.series_id, at);
                     if store.get(&id).await?.is_some() {
-                        crate::outbox::cancel(store, ledger, &id, now, retention)
+                        crate::reminder_writes::cancel(store, ledger, &id, now, retention)
                             .await
                             .map_err(outbox_port)?;
                     }

@@ -7,9 +7,9 @@ use std::collections::BTreeSet;
 use crate::clock::Timestamp;
 use crate::domain::series::{occurrence_id, Series, SeriesStatus, MAKE_AHEAD};
 use crate::domain::{Access, ReminderStatus, Retention};
-use crate::outbox::{self, CancelReport, Edit, Edited, OutboxError};
 use crate::ports::series::{ExpectedSeries, SeriesStore};
 use crate::ports::{Ledger, PortError, ReminderStore};
+use crate::reminder_writes::{self, CancelReport, Edit, Edited, OutboxError};
 
 /// At most this many instants an edit or a cancel brings in line (a day of a rule every
 /// minute, fresh for a day).
@@ -83,7 +83,9 @@ where
         // already, so that a reschedule never also fires at the old time (a send in flight
         // is past stopping, and the cancel's answer says so).
         if !wanted || s.status == SeriesStatus::Cancelled {
-            if let Some(report) = outbox::cancel(store, ledger, &id, now, retention).await? {
+            if let Some(report) =
+                reminder_writes::cancel(store, ledger, &id, now, retention).await?
+            {
                 cancels.push((at, report));
             }
             continue;
@@ -108,7 +110,9 @@ where
             detach: false,
             may_make_stale: true,
         };
-        match outbox::edit_as(&Access::Any, store, ledger, &id, changes, now, retention).await? {
+        match reminder_writes::edit_as(&Access::Any, store, ledger, &id, changes, now, retention)
+            .await?
+        {
             Edited::Edited(_)
             | Edited::Missing
             | Edited::Final(_)

@@ -58,7 +58,7 @@ pub(crate) struct ContentBody {
 
 /// What a body asks for.
 pub struct Wanted {
-    /// Validated: exactly what `outbox::create` stores.
+    /// Validated: exactly what `reminder_writes::create` stores.
     pub reminder: Reminder,
     /// The body named its freshness (`fresh_for_secs` or `fresh_until`); without it, a
     /// repeated body is the same whatever the default is now.

@@ -5,8 +5,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use reminders::domain::ReminderError;
-use reminders::outbox::OutboxError;
 use reminders::ports::PortError;
+use reminders::reminder_writes::OutboxError;
 
 #[derive(Debug)]
 pub struct ApiError {

@@ -1,4 +1,4 @@
-//! One function per route. Each reads the ports through the library (`outbox`, the ledger,
+//! One function per route. Each reads the ports through the library (`reminder_writes`, the ledger,
 //! the subscriber index) and answers JSON; every failure is an [`ApiError`].
 
 use std::collections::HashMap;
@@ -12,8 +12,8 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use reminders::clock::Clock;
 use reminders::domain::{Access, Reminder, ReminderId, SubscriberId};
-use reminders::outbox::{self, Edit, Edited};
 use reminders::ports::{Ledger, ReminderStore, SubscriberIndex};
+use reminders::reminder_writes::{self, Edit, Edited};
 
 use crate::caller::{end_user_refused, Caller, Scope};
 use crate::error::ApiError;
@@ -59,7 +59,7 @@ where
         let state = view::reminder(&created, &app.ledger, &app.store).await?;
         return Ok((StatusCode::CREATED, Json(state)).into_response());
     }
-    let created = outbox::create_owned(
+    let created = reminder_writes::create_owned(
         &app.store,
         new_reminder(&wanted.reminder),
         access.owner().cloned(),
@@ -118,7 +118,7 @@ where
 }
 
 /// The reminder already exists: the same body answers its state, a different one edits it
-/// while an edit is allowed (the outbox's rules), else `409` naming why.
+/// while an edit is allowed (the rules of `reminder_writes`), else `409` naming why.
 async fn replace<S, L, C>(
     app: &App<S, L, C>,
     access: &Access,
@@ -169,7 +169,7 @@ where
         may_make_stale: false,
     };
     let now = app.clock.now();
-    match outbox::edit_as(
+    match reminder_writes::edit_as(
         access,
         &app.store,
         &app.ledger,
@@ -266,7 +266,7 @@ where
     let now = app.clock.now();
     let retention = app.defaults.retention;
     let mut report =
-        outbox::cancel_as(&access, &app.store, &app.ledger, &id, now, retention).await?;
+        reminder_writes::cancel_as(&access, &app.store, &app.ledger, &id, now, retention).await?;
     if report.is_none() {
         // An occurrence of a series not made yet: skipped by a cancelled placeholder.
         let store = &app.store;
@@ -277,7 +277,8 @@ where
                 return Ok(Json(answer));
             }
             // Made meanwhile: cancelled as any reminder.
-            report = outbox::cancel_as(&access, store, &app.ledger, &id, now, retention).await?;
+            report = reminder_writes::cancel_as(&access, store, &app.ledger, &id, now, retention)
+                .await?;
         }
     }
     let report = report.ok_or_else(|| ApiError::not_found("reminder"))?;

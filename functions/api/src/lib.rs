@@ -1,5 +1,5 @@
 //! The HTTP API (docs/design.md, "HTTP API"): applications in any language create, edit, cancel and
-//! follow reminders through the library's own outbox (`reminders::outbox`), never by
+//! follow reminders through the library's own writes (`reminders::reminder_writes`), never by
 //! re-implementing the shard hash or the cancel protocol.
 //!
 //! | call | answer |
@@ -66,7 +66,7 @@ impl Defaults {
     /// `SMS_ALLOWED_COUNTRY_CODES`.
     pub fn from_env() -> Result<Self, ConfigError> {
         Ok(Self {
-            freshness: reminders::outbox::default_freshness()?,
+            freshness: reminders::reminder_writes::default_freshness()?,
             retention: Retention::from_env()?,
             sms_countries: SmsCountries::from_env()?,
             suppression_key: None,

@@ -2,10 +2,8 @@
 //! (payload 2.0) events against the emulator: `lambda_http` hands the router the request and
 //! API Gateway gets the router's answer.
 
-#[path = "../../../tests/support/runtime_api.rs"]
-mod runtime_api;
-#[path = "../../../tests/support/suppression_key.rs"]
-mod suppression_key;
+use reminders_test_support::runtime_api;
+use reminders_test_support::suppression_key;
 
 use runtime_api::{assert_calls_declared, invoke, Stack, CARGO_LAMBDA_WATCH_DEADLINE};
 use serde_json::{json, Value};

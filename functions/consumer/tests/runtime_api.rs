@@ -2,8 +2,7 @@
 //! `cargo lambda watch` sends: it handles the record (a malformed message, dead-lettered with
 //! its reason) instead of releasing every record as past a deadline in 1970.
 
-#[path = "../../../tests/support/runtime_api.rs"]
-mod runtime_api;
+use reminders_test_support::runtime_api;
 
 use reminders::consumer::event::arn_for_url;
 use reminders::domain::{Channel, DeadReason};

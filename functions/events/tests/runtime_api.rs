@@ -2,8 +2,7 @@
 //! read from the emulator's real ledger stream (two writes: one settles, one does not): one
 //! event reaches the bus, and through its rule the tap queue, with the contract's detail.
 
-#[path = "../../../tests/support/runtime_api.rs"]
-mod runtime_api;
+use reminders_test_support::runtime_api;
 
 use std::time::{Duration, Instant};
 

@@ -4,10 +4,8 @@
 //! suppressions in the reminders table under the keyed hash the consumer looks up, and the
 //! garbage in the feedback DLQ with its reason.
 
-#[path = "../../../tests/support/runtime_api.rs"]
-mod runtime_api;
-#[path = "../../../tests/support/suppression_key.rs"]
-mod suppression_key;
+use reminders_test_support::runtime_api;
+use reminders_test_support::suppression_key;
 
 use reminders::domain::{AddressHash, Channel, Recipient, SuppressionSource};
 use reminders::ports::ReminderStore;

@@ -2,8 +2,7 @@
 //! `cargo lambda watch` sends: a dry run reads the DLQ and reports by reason, instead of
 //! stopping at once at a deadline in 1970.
 
-#[path = "../../../tests/support/runtime_api.rs"]
-mod runtime_api;
+use reminders_test_support::runtime_api;
 
 use reminders::domain::Channel;
 use reminders::ports::{DeliveryQueue, OutgoingMessage};

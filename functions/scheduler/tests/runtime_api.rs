@@ -2,8 +2,7 @@
 //! deadline `cargo lambda watch` sends: it runs without a deadline (and warns) and fans out
 //! the due reminder, instead of reading 600000 as an epoch in 1970 and doing nothing.
 
-#[path = "../../../tests/support/runtime_api.rs"]
-mod runtime_api;
+use reminders_test_support::runtime_api;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! forwarding is written once per port trait (in this module's files); what a wrapper does
 //! around a call is a hook: a fault plan ([`Faults`]), a latency ([`Latency`]), the
 //! simulation's meters and timers, the budget tests' counters. Hooks compose: `(a, b)` runs
-//! `a` outside `b`.
+//! `a`'s before, then `b`'s; `b`'s after, then `a`'s.
 //!
 //! A call is a typed [`Call`], holding the operation's arguments; a hook that needs the answer
 //! (a page's length) reads it from [`Answer`].
@@ -90,7 +90,10 @@ impl<H: Hook> Hook for Arc<H> {
     }
 }
 
-/// `(outer, inner)`: `outer` before `inner`, and after it.
+/// `(outer, inner)`: `outer`'s before, then `inner`'s; after the call, `inner`'s after, then
+/// `outer`'s. Unlike two wrappers, a hook that fails ends the call there: the other hook's
+/// after does not run. The compound reads are split if either hook models single reads, and
+/// the batch is moved by `outer`, then by `inner`.
 impl<A: Hook, B: Hook> Hook for (A, B) {
     async fn before(&self, call: &Call<'_>) -> Result<(), PortError> {
         self.0.before(call).await?;

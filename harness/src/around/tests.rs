@@ -66,10 +66,63 @@ impl Hook for Log {
     }
 }
 
-/// Two hooks compose: the outer's before runs first and its after last; a fault the inner
-/// plan raises before the call answers it without the call, and the outer hears the failure.
+/// Two hooks compose: the outer's before runs first and its after last.
 #[tokio::test]
-async fn hooks_compose_outer_around_inner() {
+async fn hooks_compose_outer_before_inner_and_after_it() {
+    let seen = std::sync::Arc::new(Mutex::new(Vec::new()));
+    let log = |tag| Log {
+        tag,
+        seen: seen.clone(),
+        splits: false,
+    };
+    let ledger = Around::new(MemoryLedger::default(), (log("outer"), log("inner")));
+    let key = DeliveryKey::derive(
+        &ReminderId::parse("r-1").unwrap(),
+        &SubscriberId::parse("s-1").unwrap(),
+        Channel::Email,
+    );
+    assert_eq!(ledger.get(&key).await.unwrap(), None);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            "outer before ledger.get",
+            "inner before ledger.get",
+            "inner after ledger.get answered",
+            "outer after ledger.get answered",
+        ]
+    );
+}
+
+/// A fault plan checks after a call only when the call answered: a rule for a lost response
+/// waits for a call that was made.
+#[tokio::test]
+async fn a_lost_response_waits_for_a_call_that_answered() {
+    let (outer, inner) = (Faults::default(), Faults::default());
+    let ledger = Around::new(
+        Around::new(MemoryLedger::default(), inner.clone()),
+        outer.clone(),
+    );
+    let key = DeliveryKey::derive(
+        &ReminderId::parse("r-1").unwrap(),
+        &SubscriberId::parse("s-1").unwrap(),
+        Channel::Email,
+    );
+    let op = reminders_core::ports::ledger::OP_GET;
+    outer.fail(op, FaultPoint::After, 1);
+    inner.fail(op, FaultPoint::Before, 1);
+    let point = |r: Result<_, PortError>| match r {
+        Err(PortError::Injected { point, .. }) => Some(point),
+        _ => None,
+    };
+    assert_eq!(point(ledger.get(&key).await), Some(FaultPoint::Before));
+    assert_eq!(point(ledger.get(&key).await), Some(FaultPoint::After));
+    assert_eq!(ledger.get(&key).await.unwrap(), None);
+}
+
+/// A failing hook ends the call there: a fault the inner plan raises after the call answered is
+/// the caller's answer, and the outer hook does not see the call end.
+#[tokio::test]
+async fn an_inner_lost_response_ends_the_call_before_the_outer_after() {
     let seen = std::sync::Arc::new(Mutex::new(Vec::new()));
     let outer = Log {
         tag: "outer",
@@ -109,9 +162,10 @@ async fn hooks_compose_outer_around_inner() {
 async fn a_splitting_hook_sees_a_delivery_read_as_its_single_reads() {
     let sub = SubscriberId::parse("sub-1").unwrap();
     let id = ReminderId::parse("r-1").unwrap();
-    for (splits, expected) in [
+    for (splits, shared, expected) in [
         (
             true,
+            false,
             vec![
                 "x before reminders.get",
                 "x after reminders.get answered",
@@ -121,9 +175,21 @@ async fn a_splitting_hook_sees_a_delivery_read_as_its_single_reads() {
         ),
         (
             false,
+            false,
             vec![
                 "x before reminders.delivery_read",
                 "x after reminders.delivery_read answered",
+            ],
+        ),
+        // A shared hook (the simulation's one meter) splits them too.
+        (
+            true,
+            true,
+            vec![
+                "x before reminders.get",
+                "x after reminders.get answered",
+                "x before reminders.preferences",
+                "x after reminders.preferences answered",
             ],
         ),
     ] {
@@ -133,8 +199,13 @@ async fn a_splitting_hook_sees_a_delivery_read_as_its_single_reads() {
             seen: seen.clone(),
             splits,
         };
-        let store = Around::new(MemoryReminderStore::new(4), hook);
-        let read = store.delivery_read(&id, &sub, None).await.unwrap();
+        let read = if shared {
+            let store = Around::new(MemoryReminderStore::new(4), std::sync::Arc::new(hook));
+            store.delivery_read(&id, &sub, None).await.unwrap()
+        } else {
+            let store = Around::new(MemoryReminderStore::new(4), hook);
+            store.delivery_read(&id, &sub, None).await.unwrap()
+        };
         assert!(matches!(read.reminder, Ok(None)));
         assert_eq!(*seen.lock().unwrap(), expected, "splits: {splits}");
     }

@@ -6,7 +6,7 @@ use super::dice::{invoke, API_TIMEOUT};
 use super::world::World;
 use reminders_core::clock::Timestamp;
 use reminders_core::domain::ReminderId;
-use reminders_core::outbox::{self, Edit, Edited};
+use reminders_core::reminder_writes::{self, Edit, Edited};
 
 /// The application's edit through the API: an occurrence edited through its own id is recorded
 /// on its series first (so that the series' cancel reaches it wherever it moves, whatever the
@@ -17,7 +17,7 @@ pub(super) async fn edit_through_api(
     id: &ReminderId,
     mut changes: Edit,
     now: Timestamp,
-) -> Option<Result<Edited, outbox::OutboxError>> {
+) -> Option<Result<Edited, reminder_writes::OutboxError>> {
     let ports = &world.ports;
     let work = async {
         if let Some((series, at)) = reminders_core::domain::series::occurrence_of(id) {
@@ -27,10 +27,10 @@ pub(super) async fn edit_through_api(
             match recorded {
                 Ok(Ok(())) => {}
                 Ok(Err(_)) => return Ok(Edited::Missing),
-                Err(e) => return Err(outbox::OutboxError::Port(e)),
+                Err(e) => return Err(reminder_writes::OutboxError::Port(e)),
             }
         }
-        outbox::edit(
+        reminder_writes::edit(
             &ports.reminders,
             &ports.ledger,
             id,

@@ -11,8 +11,8 @@ use super::acks::Kinds;
 use super::world::{recipient, subscriber_index, World};
 use reminders_core::clock::Clock;
 use reminders_core::domain::{Channel, ReminderId};
-use reminders_core::outbox::{Edit, Edited};
 use reminders_core::ports::ReminderStore;
+use reminders_core::reminder_writes::{Edit, Edited};
 
 /// A PUT of `id`'s body without one of its channels, right after its enqueue, and `after` that
 /// one listing it again: whether the first was acknowledged.

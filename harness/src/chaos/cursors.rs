@@ -108,7 +108,7 @@ async fn share_a_subscriber(world: &World, seed: u64) {
                 },
                 recipients: vec![super::world::recipient(Channel::Email, 90 + n % 10)],
             };
-            let made = reminders_core::outbox::create_owned(
+            let made = reminders_core::reminder_writes::create_owned(
                 world.store.as_ref(),
                 new,
                 access.owner().cloned(),

@@ -17,9 +17,9 @@ use reminders_core::domain::{
     Channel, Content, DeadReason, DeliveryKey, NewReminder, Reminder, ReminderId, Retention,
     SubscriberId,
 };
-use reminders_core::outbox;
 use reminders_core::ports::faults::lock;
 use reminders_core::redrive::{RedriveConfig, RedriveRequest, Redriver};
+use reminders_core::reminder_writes;
 
 /// An operator's redrive of `channel`'s DLQ, every reason, `after` from now.
 pub(super) async fn redrive_later(
@@ -151,7 +151,7 @@ async fn cancel(world: &World, id: &ReminderId) {
     lock(&world.cancel_requests).insert(id.clone());
     let now = world.clock.now();
     let ports = &world.ports;
-    let call = outbox::cancel(&ports.reminders, &ports.ledger, id, now, world.retention);
+    let call = reminder_writes::cancel(&ports.reminders, &ports.ledger, id, now, world.retention);
     if let Some(answer) = invoke(call, API_TIMEOUT).await {
         heard(world, id, answer).await;
     }
@@ -162,7 +162,7 @@ async fn cancel(world: &World, id: &ReminderId) {
 pub(super) async fn heard(
     world: &World,
     id: &ReminderId,
-    answer: Result<Option<outbox::CancelReport>, outbox::OutboxError>,
+    answer: Result<Option<reminder_writes::CancelReport>, reminder_writes::OutboxError>,
 ) {
     use reminders_core::delivery::Cancelled;
     use reminders_core::ledger::Status;

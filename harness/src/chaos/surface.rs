@@ -21,8 +21,8 @@ use super::prompt::{Prompt, Prompts};
 use super::world::{abroad, recipient, subscriber_index, World, CHAOS};
 use reminders_core::clock::{Clock, Timestamp};
 use reminders_core::domain::{Channel, Content, Reminder, ReminderId};
-use reminders_core::outbox::{Edit, Edited};
 use reminders_core::ports::faults::lock;
+use reminders_core::reminder_writes::{Edit, Edited};
 
 /// A reminder the world created (before its clock starts): landed and acknowledged.
 pub(super) fn created(world: &World, r: &Reminder) {

@@ -1,10 +1,19 @@
-//! An emulator world shared by integration tests: fresh tables and channel queues, the AWS
-//! adapters wrapped for fault injection, a scripted provider, and an event-source-mapping
-//! stand-in. Included with `#[path]` by the test binaries that need it.
-
-#![allow(dead_code)]
+//! # reminders-test-support — what the test suites share
+//!
+//! One crate every suite depends on (a dev-dependency: no function links it):
+//!
+//! | item | what |
+//! |---|---|
+//! | [`AwsWorld`] (this file) | an emulator world: fresh tables and channel queues, the AWS adapters wrapped in a fault plan, a scripted provider, an event-source-mapping stand-in |
+//! | [`edit_before_mark`] | a reminders store that lets an application edit between the scheduler's read and its mark |
+//! | [`server`] | a local HTTP server that answers as scripted and records each request (the HTTP provider's remote) |
+//! | [`runtime_api`] | a Lambda Runtime API stub: each function's bootstrap run for real, its AWS calls read from its logs |
+//! | [`suppression_key`] | a suppression key secret on the emulator |
 
 pub mod edit_before_mark;
+pub mod runtime_api;
+pub mod server;
+pub mod suppression_key;
 
 use std::sync::Arc;
 use std::time::Duration;

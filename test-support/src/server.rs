@@ -1,8 +1,6 @@
 //! A tiny HTTP/1.1 server on 127.0.0.1 for provider tests: each connection reads one request,
 //! records it, and does what the script (or a function of the request) says.
 
-#![allow(dead_code)]
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 

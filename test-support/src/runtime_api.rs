@@ -3,8 +3,6 @@
 //! here, gets one event from `/invocation/next` with the headers given, and its answer (the
 //! `/response` or `/error` body) is returned. Shared by the function packages' tests.
 
-#![allow(dead_code)]
-
 use std::process::{Command, Stdio};
 use std::time::Duration;
 

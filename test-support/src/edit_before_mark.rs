@@ -8,11 +8,11 @@ use reminders::clock::Timestamp;
 use reminders::domain::{
     AddressHash, Preferences, Reminder, ReminderId, ReminderStatus, SubscriberId, Suppression,
 };
-use reminders::outbox::{self, Edit, Edited, Retention};
 use reminders::ports::{
     DuePage, DueQuery, Inserted, Marked, MemoryLedger, MemoryReminderStore, PortError,
     ReminderStore, SweepCursor, SweepPage,
 };
+use reminders::reminder_writes::{self, Edit, Edited, Retention};
 
 /// A reminders table on which an application's edit lands right before the first mark (a
 /// scheduler's or a cancel's): the writer read one version, the edit makes the next.
@@ -70,7 +70,7 @@ impl ReminderStore for EditBeforeMark {
     async fn mark(&self, id: &ReminderId, v: u64, to: ReminderStatus) -> Result<Marked, PortError> {
         let edit = self.edit.lock().unwrap().take();
         if let Some(edit) = edit {
-            let got = outbox::edit(
+            let got = reminder_writes::edit(
                 &*self.inner,
                 &*self.ledger,
                 id,
