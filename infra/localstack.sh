@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The emulator suite's second leg: the local path, API, events, outage, operator and
-# walk-through tests against LocalStack, with DynamoDB on moto. infra/test.sh runs it after the
-# moto leg; it also runs on its own (from the project root):
+# walk-through tests against LocalStack, with DynamoDB on moto. infra/test.sh runs it beside the
+# moto leg (after it, without nextest); it also runs on its own (from the project root):
 #
 #   infra/localstack.sh           # installs and starts what it needs, stops it on exit
 #
@@ -68,7 +68,18 @@ cleanup() {
   for pid in "${PIDS[@]}"; do
     kill "$pid" 2>/dev/null || true
   done
+  # LocalStack's shutdown can hang after "Stopping all services" (seen in CI): ten seconds to
+  # stop, then KILL.
+  for _ in $(seq 20); do
+    local alive=0
+    for pid in "${PIDS[@]}"; do
+      if kill -0 "$pid" 2>/dev/null; then alive=1; fi
+    done
+    if [[ $alive -eq 0 ]]; then break; fi
+    sleep 0.5
+  done
   for pid in "${PIDS[@]}"; do
+    kill -KILL "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
   done
   rm -rf "$TMP/volume"

@@ -113,8 +113,8 @@ if grep -E '^aws-(sdk|config|smithy)' <<<"$deps"; then
 fi
 for f in scheduler consumer redrive api events feedback; do
   deps=$(normal_deps "$f")
-  if grep -E '^reminders-harness' <<<"$deps"; then
-    echo "function $f links the test harness" >&2
+  if grep -E '^reminders-(harness|test-support)' <<<"$deps"; then
+    echo "function $f links the test harness or the tests' support" >&2
     exit 1
   fi
 done
@@ -133,23 +133,33 @@ step "tests (emulator at $AWS_ENDPOINT_URL)"
 # process's main thread, whose stack is the system's (8 MiB on Lambda).
 export RUST_MIN_STACK="${RUST_MIN_STACK:-8388608}"
 # The same emulator tests of the local path, API, events, outage and walk-through run again
-# against LocalStack (host mode, installed and started by infra/localstack.sh), DynamoDB still
-# on this moto. With nextest the two legs run side by side once every test is built: both
-# wait mostly on an emulator or on the wall clock (a series' occurrences a minute apart), and
-# every emulator test names its tables and queues after its own process.
+# against LocalStack (host mode, installed and started by infra/localstack.sh). With nextest
+# the two legs run side by side once every test is built: both wait mostly on an emulator or
+# on the wall clock (a series' occurrences a minute apart). The LocalStack leg then keeps
+# DynamoDB on a moto of its own, so neither leg's load or state reaches the other's.
 if cargo nextest --version >/dev/null 2>&1; then
   # nextest does not run doctests: run them first, so nextest's summary closes the log.
   cargo test --workspace --all-features --locked --doc
   cargo nextest run --workspace --all-features --locked --no-run
   LOCALSTACK_LOG="$(mktemp -t localstack-leg.XXXXXX)"
-  MOTO_ENDPOINT="$AWS_ENDPOINT_URL" infra/localstack.sh >"$LOCALSTACK_LOG" 2>&1 &
+  # A process group of its own: stopping this script stops the leg at once, LocalStack, its
+  # moto and the tests with it (a shell runs its traps only when its foreground command ends).
+  setsid infra/localstack.sh >"$LOCALSTACK_LOG" 2>&1 &
   LOCALSTACK_LEG=$!
-  # Stopped with the script, whatever stops it.
-  trap 'kill "$LOCALSTACK_LEG" 2>/dev/null || true; wait "$LOCALSTACK_LEG" 2>/dev/null || true; cleanup' EXIT
+  stop_leg() {
+    kill -TERM -- "-$LOCALSTACK_LEG" 2>/dev/null || true
+    wait "$LOCALSTACK_LEG" 2>/dev/null || true
+    echo "the LocalStack leg was stopped; its log so far:" >&2
+    cat "$LOCALSTACK_LOG" >&2
+    rm -f "$LOCALSTACK_LOG"
+    cleanup
+  }
+  trap stop_leg EXIT
   moto_rc=0
   cargo nextest run --workspace --all-features --locked --no-fail-fast || moto_rc=$?
   localstack_rc=0
   wait "$LOCALSTACK_LEG" || localstack_rc=$?
+  trap cleanup EXIT
   step "the LocalStack leg (infra/localstack.sh), run beside the moto suite: its log"
   cat "$LOCALSTACK_LOG"
   rm -f "$LOCALSTACK_LOG"

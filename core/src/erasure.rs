@@ -29,7 +29,7 @@ use crate::clock::Timestamp;
 use crate::delivery::Cancelled;
 use crate::domain::{AddressHash, ReminderId, Retention, SubscriberId, SuppressionKey};
 use crate::ports::{Deleted, Eraser, Ledger, Listed, PortError, ReminderStore, SubscriberIndex};
-use crate::reminder_writes::{self, OutboxError};
+use crate::reminder_writes::{self, WriteError};
 
 /// The most reminders one call erases (the API function's timeout bounds a call).
 pub const MAX_PER_CALL: usize = 300;
@@ -71,7 +71,7 @@ pub async fn erase<S, L>(
     subscriber: &SubscriberId,
     now: Timestamp,
     retention: Retention,
-) -> Result<Erased, OutboxError>
+) -> Result<Erased, WriteError>
 where
     S: ReminderStore + SubscriberIndex + Eraser + crate::ports::SeriesStore,
     L: Ledger,
@@ -186,7 +186,7 @@ async fn look<S, L>(
     now: Timestamp,
     retention: Retention,
     out: &mut Erased,
-) -> Result<(Next, Option<Vec<AddressHash>>), OutboxError>
+) -> Result<(Next, Option<Vec<AddressHash>>), WriteError>
 where
     S: ReminderStore + SubscriberIndex + Eraser,
     L: Ledger,
@@ -205,7 +205,7 @@ where
     if crate::ports::reminders::editable(r.status) {
         let report = match reminder_writes::cancel(store, ledger, id, now, retention).await {
             Ok(report) => report,
-            Err(OutboxError::Contended) => return Ok((Next::Leave, None)),
+            Err(WriteError::Contended) => return Ok((Next::Leave, None)),
             Err(e) => return Err(e),
         };
         let in_flight = report.as_ref().is_some_and(|rep| {

@@ -19,7 +19,7 @@ use crate::ledger::{Ctx, Origin, Status};
 use crate::ports::{Inserted, Ledger, Marked, PortError, ReminderStore};
 
 #[derive(Debug, thiserror::Error)]
-pub enum OutboxError {
+pub enum WriteError {
     #[error(transparent)]
     Invalid(#[from] ReminderError),
     #[error(transparent)]
@@ -48,7 +48,7 @@ pub async fn create<S: ReminderStore>(
     default_freshness: Duration,
     retention: Retention,
     now: Timestamp,
-) -> Result<Option<Reminder>, OutboxError> {
+) -> Result<Option<Reminder>, WriteError> {
     create_owned(store, new, None, default_freshness, retention, now).await
 }
 
@@ -60,7 +60,7 @@ pub async fn create_owned<S: ReminderStore>(
     default_freshness: Duration,
     retention: Retention,
     now: Timestamp,
-) -> Result<Option<Reminder>, OutboxError> {
+) -> Result<Option<Reminder>, WriteError> {
     let mut reminder = Reminder::new(new, default_freshness, retention.0)?;
     reminder.owner = owner;
     crate::domain::check_due_ahead(reminder.due_at, now)?;
@@ -124,7 +124,7 @@ pub async fn edit<S: ReminderStore, L: Ledger>(
     changes: Edit,
     now: Timestamp,
     retention: Retention,
-) -> Result<Edited, OutboxError> {
+) -> Result<Edited, WriteError> {
     edit_as(&Access::Any, store, ledger, id, changes, now, retention).await
 }
 
@@ -138,7 +138,7 @@ pub async fn edit_as<S: ReminderStore, L: Ledger>(
     changes: Edit,
     now: Timestamp,
     retention: Retention,
-) -> Result<Edited, OutboxError> {
+) -> Result<Edited, WriteError> {
     for _ in 0..5 {
         let Some(current) = store.get(id).await? else {
             return Ok(Edited::Missing);
@@ -208,7 +208,7 @@ pub async fn edit_as<S: ReminderStore, L: Ledger>(
             Marked::Changed => continue,
         }
     }
-    Err(OutboxError::Contended)
+    Err(WriteError::Contended)
 }
 
 /// An enqueued reminder whose every listed channel has settled on the ledger, edited without
@@ -307,7 +307,7 @@ pub async fn cancel<S: ReminderStore, L: Ledger>(
     id: &ReminderId,
     now: Timestamp,
     retention: Retention,
-) -> Result<Option<CancelReport>, OutboxError> {
+) -> Result<Option<CancelReport>, WriteError> {
     cancel_as(&Access::Any, store, ledger, id, now, retention).await
 }
 
@@ -321,7 +321,7 @@ pub async fn cancel_as<S: ReminderStore, L: Ledger>(
     id: &ReminderId,
     now: Timestamp,
     retention: Retention,
-) -> Result<Option<CancelReport>, OutboxError> {
+) -> Result<Option<CancelReport>, WriteError> {
     let mut deliveries: Vec<(Channel, Cancelled)> = Vec::new();
     // The mark is conditional on the version read: an edit that lands between the ledger's
     // writes and the mark (a channel added, say) makes it fail, and the next round covers
@@ -368,7 +368,7 @@ pub async fn cancel_as<S: ReminderStore, L: Ledger>(
             }));
         }
     }
-    Err(OutboxError::Contended)
+    Err(WriteError::Contended)
 }
 
 /// The ledger's record of whose delivery a channel of `reminder` is.

@@ -52,7 +52,8 @@ struct Ran {
 }
 
 /// The emulator's recorder is one per server: only the counting tests use it (the ordering
-/// tests run beside others, in other processes under nextest), and they take turns.
+/// tests run beside others), and they take turns: this lock under plain `cargo test` (one
+/// process), a nextest test group of one thread under nextest (.config/nextest.toml).
 static RECORDER: Mutex<()> = Mutex::const_new(());
 
 async fn recorder(verb: &str) -> String {

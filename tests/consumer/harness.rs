@@ -17,7 +17,7 @@ use reminders::ports::{
     DeadLetters, DeliveryQueue, Faults, Ledger, MemoryGate, MemoryLedger, MemoryQueue,
     MemoryReminderStore, OutgoingMessage, PortSet, ReminderStore, ScriptedProvider,
 };
-use reminders::reminder_writes::{self, Edit, Edited, OutboxError};
+use reminders::reminder_writes::{self, Edit, Edited, WriteError};
 use reminders_harness::around::{Around, Faulty};
 
 pub const T0: Timestamp = Timestamp::from_millis(1_800_000_000_000);
@@ -131,7 +131,7 @@ impl Mem {
     }
 
     /// An application's edit of `id` at T0, as the API makes it (default retention).
-    pub async fn edit(&self, id: &ReminderId, edit: Edit) -> Result<Edited, OutboxError> {
+    pub async fn edit(&self, id: &ReminderId, edit: Edit) -> Result<Edited, WriteError> {
         reminder_writes::edit(
             &*self.store,
             &*self.ledger,

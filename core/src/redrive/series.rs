@@ -5,7 +5,7 @@
 use crate::domain::series::{occurrence_of, SeriesStatus};
 use crate::domain::Reminder;
 use crate::ports::{PortError, SeriesStore};
-use crate::reminder_writes::OutboxError;
+use crate::reminder_writes::WriteError;
 
 /// `reminder` is an occurrence whose series was cancelled, or (unless it was edited on its
 /// own, which a series edit leaves alone) whose series' rule no longer makes its instant.
@@ -35,9 +35,9 @@ pub(super) async fn unmade<S: SeriesStore>(
     Ok(!series.produces(at))
 }
 
-pub(super) fn port_error(e: OutboxError) -> PortError {
+pub(super) fn port_error(e: WriteError) -> PortError {
     match e {
-        OutboxError::Port(p) => p,
+        WriteError::Port(p) => p,
         other => PortError::Invariant {
             op: "redrive.series",
             message: other.to_string(),

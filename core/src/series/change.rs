@@ -7,7 +7,7 @@ use crate::domain::series::{Series, SeriesStatus};
 use crate::domain::{Access, Retention};
 use crate::ports::series::{ExpectedSeries, SeriesStore, Written};
 use crate::ports::{Ledger, ReminderStore};
-use crate::reminder_writes::{CancelReport, OutboxError};
+use crate::reminder_writes::{CancelReport, WriteError};
 
 use super::maker::{make_one, subscriber_zone, MakeReport};
 use super::reconcile::{affected, reconcile, settle};
@@ -49,7 +49,7 @@ pub async fn put<S, L>(
     mut wanted: Series,
     now: Timestamp,
     retention: Retention,
-) -> Result<Result<Put, Refused>, OutboxError>
+) -> Result<Result<Put, Refused>, WriteError>
 where
     S: SeriesStore + ReminderStore,
     L: Ledger,
@@ -146,7 +146,7 @@ pub async fn cancel<S, L>(
     id: &crate::domain::SeriesId,
     now: Timestamp,
     retention: Retention,
-) -> Result<Result<(Series, Vec<(Timestamp, CancelReport)>), Refused>, OutboxError>
+) -> Result<Result<(Series, Vec<(Timestamp, CancelReport)>), Refused>, WriteError>
 where
     S: SeriesStore + ReminderStore,
     L: Ledger,

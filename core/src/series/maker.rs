@@ -8,7 +8,7 @@ use crate::domain::Retention;
 use crate::ports::series::{ExpectedSeries, SeriesStore, Written};
 use crate::ports::{Inserted, Ledger, PortError, ReminderStore};
 
-use super::reconcile::{affected, outbox_port, reconcile, settle};
+use super::reconcile::{affected, reconcile, settle, write_error_as_port};
 
 /// At most this many occurrences of one series made in one pass (a long outage's backlog
 /// is made over several runs).
@@ -90,7 +90,7 @@ where
         let instants = affected(&s, next, now);
         reconcile(store, ledger, &s, &instants, now, retention)
             .await
-            .map_err(outbox_port)?;
+            .map_err(write_error_as_port)?;
         settle(store, &s).await?;
         match store.get_series(&s.series_id).await? {
             Some(stored) => s = stored,
@@ -139,7 +139,7 @@ where
                     if store.get(&id).await?.is_some() {
                         crate::reminder_writes::cancel(store, ledger, &id, now, retention)
                             .await
-                            .map_err(outbox_port)?;
+                            .map_err(write_error_as_port)?;
                     }
                 }
                 return Ok(());
@@ -152,7 +152,7 @@ where
                 current.localise(zone_now.as_deref());
                 reconcile(store, ledger, &current, &instants, now, retention)
                     .await
-                    .map_err(outbox_port)?;
+                    .map_err(write_error_as_port)?;
                 s = current;
             }
         }

@@ -9,7 +9,7 @@ use crate::domain::series::{occurrence_id, Series, SeriesStatus, MAKE_AHEAD};
 use crate::domain::{Access, ReminderStatus, Retention};
 use crate::ports::series::{ExpectedSeries, SeriesStore};
 use crate::ports::{Ledger, PortError, ReminderStore};
-use crate::reminder_writes::{self, CancelReport, Edit, Edited, OutboxError};
+use crate::reminder_writes::{self, CancelReport, Edit, Edited, WriteError};
 
 /// At most this many instants an edit or a cancel brings in line (a day of a rule every
 /// minute, fresh for a day).
@@ -27,7 +27,7 @@ pub async fn reconcile<S, L>(
     instants: &[Timestamp],
     now: Timestamp,
     retention: Retention,
-) -> Result<Vec<(Timestamp, CancelReport)>, OutboxError>
+) -> Result<Vec<(Timestamp, CancelReport)>, WriteError>
 where
     S: ReminderStore,
     L: Ledger,
@@ -158,9 +158,9 @@ pub(super) async fn settle<S: SeriesStore>(store: &S, s: &Series) -> Result<(), 
     Ok(())
 }
 
-pub(super) fn outbox_port(e: OutboxError) -> PortError {
+pub(super) fn write_error_as_port(e: WriteError) -> PortError {
     match e {
-        OutboxError::Port(p) => p,
+        WriteError::Port(p) => p,
         other => PortError::Invariant {
             op: "series.reconcile",
             message: other.to_string(),

@@ -6,7 +6,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use reminders::domain::ReminderError;
 use reminders::ports::PortError;
-use reminders::reminder_writes::OutboxError;
+use reminders::reminder_writes::WriteError;
 
 #[derive(Debug)]
 pub struct ApiError {
@@ -110,12 +110,12 @@ impl From<PortError> for ApiError {
     }
 }
 
-impl From<OutboxError> for ApiError {
-    fn from(e: OutboxError) -> Self {
+impl From<WriteError> for ApiError {
+    fn from(e: WriteError) -> Self {
         match e {
-            OutboxError::Invalid(e) => e.into(),
-            OutboxError::Port(e) => e.into(),
-            OutboxError::Contended => Self {
+            WriteError::Invalid(e) => e.into(),
+            WriteError::Port(e) => e.into(),
+            WriteError::Contended => Self {
                 status: StatusCode::SERVICE_UNAVAILABLE,
                 code: "unavailable",
                 field: None,

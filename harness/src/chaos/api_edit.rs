@@ -17,7 +17,7 @@ pub(super) async fn edit_through_api(
     id: &ReminderId,
     mut changes: Edit,
     now: Timestamp,
-) -> Option<Result<Edited, reminder_writes::OutboxError>> {
+) -> Option<Result<Edited, reminder_writes::WriteError>> {
     let ports = &world.ports;
     let work = async {
         if let Some((series, at)) = reminders_core::domain::series::occurrence_of(id) {
@@ -27,7 +27,7 @@ pub(super) async fn edit_through_api(
             match recorded {
                 Ok(Ok(())) => {}
                 Ok(Err(_)) => return Ok(Edited::Missing),
-                Err(e) => return Err(reminder_writes::OutboxError::Port(e)),
+                Err(e) => return Err(reminder_writes::WriteError::Port(e)),
             }
         }
         reminder_writes::edit(

@@ -162,7 +162,7 @@ async fn cancel(world: &World, id: &ReminderId) {
 pub(super) async fn heard(
     world: &World,
     id: &ReminderId,
-    answer: Result<Option<reminder_writes::CancelReport>, reminder_writes::OutboxError>,
+    answer: Result<Option<reminder_writes::CancelReport>, reminder_writes::WriteError>,
 ) {
     use reminders_core::delivery::Cancelled;
     use reminders_core::ledger::Status;

@@ -1,6 +1,6 @@
 //! The library's rules for what applications ask (each decision in one home, the library): how
 //! far ahead a reminder may be due, how long it may stay fresh, and that an edit which would
-//! send nothing is refused. They hold in `outbox`, for the API, `remindctl remind create` and
+//! send nothing is refused. They hold in `reminder_writes`, for the API, `remindctl remind create` and
 //! every other caller alike; before, only the API's body decoder held them.
 
 use std::time::Duration;
@@ -9,7 +9,7 @@ use reminders::domain::{
     Channel, NewReminder, Recipient, ReminderError, Retention, MAX_DUE_AHEAD, MAX_FRESHNESS,
 };
 use reminders::ports::ReminderStore;
-use reminders::reminder_writes::{self, Edit, Edited, OutboxError};
+use reminders::reminder_writes::{self, Edit, Edited, WriteError};
 
 use crate::harness::{message, reminder, test_config, Mem, T0};
 
@@ -59,7 +59,7 @@ async fn create_holds_the_limits_for_every_caller_and_stores_nothing_refused() {
         )
         .await;
         match got {
-            Err(OutboxError::Invalid(e)) => assert_eq!(e, want, "{id}"),
+            Err(WriteError::Invalid(e)) => assert_eq!(e, want, "{id}"),
             other => panic!("{id}: {other:?}"),
         }
         let id = reminders::domain::ReminderId::parse(id).unwrap();
@@ -83,7 +83,7 @@ async fn an_edit_that_moves_the_due_time_past_the_limit_is_refused() {
     };
     let got = w.edit(&r.reminder_id, edit).await;
     assert!(
-        matches!(got, Err(OutboxError::Invalid(ReminderError::DueTooFar))),
+        matches!(got, Err(WriteError::Invalid(ReminderError::DueTooFar))),
         "{got:?}"
     );
     let stored = w.store.get(&r.reminder_id).await.unwrap().unwrap();
@@ -133,7 +133,7 @@ async fn a_reminder_stale_on_arrival_is_refused_unless_it_is_a_repeat() {
     let got =
         reminder_writes::create(&*w.store, stale("late"), hour, Retention::default(), T0).await;
     assert!(
-        matches!(got, Err(OutboxError::Invalid(ReminderError::StaleAlready))),
+        matches!(got, Err(WriteError::Invalid(ReminderError::StaleAlready))),
         "{got:?}"
     );
     let id = reminders::domain::ReminderId::parse("late").unwrap();
@@ -168,7 +168,7 @@ async fn an_edit_that_would_make_a_fresh_reminder_stale_is_refused() {
     };
     let got = w.edit(&r.reminder_id, edit).await;
     assert!(
-        matches!(got, Err(OutboxError::Invalid(ReminderError::StaleAlready))),
+        matches!(got, Err(WriteError::Invalid(ReminderError::StaleAlready))),
         "{got:?}"
     );
     let stored = w.store.get(&r.reminder_id).await.unwrap().unwrap();
