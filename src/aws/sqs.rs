@@ -5,24 +5,17 @@
 use aws_sdk_sqs::operation::change_message_visibility::ChangeMessageVisibilityError;
 use aws_sdk_sqs::operation::delete_message::DeleteMessageError;
 use aws_sdk_sqs::operation::receive_message::ReceiveMessageError;
-use aws_sdk_sqs::operation::send_message::SendMessageError;
 use aws_sdk_sqs::operation::send_message_batch::SendMessageBatchError;
 use aws_sdk_sqs::types::{
-    MessageAttributeValue, MessageSystemAttributeName, MessageSystemAttributeNameForSends,
-    MessageSystemAttributeValue, SendMessageBatchRequestEntry,
+    MessageSystemAttributeName, MessageSystemAttributeNameForSends, MessageSystemAttributeValue,
+    SendMessageBatchRequestEntry,
 };
 use aws_sdk_sqs::Client;
 
 use crate::aws::error::{corrupt, port_error};
-use crate::deadletter::DeadLetter;
 use crate::domain::{Channel, PerChannel};
-use crate::ports::queue::{
-    QueueDepth, OP_DEAD_LETTER, OP_DELETE, OP_DEPTH, OP_RECEIVE, OP_SEND, OP_VISIBILITY,
-};
-use crate::ports::{
-    DeadLetterMessage, DeadLetters, DeliveryQueue, OutgoingMessage, PortError, ReceivedMessage,
-    SendFailure,
-};
+use crate::ports::queue::{QueueDepth, OP_DELETE, OP_DEPTH, OP_RECEIVE, OP_SEND, OP_VISIBILITY};
+use crate::ports::{DeliveryQueue, OutgoingMessage, PortError, ReceivedMessage, SendFailure};
 
 /// The error kind of an SQS operation's typed error; the listed extra variants are refusals
 /// too (a request that can never succeed as sent).
@@ -38,6 +31,10 @@ macro_rules! sqs_kind {
         }
     };
 }
+
+mod dead_letters;
+
+pub use dead_letters::{FeedbackDeadLetters, SqsDeadLetters};
 
 /// One queue URL per channel.
 pub type ChannelUrls = PerChannel<String>;
@@ -63,34 +60,6 @@ impl SqsQueues {
         self.wait_secs = wait_secs.clamp(0, 20);
         self
     }
-}
-
-/// The channel DLQs.
-#[derive(Debug, Clone)]
-pub struct SqsDeadLetters {
-    inner: SqsQueues,
-}
-
-impl SqsDeadLetters {
-    pub fn new(client: Client, urls: ChannelUrls) -> Self {
-        Self {
-            inner: SqsQueues::new(client, urls),
-        }
-    }
-
-    pub fn with_long_poll(self, wait_secs: i32) -> Self {
-        Self {
-            inner: self.inner.with_long_poll(wait_secs),
-        }
-    }
-}
-
-fn string_attr(value: &str) -> Result<MessageAttributeValue, PortError> {
-    MessageAttributeValue::builder()
-        .data_type("String")
-        .string_value(value)
-        .build()
-        .map_err(|e| corrupt(OP_DEAD_LETTER, e))
 }
 
 impl SqsQueues {
@@ -319,49 +288,6 @@ impl DeliveryQueue for SqsQueues {
         })
     }
 }
-impl DeadLetters for SqsDeadLetters {
-    async fn dead_letter(
-        &self,
-        channel: Channel,
-        body: &str,
-        letter: &DeadLetter,
-    ) -> Result<(), PortError> {
-        let url = self.inner.urls.get(channel);
-        send_with_attributes(&self.inner.client, url, body, letter.to_attributes()).await
-    }
-
-    async fn receive_dead(
-        &self,
-        channel: Channel,
-        max: u32,
-        visibility: u32,
-    ) -> Result<Vec<DeadLetterMessage>, PortError> {
-        let received = self
-            .inner
-            .receive_from(self.inner.urls.get(channel), max, visibility)
-            .await?;
-        Ok(received
-            .into_iter()
-            .map(|message| DeadLetterMessage {
-                letter: DeadLetter::from_attributes(&message.attributes),
-                message,
-            })
-            .collect())
-    }
-
-    async fn delete_dead(&self, channel: Channel, receipt: &str) -> Result<(), PortError> {
-        self.inner
-            .delete_from(self.inner.urls.get(channel), receipt)
-            .await
-    }
-
-    async fn release_dead(&self, channel: Channel, receipt: &str) -> Result<(), PortError> {
-        self.inner
-            .set_visibility(self.inner.urls.get(channel), receipt, 0)
-            .await
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::is_trace_header;
@@ -386,51 +312,4 @@ mod tests {
         }
         assert!(!is_trace_header(&format!("{root};{}", "x".repeat(300))));
     }
-}
-
-/// The feedback queue's DLQ (`FEEDBACK_DLQ_URL`): a body that is not SES feedback goes there
-/// at once with its `reason` attribute, rather than through the redrive policy's retries with
-/// none.
-#[derive(Debug, Clone)]
-pub struct FeedbackDeadLetters {
-    client: Client,
-    url: String,
-}
-
-impl FeedbackDeadLetters {
-    pub fn new(client: Client, url: String) -> Self {
-        Self { client, url }
-    }
-
-    pub async fn dead_letter(&self, body: &str, reason: &str) -> Result<(), PortError> {
-        // The head of a body too big to carry beside its attributes (SQS's 256 KiB).
-        let mut cut = body.len().min(200 * 1024);
-        while !body.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        let reason = [(crate::deadletter::ATTR_REASON.to_owned(), reason.to_owned())];
-        send_with_attributes(&self.client, &self.url, &body[..cut], reason).await
-    }
-}
-
-/// One dead letter: `body` with string message attributes.
-async fn send_with_attributes(
-    client: &Client,
-    url: &str,
-    body: &str,
-    attributes: impl IntoIterator<Item = (String, String)>,
-) -> Result<(), PortError> {
-    let mut attrs = std::collections::HashMap::new();
-    for (k, v) in attributes {
-        attrs.insert(k, string_attr(&v)?);
-    }
-    client
-        .send_message()
-        .queue_url(url)
-        .message_body(body)
-        .set_message_attributes(Some(attrs))
-        .send()
-        .await
-        .map_err(|e| port_error(OP_DEAD_LETTER, e, sqs_kind!(SendMessageError)))?;
-    Ok(())
 }

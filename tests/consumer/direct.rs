@@ -1,4 +1,4 @@
-//! The one-read path (`consumer::record::direct`) on in-memory ports: which messages take it
+//! The one-read path (`consumer::steps::direct`) on in-memory ports: which messages take it
 //! (`one_read`), which give their claim back (`one_read_released`) and what the two-read path
 //! then decides — the same as for a message without the marks, with nothing spent by the claim
 //! given back.

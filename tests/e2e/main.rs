@@ -267,6 +267,7 @@ async fn one_hundred_fifty_reminders_end_delivered_dead_or_expired_and_none_twic
             at_most: Duration::from_secs(480),
         },
         &std::sync::atomic::AtomicBool::new(false),
+        None,
     )
     .await
     .unwrap();

@@ -135,7 +135,7 @@ async fn an_outage_holds_every_delivery_and_each_is_delivered_once_after_it() {
         at_most: Duration::from_secs(240),
     };
     let never = std::sync::atomic::AtomicBool::new(false);
-    let report = local::run(&scheduler, &consumer, &queues, &cfg, stop, &never)
+    let report = local::run(&scheduler, &consumer, &queues, &cfg, stop, &never, None)
         .await
         .unwrap();
     assert!(report.idle, "the pipeline went idle: {report:?}");

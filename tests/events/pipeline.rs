@@ -92,7 +92,16 @@ async fn each_settled_delivery_of_a_local_run_is_one_event_with_the_providers_ke
             at_most: Duration::from_secs(90),
         };
         let interrupt = AtomicBool::new(false);
-        let report = local::run(&scheduler, &consumer, &world.queues, &cfg, stop, &interrupt).await;
+        let report = local::run(
+            &scheduler,
+            &consumer,
+            &world.queues,
+            &cfg,
+            stop,
+            &interrupt,
+            None,
+        )
+        .await;
         done.store(true, Ordering::SeqCst);
         report
     };

@@ -150,6 +150,7 @@ async fn run_idle(
         &cfg(),
         Stop::Idle { at_most },
         &never,
+        None,
     )
     .await
 }
@@ -238,7 +239,7 @@ async fn progress_is_reported_as_the_run_goes() {
             .push((p.report.metrics.get(Channel::Push).delivered, depth));
     };
     let never = AtomicBool::new(false);
-    reminders_harness::local::run_with_progress(
+    reminders_harness::local::run(
         &w.scheduler,
         &w.consumer,
         &w.urls,

@@ -1,4 +1,4 @@
-//! What the consumer's record pipeline (`consumer/record/*.rs`) does with each answer: send
+//! What the consumer's steps (`consumer/steps/*.rs`) do with each answer: send
 //! under a lease it acquired, take over a lapsed one by the ambiguous rule, write the
 //! provider's outcome under its lease, reconcile, resolve an abandoned send when cancelling
 //! or expiring — and whether the record ends by acking its message or holding it (it comes

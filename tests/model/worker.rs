@@ -32,7 +32,7 @@ pub struct Lease {
     pub token: LeaseToken,
 }
 
-/// What the consumer does with the write's answer (which function of `consumer/record`).
+/// What the consumer does with the write's answer (which function of `consumer/steps`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Then {
     /// `claim()`: acquired → send; a lapsed lease → the ambiguous rule (`take_over`).

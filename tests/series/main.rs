@@ -139,6 +139,7 @@ async fn play(w: &World, d: Duration) {
         &cfg,
         Stop::For(d),
         &never,
+        None,
     )
     .await
     .unwrap();

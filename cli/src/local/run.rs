@@ -84,7 +84,7 @@ pub async fn run(args: RunArgs) -> Result<(), String> {
     let feedback = feedback_player(&sdk, &settings).await?;
     let done = AtomicBool::new(false);
     let pipeline = async {
-        let report = local::run_with_progress(
+        let report = local::run(
             &scheduler,
             &consumer,
             &settings.queue_urls,

@@ -14,7 +14,7 @@
 pub mod config;
 pub mod event;
 pub mod metrics;
-mod record;
+mod steps;
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Mutex;
@@ -33,8 +33,8 @@ use crate::ports::{DeliveryQueue, PortError, Ports};
 pub use config::ConsumerConfig;
 pub use event::Incoming;
 pub use metrics::Metrics;
-use record::health::{next_limit, GateCache};
-pub use record::{NEWER_STATUS_WAIT, REWAKE_ENTRY};
+use steps::health::{next_limit, GateCache};
+pub use steps::{NEWER_STATUS_WAIT, REWAKE_ENTRY};
 
 /// What happened to one message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -44,7 +44,7 @@ pub struct DeliveryMessage {
     /// The scheduler's word that the reminder listed this channel alone, at its first
     /// version: no other channel's delivery can stand in its way, so the consumer may claim
     /// from the message and read everything it needs after the claim in one request
-    /// (`consumer::record::direct`). Checked against the reminder as read.
+    /// (`consumer::steps::direct`). Checked against the reminder as read.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub sole_channel: bool,
     /// The keyed hash of the address the scheduler read (the suppression's key): the consumer's

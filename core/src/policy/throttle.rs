@@ -1,4 +1,4 @@
-//! What a 429 means to the policy (the consumer's side is `consumer::record::health`): the
+//! What a 429 means to the policy (the consumer's side is `consumer::steps::health`): the
 //! provider's `Retry-After` (RFC 9110 §10.2.3: delta-seconds or an HTTP-date; anything else is
 //! ignored, never a panic: a malformed header must not be able to crash a record), and the
 //! delay — never earlier than the provider asked, spending the throttle budget, never the

@@ -170,5 +170,18 @@ macro_rules! around {
 }
 use around;
 
+/// Forward each listed method of a port trait through [`around!`]: one line a method, its
+/// signature and the [`Call`] its hook sees. The arguments reach the wrapped port as they came
+/// (`Clone::clone` of a reference copies the reference; an argument passed by value is cloned,
+/// as the call the hooks see holds a borrow of it).
+macro_rules! forward {
+    ($(fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty as $call:expr;)*) => {$(
+        async fn $name(&self, $($arg: $ty),*) -> Result<$ret, PortError> {
+            around!(self, $call, self.inner.$name($(Clone::clone(&$arg)),*))
+        }
+    )*};
+}
+use forward;
+
 #[cfg(test)]
 mod tests;

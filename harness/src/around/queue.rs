@@ -7,7 +7,7 @@ use reminders_core::ports::{
     ReceivedMessage, SendFailure,
 };
 
-use super::{around, Around, Call, Hook};
+use super::{around, forward, Around, Call, Hook};
 
 impl<T: DeliveryQueue, H: Hook> DeliveryQueue for Around<T, H> {
     async fn send_batch(
@@ -27,113 +27,26 @@ impl<T: DeliveryQueue, H: Hook> DeliveryQueue for Around<T, H> {
         out
     }
 
-    async fn change_visibility(
-        &self,
-        channel: Channel,
-        receipt_handle: &str,
-        secs: u32,
-    ) -> Result<(), PortError> {
-        let call = Call::ChangeVisibility {
-            channel,
-            receipt_handle,
-            secs,
-        };
-        around!(
-            self,
-            call,
-            self.inner.change_visibility(channel, receipt_handle, secs)
-        )
-    }
-
-    async fn delete(&self, channel: Channel, receipt_handle: &str) -> Result<(), PortError> {
-        around!(
-            self,
-            Call::Delete {
-                channel,
-                receipt_handle
-            },
-            self.inner.delete(channel, receipt_handle)
-        )
-    }
-
-    async fn receive(
-        &self,
-        channel: Channel,
-        max: u32,
-        visibility_secs: u32,
-    ) -> Result<Vec<ReceivedMessage>, PortError> {
-        let call = Call::Receive {
-            channel,
-            max,
-            visibility_secs,
-        };
-        around!(
-            self,
-            call,
-            self.inner.receive(channel, max, visibility_secs)
-        )
-    }
-
-    async fn depth(&self, channel: Channel) -> Result<QueueDepth, PortError> {
-        around!(self, Call::Depth { channel }, self.inner.depth(channel))
+    forward! {
+        fn change_visibility(channel: Channel, receipt_handle: &str, secs: u32) -> ()
+            as Call::ChangeVisibility { channel, receipt_handle, secs };
+        fn delete(channel: Channel, receipt_handle: &str) -> ()
+            as Call::Delete { channel, receipt_handle };
+        fn receive(channel: Channel, max: u32, visibility_secs: u32) -> Vec<ReceivedMessage>
+            as Call::Receive { channel, max, visibility_secs };
+        fn depth(channel: Channel) -> QueueDepth as Call::Depth { channel };
     }
 }
 
 impl<T: DeadLetters, H: Hook> DeadLetters for Around<T, H> {
-    async fn dead_letter(
-        &self,
-        channel: Channel,
-        body: &str,
-        letter: &DeadLetter,
-    ) -> Result<(), PortError> {
-        around!(
-            self,
-            Call::DeadLetter {
-                channel,
-                body,
-                letter
-            },
-            self.inner.dead_letter(channel, body, letter)
-        )
-    }
-
-    async fn receive_dead(
-        &self,
-        channel: Channel,
-        max: u32,
-        visibility_secs: u32,
-    ) -> Result<Vec<DeadLetterMessage>, PortError> {
-        let call = Call::ReceiveDead {
-            channel,
-            max,
-            visibility_secs,
-        };
-        around!(
-            self,
-            call,
-            self.inner.receive_dead(channel, max, visibility_secs)
-        )
-    }
-
-    async fn delete_dead(&self, channel: Channel, receipt_handle: &str) -> Result<(), PortError> {
-        around!(
-            self,
-            Call::DeleteDead {
-                channel,
-                receipt_handle
-            },
-            self.inner.delete_dead(channel, receipt_handle)
-        )
-    }
-
-    async fn release_dead(&self, channel: Channel, receipt_handle: &str) -> Result<(), PortError> {
-        around!(
-            self,
-            Call::ReleaseDead {
-                channel,
-                receipt_handle
-            },
-            self.inner.release_dead(channel, receipt_handle)
-        )
+    forward! {
+        fn dead_letter(channel: Channel, body: &str, letter: &DeadLetter) -> ()
+            as Call::DeadLetter { channel, body, letter };
+        fn receive_dead(channel: Channel, max: u32, visibility_secs: u32) -> Vec<DeadLetterMessage>
+            as Call::ReceiveDead { channel, max, visibility_secs };
+        fn delete_dead(channel: Channel, receipt_handle: &str) -> ()
+            as Call::DeleteDead { channel, receipt_handle };
+        fn release_dead(channel: Channel, receipt_handle: &str) -> ()
+            as Call::ReleaseDead { channel, receipt_handle };
     }
 }

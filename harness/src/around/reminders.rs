@@ -9,122 +9,38 @@ use reminders_core::ports::{
     DuePage, DueQuery, Inserted, Marked, PortError, ReminderStore, SweepCursor, SweepPage,
 };
 
-use super::{around, Around, Call, Hook};
+use super::{around, forward, Around, Call, Hook};
 
 impl<T: ReminderStore, H: Hook> ReminderStore for Around<T, H> {
     fn shards(&self) -> u32 {
         self.inner.shards()
     }
 
-    async fn insert(&self, reminder: &Reminder) -> Result<Inserted, PortError> {
-        around!(self, Call::Insert { reminder }, self.inner.insert(reminder))
-    }
-
-    async fn replace(
-        &self,
-        reminder: &Reminder,
-        expected_version: u64,
-        expected_status: ReminderStatus,
-    ) -> Result<Marked, PortError> {
-        let call = Call::Replace {
-            reminder,
-            expected_version,
-            expected_status,
-        };
-        around!(
-            self,
-            call,
-            self.inner
-                .replace(reminder, expected_version, expected_status)
-        )
-    }
-
-    async fn get(&self, id: &ReminderId) -> Result<Option<Reminder>, PortError> {
-        around!(self, Call::Get { id }, self.inner.get(id))
-    }
-
-    async fn query_due(&self, query: &DueQuery<'_>) -> Result<DuePage, PortError> {
-        around!(self, Call::QueryDue { query }, self.inner.query_due(query))
-    }
-
-    async fn extend_freshness(
-        &self,
-        id: &ReminderId,
-        payload_version: u64,
-        fresh_until: Timestamp,
-        expires_at: i64,
-    ) -> Result<Marked, PortError> {
-        let call = Call::ExtendFreshness {
-            id,
-            payload_version,
-            fresh_until,
-            expires_at,
-        };
-        around!(
-            self,
-            call,
-            self.inner
-                .extend_freshness(id, payload_version, fresh_until, expires_at)
-        )
-    }
-
-    async fn sweep_index(
-        &self,
-        after: Option<&SweepCursor>,
-        limit: u32,
-    ) -> Result<SweepPage, PortError> {
-        around!(
-            self,
-            Call::SweepIndex { after, limit },
-            self.inner.sweep_index(after, limit)
-        )
-    }
-
-    async fn quarantine(&self, key: &str, reason: &str) -> Result<Marked, PortError> {
-        around!(
-            self,
-            Call::Quarantine { key, reason },
-            self.inner.quarantine(key, reason)
-        )
-    }
-
-    async fn preferences(
-        &self,
-        subscriber: &SubscriberId,
-    ) -> Result<Option<Preferences>, PortError> {
-        around!(
-            self,
-            Call::Preferences { subscriber },
-            self.inner.preferences(subscriber)
-        )
-    }
-
-    async fn put_preferences(
-        &self,
-        subscriber: &SubscriberId,
-        prefs: &Preferences,
-    ) -> Result<(), PortError> {
-        around!(
-            self,
-            Call::PutPreferences { subscriber, prefs },
-            self.inner.put_preferences(subscriber, prefs)
-        )
-    }
-
-    async fn suppression(&self, address: &AddressHash) -> Result<Option<Suppression>, PortError> {
-        around!(
-            self,
-            Call::Suppression { address },
-            self.inner.suppression(address)
-        )
-    }
-
-    async fn put_suppression(&self, suppression: &Suppression) -> Result<(), PortError> {
-        around!(
-            self,
-            Call::PutSuppression { suppression },
-            self.inner.put_suppression(suppression)
-        )
+    forward! {
+        fn insert(reminder: &Reminder) -> Inserted as Call::Insert { reminder };
+        fn replace(reminder: &Reminder, expected_version: u64, expected_status: ReminderStatus)
+            -> Marked as Call::Replace { reminder, expected_version, expected_status };
+        fn get(id: &ReminderId) -> Option<Reminder> as Call::Get { id };
+        fn query_due(query: &DueQuery<'_>) -> DuePage as Call::QueryDue { query };
+        fn extend_freshness(
+            id: &ReminderId,
+            payload_version: u64,
+            fresh_until: Timestamp,
+            expires_at: i64
+        ) -> Marked as Call::ExtendFreshness { id, payload_version, fresh_until, expires_at };
+        fn sweep_index(after: Option<&SweepCursor>, limit: u32) -> SweepPage
+            as Call::SweepIndex { after, limit };
+        fn quarantine(key: &str, reason: &str) -> Marked as Call::Quarantine { key, reason };
+        fn preferences(subscriber: &SubscriberId) -> Option<Preferences>
+            as Call::Preferences { subscriber };
+        fn put_preferences(subscriber: &SubscriberId, prefs: &Preferences) -> ()
+            as Call::PutPreferences { subscriber, prefs };
+        fn suppression(address: &AddressHash) -> Option<Suppression>
+            as Call::Suppression { address };
+        fn put_suppression(suppression: &Suppression) -> ()
+            as Call::PutSuppression { suppression };
+        fn mark(id: &ReminderId, payload_version: u64, to: ReminderStatus) -> Marked
+            as Call::Mark { id, payload_version, to };
     }
 
     /// The wrapped store's own read of the rules (DynamoDB: one `BatchGetItem`), not the
@@ -169,19 +85,5 @@ impl<T: ReminderStore, H: Hook> ReminderStore for Around<T, H> {
             call,
             self.inner.delivery_read(id, subscriber, address)
         )
-    }
-
-    async fn mark(
-        &self,
-        id: &ReminderId,
-        payload_version: u64,
-        to: ReminderStatus,
-    ) -> Result<Marked, PortError> {
-        let call = Call::Mark {
-            id,
-            payload_version,
-            to,
-        };
-        around!(self, call, self.inner.mark(id, payload_version, to))
     }
 }

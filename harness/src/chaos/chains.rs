@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::acks::Kinds;
+use super::subscribers::write_preferences;
 use super::world::{recipient, subscriber_index, World};
 use reminders_core::clock::Clock;
 use reminders_core::domain::{Channel, ReminderId};
@@ -101,15 +102,9 @@ pub(super) async fn clear_order(
         return false;
     }
     prefs.fallback.clear();
-    if world
-        .store
-        .put_preferences(subscriber, &prefs)
-        .await
-        .is_err()
-    {
+    if !write_preferences(world, subscriber, &prefs).await {
         return false;
     }
-    world.journal.preferences_written(subscriber, &prefs);
     true
 }
 
@@ -146,9 +141,7 @@ pub(super) async fn opt_out_and_redrive(
     }
     reminders_core::ports::faults::lock(&world.failing).remove(&(subscriber.clone(), channel));
     prefs.opted_out.insert(channel);
-    if store.put_preferences(subscriber, &prefs).await.is_ok() {
-        world.journal.preferences_written(subscriber, &prefs);
-    }
+    write_preferences(world, subscriber, &prefs).await;
     let secs = 240 + seed % 180;
     let redrive = super::operator::redrive_later(
         world.clone(),
@@ -185,15 +178,9 @@ pub(super) async fn head_to_end(world: &World, origin: &reminders_core::ledger::
         2 => prefs.fallback.clear(),
         _ => {}
     }
-    if world
-        .store
-        .put_preferences(subscriber, &prefs)
-        .await
-        .is_err()
-    {
+    if !write_preferences(world, subscriber, &prefs).await {
         return false;
     }
-    world.journal.preferences_written(subscriber, &prefs);
     if away {
         world.counts.tally(|t| t.heads_ordered_away += 1);
     }
@@ -226,16 +213,9 @@ pub(super) async fn add_the_order(world: &World, origin: &reminders_core::ledger
             .chain(missing)
             .chain(listed)
             .collect();
-        if store
-            .put_preferences(&origin.subscriber_id, &prefs)
-            .await
-            .is_err()
-        {
+        if !write_preferences(world, &origin.subscriber_id, &prefs).await {
             return false;
         }
-        world
-            .journal
-            .preferences_written(&origin.subscriber_id, &prefs);
     }
     let ever: BTreeSet<Channel> = world
         .acks

@@ -21,6 +21,26 @@ use reminders_core::ports::faults::lock;
 use reminders_core::redrive::{RedriveConfig, RedriveRequest, Redriver};
 use reminders_core::reminder_writes;
 
+/// The chaos operator's redrive of `channel`'s DLQ for `reasons`: any time of death, twenty
+/// messages at ten a second, no note, nothing extended, no duplicate accepted.
+fn request(channel: Channel, reasons: BTreeSet<DeadReason>) -> RedriveRequest {
+    RedriveRequest {
+        channel,
+        reasons,
+        first_seen_after: None,
+        first_seen_before: None,
+        dead_after: None,
+        dead_before: None,
+        max_messages: 20,
+        max_per_second: 10,
+        dry_run: false,
+        operator: "chaos".into(),
+        note: String::new(),
+        extend_freshness_secs: None,
+        accept_duplicates: false,
+    }
+}
+
 /// An operator's redrive of `channel`'s DLQ, every reason, `after` from now.
 pub(super) async fn redrive_later(
     world: Arc<World>,
@@ -36,19 +56,10 @@ pub(super) async fn redrive_later(
     };
     let redriver = Redriver::new(world.ports.clone(), cfg, seed ^ 0x6_4ed4);
     let req = RedriveRequest {
-        channel,
-        reasons: DeadReason::ALL.into_iter().collect(),
-        first_seen_after: None,
-        first_seen_before: None,
-        dead_after: None,
-        dead_before: None,
-        max_messages: 20,
-        max_per_second: 10,
-        dry_run: false,
-        operator: "chaos".into(),
         note: "after a chain took over".into(),
         extend_freshness_secs,
         accept_duplicates: true,
+        ..request(channel, DeadReason::ALL.into_iter().collect())
     };
     // A run that crashed, failed or failed a copy is run again, as an operator would, up to
     // three times (past the DLQ's visibility timeout too: a crashed run's receive hides its
@@ -90,19 +101,9 @@ pub(super) async fn redrives(world: Arc<World>, seed: u64) {
             .collect();
         let accept_duplicates = reasons.contains(&DeadReason::Ambiguous);
         let req = RedriveRequest {
-            channel,
-            reasons,
-            first_seen_after: None,
-            first_seen_before: None,
-            dead_after: None,
-            dead_before: None,
-            max_messages: 20,
-            max_per_second: 10,
-            dry_run: false,
-            operator: "chaos".into(),
-            note: String::new(),
             extend_freshness_secs: rng.random_bool(0.3).then_some(900),
             accept_duplicates,
+            ..request(channel, reasons)
         };
         let deadline = world.clock.now().plus(Duration::from_secs(60));
         let run = invoke(redriver.run(&req, Some(deadline)), Duration::from_secs(90));

@@ -63,16 +63,24 @@ pub(super) async fn change_their_minds(world: Arc<World>, seed: u64) {
         } else if let Some(q) = window_around(now, &mut rng) {
             prefs.quiet_hours.insert(channel, q);
         }
-        if world
-            .store
-            .put_preferences(&subscriber, &prefs)
-            .await
-            .is_ok()
-        {
-            world.journal.preferences_written(&subscriber, &prefs);
+        if write_preferences(&world, &subscriber, &prefs).await {
             current.insert(subscriber, prefs);
         }
     }
+}
+
+/// A subscriber's preferences written through the world's store, as the API would write them,
+/// and told to the journal once they landed. Whether they landed.
+pub(super) async fn write_preferences(
+    world: &World,
+    subscriber: &SubscriberId,
+    prefs: &Preferences,
+) -> bool {
+    let landed = world.store.put_preferences(subscriber, prefs).await.is_ok();
+    if landed {
+        world.journal.preferences_written(subscriber, prefs);
+    }
+    landed
 }
 
 /// Before the clock starts, each subscriber orders the three channels (a seeded shuffle), so
@@ -91,14 +99,7 @@ pub(super) async fn ordered_from_start(world: &World, seed: u64) {
             fallback: all,
             ..Preferences::default()
         };
-        if world
-            .store
-            .put_preferences(&subscriber, &prefs)
-            .await
-            .is_ok()
-        {
-            world.journal.preferences_written(&subscriber, &prefs);
-        }
+        write_preferences(world, &subscriber, &prefs).await;
     }
 }
 

@@ -115,24 +115,9 @@ pub struct Progress {
 /// Play the deployed wiring until `stop` (or `interrupt` is set): the schedule and each
 /// channel's event source mapping run concurrently and independently, as on AWS. A transient
 /// error (throttling, an unreachable endpoint) is logged and retried with backoff, as an event
-/// source mapping would; any other error stops the run.
-pub async fn run<P: Ports>(
-    scheduler: &Scheduler<P>,
-    consumer: &Consumer<P>,
-    queue_urls: &PerChannel<String>,
-    cfg: &LocalConfig,
-    stop: Stop,
-    interrupt: &std::sync::atomic::AtomicBool,
-) -> Result<LocalReport, PortError>
-where
-    P::Reminders: SeriesStore,
-{
-    run_with_progress(scheduler, consumer, queue_urls, cfg, stop, interrupt, None).await
-}
-
-/// [`run`], calling `on_progress` about every `poll_interval` (it reads the queue depths, so
+/// source mapping would; any other error stops the run. `on_progress`, if given, is called about every `poll_interval` (it reads the queue depths, so
 /// only a caller that shows them asks).
-pub async fn run_with_progress<P: Ports>(
+pub async fn run<P: Ports>(
     scheduler: &Scheduler<P>,
     consumer: &Consumer<P>,
     queue_urls: &PerChannel<String>,

@@ -21,8 +21,8 @@ use crate::domain::{
     Preferences, Reminder, ReminderId, ReminderStatus, SubscriberId, MAX_DUE_SHARDS,
 };
 use crate::ports::reminders::{
-    editable, FILTERED_PAGE, OP_EXTEND, OP_GET, OP_INSERT, OP_MARK, OP_PREFERENCES,
-    OP_PUT_PREFERENCES, OP_QUARANTINE, OP_QUERY, OP_REPLACE, OP_SWEEP,
+    editable, FILTERED_PAGE, OP_EXTEND, OP_GET, OP_INSERT, OP_MARK, OP_QUARANTINE, OP_QUERY,
+    OP_REPLACE, OP_SWEEP,
 };
 use crate::ports::{
     DuePage, DueQuery, Inserted, Marked, PortError, ReminderStore, SweepCursor, SweepPage,
@@ -32,26 +32,10 @@ use expr::{cursor, marked, settled_values, skip_filter};
 
 mod due_index;
 mod expr;
+mod preferences;
 
-/// A subscriber's preferences item in the reminders table: `#` never occurs in a reminder id,
-/// and the item has no `due_shard` or `due_at`, so neither index holds it. The attribute is
-/// `subscriber`, not `subscriber_id`, for the same reason.
-pub fn preferences_key(subscriber: &SubscriberId) -> String {
-    format!("prefs#{}", subscriber.as_str())
-}
-
-/// A preferences item, decoded. Unreadable preferences fail the read: sending against an
-/// opt-out this version cannot read is worse than not sending (the consumer ends the delivery
-/// `invalid_reminder`, naming the item, with its DLQ copy).
-pub(super) fn decode_preferences(
-    mut item: std::collections::HashMap<String, AttributeValue>,
-) -> Result<Preferences, PortError> {
-    let Some(prefs) = item.remove("preferences") else {
-        return Err(corrupt(OP_PREFERENCES, "preferences: missing"));
-    };
-    serde_dynamo::from_attribute_value(prefs)
-        .map_err(|e| corrupt(OP_PREFERENCES, format!("preferences: {e}")))
-}
+pub(super) use preferences::decode_preferences;
+pub use preferences::preferences_key;
 
 /// Values of one `IN` list (DynamoDB's limit).
 pub(super) const MAX_IN_LIST: usize = 100;
@@ -352,16 +336,7 @@ impl ReminderStore for DynamoReminderStore {
         &self,
         subscriber: &SubscriberId,
     ) -> Result<Option<Preferences>, PortError> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key("reminder_id", s(preferences_key(subscriber)))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(|e| port_error(OP_PREFERENCES, e, dynamo_kind!(GetItemError)))?;
-        out.item.map(decode_preferences).transpose()
+        self.read_preferences(subscriber).await
     }
 
     async fn recipient_rules(
@@ -389,19 +364,7 @@ impl ReminderStore for DynamoReminderStore {
         subscriber: &SubscriberId,
         prefs: &Preferences,
     ) -> Result<(), PortError> {
-        let value: AttributeValue =
-            serde_dynamo::to_attribute_value(prefs).map_err(|e| corrupt(OP_PUT_PREFERENCES, e))?;
-        self.client
-            .put_item()
-            .table_name(&self.table)
-            .item("reminder_id", s(preferences_key(subscriber)))
-            .item("kind", s("preferences"))
-            .item("subscriber", s(subscriber.as_str()))
-            .item("preferences", value)
-            .send()
-            .await
-            .map_err(|e| port_error(OP_PUT_PREFERENCES, e, dynamo_kind!(PutItemError)))?;
-        Ok(())
+        self.write_preferences(subscriber, prefs).await
     }
 
     async fn suppression(

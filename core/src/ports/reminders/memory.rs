@@ -10,6 +10,7 @@ use super::*;
 use crate::ports::faults::{lock, FaultPoint, Faults};
 
 mod packed;
+mod subscribers;
 
 /// The reminders table in memory, with its due index kept ordered by (shard, due, id) as
 /// DynamoDB keeps it: a page costs its own length plus what it skips, not the whole table.
@@ -331,117 +332,6 @@ impl ReminderStore for MemoryReminderStore {
                     t.due.insert((due_shard(id, shards), due_at, key));
                 }
                 Marked::Marked
-            }
-        })
-    }
-}
-
-/// A scan of the table, newest due first: enough for the simulation and tests (DynamoDB keeps
-/// the `subscriber-index` for it).
-impl SubscriberIndex for MemoryReminderStore {
-    async fn by_subscriber(
-        &self,
-        subscriber: &SubscriberId,
-        after: Option<&SubscriberCursor>,
-        limit: u32,
-    ) -> Result<SubscriberPage, PortError> {
-        self.guarded(OP_BY_SUBSCRIBER, |t| {
-            let mut mine: Vec<Reminder> = t
-                .items
-                .iter()
-                .filter(|(_, b)| packed::subscriber(b) == Some(subscriber.as_str()))
-                .map(|(id, b)| packed::read(id, b))
-                .filter(|r| match after {
-                    None => true,
-                    Some(c) => (r.due_at, r.reminder_id.as_str()) < (c.due_at, &c.reminder_id),
-                })
-                .collect();
-            mine.sort_by(|a, b| {
-                (b.due_at, b.reminder_id.as_str()).cmp(&(a.due_at, a.reminder_id.as_str()))
-            });
-            let limit = limit.max(1) as usize;
-            let next = (mine.len() > limit).then(|| SubscriberCursor {
-                due_at: mine[limit - 1].due_at,
-                reminder_id: mine[limit - 1].reminder_id.as_str().to_owned(),
-            });
-            let items = mine
-                .into_iter()
-                .take(limit)
-                .map(|r| Listed::Summary(summary(&r)))
-                .collect();
-            SubscriberPage { items, next }
-        })
-    }
-}
-
-fn summary(r: &Reminder) -> ReminderSummary {
-    ReminderSummary {
-        reminder_id: r.reminder_id.clone(),
-        status: r.status,
-        due_at: r.due_at,
-        fresh_until: r.fresh_until,
-        payload_version: r.payload_version,
-        channels: r.listed_channels().collect(),
-        owner: r.owner.clone(),
-    }
-}
-
-impl crate::ports::Eraser for MemoryReminderStore {
-    async fn delete_reminder(
-        &self,
-        id: &ReminderId,
-        force: bool,
-    ) -> Result<crate::ports::Deleted, PortError> {
-        use crate::ports::eraser::OP_DELETE_REMINDER;
-        use crate::ports::Deleted;
-        let shards = self.shards;
-        self.guarded(OP_DELETE_REMINDER, |t| {
-            let Some((status, due)) = t.head(id.as_str()) else {
-                return Deleted::Missing;
-            };
-            if !force && editable(status) {
-                return Deleted::Pending;
-            }
-            let shard = due_shard(id, shards);
-            t.due.remove(&(shard, due, id.as_str().to_owned()));
-            t.scheduled.remove(id.as_str());
-            t.items.remove(id.as_str());
-            Deleted::Deleted
-        })
-    }
-
-    async fn delete_preferences(
-        &self,
-        subscriber: &SubscriberId,
-    ) -> Result<crate::ports::Deleted, PortError> {
-        use crate::ports::Deleted;
-        self.guarded(crate::ports::eraser::OP_DELETE_PREFERENCES, |t| {
-            match t.preferences.remove(subscriber) {
-                Some(_) => Deleted::Deleted,
-                None => Deleted::Missing,
-            }
-        })
-    }
-
-    async fn delete_series(
-        &self,
-        id: &crate::domain::SeriesId,
-    ) -> Result<crate::ports::Deleted, PortError> {
-        Ok(match self.remove_series(id)? {
-            true => crate::ports::Deleted::Deleted,
-            false => crate::ports::Deleted::Missing,
-        })
-    }
-
-    async fn lift_suppression(
-        &self,
-        address: &AddressHash,
-    ) -> Result<crate::ports::Deleted, PortError> {
-        use crate::ports::Deleted;
-        self.guarded(crate::ports::eraser::OP_LIFT_SUPPRESSION, |t| {
-            match t.suppressions.remove(address) {
-                Some(_) => Deleted::Deleted,
-                None => Deleted::Missing,
             }
         })
     }

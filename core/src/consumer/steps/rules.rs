@@ -20,7 +20,7 @@
 use std::ops::ControlFlow;
 use std::time::Duration;
 
-use super::{log_transition, Action, Delivery, Lease, Record, Step};
+use super::{log_transition, Action, Delivery, InFlight, Lease, Step};
 use crate::clock::Timestamp;
 use crate::delivery::Written;
 use crate::domain::preferences::Decision;
@@ -28,7 +28,7 @@ use crate::domain::{AddressHash, DeadReason, Suppression, SuppressionSource};
 use crate::ledger::Change;
 use crate::ports::{Ports, ReminderStore};
 
-impl<P: Ports> Record<'_, P> {
+impl<P: Ports> InFlight<'_, P> {
     /// `Continue` to send; otherwise the record ends held or dead, by the preferences and
     /// the suppressions: an opt-out first (the recipient's word), then a dead address (no
     /// point holding what can never go), then quiet hours.
@@ -54,7 +54,7 @@ impl<P: Ports> Record<'_, P> {
         }
     }
 
-    /// [`Record::recipient_rules`] on what was read after the claim (by that step, or by the
+    /// [`InFlight::recipient_rules`] on what was read after the claim (by that step, or by the
     /// one-read path's batch).
     pub(super) async fn apply_rules(
         &mut self,

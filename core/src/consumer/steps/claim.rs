@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::dead::Facts;
 use super::health::Admit;
-use super::{log_transition, Action, Delivery, Lease, Record, Step};
+use super::{log_transition, Action, Delivery, InFlight, Lease, Step};
 use crate::clock::Timestamp;
 use crate::delivery::abandoned::{self, Lapsed, Resolve};
 use crate::delivery::{claim, transition, Claim, ClaimRequest, Written};
@@ -22,7 +22,7 @@ use crate::ports::{PortError, Ports};
 /// freshness window.
 pub const NEWER_STATUS_WAIT: Duration = Duration::from_secs(5 * 60);
 
-impl<P: Ports> Record<'_, P> {
+impl<P: Ports> InFlight<'_, P> {
     pub(super) async fn claim(&mut self, d: &Delivery) -> Step<Lease> {
         let half_open = match self.admit(d).await? {
             Admit::Send { half_open } => half_open,

@@ -11,7 +11,7 @@
 //!    ([`crate::policy::throttle`]: `ThrottleExhausted` once that runs out, `Expire` when the
 //!    wait outlives freshness).
 //! 3. The record writes the deferral (fenced, `throttle_count` + 1) and closes the gate for
-//!    every worker until the provider's `Retry-After` ([`Record::close_gate`], here): this
+//!    every worker until the provider's `Retry-After` ([`InFlight::close_gate`], here): this
 //!    container's copy at once ([`GateCache`]), the gate item by one write. The breaker does
 //!    not count a 429 (the provider is up; [`breaker`]), and a breaker probe answered 429
 //!    ends with no reopening counted: its cool-down does not double.
@@ -32,10 +32,10 @@ mod admission;
 mod breaker;
 mod cache;
 
-pub(in crate::consumer::record) use admission::Admit;
+pub(in crate::consumer::steps) use admission::Admit;
 pub(crate) use cache::GateCache;
 
-use super::Record;
+use super::InFlight;
 use crate::clock::Timestamp;
 use crate::consumer::Metrics;
 use crate::ports::{Gate, GatePartition, Ports};
@@ -52,9 +52,9 @@ pub(in crate::consumer) fn next_limit(limit: usize, m: &Metrics, max: usize) -> 
     }
 }
 
-impl<P: Ports> Record<'_, P> {
+impl<P: Ports> InFlight<'_, P> {
     /// Close the provider partition; a failure here only costs other workers a 429 each.
-    pub(in crate::consumer::record) async fn close_gate(
+    pub(in crate::consumer::steps) async fn close_gate(
         &self,
         partition: &GatePartition,
         until: Timestamp,

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use super::super::{log_transition, Action, Delivery, Lease, Record};
+use super::super::{log_transition, Action, Delivery, InFlight, Lease};
 use crate::clock::Timestamp;
 use crate::delivery::{transition, Written};
 use crate::ledger::{Change, Ctx};
@@ -15,10 +15,10 @@ use crate::policy::Outcome;
 use crate::ports::gate::{BreakerChange, GateState, OpenBreaker};
 use crate::ports::{Gate, GatePartition, PortError, Ports};
 
-impl<P: Ports> Record<'_, P> {
+impl<P: Ports> InFlight<'_, P> {
     /// The breaker's bookkeeping for the provider's answer; `Some` when a failed probe holds
     /// the delivery (the caller writes nothing more).
-    pub(in crate::consumer::record) async fn breaker_learns(
+    pub(in crate::consumer::steps) async fn breaker_learns(
         &mut self,
         d: &Delivery,
         lease: &Lease,

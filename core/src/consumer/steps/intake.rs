@@ -5,7 +5,7 @@
 use std::ops::ControlFlow::{Break, Continue};
 
 use super::dead::Facts;
-use super::{Delivery, Record, Step};
+use super::{Delivery, InFlight, Step};
 use crate::delivery::{transition, Written};
 use crate::domain::reminder::{freshness, surely_stale_at, Freshness};
 use crate::domain::{Channel, DeadReason, DecodeError, DeliveryMessage, Reminder, ReminderStatus};
@@ -21,7 +21,7 @@ fn decode_class(e: &DecodeError) -> &'static str {
     }
 }
 
-impl<P: Ports> Record<'_, P> {
+impl<P: Ports> InFlight<'_, P> {
     /// The body as message v1, on the channel whose queue it came from; anything else is a
     /// `schema` dead letter.
     pub(super) async fn decode(&mut self) -> Step<DeliveryMessage> {
@@ -144,7 +144,7 @@ impl<P: Ports> Record<'_, P> {
             .map(Break)
     }
 
-    /// The channel a `country_not_allowed` death hands on to ([`Record::next_in_chain`]): the
+    /// The channel a `country_not_allowed` death hands on to ([`InFlight::next_in_chain`]): the
     /// next listed channel of the subscriber's order as it is now; when that names none, the
     /// next in the chain its own item's first claim recorded (a redriven delivery), else in
     /// the one the standby step read. The ledger drops it if an earlier attempt may have
@@ -230,7 +230,7 @@ impl<P: Ports> Record<'_, P> {
     }
 
     /// Cancel or expire before any claim: never sent. A delivery still `sending` was claimed
-    /// by a worker that never recorded an outcome: resolve it ([`Record::resolve_abandoned`]),
+    /// by a worker that never recorded an outcome: resolve it ([`InFlight::resolve_abandoned`]),
     /// never ack it as it is.
     pub(super) async fn finish(
         &mut self,
@@ -291,7 +291,7 @@ impl<P: Ports> Record<'_, P> {
             .await
     }
 
-    /// [`Record::dead_unsendable`], the death naming `fallback_to` (a reason that falls
+    /// [`InFlight::dead_unsendable`], the death naming `fallback_to` (a reason that falls
     /// back): its message is enqueued (or, for a death found written, made sure of) before
     /// the DLQ copy.
     pub(super) async fn dead_handing_on(

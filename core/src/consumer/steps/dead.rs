@@ -2,7 +2,7 @@
 //! redrive"): the original body, the reason, and what the ledger knew — attempts, first seen, last
 //! error, policy version — or, for a message that never reached a claim, what the consumer knew.
 
-use super::{Action, Record};
+use super::{Action, InFlight};
 use crate::clock::Timestamp;
 use crate::consumer::config::ConsumerConfig;
 use crate::consumer::event::queue_name;
@@ -92,7 +92,7 @@ fn short(error: &str) -> String {
     error[..cut].to_owned()
 }
 
-impl<P: Ports> Record<'_, P> {
+impl<P: Ports> InFlight<'_, P> {
     /// Copy the message, as received, to its channel's DLQ with the reason and evidence.
     pub(super) async fn dead_letter(
         &self,

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::dead::Facts;
-use super::{class_name, log_transition, Action, Delivery, Lease, Record};
+use super::{class_name, log_transition, Action, Delivery, InFlight, Lease};
 use crate::clock::Timestamp;
 use crate::delivery::{settled, transition, Written};
 use crate::domain::DeadReason;
@@ -12,7 +12,7 @@ use crate::ledger::{Change, Ctx};
 use crate::policy::{decide, Next, Outcome, OutcomeClass, Spent};
 use crate::ports::{PortError, Ports};
 
-impl<P: Ports> Record<'_, P> {
+impl<P: Ports> InFlight<'_, P> {
     pub(super) async fn settle(
         &mut self,
         d: &Delivery,

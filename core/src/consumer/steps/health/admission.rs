@@ -8,14 +8,14 @@ use std::time::Duration;
 
 use rand::RngExt;
 
-use super::super::{log_transition, Delivery, Lease, Record, Step};
+use super::super::{log_transition, Delivery, InFlight, Lease, Step};
 use crate::clock::Timestamp;
 use crate::domain::reminder::last_sendable;
 use crate::ports::gate::BreakerChange;
 use crate::ports::{Gate, PortError, Ports};
 
 /// What the gate lets this delivery do now.
-pub(in crate::consumer::record) enum Admit {
+pub(in crate::consumer::steps) enum Admit {
     /// Send; `half_open` when the breaker lets one probe through (won right before the send).
     Send {
         half_open: bool,
@@ -26,9 +26,9 @@ pub(in crate::consumer::record) enum Admit {
     },
 }
 
-impl<P: Ports> Record<'_, P> {
+impl<P: Ports> InFlight<'_, P> {
     /// The gate's answer for `d` at intake's moment.
-    pub(in crate::consumer::record) async fn admit(
+    pub(in crate::consumer::steps) async fn admit(
         &mut self,
         d: &Delivery,
     ) -> Result<Admit, PortError> {
@@ -65,7 +65,7 @@ impl<P: Ports> Record<'_, P> {
     /// Win the half-open partition's single probe, right before sending under our lease:
     /// `Some(probe_until)` when this send is the probe. It lapses after a send and its
     /// outcome write could have ended, if the worker dies.
-    pub(in crate::consumer::record) async fn win_probe(
+    pub(in crate::consumer::steps) async fn win_probe(
         &mut self,
         d: &Delivery,
     ) -> Option<Timestamp> {
@@ -115,7 +115,7 @@ impl<P: Ports> Record<'_, P> {
     /// Hold `d` by visibility until the gate reopens, spread by a jitter that widens with each
     /// receive, never past the last instant it may be sent: a held delivery still expires on
     /// time, never sent.
-    pub(in crate::consumer::record) async fn hold_at_gate(
+    pub(in crate::consumer::steps) async fn hold_at_gate(
         &mut self,
         d: &Delivery,
         until: Timestamp,

@@ -16,7 +16,7 @@
 use std::ops::ControlFlow;
 use std::time::Duration;
 
-use super::{Delivery, Record, Step};
+use super::{Delivery, InFlight, Step};
 use crate::consumer::Action;
 use crate::delivery::standby::{heads_chain, listed_order, turn, Turn};
 use crate::delivery::{transition, Written};
@@ -24,7 +24,7 @@ use crate::domain::{Channel, DeadReason, DeliveryKey, DeliveryMessage, Preferenc
 use crate::ledger::{Change, DeliveryRecord, Status};
 use crate::ports::{DeliveryQueue, Ledger, OutgoingMessage, PortError, Ports, ReminderStore};
 
-/// The batch entry id of a message [`Record::rewake`] enqueues again after a redrive (the
+/// The batch entry id of a message [`InFlight::rewake`] enqueues again after a redrive (the
 /// chaos checker's `fallback-best-effort` plant drops these with the fallbacks' own).
 pub const REWAKE_ENTRY: &str = "rewake";
 
@@ -32,7 +32,7 @@ pub const REWAKE_ENTRY: &str = "rewake";
 /// the channel ahead could next change.
 pub const STANDBY_RECHECK: Duration = Duration::from_secs(30);
 
-impl<P: Ports> Record<'_, P> {
+impl<P: Ports> InFlight<'_, P> {
     /// Before the claim: a channel in standby behind another that the reminder lists is held
     /// until that one settles, then sent (its turn came) or acknowledged (it did not), by the
     /// ledger item of the channel ahead. A fallback's own message goes on, unless the head of
@@ -341,7 +341,7 @@ impl<P: Ports> Record<'_, P> {
 
     /// After the death naming `next` was written: its message, to send it now. An error (SQS
     /// refused it or failed) fails this record, so its message comes back and the dead
-    /// delivery's next look enqueues it again ([`Record::ensure_fallback`]).
+    /// delivery's next look enqueues it again ([`InFlight::ensure_fallback`]).
     pub(super) async fn enqueue_fallback(
         &mut self,
         dead: &DeliveryMessage,
@@ -371,7 +371,7 @@ impl<P: Ports> Record<'_, P> {
     }
 }
 
-impl<P: Ports> Record<'_, P> {
+impl<P: Ports> InFlight<'_, P> {
     /// Enqueue `msg` on `channel`'s queue now, as entry `entry_id`; a refused entry is an
     /// error whose message `refused` words from the queue's code.
     async fn send_now(

@@ -14,7 +14,7 @@
 //! marks. So a deploy in progress (old messages, the old index, a key
 //! that cannot be read) only costs reads, never changes a decision.
 
-use super::{Action, Delivery, Lease, Record};
+use super::{Action, Delivery, InFlight, Lease};
 use crate::delivery::{claim, transition, Claim, ClaimRequest, Written};
 use crate::domain::reminder::{freshness, Freshness};
 use crate::domain::{
@@ -57,7 +57,7 @@ fn qualifies(msg: &DeliveryMessage, key: Option<&SuppressionKey>) -> bool {
         && (key.is_none() || msg.address_hash.is_some())
 }
 
-impl<P: Ports> Record<'_, P> {
+impl<P: Ports> InFlight<'_, P> {
     pub(super) async fn direct(&mut self, msg: DeliveryMessage) -> Result<Direct, PortError> {
         if !msg.sole_channel {
             return Ok(Direct::TwoReads(msg));

@@ -2,13 +2,13 @@
 //! budget has room, otherwise as a fresh delayed copy with `not_before` (docs/design.md, "Receive
 //! budget"). The handler never sleeps: the delay goes to SQS.
 
-use super::{Action, Record};
+use super::{Action, InFlight};
 use crate::clock::Timestamp;
 use crate::domain::DeliveryMessage;
 use crate::policy::{wait_until, Wait, MAX_DELAY_SECS};
 use crate::ports::{DeliveryQueue, OutgoingMessage, PortError, Ports};
 
-impl<P: Ports> Record<'_, P> {
+impl<P: Ports> InFlight<'_, P> {
     pub(super) async fn hold(
         &mut self,
         msg: &DeliveryMessage,

@@ -1,4 +1,4 @@
-//! One record's pipeline (docs/design.md, "Ledger" and "Failures and retries"), in the order a
+//! One message's steps through the consumer (docs/design.md, "Ledger" and "Failures and retries"), in the order a
 //! reader follows it:
 //!
 //! 0. [`direct`]: a sole channel's message is claimed first and read in one request (the
@@ -63,12 +63,12 @@ use crate::ledger::{Ctx, DeliveryRecord, LeaseToken};
 use crate::policy::OutcomeClass;
 use crate::ports::{DeliveryQueue, GatePartition, PortError, Ports, Provider, SendRequest};
 
-/// What one step hands to the next, or the action that ends the record.
+/// What one step hands to the next, or the action that ends the message's steps.
 type Step<T> = Result<ControlFlow<Action, T>, PortError>;
 
-/// One record in flight: the consumer, the message as received, and the record's own random
+/// One message in flight: the consumer, the message as received, and the message's own random
 /// source and counters.
-struct Record<'a, P: Ports> {
+struct InFlight<'a, P: Ports> {
     consumer: &'a Consumer<P>,
     inc: &'a Incoming,
     /// The invocation's deadline: no step starts that could outlast it.
@@ -116,18 +116,18 @@ impl<P: Ports> Consumer<P> {
         rng: &mut StdRng,
         m: &mut Metrics,
     ) -> Result<Action, PortError> {
-        let mut record = Record {
+        let mut in_flight = InFlight {
             consumer: self,
             inc,
             deadline,
             rng,
             m,
         };
-        record.run().await
+        in_flight.run().await
     }
 }
 
-impl<P: Ports> Record<'_, P> {
+impl<P: Ports> InFlight<'_, P> {
     async fn run(&mut self) -> Result<Action, PortError> {
         let msg = step!(self.decode().await);
         let (delivery, lease) = match self.direct(msg).await? {
