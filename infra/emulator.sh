@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
-# Start the pinned AWS emulator (moto server) in the background on 127.0.0.1:PORT (4566 unless
-# given), installing it into .venv first if it is not there, and print the variables that point
-# the SDK at it, for the local tour:
+# Start the pinned AWS emulator (moto server) in the background on 127.0.0.1, installing it into
+# .venv first if it is not there, and print the variables that point the SDK at it, for the
+# local tour:
 #
-#   eval "$(infra/emulator.sh)"          # or: eval "$(infra/emulator.sh 4567)"
+#   eval "$(infra/emulator.sh)"          # 4566, or a free port when 4566 is taken
+#   eval "$(infra/emulator.sh 4567)"     # that port, or a refusal when it is taken
 #   ...
 #   kill "$EMULATOR_PID"                 # stop it
 #
-# A port already taken is refused with what to do, never written into; on any failure the eval
-# fails too (the script prints `false`).
+# A port taken is never written into; on any failure the eval fails too (the script prints
+# `false`).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=infra/pins.sh
 source "$ROOT/infra/pins.sh"
-PORT="${1:-4566}"
+GIVEN="${1:-}"
+PORT="${GIVEN:-4566}"
 VENV="$ROOT/.venv"
 
 say() { printf 'infra/emulator.sh: %s\n' "$*" >&2; }
@@ -43,15 +45,24 @@ if ! installed; then
 fi
 
 # Free to listen on, as moto binds it (with SO_REUSEADDR: the connections a server just stopped
-# left in TIME-WAIT do not hold the port).
-if ! "$VENV/bin/python" - "$PORT" 2>/dev/null <<'PY'; then
+# left in TIME-WAIT do not hold the port); port 0 asks the system for a free one. Prints it.
+try_port() {
+  "$VENV/bin/python" - "$1" 2>/dev/null <<'PY'
 import socket, sys
 s = socket.socket()
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", int(sys.argv[1])))
 s.listen()
+print(s.getsockname()[1])
 PY
-  fail "port $PORT is taken (ss -ltnp | grep :$PORT shows by what): stop that, or pass another port: infra/emulator.sh 4567"
+}
+if ! try_port "$PORT" >/dev/null; then
+  if [[ -n "$GIVEN" ]]; then
+    fail "port $PORT is taken (ss -ltnp | grep :$PORT shows by what): stop that, or pass another port: infra/emulator.sh 4567"
+  fi
+  TAKEN="$PORT"
+  PORT="$(try_port 0)" || fail "no free port on 127.0.0.1"
+  say "port $TAKEN is taken (ss -ltnp | grep :$TAKEN shows by what): using $PORT instead"
 fi
 
 LOG="$VENV/moto-$PORT.log"

@@ -205,6 +205,26 @@ fn files_under(dir: &Path, into: &mut Vec<PathBuf>) {
     }
 }
 
+/// Every file of the code: the crates, their tests and benches, and the scripts.
+fn code_files() -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for dir in [
+        "src",
+        "core",
+        "harness",
+        "functions",
+        "cli",
+        "tests",
+        "benches",
+        "test-support",
+        "infra",
+    ] {
+        files_under(&Path::new(ROOT).join(dir), &mut files);
+    }
+    files.sort();
+    files
+}
+
 /// `file:line: text` for each line of `files` that cites a number.
 fn citations(files: &[PathBuf]) -> Vec<String> {
     let mut found = Vec::new();
@@ -234,19 +254,7 @@ fn the_readme_and_docs_cite_no_tracker_numbers_or_old_design_sections() {
 
 #[test]
 fn the_code_cites_no_tracker_numbers_or_old_design_sections() {
-    let mut files = Vec::new();
-    for dir in [
-        "src",
-        "core",
-        "harness",
-        "functions",
-        "cli",
-        "tests",
-        "benches",
-    ] {
-        files_under(&Path::new(ROOT).join(dir), &mut files);
-    }
-    files.sort();
+    let files = code_files();
     let found = citations(&files);
     assert!(
         found.is_empty(),
@@ -290,4 +298,169 @@ fn every_chaos_counter_is_named_in_the_testing_docs() {
         unnamed.is_empty(),
         "docs/testing.md does not name these chaos counters: {unnamed:?}"
     );
+}
+
+/// The section titles a text names after `docs/design.md,`: each quoted title that follows,
+/// joined by `,` or `and`, across the comment markers of a wrapped line.
+fn named_design_sections(text: &str) -> Vec<String> {
+    const CITE: &str = "docs/design.md,";
+    let mut titles = Vec::new();
+    for (at, _) in text.match_indices(CITE) {
+        let rest: String = text[at + CITE.len()..].chars().take(400).collect();
+        let flat: Vec<&str> = rest
+            .lines()
+            .map(|l| {
+                l.trim_start()
+                    .trim_start_matches(['/', '!', '#', '*'])
+                    .trim()
+            })
+            .collect();
+        let flat = flat.join(" ");
+        let mut s = flat.trim_start();
+        while let Some(quoted) = s.strip_prefix('"') {
+            let Some(end) = quoted.find('"') else { break };
+            titles.push(quoted[..end].to_owned());
+            s = quoted[end + 1..].trim_start();
+            s = s
+                .strip_prefix(',')
+                .or_else(|| s.strip_prefix("and "))
+                .map_or(s, str::trim_start);
+        }
+    }
+    titles
+}
+
+/// The titles of a Markdown file's headings, as written.
+fn heading_titles(text: &str) -> Vec<String> {
+    prose_lines(text)
+        .into_iter()
+        .filter_map(|(_, line)| {
+            let title = line.strip_prefix('#')?.trim_start_matches('#');
+            title.starts_with(' ').then(|| title.trim().to_owned())
+        })
+        .collect()
+}
+
+/// A design section the code names by title (`docs/design.md, "Fallback chain"`) is a heading
+/// of docs/design.md: renaming a section fails here until its citations follow.
+#[test]
+fn every_design_section_the_code_names_is_a_heading_of_the_design() {
+    let titles = heading_titles(&read(&Path::new(ROOT).join("docs/design.md")));
+    let files = code_files();
+    let (mut named, mut dangling) = (0, Vec::new());
+    for file in files
+        .iter()
+        .filter(|f| f.extension().is_some_and(|x| x == "rs"))
+    {
+        for title in named_design_sections(&read(file)) {
+            named += 1;
+            if !titles.contains(&title) {
+                dangling.push(format!("{}: \"{title}\"", file.display()));
+            }
+        }
+    }
+    // The code names about a hundred sections: a reader that found none is broken.
+    assert!(
+        named >= 50,
+        "only {named} design sections named in the code"
+    );
+    assert!(
+        dangling.is_empty(),
+        "sections docs/design.md has no heading for:\n{}",
+        dangling.join("\n")
+    );
+}
+
+#[test]
+fn design_citations_are_read_across_wrapped_comment_lines() {
+    let code = "// the chain (docs/design.md,\n    // \"Fallback chain\" and \"Ledger\"), then\n\
+                //! see docs/design.md, \"Outages\".\n";
+    assert_eq!(
+        named_design_sections(code),
+        ["Fallback chain", "Ledger", "Outages"]
+    );
+    assert_eq!(
+        heading_titles("# Design\n```\n# no\n```\n## Fallback chain\n"),
+        ["Design", "Fallback chain"]
+    );
+}
+
+/// The names a YAML section lists at `indent` spaces (`  Name:` or `  NAME: value`), from
+/// the line `section` to the next line at its indent or less.
+fn yaml_keys(text: &str, section: &str, indent: usize) -> Vec<String> {
+    let mut keys = Vec::new();
+    let mut lines = text.lines().skip_while(|l| l.trim_end() != section);
+    let Some(head) = lines.next() else {
+        return keys;
+    };
+    let base = head.len() - head.trim_start().len();
+    for line in lines {
+        let depth = line.len() - line.trim_start().len();
+        if line.trim().is_empty() || line.trim_start().starts_with('#') {
+            continue;
+        }
+        if depth <= base {
+            break;
+        }
+        let key = line.trim().split_once(':').map(|(k, _)| k);
+        let named =
+            key.filter(|k| !k.is_empty() && k.chars().all(|c| c.is_alphanumeric() || c == '_'));
+        if let (true, Some(key)) = (depth == indent, named) {
+            keys.push(key.to_owned());
+        }
+    }
+    keys
+}
+
+/// Whether `docs` names `name` in code: as it is, or, for a channel's variable
+/// (`SMS_PROVIDER`), as the channels' pattern (`<CHANNEL>_PROVIDER`).
+fn named_in(docs: &str, name: &str) -> bool {
+    let pattern = ["PUSH_", "EMAIL_", "SMS_"]
+        .iter()
+        .find_map(|c| name.strip_prefix(c))
+        .map(|rest| format!("`<CHANNEL>_{rest}`"));
+    docs.contains(&format!("`{name}`")) || pattern.is_some_and(|p| docs.contains(&p))
+}
+
+/// docs/configuration.md names every parameter `template.yaml` takes and every variable it
+/// sets on a function (the template's tests hold those to what the code reads).
+#[test]
+fn the_configuration_docs_name_every_template_parameter_and_variable() {
+    let template = read(&Path::new(ROOT).join("template.yaml"));
+    let docs = read(&Path::new(ROOT).join("docs/configuration.md"));
+    let parameters = yaml_keys(&template, "Parameters:", 2);
+    let mut variables: Vec<String> = Vec::new();
+    let lines: Vec<&str> = template.lines().collect();
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim_end().ends_with("Variables:") {
+            let depth = line.len() - line.trim_start().len();
+            for key in yaml_keys(&lines[i..].join("\n"), line.trim_end(), depth + 2) {
+                if !variables.contains(&key) {
+                    variables.push(key);
+                }
+            }
+        }
+    }
+    assert!(parameters.len() >= 40, "parameters read: {parameters:?}");
+    assert!(variables.len() >= 20, "variables read: {variables:?}");
+    let missing: Vec<&String> = parameters
+        .iter()
+        .chain(&variables)
+        .filter(|name| !named_in(&docs, name))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/configuration.md does not name: {missing:?}"
+    );
+}
+
+#[test]
+fn yaml_keys_reads_one_section_at_its_indent() {
+    let yaml = "A:\n  One:\n    Type: x\n  # a comment\n\n  Two: 3\nB:\n  Three:\n";
+    assert_eq!(yaml_keys(yaml, "A:", 2), ["One", "Two"]);
+    assert_eq!(yaml_keys(yaml, "B:", 2), ["Three"]);
+    assert!(named_in("`<CHANNEL>_PROVIDER`", "SMS_PROVIDER"));
+    assert!(named_in("`SMS_QUEUE_URL`", "SMS_QUEUE_URL"));
+    assert!(!named_in("`<CHANNEL>_PROVIDER`", "SMS_QUEUE_URL"));
+    assert!(!named_in("`FOO_BAR`", "FOO"));
 }

@@ -103,6 +103,8 @@ fn operator_commands_against_the_emulator() {
         shown.contains("status       scheduled — 1 delivery: waiting for the scheduler"),
         "{shown}"
     );
+    // What became of it, as the API's GET says: nothing yet.
+    assert!(shown.contains("outcome      pending"), "{shown}");
     assert!(
         !shown.contains("secret-token-1"),
         "recipients are never shown"
@@ -154,6 +156,7 @@ fn operator_commands_against_the_emulator() {
         dead_shown.contains("status       enqueued — 1 delivery: dead (rejected) · payload v1"),
         "{dead_shown}"
     );
+    assert!(dead_shown.contains("outcome      failed"), "{dead_shown}");
     assert!(
         dead_shown.contains("sending → dead (rejected)")
             && dead_shown.contains("still dead: dead-letter copy made"),
@@ -197,6 +200,7 @@ fn operator_commands_against_the_emulator() {
         "{}",
         shown[0]
     );
+    assert_eq!(shown[0]["outcome"], "failed", "{}", shown[0]);
     // The ledger's codes stay for scripts; beside them, the operator's words.
     let history = delivery["ledger"]["history"].as_array().unwrap();
     let copy = history.iter().find(|h| h["detail"] == "dlq_copy");
@@ -333,6 +337,7 @@ fn operator_commands_against_the_emulator() {
         shown.contains("status       cancelled") && shown.contains("scheduled → cancelled"),
         "{shown}"
     );
+    assert!(shown.contains("outcome      cancelled"), "{shown}");
 }
 
 /// An item the scheduler quarantined, or one that does not decode at all, is still shown:

@@ -1,8 +1,10 @@
 //! The README's local walk-through, run as written: its commands are read from README.md
-//! (between the `walkthrough` markers), so the two cannot drift. Against the emulator CI
-//! starts; what differs is only what must (see `adapt`): the emulator's address comes from
-//! the environment, `cargo run -q -p remindctl --` is the binary cargo built, the tables and
-//! queues get a prefix of their own, and the receiver a free port.
+//! (between the `walkthrough` markers), so the two cannot drift. On a clean emulator: the
+//! tour's first line starts one of its own (`infra/emulator.sh`, on a free port this test
+//! picks); on the LocalStack leg, the leg's LocalStack, with the tables and queues under a
+//! prefix of their own. What else differs is only what must (see `adapt`):
+//! `cargo run -q -p remindctl --` is the binary cargo built, and the receiver and the API a
+//! free port each.
 
 use std::process::Command;
 
@@ -30,21 +32,60 @@ fn walkthrough() -> Vec<String> {
     readme_block("walkthrough")
 }
 
-/// A README line as this test runs it; `None` for what the test's environment already did.
-fn adapt(line: &str, prefix: &str, (port, api_port): (u16, u16)) -> Option<String> {
-    let command = line.split(" # ").next().unwrap_or(line).trim_end();
-    // The emulator is started, and its variables exported, by the test runner (moto, or
-    // LocalStack on its leg); `infra/emulator.sh` has its test below.
-    if command.starts_with("export AWS_") || command.contains("infra/emulator.sh") {
-        return None;
+/// Where a run of the tour runs.
+struct Setup {
+    /// The port the tour's own emulator gets (`infra/emulator.sh PORT`); `None` on the LocalStack
+    /// leg, whose emulator the test runner started and exported.
+    emulator: Option<u16>,
+    /// The tables' and queues' prefix on a shared emulator.
+    prefix: String,
+    /// The receiver's port and the API's.
+    ports: (u16, u16),
+}
+
+impl Setup {
+    fn new(name: &str) -> Self {
+        // The LocalStack leg points some services elsewhere (DynamoDB at moto): the tour runs
+        // against what it exported, not an emulator of its own.
+        let leg = std::env::var_os("AWS_ENDPOINT_URL_DYNAMODB").is_some();
+        Setup {
+            emulator: (!leg).then(free_port),
+            // Each test its own tables and queues: under plain `cargo test` both run in one
+            // process.
+            prefix: format!("walk-{name}-{}", std::process::id()),
+            ports: (free_port(), free_port()),
+        }
     }
+}
+
+/// A README line as this test runs it; `None` for what the test's environment already did.
+fn adapt(line: &str, setup: &Setup) -> Option<String> {
+    let command = line.split(" # ").next().unwrap_or(line).trim_end();
+    let (port, api_port) = setup.ports;
     let bin = env!("CARGO_BIN_EXE_remindctl");
-    let command = command
+    let mut command = command
         .replace("cargo run -q -p remindctl --", bin)
-        .replace("local up", &format!("local up --prefix {prefix}"))
         .replace("8080", &port.to_string())
-        .replace("8081", &api_port.to_string())
-        .replace(" $EMULATOR_PID", "");
+        .replace("8081", &api_port.to_string());
+    match setup.emulator {
+        // The script's default port (4566, or a free one) may be another test's: this one's
+        // own, picked free.
+        Some(emulator) => {
+            command = command.replace(
+                "infra/emulator.sh)",
+                &format!("infra/emulator.sh {emulator})"),
+            );
+        }
+        // The emulator is the leg's: started, and its variables exported, by the test runner.
+        None => {
+            if command.starts_with("export AWS_") || command.contains("infra/emulator.sh") {
+                return None;
+            }
+            command = command
+                .replace("local up", &format!("local up --prefix {}", setup.prefix))
+                .replace(" $EMULATOR_PID", "");
+        }
+    }
     // The README gives a server a second to listen; a loaded machine may need more, so the
     // test waits until it does.
     let command = match command.strip_suffix("; sleep 1") {
@@ -81,36 +122,36 @@ fn free_port() -> u16 {
 /// variables), bounded: a walk-through that cannot deliver would otherwise retry until
 /// freshness ends. Its stdout.
 fn run_blocks(name: &str, blocks: &[Vec<String>]) -> String {
-    std::env::var("AWS_ENDPOINT_URL")
-        .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");
-    let (prefix, ports) = (
-        // Each test its own tables and queues: under plain `cargo test` both run in one process.
-        format!("walk-{name}-{}", std::process::id()),
-        (free_port(), free_port()),
-    );
+    let setup = Setup::new(name);
+    if setup.emulator.is_none() {
+        std::env::var("AWS_ENDPOINT_URL")
+            .expect("AWS_ENDPOINT_URL is not set: run the emulator tests through infra/test.sh");
+    }
     let mut script = Vec::new();
     for lines in blocks {
         assert!(lines.len() >= 6, "a block lost its lines: {lines:?}");
-        let mut block: Vec<String> = lines
-            .iter()
-            .filter_map(|l| adapt(l, &prefix, ports))
-            .collect();
+        let mut block: Vec<String> = lines.iter().filter_map(|l| adapt(l, &setup)).collect();
         let receiver = block.iter().position(|l| l.contains("local receive"));
         let receiver = receiver.expect("each block starts the receiver");
         // The receiver needs a moment to listen before anything sends to it.
-        block.insert(receiver + 1, listening(ports.0));
+        block.insert(receiver + 1, listening(setup.ports.0));
         script.extend(block);
     }
     // curl ends a body without a newline: one after it keeps the next output on its own line.
-    // Under `set -e` a failing curl (no connection) ends the script inside the wrapper.
+    // Under `set -e` a failing curl (no connection) ends the script inside the wrapper. On any
+    // exit, the servers it started stop, the emulator too when the README's last line did not
+    // run.
     let text = format!(
-        "set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n\
+        "set -euo pipefail\n\
+         trap 'kill $(jobs -p) ${{EMULATOR_PID:-}} 2>/dev/null || true' EXIT\n\
          curl() {{ command curl \"$@\"; echo; }}\n{}\n",
         script.join("\n")
     );
+    // From the repository root, as the README says.
     let out = Command::new("timeout")
         .args(["300", "bash", "-c"])
         .arg(&text)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
         .output()
         .expect("bash runs");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -150,6 +191,8 @@ fn the_readme_walkthrough_delivers_a_reminder_to_the_local_receiver() {
         "remind show names the key the provider saw:\n{shown}"
     );
     assert!(shown.contains("delivered"), "{shown}");
+    // What became of it, in one word, beside the status that says only it was enqueued.
+    assert!(shown.contains("outcome      delivered"), "{shown}");
 }
 
 /// The tour's second block, after the first in the same shell: a reminder PUT with curl

@@ -1,6 +1,7 @@
 //! `remindctl remind show`: the reminder, each channel's ledger state and its history, in
 //! operator words (`words`), as text or one JSON object.
 
+use reminders::delivery::outcome::{outcome, ChannelState, ReminderOutcome};
 use reminders::delivery::standby::{turn, Turn};
 use reminders::domain::{Channel, DeliveryKey, Reminder, ReminderId};
 use reminders::ledger::{DeliveryRecord, HistoryEntry, Status};
@@ -106,6 +107,24 @@ fn status_detail(r: &Reminder, deliveries: &[Delivery]) -> String {
     wording::status_detail(r.status, &ledgers)
 }
 
+/// What became of the reminder, from its channels, as the API's GET says it.
+fn reminder_outcome(r: &Reminder, deliveries: &[Delivery]) -> ReminderOutcome {
+    let states: Vec<ChannelState> = deliveries
+        .iter()
+        .map(|d| match (&d.rec, d.standby) {
+            (Some(rec), _) => ChannelState::Ledger {
+                status: rec.status(),
+                dead_reason: rec.dead_reason(),
+                handed_on: rec.fallback_to().is_some(),
+            },
+            (None, Some(Turn::Wait { .. })) => ChannelState::Standby,
+            (None, Some(Turn::NotNeeded { .. })) => ChannelState::NotNeeded,
+            (None, Some(Turn::TakeOver { .. }) | None) => ChannelState::NotBegun,
+        })
+        .collect();
+    outcome(r.status, &states)
+}
+
 fn reminder_json(r: &Reminder, deliveries: &[Delivery]) -> Value {
     let list: Vec<Value> = deliveries
         .iter()
@@ -132,6 +151,7 @@ fn reminder_json(r: &Reminder, deliveries: &[Delivery]) -> Value {
         "subscriber_id": r.subscriber_id.to_string(),
         "status": r.status.as_str(),
         "status_detail": status_detail(r, deliveries),
+        "outcome": reminder_outcome(r, deliveries).as_str(),
         "payload_version": r.payload_version,
         "invalid_reason": r.invalid_reason,
         "due_at": r.due_at.to_rfc3339(),
@@ -191,6 +211,7 @@ fn print_reminder(r: &Reminder, deliveries: &[Delivery]) {
         "reminder     {} (subscriber {})",
         r.reminder_id, r.subscriber_id
     );
+    println!("outcome      {}", reminder_outcome(r, deliveries).as_str());
     println!(
         "status       {} · payload v{}",
         status_detail(r, deliveries),

@@ -8,6 +8,7 @@
 
 pub mod abandoned;
 pub mod machine;
+pub mod outcome;
 pub mod standby;
 
 use crate::clock::Timestamp;

@@ -148,7 +148,11 @@ where
         Put::Created(s) => (StatusCode::CREATED, s),
         Put::Same(s) | Put::Edited(s) => (StatusCode::OK, s),
     };
-    Ok((status, Json(show_series(&app.store, &s, now).await?)).into_response())
+    Ok((
+        status,
+        Json(show_series(&app.store, &app.ledger, &s, now).await?),
+    )
+        .into_response())
 }
 
 fn refused(r: reminders::series::Refused) -> ApiError {
@@ -184,12 +188,14 @@ pub async fn show<S, L, C>(
 ) -> Result<Json<Value>, ApiError>
 where
     S: ReminderStore + SeriesStore,
+    L: Ledger,
     C: Clock,
 {
     caller.require(&app.auth, Scope::Read)?;
     let access = caller.access(&app.auth)?;
     let s = reached(&app.store, &access, &series_id(&id)?).await?;
-    Ok(Json(show_series(&app.store, &s, app.clock.now()).await?))
+    let now = app.clock.now();
+    Ok(Json(show_series(&app.store, &app.ledger, &s, now).await?))
 }
 
 /// Cancel the series and every occurrence not yet sent.
@@ -292,9 +298,12 @@ async fn in_zone_now<S: ReminderStore>(store: &S, s: &Series) -> Result<Series, 
     Ok(here)
 }
 
-/// The series, its next occurrences, and those made (the latest first), each with its status.
-async fn show_series<S: ReminderStore>(
+/// The series, its next occurrences, and those made (the latest first), each with its status
+/// and, while its reminder is kept, its outcome (what became of it, as the reminder's own GET
+/// says).
+async fn show_series<S: ReminderStore, L: Ledger>(
     store: &S,
+    ledger: &L,
     s: &Series,
     now: Timestamp,
 ) -> Result<Value, ApiError> {
@@ -323,10 +332,13 @@ async fn show_series<S: ReminderStore>(
     for &t in s.made.iter().rev().take(MADE_SHOWN) {
         let id = occurrence_id(&s.series_id, t);
         let mut o = at(t, &id);
-        o["status"] = match store.get(&id).await? {
-            Some(r) => r.status.as_str().into(),
-            None => "removed".into(),
-        };
+        match store.get(&id).await? {
+            Some(r) => {
+                o["status"] = r.status.as_str().into();
+                o["outcome"] = view::reminder(&r, ledger, store).await?["outcome"].take();
+            }
+            None => o["status"] = "removed".into(),
+        }
         made.push(o);
     }
     out["next_occurrences"] = next.into();

@@ -2,6 +2,7 @@
 //! (recipients masked), a cancel's outcome per channel, a page of a subscriber's reminders.
 
 use reminders::clock::Timestamp;
+use reminders::delivery::outcome::ChannelState;
 use reminders::delivery::standby;
 use reminders::delivery::Cancelled;
 use reminders::domain::{Channel, Content, DeliveryKey, Reminder};
@@ -61,73 +62,30 @@ pub async fn reminder<L: Ledger, S: ReminderStore>(
     }))
 }
 
-/// What became of the reminder, from its channels' deliveries (`status` only says
-/// whether the scheduler handed it on). `pending` while any channel may still be sent. Then,
-/// with each channel ended as reached (delivered), stale (expired, or dead because quiet hours
-/// outlasted its freshness, or never begun because the reminder expired), failed (any other
-/// death that did not hand the reminder on to another channel, or never begun because the
-/// reminder was quarantined), or set aside (cancelled, not needed, handed on, or opted out: the
-/// subscriber's choice): `delivered` when one was reached and none stale or failed;
-/// `partly_delivered` when one was reached and another stale or failed; `cancelled` when none
-/// was reached and the reminder, or every channel, was cancelled; `failed` when one failed
-/// (an `ambiguous` death among them: it may have been sent, and the channel says so);
-/// `expired` when one went stale; else (every channel set aside) `cancelled` if any channel
-/// was, `failed` otherwise. A redrive of a dead delivery may still change it.
+/// What became of the reminder ([`reminders::delivery::outcome`]), from its channels as this
+/// view shows them: the ledger's status of each, or `standby` and `not_needed` for a channel
+/// the fallback order holds back.
 fn outcome(
     status: reminders::domain::ReminderStatus,
     channels: &Map<String, Value>,
 ) -> &'static str {
-    use reminders::domain::ReminderStatus as R;
-    #[derive(PartialEq)]
-    enum End {
-        Pending,
-        Reached,
-        Stale,
-        Failed,
-        Cancelled,
-        Aside,
-    }
-    let end = |d: &Value| -> End {
-        let handed_on = d.get("fallback_to").is_some_and(|t| !t.is_null());
-        match d["status"].as_str().unwrap_or("") {
-            "delivered" => End::Reached,
-            "expired" => End::Stale,
-            "dead" => match d["dead_reason"].as_str() {
-                _ if handed_on => End::Aside,
-                Some("expired_quiet_hours") => End::Stale,
-                Some("opted_out") => End::Aside,
-                _ => End::Failed,
+    let states: Vec<ChannelState> = channels.values().map(channel_state).collect();
+    reminders::delivery::outcome::outcome(status, &states).as_str()
+}
+
+/// One channel of the view, read back as the outcome reads it.
+fn channel_state(d: &Value) -> ChannelState {
+    match d["status"].as_str().unwrap_or("") {
+        "standby" => ChannelState::Standby,
+        "not_needed" => ChannelState::NotNeeded,
+        s => match s.parse::<Status>() {
+            Ok(status) => ChannelState::Ledger {
+                status,
+                dead_reason: d["dead_reason"].as_str().and_then(|r| r.parse().ok()),
+                handed_on: d.get("fallback_to").is_some_and(|t| !t.is_null()),
             },
-            "cancelled" => End::Cancelled,
-            "not_needed" => End::Aside,
-            // Never begun, and never will be: the reminder expired or was quarantined.
-            "scheduled" | "standby" if status == R::Expired => End::Stale,
-            "scheduled" | "standby" if status == R::Invalid => End::Failed,
-            // Still to be sent, on its way, or a state a newer version wrote.
-            _ => End::Pending,
-        }
-    };
-    let ends: Vec<End> = channels.values().map(end).collect();
-    let any = |e: End| ends.contains(&e);
-    if any(End::Pending) {
-        "pending"
-    } else if any(End::Reached) {
-        match any(End::Stale) || any(End::Failed) {
-            true => "partly_delivered",
-            false => "delivered",
-        }
-    } else if status == R::Cancelled
-        || (!ends.is_empty() && ends.iter().all(|e| *e == End::Cancelled))
-    {
-        "cancelled"
-    } else if any(End::Failed) {
-        "failed"
-    } else if any(End::Stale) {
-        "expired"
-    } else if any(End::Cancelled) {
-        "cancelled"
-    } else {
-        "failed"
+            Err(_) => ChannelState::Unknown,
+        },
     }
 }
 

@@ -600,3 +600,22 @@ fn the_document_lists_every_code_a_scenario_answers() {
         }
     }
 }
+
+/// The document's `ReminderOutcome` names exactly the outcomes the code gives, in its order.
+#[test]
+fn the_documented_outcomes_are_the_codes() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/openapi.yaml"))
+        .expect("openapi.yaml beside the crate");
+    let doc: serde_norway::Value = serde_norway::from_str(&text).unwrap();
+    let documented: Vec<&str> = doc["components"]["schemas"]["ReminderOutcome"]["enum"]
+        .as_sequence()
+        .expect("a ReminderOutcome enum")
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let code: Vec<&str> = reminders::delivery::outcome::ReminderOutcome::ALL
+        .iter()
+        .map(|o| o.as_str())
+        .collect();
+    assert_eq!(documented, code);
+}

@@ -43,6 +43,12 @@ async fn a_series_makes_its_first_occurrences_ahead_and_answers_them() {
     ];
     assert_eq!(ids(&first["occurrences"]), three);
     assert!(made(&first).values().all(|s| s == "scheduled"), "{first}");
+    // Nothing sent yet: what became of each is still open.
+    let made_list = first["occurrences"].as_array().unwrap();
+    assert!(
+        made_list.iter().all(|o| o["outcome"] == "pending"),
+        "{first}"
+    );
     assert_eq!(
         first["occurrences"][2]["wall_time"],
         "2027-01-04T09:05:00+01:00[Europe/Paris]"
@@ -395,6 +401,15 @@ async fn a_cancelled_series_cancels_its_occurrences_and_refuses_a_different_body
         );
         assert!(o["occurrence_at"].is_string(), "{o}");
     }
+    // The series read back says what became of each occurrence: cancelled.
+    let (status, shown) = call(&h.router, "GET", "/v1/series/standup", None).await;
+    assert_eq!(status, StatusCode::OK, "{shown}");
+    let made_list = shown["occurrences"].as_array().unwrap();
+    assert_eq!(made_list.len(), 3, "{shown}");
+    assert!(
+        made_list.iter().all(|o| o["outcome"] == "cancelled"),
+        "{shown}"
+    );
     // Each with its wall time beside its instant, as the series' answers show it.
     let wall_times: BTreeMap<String, Value> = first["occurrences"]
         .as_array()
