@@ -4,6 +4,7 @@
 # moto leg (after it, without nextest); it also runs on its own (from the project root):
 #
 #   infra/localstack.sh           # installs and starts what it needs, stops it on exit
+#   infra/localstack.sh --install # only installs LocalStack (infra/test.sh, while it builds)
 #
 # LocalStack 4.9.2 runs in host mode (no Docker) on Python 3.11, installed into
 # .venv-localstack with the pins below (newer versions need Python 3.12; the others keep its
@@ -60,6 +61,9 @@ if [[ ! -f "$LS_STAMP" ]]; then
   printf '*\n' >"$LS_VENV/.gitignore"
   "$LS_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${LS_REQS[@]}"
   touch "$LS_STAMP"
+fi
+if [[ "${1:-}" == "--install" ]]; then
+  exit 0
 fi
 
 PIDS=()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run every check the project has, on a machine with only the Rust toolchain, Python 3.11 and
-# pip: install the pinned emulator and linters into .venv (once), start moto server on a free
-# 127.0.0.1 port, then rustfmt, clippy, all tests, the emulator suite again on LocalStack
+# pip: rustfmt, clippy and the crate boundaries, the build of every test (while the pinned
+# emulators and linters install into virtual environments of their own, once), then moto server
+# on a free 127.0.0.1 port, all tests, the emulator suite again on LocalStack beside them
 # (infra/localstack.sh), cfn-lint, sam validate and checkov. The emulators are stopped on every
 # exit path.
 set -euo pipefail
@@ -27,61 +28,54 @@ CHECKOV_VENV="$ROOT/.venv-checkov"
 CHECKOV_REQ='checkov==3.3.30'
 CHECKOV_STAMP="$CHECKOV_VENV/.installed-$(printf '%s\n' "$CHECKOV_REQ" | cksum | cut -d' ' -f1)"
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step's name with the time it started, so a slow run shows where its time went.
+step() { printf '\n==> [%s] %s\n' "$(date +%T)" "$*"; }
 
-if [[ ! -f "$STAMP" ]]; then
-  step "installing the emulator and linters into .venv"
-  python3 -m venv "$VENV"
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${PY_REQS[@]}"
-  touch "$STAMP"
-fi
-if [[ ! -f "$SAM_STAMP" ]]; then
-  step "installing aws-sam-cli into .venv-sam"
-  python3 -m venv "$SAM_VENV"
-  "$SAM_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$SAM_REQ"
-  touch "$SAM_STAMP"
-fi
-if [[ ! -f "$CHECKOV_STAMP" ]]; then
-  step "installing checkov into .venv-checkov"
-  python3 -m venv "$CHECKOV_VENV"
-  printf '*\n' >"$CHECKOV_VENV/.gitignore"   # as Python 3.13's venv does: never committed
-  "$CHECKOV_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$CHECKOV_REQ"
-  touch "$CHECKOV_STAMP"
-fi
-
-PORT="$("$VENV/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-LOG="$(mktemp -t moto.XXXXXX.log)"
-step "starting moto server on 127.0.0.1:$PORT (log: $LOG)"
-# moto's request recorder (tests/consumer/emulator_reads.rs counts reads with it) writes here,
-# not into the working directory.
-RECORDING="$(mktemp -t moto-recording.XXXXXX)"
-MOTO_RECORDER_FILEPATH="$RECORDING" "$VENV/bin/moto_server" -H 127.0.0.1 -p "$PORT" >"$LOG" 2>&1 &
-MOTO_PID=$!
+# The Python tools (the emulators and the linters) install into virtual environments of their
+# own, once; they install in the background while cargo checks and builds, and the tests wait
+# for them. LocalStack's environment is infra/localstack.sh's (`--install` does only that).
+install_tools() {
+  if [[ ! -f "$STAMP" ]]; then
+    step "installing the emulator and linters into .venv"
+    python3 -m venv "$VENV"
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${PY_REQS[@]}"
+    touch "$STAMP"
+  fi
+  if [[ ! -f "$SAM_STAMP" ]]; then
+    step "installing aws-sam-cli into .venv-sam"
+    python3 -m venv "$SAM_VENV"
+    "$SAM_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$SAM_REQ"
+    touch "$SAM_STAMP"
+  fi
+  if [[ ! -f "$CHECKOV_STAMP" ]]; then
+    step "installing checkov into .venv-checkov"
+    python3 -m venv "$CHECKOV_VENV"
+    printf '*\n' >"$CHECKOV_VENV/.gitignore"   # as Python 3.13's venv does: never committed
+    "$CHECKOV_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$CHECKOV_REQ"
+    touch "$CHECKOV_STAMP"
+  fi
+  infra/localstack.sh --install
+}
+INSTALL_LOG="$(mktemp -t install.XXXXXX.log)"
+step "installing the emulators and linters in the background (log: $INSTALL_LOG)"
+install_tools >"$INSTALL_LOG" 2>&1 &
+INSTALL_PID=$!
+MOTO_PID=
+RECORDING=
 cleanup() {
-  kill "$MOTO_PID" 2>/dev/null || true
-  wait "$MOTO_PID" 2>/dev/null || true
-  rm -f "$RECORDING"
+  # An install still running (a failed build stops the script early): pip with it.
+  if kill -0 "$INSTALL_PID" 2>/dev/null; then
+    pkill -TERM -P "$INSTALL_PID" 2>/dev/null || true
+    kill "$INSTALL_PID" 2>/dev/null || true
+  fi
+  if [[ -n "$MOTO_PID" ]]; then
+    kill "$MOTO_PID" 2>/dev/null || true
+    wait "$MOTO_PID" 2>/dev/null || true
+  fi
+  rm -f "$RECORDING" "$INSTALL_LOG"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-"$VENV/bin/python" - "$PORT" <<'PY'
-import sys, time, urllib.request
-url = f"http://127.0.0.1:{sys.argv[1]}/moto-api/"
-for _ in range(300):
-    try:
-        urllib.request.urlopen(url, timeout=1)
-        sys.exit(0)
-    except Exception:
-        time.sleep(0.1)
-sys.exit("moto server did not answer within 30 s")
-PY
-# Reachable from this machine only (an AWS emulator answers anyone).
-python3 infra/loopback_only.py "$MOTO_PID" "moto server"
-
-export AWS_ENDPOINT_URL="http://127.0.0.1:$PORT"
-export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1
-unset AWS_PROFILE AWS_SESSION_TOKEN
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -125,6 +119,49 @@ if grep -E '^aws-(sdk|config|smithy)' <<<"$deps"; then
 fi
 cargo clippy --locked -p remindctl --no-default-features --all-targets -- -D warnings
 
+if cargo nextest --version >/dev/null 2>&1; then
+  # nextest does not run doctests: run them first, so nextest's summary closes the log. They
+  # need no emulator, nor does the build, which runs while the tools install.
+  step "doc tests, and every test built"
+  cargo test --workspace --all-features --locked --doc
+  cargo nextest run --workspace --all-features --locked --no-run
+fi
+
+step "waiting for the emulators and linters to install"
+if ! wait "$INSTALL_PID"; then
+  cat "$INSTALL_LOG" >&2
+  echo "installing the emulators and linters failed (above)" >&2
+  exit 1
+fi
+cat "$INSTALL_LOG"
+
+PORT="$("$VENV/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+LOG="$(mktemp -t moto.XXXXXX.log)"
+step "starting moto server on 127.0.0.1:$PORT (log: $LOG)"
+# moto's request recorder (tests/consumer/emulator_reads.rs counts reads with it) writes here,
+# not into the working directory.
+RECORDING="$(mktemp -t moto-recording.XXXXXX)"
+MOTO_RECORDER_FILEPATH="$RECORDING" "$VENV/bin/moto_server" -H 127.0.0.1 -p "$PORT" >"$LOG" 2>&1 &
+MOTO_PID=$!
+
+"$VENV/bin/python" - "$PORT" <<'PY'
+import sys, time, urllib.request
+url = f"http://127.0.0.1:{sys.argv[1]}/moto-api/"
+for _ in range(300):
+    try:
+        urllib.request.urlopen(url, timeout=1)
+        sys.exit(0)
+    except Exception:
+        time.sleep(0.1)
+sys.exit("moto server did not answer within 30 s")
+PY
+# Reachable from this machine only (an AWS emulator answers anyone).
+python3 infra/loopback_only.py "$MOTO_PID" "moto server"
+
+export AWS_ENDPOINT_URL="http://127.0.0.1:$PORT"
+export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1
+unset AWS_PROFILE AWS_SESSION_TOKEN
+
 step "tests (emulator at $AWS_ENDPOINT_URL)"
 # Test threads get a main thread's stack (8 MiB) instead of libtest's 2 MiB: a test's whole
 # pipeline runs as one future on its thread (block_on), and a debug build keeps every
@@ -138,9 +175,6 @@ export RUST_MIN_STACK="${RUST_MIN_STACK:-8388608}"
 # on the wall clock (a series' occurrences a minute apart). The LocalStack leg then keeps
 # DynamoDB on a moto of its own, so neither leg's load or state reaches the other's.
 if cargo nextest --version >/dev/null 2>&1; then
-  # nextest does not run doctests: run them first, so nextest's summary closes the log.
-  cargo test --workspace --all-features --locked --doc
-  cargo nextest run --workspace --all-features --locked --no-run
   LOCALSTACK_LOG="$(mktemp -t localstack-leg.XXXXXX)"
   # A process group of its own: stopping this script stops the leg at once, LocalStack, its
   # moto and the tests with it (a shell runs its traps only when its foreground command ends).
