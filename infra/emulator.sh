@@ -26,6 +26,8 @@ fail() {
   echo false
   exit 1
 }
+# Any other command that fails (set -e) ends the script the same way.
+trap 'say "failed at line $LINENO (above)"; echo false' ERR
 
 if [[ ! "$PORT" =~ ^[0-9]+$ ]] || ((10#$PORT < 1 || 10#$PORT > 65535)); then
   fail "the port must be a number from 1 to 65535, not '$PORT' (infra/emulator.sh 4567)"
@@ -39,7 +41,8 @@ installed() {
 }
 if ! installed; then
   say "installing moto $MOTO_VERSION into .venv (once; about a minute)"
-  python3 -m venv "$VENV"
+  python3 -m venv "$VENV" >&2 ||
+    fail "could not make .venv with python3 -m venv (on Debian or Ubuntu: apt install python3-venv)"
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$MOTO_REQ" >&2 ||
     fail "could not install moto $MOTO_VERSION (pip's error is above)"
 fi
@@ -65,27 +68,72 @@ if ! try_port "$PORT" >/dev/null; then
   say "port $TAKEN is taken (ss -ltnp | grep :$TAKEN shows by what): using $PORT instead"
 fi
 
-LOG="$VENV/moto-$PORT.log"
-nohup "$VENV/bin/moto_server" -H 127.0.0.1 -p "$PORT" >"$LOG" 2>&1 &
-PID=$!
-
-if ! "$VENV/bin/python" - "$PORT" "$PID" <<'PY'; then
+# start PORT: moto on PORT, in the background (its pid in PID), until it answers; fails if it
+# stops first, or if the server answering on PORT is not this one (another start won the port
+# between the check above and the bind: on Linux, /proc tells whose socket listens there).
+start() {
+  local port="$1"
+  LOG="$VENV/moto-$port.log"
+  nohup "$VENV/bin/moto_server" -H 127.0.0.1 -p "$port" >"$LOG" 2>&1 &
+  PID=$!
+  "$VENV/bin/python" - "$port" "$PID" <<'PY' && return 0
 import os, sys, time, urllib.request
-url = f"http://127.0.0.1:{sys.argv[1]}/moto-api/"
-for _ in range(300):
+port, pid = int(sys.argv[1]), int(sys.argv[2])
+
+def listens():
+    """Whether pid holds the socket listening on 127.0.0.1:port (True without /proc)."""
+    if not os.path.isdir("/proc/self/fd"):
+        return True
+    inodes = set()
+    for line in open("/proc/net/tcp").readlines()[1:]:
+        f = line.split()
+        if f[1].endswith(":%04X" % port) and f[3] == "0A":
+            inodes.add(f[9])
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:[") and link[8:-1] in inodes:
+            return True
+    return False
+
+def alive():
+    """Whether pid runs (a zombie, not yet reaped by the shell, has stopped)."""
     try:
-        os.kill(int(sys.argv[2]), 0)  # still running: not another server that took the port
+        os.kill(pid, 0)
     except OSError:
-        sys.exit(1)
+        return False
     try:
-        urllib.request.urlopen(url, timeout=1)
-        sys.exit(0)
-    except Exception:
-        time.sleep(0.1)
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
+
+for _ in range(300):
+    if not alive():
+        sys.exit(1)  # it stopped: the port was taken after all, or its log says why
+    if listens():
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/moto-api/", timeout=1)
+            sys.exit(0)
+        except Exception:
+            pass
+    time.sleep(0.1)
 sys.exit(1)
 PY
   kill "$PID" 2>/dev/null || true
-  fail "moto server did not start on 127.0.0.1:$PORT within 30 s; its log: $LOG"
+  return 1
+}
+
+if ! start "$PORT"; then
+  # The default port, taken by another start at the same moment: a free one instead.
+  if [[ -n "$GIVEN" ]]; then
+    fail "moto server did not start on 127.0.0.1:$PORT within 30 s (or another server took the port); its log: $LOG"
+  fi
+  TAKEN="$PORT"
+  PORT="$(try_port 0)" || fail "no free port on 127.0.0.1"
+  say "port $TAKEN was taken as moto started: using $PORT instead"
+  start "$PORT" || fail "moto server did not start on 127.0.0.1:$PORT within 30 s; its log: $LOG"
 fi
 
 echo "export AWS_ENDPOINT_URL=http://127.0.0.1:$PORT AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 EMULATOR_PID=$PID"

@@ -183,6 +183,7 @@ fn main() -> ExitCode {
                 line = hint;
             }
             eprintln!("remindctl: {line}");
+            fail_the_eval();
             return ExitCode::from(2);
         }
     };
@@ -190,8 +191,22 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("remindctl: {}", with_next_step(&e));
+            fail_the_eval();
             ExitCode::FAILURE
         }
+    }
+}
+
+/// `local up` prints shell for `eval "$(remindctl local up)"`: on failure it prints `false`, so
+/// that the eval fails too instead of running nothing and succeeding.
+fn fail_the_eval() {
+    let typed: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .take(2)
+        .collect();
+    if typed == ["local", "up"] {
+        println!("false");
     }
 }
 

@@ -604,6 +604,26 @@ fn an_endpoint_that_does_not_answer_says_to_start_the_emulator() {
     );
 }
 
+/// `eval "$(remindctl local up)"` fails when `local up` does (here, nothing answers at the
+/// endpoint): it prints `false` for the shell, never nothing, which would eval to success and
+/// leave the tour without its variables.
+#[test]
+fn a_failed_local_up_fails_the_eval() {
+    let out = against_stack(&["local", "up", "--prefix", "eval-check"], &[]);
+    assert!(!out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "false\n");
+    let shell = format!(
+        "eval \"$(AWS_ENDPOINT_URL=http://127.0.0.1:1 AWS_ACCESS_KEY_ID=test \
+         AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 {} local up 2>/dev/null)\"",
+        env!("CARGO_BIN_EXE_remindctl")
+    );
+    let eval = Command::new("bash").args(["-c", &shell]).status().unwrap();
+    assert!(!eval.success(), "the eval succeeded on a failed local up");
+    // Another command's failure prints nothing on stdout.
+    let show = against_stack(&["remind", "show", "--id", "r-1"], &[]);
+    assert!(show.stdout.is_empty(), "{:?}", show.stdout);
+}
+
 /// A table that does not exist on the emulator (restarted, `local up` not run again): the one
 /// error line says to create them.
 #[test]

@@ -137,23 +137,31 @@ fn run_blocks(name: &str, blocks: &[Vec<String>]) -> String {
         block.insert(receiver + 1, listening(setup.ports.0));
         script.extend(block);
     }
-    // curl ends a body without a newline: one after it keeps the next output on its own line.
-    // Under `set -e` a failing curl (no connection) ends the script inside the wrapper. On any
+    // Under `set -e` a failing command (a curl with no connection) ends the script. On any
     // exit, the servers it started stop, the emulator too when the README's last line did not
     // run.
     let text = format!(
         "set -euo pipefail\n\
-         trap 'kill $(jobs -p) ${{EMULATOR_PID:-}} 2>/dev/null || true' EXIT\n\
-         curl() {{ command curl \"$@\"; echo; }}\n{}\n",
+         trap 'kill $(jobs -p) ${{EMULATOR_PID:-}} 2>/dev/null || true' EXIT\n{}\n",
         script.join("\n")
     );
-    // From the repository root, as the README says.
-    let out = Command::new("timeout")
-        .args(["300", "bash", "-c"])
+    // From the repository root, as the README says. With an emulator of its own, the tour starts
+    // without the runner's: only its first line can point it at one.
+    let mut bash = Command::new("timeout");
+    bash.args(["300", "bash", "-c"])
         .arg(&text)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .output()
-        .expect("bash runs");
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
+    if setup.emulator.is_some() {
+        for var in [
+            "AWS_ENDPOINT_URL",
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_REGION",
+        ] {
+            bash.env_remove(var);
+        }
+    }
+    let out = bash.output().expect("bash runs");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -214,6 +222,8 @@ fn the_readme_api_block_delivers_and_reports_the_outcome() {
         .first()
         .unwrap_or_else(|| panic!("no PUT answer:\n{stdout}"));
     assert!(created.contains("\"status\":\"scheduled\""), "{created}");
+    // Then the status code the README's comment names, on its own line.
+    assert_eq!(api.get(1).map(|l| l.trim()), Some("201"), "{stdout}");
     assert!(
         api.iter()
             .any(|l| l.contains("\"reminder_id\":\"r-1\"")
@@ -280,4 +290,39 @@ fn the_emulator_script_starts_moto_and_refuses_a_port_already_taken() {
         "false",
         "for a taken port it printed {printed}"
     );
+}
+
+/// `infra/emulator.sh` without a port, as the tour runs it, when 4566 is taken (here, by this
+/// test): moto on a free port instead, said so, and its variables name that port.
+#[test]
+#[cfg_attr(
+    not(feature = "emulator"),
+    ignore = "needs an AWS emulator: infra/test.sh starts one and runs it"
+)]
+fn without_a_port_the_emulator_script_takes_a_free_one_when_4566_is_taken() {
+    // Held for the whole test; if something else holds it already, the case is the same.
+    let _held = std::net::TcpListener::bind("127.0.0.1:4566");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../infra/emulator.sh");
+    let out = Command::new(script).output().expect("bash runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let pid = stdout
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("EMULATOR_PID="))
+        .map(str::to_owned);
+    let port: Option<u16> = stdout
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("AWS_ENDPOINT_URL=http://127.0.0.1:"))
+        .and_then(|p| p.parse().ok());
+    let answered = port.map(|p| std::net::TcpStream::connect(("127.0.0.1", p)).is_ok());
+    if let Some(pid) = &pid {
+        let _ = Command::new("kill").arg(pid).status();
+    }
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        port.is_some_and(|p| p != 4566),
+        "not another port: {stdout}"
+    );
+    assert_eq!(answered, Some(true), "nothing listens: {stdout}");
+    assert!(stderr.contains("4566 is taken"), "{stderr}");
 }

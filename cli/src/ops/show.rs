@@ -1,8 +1,8 @@
 //! `remindctl remind show`: the reminder, each channel's ledger state and its history, in
 //! operator words (`words`), as text or one JSON object.
 
-use reminders::delivery::outcome::{outcome, ChannelState, ReminderOutcome};
-use reminders::delivery::standby::{turn, Turn};
+use reminders::delivery::outcome::{self, ChannelState, ReminderOutcome};
+use reminders::delivery::standby::Turn;
 use reminders::domain::{Channel, DeliveryKey, Reminder, ReminderId};
 use reminders::ledger::{DeliveryRecord, HistoryEntry, Status};
 use reminders::ports::{Ledger, PortError, ReminderStore};
@@ -41,27 +41,26 @@ pub async fn run(raw_id: String, json: bool) -> Result<(), String> {
         }
         Err(e) => return Err(err(e)),
     };
-    let prefs = p
-        .reminders
-        .preferences(&r.subscriber_id)
+    // The channels, the ledger and the fallback order read as the API's GET reads them, so
+    // that the two say the same outcome.
+    let prefs = outcome::fallback_prefs(&p.reminders, &r)
         .await
         .map_err(err)?;
-    let listed = |c: Channel| r.recipients.contains_key(&c);
+    let now = reminders::clock::Clock::now(&p.clock);
     let mut deliveries = Vec::new();
-    for (channel, recipient) in &r.recipients {
-        let key = DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, *channel);
+    for channel in r.listed_channels() {
+        let key = DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, channel);
         let rec = p.ledger.get(&key).await.map_err(err)?;
-        let mut standby = None;
-        if let (Some(prefs), None) = (prefs.as_ref(), rec.as_ref()) {
-            let now = reminders::clock::Clock::now(&p.clock);
-            let (rid, sid) = (&r.reminder_id, &r.subscriber_id);
-            standby = turn(&p.ledger, prefs, rid, sid, listed, *channel, now)
-                .await
-                .map_err(err)?;
-        }
+        let standby = outcome::held(&p.ledger, prefs.as_ref(), &r, channel, rec.as_ref(), now)
+            .await
+            .map_err(err)?;
+        let masked = match (r.recipients.get(&channel), r.unsendable.get(&channel)) {
+            (Some(recipient), _) => recipient.masked(),
+            (None, why) => format!("(none: {})", why.map_or("unsendable", String::as_str)),
+        };
         deliveries.push(Delivery {
-            channel: *channel,
-            masked: recipient.masked(),
+            channel,
+            masked,
             key,
             rec,
             standby,
@@ -111,18 +110,9 @@ fn status_detail(r: &Reminder, deliveries: &[Delivery]) -> String {
 fn reminder_outcome(r: &Reminder, deliveries: &[Delivery]) -> ReminderOutcome {
     let states: Vec<ChannelState> = deliveries
         .iter()
-        .map(|d| match (&d.rec, d.standby) {
-            (Some(rec), _) => ChannelState::Ledger {
-                status: rec.status(),
-                dead_reason: rec.dead_reason(),
-                handed_on: rec.fallback_to().is_some(),
-            },
-            (None, Some(Turn::Wait { .. })) => ChannelState::Standby,
-            (None, Some(Turn::NotNeeded { .. })) => ChannelState::NotNeeded,
-            (None, Some(Turn::TakeOver { .. }) | None) => ChannelState::NotBegun,
-        })
+        .map(|d| ChannelState::of(d.rec.as_ref(), d.standby))
         .collect();
-    outcome(r.status, &states)
+    outcome::outcome(r.status, &states)
 }
 
 fn reminder_json(r: &Reminder, deliveries: &[Delivery]) -> Value {

@@ -3,8 +3,11 @@
 //! delivered, on every channel that should have been, or not, and why. The API's reminder and
 //! series answers and `remindctl remind show` all say it with [`outcome`].
 
-use crate::domain::{DeadReason, ReminderStatus};
-use crate::ledger::Status;
+use crate::clock::Timestamp;
+use crate::delivery::standby::{self, Turn};
+use crate::domain::{Channel, DeadReason, Preferences, Reminder, ReminderStatus};
+use crate::ledger::{DeliveryRecord, Status};
+use crate::ports::{Ledger, PortError, ReminderStore};
 
 /// Where one listed channel's delivery stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,5 +156,55 @@ pub fn outcome(status: ReminderStatus, channels: &[ChannelState]) -> ReminderOut
         ReminderOutcome::Cancelled
     } else {
         ReminderOutcome::Failed
+    }
+}
+
+/// The subscriber's preferences, where a fallback order may hold a channel back: read only for
+/// a reminder that lists two or more channels (a channel alone is never held).
+pub async fn fallback_prefs<S: ReminderStore>(
+    store: &S,
+    r: &Reminder,
+) -> Result<Option<Preferences>, PortError> {
+    match r.recipients.len() {
+        0 | 1 => Ok(None),
+        _ => store.preferences(&r.subscriber_id).await,
+    }
+}
+
+/// The fallback order's turn for `channel` of `r` while it has no item or a scheduled one (the
+/// chain on the ledger, as the consumer reads it); `None` when no order holds it.
+pub async fn held<L: Ledger>(
+    ledger: &L,
+    prefs: Option<&Preferences>,
+    r: &Reminder,
+    channel: Channel,
+    record: Option<&DeliveryRecord>,
+    now: Timestamp,
+) -> Result<Option<Turn>, PortError> {
+    let Some(prefs) = prefs else {
+        return Ok(None);
+    };
+    if record.is_some_and(|rec| rec.status() != Status::Scheduled) {
+        return Ok(None);
+    }
+    let listed = |c: Channel| r.recipients.contains_key(&c);
+    let (rid, sid) = (&r.reminder_id, &r.subscriber_id);
+    standby::turn(ledger, prefs, rid, sid, listed, channel, now).await
+}
+
+impl ChannelState {
+    /// A channel as read: its ledger item if it has one that a fallback order does not hold,
+    /// else its turn in the order (taken over, or no order: not begun).
+    pub fn of(record: Option<&DeliveryRecord>, turn: Option<Turn>) -> Self {
+        match (record, turn) {
+            (_, Some(Turn::Wait { .. })) => ChannelState::Standby,
+            (_, Some(Turn::NotNeeded { .. })) => ChannelState::NotNeeded,
+            (Some(rec), _) => ChannelState::Ledger {
+                status: rec.status(),
+                dead_reason: rec.dead_reason(),
+                handed_on: rec.fallback_to().is_some(),
+            },
+            (None, Some(Turn::TakeOver { .. }) | None) => ChannelState::NotBegun,
+        }
     }
 }

@@ -2,11 +2,11 @@
 //! (recipients masked), a cancel's outcome per channel, a page of a subscriber's reminders.
 
 use reminders::clock::Timestamp;
-use reminders::delivery::outcome::ChannelState;
+use reminders::delivery::outcome::{self, ChannelState};
 use reminders::delivery::standby;
 use reminders::delivery::Cancelled;
 use reminders::domain::{Channel, Content, DeliveryKey, Reminder};
-use reminders::ledger::Status;
+use reminders::ledger::{DeliveryRecord, Status};
 use reminders::ports::{Ledger, Listed, PortError, ReminderStore};
 use serde_json::{json, Map, Value};
 
@@ -23,28 +23,24 @@ pub async fn reminder<L: Ledger, S: ReminderStore>(
     ledger: &L,
     store: &S,
 ) -> Result<Value, PortError> {
-    let prefs = match r.recipients.len() {
-        0 | 1 => None,
-        _ => store.preferences(&r.subscriber_id).await?,
-    };
+    let prefs = outcome::fallback_prefs(store, r).await?;
     let listed = |c: Channel| r.recipients.contains_key(&c);
     let mut channels = Map::new();
     for channel in r.listed_channels() {
-        let mut d = delivery(r, channel, ledger).await?;
-        let scheduled = d["status"] == Status::Scheduled.as_str();
-        if let (Some(p), true) = (prefs.as_ref(), scheduled) {
-            // Its turn, as the consumer reads it: from the chain on the ledger. A waiting
-            // turn's time is not shown, so any clock will do.
-            let now = Timestamp::from_millis(0);
-            let (rid, sid) = (&r.reminder_id, &r.subscriber_id);
-            if let Some(t) = standby::turn(ledger, p, rid, sid, listed, channel, now).await? {
-                d["status"] = match t {
-                    standby::Turn::Wait { .. } => "standby".into(),
-                    standby::Turn::NotNeeded { .. } => "not_needed".into(),
-                    standby::Turn::TakeOver { .. } => Status::Scheduled.as_str().into(),
-                };
-                d["standby_behind"] = p.standby_behind(channel, listed).map(|c| c.as_str()).into();
-            }
+        let key = DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, channel);
+        let record = ledger.get(&key).await?;
+        let mut d = delivery(r, channel, &key, record.as_ref());
+        // Its turn, as the consumer reads it: from the chain on the ledger. A waiting turn's
+        // time is not shown, so any clock will do.
+        let now = Timestamp::from_millis(0);
+        let held = outcome::held(ledger, prefs.as_ref(), r, channel, record.as_ref(), now).await?;
+        if let (Some(t), Some(p)) = (held, prefs.as_ref()) {
+            d["status"] = match t {
+                standby::Turn::Wait { .. } => "standby".into(),
+                standby::Turn::NotNeeded { .. } => "not_needed".into(),
+                standby::Turn::TakeOver { .. } => Status::Scheduled.as_str().into(),
+            };
+            d["standby_behind"] = p.standby_behind(channel, listed).map(|c| c.as_str()).into();
         }
         channels.insert(channel.as_str().to_owned(), d);
     }
@@ -89,13 +85,13 @@ fn channel_state(d: &Value) -> ChannelState {
     }
 }
 
-async fn delivery<L: Ledger>(
+/// One channel's delivery as the ledger holds it (`scheduled` while it has no item).
+fn delivery(
     r: &Reminder,
     channel: Channel,
-    ledger: &L,
-) -> Result<Value, PortError> {
-    let key = DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, channel);
-    let record = ledger.get(&key).await?;
+    key: &DeliveryKey,
+    record: Option<&DeliveryRecord>,
+) -> Value {
     let mut out = json!({
         "recipient": r.recipients.get(&channel).map(|x| x.masked()),
         "delivery_key": key.as_str(),
@@ -142,7 +138,7 @@ async fn delivery<L: Ledger>(
             out["waiting_because"] = rec.last_error().into();
         }
     }
-    Ok(out)
+    out
 }
 
 pub(crate) fn content(c: &Content) -> Value {
