@@ -10,14 +10,7 @@
 #
 # A port taken is never written into; on any failure the eval fails too (the script prints
 # `false`).
-set -euo pipefail
-
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-# shellcheck source=infra/pins.sh
-source "$ROOT/infra/pins.sh"
-GIVEN="${1:-}"
-PORT="${GIVEN:-4566}"
-VENV="$ROOT/.venv"
+set -eEuo pipefail
 
 say() { printf 'infra/emulator.sh: %s\n' "$*" >&2; }
 # On failure, what `eval "$(infra/emulator.sh)"` runs: a failing status, not an empty success.
@@ -26,8 +19,17 @@ fail() {
   echo false
   exit 1
 }
-# Any other command that fails (set -e) ends the script the same way.
+# Any other command that fails (set -e; -E: in functions too) ends the script the same way.
 trap 'say "failed at line $LINENO (above)"; echo false' ERR
+
+ROOT="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)"
+# (A missing file would end the shell before any trap: checked first.)
+[[ -f "$ROOT/infra/pins.sh" ]] || fail "$ROOT/infra/pins.sh is missing: run the script of a whole checkout"
+# shellcheck source=infra/pins.sh
+source "$ROOT/infra/pins.sh"
+GIVEN="${1:-}"
+PORT="${GIVEN:-4566}"
+VENV="$ROOT/.venv"
 
 if [[ ! "$PORT" =~ ^[0-9]+$ ]] || ((10#$PORT < 1 || 10#$PORT > 65535)); then
   fail "the port must be a number from 1 to 65535, not '$PORT' (infra/emulator.sh 4567)"
@@ -73,10 +75,12 @@ fi
 # between the check above and the bind: on Linux, /proc tells whose socket listens there).
 start() {
   local port="$1"
-  LOG="$VENV/moto-$port.log"
+  # A log of its own until the server is known to be this start's: one that lost the port to
+  # another start at the same moment never writes into the winner's.
+  LOG="$(mktemp "$VENV/moto-starting.XXXXXX.log")"
   nohup "$VENV/bin/moto_server" -H 127.0.0.1 -p "$port" >"$LOG" 2>&1 &
   PID=$!
-  "$VENV/bin/python" - "$port" "$PID" <<'PY' && return 0
+  if "$VENV/bin/python" - "$port" "$PID" <<'PY'; then
 import os, sys, time, urllib.request
 port, pid = int(sys.argv[1]), int(sys.argv[2])
 
@@ -121,6 +125,10 @@ for _ in range(300):
     time.sleep(0.1)
 sys.exit(1)
 PY
+    mv "$LOG" "$VENV/moto-$port.log"
+    LOG="$VENV/moto-$port.log"
+    return 0
+  fi
   kill "$PID" 2>/dev/null || true
   return 1
 }
@@ -132,7 +140,7 @@ if ! start "$PORT"; then
   fi
   TAKEN="$PORT"
   PORT="$(try_port 0)" || fail "no free port on 127.0.0.1"
-  say "port $TAKEN was taken as moto started: using $PORT instead"
+  say "port $TAKEN was taken as moto started (its log: $LOG): using $PORT instead"
   start "$PORT" || fail "moto server did not start on 127.0.0.1:$PORT within 30 s; its log: $LOG"
 fi
 

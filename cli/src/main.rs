@@ -200,12 +200,16 @@ fn main() -> ExitCode {
 /// `local up` prints shell for `eval "$(remindctl local up)"`: on failure it prints `false`, so
 /// that the eval fails too instead of running nothing and succeeding.
 fn fail_the_eval() {
-    let typed: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .take(2)
-        .collect();
-    if typed == ["local", "up"] {
+    let mut words = Vec::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        if arg == "--stack" {
+            args.next(); // its value
+        } else if !arg.starts_with('-') {
+            words.push(arg);
+        }
+    }
+    if words.len() >= 2 && words[..2] == ["local", "up"] {
         println!("false");
     }
 }

@@ -619,6 +619,10 @@ fn a_failed_local_up_fails_the_eval() {
     );
     let eval = Command::new("bash").args(["-c", &shell]).status().unwrap();
     assert!(!eval.success(), "the eval succeeded on a failed local up");
+    // The same after remindctl's own option and its value.
+    let staged = against_stack(&["--stack", "prod", "local", "up"], &[]);
+    assert!(!staged.status.success());
+    assert_eq!(String::from_utf8_lossy(&staged.stdout), "false\n");
     // Another command's failure prints nothing on stdout.
     let show = against_stack(&["remind", "show", "--id", "r-1"], &[]);
     assert!(show.stdout.is_empty(), "{:?}", show.stdout);

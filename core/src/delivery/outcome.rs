@@ -159,16 +159,18 @@ pub fn outcome(status: ReminderStatus, channels: &[ChannelState]) -> ReminderOut
     }
 }
 
-/// The subscriber's preferences, where a fallback order may hold a channel back: read only for
-/// a reminder that lists two or more channels (a channel alone is never held).
+/// The subscriber's preferences, where a fallback order may hold a channel back: not read for a
+/// reminder that lists one channel and was never edited (no other channel of it ever had a
+/// delivery), as the consumer reads them. Once edited, a channel it listed before may have
+/// reached the person, and the one left is not needed (docs/design.md, "Fallback chain").
 pub async fn fallback_prefs<S: ReminderStore>(
     store: &S,
     r: &Reminder,
 ) -> Result<Option<Preferences>, PortError> {
-    match r.recipients.len() {
-        0 | 1 => Ok(None),
-        _ => store.preferences(&r.subscriber_id).await,
+    if r.recipients.len() < 2 && r.payload_version <= 1 {
+        return Ok(None);
     }
+    store.preferences(&r.subscriber_id).await
 }
 
 /// The fallback order's turn for `channel` of `r` while it has no item or a scheduled one (the
@@ -193,8 +195,9 @@ pub async fn held<L: Ledger>(
 }
 
 impl ChannelState {
-    /// A channel as read: its ledger item if it has one that a fallback order does not hold,
-    /// else its turn in the order (taken over, or no order: not begun).
+    /// A channel as read: its turn in the fallback order when [`held`] gave one (waiting: in
+    /// standby; not needed), else its ledger item, else not begun. `turn` is [`held`]'s answer,
+    /// which is `None` for a channel whose item has left `scheduled`.
     pub fn of(record: Option<&DeliveryRecord>, turn: Option<Turn>) -> Self {
         match (record, turn) {
             (_, Some(Turn::Wait { .. })) => ChannelState::Standby,
