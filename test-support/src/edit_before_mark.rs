@@ -5,73 +5,47 @@
 use std::sync::{Arc, Mutex};
 
 use reminders::clock::Timestamp;
-use reminders::domain::{
-    AddressHash, Preferences, Reminder, ReminderId, ReminderStatus, SubscriberId, Suppression,
-};
-use reminders::ports::{
-    DuePage, DueQuery, Inserted, Marked, MemoryLedger, MemoryReminderStore, PortError,
-    ReminderStore, SweepCursor, SweepPage,
-};
+use reminders::ports::{MemoryLedger, MemoryReminderStore, PortError};
 use reminders::reminder_writes::{self, Edit, Edited, Retention};
+use reminders_harness::around::{Around, Call, Hook};
 
-/// A reminders table on which an application's edit lands right before the first mark (a
-/// scheduler's or a cancel's): the writer read one version, the edit makes the next.
+/// A hook on a reminders table by which an application's edit lands right before the first
+/// mark (a scheduler's or a cancel's): the writer read one version, the edit makes the next.
 pub struct EditBeforeMark {
-    pub inner: Arc<MemoryReminderStore>,
+    pub store: Arc<MemoryReminderStore>,
     pub ledger: Arc<MemoryLedger>,
     pub edit: Mutex<Option<Edit>>,
     /// When the edit is made.
     pub now: Timestamp,
 }
 
-impl ReminderStore for EditBeforeMark {
-    fn shards(&self) -> u32 {
-        self.inner.shards()
+impl EditBeforeMark {
+    /// `store`, with `edit` landing (at `now`) before its first mark.
+    pub fn around(
+        store: Arc<MemoryReminderStore>,
+        ledger: Arc<MemoryLedger>,
+        edit: Edit,
+        now: Timestamp,
+    ) -> Around<Arc<MemoryReminderStore>, EditBeforeMark> {
+        let hook = EditBeforeMark {
+            store: store.clone(),
+            ledger,
+            edit: Mutex::new(Some(edit)),
+            now,
+        };
+        Around::new(store, hook)
     }
-    async fn preferences(&self, s: &SubscriberId) -> Result<Option<Preferences>, PortError> {
-        self.inner.preferences(s).await
-    }
-    async fn suppression(&self, a: &AddressHash) -> Result<Option<Suppression>, PortError> {
-        self.inner.suppression(a).await
-    }
-    async fn insert(&self, r: &Reminder) -> Result<Inserted, PortError> {
-        self.inner.insert(r).await
-    }
-    async fn replace(&self, r: &Reminder, v: u64, s: ReminderStatus) -> Result<Marked, PortError> {
-        self.inner.replace(r, v, s).await
-    }
-    async fn get(&self, id: &ReminderId) -> Result<Option<Reminder>, PortError> {
-        self.inner.get(id).await
-    }
-    async fn query_due(&self, q: &DueQuery<'_>) -> Result<DuePage, PortError> {
-        self.inner.query_due(q).await
-    }
-    async fn extend_freshness(
-        &self,
-        id: &ReminderId,
-        version: u64,
-        fresh_until: Timestamp,
-        expires_at: i64,
-    ) -> Result<Marked, PortError> {
-        self.inner
-            .extend_freshness(id, version, fresh_until, expires_at)
-            .await
-    }
-    async fn quarantine(&self, key: &str, reason: &str) -> Result<Marked, PortError> {
-        self.inner.quarantine(key, reason).await
-    }
-    async fn sweep_index(
-        &self,
-        after: Option<&SweepCursor>,
-        limit: u32,
-    ) -> Result<SweepPage, PortError> {
-        self.inner.sweep_index(after, limit).await
-    }
-    async fn mark(&self, id: &ReminderId, v: u64, to: ReminderStatus) -> Result<Marked, PortError> {
+}
+
+impl Hook for EditBeforeMark {
+    async fn before(&self, call: &Call<'_>) -> Result<(), PortError> {
+        let Call::Mark { id, .. } = call else {
+            return Ok(());
+        };
         let edit = self.edit.lock().unwrap().take();
         if let Some(edit) = edit {
             let got = reminder_writes::edit(
-                &*self.inner,
+                &*self.store,
                 &*self.ledger,
                 id,
                 edit,
@@ -82,6 +56,6 @@ impl ReminderStore for EditBeforeMark {
             .unwrap();
             assert!(matches!(got, Edited::Edited(_)), "{got:?}");
         }
-        self.inner.mark(id, v, to).await
+        Ok(())
     }
 }

@@ -627,12 +627,12 @@ async fn an_edit_that_lands_during_the_consumers_expiry_wins() {
         fresh_until: Some(now.plus(Duration::from_secs(3600))),
         ..Edit::default()
     };
-    let store = crate::support::edit_before_mark::EditBeforeMark {
-        inner: inner.clone(),
-        ledger: ledger.clone(),
-        edit: std::sync::Mutex::new(Some(reschedule)),
+    let store = crate::support::edit_before_mark::EditBeforeMark::around(
+        inner.clone(),
+        ledger.clone(),
+        reschedule,
         now,
-    };
+    );
     let provider = Arc::new(ScriptedProvider::new(clock.clone(), true));
     let ports = PortSet {
         clock: clock.clone(),

@@ -1,7 +1,7 @@
 //! Windows a review found between an operator's cancel and the system's other writers, each
 //! proved by a test that failed before its fix (the window's number is in the name).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use reminders::clock::{Clock, ManualClock};
@@ -35,12 +35,7 @@ async fn a_cancel_covers_a_channel_added_while_it_ran() {
         ]),
         ..Edit::default()
     };
-    let racing = EditBeforeMark {
-        inner: store.clone(),
-        ledger: ledger.clone(),
-        edit: Mutex::new(Some(added)),
-        now: T0,
-    };
+    let racing = EditBeforeMark::around(store.clone(), ledger.clone(), added, T0);
     let report =
         reminder_writes::cancel(&racing, &*ledger, &r.reminder_id, T0, Retention::default())
             .await

@@ -4,7 +4,7 @@
 //! between the mark and the ledger leaves the reminder in the index as `expiring`, finished by
 //! the next run.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use crate::support::edit_before_mark::EditBeforeMark;
 use std::time::Duration;
@@ -75,12 +75,7 @@ async fn an_edit_that_lands_during_the_expiry_wins() {
         fresh_until: Some(now.plus(Duration::from_secs(3600))),
         ..Edit::default()
     };
-    let store = EditBeforeMark {
-        inner: inner.clone(),
-        ledger: ledger.clone(),
-        edit: Mutex::new(Some(reschedule)),
-        now,
-    };
+    let store = EditBeforeMark::around(inner.clone(), ledger.clone(), reschedule, now);
     let scheduler = Scheduler::new(
         ports(&clock, store, ledger.clone(), queue.clone()),
         SchedulerConfig::default(),

@@ -8,11 +8,12 @@ use reminders_core::domain::{
     SubscriberId, Suppression,
 };
 use reminders_core::ledger::DeliveryRecord;
+use reminders_core::ports::events::Settled;
 use reminders_core::ports::gate::BreakerChange;
 use reminders_core::ports::series::SeriesCursor;
 use reminders_core::ports::{
-    gate, ledger, queue, reminders, series, DueQuery, Expected, ExpectedSeries, GatePartition,
-    OutgoingMessage, SweepCursor,
+    eraser, events, gate, ledger, queue, reminders, series, DueQuery, Expected, ExpectedSeries,
+    GatePartition, OutgoingMessage, SubscriberCursor, SweepCursor,
 };
 
 /// One operation of a port, as a hook sees it: which, and with what.
@@ -85,6 +86,29 @@ pub enum Call<'a> {
         id: &'a ReminderId,
         payload_version: u64,
         to: ReminderStatus,
+    },
+    BySubscriber {
+        subscriber: &'a SubscriberId,
+        after: Option<&'a SubscriberCursor>,
+        limit: u32,
+    },
+    // An erasure's deletes.
+    DeleteReminder {
+        id: &'a ReminderId,
+        force: bool,
+    },
+    DeletePreferences {
+        subscriber: &'a SubscriberId,
+    },
+    LiftSuppression {
+        address: &'a AddressHash,
+    },
+    DeleteSeries {
+        id: &'a SeriesId,
+    },
+    // The event bus.
+    Publish {
+        events: &'a [Settled],
     },
     // A channel's queue.
     SendBatch {
@@ -194,6 +218,12 @@ impl Call<'_> {
             Call::RecipientRules { address: None, .. } => reminders::OP_PREFERENCES,
             Call::DeliveryRead { .. } => reminders::OP_DELIVERY_READ,
             Call::Mark { .. } => reminders::OP_MARK,
+            Call::BySubscriber { .. } => reminders::OP_BY_SUBSCRIBER,
+            Call::DeleteReminder { .. } => eraser::OP_DELETE_REMINDER,
+            Call::DeletePreferences { .. } => eraser::OP_DELETE_PREFERENCES,
+            Call::LiftSuppression { .. } => eraser::OP_LIFT_SUPPRESSION,
+            Call::DeleteSeries { .. } => eraser::OP_DELETE_SERIES,
+            Call::Publish { .. } => events::OP_PUBLISH,
             Call::SendBatch { .. } => queue::OP_SEND,
             Call::ChangeVisibility { .. } => queue::OP_VISIBILITY,
             Call::Delete { .. } => queue::OP_DELETE,

@@ -1,11 +1,13 @@
-//! [`Around`]: any port, with a [`Hook`] before and after each of its operations. The
-//! forwarding is written once per port trait (in this module's files); what a wrapper does
-//! around a call is a hook: a fault plan ([`Faults`]), a latency ([`Latency`]), the
-//! simulation's meters and timers, the budget tests' counters. Hooks compose: `(a, b)` runs
-//! `a`'s before, then `b`'s; `b`'s after, then `a`'s.
+//! [`Around`]: any port, with a [`Hook`] around each of its operations. The forwarding is
+//! written once per port trait (in this module's files); what a wrapper does around a call is a
+//! hook: a fault plan ([`Faults`]), a latency ([`Latency`]), the simulation's meters and timers,
+//! the budget tests' counters, the chaos worlds' dice and their models of each adapter. Hooks
+//! compose: `(a, b)` is `a` around `b` around the call, as two wrappers would be.
 //!
 //! A call is a typed [`Call`], holding the operation's arguments; a hook that needs the answer
-//! (a page's length) reads it from [`Answer`].
+//! (a page's length) reads it from [`Answer`], and a hook that models an adapter (answers of its
+//! own, a write the SDK sends again) writes [`Hook::around`] itself, reading and making answers
+//! with [`cast`].
 
 mod calls;
 mod queue;
@@ -36,11 +38,27 @@ impl<T, H> Around<T, H> {
     }
 }
 
+/// How a hook makes the call it is around (the wrapped port's call, with the inner hooks
+/// around it), as often as it makes it. The call's future is boxed and `next` is a trait
+/// object, so that a hook's future holds no type of the wrapped port's: the compiler can then
+/// prove a spawned consumer's future `Send` for every lifetime of its borrows.
+pub type Next<'n, R> = &'n (dyn Fn() -> Made<'n, R> + Send + Sync);
+
+/// One making of a call: its answer to come.
+pub type Made<'n, R> = std::pin::Pin<Box<dyn Future<Output = Result<R, PortError>> + Send + 'n>>;
+
+/// What a port's call answers when it succeeds (any value a port returns): what
+/// [`Hook::around`] hands back.
+pub trait Value: Any + Send + Sync {}
+
+impl<T: Any + Send + Sync> Value for T {}
+
 /// What a call answered, as a hook sees it: the value (downcast it to the operation's type),
 /// or the error.
 pub type Answer<'a> = Result<&'a (dyn Any + Send + Sync), &'a PortError>;
 
-/// What runs around each call of a wrapped port. Every method has a default that does nothing.
+/// What runs around each call of a wrapped port. Every method has a default that does nothing
+/// but make the call.
 pub trait Hook: Send + Sync {
     /// Before the call: an error answers the call without making it.
     fn before(&self, call: &Call<'_>) -> impl Future<Output = Result<(), PortError>> + Send {
@@ -55,30 +73,87 @@ pub trait Hook: Send + Sync {
         Ok(())
     }
 
-    /// Whether the reminders table's compound reads (a recipient's rules, a delivery's read)
-    /// are made of their single reads through this hook, as the trait's defaults make them,
-    /// rather than passed to the wrapped store as its own one call (one `BatchGetItem` on
-    /// DynamoDB). The simulation's meter models them as single reads.
+    /// The whole call: `next` makes it (the wrapped port's call, with the inner hooks around
+    /// it), and may be called again or not at all. The default is [`Hook::before`], the call,
+    /// [`Hook::after`]. A hook that models an adapter writes this instead: it may send a write
+    /// again (the SDK's retry of a request whose answer was lost), answer of its own (an item
+    /// the table's TTL deleted), or change the answer (a planted bug).
+    fn around<R: Value>(
+        &self,
+        call: &Call<'_>,
+        next: Next<'_, R>,
+    ) -> impl Future<Output = Result<R, PortError>> + Send {
+        async move {
+            self.before(call).await?;
+            let out = next().await;
+            self.after(call, out.as_ref().map(|v| v as &(dyn Any + Send + Sync)))?;
+            out
+        }
+    }
+
+    /// Whether the compound reads (a recipient's rules and a delivery's read, one
+    /// `BatchGetItem` on DynamoDB; a series page after a cursor) are made of their single calls
+    /// through this hook, as the traits' defaults make them, rather than passed to the wrapped
+    /// store as its own one call. The simulation's meter models them as single reads, and the
+    /// chaos worlds' models play the single calls.
     fn splits_compound_reads(&self) -> bool {
         false
     }
 
-    /// The batch a queue's send hands on, after [`Hook::before`]: the same, unless the hook
-    /// moves it in time (the simulation's scheduler runs on a clock of its own, and its
-    /// messages' delays count from when a real run would have sent them).
+    /// The batch a queue's send hands on: the same, unless the hook moves it in time (the
+    /// simulation's scheduler runs on a clock of its own, and its messages' delays count from
+    /// when a real run would have sent them).
     fn batch<'m>(&self, messages: &'m [OutgoingMessage]) -> Cow<'m, [OutgoingMessage]> {
         Cow::Borrowed(messages)
     }
 }
 
+/// `value` as the type `B` it is (a call's answer, whose type the hook knows from its
+/// [`Call`]): the answer a hook reads from `next`, or makes of its own.
+///
+/// # Panics
+///
+/// If `A` is not `B`: a hook that matched a call to the wrong answer type.
+pub fn cast<A: Any, B: Any>(value: A) -> B {
+    let mut slot = Some(value);
+    let slot: &mut dyn Any = &mut slot;
+    match slot.downcast_mut::<Option<B>>() {
+        Some(b) => b.take().expect("the value just put there"),
+        None => panic!(
+            "a hook read an answer as {}, but it is {}",
+            std::any::type_name::<B>(),
+            std::any::type_name::<A>()
+        ),
+    }
+}
+
+/// `value` read as the type `B` it is (see [`cast`]).
+///
+/// # Panics
+///
+/// If it is not a `B`.
+pub fn read<B: Any>(value: &dyn Any) -> &B {
+    value.downcast_ref().unwrap_or_else(|| {
+        panic!(
+            "a hook read an answer as {}, which it is not",
+            std::any::type_name::<B>()
+        )
+    })
+}
+
+/// A call's future as [`Next`] makes it.
+pub fn boxed<'a, R>(made: impl Future<Output = Result<R, PortError>> + Send + 'a) -> Made<'a, R> {
+    Box::pin(made)
+}
+
 /// A shared hook (one meter for every port of a consumer).
 impl<H: Hook> Hook for Arc<H> {
-    fn before(&self, call: &Call<'_>) -> impl Future<Output = Result<(), PortError>> + Send {
-        (**self).before(call)
-    }
-
-    fn after(&self, call: &Call<'_>, answer: Answer<'_>) -> Result<(), PortError> {
-        (**self).after(call, answer)
+    fn around<R: Value>(
+        &self,
+        call: &Call<'_>,
+        next: Next<'_, R>,
+    ) -> impl Future<Output = Result<R, PortError>> + Send {
+        (**self).around(call, next)
     }
 
     fn splits_compound_reads(&self) -> bool {
@@ -90,19 +165,13 @@ impl<H: Hook> Hook for Arc<H> {
     }
 }
 
-/// `(outer, inner)`: `outer`'s before, then `inner`'s; after the call, `inner`'s after, then
-/// `outer`'s. Unlike two wrappers, a hook that fails ends the call there: the other hook's
-/// after does not run. The compound reads are split if either hook models single reads, and
-/// the batch is moved by `outer`, then by `inner`.
+/// `(outer, inner)`: `outer` around `inner` around the call, as two wrappers would be. The
+/// compound reads are split if either hook models single reads, and the batch is moved by
+/// `outer`, then by `inner`.
 impl<A: Hook, B: Hook> Hook for (A, B) {
-    async fn before(&self, call: &Call<'_>) -> Result<(), PortError> {
-        self.0.before(call).await?;
-        self.1.before(call).await
-    }
-
-    fn after(&self, call: &Call<'_>, answer: Answer<'_>) -> Result<(), PortError> {
-        self.1.after(call, answer)?;
-        self.0.after(call, answer)
+    async fn around<R: Value>(&self, call: &Call<'_>, next: Next<'_, R>) -> Result<R, PortError> {
+        let inner = || boxed(self.1.around(call, next));
+        self.0.around(call, &inner).await
     }
 
     fn splits_compound_reads(&self) -> bool {
@@ -154,18 +223,13 @@ pub type Faulty<T> = Around<T, Faults>;
 /// A port whose every call first waits a latency.
 pub type Slowed<T, C> = Around<T, Latency<C>>;
 
-/// Forward one call: the hook before, the call, the hook after.
+/// Forward one call through the hook: `$made` is the wrapped port's call, made as often as the
+/// hook makes it.
 macro_rules! around {
     ($self:ident, $call:expr, $made:expr) => {{
         let call = $call;
-        $self.hook.before(&call).await?;
-        let out = $made.await;
-        $self.hook.after(
-            &call,
-            out.as_ref()
-                .map(|v| v as &(dyn std::any::Any + Send + Sync)),
-        )?;
-        out
+        let made = || $crate::around::boxed($made);
+        $self.hook.around(&call, &made).await
     }};
 }
 use around;
@@ -182,6 +246,22 @@ macro_rules! forward {
     )*};
 }
 use forward;
+
+/// Forward each listed compound read (the reminders table's rules and a delivery's read, a
+/// series page after a cursor) as [`forward!`] does, or, for a hook that
+/// [splits them](Hook::splits_compound_reads), make it of its single calls through this
+/// wrapper with `apart` (the trait's default).
+macro_rules! compound {
+    ($(fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty as $call:expr, apart $apart:path;)*) => {$(
+        async fn $name(&self, $($arg: $ty),*) -> Result<$ret, PortError> {
+            if self.hook.splits_compound_reads() {
+                return $apart(self, $($arg),*).await;
+            }
+            around!(self, $call, self.inner.$name($(Clone::clone(&$arg)),*))
+        }
+    )*};
+}
+use compound;
 
 #[cfg(test)]
 mod tests;

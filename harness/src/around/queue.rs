@@ -1,7 +1,8 @@
-//! A channel's queue and its dead-letter queue, around.
+//! A channel's queue, its dead-letter queue and the event bus, around.
 
 use reminders_core::deadletter::DeadLetter;
 use reminders_core::domain::Channel;
+use reminders_core::ports::events::{EventBus, Rejected, Settled};
 use reminders_core::ports::{
     DeadLetterMessage, DeadLetters, DeliveryQueue, OutgoingMessage, PortError, QueueDepth,
     ReceivedMessage, SendFailure,
@@ -15,16 +16,16 @@ impl<T: DeliveryQueue, H: Hook> DeliveryQueue for Around<T, H> {
         channel: Channel,
         messages: &[OutgoingMessage],
     ) -> Result<Vec<SendFailure>, PortError> {
-        let call = Call::SendBatch { channel, messages };
-        self.hook.before(&call).await?;
-        let batch = self.hook.batch(messages);
-        let out = self.inner.send_batch(channel, &batch).await;
-        self.hook.after(
-            &call,
-            out.as_ref()
-                .map(|v| v as &(dyn std::any::Any + Send + Sync)),
-        )?;
-        out
+        // The batch the hook hands on (moved in time, for the simulation's scheduler).
+        let made = || {
+            super::boxed(async {
+                let batch = self.hook.batch(messages);
+                self.inner.send_batch(channel, &batch).await
+            })
+        };
+        self.hook
+            .around(&Call::SendBatch { channel, messages }, &made)
+            .await
     }
 
     forward! {
@@ -48,5 +49,11 @@ impl<T: DeadLetters, H: Hook> DeadLetters for Around<T, H> {
             as Call::DeleteDead { channel, receipt_handle };
         fn release_dead(channel: Channel, receipt_handle: &str) -> ()
             as Call::ReleaseDead { channel, receipt_handle };
+    }
+}
+
+impl<T: EventBus, H: Hook> EventBus for Around<T, H> {
+    forward! {
+        fn publish(events: &[Settled]) -> Vec<Rejected> as Call::Publish { events };
     }
 }

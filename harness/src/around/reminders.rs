@@ -1,15 +1,17 @@
-//! The reminders table, around.
+//! The reminders table, its index by subscriber and an erasure's deletes, around.
 
 use reminders_core::clock::Timestamp;
+use reminders_core::domain::SeriesId;
 use reminders_core::domain::{
     AddressHash, Preferences, Reminder, ReminderId, ReminderStatus, SubscriberId, Suppression,
 };
 use reminders_core::ports::reminders::{delivery_read_apart, rules_read_apart, DeliveryRead};
 use reminders_core::ports::{
-    DuePage, DueQuery, Inserted, Marked, PortError, ReminderStore, SweepCursor, SweepPage,
+    Deleted, DuePage, DueQuery, Eraser, Inserted, Marked, PortError, ReminderStore,
+    SubscriberCursor, SubscriberIndex, SubscriberPage, SweepCursor, SweepPage,
 };
 
-use super::{around, forward, Around, Call, Hook};
+use super::{around, compound, forward, Around, Call, Hook};
 
 impl<T: ReminderStore, H: Hook> ReminderStore for Around<T, H> {
     fn shards(&self) -> u32 {
@@ -43,47 +45,33 @@ impl<T: ReminderStore, H: Hook> ReminderStore for Around<T, H> {
             as Call::Mark { id, payload_version, to };
     }
 
-    /// The wrapped store's own read of the rules (DynamoDB: one `BatchGetItem`), not the
-    /// trait's default of two reads: one call, named as the adapter names it. A hook that
-    /// models single reads has them made one by one instead.
-    async fn recipient_rules(
-        &self,
-        subscriber: &SubscriberId,
-        address: Option<&AddressHash>,
-    ) -> Result<(Option<Preferences>, Option<Suppression>), PortError> {
-        if self.hook.splits_compound_reads() {
-            return rules_read_apart(self, subscriber, address).await;
-        }
-        around!(
-            self,
-            Call::RecipientRules {
-                subscriber,
-                address
-            },
-            self.inner.recipient_rules(subscriber, address)
-        )
+    // The wrapped store's own one read (DynamoDB: one `BatchGetItem`), named as the adapter
+    // names it; or, for a hook that models single reads, the trait's default.
+    compound! {
+        fn recipient_rules(subscriber: &SubscriberId, address: Option<&AddressHash>)
+            -> (Option<Preferences>, Option<Suppression>)
+            as Call::RecipientRules { subscriber, address }, apart rules_read_apart;
+        fn delivery_read(id: &ReminderId, subscriber: &SubscriberId, address: Option<&AddressHash>)
+            -> DeliveryRead as Call::DeliveryRead { id, subscriber, address },
+            apart delivery_read_apart;
     }
+}
 
-    /// The wrapped store's own one read of a delivery (DynamoDB: one `BatchGetItem`), or its
-    /// single reads for a hook that models them.
-    async fn delivery_read(
-        &self,
-        id: &ReminderId,
-        subscriber: &SubscriberId,
-        address: Option<&AddressHash>,
-    ) -> Result<DeliveryRead, PortError> {
-        if self.hook.splits_compound_reads() {
-            return delivery_read_apart(self, id, subscriber, address).await;
-        }
-        let call = Call::DeliveryRead {
-            id,
-            subscriber,
-            address,
-        };
-        around!(
-            self,
-            call,
-            self.inner.delivery_read(id, subscriber, address)
-        )
+impl<T: SubscriberIndex, H: Hook> SubscriberIndex for Around<T, H> {
+    forward! {
+        fn by_subscriber(subscriber: &SubscriberId, after: Option<&SubscriberCursor>, limit: u32)
+            -> SubscriberPage as Call::BySubscriber { subscriber, after, limit };
+    }
+}
+
+impl<T: Eraser, H: Hook> Eraser for Around<T, H> {
+    forward! {
+        fn delete_reminder(id: &ReminderId, force: bool) -> Deleted
+            as Call::DeleteReminder { id, force };
+        fn delete_preferences(subscriber: &SubscriberId) -> Deleted
+            as Call::DeletePreferences { subscriber };
+        fn lift_suppression(address: &AddressHash) -> Deleted
+            as Call::LiftSuppression { address };
+        fn delete_series(id: &SeriesId) -> Deleted as Call::DeleteSeries { id };
     }
 }

@@ -8,7 +8,7 @@ use reminders_core::ports::{
     FaultPoint, Faults, Ledger, MemoryLedger, MemoryReminderStore, PortError, ReminderStore,
 };
 
-use super::{Answer, Around, Call, Hook};
+use super::{Answer, Around, Call, Hook, Next, Value};
 
 /// The consumer's read of the rules through the wrapper is the wrapped store's own, one call
 /// (one `BatchGetItem` on DynamoDB, as deployed): a fault planted on either single read leaves
@@ -119,10 +119,10 @@ async fn a_lost_response_waits_for_a_call_that_answered() {
     assert_eq!(ledger.get(&key).await.unwrap(), None);
 }
 
-/// A failing hook ends the call there: a fault the inner plan raises after the call answered is
-/// the caller's answer, and the outer hook does not see the call end.
+/// Two hooks nest as two wrappers would: a lost response the inner plan raises after the call
+/// answered reaches the outer hook as the call's failure.
 #[tokio::test]
-async fn an_inner_lost_response_ends_the_call_before_the_outer_after() {
+async fn an_inner_lost_response_reaches_the_outer_hook_as_a_failure() {
     let seen = std::sync::Arc::new(Mutex::new(Vec::new()));
     let outer = Log {
         tag: "outer",
@@ -151,9 +151,96 @@ async fn an_inner_lost_response_ends_the_call_before_the_outer_after() {
             "outer before ledger.get",
             "outer after ledger.get answered",
             "outer before ledger.get",
+            "outer after ledger.get failed",
         ],
-        "the inner plan's lost response fails the call before the outer's after"
     );
+}
+
+/// A hook that plays the SDK's resend of a write whose answer was lost: every conditional
+/// write is made twice, and the caller hears the second answer.
+struct SentTwice;
+
+impl Hook for SentTwice {
+    async fn around<R: Value>(&self, call: &Call<'_>, next: Next<'_, R>) -> Result<R, PortError> {
+        let first = next().await;
+        match call {
+            Call::PutIf { .. } if first.is_ok() => next().await,
+            _ => first,
+        }
+    }
+}
+
+/// A write sent again meets the item its own first try wrote: the caller hears a conflict
+/// naming it, and the item is written once.
+#[tokio::test]
+async fn a_hook_may_make_the_call_again_and_the_caller_hears_the_second_answer() {
+    use reminders_core::ports::{Cas, Expected};
+    let memory = std::sync::Arc::new(MemoryLedger::default());
+    let ledger = Around::new(memory.clone(), SentTwice);
+    let key = DeliveryKey::derive(
+        &ReminderId::parse("r-1").unwrap(),
+        &SubscriberId::parse("s-1").unwrap(),
+        Channel::Email,
+    );
+    let record = first_claim(&key);
+    let answer = ledger.put_if(&record, Expected::Absent).await.unwrap();
+    let Cas::Conflict(Some(current)) = answer else {
+        panic!("the second try meets the first's item, got {answer:?}");
+    };
+    assert_eq!(*current, record);
+    assert_eq!(memory.get(&key).await.unwrap(), Some(record));
+}
+
+/// A delivery's first claim, as the consumer writes it.
+fn first_claim(key: &DeliveryKey) -> reminders_core::ledger::DeliveryRecord {
+    use rand::SeedableRng;
+    use reminders_core::clock::Timestamp;
+    use reminders_core::ledger::{apply, Change, Ctx, LeaseToken};
+    let now = Timestamp::from_millis(1_000_000);
+    let claim = Change::Claim {
+        token: LeaseToken::generate(&mut rand::rngs::StdRng::seed_from_u64(1)),
+        lease_expires_at: now.plus(std::time::Duration::from_secs(60)),
+        payload_version: 1,
+        policy: Default::default(),
+    };
+    let ctx = Ctx {
+        key: key.clone(),
+        now,
+        expires_at: 5_000,
+        origin: None,
+    };
+    apply(None, claim, &ctx).expect("a first claim")
+}
+
+/// A hook that answers of its own: every reminder reads as missing, and the store is never
+/// asked.
+struct Gone(std::sync::atomic::AtomicU32);
+
+impl Hook for Gone {
+    async fn around<R: Value>(&self, call: &Call<'_>, next: Next<'_, R>) -> Result<R, PortError> {
+        match call {
+            Call::Get { .. } => Ok(super::cast(None::<reminders_core::domain::Reminder>)),
+            _ => {
+                self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                next().await
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_hook_may_answer_without_making_the_call() {
+    let store = Around::new(
+        MemoryReminderStore::new(4),
+        Gone(std::sync::atomic::AtomicU32::new(0)),
+    );
+    let made = || store.hook.0.load(std::sync::atomic::Ordering::SeqCst);
+    let id = ReminderId::parse("r-1").unwrap();
+    assert_eq!(store.get(&id).await.unwrap(), None);
+    assert_eq!(made(), 0, "the read answered without the store");
+    let sub = SubscriberId::parse("s-1").unwrap();
+    assert_eq!(store.preferences(&sub).await.unwrap(), None);
+    assert_eq!(made(), 1, "any other call is made");
 }
 
 /// A hook that models single reads sees a delivery's read as its parts, each named; a hook

@@ -30,6 +30,15 @@ pub struct Book {
 #[derive(Debug, Default)]
 pub struct Books(pub Mutex<BTreeMap<SeriesId, Book>>);
 
+impl Books {
+    /// Write in the book of `series` (a new one if it has none yet).
+    pub(super) fn write<T>(&self, series: &SeriesId, f: impl FnOnce(&mut Book) -> T) -> T {
+        f(reminders_core::ports::faults::lock(&self.0)
+            .entry(series.clone())
+            .or_default())
+    }
+}
+
 /// Every delivery key of every instant any acknowledged version made (a removed one may
 /// have been sent), with its instant.
 pub(super) fn keys(book: &Book) -> Vec<(DeliveryKey, Timestamp)> {

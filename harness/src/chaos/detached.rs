@@ -73,7 +73,7 @@ pub(super) async fn story(world: Arc<World>, seed: u64) {
                 tokio::time::sleep(wait + Duration::from_secs(60)).await;
                 let id = occurrence_id(&current_id(), at);
                 let stored = world.store.get(&id).await;
-                if matches!(stored, Ok(Some(r)) if r.detached && world.ports.reminders.ttl_gone(&r))
+                if matches!(stored, Ok(Some(r)) if r.detached && world.ports.reminders.hook.ttl_gone(&r))
                 {
                     world.counts.tally(|t| t.unmade_gone_by_instant += 1);
                 }

@@ -1,7 +1,7 @@
 //! Faults at every port call, drawn from one seeded source ([`Dice`]): latency, a failure
 //! before the effect, a throttle, a crash of the invocation before or after the effect, and a
 //! lost response after it; [`invoke`] runs an invocation that a crash can stop at any of its
-//! port calls. [`super::inject::Chaotic`] puts them around any port.
+//! port calls. Each adapter's model ([`super::adapter::Adapter`]) draws them around its calls.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -157,14 +157,9 @@ impl Dice {
         if self.strikes(|r| r.latency) {
             tokio::time::sleep(Duration::from_millis(self.range(100, 4_000))).await;
         }
-        if self.strikes(|r| r.crash) {
-            crash().await;
-        }
+        self.may_crash().await;
         if self.strikes(|r| r.fail_before) {
-            return Err(PortError::Unavailable {
-                op,
-                message: "chaos: failed before the effect".into(),
-            });
+            return Err(unavailable(op, "chaos: failed before the effect"));
         }
         if self.strikes(|r| r.throttle) {
             return Err(PortError::Throttled {
@@ -176,16 +171,43 @@ impl Dice {
     }
 
     async fn after(&self, op: &'static str) -> Result<(), PortError> {
+        self.may_crash().await;
+        if self.strikes(|r| r.lost_response) {
+            return Err(unavailable(op, "chaos: response lost after the effect"));
+        }
+        Ok(())
+    }
+
+    /// The invocation stops here, when a crash strikes.
+    async fn may_crash(&self) {
         if self.strikes(|r| r.crash) {
             crash().await;
         }
-        if self.strikes(|r| r.lost_response) {
-            return Err(PortError::Unavailable {
-                op,
-                message: "chaos: response lost after the effect".into(),
-            });
-        }
-        Ok(())
+    }
+
+    /// A conditional write, the faults around it. One that took effect (`applied` tells its
+    /// answers that did) may be sent again by the SDK ([`Dice::retries_write`]), after its
+    /// backoff: the caller hears the second answer (a conflict with the item its own first
+    /// try wrote, or with what another writer wrote meanwhile).
+    pub async fn write<R, F, W>(
+        &self,
+        op: &'static str,
+        write: W,
+        applied: impl Fn(&R) -> bool,
+    ) -> Result<R, PortError>
+    where
+        W: Fn() -> F,
+        F: Future<Output = Result<R, PortError>>,
+    {
+        let sent = async {
+            let first = write().await?;
+            if !applied(&first) || !self.retries_write() {
+                return Ok(first);
+            }
+            self.backoff().await;
+            write().await
+        };
+        self.around(op, sent).await
     }
 
     pub async fn around<R>(
@@ -197,6 +219,13 @@ impl Dice {
         let out = call.await?;
         self.after(op).await?;
         Ok(out)
+    }
+}
+
+fn unavailable(op: &'static str, message: &str) -> PortError {
+    PortError::Unavailable {
+        op,
+        message: message.into(),
     }
 }
 

@@ -2,66 +2,26 @@
 //! ([`super::series::create_past`]) is erased a few minutes after its edit, while the maker and
 //! the consumers run, through the reminders adapter's faults, until an erasure call answers
 //! complete. Then nothing of that subscriber may be sent, nor left to be sent
-//! (`sent_after_erasure`). [`Chaotic`] here also carries the erasure's ports.
+//! (`sent_after_erasure`). The reminders table's model plays the erasure's calls with the dice
+//! around each.
 
 use std::time::Duration;
 
-use super::inject::Chaotic;
 use super::world::World;
 use super::{Plant, SeedReport};
 use reminders_core::clock::Clock;
-use reminders_core::domain::{AddressHash, ReminderId, SeriesId, SubscriberId};
-use reminders_core::ports::eraser::{
-    OP_DELETE_PREFERENCES, OP_DELETE_REMINDER, OP_DELETE_SERIES, OP_LIFT_SUPPRESSION,
-};
+use reminders_core::domain::{SeriesId, SubscriberId};
 use reminders_core::ports::faults::lock;
-use reminders_core::ports::{
-    Deleted, Eraser, PortError, ReminderStore, SubscriberCursor, SubscriberIndex, SubscriberPage,
-};
-
-impl<T: SubscriberIndex> SubscriberIndex for Chaotic<T> {
-    async fn by_subscriber(
-        &self,
-        subscriber: &SubscriberId,
-        after: Option<&SubscriberCursor>,
-        limit: u32,
-    ) -> Result<SubscriberPage, PortError> {
-        let call = self.inner.by_subscriber(subscriber, after, limit);
-        self.dice
-            .around(reminders_core::ports::reminders::OP_BY_SUBSCRIBER, call)
-            .await
-    }
-}
-
-impl<T: Eraser> Eraser for Chaotic<T> {
-    async fn delete_reminder(&self, id: &ReminderId, force: bool) -> Result<Deleted, PortError> {
-        let call = self.inner.delete_reminder(id, force);
-        self.dice.around(OP_DELETE_REMINDER, call).await
-    }
-    async fn delete_preferences(&self, subscriber: &SubscriberId) -> Result<Deleted, PortError> {
-        let call = self.inner.delete_preferences(subscriber);
-        self.dice.around(OP_DELETE_PREFERENCES, call).await
-    }
-    async fn lift_suppression(&self, address: &AddressHash) -> Result<Deleted, PortError> {
-        let call = self.inner.lift_suppression(address);
-        self.dice.around(OP_LIFT_SUPPRESSION, call).await
-    }
-    async fn delete_series(&self, id: &SeriesId) -> Result<Deleted, PortError> {
-        let call = self.inner.delete_series(id);
-        self.dice.around(OP_DELETE_SERIES, call).await
-    }
-}
+use reminders_core::ports::ReminderStore;
 
 /// Erase the subscriber of `series`, calling again until a call answers complete with nothing
 /// left (ten calls at most); the series' book records when it was asked, and when it was done
 /// (or that it never was).
 pub(super) async fn erase(world: &World, series: &SeriesId, subscriber: &SubscriberId) {
     let asked = world.clock.now();
-    lock(&world.series.0)
-        .entry(series.clone())
-        .or_default()
-        .erasure_asked
-        .get_or_insert(asked);
+    world.series.write(series, |b| {
+        b.erasure_asked.get_or_insert(asked);
+    });
     for _ in 0..10 {
         let call = reminders_core::erasure::erase(
             &*world.ports.reminders,
@@ -76,10 +36,7 @@ pub(super) async fn erase(world: &World, series: &SeriesId, subscriber: &Subscri
             // erased by a later call, which this one is not yet.
             Some(Ok(erased)) if erased.complete && erased.reminders_left == 0 => {
                 let at = world.clock.now();
-                lock(&world.series.0)
-                    .entry(series.clone())
-                    .or_default()
-                    .erased_at = Some(at);
+                world.series.write(series, |b| b.erased_at = Some(at));
                 world.counts.tally(|t| t.erasures += 1);
                 return;
             }

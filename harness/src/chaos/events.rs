@@ -12,14 +12,15 @@ use std::time::Duration;
 
 use aws_lambda_events::event::dynamodb::EventRecord;
 
+use super::adapter::{Adapter, Chaotic};
 use super::dice::invoke;
-use super::inject::Chaotic;
 use super::Plant;
+use crate::around::{cast, Call, Hook, Next, Value};
 use reminders_core::domain::DeliveryKey;
 use reminders_core::events::Settled;
 use reminders_core::ledger::{DeliveryRecord, Status};
 use reminders_core::ports::faults::lock;
-use reminders_core::ports::{EventBus, MemoryBus, PortError, Rejected};
+use reminders_core::ports::{EventBus, MemoryBus, PortError};
 
 /// Records per batch, as the events function's mapping reads them.
 const BATCH: usize = 100;
@@ -217,19 +218,34 @@ pub(super) async fn stream_to_bus(tap: Arc<Tap>, bus: Arc<Chaotic<Arc<MemoryBus>
     }
 }
 
-impl EventBus for Chaotic<Arc<MemoryBus>> {
-    async fn publish(&self, events: &[Settled]) -> Result<Vec<Rejected>, PortError> {
+/// The bus's model: the dice around each publish, and the plants of a bus adapter.
+impl Hook for Adapter<Arc<MemoryBus>> {
+    async fn around<R: Value>(&self, call: &Call<'_>, next: Next<'_, R>) -> Result<R, PortError> {
+        match call {
+            Call::Publish { events } => self.publish(events, next()).await,
+            _ => self.dice.around(call.name(), next()).await,
+        }
+    }
+}
+
+impl Adapter<Arc<MemoryBus>> {
+    /// A publish: the plants publish what is left on the bus itself.
+    async fn publish<R: std::any::Any>(
+        &self,
+        events: &[Settled],
+        next: impl std::future::Future<Output = Result<R, PortError>>,
+    ) -> Result<R, PortError> {
         // [`Plant::DropEvent`]: the first event of the world is answered published and never
         // sent (a bus adapter that reports entries it dropped).
-        let events = match self.plant {
+        let next = match self.plant {
             Some(Plant::DropEvent) if !self.dice.once() && !events.is_empty() => {
                 let mut rest = events.to_vec();
                 rest.remove(0);
-                let mut refused = self.inner.publish(&rest).await?;
+                let mut refused = self.store.publish(&rest).await?;
                 for r in &mut refused {
                     r.index += 1;
                 }
-                return Ok(refused);
+                return Ok(cast(refused));
             }
             // [`Plant::RefuseNewerValues`]: an events function of the old kind, which skipped
             // an item whose status it did not know: those events are answered published and
@@ -245,17 +261,16 @@ impl EventBus for Chaotic<Arc<MemoryBus>> {
                             .any(|v| *v == "outcome" || *v == "from")
                     })
                     .unzip();
-                let mut refused = self.inner.publish(&kept).await?;
+                let mut refused = self.store.publish(&kept).await?;
                 for r in &mut refused {
                     r.index = at[r.index];
                 }
-                return Ok(refused);
+                return Ok(cast(refused));
             }
-            _ => events,
+            _ => next,
         };
-        let call = self.inner.publish(events);
         self.dice
-            .around(reminders_core::ports::events::OP_PUBLISH, call)
+            .around(reminders_core::ports::events::OP_PUBLISH, next)
             .await
     }
 }

@@ -16,6 +16,7 @@
 //! hour of a world takes milliseconds, and one seed gives one run.
 
 mod acks;
+mod adapter;
 mod api_edit;
 mod books;
 mod chains;
@@ -26,7 +27,6 @@ mod detached;
 mod dice;
 mod erasure;
 mod events;
-mod inject;
 mod journal;
 mod newer;
 mod observed;

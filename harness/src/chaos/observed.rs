@@ -1,19 +1,26 @@
-//! [`Observed`]: the world's ledger, telling the journal of every write that lands (what the
-//! checker judges against), with the plants of a ledger adapter.
+//! [`Observed`]: the model of the world's ledger adapter, a hook around the memory ledger: the
+//! dice around each call and the SDK sending a write again, the table's TTL, the plants of a
+//! ledger adapter, and the journal told of every write that lands (what the checker judges
+//! against).
 
 use std::sync::Arc;
 
 use super::journal::Journal;
 use super::Plant;
+use crate::around::{cast, Call, Hook, Next, Value};
 use reminders_core::clock::Clock;
 use reminders_core::domain::{DeadReason, DeliveryKey};
 use reminders_core::ledger::{DeliveryRecord, Status};
+use reminders_core::ports::ledger::{OP_DELETE, OP_GET, OP_PUT};
 use reminders_core::ports::{Cas, Expected, Ledger, MemoryLedger, PortError};
 
-/// The in-memory ledger, telling the journal about every write that lands. With the
-/// [`Plant::UnfencedLedger`] fault, writes ignore their condition (a broken adapter).
+/// The ledger adapter's model, around the in-memory ledger, telling the journal about every
+/// write that lands. With the [`Plant::UnfencedLedger`] fault, writes ignore their condition
+/// (a broken adapter). Its writes are made on the memory ledger itself, under the condition
+/// it judges.
 pub struct Observed<C> {
-    pub inner: Arc<MemoryLedger>,
+    pub ledger: Arc<MemoryLedger>,
+    pub dice: Arc<super::dice::Dice>,
     pub journal: Arc<Journal>,
     /// The ledger's stream, which the world's events function reads.
     pub tap: Arc<super::events::Tap>,
@@ -152,9 +159,31 @@ impl<C: Clock> Observed<C> {
     }
 }
 
-impl<C: Clock> Ledger for Observed<C> {
-    async fn get(&self, key: &DeliveryKey) -> Result<Option<DeliveryRecord>, PortError> {
-        let got = self.alive(self.inner.get(key).await?);
+impl<C: Clock> Hook for Observed<C> {
+    async fn around<R: Value>(&self, call: &Call<'_>, next: Next<'_, R>) -> Result<R, PortError> {
+        let applied = |c: &Cas| *c == Cas::Applied;
+        match call {
+            Call::LedgerGet { .. } => {
+                let read = async { self.get(next().await.map(cast)?).map(cast) };
+                self.dice.around(OP_GET, read).await
+            }
+            Call::PutIf { record, expected } => {
+                let write = || self.put_if(record, (*expected).clone());
+                self.dice.write(OP_PUT, write, applied).await.map(cast)
+            }
+            Call::DeleteIf { key, expected } => {
+                let write = || self.delete_if(key, (*expected).clone());
+                self.dice.write(OP_DELETE, write, applied).await.map(cast)
+            }
+            _ => self.dice.around(call.name(), next()).await,
+        }
+    }
+}
+
+impl<C: Clock> Observed<C> {
+    /// An item as a reader sees it: gone past the TTL, and as the plants read it.
+    fn get(&self, stored: Option<DeliveryRecord>) -> Result<Option<DeliveryRecord>, PortError> {
+        let got = self.alive(stored);
         Ok(match self.plant {
             Some(Plant::ForgetAttempts) => got.map(forget_attempts),
             Some(Plant::ForgetMaybeSent) => got.map(forget_maybe_sent),
@@ -175,7 +204,7 @@ impl<C: Clock> Ledger for Observed<C> {
         // The memory ledger answers without yielding: nothing runs between this read and the
         // write. The condition is judged here, against the item as it lives (past its TTL it
         // is gone), and the write then replaces whatever the memory ledger still keeps.
-        let stored = self.inner.get(record.key()).await?;
+        let stored = self.ledger.get(record.key()).await?;
         let before = self.alive(stored.clone());
         let expected = match self.plant {
             Some(Plant::UnfencedLedger) => Expected::of(before.as_ref()),
@@ -208,12 +237,12 @@ impl<C: Clock> Ledger for Observed<C> {
         let planted = super::newer::as_written(self.plant, record).map(Box::new);
         let record = planted.as_deref().unwrap_or(record);
         let answer = self
-            .inner
+            .ledger
             .put_if(record, Expected::of(stored.as_ref()))
             .await?;
         if answer == Cas::Applied {
             if let Some(newer) = &self.newer {
-                Box::pin(newer.after(&self.inner, record)).await;
+                Box::pin(newer.after(&self.ledger, record)).await;
             }
             self.journal
                 .landed(before.as_ref(), record, self.clock.now());
@@ -229,13 +258,13 @@ impl<C: Clock> Ledger for Observed<C> {
     /// A claim undone (the one-read path's give-back): judged as a write is; the journal
     /// forgets the claim, as the ledger does.
     async fn delete_if(&self, key: &DeliveryKey, expected: Expected) -> Result<Cas, PortError> {
-        let stored = self.inner.get(key).await?;
+        let stored = self.ledger.get(key).await?;
         let before = self.alive(stored.clone());
         if before.is_none() || !expected.holds_for(before.as_ref()) {
             return Ok(Cas::Conflict(before.map(Box::new)));
         }
         let answer = self
-            .inner
+            .ledger
             .delete_if(key, Expected::of(stored.as_ref()))
             .await?;
         if answer == Cas::Applied {

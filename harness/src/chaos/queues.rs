@@ -1,21 +1,53 @@
-//! [`Chaotic`] queues and dead-letter queues: partial batch failures, lost fallback messages
-//! ([`super::Plant::LoseFallbackMessages`]), and each receive told to the checker.
+//! The model of a world's queues and dead-letter queues ([`Adapter`]): partial batch failures,
+//! lost fallback messages ([`super::Plant::LoseFallbackMessages`]), at-least-once copies, and
+//! each receive told to the checker.
 
-use super::inject::Chaotic;
+use std::future::Future;
+use std::sync::Arc;
+
+use super::adapter::{typed, Adapter};
+use super::VirtualClock;
+use crate::around::{cast, Call, Hook, Next, Value};
 use reminders_core::deadletter::DeadLetter;
 use reminders_core::domain::Channel;
+use reminders_core::ports::queue::{OP_DEAD_DELETE, OP_DEAD_RECEIVE, OP_DEAD_RELEASE};
 use reminders_core::ports::{
-    DeadLetterMessage, DeadLetters, DeliveryQueue, OutgoingMessage, PortError, QueueDepth,
-    ReceivedMessage, SendFailure,
+    DeadLetters, DeliveryQueue, MemoryQueue, OutgoingMessage, PortError, ReceivedMessage,
+    SendFailure,
 };
 
-impl<T: DeliveryQueue> DeliveryQueue for Chaotic<T> {
+type Queue = Arc<MemoryQueue<VirtualClock>>;
+
+/// The model of a channel's queue and its dead-letter queue: the dice around each call, a
+/// batch's partial failures, each receive told to the checker, at-least-once copies, and the
+/// plants.
+impl Hook for Adapter<Queue> {
+    async fn around<R: Value>(&self, call: &Call<'_>, next: Next<'_, R>) -> Result<R, PortError> {
+        match call {
+            Call::SendBatch { channel, messages } => {
+                self.send_batch(*channel, messages).await.map(cast)
+            }
+            Call::Receive { channel, .. } => self.receive(*channel, typed(next())).await.map(cast),
+            Call::DeadLetter { channel, body, .. } => {
+                let answer = self.dead_letter(*channel, body, || typed(next()));
+                answer.await.map(cast)
+            }
+            Call::ReceiveDead { .. } => self.dice.around(OP_DEAD_RECEIVE, next()).await,
+            Call::DeleteDead { .. } => self.dice.around(OP_DEAD_DELETE, next()).await,
+            Call::ReleaseDead { .. } => self.dice.around(OP_DEAD_RELEASE, next()).await,
+            _ => self.dice.around(call.name(), next()).await,
+        }
+    }
+}
+
+impl Adapter<Queue> {
+    /// A partial failure: SQS answers some entries failed, and sends the others (on the queue
+    /// itself).
     async fn send_batch(
         &self,
         channel: Channel,
         messages: &[OutgoingMessage],
     ) -> Result<Vec<SendFailure>, PortError> {
-        // A partial failure: SQS answers some entries failed, and sends the others.
         let (mut sent, mut failed) = (Vec::new(), Vec::new());
         let messages = self.lose_fallbacks(messages);
         for m in &messages {
@@ -32,7 +64,7 @@ impl<T: DeliveryQueue> DeliveryQueue for Chaotic<T> {
         if sent.is_empty() {
             return Ok(failed);
         }
-        let call = self.inner.send_batch(channel, &sent);
+        let call = self.store.send_batch(channel, &sent);
         let mut out = self
             .dice
             .around(reminders_core::ports::queue::OP_SEND, call)
@@ -40,31 +72,14 @@ impl<T: DeliveryQueue> DeliveryQueue for Chaotic<T> {
         out.extend(failed);
         Ok(out)
     }
-    async fn change_visibility(
-        &self,
-        channel: Channel,
-        handle: &str,
-        secs: u32,
-    ) -> Result<(), PortError> {
-        let call = self.inner.change_visibility(channel, handle, secs);
-        self.dice
-            .around(reminders_core::ports::queue::OP_VISIBILITY, call)
-            .await
-    }
-    async fn delete(&self, channel: Channel, handle: &str) -> Result<(), PortError> {
-        let call = self.inner.delete(channel, handle);
-        self.dice
-            .around(reminders_core::ports::queue::OP_DELETE, call)
-            .await
-    }
+
     async fn receive(
         &self,
         channel: Channel,
-        max: u32,
-        visibility_secs: u32,
+        next: impl Future<Output = Result<Vec<ReceivedMessage>, PortError>>,
     ) -> Result<Vec<ReceivedMessage>, PortError> {
         let call = async {
-            let out = self.inner.receive(channel, max, visibility_secs).await;
+            let out = next.await;
             if let (Ok(got), Some(heard)) = (&out, &self.heard) {
                 heard(got);
             }
@@ -84,22 +99,12 @@ impl<T: DeliveryQueue> DeliveryQueue for Chaotic<T> {
                     body: m.body.clone(),
                     delay_secs: u32::try_from(self.dice.range(0, 30)).unwrap_or(0),
                 };
-                let _ = self.inner.send_batch(channel, &[copy]).await;
+                let _ = self.store.send_batch(channel, &[copy]).await;
             }
         }
         Ok(got)
     }
-    async fn depth(&self, channel: Channel) -> Result<QueueDepth, PortError> {
-        self.dice
-            .around(
-                reminders_core::ports::queue::OP_DEPTH,
-                self.inner.depth(channel),
-            )
-            .await
-    }
-}
 
-impl<T: DeliveryQueue> Chaotic<T> {
     /// [`super::Plant::LoseFallbackMessages`]: a fallback's message is answered sent and
     /// dropped, and its key remembered; [`super::Plant::FallbackBestEffort`]: dropped alone,
     /// and so is a message a redriven delivery enqueues again for a channel with no item
@@ -141,58 +146,35 @@ impl<T: DeliveryQueue> Chaotic<T> {
             let lost =
                 key.is_ok_and(|k| reminders_core::ports::faults::lock(&self.losing).contains(&k));
             if lost {
-                let _ = self.inner.delete(channel, &m.receipt_handle).await;
+                let _ = self.store.delete(channel, &m.receipt_handle).await;
             } else {
                 kept.push(m);
             }
         }
         kept
     }
-}
 
-impl<T: DeadLetters> DeadLetters for Chaotic<T> {
-    async fn dead_letter(
+    async fn dead_letter<F>(
         &self,
         channel: Channel,
         body: &str,
-        letter: &DeadLetter,
-    ) -> Result<(), PortError> {
+        next: impl Fn() -> F,
+    ) -> Result<(), PortError>
+    where
+        F: Future<Output = Result<(), PortError>>,
+    {
         if self.plant == Some(super::Plant::DropDeadLetters) {
             return Ok(());
         }
         if self.plant == Some(super::Plant::DoubleDeadLetters) {
-            self.inner.dead_letter(channel, body, letter).await?;
+            next().await?;
         }
         if self.plant == Some(super::Plant::StripDeadLetterReason) {
             let bare = DeadLetter::from_attributes(&Default::default());
-            return self.inner.dead_letter(channel, body, &bare).await;
+            return self.store.dead_letter(channel, body, &bare).await;
         }
-        let call = self.inner.dead_letter(channel, body, letter);
         self.dice
-            .around(reminders_core::ports::queue::OP_DEAD_LETTER, call)
-            .await
-    }
-    async fn receive_dead(
-        &self,
-        channel: Channel,
-        max: u32,
-        visibility_secs: u32,
-    ) -> Result<Vec<DeadLetterMessage>, PortError> {
-        let call = self.inner.receive_dead(channel, max, visibility_secs);
-        self.dice
-            .around(reminders_core::ports::queue::OP_DEAD_RECEIVE, call)
-            .await
-    }
-    async fn delete_dead(&self, channel: Channel, handle: &str) -> Result<(), PortError> {
-        let call = self.inner.delete_dead(channel, handle);
-        self.dice
-            .around(reminders_core::ports::queue::OP_DEAD_DELETE, call)
-            .await
-    }
-    async fn release_dead(&self, channel: Channel, handle: &str) -> Result<(), PortError> {
-        let call = self.inner.release_dead(channel, handle);
-        self.dice
-            .around(reminders_core::ports::queue::OP_DEAD_RELEASE, call)
+            .around(reminders_core::ports::queue::OP_DEAD_LETTER, next())
             .await
     }
 }

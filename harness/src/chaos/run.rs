@@ -11,8 +11,8 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use tokio::task::JoinSet;
 
+use super::adapter::Adapter;
 use super::dice::invoke;
-use super::inject::Chaotic;
 use super::world::{
     build, recipient, ChaosPorts, Shape, Windows, World, CHAOS, EPOCH, FUNCTION_TIMEOUT, SETTLE_BY,
 };
@@ -169,7 +169,8 @@ fn start(world: &Arc<World>, tasks: &mut JoinSet<()>, seed: u64) {
     if let Some(prompts) = reminders_core::ports::faults::lock(&world.prompts).take() {
         tasks.spawn_local(super::surface::prompted(world.clone(), prompts, seed));
     }
-    let bus = Arc::new(Chaotic::new(world.bus.clone(), world.dice.clone()).planted(world.plant));
+    let bus = Adapter::new(world.bus.clone(), world.dice.clone()).planted(world.plant);
+    let bus = Arc::new(bus.port());
     tasks.spawn_local(super::events::stream_to_bus(world.tap.clone(), bus));
     tasks.spawn_local(super::subscribers::change_their_minds(world.clone(), seed));
     if world.shape.windows.series {

@@ -10,14 +10,15 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
 use super::acks::Acks;
+use super::adapter::{Adapter, Chaotic};
 use super::dice::Dice;
 use super::events::Tap;
-use super::inject::Chaotic;
 use super::journal::Journal;
 use super::observed::Observed;
 use super::provider::ChaosProvider;
 pub(super) use super::shape::{SchedulerKey, Shape, Windows};
 use super::{Plant, VirtualClock};
+use crate::around::Around;
 use reminders_core::clock::Timestamp;
 use reminders_core::consumer::ConsumerConfig;
 use reminders_core::domain::{
@@ -40,7 +41,7 @@ pub(super) const FUNCTION_TIMEOUT: Duration = Duration::from_secs(30);
 pub(super) type ChaosPorts = PortSet<
     VirtualClock,
     Arc<Chaotic<Arc<MemoryReminderStore>>>,
-    Arc<Chaotic<Observed<VirtualClock>>>,
+    Arc<Around<Arc<MemoryLedger>, Observed<VirtualClock>>>,
     Arc<Chaotic<Arc<MemoryGate>>>,
     Arc<Chaotic<Arc<MemoryQueue<VirtualClock>>>>,
     Arc<Chaotic<Arc<MemoryQueue<VirtualClock>>>>,
@@ -154,16 +155,19 @@ pub(super) fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
     let ports = PortSet {
         clock,
         reminders: Arc::new(
-            Chaotic::new(store.clone(), dice.clone())
+            Adapter::new(store.clone(), dice.clone())
                 .planted(plant)
                 .expiring(clock, reminders_ttl_lag(seed))
                 .watched(watch)
                 .prompting(shape.windows.edit_in_scan.then(|| prompter.clone()))
-                .prompting_enqueues(shape.windows.readd_after_remove.then(|| prompter.clone())),
+                .prompting_enqueues(shape.windows.readd_after_remove.then(|| prompter.clone()))
+                .port(),
         ),
-        ledger: Arc::new(Chaotic::new(
+        ledger: Arc::new(Around::new(
+            ledger.clone(),
             Observed {
-                inner: ledger.clone(),
+                ledger: ledger.clone(),
+                dice: dice.clone(),
                 journal: journal.clone(),
                 tap: tap.clone(),
                 clock,
@@ -174,19 +178,24 @@ pub(super) fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
                 spent: shape.windows.spent_then_fallback.then(|| prompter.clone()),
                 newer: newer.clone(),
             },
-            dice.clone(),
         )),
         gate: Arc::new(
-            Chaotic::new(gate.clone(), dice.clone())
+            Adapter::new(gate.clone(), dice.clone())
                 .planted(plant)
-                .probing_slowly(shape.windows.probe_near_end.then(|| prompter.clone())),
+                .probing_slowly(shape.windows.probe_near_end.then(|| prompter.clone()))
+                .port(),
         ),
         queue: Arc::new(
-            Chaotic::new(queue, dice.clone())
+            Adapter::new(queue, dice.clone())
                 .planted(plant)
-                .hearing(counting_receives(&journal)),
+                .hearing(counting_receives(&journal))
+                .port(),
         ),
-        dead_letters: Arc::new(Chaotic::new(dlq.clone(), dice.clone()).planted(plant)),
+        dead_letters: Arc::new(
+            Adapter::new(dlq.clone(), dice.clone())
+                .planted(plant)
+                .port(),
+        ),
         providers: PerChannel::from_fn(provider),
     };
     World {
@@ -245,7 +254,7 @@ fn retry_policy(shape: &Shape) -> reminders_core::policy::RetryPolicy {
 }
 
 /// The journal counts every message a receive handed out, as the queue does.
-fn counting_receives(journal: &Arc<Journal>) -> super::inject::Heard {
+fn counting_receives(journal: &Arc<Journal>) -> super::adapter::Heard {
     let journal = journal.clone();
     Arc::new(move |got: &[reminders_core::ports::ReceivedMessage]| {
         for m in got {

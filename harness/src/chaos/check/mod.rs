@@ -109,7 +109,7 @@ pub(super) async fn judge(world: &World, seed: u64) -> SeedReport {
             report.broken(|t| &mut t.lost, format!("reminder {id} is gone"));
             continue;
         };
-        if world.ports.reminders.ttl_gone(&r) {
+        if world.ports.reminders.hook.ttl_gone(&r) {
             report.tally.reminder_ttl_passed += 1;
         }
         seen.expired_while_fresh(&r, &mut report);

@@ -14,7 +14,7 @@ use std::time::Duration;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
-use super::inject::Chaotic;
+use super::adapter::Adapter;
 use super::world::World;
 use super::Plant;
 use reminders_core::clock::{Clock, Timestamp};
@@ -22,12 +22,11 @@ use reminders_core::domain::series::{occurrence_id, NewSeries, Series, SeriesSta
 use reminders_core::domain::{Access, Channel, Content, SeriesId, SubscriberId};
 use reminders_core::ports::faults::lock;
 use reminders_core::ports::series::{
-    ExpectedSeries, SeriesPage, SeriesStore, Written, OP_GET_SERIES, OP_PUT_SERIES, OP_SERIES_DUE,
-    OP_SERIES_OF,
+    ExpectedSeries, SeriesPage, SeriesStore, Written, OP_PUT_SERIES, OP_SERIES_DUE, OP_SERIES_OF,
 };
 use reminders_core::ports::PortError;
 
-mod chaotic;
+mod adapter;
 mod surface;
 
 pub(super) use surface::surface;
@@ -103,11 +102,9 @@ pub(super) async fn put(world: &World, s: Series) -> bool {
     let store = &*world.ports.reminders;
     // The series exists from its first write's first try, not before.
     let asked = world.clock.now();
-    lock(&world.series.0)
-        .entry(s.series_id.clone())
-        .or_default()
-        .asked_from
-        .get_or_insert(asked);
+    world.series.write(&s.series_id, |b| {
+        b.asked_from.get_or_insert(asked);
+    });
     for _ in 0..10 {
         let now = world.clock.now();
         let answer = reminders_core::series::put(
@@ -136,10 +133,7 @@ pub(super) async fn put(world: &World, s: Series) -> bool {
             .push((seq, world.clock.now(), stored));
         return true;
     }
-    lock(&world.series.0)
-        .entry(s.series_id.clone())
-        .or_default()
-        .uncertain = true;
+    world.series.write(&s.series_id, |b| b.uncertain = true);
     false
 }
 
@@ -230,19 +224,13 @@ pub(super) async fn cancel(world: &World, id: &SeriesId) {
         );
         if let Some(Ok(Ok(_))) = super::dice::invoke(call, Duration::from_secs(30)).await {
             let seq = world.journal.next_seq();
-            lock(&world.series.0)
-                .entry(id.clone())
-                .or_default()
-                .cancelled = Some(seq);
+            world.series.write(id, |b| b.cancelled = Some(seq));
             world.counts.tally(|t| t.series_cancelled += 1);
             return;
         }
         tokio::time::sleep(Duration::from_secs(5)).await;
     }
-    lock(&world.series.0)
-        .entry(id.clone())
-        .or_default()
-        .uncertain = true;
+    world.series.write(id, |b| b.uncertain = true);
 }
 
 /// The schedule's maker, before each scan (series worlds only).

@@ -154,11 +154,7 @@ async fn skip_next(world: &World, s: &Series) {
         );
         match crate::chaos::dice::invoke(call, Duration::from_secs(30)).await {
             Some(Ok(Some(_))) => {
-                lock(&world.series.0)
-                    .entry(s.series_id.clone())
-                    .or_default()
-                    .skips
-                    .insert(at);
+                world.series.write(&s.series_id, |b| b.skips.insert(at));
                 world.counts.tally(|t| t.series_skips += 1);
                 return;
             }
@@ -167,8 +163,5 @@ async fn skip_next(world: &World, s: &Series) {
             _ => tokio::time::sleep(Duration::from_secs(5)).await,
         }
     }
-    lock(&world.series.0)
-        .entry(s.series_id.clone())
-        .or_default()
-        .uncertain = true;
+    world.series.write(&s.series_id, |b| b.uncertain = true);
 }

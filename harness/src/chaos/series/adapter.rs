@@ -1,19 +1,19 @@
-//! The series adapter of a world: faults around each call, the maker's index lagging the table,
-//! and the plants.
+//! The series calls of the reminders table's model in a world
+//! ([`crate::chaos::adapter::Adapter`]): faults around each call, the maker's index lagging the
+//! table (its read may answer the version before the latest write), and the plants.
 
 use super::*;
+use reminders_core::ports::MemoryReminderStore;
 
-/// The series adapter of a world: faults around each call; the maker's index lagging the
-/// table (its read may answer the version before the latest write); and the plants.
-impl<T: SeriesStore> SeriesStore for Chaotic<T> {
-    async fn get_series(&self, id: &SeriesId) -> Result<Option<Series>, PortError> {
-        self.dice
-            .around(OP_GET_SERIES, self.inner.get_series(id))
-            .await
-    }
-
-    async fn put_series(&self, s: &Series, expected: ExpectedSeries) -> Result<Written, PortError> {
-        let stored = self.inner.get_series(&s.series_id).await?;
+impl Adapter<Arc<MemoryReminderStore>> {
+    /// A series write, as planted adapters write it (and as a series with thousands made keeps
+    /// them): made on the store itself.
+    pub(in crate::chaos) async fn put_series(
+        &self,
+        s: &Series,
+        expected: ExpectedSeries,
+    ) -> Result<Written, PortError> {
+        let stored = self.store.get_series(&s.series_id).await?;
         let mut s = s.clone();
         if self.plant == Some(Plant::ForgetMade) {
             s.made.clear();
@@ -45,7 +45,7 @@ impl<T: SeriesStore> SeriesStore for Chaotic<T> {
             s.made_through = s.made_through.map(|t| t.plus(Duration::from_secs(3600)));
         }
         let write = || async {
-            let out = self.inner.put_series(&s, expected).await?;
+            let out = self.store.put_series(&s, expected).await?;
             if out == Written::Written {
                 if let Some(before) = stored.clone() {
                     lock(&self.lagging).insert(s.series_id.clone(), before);
@@ -53,15 +53,15 @@ impl<T: SeriesStore> SeriesStore for Chaotic<T> {
             }
             Ok(out)
         };
-        let call = self.sent_again_if(write, |w| *w == Written::Written);
-        self.dice.around(OP_PUT_SERIES, call).await
+        let written = |w: &Written| *w == Written::Written;
+        self.dice.write(OP_PUT_SERIES, write, written).await
     }
 
-    async fn series_due(&self, until: Timestamp, limit: u32) -> Result<Vec<Series>, PortError> {
-        let due = self
-            .dice
-            .around(OP_SERIES_DUE, self.inner.series_due(until, limit))
-            .await?;
+    pub(in crate::chaos) async fn series_due(
+        &self,
+        next: impl std::future::Future<Output = Result<Vec<Series>, PortError>>,
+    ) -> Result<Vec<Series>, PortError> {
+        let due = self.dice.around(OP_SERIES_DUE, next).await?;
         // The index lags: a third of the reads answer the version before the last write.
         Ok(due
             .into_iter()
@@ -72,14 +72,11 @@ impl<T: SeriesStore> SeriesStore for Chaotic<T> {
             .collect())
     }
 
-    async fn series_of(
+    pub(in crate::chaos) async fn series_of(
         &self,
-        subscriber: &SubscriberId,
-        after: Option<&SeriesId>,
-        limit: u32,
+        next: impl std::future::Future<Output = Result<SeriesPage, PortError>>,
     ) -> Result<SeriesPage, PortError> {
-        let call = self.inner.series_of(subscriber, after, limit);
-        let page = self.dice.around(OP_SERIES_OF, call).await?;
+        let page = self.dice.around(OP_SERIES_OF, next).await?;
         if crate::chaos::erasure::misses_series(self.plant) {
             return Ok(SeriesPage {
                 items: Vec::new(),

@@ -1,27 +1,33 @@
-//! [`Chaotic`]: any port with the world's faults ([`Dice`]) around each of its calls, the
-//! plants of its adapter, and what it tells the checker (each version of a reminder that lands,
-//! each receive) and the application (the windows' prompts). The queues' side is in
-//! [`super::queues`].
+//! [`Adapter`]: the chaos world's model of an adapter, a [`Hook`] around the in-memory port: the
+//! world's faults ([`Dice`]) around each call, a write the SDK sends again, the plants of the
+//! adapter, and what it tells the checker (each version of a reminder that lands, each receive)
+//! and the application (the windows' prompts). The reminders table's model is in [`reminders`]
+//! (its series in [`super::series`]), the queues' in [`super::queues`], the bus's in
+//! [`super::events`]; the ledger's is [`super::observed::Observed`].
 
+use std::any::Any;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::dice::{freeze, Dice};
 use super::prompt::Prompter;
 use super::Plant;
-use reminders_core::clock::Timestamp;
-use reminders_core::domain::{DeliveryKey, Reminder, ReminderId, ReminderStatus};
-use reminders_core::ledger::DeliveryRecord;
+use crate::around::{cast, read, Around, Call, Hook, Next, Value};
+use reminders_core::domain::{DeliveryKey, Reminder};
 use reminders_core::ports::gate::{BreakerChange, GateState};
-use reminders_core::ports::{
-    Cas, DuePage, DueQuery, Expected, Gate, GatePartition, Inserted, Ledger, Marked, PortError,
-    ReceivedMessage, ReminderStore,
-};
+use reminders_core::ports::{MemoryGate, PortError, ReceivedMessage};
 
 mod reminders;
-/// A port with the world's faults around each of its calls.
-pub struct Chaotic<T> {
-    pub inner: T,
+
+/// A port of the world: the in-memory store, around its adapter's model.
+pub type Chaotic<S> = Around<S, Adapter<S>>;
+
+/// The model of one adapter, around the in-memory `store` it models (the same store the
+/// [`Around`] wraps: a model whose plant rewrites a request, or that reads the item before a
+/// write, makes that call on the store itself).
+pub struct Adapter<S> {
+    pub store: S,
     pub dice: Arc<Dice>,
     /// A planted bug of this adapter, if any.
     pub plant: Option<super::Plant>,
@@ -49,12 +55,6 @@ pub struct Chaotic<T> {
     pub(super) ttl: Option<Ttl>,
 }
 
-/// DynamoDB's TTL on the reminders table as the system meets it: an item past its `expires_at`
-/// by the table's lag is deleted, gone for every reader, a conditional write on it finds nothing,
-/// and a create of its id creates it anew (the maker reaching an instant whose occurrence was made
-/// on its own and has expired). The memory store keeps the item until such a create, for the
-/// checker. (The due index is not filtered: an item still scheduled two hours past its freshness
-/// never stays there, the scheduler expires it first.)
 pub(super) struct Ttl {
     pub clock: super::VirtualClock,
     pub lag_secs: i64,
@@ -75,10 +75,17 @@ pub type Heard = Arc<dyn Fn(&[ReceivedMessage]) + Send + Sync>;
 /// What a watched reminders adapter tells of each version that lands.
 pub type Watch = Arc<dyn Fn(&Reminder) + Send + Sync>;
 
-impl<T> Chaotic<T> {
-    pub fn new(inner: T, dice: Arc<Dice>) -> Self {
+impl<S: Clone> Adapter<S> {
+    /// The world's port: the store, around this model.
+    pub fn port(self) -> Chaotic<S> {
+        Around::new(self.store.clone(), self)
+    }
+}
+
+impl<S> Adapter<S> {
+    pub fn new(store: S, dice: Arc<Dice>) -> Self {
         Self {
-            inner,
+            store,
             dice,
             plant: None,
             losing: Mutex::default(),
@@ -142,118 +149,53 @@ impl<T> Chaotic<T> {
         }
     }
 
-    /// Whether the item stored under `id` is gone with its TTL.
-    async fn expired(&self, id: &ReminderId) -> Result<bool, PortError>
-    where
-        T: ReminderStore,
-    {
-        let Some(ttl) = &self.ttl else {
-            return Ok(false);
-        };
-        Ok(self.inner.get(id).await?.is_some_and(|r| ttl.gone(&r)))
-    }
-
     pub fn planted(mut self, plant: Option<super::Plant>) -> Self {
         self.plant = plant;
         self
     }
 }
 
-impl<T: Ledger> Ledger for Chaotic<T> {
-    async fn get(&self, key: &DeliveryKey) -> Result<Option<DeliveryRecord>, PortError> {
-        self.dice
-            .around(reminders_core::ports::ledger::OP_GET, self.inner.get(key))
-            .await
-    }
-    async fn put_if(&self, record: &DeliveryRecord, expected: Expected) -> Result<Cas, PortError> {
-        let call = self.sent_again(|| self.inner.put_if(record, expected.clone()));
-        self.dice
-            .around(reminders_core::ports::ledger::OP_PUT, call)
-            .await
-    }
-    async fn delete_if(&self, key: &DeliveryKey, expected: Expected) -> Result<Cas, PortError> {
-        let call = self.sent_again(|| self.inner.delete_if(key, expected.clone()));
-        self.dice
-            .around(reminders_core::ports::ledger::OP_DELETE, call)
-            .await
+/// `next`'s answer read as the type `T` its call answers.
+pub(super) async fn typed<T: Any, R: Any>(
+    next: impl Future<Output = Result<R, PortError>>,
+) -> Result<T, PortError> {
+    next.await.map(cast)
+}
+
+/// The gate's model: the dice around each call, the breaker hidden by
+/// [`super::Plant::HideBreaker`], each opening told to the application, and a won probe slow
+/// up to the storage timeout in the almost-stale probes' worlds.
+impl Hook for Adapter<Arc<MemoryGate>> {
+    async fn around<R: Value>(&self, call: &Call<'_>, next: Next<'_, R>) -> Result<R, PortError> {
+        let answer = self.dice.around(call.name(), next()).await?;
+        match call {
+            Call::GateState { .. } | Call::Failed { .. } => {
+                let mut state: GateState = cast(answer);
+                if self.plant == Some(super::Plant::HideBreaker) {
+                    state.breaker = None;
+                }
+                Ok(cast(state))
+            }
+            Call::Breaker { partition, change } => {
+                self.breaker_changed(partition.channel, *change, *read(&answer))
+                    .await;
+                Ok(answer)
+            }
+            _ => Ok(answer),
+        }
     }
 }
 
-impl<T> Chaotic<T> {
-    /// A conditional write that took effect may be sent again by the SDK
-    /// ([`Dice::retries_write`]): the caller hears the retry's answer (a conflict with the item
-    /// its own first try wrote, or with what another writer wrote meanwhile).
-    async fn sent_again<F, W>(&self, write: W) -> Result<Cas, PortError>
-    where
-        W: Fn() -> F,
-        F: std::future::Future<Output = Result<Cas, PortError>>,
-    {
-        self.sent_again_if(write, |c| *c == Cas::Applied).await
-    }
-
-    /// [`Chaotic::sent_again`] for any conditional write: `applied` tells its answers that took
-    /// effect.
-    pub(super) async fn sent_again_if<R, F, W>(
+impl Adapter<Arc<MemoryGate>> {
+    async fn breaker_changed(
         &self,
-        write: W,
-        applied: impl Fn(&R) -> bool,
-    ) -> Result<R, PortError>
-    where
-        W: Fn() -> F,
-        F: std::future::Future<Output = Result<R, PortError>>,
-    {
-        let first = write().await?;
-        if !applied(&first) || !self.dice.retries_write() {
-            return Ok(first);
-        }
-        self.dice.backoff().await;
-        write().await
-    }
-}
-
-impl<T: Gate> Gate for Chaotic<T> {
-    async fn state(&self, p: &GatePartition) -> Result<GateState, PortError> {
-        let mut state = self
-            .dice
-            .around(reminders_core::ports::gate::OP_GET, self.inner.state(p))
-            .await?;
-        if self.plant == Some(super::Plant::HideBreaker) {
-            state.breaker = None;
-        }
-        Ok(state)
-    }
-    async fn throttle(&self, p: &GatePartition, until: Timestamp) -> Result<(), PortError> {
-        self.dice
-            .around(
-                reminders_core::ports::gate::OP_THROTTLE,
-                self.inner.throttle(p, until),
-            )
-            .await
-    }
-    async fn failed(&self, p: &GatePartition, now: Timestamp) -> Result<GateState, PortError> {
-        let mut state = self
-            .dice
-            .around(
-                reminders_core::ports::gate::OP_FAILED,
-                self.inner.failed(p, now),
-            )
-            .await?;
-        if self.plant == Some(super::Plant::HideBreaker) {
-            state.breaker = None;
-        }
-        Ok(state)
-    }
-    async fn breaker(&self, p: &GatePartition, change: BreakerChange) -> Result<bool, PortError> {
-        let won = self
-            .dice
-            .around(
-                reminders_core::ports::gate::OP_BREAKER,
-                self.inner.breaker(p, change),
-            )
-            .await?;
+        channel: reminders_core::domain::Channel,
+        change: BreakerChange,
+        won: bool,
+    ) {
         match (change, won) {
             (BreakerChange::Open { until, .. } | BreakerChange::Reopen { until, .. }, true) => {
-                let what = super::prompt::Prompt::BreakerOpened(p.channel, until);
+                let what = super::prompt::Prompt::BreakerOpened(channel, until);
                 super::prompt::tell(self.prompts.as_ref(), what);
             }
             (BreakerChange::Probe { now, .. }, true) => {
@@ -268,7 +210,6 @@ impl<T: Gate> Gate for Chaotic<T> {
             }
             _ => {}
         }
-        Ok(won)
     }
 }
 
