@@ -18,7 +18,7 @@
 
 pub use reminders_core::{
     clock, config, consumer, deadletter, delivery, domain, erasure, events, feedback, ledger,
-    listing, policy, ports, redrive, reminder_writes, scheduler, series, telemetry,
+    listing, policy, ports, redrive, reminder_writes, scheduler, series, sync, telemetry,
 };
 
 pub mod aws;

@@ -81,8 +81,11 @@ pub fn run(args: ChaosArgs) -> Result<(), String> {
                 .map_err(|e| e.to_string())?,
         )
     };
-    chaos::set_worker_skew_ms(args.skew_ms);
-    let (total, failing) = chaos::run(args.from, args.seeds, plant, &|_| bar.inc(1));
+    let worlds = chaos::Worlds {
+        plant,
+        worker_skew_ms: args.skew_ms,
+    };
+    let (total, failing) = chaos::run(args.from, args.seeds, worlds, &|_| bar.inc(1));
     bar.finish_and_clear();
     for r in &failing {
         eprintln!(
@@ -190,5 +193,5 @@ fn n(count: u64, noun: &str) -> String {
 /// The chaos workers' default skew: the margin the consumer allows for a clock off the true
 /// time (docs/design.md, "Clock margin"), so every world checks the promises hold at its edge.
 fn default_skew_ms() -> u32 {
-    u32::try_from(reminders_core::domain::reminder::CLOCK_MARGIN.as_millis()).unwrap_or(u32::MAX)
+    chaos::Worlds::default().worker_skew_ms
 }

@@ -218,27 +218,3 @@ async fn a_batch_suppresses_ignores_and_sets_aside_the_malformed() {
     let full = crate::domain::AddressHash::of(&key, &email("full@example.org"));
     assert_eq!(store.suppression(&full).await.unwrap(), None);
 }
-
-#[tokio::test]
-async fn a_failed_write_fails_only_its_record() {
-    use crate::ports::faults::{FaultPoint, Faults};
-    let faults = Faults::default();
-    let store = MemoryReminderStore::with_faults(4, faults.clone());
-    faults.fail(
-        crate::ports::reminders::OP_PUT_SUPPRESSION,
-        FaultPoint::Before,
-        1,
-    );
-    let key = SuppressionKey::new(b"feedback tests' suppression key".to_vec()).unwrap();
-    let body = via_eventbridge(bounce("Permanent", &["gone@example.org"]), "Email Bounced");
-    let records = [record("m-1", &body), record("m-2", &body)];
-    let out = handle(&store, &key, &records, Timestamp::from_millis(0)).await;
-    let failed: Vec<&str> = out
-        .response
-        .batch_item_failures
-        .iter()
-        .map(|f| f.item_identifier.as_str())
-        .collect();
-    assert_eq!(failed, ["m-1"]);
-    assert_eq!(out.suppressed, 1, "the second record wrote it");
-}

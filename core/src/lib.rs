@@ -22,7 +22,8 @@
 //! | [`ledger`] | the ledger's record and its state machine (pure: every write is a change applied to the item read) |
 //! | [`delivery`] | the ledger's claim / outcome / cancel operations over the ledger port |
 //! | [`deadletter`] | the DLQ evidence format |
-//! | [`ports`] | the port traits, each with its in-memory implementation and fault injection |
+//! | [`ports`] | the port traits, each with its in-memory implementation (no fault code: the harness wraps ports in fault plans) |
+//! | [`sync`] | the lock the in-memory ports keep their state under |
 //! | `packed` | the compact byte form the in-memory ledger and reminders table keep their items in |
 //! | [`reminder_writes`] | create, edit and cancel reminders (what applications call) |
 //! | [`listing`] | a subscriber's series and reminders as one caller sees them, a page at a time, behind sealed cursors |
@@ -58,4 +59,5 @@ pub mod redrive;
 pub mod reminder_writes;
 pub mod scheduler;
 pub mod series;
+pub mod sync;
 pub mod telemetry;

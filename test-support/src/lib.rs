@@ -29,8 +29,8 @@ use reminders::consumer::{Consumer, ConsumerConfig};
 use reminders::domain::{
     Channel, Content, NewReminder, PerChannel, Recipient, Reminder, ReminderId, SubscriberId,
 };
-use reminders::ports::{Faults, PortSet, ScriptedProvider};
-use reminders_harness::around::{Around, Faulty};
+use reminders::ports::{PortSet, ScriptedProvider};
+use reminders_harness::around::{Around, Faults, Faulty};
 
 pub type AwsPorts = PortSet<
     SystemClock,

@@ -5,7 +5,7 @@
 use reminders_harness::chaos::{self, Plant, Tally};
 
 fn run(from: u64, seeds: u64, plant: Option<Plant>) -> (Tally, Vec<chaos::SeedReport>) {
-    chaos::run(from, seeds, plant, &|_| {})
+    chaos::run(from, seeds, chaos::Worlds::planted(plant), &|_| {})
 }
 
 fn assert_kept(total: &Tally, failing: &[chaos::SeedReport]) {
@@ -135,7 +135,7 @@ fn seeds_that_once_broke_a_promise_keep_them() {
         46, 125, 134, 165, 188, 196, 197, 203, 260, 286, 288, 787, 917, 1010, 1067, 1177, 1199,
         1228, 1767, 1833, 2286, 5282,
     ] {
-        let report = chaos::run_seed(seed, None);
+        let report = chaos::run_seed(seed, chaos::Worlds::default());
         assert_eq!(
             report.tally.broken(),
             0,
@@ -147,8 +147,8 @@ fn seeds_that_once_broke_a_promise_keep_them() {
 
 #[test]
 fn one_seed_is_one_run() {
-    let a = chaos::run_seed(42, None);
-    let b = chaos::run_seed(42, None);
+    let a = chaos::run_seed(42, chaos::Worlds::default());
+    let b = chaos::run_seed(42, chaos::Worlds::default());
     assert_eq!(a.tally, b.tally);
     assert!(a.tally.faults_injected > 0);
 }

@@ -12,16 +12,17 @@ use std::sync::{Arc, Mutex};
 use reminders::clock::{ManualClock, Timestamp};
 use reminders::consumer::{Action, Consumer};
 use reminders::domain::{
-    Channel, DeadReason, DeliveryKey, PerChannel, Preferences, Reminder, ReminderId, Retention,
-    SubscriberId, Suppression, SuppressionSource,
+    Channel, DeadReason, PerChannel, Preferences, Reminder, ReminderId, Retention, SubscriberId,
+    Suppression, SuppressionSource,
 };
 use reminders::ledger::{DeliveryRecord, Status};
 use reminders::ports::{
-    Cas, Expected, Ledger, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortError,
-    PortSet, ReminderStore, ScriptedProvider,
+    Ledger, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortError, PortSet,
+    ReminderStore, ScriptedProvider,
 };
 use reminders::providers::secret::SuppressionKeySource;
 use reminders::reminder_writes;
+use reminders_harness::around::{Around, Call, Hook};
 
 use crate::harness::{
     message, queue_urls, reminder, sole_message, suppression_key, test_config, T0,
@@ -37,15 +38,25 @@ pub enum Landing {
     Cancel(ReminderId, Timestamp),
 }
 
-/// A ledger on which [`Landing`] is written right before the first claim (the first write
-/// of a `sending` item), through the same stores the consumer uses.
+/// A hook on a ledger by which [`Landing`] is written right before the first claim (the first
+/// write of a `sending` item), through the same stores the consumer uses.
 pub struct BeforeClaim<L, R> {
-    pub inner: L,
+    pub ledger: L,
     pub store: R,
     pub landing: Arc<Mutex<Option<Landing>>>,
 }
 
-impl<L: Ledger, R: ReminderStore> BeforeClaim<L, R> {
+impl<L: Ledger + Clone, R: ReminderStore> BeforeClaim<L, R> {
+    /// `ledger`, with `landing` written before its first claim.
+    pub fn around(ledger: L, store: R, landing: Arc<Mutex<Option<Landing>>>) -> Around<L, Self> {
+        let hook = BeforeClaim {
+            ledger: ledger.clone(),
+            store,
+            landing,
+        };
+        Around::new(ledger, hook)
+    }
+
     async fn land(&self, landing: Landing) {
         match landing {
             Landing::Preferences(s, p) => self.store.put_preferences(&s, &p).await.unwrap(),
@@ -53,7 +64,7 @@ impl<L: Ledger, R: ReminderStore> BeforeClaim<L, R> {
             Landing::Cancel(id, now) => {
                 let report = reminder_writes::cancel(
                     &self.store,
-                    &self.inner,
+                    &self.ledger,
                     &id,
                     now,
                     Retention::default(),
@@ -66,23 +77,18 @@ impl<L: Ledger, R: ReminderStore> BeforeClaim<L, R> {
     }
 }
 
-impl<L: Ledger, R: ReminderStore> Ledger for BeforeClaim<L, R> {
-    async fn get(&self, key: &DeliveryKey) -> Result<Option<DeliveryRecord>, PortError> {
-        self.inner.get(key).await
-    }
-
-    async fn put_if(&self, record: &DeliveryRecord, expected: Expected) -> Result<Cas, PortError> {
+impl<L: Ledger + Clone, R: ReminderStore> Hook for BeforeClaim<L, R> {
+    async fn before(&self, call: &Call<'_>) -> Result<(), PortError> {
+        let Call::PutIf { record, .. } = call else {
+            return Ok(());
+        };
         if record.status() == Status::Sending {
             let landing = self.landing.lock().unwrap().take();
             if let Some(landing) = landing {
                 self.land(landing).await;
             }
         }
-        self.inner.put_if(record, expected).await
-    }
-
-    async fn delete_if(&self, key: &DeliveryKey, expected: Expected) -> Result<Cas, PortError> {
-        self.inner.delete_if(key, expected).await
+        Ok(())
     }
 }
 
@@ -93,7 +99,7 @@ pub fn opted_out_of(channel: Channel) -> Preferences {
 type Ports = PortSet<
     ManualClock,
     Arc<MemoryReminderStore>,
-    BeforeClaim<Arc<MemoryLedger>, Arc<MemoryReminderStore>>,
+    Around<Arc<MemoryLedger>, BeforeClaim<Arc<MemoryLedger>, Arc<MemoryReminderStore>>>,
     Arc<MemoryGate>,
     Arc<MemoryQueue<ManualClock>>,
     Arc<MemoryQueue<ManualClock>>,
@@ -127,11 +133,7 @@ async fn deliver_with(sole: bool, landing: impl FnOnce(&Reminder) -> Option<Land
     let ports: Ports = PortSet {
         clock: clock.clone(),
         reminders: store.clone(),
-        ledger: BeforeClaim {
-            inner: ledger.clone(),
-            store: store.clone(),
-            landing: landing.clone(),
-        },
+        ledger: BeforeClaim::around(ledger.clone(), store.clone(), landing.clone()),
         gate: Arc::new(MemoryGate::default()),
         queue: queue.clone(),
         dead_letters: Arc::new(MemoryQueue::new(clock.clone())),

@@ -15,12 +15,13 @@ use reminders::ledger::{DeliveryRecord, Status};
 use reminders::policy::{Backoff, RetryPolicy};
 use reminders::ports::ledger::OP_PUT;
 use reminders::ports::{
-    Answer, DeadLetters, DeliveryQueue, FaultPoint, Faults, Ledger, OutgoingMessage, ReminderStore,
+    Answer, DeadLetters, DeliveryQueue, FaultPoint, Ledger, OutgoingMessage, ReminderStore,
     ScriptedProvider,
 };
 
 use crate::harness::message;
 use crate::support::{AwsPorts, AwsWorld};
+use reminders_harness::around::Faults;
 
 const SMS: Channel = Channel::Sms;
 const BOUND: Duration = Duration::from_secs(10);

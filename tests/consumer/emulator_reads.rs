@@ -20,7 +20,7 @@ use reminders::ledger::{DeliveryRecord, Status};
 use reminders::ports::ScriptedProvider;
 use reminders::ports::{DeliveryQueue, Ledger, OutgoingMessage, PortSet, ReminderStore};
 use reminders::providers::secret::SuppressionKeySource;
-use reminders_harness::around::Faulty;
+use reminders_harness::around::{Around, Faulty};
 use tokio::sync::Mutex;
 
 use crate::before_claim::{opted_out_of, BeforeClaim, Landing};
@@ -32,7 +32,7 @@ const SMS: Channel = Channel::Sms;
 type Ports = PortSet<
     SystemClock,
     Faulty<DynamoReminderStore>,
-    BeforeClaim<DynamoLedger, DynamoReminderStore>,
+    Around<DynamoLedger, BeforeClaim<DynamoLedger, DynamoReminderStore>>,
     DynamoGate,
     SqsQueues,
     Faulty<SqsDeadLetters>,
@@ -144,11 +144,7 @@ async fn deliver_with(
     let ports: Ports = PortSet {
         clock: SystemClock,
         reminders: world.ports.reminders.clone(),
-        ledger: BeforeClaim {
-            inner: ledger.clone(),
-            store,
-            landing: landing.clone(),
-        },
+        ledger: BeforeClaim::around(ledger.clone(), store, landing.clone()),
         gate: world.ports.gate.clone(),
         queue: world.ports.queue.clone(),
         dead_letters: world.ports.dead_letters.clone(),

@@ -8,53 +8,48 @@ use std::time::Duration;
 
 use reminders::clock::{ManualClock, Timestamp};
 use reminders::consumer::{BatchOutcome, Consumer};
-use reminders::domain::{Channel, DeliveryKey, DeliveryMessage, PerChannel, Retention};
+use reminders::domain::{Channel, DeliveryMessage, PerChannel, Retention};
 use reminders::ledger::{DeliveryRecord, Status};
 use reminders::ports::{
-    Cas, DeliveryQueue, Expected, Ledger, MemoryGate, MemoryLedger, MemoryQueue,
-    MemoryReminderStore, OutgoingMessage, PortError, PortSet, ReminderStore, ScriptedProvider,
+    Cas, DeliveryQueue, Ledger, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore,
+    OutgoingMessage, PortError, PortSet, ReminderStore, ScriptedProvider,
 };
 use reminders::providers::secret::SuppressionKeySource;
 use reminders::reminder_writes::{self, Edit};
+use reminders_harness::around::{read, Around, Call, Hook, Next, Value};
 
 use crate::harness::{queue_urls, reminder, sole_message, suppression_key, test_config, T0};
 
 const SMS: Channel = Channel::Sms;
 
-/// A ledger on which, right after the first claim lands, the application's edit is applied
-/// (through the same stores the consumer uses).
+/// A hook on a ledger by which, right after the first claim lands, the application's edit is
+/// applied (through the same stores the consumer uses).
 struct AfterClaim {
-    inner: Arc<MemoryLedger>,
+    ledger: Arc<MemoryLedger>,
     store: Arc<MemoryReminderStore>,
     edit: Mutex<Option<Edit>>,
 }
 
-impl Ledger for AfterClaim {
-    async fn get(&self, key: &DeliveryKey) -> Result<Option<DeliveryRecord>, PortError> {
-        self.inner.get(key).await
-    }
-
-    async fn put_if(&self, record: &DeliveryRecord, expected: Expected) -> Result<Cas, PortError> {
-        let answer = self.inner.put_if(record, expected).await?;
-        let claimed = answer == Cas::Applied && record.status() == Status::Sending;
+impl Hook for AfterClaim {
+    async fn around<R: Value>(&self, call: &Call<'_>, next: Next<'_, R>) -> Result<R, PortError> {
+        let answer = next().await?;
+        let Call::PutIf { record, .. } = call else {
+            return Ok(answer);
+        };
+        let claimed = *read::<Cas>(&answer) == Cas::Applied && record.status() == Status::Sending;
         let edit = claimed.then(|| self.edit.lock().unwrap().take()).flatten();
         if let Some(edit) = edit {
             let id = reminders::domain::ReminderId::parse("snoozed").unwrap();
-            let store = &*self.store;
-            let edited =
-                reminder_writes::edit(store, &*self.inner, &id, edit, T0, Retention::default())
-                    .await
-                    .unwrap();
+            let (store, ledger) = (&*self.store, &*self.ledger);
+            let edited = reminder_writes::edit(store, ledger, &id, edit, T0, Retention::default())
+                .await
+                .unwrap();
             assert!(
                 matches!(edited, reminder_writes::Edited::Edited(_)),
                 "the edit applied: {edited:?}"
             );
         }
         Ok(answer)
-    }
-
-    async fn delete_if(&self, key: &DeliveryKey, expected: Expected) -> Result<Cas, PortError> {
-        self.inner.delete_if(key, expected).await
     }
 }
 
@@ -136,11 +131,14 @@ async fn an_edit_between_the_claim_and_the_read_leaves_no_claim_behind() {
     let r = reminder("snoozed", &[SMS]);
     store.insert(&r).await.unwrap();
     let msg = sole_message(&r, SMS);
-    let after_claim = AfterClaim {
-        inner: ledger.clone(),
-        store: store.clone(),
-        edit: Mutex::new(Some(snooze(&r))),
-    };
+    let after_claim = Around::new(
+        ledger.clone(),
+        AfterClaim {
+            ledger: ledger.clone(),
+            store: store.clone(),
+            edit: Mutex::new(Some(snooze(&r))),
+        },
+    );
     let w = World::new(&store, after_claim, &msg).await;
     let (provider, poll) = (&w.provider, |at| w.poll(at));
     let out = poll(T0).await.expect("received");
@@ -172,35 +170,31 @@ async fn an_edit_between_the_claim_and_the_read_leaves_no_claim_behind() {
     assert_eq!(provider.calls_for(&msg.delivery_key), 1);
 }
 
-/// A ledger whose first delete applies but whose answer is lost: meanwhile another worker (an
-/// SQS duplicate of the same message, or a consumer of the previous version mid-deploy)
-/// claims the delivery from the absent item, and then the SDK retries the delete as sent.
+/// A hook on a ledger by which the first delete applies but its answer is lost: meanwhile
+/// another worker (an SQS duplicate of the same message, or a consumer of the previous version
+/// mid-deploy) claims the delivery from the absent item, and then the SDK sends the delete
+/// again.
 struct RetriedDelete {
-    inner: Arc<MemoryLedger>,
+    ledger: Arc<MemoryLedger>,
     other: Mutex<Option<reminders::delivery::ClaimRequest>>,
     other_claim: Mutex<Option<DeliveryRecord>>,
 }
 
-impl Ledger for RetriedDelete {
-    async fn get(&self, key: &DeliveryKey) -> Result<Option<DeliveryRecord>, PortError> {
-        self.inner.get(key).await
-    }
-
-    async fn put_if(&self, record: &DeliveryRecord, expected: Expected) -> Result<Cas, PortError> {
-        self.inner.put_if(record, expected).await
-    }
-
-    async fn delete_if(&self, key: &DeliveryKey, expected: Expected) -> Result<Cas, PortError> {
-        let first = self.inner.delete_if(key, expected.clone()).await?;
+impl Hook for RetriedDelete {
+    async fn around<R: Value>(&self, call: &Call<'_>, next: Next<'_, R>) -> Result<R, PortError> {
+        let first = next().await?;
+        let Call::DeleteIf { key, .. } = call else {
+            return Ok(first);
+        };
         let other = self.other.lock().unwrap().take();
-        if let (Cas::Applied, Some(req)) = (&first, other) {
+        if let (Cas::Applied, Some(req)) = (read::<Cas>(&first), other) {
             let ctx = reminders::ledger::Ctx {
-                key: key.clone(),
+                key: (*key).clone(),
                 now: T0,
                 expires_at: 1_900_000_000,
                 origin: None,
             };
-            let got = reminders::delivery::claim(&*self.inner, req, &ctx)
+            let got = reminders::delivery::claim(&*self.ledger, req, &ctx)
                 .await
                 .unwrap();
             let reminders::delivery::Claim::Acquired(claimed) = got else {
@@ -208,7 +202,7 @@ impl Ledger for RetriedDelete {
             };
             *self.other_claim.lock().unwrap() = Some(claimed);
             // The first answer was lost: the SDK sends the same request again.
-            return self.inner.delete_if(key, expected).await;
+            return next().await;
         }
         Ok(first)
     }
@@ -248,16 +242,20 @@ async fn a_retried_give_back_never_removes_a_claim_made_since() {
         payload_version: msg.payload_version,
         policy: reminders::policy::RetryPolicy::default(),
     };
-    let ledger = Arc::new(RetriedDelete {
-        inner: inner.clone(),
-        other: Mutex::new(Some(other)),
-        other_claim: Mutex::new(None),
-    });
+    let ledger = Arc::new(Around::new(
+        inner.clone(),
+        RetriedDelete {
+            ledger: inner.clone(),
+            other: Mutex::new(Some(other)),
+            other_claim: Mutex::new(None),
+        },
+    ));
     let w = World::new(&store, ledger.clone(), &msg).await;
     let out = w.poll(T0).await.expect("received");
     let m = out.metrics.get(SMS);
     assert_eq!(m.one_read, 1, "the sole message took the one-read path");
     let theirs = ledger
+        .hook
         .other_claim
         .lock()
         .unwrap()

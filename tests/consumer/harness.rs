@@ -14,11 +14,11 @@ use reminders::domain::{
 };
 use reminders::ledger::DeliveryRecord;
 use reminders::ports::{
-    DeadLetters, DeliveryQueue, Faults, Ledger, MemoryGate, MemoryLedger, MemoryQueue,
-    MemoryReminderStore, OutgoingMessage, PortSet, ReminderStore, ScriptedProvider,
+    DeadLetters, DeliveryQueue, Ledger, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore,
+    OutgoingMessage, PortSet, ReminderStore, ScriptedProvider,
 };
 use reminders::reminder_writes::{self, Edit, Edited, WriteError};
-use reminders_harness::around::{Around, Faulty};
+use reminders_harness::around::{Around, Faults, Faulty, SingleReads};
 
 pub const T0: Timestamp = Timestamp::from_millis(1_800_000_000_000);
 /// The channel queues' visibility timeout, as the template sets it.
@@ -26,10 +26,10 @@ pub const QUEUE_VISIBILITY: u32 = 180;
 
 pub type MemPorts = PortSet<
     ManualClock,
-    Arc<MemoryReminderStore>,
+    Around<Arc<MemoryReminderStore>, (Faults, SingleReads)>,
     Faulty<Arc<MemoryLedger>>,
     Arc<MemoryGate>,
-    Arc<MemoryQueue<ManualClock>>,
+    Faulty<Arc<MemoryQueue<ManualClock>>>,
     Arc<MemoryQueue<ManualClock>>,
     Arc<ScriptedProvider<ManualClock>>,
 >;
@@ -49,6 +49,8 @@ pub struct Mem {
     pub clock: ManualClock,
     pub store: Arc<MemoryReminderStore>,
     pub ledger: Arc<MemoryLedger>,
+    /// The fault plans around the consumer's ledger, reminders table (whose compound reads are
+    /// its single reads, as the memory store makes them) and queue.
     pub ledger_faults: Faults,
     pub store_faults: Faults,
     pub queue_faults: Faults,
@@ -73,12 +75,12 @@ impl Mem {
     fn build(cfg: ConsumerConfig, idempotent: bool, redrive: Option<u32>) -> Self {
         let clock = ManualClock::at(T0);
         let store_faults = Faults::default();
-        let store = Arc::new(MemoryReminderStore::with_faults(4, store_faults.clone()));
+        let store = Arc::new(MemoryReminderStore::new(4));
         let ledger = Arc::new(MemoryLedger::default());
         let ledger_faults = Faults::default();
         let dlq = Arc::new(MemoryQueue::new(clock.clone()));
         let queue_faults = Faults::default();
-        let queue = MemoryQueue::with_faults(clock.clone(), queue_faults.clone());
+        let queue = MemoryQueue::new(clock.clone());
         let queue = match redrive {
             Some(max) => queue.with_redrive(max, dlq.clone()),
             None => queue,
@@ -88,10 +90,10 @@ impl Mem {
         let gate = Arc::new(MemoryGate::default());
         let ports = PortSet {
             clock: clock.clone(),
-            reminders: store.clone(),
+            reminders: Around::new(store.clone(), (store_faults.clone(), SingleReads)),
             ledger: Around::new(ledger.clone(), ledger_faults.clone()),
             gate: gate.clone(),
-            queue: queue.clone(),
+            queue: Around::new(queue.clone(), queue_faults.clone()),
             dead_letters: dlq.clone(),
             providers: PerChannel::from_fn(|_| provider.clone()),
         };

@@ -5,6 +5,7 @@ mod before_claim;
 mod breaker_probe;
 mod chains;
 mod chains_handing_on;
+mod claims;
 mod clock;
 mod countries;
 mod direct;

@@ -1111,33 +1111,19 @@ async fn a_send_that_outlived_its_lease_is_reconciled_as_delivered() {
     assert_eq!((last.from, last.to), (Status::Dead, Status::Delivered));
 }
 
-/// A DLQ whose send yields to other tasks first: two records for one dead delivery interleave
-/// exactly between "no copy recorded" and "copy made".
-struct YieldingDlq(Arc<reminders::ports::MemoryQueue<reminders::clock::ManualClock>>);
+/// A hook on a DLQ by which its send yields to other tasks first: two records for one dead
+/// delivery interleave exactly between "no copy recorded" and "copy made".
+struct YieldingDlq;
 
-impl reminders::ports::DeadLetters for YieldingDlq {
-    async fn dead_letter(
+impl reminders_harness::around::Hook for YieldingDlq {
+    async fn before(
         &self,
-        channel: Channel,
-        body: &str,
-        letter: &reminders::deadletter::DeadLetter,
+        call: &reminders_harness::around::Call<'_>,
     ) -> Result<(), reminders::ports::PortError> {
-        tokio::task::yield_now().await;
-        self.0.dead_letter(channel, body, letter).await
-    }
-    async fn receive_dead(
-        &self,
-        channel: Channel,
-        max: u32,
-        visibility_secs: u32,
-    ) -> Result<Vec<reminders::ports::DeadLetterMessage>, reminders::ports::PortError> {
-        self.0.receive_dead(channel, max, visibility_secs).await
-    }
-    async fn delete_dead(&self, c: Channel, r: &str) -> Result<(), reminders::ports::PortError> {
-        self.0.delete_dead(c, r).await
-    }
-    async fn release_dead(&self, c: Channel, r: &str) -> Result<(), reminders::ports::PortError> {
-        self.0.release_dead(c, r).await
+        if let reminders_harness::around::Call::DeadLetter { .. } = call {
+            tokio::task::yield_now().await;
+        }
+        Ok(())
     }
 }
 
@@ -1152,7 +1138,8 @@ async fn two_records_for_a_dead_delivery_at_once_copy_it_once() {
     let ledger = Arc::new(MemoryLedger::default());
     let dlq = Arc::new(MemoryQueue::new(clock.clone()));
     let provider = Arc::new(ScriptedProvider::new(clock.clone(), true));
-    let ports = (ledger.clone(), YieldingDlq(dlq.clone()), provider);
+    let yielding = reminders_harness::around::Around::new(dlq.clone(), YieldingDlq);
+    let ports = (ledger.clone(), yielding, provider);
     let w = crate::harness::Custom::new(&clock, &r, ports, test_config()).await;
     let (consumer, queue, urls) = (
         w.consumer.clone(),

@@ -15,13 +15,14 @@ use reminders::domain::{
 };
 use reminders::ledger::{Change, Ctx, LeaseToken, Origin, RedriveAudit, Status, Why};
 use reminders::policy::RetryPolicy;
-use reminders::ports::gate::{BreakerChange, GateState};
+use reminders::ports::gate::BreakerChange;
 use reminders::ports::provider::Answer;
 use reminders::ports::{
-    FaultPoint, Gate, GatePartition, Ledger, MemoryGate, MemoryLedger, MemoryQueue,
-    MemoryReminderStore, PortError, PortSet, Provider, ReminderStore, ScriptedProvider,
+    FaultPoint, Gate, Ledger, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore,
+    PortError, PortSet, Provider, ReminderStore, ScriptedProvider,
 };
 use reminders::reminder_writes::{Edit, Edited};
+use reminders_harness::around::{Around, Call, Hook};
 use serde_json::json;
 
 use crate::harness::{message, queue_urls, reminder, test_config, Mem, T0};
@@ -294,28 +295,22 @@ async fn after_a_redrive_a_refused_fallback_message_strands_nothing() {
     assert_eq!(w.provider.calls_for(&push.delivery_key), 0);
 }
 
-/// A gate whose probe write takes `by` on the world's clock.
+/// A hook on a gate by which a probe's write takes `by` on the world's clock.
 struct SlowProbe {
-    inner: Arc<MemoryGate>,
     clock: ManualClock,
     by: Duration,
 }
 
-impl Gate for SlowProbe {
-    async fn state(&self, p: &GatePartition) -> Result<GateState, PortError> {
-        self.inner.state(p).await
-    }
-    async fn throttle(&self, p: &GatePartition, until: Timestamp) -> Result<(), PortError> {
-        self.inner.throttle(p, until).await
-    }
-    async fn failed(&self, p: &GatePartition, now: Timestamp) -> Result<GateState, PortError> {
-        self.inner.failed(p, now).await
-    }
-    async fn breaker(&self, p: &GatePartition, change: BreakerChange) -> Result<bool, PortError> {
-        if matches!(change, BreakerChange::Probe { .. }) {
+impl Hook for SlowProbe {
+    async fn before(&self, call: &Call<'_>) -> Result<(), PortError> {
+        if let Call::Breaker {
+            change: BreakerChange::Probe { .. },
+            ..
+        } = call
+        {
             self.clock.advance(self.by);
         }
-        self.inner.breaker(p, change).await
+        Ok(())
     }
 }
 
@@ -344,11 +339,13 @@ async fn a_probe_whose_write_outlasted_freshness_is_not_sent() {
         clock: clock.clone(),
         reminders: store,
         ledger: ledger.clone(),
-        gate: SlowProbe {
-            inner: gate,
-            clock: clock.clone(),
-            by: Duration::from_secs(15),
-        },
+        gate: Around::new(
+            gate,
+            SlowProbe {
+                clock: clock.clone(),
+                by: Duration::from_secs(15),
+            },
+        ),
         queue: queue.clone(),
         dead_letters: Arc::new(MemoryQueue::new(clock.clone())),
         providers: PerChannel::from_fn(|_| provider.clone()),

@@ -19,8 +19,8 @@ use reminders::aws::bootstrap::{create_events_tap, EventsTap};
 use reminders::aws::eventbridge::EventBridgeBus;
 use reminders::aws::streams::DynamoStream;
 use reminders::events::player::{play_once, Checkpoint};
-use reminders::events::Settled;
-use reminders::ports::{EventBus, PortError, Rejected};
+use reminders::ports::PortError;
+use reminders_harness::around::{Around, Call, Hook, Next, Value};
 
 /// The tap (bus, rule, queue), the ledger's stream and a bus adapter, for `world`.
 pub struct Events {
@@ -105,18 +105,17 @@ pub fn key_of(r: &reminders::domain::Reminder) -> reminders::domain::DeliveryKey
     reminders::domain::DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, channel)
 }
 
-/// A publisher killed mid-publish: before `PutEvents` (nothing published) or after it
-/// (published, but the process dies before it can checkpoint).
+/// A hook on a bus by which its publisher is killed mid-publish: before `PutEvents` (nothing
+/// published) or after it (published, but the process dies before it can checkpoint).
 #[derive(Clone)]
 struct Killed {
-    bus: EventBridgeBus,
     after_put: bool,
 }
 
-impl EventBus for Killed {
-    async fn publish(&self, events: &[Settled]) -> Result<Vec<Rejected>, PortError> {
+impl Hook for Killed {
+    async fn around<R: Value>(&self, _: &Call<'_>, next: Next<'_, R>) -> Result<R, PortError> {
         if self.after_put {
-            self.bus.publish(events).await?;
+            next().await?;
         }
         panic!("publisher killed");
     }
@@ -124,7 +123,7 @@ impl EventBus for Killed {
 
 /// One pass of a player process that `bus` kills: it dies (its task panics), and its
 /// checkpoint is lost with it, except for what it wrote to its file.
-async fn killed_pass(events: &Events, bus: Killed) {
+async fn killed_pass(events: &Events, bus: Around<EventBridgeBus, Killed>) {
     let (stream, path) = (events.stream.clone(), events.checkpoint.clone());
     let died = tokio::spawn(async move {
         let mut checkpoint = Checkpoint::load(&path).unwrap();
@@ -176,10 +175,7 @@ async fn an_event_survives_a_publisher_killed_before_or_after_put_events() {
     let settled = world.ports.ledger.get(&key).await.unwrap().unwrap();
 
     // Killed between the ledger write and PutEvents: nothing published, nothing lost.
-    let before = Killed {
-        bus: events.bus.clone(),
-        after_put: false,
-    };
+    let before = Around::new(events.bus.clone(), Killed { after_put: false });
     killed_pass(&events, before).await;
     assert_eq!(fresh_pass(&events).await, 1);
     let got = events.drain(1).await;
@@ -202,10 +198,7 @@ async fn an_event_survives_a_publisher_killed_before_or_after_put_events() {
     )
     .await
     .unwrap();
-    let after = Killed {
-        bus: events.bus.clone(),
-        after_put: true,
-    };
+    let after = Around::new(events.bus.clone(), Killed { after_put: true });
     killed_pass(&events, after).await;
     assert_eq!(fresh_pass(&events).await, 1);
     let got = ids(&events.drain(2).await);

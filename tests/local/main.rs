@@ -15,10 +15,11 @@ use reminders::domain::{
 use reminders::policy::Outcome;
 use reminders::ports::Ports as _;
 use reminders::ports::{
-    DeliveryQueue, FaultPoint, Faults, GatePartition, MemoryGate, MemoryLedger, MemoryQueue,
+    DeliveryQueue, FaultPoint, GatePartition, MemoryGate, MemoryLedger, MemoryQueue,
     MemoryReminderStore, PortSet, Provider, ReminderStore, ScriptedProvider, SendRequest,
 };
 use reminders::scheduler::{Scheduler, SchedulerConfig};
+use reminders_harness::around::{Around, Faults};
 use reminders_harness::chaos::VirtualClock;
 use reminders_harness::local::{run, LocalConfig, Stop};
 
@@ -48,7 +49,7 @@ type Ports = PortSet<
     Arc<MemoryReminderStore>,
     Arc<MemoryLedger>,
     Arc<MemoryGate>,
-    Arc<MemoryQueue<VirtualClock>>,
+    Around<Arc<MemoryQueue<VirtualClock>>, Faults>,
     Arc<MemoryQueue<VirtualClock>>,
     Arc<Slow>,
 >;
@@ -65,7 +66,7 @@ fn world(slow: Option<Channel>, queue_faults: Faults) -> World {
     let clock = VirtualClock::start(EPOCH);
     let store = Arc::new(MemoryReminderStore::new(4));
     let dlq = Arc::new(MemoryQueue::new(clock));
-    let queue = Arc::new(MemoryQueue::with_faults(clock, queue_faults));
+    let queue = Around::new(Arc::new(MemoryQueue::new(clock)), queue_faults);
     let ports = PortSet {
         clock,
         reminders: store.clone(),

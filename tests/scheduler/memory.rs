@@ -5,11 +5,12 @@ use reminders::clock::{Clock, ManualClock, Timestamp};
 use reminders::domain::{Channel, DeliveryMessage, PerChannel};
 use reminders::ports::queue::OP_SEND_ENTRY;
 use reminders::ports::{
-    DeliveryQueue, FaultPoint, Faults, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore,
-    PortSet, ReminderStore,
+    DeliveryQueue, FaultPoint, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet,
+    ReminderStore,
 };
 use reminders::providers::AnyProvider;
 use reminders::scheduler::{Scheduler, SchedulerConfig};
+use reminders_harness::around::{Around, Call, Faults, Hook};
 
 use crate::reminder;
 
@@ -20,7 +21,7 @@ type MemPorts = PortSet<
     Arc<MemoryReminderStore>,
     Arc<MemoryLedger>,
     Arc<MemoryGate>,
-    Arc<MemoryQueue<ManualClock>>,
+    Around<Arc<MemoryQueue<ManualClock>>, Faults>,
     Arc<MemoryQueue<ManualClock>>,
     AnyProvider<ManualClock>,
 >;
@@ -37,16 +38,13 @@ fn world(cfg: SchedulerConfig) -> World {
     let clock = ManualClock::at(T0);
     let store = Arc::new(MemoryReminderStore::new(4));
     let queue_faults = Faults::default();
-    let queue = Arc::new(MemoryQueue::with_faults(
-        clock.clone(),
-        queue_faults.clone(),
-    ));
+    let queue = Arc::new(MemoryQueue::new(clock.clone()));
     let ports = PortSet {
         clock: clock.clone(),
         reminders: store.clone(),
         ledger: Arc::new(MemoryLedger::default()),
         gate: Arc::new(MemoryGate::default()),
-        queue: queue.clone(),
+        queue: Around::new(queue.clone(), queue_faults.clone()),
         dead_letters: Arc::new(MemoryQueue::new(clock.clone())),
         providers: PerChannel::from_fn(|_| AnyProvider::Disabled),
     };
@@ -141,7 +139,7 @@ async fn a_message_that_never_goes_out_leaves_its_reminder_for_the_next_run() {
 #[tokio::test]
 async fn slow_dependencies_mark_everything_sent_and_never_send_twice() {
     use reminders::ports::{DueEntry, DueQuery};
-    use reminders_harness::around::{Around, Latency};
+    use reminders_harness::around::Latency;
     let clock = ManualClock::at(T0);
     let store = Arc::new(MemoryReminderStore::new(4));
     let queue = Arc::new(MemoryQueue::new(clock.clone()));
@@ -363,92 +361,21 @@ async fn an_edit_far_out_enqueues_only_the_added_channel_and_keeps_the_proof() {
     assert_eq!(stored.status, ReminderStatus::Enqueued);
 }
 
-/// A reminders table whose query of one shard always fails (a lasting failure of one shard).
-struct FailingShard {
-    inner: Arc<MemoryReminderStore>,
-    shard: u32,
-}
+/// A hook on a reminders table by which its query of one shard always fails (a lasting
+/// failure of one shard).
+struct FailingShard(u32);
 
-impl ReminderStore for FailingShard {
-    fn shards(&self) -> u32 {
-        self.inner.shards()
-    }
-    async fn preferences(
-        &self,
-        s: &reminders::domain::SubscriberId,
-    ) -> Result<Option<reminders::domain::Preferences>, reminders::ports::PortError> {
-        self.inner.preferences(s).await
-    }
-    async fn suppression(
-        &self,
-        a: &reminders::domain::AddressHash,
-    ) -> Result<Option<reminders::domain::Suppression>, reminders::ports::PortError> {
-        self.inner.suppression(a).await
-    }
-    async fn insert(
-        &self,
-        r: &reminders::domain::Reminder,
-    ) -> Result<reminders::ports::Inserted, reminders::ports::PortError> {
-        self.inner.insert(r).await
-    }
-    async fn replace(
-        &self,
-        r: &reminders::domain::Reminder,
-        v: u64,
-        st: reminders::domain::ReminderStatus,
-    ) -> Result<reminders::ports::Marked, reminders::ports::PortError> {
-        self.inner.replace(r, v, st).await
-    }
-    async fn get(
-        &self,
-        id: &reminders::domain::ReminderId,
-    ) -> Result<Option<reminders::domain::Reminder>, reminders::ports::PortError> {
-        self.inner.get(id).await
-    }
-    async fn query_due(
-        &self,
-        q: &reminders::ports::DueQuery<'_>,
-    ) -> Result<reminders::ports::DuePage, reminders::ports::PortError> {
-        if q.shard == self.shard {
-            return Err(reminders::ports::PortError::Unavailable {
-                op: "reminders.query_due",
-                message: "InternalServerError".into(),
-            });
+impl Hook for FailingShard {
+    async fn before(&self, call: &Call<'_>) -> Result<(), reminders::ports::PortError> {
+        match call {
+            Call::QueryDue { query } if query.shard == self.0 => {
+                Err(reminders::ports::PortError::Unavailable {
+                    op: "reminders.query_due",
+                    message: "InternalServerError".into(),
+                })
+            }
+            _ => Ok(()),
         }
-        self.inner.query_due(q).await
-    }
-    async fn sweep_index(
-        &self,
-        after: Option<&reminders::ports::SweepCursor>,
-        limit: u32,
-    ) -> Result<reminders::ports::SweepPage, reminders::ports::PortError> {
-        self.inner.sweep_index(after, limit).await
-    }
-    async fn quarantine(
-        &self,
-        key: &str,
-        reason: &str,
-    ) -> Result<reminders::ports::Marked, reminders::ports::PortError> {
-        self.inner.quarantine(key, reason).await
-    }
-    async fn extend_freshness(
-        &self,
-        id: &reminders::domain::ReminderId,
-        v: u64,
-        fresh_until: Timestamp,
-        expires_at: i64,
-    ) -> Result<reminders::ports::Marked, reminders::ports::PortError> {
-        self.inner
-            .extend_freshness(id, v, fresh_until, expires_at)
-            .await
-    }
-    async fn mark(
-        &self,
-        id: &reminders::domain::ReminderId,
-        v: u64,
-        to: reminders::domain::ReminderStatus,
-    ) -> Result<reminders::ports::Marked, reminders::ports::PortError> {
-        self.inner.mark(id, v, to).await
     }
 }
 
@@ -469,10 +396,7 @@ async fn a_shard_that_keeps_failing_is_reported_run_after_run() {
     let queue = Arc::new(MemoryQueue::new(clock.clone()));
     let ports = PortSet {
         clock: clock.clone(),
-        reminders: Arc::new(FailingShard {
-            inner: store.clone(),
-            shard,
-        }),
+        reminders: Around::new(store.clone(), FailingShard(shard)),
         ledger: Arc::new(MemoryLedger::default()),
         gate: Arc::new(MemoryGate::default()),
         queue: queue.clone(),

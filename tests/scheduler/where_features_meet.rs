@@ -13,13 +13,13 @@ use reminders::clock::{ManualClock, Timestamp};
 use reminders::domain::{Channel, DeliveryKey, PerChannel, Reminder, ReminderStatus};
 use reminders::ledger::Status;
 use reminders::ports::{
-    FaultPoint, Faults, Ledger, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore,
-    PortSet, ReminderStore,
+    FaultPoint, Ledger, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet,
+    ReminderStore,
 };
 use reminders::providers::AnyProvider;
 use reminders::reminder_writes::Edit;
 use reminders::scheduler::{Scheduler, SchedulerConfig};
-use reminders_harness::around::Around;
+use reminders_harness::around::{Around, Faults};
 
 use crate::reminder;
 

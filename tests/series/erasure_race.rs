@@ -3,7 +3,6 @@
 //! complete. What the maker made must never be sent: it cancels it when its write of the
 //! series finds the series gone.
 
-use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,181 +10,42 @@ use std::time::Duration;
 use reminders::clock::Timestamp;
 use reminders::domain::series::{NewSeries, Series};
 use reminders::domain::{
-    AddressHash, Channel, Content, Preferences, Recipient, Reminder, ReminderId, ReminderStatus,
-    Retention, SeriesId, SubscriberId, Suppression,
+    Channel, Content, Recipient, ReminderStatus, Retention, SeriesId, SubscriberId,
 };
 use reminders::erasure;
-use reminders::ports::reminders::{DeliveryRead, DuePage, DueQuery, SweepCursor, SweepPage};
-use reminders::ports::series::{
-    ExpectedSeries, SeriesCursor, SeriesCursorPage, SeriesPage, Written,
-};
-use reminders::ports::{
-    Inserted, Marked, MemoryLedger, MemoryReminderStore, PortError, ReminderStore, SeriesStore,
-};
+use reminders::ports::series::{ExpectedSeries, Written};
+use reminders::ports::{MemoryLedger, MemoryReminderStore, PortError, ReminderStore, SeriesStore};
 use reminders::series::MakeReport;
+use reminders_harness::around::{Around, Call, Hook};
 
 const NOW: Timestamp = Timestamp::from_millis(1_800_000_000_000);
 
-/// The store the maker sees: the erasure runs on the store underneath before its first insert.
+/// Around the store the maker sees: the erasure runs on the store underneath before the
+/// maker's first insert (between its read of the series and its first write).
 struct ErasedMidway {
-    inner: Arc<MemoryReminderStore>,
+    store: Arc<MemoryReminderStore>,
     ledger: Arc<MemoryLedger>,
     erased: AtomicBool,
 }
 
-impl ReminderStore for ErasedMidway {
-    fn shards(&self) -> u32 {
-        self.inner.shards()
-    }
-    async fn insert(&self, r: &Reminder) -> Result<Inserted, PortError> {
-        // The erasure runs to the end between the maker's read and its first insert.
-        if !self.erased.swap(true, Ordering::SeqCst) {
-            let subscriber = SubscriberId::parse("u-42").unwrap();
-            let erased = erasure::erase(
-                &*self.inner,
-                &*self.ledger,
-                None,
-                &subscriber,
-                NOW,
-                Retention::default(),
-            )
-            .await
-            .unwrap();
-            assert!(erased.complete && erased.series_deleted == 1, "{erased:?}");
+impl Hook for ErasedMidway {
+    async fn before(&self, call: &Call<'_>) -> Result<(), PortError> {
+        if !matches!(call, Call::Insert { .. }) || self.erased.swap(true, Ordering::SeqCst) {
+            return Ok(());
         }
-        self.inner.insert(r).await
-    }
-    fn replace(
-        &self,
-        r: &Reminder,
-        expected_version: u64,
-        expected_status: ReminderStatus,
-    ) -> impl Future<Output = Result<Marked, PortError>> + Send {
-        self.inner.replace(r, expected_version, expected_status)
-    }
-    fn get(
-        &self,
-        id: &ReminderId,
-    ) -> impl Future<Output = Result<Option<Reminder>, PortError>> + Send {
-        self.inner.get(id)
-    }
-    fn query_due(
-        &self,
-        q: &DueQuery<'_>,
-    ) -> impl Future<Output = Result<DuePage, PortError>> + Send {
-        self.inner.query_due(q)
-    }
-    fn quarantine(
-        &self,
-        key: &str,
-        reason: &str,
-    ) -> impl Future<Output = Result<Marked, PortError>> + Send {
-        self.inner.quarantine(key, reason)
-    }
-    fn extend_freshness(
-        &self,
-        id: &ReminderId,
-        payload_version: u64,
-        fresh_until: Timestamp,
-        expires_at: i64,
-    ) -> impl Future<Output = Result<Marked, PortError>> + Send {
-        self.inner
-            .extend_freshness(id, payload_version, fresh_until, expires_at)
-    }
-    fn sweep_index(
-        &self,
-        after: Option<&SweepCursor>,
-        limit: u32,
-    ) -> impl Future<Output = Result<SweepPage, PortError>> + Send {
-        self.inner.sweep_index(after, limit)
-    }
-    fn mark(
-        &self,
-        id: &ReminderId,
-        payload_version: u64,
-        to: ReminderStatus,
-    ) -> impl Future<Output = Result<Marked, PortError>> + Send {
-        self.inner.mark(id, payload_version, to)
-    }
-    fn preferences(
-        &self,
-        subscriber: &SubscriberId,
-    ) -> impl Future<Output = Result<Option<Preferences>, PortError>> + Send {
-        self.inner.preferences(subscriber)
-    }
-    fn put_preferences(
-        &self,
-        subscriber: &SubscriberId,
-        prefs: &Preferences,
-    ) -> impl Future<Output = Result<(), PortError>> + Send {
-        self.inner.put_preferences(subscriber, prefs)
-    }
-    fn suppression(
-        &self,
-        address: &AddressHash,
-    ) -> impl Future<Output = Result<Option<Suppression>, PortError>> + Send {
-        self.inner.suppression(address)
-    }
-    fn put_suppression(
-        &self,
-        suppression: &Suppression,
-    ) -> impl Future<Output = Result<(), PortError>> + Send {
-        self.inner.put_suppression(suppression)
-    }
-    fn recipient_rules(
-        &self,
-        subscriber: &SubscriberId,
-        address: Option<&AddressHash>,
-    ) -> impl Future<Output = Result<(Option<Preferences>, Option<Suppression>), PortError>> + Send
-    {
-        self.inner.recipient_rules(subscriber, address)
-    }
-    fn delivery_read(
-        &self,
-        id: &ReminderId,
-        subscriber: &SubscriberId,
-        address: Option<&AddressHash>,
-    ) -> impl Future<Output = Result<DeliveryRead, PortError>> + Send {
-        self.inner.delivery_read(id, subscriber, address)
-    }
-}
-
-impl SeriesStore for ErasedMidway {
-    fn get_series(
-        &self,
-        id: &SeriesId,
-    ) -> impl Future<Output = Result<Option<Series>, PortError>> + Send {
-        self.inner.get_series(id)
-    }
-    fn put_series(
-        &self,
-        s: &Series,
-        expected: ExpectedSeries,
-    ) -> impl Future<Output = Result<Written, PortError>> + Send {
-        self.inner.put_series(s, expected)
-    }
-    fn series_due(
-        &self,
-        until: Timestamp,
-        limit: u32,
-    ) -> impl Future<Output = Result<Vec<Series>, PortError>> + Send {
-        self.inner.series_due(until, limit)
-    }
-    fn series_of(
-        &self,
-        subscriber: &SubscriberId,
-        after: Option<&SeriesId>,
-        limit: u32,
-    ) -> impl Future<Output = Result<SeriesPage, PortError>> + Send {
-        self.inner.series_of(subscriber, after, limit)
-    }
-    fn series_after(
-        &self,
-        subscriber: &SubscriberId,
-        after: Option<&SeriesCursor>,
-        limit: u32,
-    ) -> impl Future<Output = Result<SeriesCursorPage, PortError>> + Send {
-        self.inner.series_after(subscriber, after, limit)
+        let subscriber = SubscriberId::parse("u-42").unwrap();
+        let erased = erasure::erase(
+            &*self.store,
+            &*self.ledger,
+            None,
+            &subscriber,
+            NOW,
+            Retention::default(),
+        )
+        .await
+        .unwrap();
+        assert!(erased.complete && erased.series_deleted == 1, "{erased:?}");
+        Ok(())
     }
 }
 
@@ -212,11 +72,14 @@ async fn an_erasure_while_the_maker_runs_leaves_nothing_to_send() {
         inner.put_series(&s, ExpectedSeries::Absent).await.unwrap(),
         Written::Written
     );
-    let maker_store = ErasedMidway {
-        inner: inner.clone(),
-        ledger: ledger.clone(),
-        erased: AtomicBool::new(false),
-    };
+    let maker_store = Around::new(
+        inner.clone(),
+        ErasedMidway {
+            store: inner.clone(),
+            ledger: ledger.clone(),
+            erased: AtomicBool::new(false),
+        },
+    );
     // 08:00: the maker makes 08:05 and 08:10 (its make-ahead is 15 minutes).
     let now = Timestamp::parse_rfc3339("2027-01-15T08:00:00Z").unwrap();
     let mut report = MakeReport::default();
@@ -230,7 +93,10 @@ async fn an_erasure_while_the_maker_runs_leaves_nothing_to_send() {
     )
     .await
     .unwrap();
-    assert!(maker_store.erased.load(Ordering::SeqCst), "the erasure ran");
+    assert!(
+        maker_store.hook.erased.load(Ordering::SeqCst),
+        "the erasure ran"
+    );
     assert!(
         report.made >= 1,
         "the maker inserted after the erasure: {report:?}"

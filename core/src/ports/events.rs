@@ -10,11 +10,11 @@ use std::sync::Mutex;
 use aws_lambda_events::event::dynamodb::EventRecord;
 use serde::Serialize;
 
-use super::faults::{lock, FaultPoint, Faults};
 use super::PortError;
 use crate::clock::Timestamp;
 use crate::domain::{DeadReason, DeliveryKey, ReminderId, SubscriberId};
 use crate::ledger::Status;
+use crate::sync::lock;
 
 pub const OP_PUBLISH: &str = "events.publish";
 pub const OP_READ: &str = "events.read_stream";
@@ -105,23 +105,15 @@ impl<T: EventBus> EventBus for std::sync::Arc<T> {
     }
 }
 
-/// The bus in memory: what was published, in order, with faults for the whole call
-/// ([`OP_PUBLISH`]) and per event (a key whose events are refused).
+/// The bus in memory: what was published, in order, and the keys whose events it refuses (as
+/// EventBridge answers one entry of a call failed).
 #[derive(Debug, Default)]
 pub struct MemoryBus {
     published: Mutex<Vec<Settled>>,
     refused: Mutex<BTreeSet<DeliveryKey>>,
-    faults: Faults,
 }
 
 impl MemoryBus {
-    pub fn with_faults(faults: Faults) -> Self {
-        Self {
-            faults,
-            ..Self::default()
-        }
-    }
-
     /// Refuse every event for `key` (as EventBridge refuses one entry of a call).
     pub fn refuse(&self, key: DeliveryKey) {
         lock(&self.refused).insert(key);
@@ -140,7 +132,6 @@ impl MemoryBus {
 
 impl EventBus for MemoryBus {
     async fn publish(&self, events: &[Settled]) -> Result<Vec<Rejected>, PortError> {
-        self.faults.check(OP_PUBLISH, FaultPoint::Before)?;
         let refused = lock(&self.refused).clone();
         let mut rejected = Vec::new();
         for (index, event) in events.iter().enumerate() {
@@ -151,8 +142,21 @@ impl EventBus for MemoryBus {
                 lock(&self.published).push(event.clone());
             }
         }
-        self.faults.check(OP_PUBLISH, FaultPoint::After)?;
         Ok(rejected)
+    }
+}
+
+/// A bus that cannot be reached: every publish fails (the tests' failed call).
+#[cfg(test)]
+pub(crate) struct Unreachable;
+
+#[cfg(test)]
+impl EventBus for Unreachable {
+    async fn publish(&self, _: &[Settled]) -> Result<Vec<Rejected>, PortError> {
+        Err(PortError::Unavailable {
+            op: OP_PUBLISH,
+            message: "the bus cannot be reached".into(),
+        })
     }
 }
 
@@ -179,17 +183,9 @@ pub trait LedgerStream: Send + Sync {
 #[derive(Debug, Default)]
 pub struct MemoryStream {
     shards: Mutex<BTreeMap<String, Vec<EventRecord>>>,
-    faults: Faults,
 }
 
 impl MemoryStream {
-    pub fn with_faults(faults: Faults) -> Self {
-        Self {
-            faults,
-            ..Self::default()
-        }
-    }
-
     /// Append `record` to `shard`; its sequence number must sort after the shard's last.
     pub fn push(&self, shard: &str, record: EventRecord) {
         lock(&self.shards)
@@ -214,7 +210,6 @@ impl LedgerStream for MemoryStream {
         after: Option<&str>,
         limit: u32,
     ) -> Result<Vec<EventRecord>, PortError> {
-        self.faults.check(OP_READ, FaultPoint::Before)?;
         let shards = lock(&self.shards);
         let records = shards.get(shard).map(Vec::as_slice).unwrap_or_default();
         let start = match after {

@@ -17,10 +17,10 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Mutex;
 
-use super::faults::{lock, FaultPoint, Faults};
 use super::PortError;
 use crate::clock::Timestamp;
 use crate::domain::Channel;
+use crate::sync::lock;
 
 pub const OP_GET: &str = "gate.get";
 pub const OP_THROTTLE: &str = "gate.throttle";
@@ -222,7 +222,6 @@ impl<T: Gate> Gate for std::sync::Arc<T> {
 #[derive(Debug, Default)]
 pub struct MemoryGate {
     items: Mutex<BTreeMap<GatePartition, GateState>>,
-    faults: Faults,
 }
 
 impl MemoryGate {
@@ -231,54 +230,40 @@ impl MemoryGate {
         lock(&self.items).get(p).copied().unwrap_or_default()
     }
 
-    pub fn with_faults(faults: Faults) -> Self {
-        Self {
-            items: Mutex::default(),
-            faults,
-        }
-    }
-
-    /// Run `f` on the partition's item atomically, between the fault points of `op`.
-    fn with_item<R>(
-        &self,
-        op: &'static str,
-        p: &GatePartition,
-        f: impl FnOnce(&mut GateState) -> R,
-    ) -> Result<R, PortError> {
-        self.faults.check(op, FaultPoint::Before)?;
-        let out = f(lock(&self.items).entry(p.clone()).or_default());
-        self.faults.check(op, FaultPoint::After)?;
-        Ok(out)
+    /// Run `f` on the partition's item atomically.
+    fn with_item<R>(&self, p: &GatePartition, f: impl FnOnce(&mut GateState) -> R) -> R {
+        f(lock(&self.items).entry(p.clone()).or_default())
     }
 }
 
 impl Gate for MemoryGate {
     async fn state(&self, p: &GatePartition) -> Result<GateState, PortError> {
-        self.with_item(OP_GET, p, |s| *s)
+        Ok(self.with_item(p, |s| *s))
     }
 
     async fn throttle(&self, p: &GatePartition, until: Timestamp) -> Result<(), PortError> {
-        self.with_item(OP_THROTTLE, p, |s| {
+        self.with_item(p, |s| {
             s.throttled_until = Some(s.throttled_until.map_or(until, |u| u.max(until)));
-        })
+        });
+        Ok(())
     }
 
     async fn failed(&self, p: &GatePartition, now: Timestamp) -> Result<GateState, PortError> {
-        self.with_item(OP_FAILED, p, |s| {
+        Ok(self.with_item(p, |s| {
             s.failures = s.failures.saturating_add(1);
             s.run_since.get_or_insert(now);
             *s
-        })
+        }))
     }
 
     async fn breaker(&self, p: &GatePartition, change: BreakerChange) -> Result<bool, PortError> {
-        self.with_item(OP_BREAKER, p, |s| match change.apply(s) {
+        Ok(self.with_item(p, |s| match change.apply(s) {
             Some(next) => {
                 *s = next;
                 true
             }
             None => false,
-        })
+        }))
     }
 }
 

@@ -8,10 +8,10 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Mutex;
 
-use super::faults::{lock, FaultPoint, Faults};
 use super::PortError;
 use crate::domain::DeliveryKey;
 use crate::ledger::{packed_fence, DeliveryRecord, LeaseToken, Status};
+use crate::sync::lock;
 
 pub const OP_GET: &str = "ledger.get";
 pub const OP_PUT: &str = "ledger.put_if";
@@ -132,17 +132,9 @@ pub struct MemoryLedger {
     /// million, where a tree's string comparisons (a cache miss each) were a quarter of a 1M
     /// demo's time.
     items: Mutex<HashMap<Box<str>, Box<[u8]>>>,
-    faults: Faults,
 }
 
 impl MemoryLedger {
-    pub fn with_faults(faults: Faults) -> Self {
-        Self {
-            items: Mutex::default(),
-            faults,
-        }
-    }
-
     /// Every record, in key order (for reports and tests).
     pub fn snapshot(&self) -> Vec<DeliveryRecord> {
         let mut all: Vec<DeliveryRecord> = lock(&self.items)
@@ -176,7 +168,6 @@ fn unreadable(op: &'static str, key: &DeliveryKey) -> PortError {
 
 impl Ledger for MemoryLedger {
     async fn get(&self, key: &DeliveryKey) -> Result<Option<DeliveryRecord>, PortError> {
-        self.faults.check(OP_GET, FaultPoint::Before)?;
         let found = {
             let items = lock(&self.items);
             match items.get(key.as_str()) {
@@ -184,12 +175,10 @@ impl Ledger for MemoryLedger {
                 None => None,
             }
         };
-        self.faults.check(OP_GET, FaultPoint::After)?;
         Ok(found)
     }
 
     async fn put_if(&self, record: &DeliveryRecord, expected: Expected) -> Result<Cas, PortError> {
-        self.faults.check(OP_PUT, FaultPoint::Before)?;
         let answer = {
             let mut items = lock(&self.items);
             let key = record.key();
@@ -214,12 +203,10 @@ impl Ledger for MemoryLedger {
                 }
             }
         };
-        self.faults.check(OP_PUT, FaultPoint::After)?;
         Ok(answer)
     }
 
     async fn delete_if(&self, key: &DeliveryKey, expected: Expected) -> Result<Cas, PortError> {
-        self.faults.check(OP_DELETE, FaultPoint::Before)?;
         let answer = {
             let mut items = lock(&self.items);
             let current = items.get(key.as_str());
@@ -237,7 +224,6 @@ impl Ledger for MemoryLedger {
                 }
             }
         };
-        self.faults.check(OP_DELETE, FaultPoint::After)?;
         Ok(answer)
     }
 }

@@ -2,8 +2,9 @@
 //! beside it.
 //!
 //! In-memory ports are atomic where DynamoDB is (one mutex per port, no await while held) and
-//! accept [`Faults`]: a call can be made to fail before its effect, or after it (the effect
-//! happened but the caller sees an error) — the two ways a network call fails.
+//! carry no fault code: the harness puts a fault plan around any port (`reminders_harness::
+//! around`), which fails a call before its effect or after it (the effect happened but the
+//! caller sees an error: the two ways a network call fails, [`FaultPoint`]).
 
 pub mod eraser;
 pub mod events;
@@ -18,7 +19,7 @@ pub mod series;
 
 pub use eraser::{Deleted, Eraser};
 pub use events::{EventBus, LedgerStream, MemoryBus, MemoryStream, Rejected};
-pub use faults::{FaultPoint, Faults};
+pub use faults::FaultPoint;
 pub use gate::{Gate, GatePartition, MemoryGate};
 pub use ledger::{Cas, Expected, Ledger, MemoryLedger};
 pub use provider::{Answer, Provider, ScriptedProvider, SendRequest};

@@ -8,11 +8,11 @@ use std::future::Future;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::faults::lock;
 use super::gate::GatePartition;
 use crate::clock::Clock;
 use crate::domain::{Channel, Content, DeliveryKey, Recipient};
 use crate::policy::{parse_retry_after, Outcome};
+use crate::sync::lock;
 
 /// Everything a provider needs for one send. The key doubles as the idempotency key.
 #[derive(Debug, Clone)]

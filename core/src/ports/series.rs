@@ -159,33 +159,21 @@ pub trait SeriesStore: Send + Sync {
         subscriber: &SubscriberId,
         after: Option<&SeriesCursor>,
         limit: u32,
-    ) -> impl Future<Output = Result<SeriesCursorPage, PortError>> + Send
-    where
-        Self: Sized,
-    {
-        series_after_by_id(self, subscriber, after, limit)
+    ) -> impl Future<Output = Result<SeriesCursorPage, PortError>> + Send {
+        async move {
+            let page = self
+                .series_of(subscriber, after.map(|c| &c.series_id), limit)
+                .await?;
+            let next = page.next.and_then(|id| {
+                let last = page.items.iter().find(|s| s.series_id == id);
+                last.map(SeriesCursor::of)
+            });
+            Ok(SeriesCursorPage {
+                items: page.items,
+                next,
+            })
+        }
     }
-}
-
-/// [`SeriesStore::series_after`] made of [`SeriesStore::series_of`] pages, by the last
-/// series' id: the trait's default, for a store that has only that read.
-pub async fn series_after_by_id<S: SeriesStore>(
-    store: &S,
-    subscriber: &SubscriberId,
-    after: Option<&SeriesCursor>,
-    limit: u32,
-) -> Result<SeriesCursorPage, PortError> {
-    let page = store
-        .series_of(subscriber, after.map(|c| &c.series_id), limit)
-        .await?;
-    let next = page.next.and_then(|id| {
-        let last = page.items.iter().find(|s| s.series_id == id);
-        last.map(SeriesCursor::of)
-    });
-    Ok(SeriesCursorPage {
-        items: page.items,
-        next,
-    })
 }
 
 impl<T: SeriesStore> SeriesStore for std::sync::Arc<T> {

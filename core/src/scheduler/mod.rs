@@ -164,7 +164,7 @@ impl<P: Ports> Scheduler<P> {
     /// Count each shard's failures in a row: a shard that answered resets. `failed` is this
     /// run's (shard, error) list.
     fn count_failures(&self, share: &Share, failed: &[(u32, String)]) -> Vec<FailedShard> {
-        let mut failing = crate::ports::faults::lock(&self.failing);
+        let mut failing = crate::sync::lock(&self.failing);
         let shards = self.ports.reminders().shards();
         let mut out = Vec::new();
         for shard in (0..shards).filter(|s| share.owns(*s)) {

@@ -11,8 +11,8 @@ use std::sync::Mutex;
 
 use super::{RunReport, Scheduler};
 use crate::clock::{Clock, Timestamp};
-use crate::ports::faults::lock;
 use crate::ports::{DueEntry, Ports, ReminderStore, SweepCursor, SweptItem};
+use crate::sync::lock;
 
 /// Items a sweep page reads.
 const SWEEP_PAGE: u32 = 1_000;

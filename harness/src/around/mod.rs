@@ -10,6 +10,7 @@
 //! with [`cast`].
 
 mod calls;
+mod faults;
 mod queue;
 mod reminders;
 mod stores;
@@ -20,12 +21,16 @@ use std::future::Future;
 use std::sync::Arc;
 
 use reminders_core::clock::Clock;
-use reminders_core::ports::{FaultPoint, Faults, OutgoingMessage, PortError};
+use reminders_core::ports::{OutgoingMessage, PortError, SendFailure};
 
 pub use calls::Call;
+pub use faults::{Faults, SingleReads};
 
-/// A port wrapped in a hook: `Around { inner, hook }` implements every port trait `inner` does
-/// (the ledger, the reminders table, the queues and dead letters, series, the gate).
+/// A port wrapped in a hook: `Around { inner, hook }` implements each port trait `inner` does
+/// of the stores and queues: the ledger, the reminders table with its index by subscriber and
+/// an erasure's deletes, series, the gate, the queues and dead letters, the event bus. (The
+/// providers and the ledger's stream are not wrapped: the providers have plans of their own,
+/// scripted or drawn.)
 #[derive(Debug, Clone)]
 pub struct Around<T, H> {
     pub inner: T,
@@ -91,13 +96,22 @@ pub trait Hook: Send + Sync {
         }
     }
 
-    /// Whether the compound reads (a recipient's rules and a delivery's read, one
-    /// `BatchGetItem` on DynamoDB; a series page after a cursor) are made of their single calls
-    /// through this hook, as the traits' defaults make them, rather than passed to the wrapped
-    /// store as its own one call. The simulation's meter models them as single reads, and the
-    /// chaos worlds' models play the single calls.
+    /// Whether the reminders table's compound reads (a recipient's rules and a delivery's read,
+    /// one `BatchGetItem` on DynamoDB) are made of their single reads through this hook, as the
+    /// trait's defaults make them, rather than passed to the wrapped store as its own one call.
+    /// The simulation's meter models them as single reads, the chaos worlds' models play them,
+    /// and a fault plan beside [`SingleReads`] meets them as the memory store makes them.
     fn splits_compound_reads(&self) -> bool {
         false
+    }
+
+    /// The entries of a queue's batch that fail on their own, as SQS answers some entries of a
+    /// batch failed and sends the others: none, unless the hook plays that. The wrapper sends
+    /// the rest (the queue judges only those: when every entry failed, it is not called), and
+    /// answers these failures first, then the queue's own.
+    fn failed_entries(&self, messages: &[OutgoingMessage]) -> Vec<SendFailure> {
+        let _ = messages;
+        Vec::new()
     }
 
     /// The batch a queue's send hands on: the same, unless the hook moves it in time (the
@@ -148,6 +162,14 @@ pub fn boxed<'a, R>(made: impl Future<Output = Result<R, PortError>> + Send + 'a
 
 /// A shared hook (one meter for every port of a consumer).
 impl<H: Hook> Hook for Arc<H> {
+    fn before(&self, call: &Call<'_>) -> impl Future<Output = Result<(), PortError>> + Send {
+        (**self).before(call)
+    }
+
+    fn after(&self, call: &Call<'_>, answer: Answer<'_>) -> Result<(), PortError> {
+        (**self).after(call, answer)
+    }
+
     fn around<R: Value>(
         &self,
         call: &Call<'_>,
@@ -160,14 +182,19 @@ impl<H: Hook> Hook for Arc<H> {
         (**self).splits_compound_reads()
     }
 
+    fn failed_entries(&self, messages: &[OutgoingMessage]) -> Vec<SendFailure> {
+        (**self).failed_entries(messages)
+    }
+
     fn batch<'m>(&self, messages: &'m [OutgoingMessage]) -> Cow<'m, [OutgoingMessage]> {
         (**self).batch(messages)
     }
 }
 
 /// `(outer, inner)`: `outer` around `inner` around the call, as two wrappers would be. The
-/// compound reads are split if either hook models single reads, and the batch is moved by
-/// `outer`, then by `inner`.
+/// compound reads are split if either hook models single reads. A queue's send asks both, once
+/// both hooks' `around` reached the call: the batch is moved by `outer`, then by `inner`, and
+/// an entry fails if either fails it.
 impl<A: Hook, B: Hook> Hook for (A, B) {
     async fn around<R: Value>(&self, call: &Call<'_>, next: Next<'_, R>) -> Result<R, PortError> {
         let inner = || boxed(self.1.around(call, next));
@@ -178,26 +205,21 @@ impl<A: Hook, B: Hook> Hook for (A, B) {
         self.0.splits_compound_reads() || self.1.splits_compound_reads()
     }
 
+    fn failed_entries(&self, messages: &[OutgoingMessage]) -> Vec<SendFailure> {
+        let mut failed = self.0.failed_entries(messages);
+        let rest: Vec<OutgoingMessage> = messages
+            .iter()
+            .filter(|m| failed.iter().all(|f| f.entry_id != m.entry_id))
+            .cloned()
+            .collect();
+        failed.extend(self.1.failed_entries(&rest));
+        failed
+    }
+
     fn batch<'m>(&self, messages: &'m [OutgoingMessage]) -> Cow<'m, [OutgoingMessage]> {
         match self.0.batch(messages) {
             Cow::Borrowed(m) => self.1.batch(m),
             Cow::Owned(m) => Cow::Owned(self.1.batch(&m).into_owned()),
-        }
-    }
-}
-
-/// The fault plan around any port, the in-memory ones and the AWS adapters alike (where it
-/// plays a lost response or an outage): checked before each call, and after each that
-/// answered, under the operation's name ([`Call::name`]).
-impl Hook for Faults {
-    async fn before(&self, call: &Call<'_>) -> Result<(), PortError> {
-        self.check(call.name(), FaultPoint::Before)
-    }
-
-    fn after(&self, call: &Call<'_>, answer: Answer<'_>) -> Result<(), PortError> {
-        match answer {
-            Ok(_) => self.check(call.name(), FaultPoint::After),
-            Err(_) => Ok(()),
         }
     }
 }
@@ -247,8 +269,8 @@ macro_rules! forward {
 }
 use forward;
 
-/// Forward each listed compound read (the reminders table's rules and a delivery's read, a
-/// series page after a cursor) as [`forward!`] does, or, for a hook that
+/// Forward each listed compound read (the reminders table's rules and a delivery's read) as
+/// [`forward!`] does, or, for a hook that
 /// [splits them](Hook::splits_compound_reads), make it of its single calls through this
 /// wrapper with `apart` (the trait's default).
 macro_rules! compound {

@@ -16,11 +16,24 @@ impl<T: DeliveryQueue, H: Hook> DeliveryQueue for Around<T, H> {
         channel: Channel,
         messages: &[OutgoingMessage],
     ) -> Result<Vec<SendFailure>, PortError> {
-        // The batch the hook hands on (moved in time, for the simulation's scheduler).
+        // The batch the hook hands on (moved in time, for the simulation's scheduler), less
+        // the entries it fails on their own (a fault plan's).
         let made = || {
             super::boxed(async {
                 let batch = self.hook.batch(messages);
-                self.inner.send_batch(channel, &batch).await
+                let mut failed = self.hook.failed_entries(&batch);
+                if failed.is_empty() {
+                    return self.inner.send_batch(channel, &batch).await;
+                }
+                let rest: Vec<OutgoingMessage> = batch
+                    .iter()
+                    .filter(|m| failed.iter().all(|f| f.entry_id != m.entry_id))
+                    .cloned()
+                    .collect();
+                if !rest.is_empty() {
+                    failed.extend(self.inner.send_batch(channel, &rest).await?);
+                }
+                Ok(failed)
             })
         };
         self.hook

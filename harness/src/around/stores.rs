@@ -5,12 +5,12 @@ use reminders_core::domain::series::Series;
 use reminders_core::domain::{DeliveryKey, SeriesId, SubscriberId};
 use reminders_core::ledger::DeliveryRecord;
 use reminders_core::ports::gate::{BreakerChange, GateState};
-use reminders_core::ports::series::{series_after_by_id, SeriesCursor, SeriesCursorPage, Written};
+use reminders_core::ports::series::{SeriesCursor, SeriesCursorPage, Written};
 use reminders_core::ports::{
     Cas, Expected, ExpectedSeries, Gate, GatePartition, Ledger, PortError, SeriesPage, SeriesStore,
 };
 
-use super::{around, compound, forward, Around, Call, Hook};
+use super::{around, forward, Around, Call, Hook};
 
 impl<T: Ledger, H: Hook> Ledger for Around<T, H> {
     forward! {
@@ -31,14 +31,11 @@ impl<T: SeriesStore, H: Hook> SeriesStore for Around<T, H> {
             as Call::SeriesDue { until, limit };
         fn series_of(subscriber: &SubscriberId, after: Option<&SeriesId>, limit: u32) -> SeriesPage
             as Call::SeriesOf { subscriber, after, limit };
-    }
-
-    // The wrapped store's own page after a cursor; or, for a hook that models single calls,
-    // the trait's default, of `series_of` pages.
-    compound! {
-        fn series_after(subscriber: &SubscriberId, after: Option<&SeriesCursor>, limit: u32)
-            -> SeriesCursorPage as Call::SeriesAfter { subscriber, after, limit },
-            apart series_after_by_id;
+        fn series_after(
+            subscriber: &SubscriberId,
+            after: Option<&SeriesCursor>,
+            limit: u32
+        ) -> SeriesCursorPage as Call::SeriesAfter { subscriber, after, limit };
     }
 }
 

@@ -5,10 +5,10 @@ use reminders_core::domain::{
 };
 use reminders_core::ports::reminders::{OP_PREFERENCES, OP_RULES, OP_SUPPRESSION};
 use reminders_core::ports::{
-    FaultPoint, Faults, Ledger, MemoryLedger, MemoryReminderStore, PortError, ReminderStore,
+    FaultPoint, Ledger, MemoryLedger, MemoryReminderStore, PortError, ReminderStore,
 };
 
-use super::{Answer, Around, Call, Hook, Next, Value};
+use super::{Answer, Around, Call, Faults, Hook, Next, Value};
 
 /// The consumer's read of the rules through the wrapper is the wrapped store's own, one call
 /// (one `BatchGetItem` on DynamoDB, as deployed): a fault planted on either single read leaves
@@ -296,4 +296,52 @@ async fn a_splitting_hook_sees_a_delivery_read_as_its_single_reads() {
         assert!(matches!(read.reminder, Ok(None)));
         assert_eq!(*seen.lock().unwrap(), expected, "splits: {splits}");
     }
+}
+
+fn batch(n: usize) -> Vec<reminders_core::ports::OutgoingMessage> {
+    (0..n)
+        .map(|i| reminders_core::ports::OutgoingMessage {
+            entry_id: i.to_string(),
+            body: format!("m{i}"),
+            delay_secs: 0,
+        })
+        .collect()
+}
+
+/// A plan's single-entry failures: SQS answers those entries failed and sends the others;
+/// when every entry fails, nothing is sent.
+#[tokio::test]
+async fn a_plan_fails_single_entries_of_a_batch_and_the_rest_is_sent() {
+    use reminders_core::clock::{ManualClock, Timestamp};
+    use reminders_core::ports::queue::OP_SEND_ENTRY;
+    use reminders_core::ports::{DeliveryQueue, MemoryQueue};
+    let memory = std::sync::Arc::new(MemoryQueue::new(ManualClock::at(Timestamp::from_millis(0))));
+    let faults = Faults::default();
+    let queue = Around::new(memory.clone(), faults.clone());
+    faults.fail_after(OP_SEND_ENTRY, FaultPoint::Before, 1, 2);
+    let failed = queue.send_batch(Channel::Sms, &batch(4)).await.unwrap();
+    let ids: Vec<&str> = failed.iter().map(|f| f.entry_id.as_str()).collect();
+    assert_eq!(ids, ["1", "2"]);
+    assert_eq!(memory.len(Channel::Sms), 2, "entries 0 and 3 sent");
+    faults.fail(OP_SEND_ENTRY, FaultPoint::Before, 2);
+    let failed = queue.send_batch(Channel::Sms, &batch(2)).await.unwrap();
+    assert_eq!(failed.len(), 2);
+    assert_eq!(memory.len(Channel::Sms), 2, "nothing more sent");
+}
+
+/// Two plans nest: an entry the outer fails is not asked of the inner, which fails the next.
+#[tokio::test]
+async fn nested_plans_fail_each_entry_once() {
+    use reminders_core::clock::{ManualClock, Timestamp};
+    use reminders_core::ports::queue::OP_SEND_ENTRY;
+    use reminders_core::ports::{DeliveryQueue, MemoryQueue};
+    let memory = std::sync::Arc::new(MemoryQueue::new(ManualClock::at(Timestamp::from_millis(0))));
+    let (outer, inner) = (Faults::default(), Faults::default());
+    let queue = Around::new(memory.clone(), (outer.clone(), inner.clone()));
+    outer.fail(OP_SEND_ENTRY, FaultPoint::Before, 1);
+    inner.fail(OP_SEND_ENTRY, FaultPoint::Before, 1);
+    let failed = queue.send_batch(Channel::Sms, &batch(3)).await.unwrap();
+    let ids: Vec<&str> = failed.iter().map(|f| f.entry_id.as_str()).collect();
+    assert_eq!(ids, ["0", "1"]);
+    assert_eq!(memory.len(Channel::Sms), 1);
 }

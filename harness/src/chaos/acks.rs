@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use super::journal::Journal;
 use reminders_core::clock::Timestamp;
 use reminders_core::domain::{Channel, Reminder, ReminderId};
-use reminders_core::ports::faults::lock;
+use reminders_core::sync::lock;
 
 /// What one edit changed (several at once, as a PUT of the whole body does).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -111,7 +111,7 @@ pub struct Counts {
 impl Counts {
     /// Count what a world did that its journal does not (a series world's moves, …).
     pub(super) fn tally(&self, f: impl FnOnce(&mut super::tally::Tally)) {
-        f(&mut reminders_core::ports::faults::lock(&self.series));
+        f(&mut reminders_core::sync::lock(&self.series));
     }
 
     pub(super) fn prompted_edits(&self) {

@@ -33,7 +33,7 @@ pub struct Books(pub Mutex<BTreeMap<SeriesId, Book>>);
 impl Books {
     /// Write in the book of `series` (a new one if it has none yet).
     pub(super) fn write<T>(&self, series: &SeriesId, f: impl FnOnce(&mut Book) -> T) -> T {
-        f(reminders_core::ports::faults::lock(&self.0)
+        f(reminders_core::sync::lock(&self.0)
             .entry(series.clone())
             .or_default())
     }

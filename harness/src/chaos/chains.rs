@@ -115,11 +115,9 @@ pub(super) async fn clear_order(
 pub(super) async fn opt_out_and_redrive(
     world: &Arc<World>,
     origin: &reminders_core::ledger::Origin,
-    seed: u64,
 ) {
     let (subscriber, channel) = (&origin.subscriber_id, origin.channel);
-    if !reminders_core::ports::faults::lock(&world.failing).contains(&(subscriber.clone(), channel))
-    {
+    if !reminders_core::sync::lock(&world.failing).contains(&(subscriber.clone(), channel)) {
         return;
     }
     let store = &world.store;
@@ -139,15 +137,14 @@ pub(super) async fn opt_out_and_redrive(
     if !behind {
         return;
     }
-    reminders_core::ports::faults::lock(&world.failing).remove(&(subscriber.clone(), channel));
+    reminders_core::sync::lock(&world.failing).remove(&(subscriber.clone(), channel));
     prefs.opted_out.insert(channel);
     write_preferences(world, subscriber, &prefs).await;
-    let secs = 240 + seed % 180;
+    let secs = 240 + world.seed.0 % 180;
     let redrive = super::operator::redrive_later(
         world.clone(),
         channel,
         Duration::from_secs(secs),
-        seed,
         Some(1_800),
     );
     tokio::task::spawn_local(redrive);

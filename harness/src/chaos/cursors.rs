@@ -36,15 +36,15 @@ fn owner(name: &str) -> Owner {
 /// world in fifty `app-a` also writes more reminders than a page reads before it answers
 /// ([`reminders_core::ports::reminders::MAX_SCANNED`]), all due before `app-b`'s, so that `app-b`'s
 /// first page ends on one of `app-a`'s.
-async fn share_a_subscriber(world: &World, seed: u64) {
-    use rand::{RngExt, SeedableRng};
+async fn share_a_subscriber(world: &World) {
+    use rand::RngExt;
     use reminders_core::clock::Clock;
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0xc5_0e5);
+    let mut rng = world.seed.rng(super::seed::Stream::Cursors);
     let now = world.clock.now();
     let start = Timestamp::from_millis(
         (now.as_millis() + WEEKS_AHEAD.as_millis() as i64).div_euclid(60_000) * 60_000,
     );
-    let many = if seed % 50 == 7 {
+    let many = if world.seed.0 % 50 == 7 {
         reminders_core::ports::reminders::MAX_SCANNED + 1
     } else {
         0
@@ -258,7 +258,7 @@ pub(super) async fn judge(world: &World, report: &mut SeedReport) {
     };
     // The world's own items have no owner: an application's list of their subscribers is empty
     // and hands out no cursor, so the shared subscriber's lists are the ones to judge.
-    share_a_subscriber(world, report.seed).await;
+    share_a_subscriber(world).await;
     let subscribers = [SubscriberId::parse(SHARED).unwrap()];
     let callers = ["app-a", "app-b", "app-c"].map(|a| Access::Owner(owner(a)));
     for subscriber in &subscribers {

@@ -16,8 +16,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rand::rngs::StdRng;
-use rand::{RngExt, SeedableRng};
+use rand::RngExt;
 
 use super::dice::{invoke, API_TIMEOUT};
 use super::series::DETACHED_SERIES;
@@ -25,16 +24,16 @@ use super::world::World;
 use reminders_core::clock::{Clock, Timestamp};
 use reminders_core::domain::series::{occurrence_id, Series, MAKE_AHEAD};
 use reminders_core::domain::{Access, SeriesId};
-use reminders_core::ports::faults::lock;
 use reminders_core::ports::ReminderStore;
+use reminders_core::sync::lock;
 
 const N: usize = 4;
 
 /// The series, its two occurrences put before they were made, and the cancel of a third of the
 /// worlds. Its own dice, and no other writer of the application touches it.
-pub(super) async fn story(world: Arc<World>, seed: u64) {
+pub(super) async fn story(world: Arc<World>) {
     debug_assert_eq!(DETACHED_SERIES, format!("series-{N}"));
-    let mut rng = StdRng::seed_from_u64(seed ^ 0xde7a_c4ed_u64);
+    let mut rng = world.seed.rng(super::seed::Stream::Detached);
     let zone = super::series::ZONES[rng.random_range(0..super::series::ZONES.len())];
     let minutes = [
         rng.random_range(3..8i64),

@@ -63,7 +63,7 @@ impl Dice {
     /// Whether a series write drops the oldest occurrences it made from `made`, as one with
     /// thousands made does (`MADE_KEPT`): a fifth of the writes.
     pub fn evicts_made(&self) -> bool {
-        let mut rng = reminders_core::ports::faults::lock(&self.evictions);
+        let mut rng = reminders_core::sync::lock(&self.evictions);
         rng.random_range(0..5) == 0
     }
 
@@ -84,8 +84,8 @@ impl Dice {
         if self.is_calm() {
             return false;
         }
-        let p = reminders_core::ports::faults::lock(&self.rates).lost_response;
-        let mut rng = reminders_core::ports::faults::lock(&self.retries);
+        let p = reminders_core::sync::lock(&self.rates).lost_response;
+        let mut rng = reminders_core::sync::lock(&self.retries);
         let hit = p > 0.0 && rng.random::<f64>() < p;
         if hit {
             self.count();
@@ -102,7 +102,7 @@ impl Dice {
     /// The SDK's backoff before it sends a request again: what other writers do meanwhile is
     /// what the retried write then meets.
     pub async fn backoff(&self) {
-        let ms = reminders_core::ports::faults::lock(&self.retries).random_range(20..3_000);
+        let ms = reminders_core::sync::lock(&self.retries).random_range(20..3_000);
         tokio::time::sleep(Duration::from_millis(ms)).await;
     }
 
@@ -130,14 +130,14 @@ impl Dice {
 
     /// A fair draw in `[0, 1)`, whatever the calm.
     pub fn unit(&self) -> f64 {
-        reminders_core::ports::faults::lock(&self.rng).random()
+        reminders_core::sync::lock(&self.rng).random()
     }
 
     pub fn range(&self, lo: u64, hi: u64) -> u64 {
         if hi <= lo {
             return lo;
         }
-        reminders_core::ports::faults::lock(&self.rng).random_range(lo..hi)
+        reminders_core::sync::lock(&self.rng).random_range(lo..hi)
     }
 
     /// Whether a fault with this rate strikes now (never once calm); counted when it does.
@@ -145,7 +145,7 @@ impl Dice {
         if self.is_calm() {
             return false;
         }
-        let p = rate(&reminders_core::ports::faults::lock(&self.rates));
+        let p = rate(&reminders_core::sync::lock(&self.rates));
         let hit = p > 0.0 && self.unit() < p;
         if hit {
             self.count();

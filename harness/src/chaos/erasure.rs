@@ -11,8 +11,8 @@ use super::world::World;
 use super::{Plant, SeedReport};
 use reminders_core::clock::Clock;
 use reminders_core::domain::{SeriesId, SubscriberId};
-use reminders_core::ports::faults::lock;
 use reminders_core::ports::ReminderStore;
+use reminders_core::sync::lock;
 
 /// Erase the subscriber of `series`, calling again until a call answers complete with nothing
 /// left (ten calls at most); the series' book records when it was asked, and when it was done

@@ -19,8 +19,8 @@ use crate::around::{cast, Call, Hook, Next, Value};
 use reminders_core::domain::DeliveryKey;
 use reminders_core::events::Settled;
 use reminders_core::ledger::{DeliveryRecord, Status};
-use reminders_core::ports::faults::lock;
 use reminders_core::ports::{EventBus, MemoryBus, PortError};
+use reminders_core::sync::lock;
 
 /// Records per batch, as the events function's mapping reads them.
 const BATCH: usize = 100;

@@ -37,6 +37,7 @@ mod prompt;
 mod provider;
 mod queues;
 mod run;
+mod seed;
 mod series;
 mod shape;
 mod subscribers;
@@ -52,30 +53,35 @@ pub use tally::Tally;
 
 use reminders_core::clock::{Clock, Timestamp};
 
-/// Up to how far (milliseconds, either way) each consumer worker's clock is off the world's:
-/// by default the margin the consumer allows ([`reminders_core::domain::reminder::CLOCK_MARGIN`]),
-/// so every world checks the promises at its edge; [`set_worker_skew_ms`] changes it.
-static WORKER_SKEW_MS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(
-    reminders_core::domain::reminder::CLOCK_MARGIN.as_millis() as i64,
-);
-
-/// How far apart two workers' clocks may be in the worlds run now: each is off the world's by up
-/// to the skew, either way.
-pub(crate) fn clocks_disagree_by() -> Duration {
-    let ms = WORKER_SKEW_MS.load(std::sync::atomic::Ordering::SeqCst);
-    Duration::from_millis(2 * u64::try_from(ms).unwrap_or(0))
+/// What every world of a run shares: the fault planted in each, if any, and up to how far
+/// (milliseconds, either way) each consumer worker's clock is off the world's: by default the
+/// margin the consumer allows ([`reminders_core::domain::reminder::CLOCK_MARGIN`]), so every
+/// world checks the promises at its edge; 0 gives every worker the world's clock. Beyond the
+/// margin, a worker whose clock runs ahead may expire a reminder before the `fresh_until` the API
+/// acknowledged (`expired_while_fresh`; docs/testing.md, "Proving it").
+#[derive(Debug, Clone, Copy)]
+pub struct Worlds {
+    pub plant: Option<Plant>,
+    pub worker_skew_ms: u32,
 }
 
-/// Give every consumer worker of the worlds run from now on a clock off the world's by up to
-/// `ms` either way (drawn from the seed, per worker); 0 gives them all the world's clock.
-/// Beyond the consumer's margin, a worker whose clock runs ahead may expire a reminder before
-/// the `fresh_until` the API acknowledged (`expired_while_fresh`; docs/testing.md, "Proving it").
-pub fn set_worker_skew_ms(ms: u32) {
-    WORKER_SKEW_MS.store(i64::from(ms), std::sync::atomic::Ordering::SeqCst);
+impl Default for Worlds {
+    fn default() -> Self {
+        Self {
+            plant: None,
+            worker_skew_ms: reminders_core::domain::reminder::CLOCK_MARGIN.as_millis() as u32,
+        }
+    }
 }
 
-pub(crate) fn worker_skew_ms() -> i64 {
-    WORKER_SKEW_MS.load(std::sync::atomic::Ordering::SeqCst)
+impl Worlds {
+    /// Worlds with `plant` planted, their workers' clocks off by the default skew.
+    pub fn planted(plant: Option<Plant>) -> Self {
+        Self {
+            plant,
+            ..Self::default()
+        }
+    }
 }
 
 /// One world's result, with a line per broken promise (key and what happened).
@@ -87,7 +93,7 @@ pub struct SeedReport {
 }
 
 /// Run one seeded world to the end.
-pub fn run_seed(seed: u64, plant: Option<Plant>) -> SeedReport {
+pub fn run_seed(seed: u64, worlds: Worlds) -> SeedReport {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
@@ -95,7 +101,7 @@ pub fn run_seed(seed: u64, plant: Option<Plant>) -> SeedReport {
     match rt {
         Ok(rt) => {
             let local = tokio::task::LocalSet::new();
-            rt.block_on(local.run_until(run::run(seed, plant)))
+            rt.block_on(local.run_until(run::run(seed::Seed(seed), worlds)))
         }
         Err(e) => SeedReport {
             seed,
@@ -149,7 +155,7 @@ impl Clock for VirtualClock {
 pub fn run(
     from: u64,
     seeds: u64,
-    plant: Option<Plant>,
+    worlds: Worlds,
     on_seed: &(dyn Fn(&SeedReport) + Sync),
 ) -> (Tally, Vec<SeedReport>) {
     let next = std::sync::atomic::AtomicU64::new(from);
@@ -163,9 +169,9 @@ pub fn run(
                 if seed >= end {
                     break;
                 }
-                let report = run_seed(seed, plant);
+                let report = run_seed(seed, worlds);
                 on_seed(&report);
-                reminders_core::ports::faults::lock(&results).push(report);
+                reminders_core::sync::lock(&results).push(report);
             });
         }
     });

@@ -11,11 +11,11 @@ use std::collections::BTreeSet;
 use std::sync::Mutex;
 
 use rand::rngs::StdRng;
-use rand::{RngExt, SeedableRng};
+use rand::RngExt;
 use reminders_core::domain::DeliveryKey;
 use reminders_core::ledger::DeliveryRecord;
-use reminders_core::ports::faults::lock;
 use reminders_core::ports::{Cas, Expected, Ledger, MemoryLedger};
+use reminders_core::sync::lock;
 
 use super::Plant;
 
@@ -34,9 +34,9 @@ pub struct Newer {
 impl Newer {
     /// A newer writer in a third of the worlds (the ones whose stream images carry a newer
     /// writer's values too), with dice of its own.
-    pub fn in_world(seed: u64) -> Option<Self> {
-        (seed % 3 == 1).then(|| Self {
-            rng: Mutex::new(StdRng::seed_from_u64(seed ^ 0x4e_e3e5)),
+    pub(super) fn in_world(seed: super::seed::Seed) -> Option<Self> {
+        seed.with_a_newer_writer().then(|| Self {
+            rng: Mutex::new(seed.rng(super::seed::Stream::Newer)),
             marked: Mutex::default(),
         })
     }

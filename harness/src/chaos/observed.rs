@@ -16,8 +16,9 @@ use reminders_core::ports::{Cas, Expected, Ledger, MemoryLedger, PortError};
 
 /// The ledger adapter's model, around the in-memory ledger, telling the journal about every
 /// write that lands. With the [`Plant::UnfencedLedger`] fault, writes ignore their condition
-/// (a broken adapter). Its writes are made on the memory ledger itself, under the condition
-/// it judges.
+/// (a broken adapter). Its writes are made on the memory ledger itself (`ledger`, the one the
+/// [`crate::around::Around`] wraps), under the condition it judges: it is the innermost hook of
+/// the world's ledger.
 pub struct Observed<C> {
     pub ledger: Arc<MemoryLedger>,
     pub dice: Arc<super::dice::Dice>,

@@ -12,8 +12,8 @@ use super::SeedReport;
 use reminders_core::domain::series::occurrence_id;
 use reminders_core::domain::{DeliveryKey, ReminderId, ReminderStatus};
 use reminders_core::ledger::Status;
-use reminders_core::ports::faults::lock;
 use reminders_core::ports::ReminderStore;
+use reminders_core::sync::lock;
 
 /// Every occurrence made of the world's series, to be judged as any reminder is.
 pub(super) async fn occurrences(world: &World) -> Vec<ReminderId> {

@@ -6,20 +6,20 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rand::rngs::StdRng;
-use rand::{RngExt, SeedableRng};
+use rand::RngExt;
 
 use super::dice::invoke;
 use super::dice::API_TIMEOUT;
+use super::seed::{Seed, Stream};
 use super::world::{recipient, World, CHAOS};
 use reminders_core::clock::Clock;
 use reminders_core::domain::{
     Channel, Content, DeadReason, DeliveryKey, NewReminder, Reminder, ReminderId, Retention,
     SubscriberId,
 };
-use reminders_core::ports::faults::lock;
 use reminders_core::redrive::{RedriveConfig, RedriveRequest, Redriver};
 use reminders_core::reminder_writes;
+use reminders_core::sync::lock;
 
 /// The chaos operator's redrive of `channel`'s DLQ for `reasons`: any time of death, twenty
 /// messages at ten a second, no note, nothing extended, no duplicate accepted.
@@ -46,7 +46,6 @@ pub(super) async fn redrive_later(
     world: Arc<World>,
     channel: Channel,
     after: Duration,
-    seed: u64,
     extend_freshness_secs: Option<u64>,
 ) {
     tokio::time::sleep(after).await;
@@ -54,7 +53,11 @@ pub(super) async fn redrive_later(
         retention: world.retention,
         ..RedriveConfig::default()
     };
-    let redriver = Redriver::new(world.ports.clone(), cfg, seed ^ 0x6_4ed4);
+    let redriver = Redriver::new(
+        world.ports.clone(),
+        cfg,
+        world.seed.of(Stream::LaterRedrives),
+    );
     let req = RedriveRequest {
         note: "after a chain took over".into(),
         extend_freshness_secs,
@@ -79,14 +82,15 @@ pub(super) async fn redrive_later(
 
 /// An operator redriving a channel's DLQ now and then, during the faults: any reasons, and
 /// sometimes a cancel of a reminder at the same moment.
-pub(super) async fn redrives(world: Arc<World>, seed: u64) {
+/// `seed` is the redriver's: the world's, or the twin's ([`Stream::TwinRedriver`]).
+pub(super) async fn redrives(world: Arc<World>, seed: Seed) {
     let cfg = RedriveConfig {
         retention: world.retention,
         ..RedriveConfig::default()
     };
-    let redriver = Redriver::new(world.ports.clone(), cfg, seed);
-    let mut rng = StdRng::seed_from_u64(seed ^ 0x4ed4);
-    let mut added = StdRng::seed_from_u64(seed ^ 0x1a7e4);
+    let redriver = Redriver::new(world.ports.clone(), cfg, seed.0);
+    let mut rng = seed.rng(Stream::Redrives);
+    let mut added = seed.rng(Stream::RedrivesCancels);
     while !world.dice.is_calm() {
         tokio::time::sleep(Duration::from_secs(rng.random_range(300..1_200))).await;
         let channel = Channel::ALL[rng.random_range(0..3)];
@@ -123,8 +127,8 @@ pub(super) async fn redrives(world: Arc<World>, seed: u64) {
 }
 
 /// Cancels and invalid items at random moments of the fault phase.
-pub(super) async fn operator(world: Arc<World>, seed: u64) {
-    let mut rng = StdRng::seed_from_u64(seed ^ 0x0e7a);
+pub(super) async fn operator(world: Arc<World>) {
+    let mut rng = world.seed.rng(Stream::Operator);
     let mut at: Vec<u64> = (0..world.shape.ops)
         .map(|_| rng.random_range(0..CHAOS.as_secs()))
         .collect();
@@ -210,6 +214,6 @@ pub(super) async fn invalid_item(world: &World, t: u64) {
     };
     r.fresh_until = due.minus(Duration::from_secs(1));
     if world.store.insert(&r).await.is_ok() {
-        reminders_core::ports::faults::lock(&world.invalid_ids).insert(id);
+        reminders_core::sync::lock(&world.invalid_ids).insert(id);
     }
 }

@@ -67,9 +67,7 @@ impl ChaosProvider {
     /// The key's reminder as stored: when it is fresh until, and whose it is.
     async fn owner(&self, key: &DeliveryKey) -> (Timestamp, Option<SubscriberId>) {
         let never = (Timestamp::from_millis(i64::MIN), None);
-        let owner = reminders_core::ports::faults::lock(&self.owners)
-            .get(key)
-            .cloned();
+        let owner = reminders_core::sync::lock(&self.owners).get(key).cloned();
         let Some(id) = owner else {
             return never;
         };
@@ -134,9 +132,7 @@ impl ChaosProvider {
     /// heads are failed in the worlds where heads die out of budget, so the rest keep being
     /// delivered.
     async fn lists_more(&self, key: &DeliveryKey) -> bool {
-        let owner = reminders_core::ports::faults::lock(&self.owners)
-            .get(key)
-            .cloned();
+        let owner = reminders_core::sync::lock(&self.owners).get(key).cloned();
         match owner {
             Some(id) => matches!(self.store.get(&id).await, Ok(Some(r)) if r.recipients.len() > 1),
             None => false,
@@ -145,7 +141,7 @@ impl ChaosProvider {
 
     fn doom(&self, key: &DeliveryKey) {
         if self.gone_after_ambiguous {
-            reminders_core::ports::faults::lock(&self.doomed).insert(key.clone());
+            reminders_core::sync::lock(&self.doomed).insert(key.clone());
         }
     }
 }
@@ -203,7 +199,7 @@ impl ChaosProvider {
         tokio::time::sleep(Duration::from_millis(self.dice.range(20, 800))).await;
         let channel = request.recipient.channel();
         let failing = subscriber.is_some_and(|s| {
-            reminders_core::ports::faults::lock(&self.failing).contains(&(s.clone(), channel))
+            reminders_core::sync::lock(&self.failing).contains(&(s.clone(), channel))
         });
         if failing && !self.dice.is_calm() && self.lists_more(key).await {
             // A definite failure: nothing was sent.
@@ -218,7 +214,7 @@ impl ChaosProvider {
             return self.throttle(key, now);
         }
         self.journal.attempt(key);
-        let doomed = reminders_core::ports::faults::lock(&self.doomed).remove(key);
+        let doomed = reminders_core::sync::lock(&self.doomed).remove(key);
         if doomed && !self.dice.is_calm() {
             self.journal.permanent(key);
             return Outcome::Gone {
@@ -257,9 +253,7 @@ impl ChaosProvider {
         }
         self.journal.accepted(key);
         if self.accepted.is_some() && self.strikes(0.2) {
-            let owner = reminders_core::ports::faults::lock(&self.owners)
-                .get(key)
-                .cloned();
+            let owner = reminders_core::sync::lock(&self.owners).get(key).cloned();
             if let Some(id) = owner {
                 let what = super::prompt::Prompt::Accepted(id);
                 super::prompt::prompt(self.accepted.as_ref(), what).await;

@@ -121,7 +121,7 @@ impl Adapter<Queue> {
                 _ if !remember && m.entry_id == reminders_core::consumer::REWAKE_ENTRY => {}
                 Ok(msg) if msg.fallback_from.is_some() => {
                     if remember {
-                        reminders_core::ports::faults::lock(&self.losing).insert(msg.delivery_key);
+                        reminders_core::sync::lock(&self.losing).insert(msg.delivery_key);
                     }
                 }
                 _ => kept.push(m.clone()),
@@ -143,8 +143,7 @@ impl Adapter<Queue> {
         for m in got {
             let key =
                 reminders_core::domain::DeliveryMessage::decode(&m.body).map(|m| m.delivery_key);
-            let lost =
-                key.is_ok_and(|k| reminders_core::ports::faults::lock(&self.losing).contains(&k));
+            let lost = key.is_ok_and(|k| reminders_core::sync::lock(&self.losing).contains(&k));
             if lost {
                 let _ = self.store.delete(channel, &m.receipt_handle).await;
             } else {

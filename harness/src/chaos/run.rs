@@ -13,10 +13,11 @@ use tokio::task::JoinSet;
 
 use super::adapter::Adapter;
 use super::dice::invoke;
+use super::seed::{Seed, Stream};
 use super::world::{
     build, recipient, ChaosPorts, Shape, Windows, World, CHAOS, EPOCH, FUNCTION_TIMEOUT, SETTLE_BY,
 };
-use super::{check, Plant, SeedReport};
+use super::{check, Plant, SeedReport, Worlds};
 use reminders_core::clock::{Clock, Timestamp};
 use reminders_core::consumer::event::{arn_for_url, to_sqs_event};
 use reminders_core::consumer::Consumer;
@@ -26,8 +27,8 @@ use reminders_core::domain::{
 use reminders_core::ports::DeliveryQueue;
 use reminders_core::scheduler::{Scheduler, SchedulerConfig};
 
-pub(super) async fn run(seed: u64, plant: Option<Plant>) -> SeedReport {
-    let mut rng = StdRng::seed_from_u64(seed);
+pub(super) async fn run(seed: Seed, worlds: Worlds) -> SeedReport {
+    let mut rng = seed.rng(Stream::Shape);
     let mut shape = Shape::draw(&mut rng);
     shape.windows = Windows::draw(seed);
     shape.scheduler_keys = super::world::SchedulerKey::draw(seed);
@@ -48,26 +49,26 @@ pub(super) async fn run(seed: u64, plant: Option<Plant>) -> SeedReport {
         };
         m.permanent = m.permanent.max(refused);
     }
-    let mut world = build(shape, seed, plant);
+    let mut world = build(shape, seed, worlds);
     seed_reminders(&mut world, &mut rng).await;
     let w = world.shape.windows;
     if w.gone_after_ambiguous || w.reorder_after_claim || w.spent_then_fallback {
-        super::subscribers::ordered_from_start(&world, seed).await;
+        super::subscribers::ordered_from_start(&world).await;
     }
     if w.spent_then_fallback {
         fail_the_heads(&mut world).await;
     }
     if world.shape.windows.series {
-        super::series::create(&world, seed).await;
+        super::series::create(&world).await;
     }
     let world = Arc::new(world);
     let mut tasks = JoinSet::new();
-    start(&world, &mut tasks, seed);
+    start(&world, &mut tasks);
     tokio::time::sleep(CHAOS).await;
     world.dice.calm();
     settle(&world).await;
     tasks.abort_all();
-    check::judge(&world, seed).await
+    check::judge(&world).await
 }
 
 async fn seed_reminders(world: &mut World, rng: &mut StdRng) {
@@ -126,7 +127,7 @@ async fn fail_the_heads(world: &mut World) {
         };
         if let Ok(Some(prefs)) = world.store.preferences(&subscriber).await {
             if let Some(head) = prefs.fallback.first() {
-                reminders_core::ports::faults::lock(&world.failing).insert((subscriber, *head));
+                reminders_core::sync::lock(&world.failing).insert((subscriber, *head));
             }
         }
     }
@@ -134,14 +135,14 @@ async fn fail_the_heads(world: &mut World) {
 
 /// Remember which reminder each of its possible delivery keys belongs to.
 fn own(world: &World, r: &Reminder) {
-    let mut owners = reminders_core::ports::faults::lock(&world.owners);
+    let mut owners = reminders_core::sync::lock(&world.owners);
     for channel in Channel::ALL {
         let key = DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, channel);
         owners.insert(key, r.reminder_id.clone());
     }
 }
 
-fn start(world: &Arc<World>, tasks: &mut JoinSet<()>, seed: u64) {
+fn start(world: &Arc<World>, tasks: &mut JoinSet<()>) {
     let schedulers = if world.shape.twin_scheduler { 2 } else { 1 };
     for n in 0..schedulers {
         tasks.spawn_local(schedule(world.clone(), n));
@@ -149,45 +150,46 @@ fn start(world: &Arc<World>, tasks: &mut JoinSet<()>, seed: u64) {
     for channel in Channel::ALL {
         for n in 0..world.shape.workers {
             let mut ports = world.ports.clone();
-            ports.clock = world.clock.skewed(skew(seed, channel, n));
+            ports.clock = world.clock.skewed(skew(world, channel, n));
             let consumer = Consumer::new(
                 ports,
                 world.consumer_cfg.clone(),
                 world.urls.clone(),
-                seed ^ (u64::from(n) << 8) ^ channel as u64,
+                world.seed.worker(Stream::Workers, channel, n),
             )
             .with_suppression_key(Some(suppression_key()));
             tasks.spawn_local(event_source(world.clone(), consumer, channel));
         }
     }
-    tasks.spawn_local(super::operator::redrives(world.clone(), seed));
+    tasks.spawn_local(super::operator::redrives(world.clone(), world.seed));
     if world.shape.twin_redrive {
-        tasks.spawn_local(super::operator::redrives(world.clone(), seed ^ 0x7317));
+        let twin = world.seed.derived(Stream::TwinRedriver);
+        tasks.spawn_local(super::operator::redrives(world.clone(), twin));
     }
-    tasks.spawn_local(super::operator::operator(world.clone(), seed));
-    tasks.spawn_local(super::surface::application(world.clone(), seed));
-    if let Some(prompts) = reminders_core::ports::faults::lock(&world.prompts).take() {
-        tasks.spawn_local(super::surface::prompted(world.clone(), prompts, seed));
+    tasks.spawn_local(super::operator::operator(world.clone()));
+    tasks.spawn_local(super::surface::application(world.clone()));
+    if let Some(prompts) = reminders_core::sync::lock(&world.prompts).take() {
+        tasks.spawn_local(super::surface::prompted(world.clone(), prompts));
     }
     let bus = Adapter::new(world.bus.clone(), world.dice.clone()).planted(world.plant);
     let bus = Arc::new(bus.port());
     tasks.spawn_local(super::events::stream_to_bus(world.tap.clone(), bus));
-    tasks.spawn_local(super::subscribers::change_their_minds(world.clone(), seed));
+    tasks.spawn_local(super::subscribers::change_their_minds(world.clone()));
     if world.shape.windows.series {
-        tasks.spawn_local(super::series::surface(world.clone(), seed));
-        tasks.spawn_local(super::series::create_past(world.clone(), seed));
-        tasks.spawn_local(super::detached::story(world.clone(), seed));
+        tasks.spawn_local(super::series::surface(world.clone()));
+        tasks.spawn_local(super::series::create_past(world.clone()));
+        tasks.spawn_local(super::detached::story(world.clone()));
     }
 }
 
 /// How far worker `n` of `channel`'s clock is off the world's (milliseconds, from the seed),
-/// up to [`super::worker_skew_ms`] either way.
-fn skew(seed: u64, channel: Channel, n: u32) -> i64 {
-    let most = super::worker_skew_ms();
+/// up to the run's skew ([`super::Worlds::worker_skew_ms`]) either way.
+fn skew(world: &World, channel: Channel, n: u32) -> i64 {
+    let most = i64::from(world.worker_skew_ms);
     if most == 0 {
         0
     } else {
-        let mut rng = StdRng::seed_from_u64(seed ^ 0x5_4e3d ^ (u64::from(n) << 8) ^ channel as u64);
+        let mut rng = StdRng::seed_from_u64(world.seed.worker(Stream::WorkerSkew, channel, n));
         rng.random_range(-most..=most)
     }
 }
@@ -257,11 +259,11 @@ async fn poll(world: &World, consumer: &Consumer<ChaosPorts>, channel: Channel) 
     let out = super::observed::reading_as(channel, handled).await;
     let m = out.metrics.get(channel);
     let alarmed = u64::from(m.invariant_errors + m.panics);
-    *reminders_core::ports::faults::lock(&world.alarms)
+    *reminders_core::sync::lock(&world.alarms)
         .entry(channel)
         .or_default() += alarmed;
     {
-        let mut one_reads = reminders_core::ports::faults::lock(&world.one_reads);
+        let mut one_reads = reminders_core::sync::lock(&world.one_reads);
         one_reads.0 += u64::from(m.one_read);
         one_reads.1 += u64::from(m.one_read_released);
     }
@@ -315,7 +317,7 @@ async fn last_deadline(world: &World) -> Timestamp {
             last = last.max(r.fresh_until);
         }
     }
-    let books = reminders_core::ports::faults::lock(&world.series.0).clone();
+    let books = reminders_core::sync::lock(&world.series.0).clone();
     for book in books.values().filter(|b| b.cancelled.is_none()) {
         if let Some((_, _, s)) = book.versions.last() {
             if let Some(at) = s.instants_between(None, s.until, 500).last() {

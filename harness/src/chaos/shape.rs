@@ -2,10 +2,11 @@
 //! the providers' misbehaviour, the windows it lines up, the keys its schedules hash with.
 
 use rand::rngs::StdRng;
-use rand::{RngExt, SeedableRng};
+use rand::RngExt;
 
 use super::dice::Rates;
 use super::provider::Misbehaviour;
+use super::seed::{Seed, Stream};
 use reminders_core::domain::PerChannel;
 use reminders_core::ports::StaleHandles;
 
@@ -48,8 +49,8 @@ pub(super) enum SchedulerKey {
 
 impl SchedulerKey {
     /// Half the schedules hash as the consumers do; the rest split between the others.
-    pub(super) fn draw(seed: u64) -> [Self; 2] {
-        let mut rng = StdRng::seed_from_u64(seed ^ 0x36_0e4d);
+    pub(super) fn draw(seed: Seed) -> [Self; 2] {
+        let mut rng = seed.rng(Stream::SchedulerKeys);
         let mut one = || match rng.random_range(0..4) {
             0 | 1 => Self::Same,
             2 => Self::Other,
@@ -106,8 +107,8 @@ impl Windows {
         self
     }
 
-    pub(super) fn draw(seed: u64) -> Self {
-        let mut rng = StdRng::seed_from_u64(seed ^ 0x3_21d0);
+    pub(super) fn draw(seed: Seed) -> Self {
+        let mut rng = seed.rng(Stream::Windows);
         Self {
             gone_after_ambiguous: rng.random_bool(0.5),
             edit_in_scan: rng.random_bool(0.5),

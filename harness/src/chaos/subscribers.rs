@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rand::rngs::StdRng;
-use rand::{RngExt, SeedableRng};
+use rand::RngExt;
 
 use super::world::World;
 use reminders_core::clock::{Clock, Timestamp};
@@ -33,8 +33,8 @@ const ZONES: [&str; 6] = [
 ];
 
 /// The subscribers of the world's reminders (`s-0` to `s-2`) change their preferences.
-pub(super) async fn change_their_minds(world: Arc<World>, seed: u64) {
-    let mut rng = StdRng::seed_from_u64(seed ^ 0x5_ab5c);
+pub(super) async fn change_their_minds(world: Arc<World>) {
+    let mut rng = world.seed.rng(super::seed::Stream::Preferences);
     let changes = rng.random_range(1..10);
     let mut at: Vec<u64> = (0..changes)
         .map(|_| rng.random_range(0..CHANGES_WITHIN.as_secs()))
@@ -85,8 +85,8 @@ pub(super) async fn write_preferences(
 
 /// Before the clock starts, each subscriber orders the three channels (a seeded shuffle), so
 /// that every reminder of two or more channels is a chain from its first send.
-pub(super) async fn ordered_from_start(world: &World, seed: u64) {
-    let mut rng = StdRng::seed_from_u64(seed ^ 0x0_4de5);
+pub(super) async fn ordered_from_start(world: &World) {
+    let mut rng = world.seed.rng(super::seed::Stream::Orders);
     for n in 0..3 {
         let Ok(subscriber) = SubscriberId::parse(format!("s-{n}")) else {
             continue;

@@ -18,11 +18,12 @@ use rand::{RngExt, SeedableRng};
 use super::acks::Kinds;
 use super::operator::redrive_later;
 use super::prompt::{Prompt, Prompts};
+use super::seed::Stream;
 use super::world::{abroad, recipient, subscriber_index, World, CHAOS};
 use reminders_core::clock::{Clock, Timestamp};
 use reminders_core::domain::{Channel, Content, Reminder, ReminderId};
-use reminders_core::ports::faults::lock;
 use reminders_core::reminder_writes::{Edit, Edited};
+use reminders_core::sync::lock;
 
 /// A reminder the world created (before its clock starts): landed and acknowledged.
 pub(super) fn created(world: &World, r: &Reminder) {
@@ -32,8 +33,8 @@ pub(super) fn created(world: &World, r: &Reminder) {
 
 /// The application: edits at random moments of the fault phase, each a whole body as a PUT
 /// sends it, changing one or two things.
-pub(super) async fn application(world: Arc<World>, seed: u64) {
-    let mut rng = StdRng::seed_from_u64(seed ^ 0xa991);
+pub(super) async fn application(world: Arc<World>) {
+    let mut rng = world.seed.rng(Stream::Edits);
     let edits = rng.random_range(0..12);
     let mut at: Vec<(u64, Option<usize>, Option<u64>)> = (0..edits)
         .map(|_| (rng.random_range(0..CHAOS.as_secs()), None, None))
@@ -50,7 +51,7 @@ pub(super) async fn application(world: Arc<World>, seed: u64) {
     // on (the edit `drop-freshness-edit` drops: before these, only a random edit that drew
     // freshness alone, of a reminder a breaker then held past its old end, made that window,
     // in about one world of 60). Their own dice, so the draws above stay as they were.
-    let mut again = StdRng::seed_from_u64(seed ^ 0xf2e5_4a11);
+    let mut again = world.seed.rng(Stream::FreshnessEdits);
     for (i, fresh) in world.fresh_at_start.iter().enumerate() {
         if again.random_bool(0.25) {
             let end = fresh.since(super::world::EPOCH).as_secs();
@@ -93,12 +94,12 @@ enum Force {
 }
 
 /// The application answering prompts, for as long as the world runs.
-pub(super) async fn prompted(world: Arc<World>, mut prompts: Prompts, seed: u64) {
-    let mut rng = StdRng::seed_from_u64(seed ^ 0x9_70a1);
+pub(super) async fn prompted(world: Arc<World>, mut prompts: Prompts) {
+    let mut rng = world.seed.rng(Stream::Prompted);
     // Take-overs draw from their own dice, so the other choices stay as they were; so do
     // the re-adds of a channel edited away.
-    let mut taken = StdRng::seed_from_u64(seed ^ 0x6_c1ea);
-    let mut readds = StdRng::seed_from_u64(seed ^ 0x4_7c4a);
+    let mut taken = world.seed.rng(Stream::TakeOvers);
+    let mut readds = world.seed.rng(Stream::Readds);
     while let Some((what, done)) = prompts.recv().await {
         let t = world.clock.now().since(super::world::EPOCH).as_secs();
         match what {
@@ -134,7 +135,7 @@ pub(super) async fn prompted(world: Arc<World>, mut prompts: Prompts, seed: u64)
                     // take-over itself. One here within seconds would mostly revive the
                     // death before any take-over (or hide its copy, if it crashed).
                     let after = Duration::from_secs(rng.random_range(120..900));
-                    let redrive = redrive_later(world.clone(), origin.channel, after, seed, None);
+                    let redrive = redrive_later(world.clone(), origin.channel, after, None);
                     tokio::task::spawn_local(redrive);
                 }
             }
@@ -148,12 +149,12 @@ pub(super) async fn prompted(world: Arc<World>, mut prompts: Prompts, seed: u64)
                         world.counts.prompted_edits();
                     }
                     let after = Duration::from_secs(taken.random_range(0..30));
-                    let redrive = redrive_later(world.clone(), from, after, seed, None);
+                    let redrive = redrive_later(world.clone(), from, after, None);
                     tokio::task::spawn_local(redrive);
                 }
             }
             Prompt::DiedSpent(origin) => {
-                super::chains::opt_out_and_redrive(&world, &origin, seed).await;
+                super::chains::opt_out_and_redrive(&world, &origin).await;
             }
             Prompt::HeadClaimed(origin) => {
                 // Counted among the reorders, by the journal.

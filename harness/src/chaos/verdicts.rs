@@ -104,7 +104,7 @@ impl Seen<'_> {
         let awaiting = listed
             .iter()
             .any(|c| *c != channel && self.awaiting_redrive.contains(&Self::key(r, *c)));
-        let alarms = reminders_core::ports::faults::lock(&self.world.alarms);
+        let alarms = reminders_core::sync::lock(&self.world.alarms);
         Unsettled::Stranded {
             alarmed: awaiting || alarms.get(&channel).copied().unwrap_or(0) > 0,
         }
@@ -282,8 +282,8 @@ impl Seen<'_> {
         let sent = self.facts(&key).is_some_and(|f| !f.sends.is_empty());
         // Cancelled is a reason only when the application asked for it: an edit that took
         // the channel away cancels it, and adding it back must then send it.
-        let asked = reminders_core::ports::faults::lock(&self.world.cancel_requests)
-            .contains(&r.reminder_id);
+        let asked =
+            reminders_core::sync::lock(&self.world.cancel_requests).contains(&r.reminder_id);
         let final_rec = self.ledger.get(&key).is_some_and(|rec| match rec.status() {
             Status::Cancelled => asked,
             s => reminders_core::events::is_settled(s),
@@ -331,9 +331,9 @@ pub(super) fn world_wide(world: &World, report: &mut SeedReport) {
     t.gone_answers += world.journal.gone_answers();
     t.cancels_racing_redrives += world.counts.racing();
     t.prompted_edits += world.counts.prompted();
-    t.add(&reminders_core::ports::faults::lock(&world.counts.series));
+    t.add(&reminders_core::sync::lock(&world.counts.series));
     t.edits_refused += world.counts.refused();
-    let (one_read, released) = *reminders_core::ports::faults::lock(&world.one_reads);
+    let (one_read, released) = *reminders_core::sync::lock(&world.one_reads);
     t.one_read += one_read;
     t.one_read_released += released;
     for k in world.acks.edits() {

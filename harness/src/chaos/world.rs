@@ -16,8 +16,9 @@ use super::events::Tap;
 use super::journal::Journal;
 use super::observed::Observed;
 use super::provider::ChaosProvider;
+use super::seed::{Seed, Stream};
 pub(super) use super::shape::{SchedulerKey, Shape, Windows};
-use super::{Plant, VirtualClock};
+use super::{Plant, VirtualClock, Worlds};
 use crate::around::Around;
 use reminders_core::clock::Timestamp;
 use reminders_core::consumer::ConsumerConfig;
@@ -49,6 +50,10 @@ pub(super) type ChaosPorts = PortSet<
 >;
 
 pub(super) struct World {
+    /// The world's seed: every part that draws at random draws from its own stream of it.
+    pub seed: Seed,
+    /// Up to how far each consumer worker's clock is off the world's ([`Worlds`]).
+    pub worker_skew_ms: u32,
     pub shape: Shape,
     pub clock: VirtualClock,
     pub dice: Arc<Dice>,
@@ -90,11 +95,14 @@ pub(super) struct World {
     pub newer: Option<Arc<super::newer::Newer>>,
 }
 
-pub(super) fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
+pub(super) fn build(shape: Shape, seed: Seed, worlds: Worlds) -> World {
+    let plant = worlds.plant;
     let clock = VirtualClock::start(EPOCH);
-    let dice = Arc::new(Dice::new(seed ^ 0xc4a0_5eed, shape.rates));
+    let dice = Arc::new(Dice::new(seed.of(Stream::Dice), shape.rates));
     let gate = Arc::new(MemoryGate::default());
-    let journal = Arc::new(Journal::new(gate.clone()));
+    // Two workers' clocks may disagree by twice the skew: each is off the world's either way.
+    let disagree = Duration::from_millis(2 * u64::from(worlds.worker_skew_ms));
+    let journal = Arc::new(Journal::new(gate.clone(), disagree));
     let store = Arc::new(MemoryReminderStore::new(4));
     let ledger = Arc::new(MemoryLedger::default());
     let dlq = Arc::new(MemoryQueue::new(clock).with_stale_handles(shape.stale_handles));
@@ -116,14 +124,14 @@ pub(super) fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
         ..ConsumerConfig::default()
     };
     // A third of the worlds run a newer writer than their events function.
-    let tap = Arc::new(Tap::new(seed % 3 == 1, plant));
+    let tap = Arc::new(Tap::new(seed.with_a_newer_writer(), plant));
     let newer = super::newer::Newer::in_world(seed).map(Arc::new);
     let acks = Arc::new(Acks::default());
     let watch = {
         let (acks, journal, owners) = (acks.clone(), journal.clone(), owners.clone());
         Arc::new(move |r: &Reminder| {
             // Whose each key is, for reminders made mid-run too (a series' occurrences).
-            let mut o = reminders_core::ports::faults::lock(&owners);
+            let mut o = reminders_core::sync::lock(&owners);
             for c in r.listed_channels() {
                 o.entry(DeliveryKey::derive(&r.reminder_id, &r.subscriber_id, c))
                     .or_insert_with(|| r.reminder_id.clone());
@@ -199,6 +207,8 @@ pub(super) fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
         providers: PerChannel::from_fn(provider),
     };
     World {
+        seed,
+        worker_skew_ms: worlds.worker_skew_ms,
         shape,
         clock,
         dice,
@@ -231,8 +241,8 @@ pub(super) fn build(shape: Shape, seed: u64, plant: Option<Plant>) -> World {
 
 /// How long after its TTL a reminder item goes: drawn apart from the ledger's (each table's TTL
 /// deletes on its own), from its own dice so that the rest of the shape stays as it was.
-fn reminders_ttl_lag(seed: u64) -> i64 {
-    StdRng::seed_from_u64(seed ^ 0x7717_1a90).random_range(0..600)
+fn reminders_ttl_lag(seed: Seed) -> i64 {
+    seed.rng(Stream::ReminderTtlLag).random_range(0..600)
 }
 
 /// The deployed retry policy. The worlds where heads die out of budget deploy a budget of three
@@ -268,8 +278,8 @@ fn counting_receives(journal: &Arc<Journal>) -> super::adapter::Heard {
 /// An outage of each channel's provider somewhere in the fault phase, from five minutes to an
 /// hour: longer than a fixed retry schedule, often longer than a reminder's freshness (it
 /// ends with the fault phase at the latest).
-fn outage(seed: u64, channel: Channel) -> (Timestamp, Timestamp) {
-    let mut rng = StdRng::seed_from_u64(seed ^ 0x07a6e ^ channel as u64);
+fn outage(seed: Seed, channel: Channel) -> (Timestamp, Timestamp) {
+    let mut rng = StdRng::seed_from_u64(seed.of(Stream::Outage) ^ channel as u64);
     let from = EPOCH.plus(Duration::from_secs(rng.random_range(0..CHAOS.as_secs())));
     let length = Duration::from_secs(rng.random_range(300..=3_600));
     (from, from.plus(length))

@@ -30,6 +30,7 @@ pub mod provider;
 pub mod recipients;
 pub mod report;
 pub mod search;
+mod sizing;
 pub mod stages;
 mod world;
 

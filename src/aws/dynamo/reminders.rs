@@ -7,9 +7,8 @@ use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::get_item::GetItemError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::query::QueryError;
-use aws_sdk_dynamodb::operation::scan::ScanError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
 use aws_sdk_dynamodb::Client;
 use serde_dynamo::aws_sdk_dynamodb_1::to_item;
 
@@ -22,17 +21,17 @@ use crate::domain::{
 };
 use crate::ports::reminders::{
     editable, FILTERED_PAGE, OP_EXTEND, OP_GET, OP_INSERT, OP_MARK, OP_QUARANTINE, OP_QUERY,
-    OP_REPLACE, OP_SWEEP,
+    OP_REPLACE,
 };
 use crate::ports::{
     DuePage, DueQuery, Inserted, Marked, PortError, ReminderStore, SweepCursor, SweepPage,
-    SweptItem,
 };
 use expr::{cursor, marked, settled_values, skip_filter};
 
 mod due_index;
 mod expr;
 mod preferences;
+mod sweep;
 
 pub(super) use preferences::decode_preferences;
 pub use preferences::preferences_key;
@@ -214,58 +213,13 @@ impl ReminderStore for DynamoReminderStore {
         Ok(DuePage { items, next })
     }
 
+    /// The due index scanned, a page at a time ([`DynamoReminderStore::sweep`]).
     async fn sweep_index(
         &self,
         after: Option<&SweepCursor>,
         limit: u32,
     ) -> Result<SweepPage, PortError> {
-        let mut q = self
-            .client
-            .scan()
-            .table_name(&self.table)
-            .limit(i32::try_from(limit.max(1)).unwrap_or(i32::MAX));
-        for (name, value, number) in after.map(|c| c.0.as_slice()).unwrap_or_default() {
-            let v = if *number { n(value) } else { s(value) };
-            q = q.exclusive_start_key(name, v);
-        }
-        let out = self
-            .due_index
-            .read(|index| q.clone().index_name(index).send())
-            .await
-            .map_err(|e| port_error(OP_SWEEP, e, dynamo_kind!(ScanError)))?;
-        let items = out
-            .items
-            .unwrap_or_default()
-            .into_iter()
-            .map(|raw| {
-                let key = match raw.get("reminder_id") {
-                    Some(AttributeValue::S(id)) => id.clone(),
-                    _ => String::new(),
-                };
-                let shard = match raw.get("due_shard") {
-                    Some(AttributeValue::N(v)) => v.parse().ok(),
-                    _ => None,
-                };
-                SweptItem {
-                    key,
-                    shard,
-                    entry: item::due_entry(raw),
-                }
-            })
-            .collect();
-        let next = out.last_evaluated_key.map(|k| {
-            let mut attrs: Vec<(String, String, bool)> = k
-                .into_iter()
-                .filter_map(|(name, v)| match v {
-                    AttributeValue::S(v) => Some((name, v, false)),
-                    AttributeValue::N(v) => Some((name, v, true)),
-                    _ => None,
-                })
-                .collect();
-            attrs.sort();
-            SweepCursor(attrs)
-        });
-        Ok(SweepPage { items, next })
+        self.sweep(after, limit).await
     }
 
     async fn extend_freshness(

@@ -1,6 +1,6 @@
 //! A recurring series (docs/design.md, "Recurring series"): a rule, a zone and the fields of a
 //! reminder. Each occurrence is an ordinary [`Reminder`] whose id derives from the series id and
-//! the occurrence's instant ([`occurrence_id`]), so that everything promised of a reminder holds
+//! the occurrence's instant ([`super::occurrence_id()`]), so that everything promised of a reminder holds
 //! per occurrence.
 
 use std::collections::BTreeMap;
@@ -8,16 +8,14 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::occurrence_id::{occurrence_id, OCCURRENCE_SEPARATOR};
 use super::rule::{Rule, RuleError};
 use crate::clock::Timestamp;
 use crate::domain::{
-    Channel, Content, Owner, Recipient, Reminder, ReminderError, ReminderId, ReminderStatus,
-    Retention, SeriesId, SubscriberId, MAX_FRESHNESS,
+    Channel, Content, Owner, Recipient, Reminder, ReminderError, ReminderStatus, Retention,
+    SeriesId, SubscriberId, MAX_FRESHNESS,
 };
 
-/// What separates a series id from the instant in an occurrence's id. Refused in the id of a
-/// reminder created on its own, so an id that parses as an occurrence is one.
-pub const OCCURRENCE_SEPARATOR: &str = "::";
 /// A series id leaves room for the separator and the instant (`20270104T081500Z`) within a
 /// reminder id's 128 characters.
 pub const MAX_SERIES_ID_LEN: usize = 110;
@@ -379,26 +377,6 @@ impl Series {
         let over = self.made.len().saturating_sub(MADE_KEPT);
         self.made.drain(..over);
     }
-}
-
-/// The id of the occurrence of `series` at `at`: `{series}::20270104T081500Z`.
-pub fn occurrence_id(series: &SeriesId, at: Timestamp) -> ReminderId {
-    let t = jiff::Timestamp::from_millisecond(at.as_millis())
-        .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
-        .strftime("%Y%m%dT%H%M%SZ")
-        .to_string();
-    // A series id is at most MAX_SERIES_ID_LEN of the id alphabet: always a valid id.
-    ReminderId::parse(format!("{series}{OCCURRENCE_SEPARATOR}{t}"))
-        .expect("a series id and an instant make a reminder id")
-}
-
-/// The series and the instant of an occurrence's id; `None` for any other reminder id.
-pub fn occurrence_of(id: &ReminderId) -> Option<(SeriesId, Timestamp)> {
-    let (series, at) = id.as_str().rsplit_once(OCCURRENCE_SEPARATOR)?;
-    let at = jiff::civil::DateTime::strptime("%Y%m%dT%H%M%SZ", at).ok()?;
-    let at = at.to_zoned(jiff::tz::TimeZone::UTC).ok()?.timestamp();
-    let series = SeriesId::parse(series).ok()?;
-    Some((series, Timestamp::from_millis(at.as_millisecond())))
 }
 
 #[cfg(test)]

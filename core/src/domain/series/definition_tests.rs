@@ -1,4 +1,6 @@
 use super::*;
+use crate::domain::series::occurrence_of;
+use crate::domain::ReminderId;
 
 #[test]
 fn an_occurrence_id_names_its_series_and_instant() {

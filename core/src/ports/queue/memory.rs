@@ -10,8 +10,8 @@ use super::*;
 use crate::clock::{Clock, Timestamp};
 use crate::deadletter::DeadLetter;
 use crate::domain::Channel;
-use crate::ports::faults::{lock, FaultPoint, Faults};
 use crate::ports::PortError;
+use crate::sync::lock;
 
 /// A message; its id and receipt handles are made from its send sequence and receive count
 /// ([`message_id`], [`receipt`]), so the queue keeps no table of handles: a delivered
@@ -160,7 +160,6 @@ pub struct MemoryQueue<C> {
     clock: C,
     queues: Mutex<BTreeMap<Channel, Channelq>>,
     next_id: Mutex<u64>,
-    faults: Faults,
     /// The queue's redrive policy: past this many receives, a message moves to the DLQ.
     redrive: Option<(u32, Arc<MemoryQueue<C>>)>,
     stale_handles: StaleHandles,
@@ -168,15 +167,10 @@ pub struct MemoryQueue<C> {
 
 impl<C: Clock> MemoryQueue<C> {
     pub fn new(clock: C) -> Self {
-        Self::with_faults(clock, Faults::default())
-    }
-
-    pub fn with_faults(clock: C, faults: Faults) -> Self {
         Self {
             clock,
             queues: Mutex::default(),
             next_id: Mutex::new(0),
-            faults,
             redrive: None,
             stale_handles: StaleHandles::default(),
         }
@@ -350,17 +344,6 @@ impl<C: Clock> MemoryQueue<C> {
                 q.remove(seq);
             }
         }
-    }
-
-    fn guarded<T>(
-        &self,
-        op: &'static str,
-        f: impl FnOnce() -> Result<T, PortError>,
-    ) -> Result<T, PortError> {
-        self.faults.check(op, FaultPoint::Before)?;
-        let out = f()?;
-        self.faults.check(op, FaultPoint::After)?;
-        Ok(out)
     }
 }
 

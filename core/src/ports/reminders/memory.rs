@@ -7,7 +7,7 @@ use std::ops::Bound;
 use std::sync::{Arc, Mutex};
 
 use super::*;
-use crate::ports::faults::{lock, FaultPoint, Faults};
+use crate::sync::lock;
 
 mod packed;
 mod subscribers;
@@ -18,7 +18,6 @@ mod subscribers;
 pub struct MemoryReminderStore {
     state: Mutex<Table>,
     shards: u32,
-    faults: Faults,
 }
 
 #[derive(Debug, Default)]
@@ -76,14 +75,9 @@ impl Table {
 
 impl MemoryReminderStore {
     pub fn new(shards: u32) -> Self {
-        Self::with_faults(shards, Faults::default())
-    }
-
-    pub fn with_faults(shards: u32, faults: Faults) -> Self {
         Self {
             state: Mutex::default(),
             shards: shards.max(1),
-            faults,
         }
     }
 
@@ -97,15 +91,10 @@ impl MemoryReminderStore {
         lock(&self.state).suppressions.remove(address).is_some()
     }
 
-    pub(super) fn guarded<T>(
-        &self,
-        op: &'static str,
-        f: impl FnOnce(&mut Table) -> T,
-    ) -> Result<T, PortError> {
-        self.faults.check(op, FaultPoint::Before)?;
-        let out = f(&mut lock(&self.state));
-        self.faults.check(op, FaultPoint::After)?;
-        Ok(out)
+    /// `f` on the table, locked: every call of the memory store is answered (the `Result` is
+    /// the port's).
+    pub(super) fn with_table<T>(&self, f: impl FnOnce(&mut Table) -> T) -> Result<T, PortError> {
+        Ok(f(&mut lock(&self.state)))
     }
 }
 
@@ -116,7 +105,7 @@ impl ReminderStore for MemoryReminderStore {
 
     async fn insert(&self, r: &Reminder) -> Result<Inserted, PortError> {
         let shards = self.shards;
-        self.guarded(OP_INSERT, |t| {
+        self.with_table(|t| {
             if t.items.contains_key(r.reminder_id.as_str()) {
                 return Inserted::AlreadyExists;
             }
@@ -132,7 +121,7 @@ impl ReminderStore for MemoryReminderStore {
         expected_status: ReminderStatus,
     ) -> Result<Marked, PortError> {
         let shards = self.shards;
-        self.guarded(OP_REPLACE, |t| match t.get(r.reminder_id.as_str()) {
+        self.with_table(|t| match t.get(r.reminder_id.as_str()) {
             None => Marked::Missing,
             Some(cur)
                 if cur.payload_version != expected_version
@@ -151,11 +140,11 @@ impl ReminderStore for MemoryReminderStore {
     }
 
     async fn get(&self, id: &ReminderId) -> Result<Option<Reminder>, PortError> {
-        self.guarded(OP_GET, |t| t.get(id.as_str()))
+        self.with_table(|t| t.get(id.as_str()))
     }
 
     async fn query_due(&self, q: &DueQuery<'_>) -> Result<DuePage, PortError> {
-        self.guarded(OP_QUERY, |t| {
+        self.with_table(|t| {
             let from = match q.after {
                 Some(c) => Bound::Excluded((q.shard, c.due_at, c.reminder_id.clone())),
                 None => Bound::Included((q.shard, Timestamp::from_millis(i64::MIN), String::new())),
@@ -204,7 +193,7 @@ impl ReminderStore for MemoryReminderStore {
         after: Option<&SweepCursor>,
         limit: u32,
     ) -> Result<SweepPage, PortError> {
-        self.guarded(OP_SWEEP, |t| {
+        self.with_table(|t| {
             let from = match after.and_then(|c| c.0.first()) {
                 Some((_, id, _)) => Bound::Excluded(id.as_str()),
                 None => Bound::Unbounded,
@@ -247,7 +236,7 @@ impl ReminderStore for MemoryReminderStore {
         expires_at: i64,
     ) -> Result<Marked, PortError> {
         let shards = self.shards;
-        self.guarded(OP_EXTEND, |t| match t.get(id.as_str()) {
+        self.with_table(|t| match t.get(id.as_str()) {
             None => Marked::Missing,
             Some(cur) if cur.payload_version != payload_version || !editable(cur.status) => {
                 Marked::Changed
@@ -263,7 +252,7 @@ impl ReminderStore for MemoryReminderStore {
 
     async fn quarantine(&self, key: &str, reason: &str) -> Result<Marked, PortError> {
         let shards = self.shards;
-        self.guarded(OP_QUARANTINE, |t| {
+        self.with_table(|t| {
             let Some(cur) = t.get(key) else {
                 return Marked::Missing;
             };
@@ -286,7 +275,7 @@ impl ReminderStore for MemoryReminderStore {
         &self,
         subscriber: &SubscriberId,
     ) -> Result<Option<Preferences>, PortError> {
-        self.guarded(OP_PREFERENCES, |t| t.preferences.get(subscriber).cloned())
+        self.with_table(|t| t.preferences.get(subscriber).cloned())
     }
 
     async fn put_preferences(
@@ -294,17 +283,17 @@ impl ReminderStore for MemoryReminderStore {
         subscriber: &SubscriberId,
         prefs: &Preferences,
     ) -> Result<(), PortError> {
-        self.guarded(OP_PUT_PREFERENCES, |t| {
+        self.with_table(|t| {
             t.preferences.insert(subscriber.clone(), prefs.clone());
         })
     }
 
     async fn suppression(&self, address: &AddressHash) -> Result<Option<Suppression>, PortError> {
-        self.guarded(OP_SUPPRESSION, |t| t.suppressions.get(address).cloned())
+        self.with_table(|t| t.suppressions.get(address).cloned())
     }
 
     async fn put_suppression(&self, suppression: &Suppression) -> Result<(), PortError> {
-        self.guarded(OP_PUT_SUPPRESSION, |t| {
+        self.with_table(|t| {
             t.suppressions
                 .entry(suppression.address_hash.clone())
                 .or_insert_with(|| suppression.clone());
@@ -318,7 +307,7 @@ impl ReminderStore for MemoryReminderStore {
         to: ReminderStatus,
     ) -> Result<Marked, PortError> {
         let shards = self.shards;
-        self.guarded(OP_MARK, |t| match t.get(id.as_str()) {
+        self.with_table(|t| match t.get(id.as_str()) {
             None => Marked::Missing,
             Some(cur) if !mark_allowed(&cur, payload_version, to) => Marked::Changed,
             Some(mut next) => {

@@ -8,7 +8,6 @@ use crate::domain::series::Series;
 use crate::domain::{SeriesId, SubscriberId};
 use crate::ports::series::{
     make_at, ExpectedSeries, SeriesCursor, SeriesCursorPage, SeriesPage, SeriesStore, Written,
-    OP_GET_SERIES, OP_PUT_SERIES, OP_SERIES_DUE, OP_SERIES_OF,
 };
 use crate::ports::PortError;
 
@@ -28,13 +27,11 @@ impl Table {
 
 impl SeriesStore for MemoryReminderStore {
     async fn get_series(&self, id: &SeriesId) -> Result<Option<Series>, PortError> {
-        self.guarded(OP_GET_SERIES, |t| {
-            t.series.get(id.as_str()).map(|(s, _)| s.clone())
-        })
+        self.with_table(|t| t.series.get(id.as_str()).map(|(s, _)| s.clone()))
     }
 
     async fn put_series(&self, s: &Series, expected: ExpectedSeries) -> Result<Written, PortError> {
-        self.guarded(OP_PUT_SERIES, |t| {
+        self.with_table(|t| {
             let stored = t.series.get(s.series_id.as_str()).map(|(s, _)| s.clone());
             if !expected.holds_for(stored.as_ref()) {
                 return Written::Conflict(stored.map(Box::new));
@@ -45,7 +42,7 @@ impl SeriesStore for MemoryReminderStore {
     }
 
     async fn series_due(&self, until: Timestamp, limit: u32) -> Result<Vec<Series>, PortError> {
-        self.guarded(OP_SERIES_DUE, |t| {
+        self.with_table(|t| {
             t.series_due
                 .iter()
                 .take_while(|(at, _)| *at <= until)
@@ -61,7 +58,7 @@ impl SeriesStore for MemoryReminderStore {
         after: Option<&SeriesId>,
         limit: u32,
     ) -> Result<SeriesPage, PortError> {
-        self.guarded(OP_SERIES_OF, |t| {
+        self.with_table(|t| {
             let limit = limit.max(1) as usize;
             // By start, then id, as DynamoDB's subscriber index keeps them.
             let mut all: Vec<&Series> = t
@@ -90,7 +87,7 @@ impl SeriesStore for MemoryReminderStore {
         after: Option<&SeriesCursor>,
         limit: u32,
     ) -> Result<SeriesCursorPage, PortError> {
-        self.guarded(OP_SERIES_OF, |t| {
+        self.with_table(|t| {
             let mut all: Vec<&Series> = t
                 .series
                 .values()
@@ -116,7 +113,7 @@ impl SeriesStore for MemoryReminderStore {
 impl MemoryReminderStore {
     /// Delete a series (the erasure's; [`crate::ports::Eraser::delete_series`]).
     pub(super) fn remove_series(&self, id: &SeriesId) -> Result<bool, PortError> {
-        self.guarded(crate::ports::eraser::OP_DELETE_SERIES, |t| {
+        self.with_table(|t| {
             let key = id.as_str().to_owned();
             match t.series.remove(&key) {
                 Some((_, at)) => {

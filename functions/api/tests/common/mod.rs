@@ -10,17 +10,15 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use axum::Router;
-use reminders::clock::Timestamp;
 use reminders::clock::{ManualClock, SystemClock};
 use reminders::domain::{DeliveryKey, Retention};
-use reminders::domain::{Reminder, ReminderId, ReminderStatus, SubscriberId};
+use reminders::domain::{Reminder, ReminderId};
 use reminders::ledger::DeliveryRecord;
 use reminders::ports::{
-    Cas, DuePage, DueQuery, Expected, Faults, Inserted, Ledger, Marked, MemoryLedger,
-    MemoryReminderStore, PortError, ReminderStore, SubscriberCursor, SubscriberIndex,
-    SubscriberPage, SweepCursor, SweepPage,
+    Cas, Expected, Ledger, MemoryLedger, MemoryReminderStore, PortError, ReminderStore,
 };
 use reminders_api::{router, App, Defaults};
+use reminders_harness::around::{Around, Call, Faults, Hook, SingleReads};
 use serde_json::{json, Value};
 use tower::ServiceExt;
 
@@ -82,11 +80,11 @@ pub struct Harness {
 impl Harness {
     pub fn new() -> Self {
         let (ledger_faults, store_faults) = (Faults::default(), Faults::default());
-        let store = Arc::new(MemoryReminderStore::with_faults(8, store_faults.clone()));
-        let ledger = Arc::new(MemoryLedger::with_faults(ledger_faults.clone()));
+        let store = Arc::new(MemoryReminderStore::new(8));
+        let ledger = Arc::new(MemoryLedger::default());
         let router = router(App {
-            store: store.clone(),
-            ledger: ledger.clone(),
+            store: Around::new(store.clone(), (store_faults.clone(), SingleReads)),
+            ledger: Around::new(ledger.clone(), ledger_faults.clone()),
             clock: SystemClock,
             defaults: defaults(),
             auth: operator(),
@@ -124,11 +122,11 @@ impl Harness {
     /// made ahead of its now), with faults of both stores to inject.
     pub fn at(clock: ManualClock, auth: reminders_api::Auth) -> Self {
         let (ledger_faults, store_faults) = (Faults::default(), Faults::default());
-        let store = Arc::new(MemoryReminderStore::with_faults(8, store_faults.clone()));
-        let ledger = Arc::new(MemoryLedger::with_faults(ledger_faults.clone()));
+        let store = Arc::new(MemoryReminderStore::new(8));
+        let ledger = Arc::new(MemoryLedger::default());
         let router = router(App {
-            store: store.clone(),
-            ledger: ledger.clone(),
+            store: Around::new(store.clone(), (store_faults.clone(), SingleReads)),
+            ledger: Around::new(ledger.clone(), ledger_faults.clone()),
             clock,
             defaults: defaults(),
             auth,
@@ -178,7 +176,7 @@ impl Harness {
     pub fn with_corrupt_index() -> Self {
         let store = Arc::new(MemoryReminderStore::new(8));
         let router = router(App {
-            store: CorruptIndex(store.clone()),
+            store: Around::new(store.clone(), CorruptIndex),
             ledger: Arc::new(MemoryLedger::default()),
             clock: SystemClock,
             defaults: defaults(),
@@ -291,130 +289,27 @@ fn corrupt(op: &'static str) -> PortError {
     }
 }
 
-/// The in-memory store, except that its subscriber index and preferences are unreadable
-/// (and preferences refused): the `500`s.
-pub struct CorruptIndex(pub Arc<MemoryReminderStore>);
+/// A hook on the in-memory store by which its subscriber index and preferences are unreadable
+/// (and preferences refused): the `500`s. Its compound reads are made of its single reads, so
+/// a recipient's rules are unreadable too, and so is a page of series after a cursor.
+pub struct CorruptIndex;
 
-/// Erasure reads the index first, which fails: nothing below is reached.
-impl reminders::ports::Eraser for CorruptIndex {
-    async fn delete_reminder(
-        &self,
-        id: &ReminderId,
-        force: bool,
-    ) -> Result<reminders::ports::Deleted, PortError> {
-        reminders::ports::Eraser::delete_reminder(&self.0, id, force).await
+impl Hook for CorruptIndex {
+    async fn before(&self, call: &Call<'_>) -> Result<(), PortError> {
+        match call {
+            Call::BySubscriber { .. } => Err(corrupt("reminders.by_subscriber")),
+            Call::SeriesOf { .. } | Call::SeriesAfter { .. } => Err(corrupt("series.of")),
+            Call::Preferences { .. } => Err(corrupt("reminders.preferences")),
+            Call::Suppression { .. } => Err(corrupt("reminders.suppression")),
+            Call::PutPreferences { .. } => Err(PortError::Refused {
+                op: "reminders.put_preferences",
+                message: "test: access denied".into(),
+            }),
+            _ => Ok(()),
+        }
     }
-    async fn delete_preferences(
-        &self,
-        subscriber: &SubscriberId,
-    ) -> Result<reminders::ports::Deleted, PortError> {
-        reminders::ports::Eraser::delete_preferences(&self.0, subscriber).await
-    }
-    async fn lift_suppression(
-        &self,
-        address: &reminders::domain::AddressHash,
-    ) -> Result<reminders::ports::Deleted, PortError> {
-        reminders::ports::Eraser::lift_suppression(&self.0, address).await
-    }
-}
 
-/// Series as the store keeps them, except a subscriber's list (an index), which is unreadable.
-impl reminders::ports::SeriesStore for CorruptIndex {
-    async fn get_series(
-        &self,
-        id: &reminders::domain::SeriesId,
-    ) -> Result<Option<reminders::domain::series::Series>, PortError> {
-        reminders::ports::SeriesStore::get_series(&self.0, id).await
-    }
-    async fn put_series(
-        &self,
-        s: &reminders::domain::series::Series,
-        expected: reminders::ports::ExpectedSeries,
-    ) -> Result<reminders::ports::series::Written, PortError> {
-        reminders::ports::SeriesStore::put_series(&self.0, s, expected).await
-    }
-    async fn series_due(
-        &self,
-        until: reminders::clock::Timestamp,
-        limit: u32,
-    ) -> Result<Vec<reminders::domain::series::Series>, PortError> {
-        reminders::ports::SeriesStore::series_due(&self.0, until, limit).await
-    }
-    async fn series_of(
-        &self,
-        _s: &SubscriberId,
-        _after: Option<&reminders::domain::SeriesId>,
-        _limit: u32,
-    ) -> Result<reminders::ports::SeriesPage, PortError> {
-        Err(corrupt("series.of"))
-    }
-}
-
-impl SubscriberIndex for CorruptIndex {
-    async fn by_subscriber(
-        &self,
-        _s: &SubscriberId,
-        _after: Option<&SubscriberCursor>,
-        _limit: u32,
-    ) -> Result<SubscriberPage, PortError> {
-        Err(corrupt("reminders.by_subscriber"))
-    }
-}
-
-impl ReminderStore for CorruptIndex {
-    fn shards(&self) -> u32 {
-        self.0.shards()
-    }
-    async fn preferences(
-        &self,
-        _s: &SubscriberId,
-    ) -> Result<Option<reminders::domain::Preferences>, PortError> {
-        Err(corrupt("reminders.preferences"))
-    }
-    async fn put_preferences(
-        &self,
-        _s: &SubscriberId,
-        _p: &reminders::domain::Preferences,
-    ) -> Result<(), PortError> {
-        Err(PortError::Refused {
-            op: "reminders.put_preferences",
-            message: "test: access denied".into(),
-        })
-    }
-    async fn suppression(
-        &self,
-        _a: &reminders::domain::AddressHash,
-    ) -> Result<Option<reminders::domain::Suppression>, PortError> {
-        Err(corrupt("reminders.suppression"))
-    }
-    async fn insert(&self, r: &Reminder) -> Result<Inserted, PortError> {
-        self.0.insert(r).await
-    }
-    async fn replace(&self, r: &Reminder, v: u64, s: ReminderStatus) -> Result<Marked, PortError> {
-        self.0.replace(r, v, s).await
-    }
-    async fn get(&self, id: &ReminderId) -> Result<Option<Reminder>, PortError> {
-        self.0.get(id).await
-    }
-    async fn query_due(&self, q: &DueQuery<'_>) -> Result<DuePage, PortError> {
-        self.0.query_due(q).await
-    }
-    async fn extend_freshness(
-        &self,
-        id: &ReminderId,
-        v: u64,
-        f: Timestamp,
-        e: i64,
-    ) -> Result<Marked, PortError> {
-        self.0.extend_freshness(id, v, f, e).await
-    }
-    async fn sweep_index(&self, a: Option<&SweepCursor>, l: u32) -> Result<SweepPage, PortError> {
-        self.0.sweep_index(a, l).await
-    }
-    async fn quarantine(&self, key: &str, reason: &str) -> Result<Marked, PortError> {
-        self.0.quarantine(key, reason).await
-    }
-    async fn mark(&self, id: &ReminderId, v: u64, to: ReminderStatus) -> Result<Marked, PortError> {
-        self.0.mark(id, v, to).await
+    fn splits_compound_reads(&self) -> bool {
+        true
     }
 }

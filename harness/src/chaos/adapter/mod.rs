@@ -25,7 +25,8 @@ pub type Chaotic<S> = Around<S, Adapter<S>>;
 
 /// The model of one adapter, around the in-memory `store` it models (the same store the
 /// [`Around`] wraps: a model whose plant rewrites a request, or that reads the item before a
-/// write, makes that call on the store itself).
+/// write, makes that call on the store itself). It is the innermost hook of its port: a hook
+/// inside it would not see the calls it makes on the store itself.
 pub struct Adapter<S> {
     pub store: S,
     pub dice: Arc<Dice>,
@@ -55,6 +56,12 @@ pub struct Adapter<S> {
     pub(super) ttl: Option<Ttl>,
 }
 
+/// DynamoDB's TTL on the reminders table as the system meets it: an item past its `expires_at`
+/// by the table's lag is deleted, gone for every reader, a conditional write on it finds nothing,
+/// and a create of its id creates it anew (the maker reaching an instant whose occurrence was made
+/// on its own and has expired). The memory store keeps the item until such a create, for the
+/// checker. (The due index is not filtered: an item still scheduled two hours past its freshness
+/// never stays there, the scheduler expires it first.)
 pub(super) struct Ttl {
     pub clock: super::VirtualClock,
     pub lag_secs: i64,

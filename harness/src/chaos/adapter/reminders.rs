@@ -5,8 +5,9 @@
 use super::*;
 use crate::chaos::prompt::{prompt, Prompt};
 use reminders_core::domain::{Preferences, ReminderId, ReminderStatus};
+use reminders_core::ports::series::SeriesCursorPage;
 use reminders_core::ports::{
-    DueEntry, DuePage, Eraser, Inserted, Marked, MemoryReminderStore, ReminderStore,
+    DueEntry, DuePage, Eraser, Inserted, Marked, MemoryReminderStore, ReminderStore, SeriesPage,
 };
 
 type Store = Arc<MemoryReminderStore>;
@@ -41,13 +42,20 @@ impl Hook for Adapter<Store> {
                 self.put_series(series, *expected).await.map(cast)
             }
             Call::SeriesDue { .. } => self.series_due(typed(next())).await.map(cast),
-            Call::SeriesOf { .. } => self.series_of(typed(next())).await.map(cast),
+            Call::SeriesOf { .. } => {
+                let page = self.series_page::<SeriesPage>(typed(next()));
+                page.await.map(cast)
+            }
+            Call::SeriesAfter { .. } => {
+                let page = self.series_page::<SeriesCursorPage>(typed(next()));
+                page.await.map(cast)
+            }
             _ => self.dice.around(call.name(), next()).await,
         }
     }
 
-    /// The trait's defaults make a delivery's read, the recipient's rules and a series page
-    /// after a cursor of the single calls this model plays.
+    /// The trait's defaults make a delivery's read and the recipient's rules of the single
+    /// reads this model plays.
     fn splits_compound_reads(&self) -> bool {
         true
     }

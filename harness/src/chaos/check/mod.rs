@@ -48,7 +48,8 @@ struct Verdict<'a> {
     what: String,
 }
 
-pub(super) async fn judge(world: &World, seed: u64) -> SeedReport {
+pub(super) async fn judge(world: &World) -> SeedReport {
+    let seed = world.seed.0;
     let ledger: BTreeMap<DeliveryKey, DeliveryRecord> = world
         .ledger
         .snapshot()
@@ -58,7 +59,7 @@ pub(super) async fn judge(world: &World, seed: u64) -> SeedReport {
     let copies = dlq_copies(world);
     let facts = world.journal.facts();
     let prefs = world.journal.preference_writes();
-    let cancels = reminders_core::ports::faults::lock(&world.cancel_requests).clone();
+    let cancels = reminders_core::sync::lock(&world.cancel_requests).clone();
     let mut report = SeedReport {
         seed,
         tally: Tally {
@@ -71,7 +72,7 @@ pub(super) async fn judge(world: &World, seed: u64) -> SeedReport {
         },
         findings: Vec::new(),
     };
-    let invalid = reminders_core::ports::faults::lock(&world.invalid_ids).clone();
+    let invalid = reminders_core::sync::lock(&world.invalid_ids).clone();
     for id in &invalid {
         let status = world.store.get(id).await.ok().flatten().map(|r| r.status);
         if status != Some(ReminderStatus::Invalid) {

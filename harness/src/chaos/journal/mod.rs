@@ -11,12 +11,13 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use reminders_core::clock::Timestamp;
 use reminders_core::domain::{Channel, DeadReason, DeliveryKey, Preferences, SubscriberId};
 use reminders_core::ledger::{DeliveryRecord, Status};
 use reminders_core::policy::OutcomeClass;
-use reminders_core::ports::faults::lock;
+use reminders_core::sync::lock;
 
 mod facts;
 
@@ -33,16 +34,21 @@ pub struct Journal {
     seq: AtomicU64,
     /// The world's gate as it truly is: whether a partition's breaker is open.
     gate: Arc<reminders_core::ports::MemoryGate>,
+    /// How far apart two workers' clocks may be in this world: each is off the world's by up
+    /// to the run's skew, either way.
+    disagree: Duration,
 }
 
 impl Journal {
-    pub fn new(gate: Arc<reminders_core::ports::MemoryGate>) -> Self {
+    /// A journal of a world whose workers' clocks may disagree by up to `disagree`.
+    pub fn new(gate: Arc<reminders_core::ports::MemoryGate>, disagree: Duration) -> Self {
         Self {
             keys: Mutex::default(),
             gone: Mutex::default(),
             prefs: Mutex::default(),
             seq: AtomicU64::new(0),
             gate,
+            disagree,
         }
     }
 
@@ -131,7 +137,7 @@ impl Journal {
             // Before the provider's Retry-After by more than two workers' clocks can disagree:
             // the worker that heard the 429 closed the gate on its clock, the one sending reads
             // it on its own (docs/design.md, "Clock margin").
-            let early = |at: Timestamp| now.plus(super::clocks_disagree_by()) < at;
+            let early = |at: Timestamp| now.plus(self.disagree) < at;
             k.early_sends += u32::from(k.retry_after.is_some_and(early));
             let after_cancel = k.cancelled_at.is_some() || k.cancel_answered_at.is_some();
             k.sends_after_cancel += u32::from(after_cancel);

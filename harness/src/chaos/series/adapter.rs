@@ -72,16 +72,15 @@ impl Adapter<Arc<MemoryReminderStore>> {
             .collect())
     }
 
-    pub(in crate::chaos) async fn series_of(
+    /// A page of a subscriber's series (by id, or after a cursor: the erasure's), which the
+    /// erasure's plants miss altogether.
+    pub(in crate::chaos) async fn series_page<P: Default>(
         &self,
-        next: impl std::future::Future<Output = Result<SeriesPage, PortError>>,
-    ) -> Result<SeriesPage, PortError> {
+        next: impl std::future::Future<Output = Result<P, PortError>>,
+    ) -> Result<P, PortError> {
         let page = self.dice.around(OP_SERIES_OF, next).await?;
         if crate::chaos::erasure::misses_series(self.plant) {
-            return Ok(SeriesPage {
-                items: Vec::new(),
-                next: None,
-            });
+            return Ok(P::default());
         }
         Ok(page)
     }

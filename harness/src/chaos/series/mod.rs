@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rand::rngs::StdRng;
-use rand::{RngExt, SeedableRng};
+use rand::RngExt;
 
 use super::adapter::Adapter;
 use super::world::World;
@@ -20,11 +20,11 @@ use super::Plant;
 use reminders_core::clock::{Clock, Timestamp};
 use reminders_core::domain::series::{occurrence_id, NewSeries, Series, SeriesStatus};
 use reminders_core::domain::{Access, Channel, Content, SeriesId, SubscriberId};
-use reminders_core::ports::faults::lock;
 use reminders_core::ports::series::{
-    ExpectedSeries, SeriesPage, SeriesStore, Written, OP_PUT_SERIES, OP_SERIES_DUE, OP_SERIES_OF,
+    ExpectedSeries, SeriesStore, Written, OP_PUT_SERIES, OP_SERIES_DUE, OP_SERIES_OF,
 };
 use reminders_core::ports::PortError;
+use reminders_core::sync::lock;
 
 mod adapter;
 mod surface;
@@ -138,8 +138,8 @@ pub(super) async fn put(world: &World, s: Series) -> bool {
 }
 
 /// Create the world's series (half the worlds: two or three).
-pub(super) async fn create(world: &World, seed: u64) {
-    let mut rng = StdRng::seed_from_u64(seed ^ 0x5e41e5);
+pub(super) async fn create(world: &World) {
+    let mut rng = world.seed.rng(super::seed::Stream::SeriesCreated);
     for n in 0..rng.random_range(2..=3usize) {
         let zone = ZONES[rng.random_range(0..ZONES.len())];
         let first = rng.random_range(3..12i64);
@@ -165,10 +165,10 @@ pub(super) const DETACHED_SERIES: &str = "series-4";
 /// instant still beyond the maker's reach (made by a later pass, while the erasure runs or after
 /// it: `sent_after_erasure`). Its own dice, so that the other series' choices stay as they were,
 /// and no other writer of the application touches it.
-pub(super) async fn create_past(world: Arc<World>, seed: u64) {
+pub(super) async fn create_past(world: Arc<World>) {
     const N: usize = 3;
     debug_assert_eq!(PAST_SERIES, format!("series-{N}"));
-    let mut rng = StdRng::seed_from_u64(seed ^ 0x0ed_afe7);
+    let mut rng = world.seed.rng(super::seed::Stream::PastSeries);
     let zone = ZONES[rng.random_range(0..ZONES.len())];
     let before = rng.random_range(1..5i64);
     let first = rng.random_range(4..9i64);

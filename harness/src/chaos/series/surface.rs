@@ -5,11 +5,11 @@ use super::*;
 
 /// The application, while the faults last: now and then it edits a series (moving its
 /// minutes), skips its next occurrence, or cancels it.
-pub(in crate::chaos) async fn surface(world: Arc<World>, seed: u64) {
-    let mut rng = StdRng::seed_from_u64(seed ^ 0x5e41_5a4f);
+pub(in crate::chaos) async fn surface(world: Arc<World>) {
+    let mut rng = world.seed.rng(crate::chaos::seed::Stream::SeriesEdits);
     // Occurrences moved through their own ids draw from their own dice, so the choices
     // above stay as they were.
-    let mut moves = StdRng::seed_from_u64(seed ^ 0x5e41_307e);
+    let mut moves = world.seed.rng(crate::chaos::seed::Stream::SeriesMoves);
     while !world.dice.is_calm() {
         tokio::time::sleep(Duration::from_secs(rng.random_range(120..420))).await;
         // The series started in the past has its own story (edited once, then erased), and so

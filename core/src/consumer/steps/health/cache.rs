@@ -323,18 +323,43 @@ mod tests {
         assert_eq!(cache.probed(&p, t(200)), None, "taken once");
     }
 
+    /// A gate that cannot be read: every call fails.
+    struct Unreachable;
+
+    impl crate::ports::Gate for Unreachable {
+        async fn state(&self, _: &GatePartition) -> Result<GateState, PortError> {
+            Err(down())
+        }
+        async fn throttle(&self, _: &GatePartition, _: Timestamp) -> Result<(), PortError> {
+            Err(down())
+        }
+        async fn failed(&self, _: &GatePartition, _: Timestamp) -> Result<GateState, PortError> {
+            Err(down())
+        }
+        async fn breaker(&self, _: &GatePartition, _: BreakerChange) -> Result<bool, PortError> {
+            Err(down())
+        }
+    }
+
+    fn down() -> PortError {
+        PortError::Unavailable {
+            op: crate::ports::gate::OP_GET,
+            message: "the gate cannot be reached".into(),
+        }
+    }
+
+    /// A read that failed leaves nothing in the cache: the next read asks the gate again (here
+    /// one that answers, with nothing there).
     #[tokio::test(start_paused = true)]
     async fn a_failed_read_is_not_cached() {
-        let faults = crate::ports::Faults::default();
-        let gate = MemoryGate::with_faults(faults.clone());
-        faults.fail(
-            crate::ports::gate::OP_GET,
-            crate::ports::FaultPoint::Before,
-            1,
-        );
         let p = GatePartition::new(Channel::Email, "ses:example.com");
         let cache = GateCache::new(Duration::from_secs(5));
-        assert!(cache.closed_until(&gate, &p, t(0)).await.is_err());
-        assert_eq!(cache.closed_until(&gate, &p, t(1)).await.unwrap(), None);
+        assert!(cache.closed_until(&Unreachable, &p, t(0)).await.is_err());
+        let gate = MemoryGate::default();
+        gate.throttle(&p, t(60_000)).await.unwrap();
+        assert_eq!(
+            cache.closed_until(&gate, &p, t(1)).await.unwrap(),
+            Some(t(60_000))
+        );
     }
 }

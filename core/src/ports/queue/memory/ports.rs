@@ -7,7 +7,6 @@ use super::MemoryQueue;
 use crate::clock::Clock;
 use crate::deadletter::DeadLetter;
 use crate::domain::Channel;
-use crate::ports::faults::FaultPoint;
 use crate::ports::PortError;
 
 pub(super) fn count(n: usize) -> u64 {
@@ -39,26 +38,11 @@ impl<C: Clock> DeliveryQueue for MemoryQueue<C> {
         channel: Channel,
         messages: &[OutgoingMessage],
     ) -> Result<Vec<SendFailure>, PortError> {
-        self.guarded(OP_SEND, || {
-            check_batch(messages)?;
-            let mut failed = Vec::new();
-            for m in messages {
-                if self
-                    .faults
-                    .check(OP_SEND_ENTRY, FaultPoint::Before)
-                    .is_err()
-                {
-                    failed.push(SendFailure {
-                        entry_id: m.entry_id.clone(),
-                        sender_fault: false,
-                        code: "InternalError".into(),
-                    });
-                    continue;
-                }
-                self.push(channel, &m.body, BTreeMap::new(), m.delay_secs.min(900));
-            }
-            Ok(failed)
-        })
+        check_batch(messages)?;
+        for m in messages {
+            self.push(channel, &m.body, BTreeMap::new(), m.delay_secs.min(900));
+        }
+        Ok(Vec::new())
     }
 
     async fn change_visibility(
@@ -67,16 +51,12 @@ impl<C: Clock> DeliveryQueue for MemoryQueue<C> {
         receipt: &str,
         secs: u32,
     ) -> Result<(), PortError> {
-        self.guarded(OP_VISIBILITY, || {
-            self.set_visibility(channel, receipt, secs)
-        })
+        self.set_visibility(channel, receipt, secs)
     }
 
     async fn delete(&self, channel: Channel, receipt: &str) -> Result<(), PortError> {
-        self.guarded(OP_DELETE, || {
-            self.remove(channel, receipt);
-            Ok(())
-        })
+        self.remove(channel, receipt);
+        Ok(())
     }
 
     async fn receive(
@@ -85,7 +65,7 @@ impl<C: Clock> DeliveryQueue for MemoryQueue<C> {
         max: u32,
         visibility: u32,
     ) -> Result<Vec<ReceivedMessage>, PortError> {
-        self.guarded(OP_RECEIVE, || Ok(self.take(channel, max, visibility)))
+        Ok(self.take(channel, max, visibility))
     }
 
     async fn depth(&self, channel: Channel) -> Result<QueueDepth, PortError> {
@@ -99,18 +79,16 @@ impl<C: Clock> DeadLetters for MemoryQueue<C> {
         body: &str,
         letter: &DeadLetter,
     ) -> Result<(), PortError> {
-        self.guarded(OP_DEAD_LETTER, || {
-            let attributes = letter.to_attributes();
-            if message_size(body, &attributes) > MAX_MESSAGE_BYTES {
-                // As SQS refuses it.
-                return Err(PortError::Refused {
-                    op: OP_DEAD_LETTER,
-                    message: "message too long".into(),
-                });
-            }
-            self.push(channel, body, attributes, 0);
-            Ok(())
-        })
+        let attributes = letter.to_attributes();
+        if message_size(body, &attributes) > MAX_MESSAGE_BYTES {
+            // As SQS refuses it.
+            return Err(PortError::Refused {
+                op: OP_DEAD_LETTER,
+                message: "message too long".into(),
+            });
+        }
+        self.push(channel, body, attributes, 0);
+        Ok(())
     }
 
     async fn receive_dead(
@@ -119,26 +97,22 @@ impl<C: Clock> DeadLetters for MemoryQueue<C> {
         max: u32,
         visibility: u32,
     ) -> Result<Vec<DeadLetterMessage>, PortError> {
-        self.guarded(OP_RECEIVE, || {
-            Ok(self
-                .take(channel, max, visibility)
-                .into_iter()
-                .map(|message| DeadLetterMessage {
-                    letter: DeadLetter::from_attributes(&message.attributes),
-                    message,
-                })
-                .collect())
-        })
+        Ok(self
+            .take(channel, max, visibility)
+            .into_iter()
+            .map(|message| DeadLetterMessage {
+                letter: DeadLetter::from_attributes(&message.attributes),
+                message,
+            })
+            .collect())
     }
 
     async fn delete_dead(&self, channel: Channel, receipt: &str) -> Result<(), PortError> {
-        self.guarded(OP_DELETE, || {
-            self.remove(channel, receipt);
-            Ok(())
-        })
+        self.remove(channel, receipt);
+        Ok(())
     }
 
     async fn release_dead(&self, channel: Channel, receipt: &str) -> Result<(), PortError> {
-        self.guarded(OP_VISIBILITY, || self.set_visibility(channel, receipt, 0))
+        self.set_visibility(channel, receipt, 0)
     }
 }

@@ -12,7 +12,7 @@ impl SubscriberIndex for MemoryReminderStore {
         after: Option<&SubscriberCursor>,
         limit: u32,
     ) -> Result<SubscriberPage, PortError> {
-        self.guarded(OP_BY_SUBSCRIBER, |t| {
+        self.with_table(|t| {
             let mut mine: Vec<Reminder> = t
                 .items
                 .iter()
@@ -59,10 +59,9 @@ impl crate::ports::Eraser for MemoryReminderStore {
         id: &ReminderId,
         force: bool,
     ) -> Result<crate::ports::Deleted, PortError> {
-        use crate::ports::eraser::OP_DELETE_REMINDER;
         use crate::ports::Deleted;
         let shards = self.shards;
-        self.guarded(OP_DELETE_REMINDER, |t| {
+        self.with_table(|t| {
             let Some((status, due)) = t.head(id.as_str()) else {
                 return Deleted::Missing;
             };
@@ -82,11 +81,9 @@ impl crate::ports::Eraser for MemoryReminderStore {
         subscriber: &SubscriberId,
     ) -> Result<crate::ports::Deleted, PortError> {
         use crate::ports::Deleted;
-        self.guarded(crate::ports::eraser::OP_DELETE_PREFERENCES, |t| {
-            match t.preferences.remove(subscriber) {
-                Some(_) => Deleted::Deleted,
-                None => Deleted::Missing,
-            }
+        self.with_table(|t| match t.preferences.remove(subscriber) {
+            Some(_) => Deleted::Deleted,
+            None => Deleted::Missing,
         })
     }
 
@@ -105,11 +102,9 @@ impl crate::ports::Eraser for MemoryReminderStore {
         address: &AddressHash,
     ) -> Result<crate::ports::Deleted, PortError> {
         use crate::ports::Deleted;
-        self.guarded(crate::ports::eraser::OP_LIFT_SUPPRESSION, |t| {
-            match t.suppressions.remove(address) {
-                Some(_) => Deleted::Deleted,
-                None => Deleted::Missing,
-            }
+        self.with_table(|t| match t.suppressions.remove(address) {
+            Some(_) => Deleted::Deleted,
+            None => Deleted::Missing,
         })
     }
 }
