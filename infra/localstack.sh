@@ -135,16 +135,12 @@ export AWS_ENDPOINT_URL_CLOUDFORMATION="$MOTO_ENDPOINT"
 export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION="${AWS_REGION:-us-east-1}"
 unset AWS_PROFILE AWS_SESSION_TOKEN
 
-# The emulator tests of the local path (tests/local), the pipeline end to end with its outage
-# tests (tests/e2e), events (tests/events), the providers, the series (tests/series), the CLI's
-# API, operator, subscriber, walk-through, series and series-command tests, and the API's series tests. Without
-# nextest, the loops below run the same test binaries: keep the two in step. The tests of
-# infra/emulator.sh (moto's script, not LocalStack's) run on the moto leg only: one of them holds
-# port 4566, which the same test on the other leg would find taken.
-SUITE='(binary(local) | binary(e2e) | binary(events) | binary(providers) | binary(api) | binary(ops) | binary(subscriber) | binary(walkthrough) | binary(series) | binary(series_cli)) - test(/emulator_script/)'
+# The suites of this leg are declared once, as nextest's `localstack` profile
+# (.config/nextest.toml, with why each is there). Without nextest, the loops below run the same
+# test binaries: keep them in step with the profile.
 step "the LocalStack leg (SQS, SNS, EventBridge, Secrets Manager at $AWS_ENDPOINT_URL; DynamoDB, Streams, SES v2, CloudFormation at $MOTO_ENDPOINT)"
 if cargo nextest --version >/dev/null 2>&1; then
-  cargo nextest run --workspace --all-features --locked --no-fail-fast -E "$SUITE"
+  cargo nextest run --profile localstack --workspace --all-features --locked --no-fail-fast
 else
   for t in local e2e events providers series; do cargo test -p reminders --features emulator --locked --test "$t"; done
   for t in api ops subscriber walkthrough series series_cli; do cargo test -p remindctl --features emulator --locked --test "$t" -- --skip emulator_script; done
