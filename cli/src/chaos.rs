@@ -87,12 +87,15 @@ pub fn run(args: ChaosArgs) -> Result<(), String> {
     };
     let (total, failing) = chaos::run(args.from, args.seeds, worlds, &|_| bar.inc(1));
     bar.finish_and_clear();
+    // The replay runs the same worlds: the same plant, the same skew when it is not the default.
+    let mut same = plant.map_or(String::new(), |p| format!(" --plant {}", p.name()));
+    if args.skew_ms != default_skew_ms() {
+        same.push_str(&format!(" --skew-ms {}", args.skew_ms));
+    }
     for r in &failing {
         eprintln!(
-            "seed {} broke a promise; replay: remindctl chaos --seeds 1 --from {}{}",
-            r.seed,
-            r.seed,
-            plant.map_or(String::new(), |p| format!(" --plant {}", p.name()))
+            "seed {} broke a promise; replay: remindctl chaos --seeds 1 --from {}{same}",
+            r.seed, r.seed,
         );
         // Five a world, every one in a replay (a single seed).
         let shown = if args.seeds == 1 { usize::MAX } else { 5 };

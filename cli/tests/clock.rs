@@ -13,6 +13,13 @@ fn chaos_workers_off_by_three_times_the_margin_break_the_freshness_promises() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "no world broke a promise: {err}");
+    // The replay runs the same worlds: with the same skew.
+    let replays: Vec<&str> = err.lines().filter(|l| l.contains("replay:")).collect();
+    assert!(!replays.is_empty(), "{err}");
+    assert!(
+        replays.iter().all(|l| l.ends_with("--skew-ms 3000")),
+        "{err}"
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let freshness = v["expired_while_fresh"].as_u64().unwrap() + v["stale_sends"].as_u64().unwrap();
     assert!(freshness > 0, "{v}");

@@ -9,7 +9,7 @@
 //! |---|---|
 //! | [`chaos`] | the system checker: seeded worlds of faults, crashes and application and operator actions, judged against the promise |
 //! | [`local`] | the local pipeline runner: schedule and event source mappings, played against an emulator |
-//! | [`around`] | [`around::Around`]: any port with a hook around each call; a fault plan ([`around::Faulty`]), a latency ([`around::Slowed`]), the simulation's meters, the chaos worlds' adapter models are hooks |
+//! | [`around`] | [`around::Around`]: any port with a hook around each call; a fault plan ([`around::Faults`]), a latency ([`around::Latency`]), the simulation's meters, the chaos worlds' adapter models are hooks |
 //! | [`sim`] | the embedded pipeline: real scheduler and consumer, virtual clock, simulated provider |
 
 pub mod around;

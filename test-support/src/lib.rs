@@ -4,7 +4,7 @@
 //!
 //! | item | what |
 //! |---|---|
-//! | [`AwsWorld`] (this file) | an emulator world: fresh tables and channel queues, the AWS adapters wrapped in a fault plan, a scripted provider, an event-source-mapping stand-in |
+//! | [`AwsWorld`] (this file) | an emulator world: fresh tables and channel queues, the reminders table, ledger and DLQs wrapped in a fault plan, a scripted provider, an event-source-mapping stand-in |
 //! | [`edit_before_mark`] | a hook on a reminders store by which an application's edit lands between a writer's read and its mark |
 //! | [`server`] | a local HTTP server that answers as scripted and records each request (the HTTP provider's remote) |
 //! | [`runtime_api`] | a Lambda Runtime API stub: each function's bootstrap run for real, its AWS calls read from its logs |

@@ -6,7 +6,7 @@
 //! and redrive are ledger operations too, interleaved with the workers'. The code checked is
 //! the library's: every write is a real `delivery::Transition` (conflicts, verification and
 //! read-back included) driven against the model's ledger, every answer the real
-//! `claim_answer` / `cancel_answer`, every record the real `state::apply`, every decision the
+//! `claim_answer` / `cancel_answer`, every record the real `ledger::apply`, every decision the
 //! real `policy::decide`, `delivery::settled` and `delivery::abandoned`, the lease rule
 //! `ConsumerConfig::lease_covers_send`. The checker explores every interleaving of those
 //! steps with crashes, lost write responses, lease expiry, the reminder going stale and the

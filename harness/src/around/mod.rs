@@ -1,7 +1,8 @@
 //! [`Around`]: any port, with a [`Hook`] around each of its operations. The forwarding is
 //! written once per port trait (in this module's files); what a wrapper does around a call is a
 //! hook: a fault plan ([`Faults`]), a latency ([`Latency`]), the simulation's meters and timers,
-//! the budget tests' counters, the chaos worlds' dice and their models of each adapter. Hooks
+//! the budget tests' counters, the chaos worlds' models of each adapter (which draw the world's
+//! dice). Hooks
 //! compose: `(a, b)` is `a` around `b` around the call, as two wrappers would be.
 //!
 //! A call is a typed [`Call`], holding the operation's arguments; a hook that needs the answer

@@ -1,7 +1,16 @@
-//! A world's seed, and the random streams drawn from it. The seed enters a world once, when it
-//! is built ([`super::world::World::seed`]); each part of the world that draws at random draws
-//! from a stream of its own, named here ([`Stream`]), so that the draws of one part never move
-//! another's: a part that draws more, or a new part, changes its own stream only.
+//! A world's seed, and the random streams drawn from it. The seed enters a world once, at the
+//! start of its run: its shape is drawn from it, and the world keeps it
+//! ([`super::world::World::seed`]). Each part of the world that draws at random draws from a
+//! stream named here ([`Stream`]), so that a part that draws more, or a new part with a stream
+//! of its own, moves no other part's draws. (Its port calls still move the faults the dice draw
+//! for every call after them, and the timing of everything else.)
+//!
+//! Each stream is the seed mixed with a salt. A salt changed changes every world: the seeds
+//! `tests/chaos` replays and the figures in docs/performance.md were drawn with these. Two share
+//! the salt 0: the shape and the consumer workers' own draws (push's first worker draws its
+//! lease tokens from the shape's sequence). A new stream takes a salt no other stream uses. One
+//! draw is keyed by what the world did rather than by a stream: whether an edit moves an SMS
+//! number abroad, from the edit's moment and its subscriber (`surface.rs`).
 
 use rand::rngs::StdRng;
 use rand::SeedableRng;
@@ -12,7 +21,7 @@ use reminders_core::domain::Channel;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Seed(pub u64);
 
-/// The world's random streams, each the seed mixed with a salt of its own.
+/// The world's random streams, each the seed mixed with its salt.
 #[derive(Debug, Clone, Copy)]
 pub enum Stream {
     /// The world's shape (its rates, its sizes) and its reminders.
