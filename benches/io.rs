@@ -27,19 +27,19 @@ use reminders::aws::bootstrap::{
 };
 use reminders::aws::dynamo::{DynamoGate, DynamoLedger, DynamoReminderStore};
 use reminders::aws::{SqsDeadLetters, SqsQueues};
-use reminders::clock::{Clock, ManualClock, SystemClock, Timestamp};
-use reminders::consumer::event::{arn_for_url, to_sqs_event};
+use reminders::clock::{Clock, SystemClock, Timestamp};
 use reminders::consumer::{Consumer, ConsumerConfig};
-use reminders::domain::{
-    Channel, Content, NewReminder, PerChannel, Recipient, Reminder, ReminderId, SubscriberId,
-    SuppressionKey,
-};
+use reminders::domain::{Channel, PerChannel, Reminder, SuppressionKey};
 use reminders::ports::{
     DeliveryQueue, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, OutgoingMessage,
-    PortSet, ReminderStore, ScriptedProvider,
+    PortSet, ReminderStore,
 };
 use reminders::providers::secret::SuppressionKeySource;
 use reminders::scheduler::{Scheduler, SchedulerConfig};
+use reminders_harness::mapping::Mapping;
+use reminders_harness::ManualClock;
+use reminders_harness::ScriptedProvider;
+use reminders_test_support::a_reminder;
 
 fn main() {
     let args: Vec<String> = std::env::args()
@@ -92,22 +92,12 @@ fn cpu_split() -> (Duration, Duration) {
 }
 
 fn reminder(prefix: &str, i: u32, due: Timestamp) -> Reminder {
-    Reminder::new(
-        NewReminder {
-            reminder_id: ReminderId::parse(format!("{prefix}-{i:07}")).unwrap(),
-            subscriber_id: SubscriberId::parse(format!("s-{}", i % 500)).unwrap(),
-            due_at: due,
-            fresh_until: Some(due.plus(Duration::from_secs(3600))),
-            content: Content::Text {
-                subject: "Reminder".into(),
-                body: "Your appointment is soon".into(),
-            },
-            recipients: vec![Recipient::parse(Channel::Push, "device-token-1").unwrap()],
-        },
-        Duration::from_secs(3600),
-        Duration::from_secs(86_400),
-    )
-    .unwrap()
+    a_reminder(format!("{prefix}-{i:07}"), due)
+        .of(format!("s-{}", i % 500))
+        .text("Reminder", "Your appointment is soon")
+        .to(&[Channel::Push])
+        .fresh_for(Duration::from_secs(3600))
+        .build()
 }
 
 /// The message as the scheduler enqueues it (a sole channel: marked, with its address's hash).
@@ -202,20 +192,20 @@ async fn consumer_io(n: u32, events_out: Option<&str>) {
             batch.clear();
         }
     }
-    let arn = arn_for_url(queues.get(Channel::Push), "bench");
+    let mapping = Mapping::new(&queues, Channel::Push, 10, 900);
     let mut events: Vec<SqsEvent> = Vec::new();
     let mut received = 0;
     let mut empty_polls = 0;
     while received < n {
-        let got = ports.queue.receive(Channel::Push, 10, 900).await.unwrap();
-        empty_polls += u32::from(got.is_empty());
+        let got = mapping.receive(&ports.queue).await.unwrap();
+        empty_polls += u32::from(got.is_none());
         assert!(
             empty_polls < 50,
             "only {received} of {n} messages came back"
         );
-        received += got.len() as u32;
-        if !got.is_empty() {
-            events.push(to_sqs_event(&arn, &got));
+        if let Some(batch) = got {
+            received += batch.messages.len() as u32;
+            events.push(batch.event);
         }
     }
     if let Some(path) = events_out {
@@ -332,9 +322,9 @@ async fn consumer_memory(n: u32) {
         providers: PerChannel::from_fn(|_| Arc::new(ScriptedProvider::new(clock.clone(), true))),
     };
     let urls = PerChannel::from_fn(|c| format!("http://q/000000000000/q-{c}"));
+    let mapping = Mapping::new(&urls, Channel::Push, 10, 900);
     let mut events = Vec::new();
     for start in (0..n).step_by(10) {
-        let mut got = Vec::new();
         for i in start..(start + 10).min(n) {
             let r = reminder("m", i, t0.minus(Duration::from_secs(10)));
             store.insert(&r).await.unwrap();
@@ -343,11 +333,8 @@ async fn consumer_memory(n: u32) {
                 .await
                 .unwrap();
         }
-        got.extend(queue.receive(Channel::Push, 10, 900).await.unwrap());
-        events.push(to_sqs_event(
-            &arn_for_url(urls.get(Channel::Push), "m"),
-            &got,
-        ));
+        let batch = mapping.receive(&queue).await.unwrap();
+        events.push(batch.expect("the messages just sent").event);
     }
     let cfg = ConsumerConfig {
         emit_metrics: false,

@@ -8,8 +8,7 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
-use reminders::clock::{ManualClock, Timestamp};
-use reminders::consumer::event::{arn_for_url, to_sqs_event};
+use reminders::clock::Timestamp;
 use reminders::consumer::{Consumer, ConsumerConfig};
 use reminders::domain::{
     Channel, Content, DeliveryKey, DeliveryMessage, NewReminder, PerChannel, Recipient, Reminder,
@@ -18,8 +17,11 @@ use reminders::domain::{
 use reminders::policy::{decide, Outcome, RetryPolicy, Spent};
 use reminders::ports::{
     DeliveryQueue, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet,
-    ReminderStore, ScriptedProvider,
+    ReminderStore,
 };
+use reminders_harness::mapping::Mapping;
+use reminders_harness::ManualClock;
+use reminders_harness::ScriptedProvider;
 
 const T0: Timestamp = Timestamp::from_millis(1_800_000_000_000);
 
@@ -89,8 +91,13 @@ fn setup(
             };
             queue.send_batch(Channel::Sms, &[entry]).await.unwrap();
         }
-        let got = queue.receive(Channel::Sms, 10, 180).await.unwrap();
-        let event = to_sqs_event(&arn_for_url(urls.get(Channel::Sms), "x"), &got);
+        let mapping = Mapping::new(&urls, Channel::Sms, 10, 180);
+        let event = mapping
+            .receive(&queue)
+            .await
+            .unwrap()
+            .expect("a batch")
+            .event;
         (Consumer::new(ports, cfg, urls, 1), event)
     })
 }

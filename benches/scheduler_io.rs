@@ -16,12 +16,11 @@ use reminders::aws::bootstrap::{create_channel_queues, create_reminders_table, Q
 use reminders::aws::dynamo::DynamoReminderStore;
 use reminders::aws::SqsQueues;
 use reminders::clock::{Clock, SystemClock};
-use reminders::domain::{
-    Channel, Content, NewReminder, PerChannel, Recipient, Reminder, ReminderId, SubscriberId,
-};
+use reminders::domain::{Channel, PerChannel, Reminder};
 use reminders::ports::{MemoryGate, MemoryLedger, MemoryQueue, PortSet, ReminderStore};
 use reminders::providers::AnyProvider;
 use reminders::scheduler::{Scheduler, SchedulerConfig};
+use reminders_test_support::a_reminder;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
@@ -41,22 +40,12 @@ fn reminder(i: u64, now: reminders::clock::Timestamp) -> Reminder {
     let due = now
         .minus(Duration::from_secs(600))
         .plus(Duration::from_millis(i));
-    Reminder::new(
-        NewReminder {
-            reminder_id: ReminderId::parse(format!("b-{i:06}")).unwrap(),
-            subscriber_id: SubscriberId::parse(format!("s-{}", i % 500)).unwrap(),
-            due_at: due,
-            fresh_until: Some(due.plus(Duration::from_secs(3600))),
-            content: Content::Text {
-                subject: "s".into(),
-                body: "b".into(),
-            },
-            recipients: vec![Recipient::parse(Channel::Push, "device-1").unwrap()],
-        },
-        Duration::from_secs(3600),
-        Duration::from_secs(86_400),
-    )
-    .unwrap()
+    a_reminder(format!("b-{i:06}"), due)
+        .of(format!("s-{}", i % 500))
+        .text("s", "b")
+        .to_address(Channel::Push, "device-1")
+        .fresh_for(Duration::from_secs(3600))
+        .build()
 }
 
 async fn with_latency(n: u64, latency: Duration) {

@@ -4,7 +4,7 @@
 # moto leg (after it, without nextest); it also runs on its own (from the project root):
 #
 #   infra/localstack.sh           # installs and starts what it needs, stops it on exit
-#   infra/localstack.sh --install # only installs LocalStack (infra/test.sh, while it builds)
+#   infra/localstack.sh --install # only installs LocalStack, and nextest if missing (infra/test.sh, while it builds)
 #
 # LocalStack 4.9.2 runs in host mode (no Docker) on Python 3.11, installed into
 # .venv-localstack with the pins below (newer versions need Python 3.12; the others keep its
@@ -61,6 +61,15 @@ if [[ ! -f "$LS_STAMP" ]]; then
   printf '*\n' >"$LS_VENV/.gitignore"
   "$LS_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${LS_REQS[@]}"
   touch "$LS_STAMP"
+fi
+# The suites of this leg are declared once, as nextest's `localstack` profile
+# (.config/nextest.toml, with why each is there). Without nextest on the machine, the one
+# below is installed into .tools/ of this checkout, once (a few minutes; crates.io).
+NEXTEST_VERSION=0.9.143
+export PATH="$ROOT/.tools/bin:$PATH"
+if ! cargo nextest --version >/dev/null 2>&1; then
+  step "installing cargo-nextest $NEXTEST_VERSION into .tools/ (this leg's suites are its localstack profile)"
+  cargo install cargo-nextest --version "=$NEXTEST_VERSION" --locked --root "$ROOT/.tools"
 fi
 if [[ "${1:-}" == "--install" ]]; then
   exit 0
@@ -135,15 +144,6 @@ export AWS_ENDPOINT_URL_CLOUDFORMATION="$MOTO_ENDPOINT"
 export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION="${AWS_REGION:-us-east-1}"
 unset AWS_PROFILE AWS_SESSION_TOKEN
 
-# The suites of this leg are declared once, as nextest's `localstack` profile
-# (.config/nextest.toml, with why each is there). Without nextest, the loops below run the same
-# test binaries: keep them in step with the profile.
 step "the LocalStack leg (SQS, SNS, EventBridge, Secrets Manager at $AWS_ENDPOINT_URL; DynamoDB, Streams, SES v2, CloudFormation at $MOTO_ENDPOINT)"
-if cargo nextest --version >/dev/null 2>&1; then
-  cargo nextest run --profile localstack --workspace --all-features --locked --no-fail-fast
-else
-  for t in local e2e events providers series; do cargo test -p reminders --features emulator --locked --test "$t"; done
-  for t in api ops subscriber walkthrough series series_cli; do cargo test -p remindctl --features emulator --locked --test "$t" -- --skip emulator_script; done
-  cargo test -p api --features emulator --locked --test series
-fi
+cargo nextest run --profile localstack --workspace --all-features --locked --no-fail-fast
 python3 "$ROOT/infra/loopback_only.py" "$LS_PID" "LocalStack, after the suite"

@@ -9,6 +9,8 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+# A nextest infra/localstack.sh installed into .tools/ (on a machine without one) runs here too.
+export PATH="$ROOT/.tools/bin:$PATH"
 
 VENV="$ROOT/.venv"
 # shellcheck source=infra/pins.sh

@@ -1,11 +1,11 @@
 //! Time: the [`Timestamp`] type (epoch milliseconds) and the [`Clock`] port.
 //!
 //! Library code never reads the system time or starts a tokio timer of its own: it asks a
-//! `Clock`. On AWS that is [`SystemClock`]; the simulation and the tests drive a [`ManualClock`],
-//! whose `sleep` advances virtual time at once, so the same seed gives the same run.
+//! `Clock`. On AWS that is [`SystemClock`]; the simulation and the tests drive a virtual clock
+//! (the harness's `ManualClock`), whose `sleep` advances virtual time at once, so the same seed
+//! gives the same run.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -128,33 +128,6 @@ impl Clock for SystemClock {
     }
 }
 
-/// Virtual time: starts where it is told and moves only when advanced or slept on.
-#[derive(Clone, Debug, Default)]
-pub struct ManualClock(Arc<AtomicI64>);
-
-impl ManualClock {
-    pub fn at(start: Timestamp) -> Self {
-        Self(Arc::new(AtomicI64::new(start.0)))
-    }
-    pub fn advance(&self, d: Duration) {
-        let ms = i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
-        self.0.fetch_add(ms, Ordering::SeqCst);
-    }
-    pub fn set(&self, t: Timestamp) {
-        self.0.store(t.0, Ordering::SeqCst);
-    }
-}
-
-impl Clock for ManualClock {
-    fn now(&self) -> Timestamp {
-        Timestamp(self.0.load(Ordering::SeqCst))
-    }
-    fn sleep(&self, d: Duration) -> impl Future<Output = ()> + Send {
-        self.advance(d);
-        std::future::ready(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,12 +166,5 @@ mod tests {
         );
         assert_eq!(Timestamp::parse_rfc3339("2023-11-14 22:13"), None);
         assert_eq!(Timestamp::parse_rfc3339("tomorrow"), None);
-    }
-
-    #[tokio::test]
-    async fn manual_clock_sleep_advances_virtual_time() {
-        let clock = ManualClock::at(Timestamp::from_millis(10));
-        clock.sleep(Duration::from_secs(2)).await;
-        assert_eq!(clock.now(), Timestamp::from_millis(2_010));
     }
 }

@@ -9,10 +9,18 @@
 //! |---|---|
 //! | [`chaos`] | the system checker: seeded worlds of faults, crashes and application and operator actions, judged against the promise |
 //! | [`local`] | the local pipeline runner: schedule and event source mappings, played against an emulator |
+//! | [`mapping`] | an SQS event source mapping, played once ([`mapping::Mapping`]): what the local runner, the chaos worlds, the simulation, the benchmarks and the tests poll with |
 //! | [`around`] | [`around::Around`]: any port with a hook around each call; a fault plan ([`around::Faults`]), a latency ([`around::Latency`]), the simulation's meters, the chaos worlds' adapter models are hooks |
 //! | [`sim`] | the embedded pipeline: real scheduler and consumer, virtual clock, simulated provider |
+//! | [`clock`], [`scripted`] | the virtual clock ([`ManualClock`]) and the provider that answers from a script ([`ScriptedProvider`]): the simulation's clock, and the tests' and benchmarks' |
 
 pub mod around;
 pub mod chaos;
+pub mod clock;
 pub mod local;
+pub mod mapping;
+pub mod scripted;
 pub mod sim;
+
+pub use clock::ManualClock;
+pub use scripted::{Answer, ScriptedProvider};

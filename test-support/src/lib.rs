@@ -5,11 +5,13 @@
 //! | item | what |
 //! |---|---|
 //! | [`AwsWorld`] (this file) | an emulator world: fresh tables and channel queues, the reminders table, ledger and DLQs wrapped in a fault plan, a scripted provider, an event-source-mapping stand-in |
+//! | [`build`] | reminders for tests: [`a_reminder`]`(id, due_at)` with the suites' usual values, each changed by name |
 //! | [`edit_before_mark`] | a hook on a reminders store by which an application's edit lands between a writer's read and its mark |
 //! | [`server`] | a local HTTP server that answers as scripted and records each request (the HTTP provider's remote) |
 //! | [`runtime_api`] | a Lambda Runtime API stub: each function's bootstrap run for real, its AWS calls read from its logs |
 //! | [`suppression_key`] | a suppression key secret on the emulator |
 
+pub mod build;
 pub mod edit_before_mark;
 pub mod runtime_api;
 pub mod server;
@@ -26,11 +28,12 @@ use reminders::aws::dynamo::{DynamoGate, DynamoLedger, DynamoReminderStore};
 use reminders::aws::{ChannelUrls, SqsDeadLetters, SqsQueues};
 use reminders::clock::{Clock, SystemClock, Timestamp};
 use reminders::consumer::{Consumer, ConsumerConfig};
-use reminders::domain::{
-    Channel, Content, NewReminder, PerChannel, Recipient, Reminder, ReminderId, SubscriberId,
-};
-use reminders::ports::{PortSet, ScriptedProvider};
+use reminders::domain::{Channel, PerChannel, Reminder};
+use reminders::ports::PortSet;
 use reminders_harness::around::{Around, Faults, Faulty};
+use reminders_harness::ScriptedProvider;
+
+pub use build::{a_reminder, address, ReminderSpec};
 
 pub type AwsPorts = PortSet<
     SystemClock,
@@ -131,10 +134,10 @@ impl AwsWorld {
     /// Play the event source mapping on one channel until its queue stays empty.
     pub async fn consume(&self, consumer: &Consumer<AwsPorts>, channel: Channel) {
         for _ in 0..100 {
-            let polled =
-                reminders_harness::local::poll_once(consumer, &self.queues, channel, 10, 30, None)
-                    .await
-                    .unwrap();
+            let polled = reminders_harness::mapping::Mapping::new(&self.queues, channel, 10, 30)
+                .poll(consumer, None)
+                .await
+                .unwrap();
             if polled.is_none() {
                 return;
             }
@@ -145,26 +148,9 @@ impl AwsWorld {
 
 /// A reminder due a minute ago, fresh for an hour.
 pub fn reminder(id: &str, channel: Channel) -> Reminder {
-    let recipient = match channel {
-        Channel::Sms => Recipient::parse(channel, "+14155550123").unwrap(),
-        Channel::Email => Recipient::parse(channel, "person@example.com").unwrap(),
-        Channel::Push => Recipient::parse(channel, "device-token-1").unwrap(),
-    };
     let due_at = now().minus(Duration::from_secs(60));
-    Reminder::new(
-        NewReminder {
-            reminder_id: ReminderId::parse(id).unwrap(),
-            subscriber_id: SubscriberId::parse("sub-1").unwrap(),
-            due_at,
-            fresh_until: Some(due_at.plus(Duration::from_secs(3600))),
-            content: Content::Text {
-                subject: "Reminder".into(),
-                body: "Something is due".into(),
-            },
-            recipients: vec![recipient],
-        },
-        Duration::from_secs(3600),
-        Duration::from_secs(86_400),
-    )
-    .unwrap()
+    a_reminder(id, due_at)
+        .to(&[channel])
+        .fresh_for(Duration::from_secs(3600))
+        .build()
 }

@@ -9,8 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use reminders::clock::{ManualClock, Timestamp};
-use reminders::consumer::event::{arn_for_url, to_sqs_event};
+use reminders::clock::Timestamp;
 use reminders::consumer::{Consumer, ConsumerConfig};
 use reminders::domain::{
     Channel, Content, DeliveryMessage, NewReminder, PerChannel, Recipient, Reminder, ReminderId,
@@ -18,9 +17,12 @@ use reminders::domain::{
 };
 use reminders::ports::{
     DeliveryQueue, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, OutgoingMessage,
-    PortError, PortSet, ReminderStore, ScriptedProvider,
+    PortError, PortSet, ReminderStore,
 };
 use reminders_harness::around::{Around, Call, Hook};
+use reminders_harness::mapping::Mapping;
+use reminders_harness::ManualClock;
+use reminders_harness::ScriptedProvider;
 
 #[derive(Clone, Default)]
 struct Calls(Arc<Mutex<BTreeMap<&'static str, u32>>>);
@@ -106,14 +108,14 @@ async fn a_delivered_reminder_costs_one_read_two_conditional_writes_and_a_twenti
     let (batches, per_batch) = (5u32, 10u32);
     let n = batches * per_batch;
     let mut delivered = 0;
+    let mapping = Mapping::new(&urls, Channel::Push, 10, 180);
     for b in 0..batches {
         for i in 0..per_batch {
             enqueue(&store, &queue, format!("b{b}-{i}"), t0).await;
         }
-        let received = queue.receive(Channel::Push, 10, 180).await.unwrap();
-        assert_eq!(received.len(), per_batch as usize);
-        let event = to_sqs_event(&arn_for_url(urls.get(Channel::Push), "x"), &received);
-        let out = consumer.handle(event, None).await;
+        let batch = mapping.receive(&queue).await.unwrap().expect("a batch");
+        assert_eq!(batch.messages.len(), per_batch as usize);
+        let out = consumer.handle(batch.event, None).await;
         delivered += out.metrics.get(Channel::Push).delivered;
         clock.advance(Duration::from_millis(200));
     }

@@ -9,7 +9,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use reminders::clock::{ManualClock, Timestamp};
+use reminders::clock::Timestamp;
 use reminders::consumer::{Action, Consumer};
 use reminders::domain::{
     Channel, DeadReason, PerChannel, Preferences, Reminder, ReminderId, Retention, SubscriberId,
@@ -18,11 +18,13 @@ use reminders::domain::{
 use reminders::ledger::{DeliveryRecord, Status};
 use reminders::ports::{
     Ledger, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortError, PortSet,
-    ReminderStore, ScriptedProvider,
+    ReminderStore,
 };
 use reminders::providers::secret::SuppressionKeySource;
 use reminders::reminder_writes;
 use reminders_harness::around::{Around, Call, Hook};
+use reminders_harness::ManualClock;
+use reminders_harness::ScriptedProvider;
 
 use crate::harness::{
     message, queue_urls, reminder, sole_message, suppression_key, test_config, T0,
@@ -156,11 +158,11 @@ async fn deliver_with(sole: bool, landing: impl FnOnce(&Reminder) -> Option<Land
         .await
         .unwrap()
         .is_empty());
-    let out =
-        reminders_harness::local::poll_once(&consumer, &queue_urls(), Channel::Sms, 10, 180, None)
-            .await
-            .unwrap()
-            .expect("the message was received");
+    let out = reminders_harness::mapping::Mapping::new(&queue_urls(), Channel::Sms, 10, 180)
+        .poll(&consumer, None)
+        .await
+        .unwrap()
+        .expect("the message was received");
     let landed = landing.lock().unwrap().is_none();
     Ran {
         action: out.records[0].action,

@@ -9,8 +9,8 @@ use reminders::consumer::ConsumerConfig;
 use reminders::domain::Channel;
 use reminders::ledger::Status;
 use reminders::ports::gate::{BreakerChange, OpenBreaker};
-use reminders::ports::provider::Answer;
 use reminders::ports::{Gate, GatePartition, MemoryGate};
+use reminders_harness::scripted::Answer;
 
 use crate::harness::{message, test_config, Mem, T0};
 

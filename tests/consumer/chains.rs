@@ -11,8 +11,8 @@ use reminders::consumer::Action;
 use reminders::delivery::{transition, Written};
 use reminders::domain::{Channel, DeadReason, Preferences, Recipient, Reminder, Retention};
 use reminders::ledger::{Change, Ctx, Origin, RedriveAudit, Status};
-use reminders::ports::provider::Answer;
 use reminders::ports::ReminderStore;
+use reminders_harness::scripted::Answer;
 use serde_json::json;
 
 use crate::harness::{message, reminder, test_config, Mem};

@@ -6,13 +6,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use reminders::clock::ManualClock;
 use reminders::consumer::Action;
 use reminders::domain::reminder::{freshness, surely_stale_at, Freshness, CLOCK_MARGIN};
 use reminders::domain::{Channel, ReminderStatus};
 use reminders::ledger::Status;
-use reminders::ports::{Ledger, MemoryLedger, MemoryQueue, ReminderStore, ScriptedProvider};
+use reminders::ports::{Ledger, MemoryLedger, MemoryQueue, ReminderStore};
 use reminders_harness::around::{Around, Latency};
+use reminders_harness::ManualClock;
+use reminders_harness::ScriptedProvider;
 
 use crate::harness::{message, reminder, test_config, Custom, Mem, T0};
 

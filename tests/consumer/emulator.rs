@@ -8,16 +8,17 @@ use std::time::Duration;
 use reminders::aws::bootstrap::QueueSpec;
 use reminders::aws::ChannelUrls;
 use reminders::clock::SystemClock;
-use reminders::consumer::event::{arn_for_url, to_sqs_event};
 use reminders::consumer::{Action, BatchOutcome, Consumer, ConsumerConfig};
 use reminders::domain::{Channel, DeadReason, DeliveryKey, DeliveryMessage, Reminder};
 use reminders::ledger::{DeliveryRecord, Status};
 use reminders::policy::{Backoff, RetryPolicy};
 use reminders::ports::ledger::OP_PUT;
 use reminders::ports::{
-    Answer, DeadLetters, DeliveryQueue, FaultPoint, Ledger, OutgoingMessage, ReminderStore,
-    ScriptedProvider,
+    DeadLetters, DeliveryQueue, FaultPoint, Ledger, OutgoingMessage, ReminderStore,
 };
+use reminders_harness::mapping::Mapping;
+use reminders_harness::scripted::Answer;
+use reminders_harness::ScriptedProvider;
 
 use crate::harness::message;
 use crate::support::{AwsPorts, AwsWorld};
@@ -94,25 +95,9 @@ impl Aws {
     /// Polls up to the bound for something to receive.
     async fn run(&self) -> Option<BatchOutcome> {
         let deadline = tokio::time::Instant::now() + BOUND;
-        let queue = &self.consumer.ports().queue;
+        let mapping = Mapping::new(&self.queues, SMS, 10, 3);
         loop {
-            let received = queue.receive(SMS, 10, 3).await.unwrap();
-            if !received.is_empty() {
-                let arn = arn_for_url(self.queues.get(SMS), "us-east-1");
-                let out = self
-                    .consumer
-                    .handle(to_sqs_event(&arn, &received), None)
-                    .await;
-                for m in &received {
-                    let failed = out
-                        .response
-                        .batch_item_failures
-                        .iter()
-                        .any(|f| f.item_identifier == m.message_id);
-                    if !failed {
-                        queue.delete(SMS, &m.receipt_handle).await.unwrap();
-                    }
-                }
+            if let Some(out) = mapping.poll(&self.consumer, None).await.unwrap() {
                 return Some(out);
             }
             if tokio::time::Instant::now() >= deadline {

@@ -17,10 +17,10 @@ use reminders::domain::{
     Channel, DeadReason, PerChannel, Reminder, Suppression, SuppressionKey, SuppressionSource,
 };
 use reminders::ledger::{DeliveryRecord, Status};
-use reminders::ports::ScriptedProvider;
 use reminders::ports::{DeliveryQueue, Ledger, OutgoingMessage, PortSet, ReminderStore};
 use reminders::providers::secret::SuppressionKeySource;
 use reminders_harness::around::{Around, Faulty};
+use reminders_harness::ScriptedProvider;
 use tokio::sync::Mutex;
 
 use crate::before_claim::{opted_out_of, BeforeClaim, Landing};
@@ -177,10 +177,10 @@ async fn deliver_with(
     };
     let mut out = None;
     for _ in 0..50 {
-        let polled =
-            reminders_harness::local::poll_once(&consumer, &world.queues, SMS, 10, 30, None)
-                .await
-                .unwrap();
+        let polled = reminders_harness::mapping::Mapping::new(&world.queues, SMS, 10, 30)
+            .poll(&consumer, None)
+            .await
+            .unwrap();
         if polled.is_some() {
             out = polled;
             break;

@@ -6,17 +6,19 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use reminders::clock::{ManualClock, Timestamp};
+use reminders::clock::Timestamp;
 use reminders::consumer::{BatchOutcome, Consumer};
 use reminders::domain::{Channel, DeliveryMessage, PerChannel, Retention};
 use reminders::ledger::{DeliveryRecord, Status};
 use reminders::ports::{
     Cas, DeliveryQueue, Ledger, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore,
-    OutgoingMessage, PortError, PortSet, ReminderStore, ScriptedProvider,
+    OutgoingMessage, PortError, PortSet, ReminderStore,
 };
 use reminders::providers::secret::SuppressionKeySource;
 use reminders::reminder_writes::{self, Edit};
 use reminders_harness::around::{read, Around, Call, Hook, Next, Value};
+use reminders_harness::ManualClock;
+use reminders_harness::ScriptedProvider;
 
 use crate::harness::{queue_urls, reminder, sole_message, suppression_key, test_config, T0};
 
@@ -103,7 +105,8 @@ impl<Lg: Ledger + 'static> World<Lg> {
     /// One poll of the SMS queue at `at`, as the event source mapping would.
     async fn poll(&self, at: Timestamp) -> Option<BatchOutcome> {
         self.clock.set(at);
-        reminders_harness::local::poll_once(&self.consumer, &queue_urls(), SMS, 10, 30, None)
+        reminders_harness::mapping::Mapping::new(&queue_urls(), SMS, 10, 30)
+            .poll(&self.consumer, None)
             .await
             .unwrap()
     }

@@ -5,20 +5,22 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use reminders::clock::{ManualClock, Timestamp};
+use reminders::clock::Timestamp;
 use reminders::consumer::{BatchOutcome, Consumer, ConsumerConfig};
 use reminders::deadletter::DeadLetter;
 use reminders::domain::{
-    Channel, Content, DeliveryKey, DeliveryMessage, NewReminder, PerChannel, Recipient, Reminder,
-    ReminderId, ReminderStatus, SubscriberId,
+    Channel, DeliveryKey, DeliveryMessage, PerChannel, Reminder, ReminderId, ReminderStatus,
 };
 use reminders::ledger::DeliveryRecord;
 use reminders::ports::{
     DeadLetters, DeliveryQueue, Ledger, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore,
-    OutgoingMessage, PortSet, ReminderStore, ScriptedProvider,
+    OutgoingMessage, PortSet, ReminderStore,
 };
 use reminders::reminder_writes::{self, Edit, Edited, WriteError};
 use reminders_harness::around::{Around, Faults, Faulty, SingleReads};
+use reminders_harness::ManualClock;
+use reminders_harness::ScriptedProvider;
+use reminders_test_support::a_reminder;
 
 pub const T0: Timestamp = Timestamp::from_millis(1_800_000_000_000);
 /// The channel queues' visibility timeout, as the template sets it.
@@ -180,16 +182,10 @@ impl Mem {
         deadline: Option<Timestamp>,
     ) -> Option<BatchOutcome> {
         let urls = queue_urls();
-        reminders_harness::local::poll_once(
-            &self.consumer,
-            &urls,
-            channel,
-            10,
-            QUEUE_VISIBILITY,
-            deadline,
-        )
-        .await
-        .unwrap()
+        reminders_harness::mapping::Mapping::new(&urls, channel, 10, QUEUE_VISIBILITY)
+            .poll(&self.consumer, deadline)
+            .await
+            .unwrap()
     }
 
     /// Poll until a poll finds nothing, advancing `step_secs` between polls; fails the test
@@ -229,30 +225,11 @@ pub fn suppression_key() -> reminders::domain::SuppressionKey {
 }
 
 pub fn reminder(id: &str, channels: &[Channel]) -> Reminder {
-    let recipients = channels
-        .iter()
-        .map(|c| match c {
-            Channel::Sms => Recipient::parse(*c, "+14155550123").unwrap(),
-            Channel::Email => Recipient::parse(*c, "person@example.com").unwrap(),
-            Channel::Push => Recipient::parse(*c, "device-token-1").unwrap(),
-        })
-        .collect();
-    Reminder::new(
-        NewReminder {
-            reminder_id: ReminderId::parse(id).unwrap(),
-            subscriber_id: SubscriberId::parse("sub-1").unwrap(),
-            due_at: T0,
-            fresh_until: Some(T0.plus(Duration::from_secs(3600))),
-            content: Content::Text {
-                subject: "Pickup".into(),
-                body: "Your order is ready".into(),
-            },
-            recipients,
-        },
-        Duration::from_secs(3600),
-        Duration::from_secs(86_400),
-    )
-    .unwrap()
+    a_reminder(id, T0)
+        .to(channels)
+        .fresh_for(Duration::from_secs(3600))
+        .text("Pickup", "Your order is ready")
+        .build()
 }
 
 pub fn message(r: &Reminder, channel: Channel) -> DeliveryMessage {
@@ -358,7 +335,8 @@ where
     ) -> BatchOutcome {
         let urls = queue_urls();
         let consumer = &*self.consumer;
-        reminders_harness::local::poll_once(consumer, &urls, channel, 10, visibility_secs, deadline)
+        reminders_harness::mapping::Mapping::new(&urls, channel, 10, visibility_secs)
+            .poll(consumer, deadline)
             .await
             .unwrap()
             .expect("a message to poll")

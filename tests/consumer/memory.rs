@@ -10,7 +10,9 @@ use reminders::ledger::Status;
 use reminders::policy::{Backoff, RetryPolicy};
 use reminders::ports::ledger::OP_PUT;
 use reminders::ports::reminders::OP_GET;
-use reminders::ports::{Answer, DeliveryQueue, FaultPoint, ReminderStore};
+use reminders::ports::{FaultPoint, ReminderStore};
+use reminders_harness::mapping::Mapping;
+use reminders_harness::scripted::Answer;
 
 use crate::harness::{message, test_config, Mem, T0};
 
@@ -84,17 +86,11 @@ async fn the_same_message_twice_concurrently_sends_once() {
         w.enqueue(&msg).await;
         w.enqueue(&msg).await;
         // Two receives, two handler calls at once: one message each.
-        let received_a = w.queue.receive(SMS, 1, 180).await.unwrap();
-        let received_b = w.queue.receive(SMS, 1, 180).await.unwrap();
-        let arn = reminders::consumer::event::arn_for_url(
-            crate::harness::queue_urls().get(SMS),
-            "us-east-1",
-        );
+        let mapping = Mapping::new(&crate::harness::queue_urls(), SMS, 1, 180);
+        let received_a = mapping.receive(&w.queue).await.unwrap().expect("one");
+        let received_b = mapping.receive(&w.queue).await.unwrap().expect("the other");
         let (wa, wb) = (w.clone(), w.clone());
-        let (ea, eb) = (
-            reminders::consumer::event::to_sqs_event(&arn, &received_a),
-            reminders::consumer::event::to_sqs_event(&arn, &received_b),
-        );
+        let (ea, eb) = (received_a.event, received_b.event);
         let a = tokio::spawn(async move { wa.consumer.handle(ea, None).await });
         let b = tokio::spawn(async move { wb.consumer.handle(eb, None).await });
         let (a, b) = (a.await.unwrap(), b.await.unwrap());
@@ -864,9 +860,11 @@ async fn a_dead_delivery_is_copied_to_the_dlq_once() {
 /// reminder to go stale ends as expired under its own lease, and nothing is sent.
 #[tokio::test]
 async fn a_reminder_gone_stale_during_its_claim_is_not_sent() {
-    use reminders::clock::{Clock, ManualClock};
-    use reminders::ports::{MemoryLedger, MemoryQueue, ScriptedProvider};
+    use reminders::clock::Clock;
+    use reminders::ports::{MemoryLedger, MemoryQueue};
     use reminders_harness::around::{Around, Latency};
+    use reminders_harness::ManualClock;
+    use reminders_harness::ScriptedProvider;
     let r = crate::harness::reminder("stale-in-claim", &[SMS]);
     // Fresh by every clock within the margin when read, stale by every one after the claim.
     let clock = ManualClock::at(
@@ -965,9 +963,10 @@ async fn a_deferred_delivery_whose_reminder_turns_invalid_dies() {
 /// with too little lease left (another worker would take over mid-send).
 #[tokio::test]
 async fn a_claim_that_used_up_its_lease_sends_nothing() {
-    use reminders::clock::ManualClock;
-    use reminders::ports::{MemoryLedger, MemoryQueue, ScriptedProvider};
+    use reminders::ports::{MemoryLedger, MemoryQueue};
     use reminders_harness::around::{Around, Latency};
+    use reminders_harness::ManualClock;
+    use reminders_harness::ScriptedProvider;
     let r = crate::harness::reminder("slow-claim", &[SMS]);
     let clock = ManualClock::at(T0);
     let ledger = Arc::new(MemoryLedger::default());
@@ -1001,9 +1000,10 @@ async fn a_claim_that_used_up_its_lease_sends_nothing() {
 /// could land after the lease. The rule is the one cold start checks (`lease_covers_send`).
 #[tokio::test]
 async fn a_lease_that_cannot_cover_the_outcome_write_sends_nothing() {
-    use reminders::clock::ManualClock;
-    use reminders::ports::{MemoryLedger, MemoryQueue, ScriptedProvider};
+    use reminders::ports::{MemoryLedger, MemoryQueue};
     use reminders_harness::around::{Around, Latency};
+    use reminders_harness::ManualClock;
+    use reminders_harness::ScriptedProvider;
     let r = crate::harness::reminder("short-lease", &[SMS]);
     let clock = ManualClock::at(T0);
     let ledger = Arc::new(MemoryLedger::default());
@@ -1032,7 +1032,7 @@ async fn a_lease_that_cannot_cover_the_outcome_write_sends_nothing() {
 /// message finds the lease lapsed and — the provider ignoring idempotency keys — kills the
 /// delivery as `ambiguous`. Then the send comes back accepted.
 struct OutlivesItsLease {
-    clock: reminders::clock::ManualClock,
+    clock: reminders_harness::ManualClock,
     ledger: Arc<reminders::ports::MemoryLedger>,
     calls: std::sync::atomic::AtomicU32,
 }
@@ -1082,8 +1082,8 @@ impl reminders::ports::Provider for OutlivesItsLease {
 /// delivery dead as ambiguous, moves it to delivered (fenced by its lapsed lease) and says so.
 #[tokio::test]
 async fn a_send_that_outlived_its_lease_is_reconciled_as_delivered() {
-    use reminders::clock::ManualClock;
     use reminders::ports::{MemoryLedger, MemoryQueue};
+    use reminders_harness::ManualClock;
     let r = crate::harness::reminder("late-success", &[SMS]);
     let clock = ManualClock::at(T0);
     let ledger = Arc::new(MemoryLedger::default());
@@ -1130,9 +1130,10 @@ impl reminders_harness::around::Hook for YieldingDlq {
 /// Two records for one delivery that died meanwhile, handled at once: still one DLQ copy.
 #[tokio::test]
 async fn two_records_for_a_dead_delivery_at_once_copy_it_once() {
-    use reminders::clock::ManualClock;
     use reminders::ledger::{Change, Ctx, LeaseToken};
-    use reminders::ports::{MemoryLedger, MemoryQueue, ScriptedProvider};
+    use reminders::ports::{MemoryLedger, MemoryQueue};
+    use reminders_harness::ManualClock;
+    use reminders_harness::ScriptedProvider;
     let r = crate::harness::reminder("dead-twice", &[SMS]);
     let clock = ManualClock::at(T0);
     let ledger = Arc::new(MemoryLedger::default());
@@ -1182,11 +1183,14 @@ async fn two_records_for_a_dead_delivery_at_once_copy_it_once() {
     for _ in 0..2 {
         w.enqueue(&msg).await;
     }
-    let arn = reminders::consumer::event::arn_for_url(urls.get(SMS), "us-east-1");
-    let a =
-        reminders::consumer::event::to_sqs_event(&arn, &queue.receive(SMS, 1, 60).await.unwrap());
-    let b =
-        reminders::consumer::event::to_sqs_event(&arn, &queue.receive(SMS, 1, 60).await.unwrap());
+    let mapping = Mapping::new(&urls, SMS, 1, 60);
+    let a = mapping.receive(&queue).await.unwrap().expect("one").event;
+    let b = mapping
+        .receive(&queue)
+        .await
+        .unwrap()
+        .expect("the other")
+        .event;
     let (ca, cb) = (consumer.clone(), consumer.clone());
     let ta = tokio::spawn(async move { ca.handle(a, None).await });
     let tb = tokio::spawn(async move { cb.handle(b, None).await });
@@ -1205,9 +1209,11 @@ async fn two_records_for_a_dead_delivery_at_once_copy_it_once() {
 /// back unsent instead, and the handler returns in time.
 #[tokio::test]
 async fn a_record_that_cannot_finish_before_the_deadline_sends_nothing() {
-    use reminders::clock::{Clock, ManualClock};
-    use reminders::ports::{MemoryLedger, MemoryQueue, ScriptedProvider};
+    use reminders::clock::Clock;
+    use reminders::ports::{MemoryLedger, MemoryQueue};
     use reminders_harness::around::{Around, Latency};
+    use reminders_harness::ManualClock;
+    use reminders_harness::ScriptedProvider;
     let r = crate::harness::reminder("late-in-invocation", &[SMS]);
     let clock = ManualClock::at(T0);
     let ledger = Arc::new(MemoryLedger::default());

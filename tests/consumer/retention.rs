@@ -11,9 +11,10 @@ use reminders::config::Vars;
 use reminders::consumer::ConsumerConfig;
 use reminders::domain::{Channel, DeadReason, DeliveryKey, ReminderId, Retention};
 use reminders::ledger::Status;
-use reminders::ports::{Answer, ReminderStore};
+use reminders::ports::ReminderStore;
 use reminders::redrive::{RedriveConfig, RedriveRequest, Redriver};
 use reminders::reminder_writes::{self, Edit, Edited};
+use reminders_harness::scripted::Answer;
 
 use crate::harness::{message, reminder, Mem, T0};
 

@@ -185,7 +185,7 @@ async fn outside_quiet_hours_it_is_sent_at_once() {
 #[tokio::test]
 async fn an_address_declared_gone_is_suppressed_and_not_sent_again_until_lifted() {
     use reminders::domain::{AddressHash, SuppressionSource};
-    use reminders::ports::Answer;
+    use reminders_harness::scripted::Answer;
     let w = Mem::new(test_config(), true);
     let first = w.reminder("gone-1", &[Channel::Push]).await;
     let m1 = message(&first, Channel::Push);
@@ -334,7 +334,7 @@ async fn an_opted_out_channel_falls_back_to_the_next_one_in_the_order_once() {
 /// rejection does too. A delivered first channel leaves its standby unsent.
 #[tokio::test]
 async fn quiet_hours_and_rejections_fall_back_and_a_delivery_keeps_standby_unsent() {
-    use reminders::ports::Answer;
+    use reminders_harness::scripted::Answer;
     // Quiet until stale on push → email.
     let w = Mem::new(test_config(), true);
     w.clock.set(LOCAL_2330);

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use reminders::clock::{Clock, ManualClock, Timestamp};
+use reminders::clock::{Clock, Timestamp};
 use reminders::consumer::Consumer;
 use reminders::delivery::{self, transition, Claim, ClaimRequest, Written};
 use reminders::domain::{
@@ -16,13 +16,15 @@ use reminders::domain::{
 use reminders::ledger::{Change, Ctx, LeaseToken, Origin, RedriveAudit, Status, Why};
 use reminders::policy::RetryPolicy;
 use reminders::ports::gate::BreakerChange;
-use reminders::ports::provider::Answer;
 use reminders::ports::{
     FaultPoint, Gate, Ledger, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore,
-    PortError, PortSet, Provider, ReminderStore, ScriptedProvider,
+    PortError, PortSet, Provider, ReminderStore,
 };
 use reminders::reminder_writes::{Edit, Edited};
 use reminders_harness::around::{Around, Call, Hook};
+use reminders_harness::scripted::Answer;
+use reminders_harness::ManualClock;
+use reminders_harness::ScriptedProvider;
 use serde_json::json;
 
 use crate::harness::{message, queue_urls, reminder, test_config, Mem, T0};
@@ -358,7 +360,8 @@ async fn a_probe_whose_write_outlasted_freshness_is_not_sent() {
     };
     use reminders::ports::DeliveryQueue;
     queue.send_batch(Channel::Push, &[entry]).await.unwrap();
-    reminders_harness::local::poll_once(&consumer, &queue_urls(), Channel::Push, 10, 180, None)
+    reminders_harness::mapping::Mapping::new(&queue_urls(), Channel::Push, 10, 180)
+        .poll(&consumer, None)
         .await
         .unwrap()
         .unwrap();
@@ -650,7 +653,8 @@ async fn an_edit_that_lands_during_the_consumers_expiry_wins() {
     queue.send_batch(Channel::Push, &[entry]).await.unwrap();
     let urls = queue_urls();
     for _ in 0..5 {
-        let _ = reminders_harness::local::poll_once(&consumer, &urls, Channel::Push, 10, 180, None)
+        let _ = reminders_harness::mapping::Mapping::new(&urls, Channel::Push, 10, 180)
+            .poll(&consumer, None)
             .await;
         clock.advance(Duration::from_secs(2));
     }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use reminders::clock::{Clock, ManualClock};
+use reminders::clock::Clock;
 use reminders::consumer::Action;
 use reminders::delivery::{transition, Cancelled, Written};
 use reminders::domain::{Channel, DeliveryKey, Recipient, ReminderStatus, Retention};
@@ -15,6 +15,7 @@ use reminders::ports::{
     Provider, ReminderStore, SendRequest, StaleHandles,
 };
 use reminders::reminder_writes::{self, Edit};
+use reminders_harness::ManualClock;
 
 use crate::harness::{reminder, Custom, T0};
 use crate::support::edit_before_mark::EditBeforeMark;

@@ -9,37 +9,27 @@ use reminders::aws::dynamo::{DynamoLedger, DynamoReminderStore};
 use reminders::clock::Timestamp;
 use reminders::domain::series::{occurrence_id, NewSeries, Series};
 use reminders::domain::{
-    Access, AddressHash, Channel, Content, NewReminder, Preferences, Recipient, Reminder,
-    ReminderId, ReminderStatus, Retention, SeriesId, SubscriberId, Suppression, SuppressionKey,
-    SuppressionSource,
+    Access, AddressHash, Channel, Content, Preferences, Recipient, Reminder, ReminderStatus,
+    Retention, SeriesId, SubscriberId, Suppression, SuppressionKey, SuppressionSource,
 };
 use reminders::ports::{
     Deleted, Eraser, ExpectedSeries, Ledger, MemoryLedger, MemoryReminderStore, ReminderStore,
     SeriesStore, SubscriberIndex,
 };
 use reminders::series::Put;
+use reminders_test_support::a_reminder;
 
 use crate::common;
 
 const T0: Timestamp = Timestamp::from_millis(1_800_000_000_000);
 
 fn reminder(id: &str) -> Reminder {
-    Reminder::new(
-        NewReminder {
-            reminder_id: ReminderId::parse(id).unwrap(),
-            subscriber_id: SubscriberId::parse("sub-e").unwrap(),
-            due_at: T0,
-            fresh_until: None,
-            content: Content::Text {
-                subject: "Pickup".into(),
-                body: "at five".into(),
-            },
-            recipients: vec![Recipient::parse(Channel::Email, "a@example.com").unwrap()],
-        },
-        Duration::from_secs(600),
-        Duration::from_secs(86_400),
-    )
-    .unwrap()
+    a_reminder(id, T0)
+        .of("sub-e")
+        .text("Pickup", "at five")
+        .to_address(Channel::Email, "a@example.com")
+        .default_freshness(Duration::from_secs(600))
+        .build()
 }
 
 async fn suite<S: ReminderStore + SubscriberIndex + Eraser>(store: &S) {

@@ -7,13 +7,13 @@ use std::time::Duration;
 use reminders::aws::dynamo::DynamoReminderStore;
 use reminders::clock::Timestamp;
 use reminders::domain::{
-    Channel, Content, NewReminder, Preferences, Recipient, Reminder, ReminderId, ReminderStatus,
-    SubscriberId,
+    Channel, Content, Preferences, Reminder, ReminderId, ReminderStatus, SubscriberId,
 };
 use reminders::ports::{
     DueCursor, DueEntry, DueQuery, Inserted, Listed, Marked, MemoryReminderStore, PortError,
     ReminderStore, SubscriberIndex,
 };
+use reminders_test_support::a_reminder;
 
 use crate::common;
 
@@ -25,25 +25,13 @@ fn reminder(id: &str, due_offset_secs: u64) -> Reminder {
 }
 
 fn reminder_of(id: &str, subscriber: &str, due_offset_secs: u64) -> Reminder {
-    Reminder::new(
-        NewReminder {
-            reminder_id: ReminderId::parse(id).unwrap(),
-            subscriber_id: SubscriberId::parse(subscriber).unwrap(),
-            due_at: T0.plus(Duration::from_secs(due_offset_secs)),
-            fresh_until: None,
-            content: Content::Text {
-                subject: "Pickup".into(),
-                body: "Your order is ready".into(),
-            },
-            recipients: vec![
-                Recipient::parse(Channel::Email, "a@example.com").unwrap(),
-                Recipient::parse(Channel::Sms, "+14155550123").unwrap(),
-            ],
-        },
-        Duration::from_secs(600),
-        Duration::from_secs(86_400),
-    )
-    .unwrap()
+    a_reminder(id, T0.plus(Duration::from_secs(due_offset_secs)))
+        .of(subscriber)
+        .text("Pickup", "Your order is ready")
+        .to_address(Channel::Email, "a@example.com")
+        .to(&[Channel::Sms])
+        .default_freshness(Duration::from_secs(600))
+        .build()
 }
 
 /// Every due id of one shard, page by page, checking order within the shard.

@@ -10,14 +10,13 @@ use std::time::Duration;
 use reminders::aws::dynamo::DynamoReminderStore;
 use reminders::clock::Timestamp;
 use reminders::domain::series::{NewSeries, Series, SeriesStatus, MAKE_AHEAD};
-use reminders::domain::{
-    Channel, Content, NewReminder, Recipient, Reminder, ReminderId, SeriesId, SubscriberId,
-};
+use reminders::domain::{Channel, Content, Recipient, Reminder, SeriesId, SubscriberId};
 use reminders::ports::series::{SeriesCursor, Written};
 use reminders::ports::{
     Deleted, Eraser, ExpectedSeries, MemoryReminderStore, ReminderStore, SeriesStore,
     SubscriberIndex,
 };
+use reminders_test_support::a_reminder;
 
 use crate::common;
 
@@ -188,22 +187,12 @@ async fn suite<S: SeriesStore + ReminderStore + SubscriberIndex + Eraser>(store:
 }
 
 fn reminder(subscriber: &str) -> Reminder {
-    Reminder::new(
-        NewReminder {
-            reminder_id: ReminderId::parse("plain-1").unwrap(),
-            subscriber_id: SubscriberId::parse(subscriber).unwrap(),
-            due_at: T0,
-            fresh_until: None,
-            content: Content::Text {
-                subject: "s".into(),
-                body: "b".into(),
-            },
-            recipients: vec![Recipient::parse(Channel::Push, "tok").unwrap()],
-        },
-        Duration::from_secs(600),
-        Duration::from_secs(86_400),
-    )
-    .unwrap()
+    a_reminder("plain-1", T0)
+        .of(subscriber)
+        .text("s", "b")
+        .to_address(Channel::Push, "tok")
+        .default_freshness(Duration::from_secs(600))
+        .build()
 }
 
 #[tokio::test]

@@ -10,10 +10,10 @@ use reminders::aws::bootstrap::QueueSpec;
 use reminders::consumer::ConsumerConfig;
 use reminders::domain::Channel;
 use reminders::events::player::{play_once, Checkpoint, Pass};
-use reminders::ports::provider::Answer;
 use reminders::ports::ReminderStore;
 use reminders::scheduler::{Scheduler, SchedulerConfig};
 use reminders_harness::local::{self, LocalConfig, Stop};
+use reminders_harness::scripted::Answer;
 
 use super::{ids, key_of, support, Events};
 

@@ -16,12 +16,13 @@ use reminders::policy::Outcome;
 use reminders::ports::Ports as _;
 use reminders::ports::{
     DeliveryQueue, FaultPoint, GatePartition, MemoryGate, MemoryLedger, MemoryQueue,
-    MemoryReminderStore, PortSet, Provider, ReminderStore, ScriptedProvider, SendRequest,
+    MemoryReminderStore, PortSet, Provider, ReminderStore, SendRequest,
 };
 use reminders::scheduler::{Scheduler, SchedulerConfig};
 use reminders_harness::around::{Around, Faults};
 use reminders_harness::chaos::VirtualClock;
 use reminders_harness::local::{run, LocalConfig, Stop};
+use reminders_harness::ScriptedProvider;
 
 const EPOCH: Timestamp = Timestamp::from_millis(1_800_000_000_000);
 

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use reminders::clock::{ManualClock, Timestamp};
+use reminders::clock::Timestamp;
 use reminders::config::ConfigError;
 use reminders::domain::{
     Channel, Content, DeliveryKey, NewReminder, Recipient, Reminder, ReminderId, SubscriberId,
@@ -14,6 +14,7 @@ use reminders::ports::{Provider, SendRequest};
 use reminders::providers::{
     from_lookup, AnyProvider, HttpConfig, HttpProvider, Token, ALLOW_LOOPBACK_HTTP_VAR,
 };
+use reminders_harness::ManualClock;
 
 use crate::server::{respond, respond_with, serve, Behaviour};
 

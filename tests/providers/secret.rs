@@ -5,11 +5,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use reminders::clock::{ManualClock, Timestamp};
+use reminders::clock::Timestamp;
 use reminders::config::ConfigError;
 use reminders::policy::Outcome;
 use reminders::ports::Provider;
 use reminders::providers::{from_lookup, HttpConfig, HttpProvider, SecretToken, Token};
+use reminders_harness::ManualClock;
 
 use crate::server::{respond, serve_fn};
 

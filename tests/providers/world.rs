@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use reminders::clock::{ManualClock, Timestamp};
+use reminders::clock::Timestamp;
 use reminders::consumer::{BatchOutcome, Consumer, ConsumerConfig};
 use reminders::domain::{Channel, DeliveryKey, DeliveryMessage, PerChannel, Reminder};
 use reminders::ledger::DeliveryRecord;
@@ -14,6 +14,7 @@ use reminders::ports::{
     OutgoingMessage, PortSet, ReminderStore,
 };
 use reminders::providers::{from_lookup, AnyProvider};
+use reminders_harness::ManualClock;
 
 type Ports = PortSet<
     ManualClock,
@@ -90,7 +91,8 @@ impl World {
 
     /// One event source mapping poll of the channel.
     pub async fn poll(&self, channel: Channel) -> Option<BatchOutcome> {
-        reminders_harness::local::poll_once(&self.consumer, &self.urls, channel, 10, 180, None)
+        reminders_harness::mapping::Mapping::new(&self.urls, channel, 10, 180)
+            .poll(&self.consumer, None)
             .await
             .unwrap()
     }

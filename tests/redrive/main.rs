@@ -13,9 +13,10 @@ use reminders::domain::{Channel, DeadReason, DeliveryMessage, Reminder};
 use reminders::ledger::Status;
 use reminders::ports::queue::OP_DELETE;
 use reminders::ports::{
-    Answer, DeadLetters, DeliveryQueue, FaultPoint, Ledger, OutgoingMessage, ReminderStore,
+    DeadLetters, DeliveryQueue, FaultPoint, Ledger, OutgoingMessage, ReminderStore,
 };
 use reminders::redrive::{RedriveConfig, RedriveRequest, Redriver};
+use reminders_harness::scripted::Answer;
 
 use support::{now, reminder, AwsPorts, AwsWorld};
 

@@ -5,13 +5,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use reminders::clock::{ManualClock, Timestamp};
+use reminders::clock::Timestamp;
 use reminders::domain::reminder::{surely_stale_at, CLOCK_MARGIN};
 use reminders::domain::{Channel, PerChannel};
 use reminders::ports::ReminderStore;
 use reminders::ports::{MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet};
 use reminders::providers::AnyProvider;
 use reminders::scheduler::{Scheduler, SchedulerConfig};
+use reminders_harness::ManualClock;
 
 use crate::reminder;
 

@@ -1,7 +1,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use reminders::clock::{Clock, ManualClock, Timestamp};
+use reminders::clock::{Clock, Timestamp};
 use reminders::domain::{Channel, DeliveryMessage, PerChannel};
 use reminders::ports::queue::OP_SEND_ENTRY;
 use reminders::ports::{
@@ -11,6 +11,7 @@ use reminders::ports::{
 use reminders::providers::AnyProvider;
 use reminders::scheduler::{Scheduler, SchedulerConfig};
 use reminders_harness::around::{Around, Call, Faults, Hook};
+use reminders_harness::ManualClock;
 
 use crate::reminder;
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use reminders::aws::bootstrap::QueueSpec;
-use reminders::clock::{ManualClock, Timestamp};
+use reminders::clock::Timestamp;
 use reminders::domain::{
     AddressHash, Channel, DeliveryMessage, PerChannel, Reminder, ReminderId, Retention,
     SuppressionKey,
@@ -22,6 +22,7 @@ use reminders::providers::secret::SuppressionKeySource;
 use reminders::providers::AnyProvider;
 use reminders::reminder_writes::{self, Edit, Edited};
 use reminders::scheduler::{Scheduler, SchedulerConfig};
+use reminders_harness::ManualClock;
 
 use crate::reminder;
 use crate::support::{now, AwsWorld};

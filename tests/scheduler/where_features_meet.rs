@@ -9,7 +9,7 @@ use std::sync::Arc;
 use crate::support::edit_before_mark::EditBeforeMark;
 use std::time::Duration;
 
-use reminders::clock::{ManualClock, Timestamp};
+use reminders::clock::Timestamp;
 use reminders::domain::{Channel, DeliveryKey, PerChannel, Reminder, ReminderStatus};
 use reminders::ledger::Status;
 use reminders::ports::{
@@ -20,6 +20,7 @@ use reminders::providers::AnyProvider;
 use reminders::reminder_writes::Edit;
 use reminders::scheduler::{Scheduler, SchedulerConfig};
 use reminders_harness::around::{Around, Faults};
+use reminders_harness::ManualClock;
 
 use crate::reminder;
 

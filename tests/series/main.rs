@@ -18,12 +18,13 @@ use reminders::domain::{
 use reminders::ledger::Status;
 use reminders::ports::{
     Ledger, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet, ReminderStore,
-    ScriptedProvider, SeriesStore,
+    SeriesStore,
 };
 use reminders::scheduler::{Scheduler, SchedulerConfig};
 use reminders::series::{self, Put};
 use reminders_harness::chaos::VirtualClock;
 use reminders_harness::local::{run, LocalConfig, Stop};
+use reminders_harness::ScriptedProvider;
 
 mod erasure_race;
 mod maker_clock;

@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use reminders::clock::{Clock, ManualClock, Timestamp};
+use reminders::clock::{Clock, Timestamp};
 use reminders::domain::series::{occurrence_id, NewSeries, Series, SeriesStatus};
 use reminders::domain::{Access, Channel, Content, Recipient, Retention, SeriesId, SubscriberId};
 use reminders::ports::series::make_at;
@@ -15,6 +15,7 @@ use reminders::ports::{
     MemoryLedger, MemoryReminderStore, ReminderStore, SeriesStore, SubscriberIndex,
 };
 use reminders::series::{self, Put, Refused};
+use reminders_harness::ManualClock;
 
 const MINUTE: i64 = 60_000;
 

@@ -8,9 +8,10 @@ use std::time::Duration;
 use reminders::clock::Clock;
 use reminders::domain::{Access, DeadReason, ReminderStatus, Retention, SeriesId};
 use reminders::ledger::Status;
-use reminders::ports::{Answer, Ledger};
+use reminders::ports::Ledger;
 use reminders::redrive::{RedriveConfig, RedriveRequest, RedriveSummary, Redriver};
 use reminders::series::{self, Put};
+use reminders_harness::scripted::Answer;
 
 use super::{key, play, put, standup, status, world, World};
 

@@ -7,39 +7,27 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use reminders::clock::{Clock, ManualClock, Timestamp};
+use reminders::clock::{Clock, Timestamp};
 use reminders::consumer::{Consumer, ConsumerConfig};
-use reminders::domain::{
-    Channel, Content, DeliveryKey, NewReminder, PerChannel, Recipient, Reminder, ReminderId,
-    SubscriberId,
-};
+use reminders::domain::{Channel, DeliveryKey, PerChannel, Reminder};
 use reminders::ledger::Status;
 use reminders::ports::{
     Ledger, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet, ReminderStore,
-    ScriptedProvider,
 };
 use reminders::scheduler::{Scheduler, SchedulerConfig};
+use reminders_harness::ManualClock;
+use reminders_harness::ScriptedProvider;
+use reminders_test_support::a_reminder;
 
 const T0: Timestamp = Timestamp::from_millis(1_800_000_000_000);
 const PERIOD: Duration = Duration::from_secs(60);
 
 fn reminder(id: String, subscriber: &str, due_at: Timestamp) -> Reminder {
-    Reminder::new(
-        NewReminder {
-            reminder_id: ReminderId::parse(id).unwrap(),
-            subscriber_id: SubscriberId::parse(subscriber).unwrap(),
-            due_at,
-            fresh_until: Some(due_at.plus(Duration::from_secs(6 * 3600))),
-            content: Content::Text {
-                subject: "Reminder".into(),
-                body: "Something is due".into(),
-            },
-            recipients: vec![Recipient::parse(Channel::Push, "device-token-1").unwrap()],
-        },
-        Duration::from_secs(3600),
-        Duration::from_secs(86_400),
-    )
-    .unwrap()
+    a_reminder(id, due_at)
+        .of(subscriber)
+        .to(&[Channel::Push])
+        .fresh_for(Duration::from_secs(6 * 3600))
+        .build()
 }
 
 #[tokio::test(flavor = "current_thread")]
@@ -95,7 +83,8 @@ async fn a_subscriber_with_100k_overdue_delays_no_one_else_past_one_period() {
         let run = scheduler.run(None).await.unwrap();
         assert!(run.picked <= 2_000 && run.scanned <= 20_000, "{run:?}");
         for _ in 0..PERIOD.as_secs() {
-            while reminders_harness::local::poll_once(&consumer, &urls, Channel::Push, 10, 30, None)
+            while reminders_harness::mapping::Mapping::new(&urls, Channel::Push, 10, 30)
+                .poll(&consumer, None)
                 .await
                 .unwrap()
                 .is_some()

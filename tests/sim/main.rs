@@ -212,10 +212,11 @@ async fn four_schedules_enqueue_four_times_what_one_does() {
 /// counts, even though an idempotent provider would show the recipient one message.
 #[tokio::test]
 async fn a_resend_after_a_confirmation_counts_as_a_duplicate() {
-    use reminders::clock::{ManualClock, Timestamp};
+    use reminders::clock::Timestamp;
     use reminders::domain::{Channel, Content, DeliveryKey, Recipient, ReminderId, SubscriberId};
     use reminders::ports::{Provider, SendRequest};
     use reminders_harness::sim::{Profile, SimProvider};
+    use reminders_harness::ManualClock;
     let calm = Profile {
         rate_429: 0.0,
         rate_5xx: 0.0,

@@ -1,5 +1,5 @@
-//! The seams (docs/design.md, "Ports"): one trait per port, each with its in-memory implementation
-//! beside it.
+//! The seams (docs/design.md, "Ports"): one trait per port, each store and queue with its
+//! in-memory implementation beside it (the providers' stand-ins are the harness's).
 //!
 //! In-memory ports are atomic where DynamoDB is (one mutex per port, no await while held) and
 //! carry no fault code: the harness puts a fault plan around any port (`reminders_harness::
@@ -22,7 +22,7 @@ pub use events::{EventBus, LedgerStream, MemoryBus, MemoryStream, Rejected};
 pub use faults::FaultPoint;
 pub use gate::{Gate, GatePartition, MemoryGate};
 pub use ledger::{Cas, Expected, Ledger, MemoryLedger};
-pub use provider::{Answer, Provider, ScriptedProvider, SendRequest};
+pub use provider::{Provider, SendRequest};
 pub use queue::{
     DeadLetterMessage, DeadLetters, DeliveryQueue, MemoryQueue, OutgoingMessage, QueueDepth,
     ReceivedMessage, SendFailure, StaleHandles,

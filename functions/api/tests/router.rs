@@ -363,7 +363,8 @@ async fn a_body_that_is_not_json_answers_400_naming_the_body() {
 /// its state as any repeat does.
 #[tokio::test]
 async fn a_reminder_stale_on_arrival_is_refused_naming_its_field_and_a_late_repeat_is_not() {
-    use reminders::clock::{ManualClock, Timestamp};
+    use reminders::clock::Timestamp;
+    use reminders_harness::ManualClock;
     let clock = ManualClock::at(Timestamp::parse_rfc3339("2029-12-31T10:00:00Z").unwrap());
     let h = Harness::at(clock.clone(), common::operator());
     // Due a day ago, fresh for an hour (a longer freshness would reach now).

@@ -10,10 +10,10 @@ use std::collections::BTreeMap;
 use axum::http::StatusCode;
 use common::standup::{at, created, ids, made, occ, reminder, series_ids, standup, NOW, RULE};
 use common::{body, call, call_as, series_body, Harness, RECIPIENTS};
-use reminders::clock::ManualClock;
 use reminders::domain::{ReminderId, ReminderStatus, SeriesId};
 use reminders::ports::{Marked, ReminderStore, SeriesStore};
 use reminders_api::{Auth, Identity};
+use reminders_harness::ManualClock;
 use serde_json::{json, Value};
 
 #[tokio::test]

@@ -312,7 +312,8 @@ fn batch(n: usize) -> Vec<reminders_core::ports::OutgoingMessage> {
 /// when every entry fails, nothing is sent.
 #[tokio::test]
 async fn a_plan_fails_single_entries_of_a_batch_and_the_rest_is_sent() {
-    use reminders_core::clock::{ManualClock, Timestamp};
+    use crate::ManualClock;
+    use reminders_core::clock::Timestamp;
     use reminders_core::ports::queue::OP_SEND_ENTRY;
     use reminders_core::ports::{DeliveryQueue, MemoryQueue};
     let memory = std::sync::Arc::new(MemoryQueue::new(ManualClock::at(Timestamp::from_millis(0))));
@@ -332,7 +333,8 @@ async fn a_plan_fails_single_entries_of_a_batch_and_the_rest_is_sent() {
 /// Two plans nest: an entry the outer fails is not asked of the inner, which fails the next.
 #[tokio::test]
 async fn nested_plans_fail_each_entry_once() {
-    use reminders_core::clock::{ManualClock, Timestamp};
+    use crate::ManualClock;
+    use reminders_core::clock::Timestamp;
     use reminders_core::ports::queue::OP_SEND_ENTRY;
     use reminders_core::ports::{DeliveryQueue, MemoryQueue};
     let memory = std::sync::Arc::new(MemoryQueue::new(ManualClock::at(Timestamp::from_millis(0))));

@@ -3,7 +3,7 @@
 //! to three workers, redrive runs, the operator, the application, subscribers changing their
 //! preferences), faults for forty minutes, then calm until everything settles, and judged.
 
-use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,9 +18,9 @@ use super::world::{
     build, recipient, ChaosPorts, Shape, Windows, World, CHAOS, EPOCH, FUNCTION_TIMEOUT, SETTLE_BY,
 };
 use super::{check, Plant, SeedReport, Worlds};
+use crate::mapping::{Batch, BatchObserver, Mapping};
 use reminders_core::clock::{Clock, Timestamp};
-use reminders_core::consumer::event::{arn_for_url, to_sqs_event};
-use reminders_core::consumer::Consumer;
+use reminders_core::consumer::{BatchOutcome, Consumer};
 use reminders_core::domain::{
     Channel, Content, DeliveryKey, NewReminder, Reminder, ReminderId, SubscriberId,
 };
@@ -230,56 +230,66 @@ async fn schedule(world: Arc<World>, n: u64) {
 /// One worker of a channel's event source mapping: receive, invoke the consumer, delete what
 /// succeeded; an empty receive waits (long polling).
 async fn event_source(world: Arc<World>, consumer: Consumer<ChaosPorts>, channel: Channel) {
+    let mapping = Mapping::new(&world.urls, channel, 10, world.shape.visibility_secs);
     loop {
-        let polled = invoke(poll(&world, &consumer, channel), FUNCTION_TIMEOUT).await;
-        if polled != Some(true) {
+        let watch = Watch {
+            world: &world,
+            channel,
+            got: AtomicBool::new(false),
+        };
+        let polled = invoke(mapping.poll_observed(&consumer, &watch), FUNCTION_TIMEOUT).await;
+        if polled.is_none() || !watch.got.load(Ordering::Relaxed) {
             let idle = world.dice.range(1, 20);
             tokio::time::sleep(Duration::from_secs(idle)).await;
         }
     }
 }
 
-async fn poll(world: &World, consumer: &Consumer<ChaosPorts>, channel: Channel) -> bool {
-    let queue = &world.ports.queue;
-    let got = match queue
-        .receive(channel, 10, world.shape.visibility_secs)
-        .await
-    {
-        Ok(got) if !got.is_empty() => got,
-        _ => return false,
-    };
-    if world.plant == Some(Plant::AckBeforeOutcome) {
-        for m in &got {
-            let _ = queue.delete(channel, &m.receipt_handle).await;
+/// What the world sees of one batch: the consumer reads as its channel's, its alarms and
+/// one-read counts are tallied; the planted early acknowledgement deletes the batch before
+/// the answer. A batch received counts as work even when a delete after it failed.
+struct Watch<'a> {
+    world: &'a World,
+    channel: Channel,
+    got: AtomicBool,
+}
+
+impl BatchObserver for Watch<'_> {
+    async fn received(&self, batch: &Batch) {
+        self.got.store(true, Ordering::Relaxed);
+        if self.world.plant == Some(Plant::AckBeforeOutcome) {
+            for m in &batch.messages {
+                let _ = self
+                    .world
+                    .ports
+                    .queue
+                    .delete(self.channel, &m.receipt_handle)
+                    .await;
+            }
         }
     }
-    let arn = arn_for_url(world.urls.get(channel), "local");
-    let deadline = world.clock.now().plus(FUNCTION_TIMEOUT);
-    let handled = consumer.handle(to_sqs_event(&arn, &got), Some(deadline));
-    let out = super::observed::reading_as(channel, handled).await;
-    let m = out.metrics.get(channel);
-    let alarmed = u64::from(m.invariant_errors + m.panics);
-    *reminders_core::sync::lock(&world.alarms)
-        .entry(channel)
-        .or_default() += alarmed;
+
+    fn deadline(&self) -> Option<Timestamp> {
+        Some(self.world.clock.now().plus(FUNCTION_TIMEOUT))
+    }
+
+    fn invoke<F>(&self, invocation: F) -> impl std::future::Future<Output = BatchOutcome>
+    where
+        F: std::future::Future<Output = BatchOutcome>,
     {
-        let mut one_reads = reminders_core::sync::lock(&world.one_reads);
+        super::observed::reading_as(self.channel, invocation)
+    }
+
+    fn handled(&self, out: &BatchOutcome) {
+        let m = out.metrics.get(self.channel);
+        let alarmed = u64::from(m.invariant_errors + m.panics);
+        *reminders_core::sync::lock(&self.world.alarms)
+            .entry(self.channel)
+            .or_default() += alarmed;
+        let mut one_reads = reminders_core::sync::lock(&self.world.one_reads);
         one_reads.0 += u64::from(m.one_read);
         one_reads.1 += u64::from(m.one_read_released);
     }
-    let failed: BTreeSet<&str> = out
-        .response
-        .batch_item_failures
-        .iter()
-        .map(|f| f.item_identifier.as_str())
-        .collect();
-    for m in got
-        .iter()
-        .filter(|m| !failed.contains(m.message_id.as_str()))
-    {
-        let _ = queue.delete(channel, &m.receipt_handle).await;
-    }
-    true
 }
 
 /// Wait, once the faults stop, until nothing is pending anywhere and every write has had its

@@ -1,5 +1,5 @@
-//! When an idle run ends, and one mapping's poll: nothing due within the horizon, every queue
-//! empty of what this run can take, twice in a row.
+//! When an idle run ends: nothing due within the horizon, every queue empty of what this run
+//! can take, twice in a row.
 
 use super::*;
 
@@ -106,37 +106,6 @@ pub async fn next_due<P: Ports>(ports: &P) -> Result<Option<Timestamp>, PortErro
         }
     }
     Ok(next)
-}
-
-/// What an event source mapping does once: receive up to `batch_size` messages, build the
-/// same `SqsEvent`, call the handler, delete what succeeded (failures keep their visibility).
-/// `None` when nothing was visible.
-pub async fn poll_once<P: Ports>(
-    consumer: &Consumer<P>,
-    queue_urls: &PerChannel<String>,
-    channel: Channel,
-    batch_size: u32,
-    visibility_secs: u32,
-    deadline: Option<Timestamp>,
-) -> Result<Option<BatchOutcome>, PortError> {
-    let queue = consumer.ports().queue();
-    let got = queue.receive(channel, batch_size, visibility_secs).await?;
-    if got.is_empty() {
-        return Ok(None);
-    }
-    let arn = arn_for_url(queue_urls.get(channel), "local");
-    let out = consumer.handle(to_sqs_event(&arn, &got), deadline).await;
-    for m in &got {
-        let failed = out
-            .response
-            .batch_item_failures
-            .iter()
-            .any(|f| f.item_identifier == m.message_id);
-        if !failed {
-            queue.delete(channel, &m.receipt_handle).await?;
-        }
-    }
-    Ok(Some(out))
 }
 
 /// Nothing left anywhere: no scheduled reminder in any shard, no message in any queue.

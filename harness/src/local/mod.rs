@@ -1,24 +1,25 @@
 //! The local pipeline runner: plays EventBridge Scheduler (a scheduler run every period) and
-//! each channel's event source mapping (receive up to the batch size, build the same
-//! `SqsEvent`, call the same handler, delete what succeeded, leave batch item failures to their
-//! visibility) — on an emulator, LocalStack, or in-memory ports.
+//! each channel's event source mapping ([`crate::mapping::Mapping`]: receive up to the batch
+//! size, build the same `SqsEvent`, call the same handler, delete what succeeded, leave batch
+//! item failures to their visibility) — on an emulator, LocalStack, or in-memory ports.
 
 use std::time::Duration;
 
 use reminders_core::clock::{Clock, Timestamp};
-use reminders_core::consumer::event::{arn_for_url, to_sqs_event};
-use reminders_core::consumer::{BatchOutcome, Consumer, Metrics};
+use reminders_core::consumer::{Consumer, Metrics};
 use reminders_core::domain::{Channel, PerChannel};
 use reminders_core::ports::{
     DeliveryQueue, PortError, Ports, QueueDepth, ReminderStore, SeriesStore,
 };
 use reminders_core::scheduler::Scheduler;
 
+use crate::mapping::Mapping;
+
 mod idle;
 mod shared;
 
 use idle::{in_flight, watch};
-pub use idle::{next_due, nothing_pending, poll_once};
+pub use idle::{next_due, nothing_pending};
 use shared::Shared;
 
 #[derive(Debug, Clone)]
@@ -232,20 +233,13 @@ async fn channel_loop<P: Ports>(
     shared: &Shared,
 ) -> Result<(), PortError> {
     let clock = consumer.ports().clock();
+    let mapping = Mapping::new(queue_urls, channel, cfg.batch_size, cfg.visibility_secs);
     let mut backoff = Duration::from_secs(1);
     while !shared.stopped() {
         let deadline = clock.now().plus(cfg.function_timeout);
         let at_work = shared.at_work.get(channel);
         at_work.store(true, std::sync::atomic::Ordering::SeqCst);
-        let polled = poll_once(
-            consumer,
-            queue_urls,
-            channel,
-            cfg.batch_size,
-            cfg.visibility_secs,
-            Some(deadline),
-        )
-        .await;
+        let polled = mapping.poll(consumer, Some(deadline)).await;
         if let Ok(Some(out)) = &polled {
             shared.note(channel, &out.records, clock.now(), cfg.visibility_secs);
         }

@@ -339,15 +339,24 @@ mod tests {
 
     #[test]
     fn value_axes_end_on_round_numbers() {
-        assert_eq!(nice_max(1.0), 1.0);
-        assert_eq!(nice_max(3.0), 5.0);
-        assert_eq!(nice_max(1_291.0), 2_000.0);
-        assert_eq!(nice_max(569.0), 1_000.0);
-        assert_eq!(nice_max(220.0), 250.0);
-        assert_eq!(value_label(12_500.0), "12,500");
-        assert_eq!(value_label(250.0), "250");
-        assert_eq!(value_label(1.25), "1.25");
-        assert_eq!(value_label(2.5), "2.5");
+        let tops = [
+            (1.0, 1.0),
+            (3.0, 5.0),
+            (1_291.0, 2_000.0),
+            (569.0, 1_000.0),
+            (220.0, 250.0),
+        ];
+        for (max, top) in tops {
+            assert_eq!(nice_max(max), top, "the axis over {max}");
+        }
+        for (v, label) in [
+            (12_500.0, "12,500"),
+            (250.0, "250"),
+            (1.25, "1.25"),
+            (2.5, "2.5"),
+        ] {
+            assert_eq!(value_label(v), label);
+        }
     }
 
     fn svg_without_outage(samples: &[Sample]) -> String {
@@ -356,11 +365,11 @@ mod tests {
 
     #[test]
     fn ticks_stay_few_and_readable_over_any_run() {
-        assert_eq!(tick_step(1_800.0), 300.0);
-        assert_eq!(tick_step(180_000.0), 21_600.0);
-        assert_eq!(tick_step(50.0), 10.0);
-        assert_eq!(tick_label(90.0), "90 s");
-        assert_eq!(tick_label(600.0), "10 min");
-        assert_eq!(tick_label(21_600.0), "6 h");
+        for (run, step) in [(1_800.0, 300.0), (180_000.0, 21_600.0), (50.0, 10.0)] {
+            assert_eq!(tick_step(run), step, "the ticks over a {run} s run");
+        }
+        for (t, label) in [(90.0, "90 s"), (600.0, "10 min"), (21_600.0, "6 h")] {
+            assert_eq!(tick_label(t), label);
+        }
     }
 }

@@ -23,7 +23,8 @@ use super::limits::dynamo as ddb;
 
 use std::borrow::Cow;
 
-use reminders_core::clock::{Clock, ManualClock, Timestamp};
+use crate::ManualClock;
+use reminders_core::clock::{Clock, Timestamp};
 use reminders_core::domain::due_shard;
 use reminders_core::ports::{DuePage, OutgoingMessage, PortError};
 

@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
+use crate::ManualClock;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use reminders_core::clock::ManualClock;
 use reminders_core::domain::{
     Channel, Content, DeadReason, NewReminder, Recipient, Reminder, ReminderId, ReminderStatus,
     SubscriberId,

@@ -201,15 +201,9 @@ async fn batch(
     let calls = w.provider.calls();
     // QueueVisibilityTimeoutSeconds as deployed.
     let visibility = 180;
-    let polled = crate::local::poll_once(
-        &w.consumer,
-        &w.urls,
-        channel,
-        cfg.batch_size.max(1),
-        visibility,
-        None,
-    )
-    .await;
+    let polled = crate::mapping::Mapping::new(&w.urls, channel, cfg.batch_size.max(1), visibility)
+        .poll(&w.consumer, None)
+        .await;
     let Ok(Some(out)) = polled else {
         return None;
     };

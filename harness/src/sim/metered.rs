@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
-use reminders_core::clock::{Clock, ManualClock};
+use crate::ManualClock;
+use reminders_core::clock::Clock;
 use reminders_core::ports::PortError;
 
 use crate::around::{Around, Call, Hook};
@@ -97,24 +98,22 @@ fn sample(rng: &mut StdRng, p50: f64, p99: f64) -> f64 {
 /// The compound reads are the trait's single reads, each metered: the model's cost per read.
 impl Hook for BatchMeter {
     async fn before(&self, call: &Call<'_>) -> Result<(), PortError> {
-        let (table, reads, writes, op) = match call {
-            Call::LedgerGet { .. } => (Table::Ledger, 1.0, 0.0, "ledger get"),
+        use Call::*;
+        let (table, write) = match call {
+            LedgerGet { .. } => (Table::Ledger, false),
             // A refused condition consumes its write unit too.
-            Call::PutIf { .. } => (Table::Ledger, 0.0, 1.0, "ledger put"),
-            Call::DeleteIf { .. } => (Table::Ledger, 0.0, 1.0, "ledger delete"),
-            Call::Get { .. } => (Table::Reminders, 1.0, 0.0, "get"),
-            Call::Preferences { .. } => (Table::Reminders, 1.0, 0.0, "preferences"),
-            Call::Suppression { .. } => (Table::Reminders, 1.0, 0.0, "suppression"),
-            Call::Insert { .. } => (Table::Reminders, 0.0, 1.0, "insert"),
-            Call::Replace { .. } => (Table::Reminders, 0.0, 1.0, "replace"),
-            Call::ExtendFreshness { .. } => (Table::Reminders, 0.0, 1.0, "extend_freshness"),
-            Call::Quarantine { .. } => (Table::Reminders, 0.0, 1.0, "quarantine"),
-            Call::Mark { .. } => (Table::Reminders, 0.0, 1.0, "mark"),
-            Call::PutPreferences { .. } => (Table::Reminders, 0.0, 1.0, "put_preferences"),
-            Call::PutSuppression { .. } => (Table::Reminders, 0.0, 1.0, "put_suppression"),
+            PutIf { .. } | DeleteIf { .. } => (Table::Ledger, true),
+            Get { .. } | Preferences { .. } | Suppression { .. } => (Table::Reminders, false),
+            Insert { .. }
+            | Replace { .. }
+            | ExtendFreshness { .. }
+            | Quarantine { .. }
+            | Mark { .. } => (Table::Reminders, true),
+            PutPreferences { .. } | PutSuppression { .. } => (Table::Reminders, true),
             _ => return Ok(()),
         };
-        self.call(table, reads, writes, op)
+        let (reads, writes) = if write { (0.0, 1.0) } else { (1.0, 0.0) };
+        self.call(table, reads, writes, call.name())
     }
 
     fn splits_compound_reads(&self) -> bool {

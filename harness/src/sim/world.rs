@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use reminders_core::clock::ManualClock;
+use crate::ManualClock;
 use reminders_core::consumer::{Consumer, ConsumerConfig};
 use reminders_core::domain::PerChannel;
 use reminders_core::ports::{

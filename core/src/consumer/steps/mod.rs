@@ -47,9 +47,10 @@ mod hold;
 mod intake;
 mod rules;
 mod settle;
+mod standby;
 
 pub use claim::NEWER_STATUS_WAIT;
-pub use fallback::REWAKE_ENTRY;
+pub use standby::REWAKE_ENTRY;
 
 use std::ops::ControlFlow;
 use std::time::Duration;
@@ -58,7 +59,7 @@ use rand::rngs::StdRng;
 
 use super::{Action, Consumer, Incoming, Metrics};
 use crate::clock::{Clock, Timestamp};
-use crate::domain::{DeliveryMessage, Reminder};
+use crate::domain::{DeliveryKey, DeliveryMessage, Reminder};
 use crate::ledger::{Ctx, DeliveryRecord, LeaseToken};
 use crate::policy::OutcomeClass;
 use crate::ports::{DeliveryQueue, GatePartition, PortError, Ports, Provider, SendRequest};
@@ -254,6 +255,17 @@ impl<P: Ports> InFlight<'_, P> {
             now,
             expires_at: self.consumer.cfg.retention.expires_at(fresh_until),
             origin: Some(crate::ledger::Origin::of(msg)),
+        }
+    }
+
+    /// The context of a change to the item under `key` that does not make it (no origin):
+    /// now, and kept as long as a reminder fresh until `fresh_until` is.
+    fn ctx_of(&self, key: DeliveryKey, fresh_until: Timestamp) -> Ctx {
+        Ctx {
+            key,
+            now: self.now(),
+            expires_at: self.consumer.cfg.retention.expires_at(fresh_until),
+            origin: None,
         }
     }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use axum::Router;
-use reminders::clock::{ManualClock, SystemClock};
+use reminders::clock::SystemClock;
 use reminders::domain::{DeliveryKey, Retention};
 use reminders::domain::{Reminder, ReminderId};
 use reminders::ledger::DeliveryRecord;
@@ -19,6 +19,7 @@ use reminders::ports::{
 };
 use reminders_api::{router, App, Defaults};
 use reminders_harness::around::{Around, Call, Faults, Hook, SingleReads};
+use reminders_harness::ManualClock;
 use serde_json::{json, Value};
 use tower::ServiceExt;
 

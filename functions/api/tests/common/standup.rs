@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 
 use axum::http::StatusCode;
-use reminders::clock::{ManualClock, Timestamp};
+use reminders::clock::Timestamp;
+use reminders_harness::ManualClock;
 use serde_json::Value;
 
 use super::{call, operator, series_body, Harness};

@@ -7,7 +7,8 @@ use crate::chaos::prompt::{prompt, Prompt};
 use reminders_core::domain::{Preferences, ReminderId, ReminderStatus};
 use reminders_core::ports::series::SeriesCursorPage;
 use reminders_core::ports::{
-    DueEntry, DuePage, Eraser, Inserted, Marked, MemoryReminderStore, ReminderStore, SeriesPage,
+    reminders, DueEntry, DuePage, Eraser, Inserted, Marked, MemoryReminderStore, ReminderStore,
+    SeriesPage,
 };
 
 type Store = Arc<MemoryReminderStore>;
@@ -86,7 +87,7 @@ impl Adapter<Store> {
             }
             out
         };
-        let op = reminders_core::ports::reminders::OP_INSERT;
+        let op = reminders::OP_INSERT;
         self.dice
             .write(op, write, |i| *i == Inserted::Created)
             .await
@@ -119,7 +120,7 @@ impl Adapter<Store> {
             }
             out
         };
-        let op = reminders_core::ports::reminders::OP_REPLACE;
+        let op = reminders::OP_REPLACE;
         self.dice.write(op, write, |m| *m == Marked::Marked).await
     }
 
@@ -127,10 +128,7 @@ impl Adapter<Store> {
         &self,
         next: impl Future<Output = Result<Option<Reminder>, PortError>>,
     ) -> Result<Option<Reminder>, PortError> {
-        let mut got = self
-            .dice
-            .around(reminders_core::ports::reminders::OP_GET, next)
-            .await?;
+        let mut got = self.dice.around(reminders::OP_GET, next).await?;
         if got.as_ref().is_some_and(|r| self.ttl_gone(r)) {
             return Ok(None);
         }
@@ -159,10 +157,7 @@ impl Adapter<Store> {
         &self,
         next: impl Future<Output = Result<DuePage, PortError>>,
     ) -> Result<DuePage, PortError> {
-        let page = self
-            .dice
-            .around(reminders_core::ports::reminders::OP_QUERY, next)
-            .await?;
+        let page = self.dice.around(reminders::OP_QUERY, next).await?;
         if !self.dice.is_calm() && !page.items.is_empty() {
             let ids = page
                 .items
@@ -191,7 +186,7 @@ impl Adapter<Store> {
             }
             next().await
         };
-        let op = reminders_core::ports::reminders::OP_EXTEND;
+        let op = reminders::OP_EXTEND;
         self.dice.write(op, write, |m| *m == Marked::Marked).await
     }
 
@@ -218,7 +213,7 @@ impl Adapter<Store> {
             }
             self.store.mark(id, version, to).await
         };
-        let op = reminders_core::ports::reminders::OP_MARK;
+        let op = reminders::OP_MARK;
         let marked = self.dice.write(op, write, |m| *m == Marked::Marked).await?;
         if to == ReminderStatus::Enqueued && marked == Marked::Marked && !self.dice.is_calm() {
             prompt(self.enqueues.as_ref(), Prompt::Enqueued(id.clone())).await;
@@ -230,10 +225,7 @@ impl Adapter<Store> {
         &self,
         next: impl Future<Output = Result<Option<Preferences>, PortError>>,
     ) -> Result<Option<Preferences>, PortError> {
-        let mut got = self
-            .dice
-            .around(reminders_core::ports::reminders::OP_PREFERENCES, next)
-            .await?;
+        let mut got = self.dice.around(reminders::OP_PREFERENCES, next).await?;
         if let Some(p) = got.as_mut() {
             match self.plant {
                 Some(Plant::IgnoreOptOuts) => p.opted_out.clear(),
