@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The emulator suite's second leg: the local path, API, events, outage, operator and
-# walk-through tests against LocalStack, with DynamoDB on moto. infra/test.sh runs it beside the
-# moto leg (after it, without nextest); it also runs on its own (from the project root):
+# The emulator suite's second leg: the suites whose calls reach the services LocalStack serves
+# (nextest's `localstack` profile: the local path, the pipeline end to end, the events, the
+# providers, the series, the CLI's API, operator, subscriber, walk-through and series tests),
+# against LocalStack with DynamoDB on moto. infra/test.sh runs it beside the moto leg; it also
+# runs on its own (from the project root):
 #
 #   infra/localstack.sh           # installs and starts what it needs, stops it on exit
-#   infra/localstack.sh --install # only installs LocalStack, and nextest if missing (infra/test.sh, while it builds)
+#   infra/localstack.sh --install # only installs (infra/test.sh, while it builds)
 #
 # LocalStack 4.9.2 runs in host mode (no Docker) on Python 3.11, installed into
 # .venv-localstack with the pins below (newer versions need Python 3.12; the others keep its
@@ -63,14 +65,10 @@ if [[ ! -f "$LS_STAMP" ]]; then
   touch "$LS_STAMP"
 fi
 # The suites of this leg are declared once, as nextest's `localstack` profile
-# (.config/nextest.toml, with why each is there). Without nextest on the machine, the one
-# below is installed into .tools/ of this checkout, once (a few minutes; crates.io).
-NEXTEST_VERSION=0.9.143
+# (.config/nextest.toml, with why each is there): a nextest that reads it, the machine's or the
+# pinned one installed into .tools/ when it has none (infra/nextest.sh).
 export PATH="$ROOT/.tools/bin:$PATH"
-if ! cargo nextest --version >/dev/null 2>&1; then
-  step "installing cargo-nextest $NEXTEST_VERSION into .tools/ (this leg's suites are its localstack profile)"
-  cargo install cargo-nextest --version "=$NEXTEST_VERSION" --locked --root "$ROOT/.tools"
-fi
+"$ROOT/infra/nextest.sh"
 if [[ "${1:-}" == "--install" ]]; then
   exit 0
 fi

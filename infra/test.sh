@@ -2,15 +2,17 @@
 # Run every check the project has, on a machine with only the Rust toolchain, Python 3.11 and
 # pip: rustfmt, clippy and the crate boundaries, the build of every test (while the pinned
 # emulators and linters install into virtual environments of their own, once), then moto server
-# on a free 127.0.0.1 port, all tests, the emulator suite again on LocalStack beside them
-# (infra/localstack.sh), cfn-lint, sam validate and checkov. The emulators are stopped on every
+# on a free 127.0.0.1 port, all tests under nextest, the emulator suites that reach the
+# services LocalStack serves again on it beside them (infra/localstack.sh), cfn-lint, sam validate and checkov. The emulators are stopped on every
 # exit path.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-# A nextest infra/localstack.sh installed into .tools/ (on a machine without one) runs here too.
+# The suites run under nextest: the machine's, or the pinned one infra/nextest.sh installs
+# into .tools/ when it has none (or an older one), before anything else is built.
 export PATH="$ROOT/.tools/bin:$PATH"
+infra/nextest.sh
 
 VENV="$ROOT/.venv"
 # shellcheck source=infra/pins.sh
@@ -121,13 +123,11 @@ if grep -E '^aws-(sdk|config|smithy)' <<<"$deps"; then
 fi
 cargo clippy --locked -p remindctl --no-default-features --all-targets -- -D warnings
 
-if cargo nextest --version >/dev/null 2>&1; then
-  # nextest does not run doctests: run them first, so nextest's summary closes the log. They
-  # need no emulator, nor does the build, which runs while the tools install.
-  step "doc tests, and every test built"
-  cargo test --workspace --all-features --locked --doc
-  cargo nextest run --workspace --all-features --locked --no-run
-fi
+# nextest does not run doctests: run them first, so nextest's summary closes the log. They
+# need no emulator, nor does the build, which runs while the tools install.
+step "doc tests, and every test built"
+cargo test --workspace --all-features --locked --doc
+cargo nextest run --workspace --all-features --locked --no-run
 
 step "waiting for the emulators and linters to install"
 if ! wait "$INSTALL_PID"; then
@@ -171,42 +171,36 @@ step "tests (emulator at $AWS_ENDPOINT_URL)"
 # came within a few hundred KiB of 2 MiB and overflowed it once. The functions run on their
 # process's main thread, whose stack is the system's (8 MiB on Lambda).
 export RUST_MIN_STACK="${RUST_MIN_STACK:-8388608}"
-# The same emulator tests of the local path, API, events, outage and walk-through run again
-# against LocalStack (host mode, installed and started by infra/localstack.sh). With nextest
-# the two legs run side by side once every test is built: both wait mostly on an emulator or
-# on the wall clock (a series' occurrences a minute apart). The LocalStack leg then keeps
-# DynamoDB on a moto of its own, so neither leg's load or state reaches the other's.
-if cargo nextest --version >/dev/null 2>&1; then
-  LOCALSTACK_LOG="$(mktemp -t localstack-leg.XXXXXX)"
-  # A process group of its own: stopping this script stops the leg at once, LocalStack, its
-  # moto and the tests with it (a shell runs its traps only when its foreground command ends).
-  setsid infra/localstack.sh >"$LOCALSTACK_LOG" 2>&1 &
-  LOCALSTACK_LEG=$!
-  stop_leg() {
-    kill -TERM -- "-$LOCALSTACK_LEG" 2>/dev/null || true
-    wait "$LOCALSTACK_LEG" 2>/dev/null || true
-    echo "the LocalStack leg was stopped; its log so far:" >&2
-    cat "$LOCALSTACK_LOG" >&2
-    rm -f "$LOCALSTACK_LOG"
-    cleanup
-  }
-  trap stop_leg EXIT
-  moto_rc=0
-  cargo nextest run --workspace --all-features --locked --no-fail-fast || moto_rc=$?
-  localstack_rc=0
-  wait "$LOCALSTACK_LEG" || localstack_rc=$?
-  trap cleanup EXIT
-  step "the LocalStack leg (infra/localstack.sh), run beside the moto suite: its log"
-  cat "$LOCALSTACK_LOG"
+# The emulator suites that reach the services LocalStack serves run again against it (host
+# mode, installed and started by infra/localstack.sh; nextest's `localstack` profile names
+# them). The two legs run side by side once every test is built: both wait mostly on an
+# emulator or on the wall clock (a series' occurrences a minute apart). The LocalStack leg
+# keeps DynamoDB on a moto of its own, so neither leg's load or state reaches the other's.
+LOCALSTACK_LOG="$(mktemp -t localstack-leg.XXXXXX)"
+# A process group of its own: stopping this script stops the leg at once, LocalStack, its
+# moto and the tests with it (a shell runs its traps only when its foreground command ends).
+setsid infra/localstack.sh >"$LOCALSTACK_LOG" 2>&1 &
+LOCALSTACK_LEG=$!
+stop_leg() {
+  kill -TERM -- "-$LOCALSTACK_LEG" 2>/dev/null || true
+  wait "$LOCALSTACK_LEG" 2>/dev/null || true
+  echo "the LocalStack leg was stopped; its log so far:" >&2
+  cat "$LOCALSTACK_LOG" >&2
   rm -f "$LOCALSTACK_LOG"
-  if [[ $moto_rc -ne 0 || $localstack_rc -ne 0 ]]; then
-    echo "tests failed: the moto suite exited $moto_rc, the LocalStack leg $localstack_rc" >&2
-    exit 1
-  fi
-else
-  cargo test --workspace --all-features --locked --no-fail-fast
-  step "the LocalStack leg (infra/localstack.sh)"
-  MOTO_ENDPOINT="$AWS_ENDPOINT_URL" infra/localstack.sh
+  cleanup
+}
+trap stop_leg EXIT
+moto_rc=0
+cargo nextest run --workspace --all-features --locked --no-fail-fast || moto_rc=$?
+localstack_rc=0
+wait "$LOCALSTACK_LEG" || localstack_rc=$?
+trap cleanup EXIT
+step "the LocalStack leg (infra/localstack.sh), run beside the moto suite: its log"
+cat "$LOCALSTACK_LOG"
+rm -f "$LOCALSTACK_LOG"
+if [[ $moto_rc -ne 0 || $localstack_rc -ne 0 ]]; then
+  echo "tests failed: the moto suite exited $moto_rc, the LocalStack leg $localstack_rc" >&2
+  exit 1
 fi
 
 # The HTTP API's contract (the tests hold the router to its status codes); the validator

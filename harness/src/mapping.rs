@@ -1,9 +1,10 @@
 //! An SQS event source mapping, played: receive up to a batch, build the `SqsEvent` Lambda
 //! would, invoke the consumer, delete what succeeded; a batch item failure keeps its visibility
-//! and comes back. The local runner, the chaos worlds, the benchmarks and the tests play it
-//! through [`Mapping`]; what each needs to see or do around a batch is a [`BatchObserver`].
-//! A caller that needs the steps apart (two batches handled at once, events built ahead of a
-//! timed loop) calls [`Mapping::receive`] and [`Mapping::finish`] itself.
+//! and comes back. The local runner, the chaos worlds, the simulation, the benchmarks and the
+//! tests play it through [`Mapping`]; what each needs to see or do around a batch is a
+//! [`BatchObserver`]. A caller that needs the steps apart (two batches handled at once, events
+//! built ahead of a timed loop) receives with [`Mapping::receive`], invokes the consumer
+//! itself, and deletes with [`Mapping::finish`] if it wants the successes gone.
 
 use std::future::Future;
 

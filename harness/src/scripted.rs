@@ -32,7 +32,7 @@ pub enum Answer {
     Gone,
     /// The provider accepted it, but the caller sees a timeout after the request was written.
     AcceptedThenLost,
-    /// Accepted after `Duration` (on the provider's clock: virtual in the simulation).
+    /// Accepted after `Duration` (on the provider's clock: virtual under a `ManualClock`).
     SlowDeliver(Duration),
     /// The provider code panics (a bug in an adapter): must fail one record only.
     Panic,

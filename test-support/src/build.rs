@@ -24,7 +24,7 @@ pub struct ReminderSpec {
 }
 
 /// Reminder `id`, due at `due_at`, for `sub-1`: the text "Reminder" / "Something is due", no
-/// recipient yet, fresh for the default hour, kept a day after it settles.
+/// recipient yet, fresh for the default hour, its item kept a day past its freshness.
 pub fn a_reminder(id: impl Into<String>, due_at: Timestamp) -> ReminderSpec {
     ReminderSpec {
         id: id.into(),

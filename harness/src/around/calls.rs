@@ -191,56 +191,68 @@ pub enum Call<'a> {
     },
 }
 
+/// `name` and `NAMES` from one list of arms, so the list of names cannot miss one.
+macro_rules! names {
+    ($($pat:pat => $name:expr,)*) => {
+        /// The operation's name as its adapter names it in errors, and as a fault plan names it:
+        /// one request, one name. The recipient's rules are one `BatchGetItem` with a suppression
+        /// to read and the preferences' one `GetItem` without; the dead-letter queue's receive,
+        /// delete and release are a queue's; a series page after a cursor is `series.of`.
+        pub fn name(&self) -> &'static str {
+            match self {
+                $($pat => $name,)*
+            }
+        }
+
+        /// Every name [`Call::name`] answers: what a fault plan may name.
+        pub const NAMES: &'static [&'static str] = &[$($name),*];
+    };
+}
+
 impl Call<'_> {
-    /// The operation's name as its adapter names it in errors, and as a fault plan names it:
-    /// one request, one name. The recipient's rules are one `BatchGetItem` with a suppression
-    /// to read and the preferences' one `GetItem` without; the dead-letter queue's receive,
-    /// delete and release are a queue's; a series page after a cursor is `series.of`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Call::LedgerGet { .. } => ledger::OP_GET,
-            Call::PutIf { .. } => ledger::OP_PUT,
-            Call::DeleteIf { .. } => ledger::OP_DELETE,
-            Call::Insert { .. } => reminders::OP_INSERT,
-            Call::Replace { .. } => reminders::OP_REPLACE,
-            Call::Get { .. } => reminders::OP_GET,
-            Call::QueryDue { .. } => reminders::OP_QUERY,
-            Call::ExtendFreshness { .. } => reminders::OP_EXTEND,
-            Call::SweepIndex { .. } => reminders::OP_SWEEP,
-            Call::Quarantine { .. } => reminders::OP_QUARANTINE,
-            Call::Preferences { .. } => reminders::OP_PREFERENCES,
-            Call::PutPreferences { .. } => reminders::OP_PUT_PREFERENCES,
-            Call::Suppression { .. } => reminders::OP_SUPPRESSION,
-            Call::PutSuppression { .. } => reminders::OP_PUT_SUPPRESSION,
-            Call::RecipientRules {
+    names! {
+        Call::LedgerGet { .. } => ledger::OP_GET,
+        Call::PutIf { .. } => ledger::OP_PUT,
+        Call::DeleteIf { .. } => ledger::OP_DELETE,
+        Call::Insert { .. } => reminders::OP_INSERT,
+        Call::Replace { .. } => reminders::OP_REPLACE,
+        Call::Get { .. } => reminders::OP_GET,
+        Call::QueryDue { .. } => reminders::OP_QUERY,
+        Call::ExtendFreshness { .. } => reminders::OP_EXTEND,
+        Call::SweepIndex { .. } => reminders::OP_SWEEP,
+        Call::Quarantine { .. } => reminders::OP_QUARANTINE,
+        Call::Preferences { .. } => reminders::OP_PREFERENCES,
+        Call::PutPreferences { .. } => reminders::OP_PUT_PREFERENCES,
+        Call::Suppression { .. } => reminders::OP_SUPPRESSION,
+        Call::PutSuppression { .. } => reminders::OP_PUT_SUPPRESSION,
+        Call::RecipientRules {
                 address: Some(_), ..
             } => reminders::OP_RULES,
-            Call::RecipientRules { address: None, .. } => reminders::OP_PREFERENCES,
-            Call::DeliveryRead { .. } => reminders::OP_DELIVERY_READ,
-            Call::Mark { .. } => reminders::OP_MARK,
-            Call::BySubscriber { .. } => reminders::OP_BY_SUBSCRIBER,
-            Call::DeleteReminder { .. } => eraser::OP_DELETE_REMINDER,
-            Call::DeletePreferences { .. } => eraser::OP_DELETE_PREFERENCES,
-            Call::LiftSuppression { .. } => eraser::OP_LIFT_SUPPRESSION,
-            Call::DeleteSeries { .. } => eraser::OP_DELETE_SERIES,
-            Call::Publish { .. } => events::OP_PUBLISH,
-            Call::SendBatch { .. } => queue::OP_SEND,
-            Call::ChangeVisibility { .. } => queue::OP_VISIBILITY,
-            Call::Delete { .. } => queue::OP_DELETE,
-            Call::Receive { .. } => queue::OP_RECEIVE,
-            Call::Depth { .. } => queue::OP_DEPTH,
-            Call::DeadLetter { .. } => queue::OP_DEAD_LETTER,
-            Call::ReceiveDead { .. } => queue::OP_RECEIVE,
-            Call::DeleteDead { .. } => queue::OP_DELETE,
-            Call::ReleaseDead { .. } => queue::OP_VISIBILITY,
-            Call::GetSeries { .. } => series::OP_GET_SERIES,
-            Call::PutSeries { .. } => series::OP_PUT_SERIES,
-            Call::SeriesDue { .. } => series::OP_SERIES_DUE,
-            Call::SeriesOf { .. } | Call::SeriesAfter { .. } => series::OP_SERIES_OF,
-            Call::GateState { .. } => gate::OP_GET,
-            Call::Throttle { .. } => gate::OP_THROTTLE,
-            Call::Failed { .. } => gate::OP_FAILED,
-            Call::Breaker { .. } => gate::OP_BREAKER,
-        }
+        Call::RecipientRules { address: None, .. } => reminders::OP_PREFERENCES,
+        Call::DeliveryRead { .. } => reminders::OP_DELIVERY_READ,
+        Call::Mark { .. } => reminders::OP_MARK,
+        Call::BySubscriber { .. } => reminders::OP_BY_SUBSCRIBER,
+        Call::DeleteReminder { .. } => eraser::OP_DELETE_REMINDER,
+        Call::DeletePreferences { .. } => eraser::OP_DELETE_PREFERENCES,
+        Call::LiftSuppression { .. } => eraser::OP_LIFT_SUPPRESSION,
+        Call::DeleteSeries { .. } => eraser::OP_DELETE_SERIES,
+        Call::Publish { .. } => events::OP_PUBLISH,
+        Call::SendBatch { .. } => queue::OP_SEND,
+        Call::ChangeVisibility { .. } => queue::OP_VISIBILITY,
+        Call::Delete { .. } => queue::OP_DELETE,
+        Call::Receive { .. } => queue::OP_RECEIVE,
+        Call::Depth { .. } => queue::OP_DEPTH,
+        Call::DeadLetter { .. } => queue::OP_DEAD_LETTER,
+        Call::ReceiveDead { .. } => queue::OP_RECEIVE,
+        Call::DeleteDead { .. } => queue::OP_DELETE,
+        Call::ReleaseDead { .. } => queue::OP_VISIBILITY,
+        Call::GetSeries { .. } => series::OP_GET_SERIES,
+        Call::PutSeries { .. } => series::OP_PUT_SERIES,
+        Call::SeriesDue { .. } => series::OP_SERIES_DUE,
+        Call::SeriesOf { .. } | Call::SeriesAfter { .. } => series::OP_SERIES_OF,
+        Call::GateState { .. } => gate::OP_GET,
+        Call::Throttle { .. } => gate::OP_THROTTLE,
+        Call::Failed { .. } => gate::OP_FAILED,
+        Call::Breaker { .. } => gate::OP_BREAKER,
     }
 }

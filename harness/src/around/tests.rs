@@ -347,3 +347,24 @@ async fn nested_plans_fail_each_entry_once() {
     assert_eq!(ids, ["0", "1"]);
     assert_eq!(memory.len(Channel::Sms), 1);
 }
+
+/// A fault on a name no port call carries is refused when it is planted: it would never fire,
+/// and the test that planted it would pass without its fault. Every name a call answers is
+/// accepted.
+#[test]
+fn a_fault_on_a_name_no_call_carries_is_refused() {
+    use reminders_core::ports::queue::{OP_DEAD_RECEIVE, OP_SEND_ENTRY};
+    let faults = Faults::default();
+    for &op in Call::NAMES.iter().chain([&OP_SEND_ENTRY]) {
+        faults.fail(op, FaultPoint::Before, 1);
+    }
+    let refused = std::panic::catch_unwind(|| {
+        Faults::default().fail(OP_DEAD_RECEIVE, FaultPoint::Before, 1);
+    });
+    assert!(
+        refused.is_err(),
+        "a rule on {OP_DEAD_RECEIVE} would never fire"
+    );
+    let refused = std::panic::catch_unwind(|| Faults::default().corrupt("reminders.gte", 1));
+    assert!(refused.is_err(), "a misspelt name is refused too");
+}

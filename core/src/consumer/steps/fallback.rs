@@ -1,7 +1,7 @@
 //! Fallback channels (docs/design.md, "Fallback chain"). With a fallback order in the subscriber's
 //! preferences, a reminder's channels behind the first one it lists wait in standby. When a
 //! channel's delivery dies for a reason that means it cannot reach the person (`rejected`,
-//! `opted_out`, `suppressed`, `expired_quiet_hours`), the next listed channel in the order gets a
+//! `opted_out`, `suppressed`, `expired_quiet_hours`, `country_not_allowed`), the next listed channel in the order gets a
 //! delivery of its own, keyed by its own (reminder, subscriber, channel), so its ledger item sends
 //! it at most once however many messages ask.
 //!

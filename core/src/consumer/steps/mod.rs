@@ -5,7 +5,10 @@
 //!    one-read path), going on at step 3 with what it read; anything else, or a reminder that
 //!    is not what its message said (the claim given back), takes steps 1 and 2;
 //! 1. [`intake`]: decode the message, wait out `not_before`, load the reminder and settle what
-//!    needs no claim (unknown, cancelled, stale, due later, channel edited away);
+//!    needs no claim (unknown, cancelled, stale, due later, channel edited away); then
+//!    [`standby`]: a channel behind another in a fallback order is held until that one settles
+//!    ([`fallback`] is the hand-on from a death); then an SMS only to an allowed calling code
+//!    (in [`intake`]);
 //! 2. [`claim`]: the provider gate, then one conditional write for the lease (a lease that ran
 //!    out mid-send is taken over or killed by the ambiguous rule);
 //! 3. [`rules`]: the recipient's opt-outs and quiet hours, read after the claim;
