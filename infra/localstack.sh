@@ -17,8 +17,9 @@
 #                                rules it out here
 #   SES v2                       LocalStack community answers 501 (it serves SES v1 only)
 #   CloudFormation               not started: DescribeStacks of `local up` is moto's
-# With MOTO_ENDPOINT set (infra/test.sh sets it), that moto is used; otherwise one is started
-# from .venv (installed by infra/test.sh, or here if missing).
+# With MOTO_ENDPOINT set, that moto is used; otherwise (as infra/test.sh runs it, so that
+# neither leg's load or state reaches the other's) one of its own is started from .venv
+# (installed by infra/test.sh, or here if missing).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -3,8 +3,8 @@
 # pip: rustfmt, clippy and the crate boundaries, the build of every test (while the pinned
 # emulators and linters install into virtual environments of their own, once), then moto server
 # on a free 127.0.0.1 port, all tests under nextest, the emulator suites that reach the
-# services LocalStack serves again on it beside them (infra/localstack.sh), cfn-lint, sam validate and checkov. The emulators are stopped on every
-# exit path.
+# services LocalStack serves again on it beside them (infra/localstack.sh), cfn-lint, sam
+# validate and checkov. The emulators are stopped on every exit path.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

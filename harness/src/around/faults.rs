@@ -11,8 +11,8 @@ use reminders_core::ports::{FaultPoint, OutgoingMessage, PortError, SendFailure}
 use super::{Answer, Call, Hook};
 
 /// A rule names an operation some call carries: one on a name no call carries would never fire,
-/// and a test planting it would pass without its fault (the dead-letter queue's own `dlq.*`
-/// names, say: its calls carry the queue's).
+/// and a test planting it would pass without its fault (the dead-letter queue's `dlq.receive`,
+/// `dlq.delete` and `dlq.release`, say: those calls carry the queue's names).
 fn carried(op: &str) {
     assert!(
         Call::NAMES.contains(&op) || op == OP_SEND_ENTRY,
