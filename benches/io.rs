@@ -30,14 +30,12 @@ use reminders::aws::{SqsDeadLetters, SqsQueues};
 use reminders::clock::{Clock, SystemClock, Timestamp};
 use reminders::consumer::{Consumer, ConsumerConfig};
 use reminders::domain::{Channel, PerChannel, Reminder, SuppressionKey};
-use reminders::ports::{
-    DeliveryQueue, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, OutgoingMessage,
-    PortSet, ReminderStore,
-};
+use reminders::ports::{DeliveryQueue, OutgoingMessage, PortSet, ReminderStore};
 use reminders::providers::secret::SuppressionKeySource;
 use reminders::scheduler::{Scheduler, SchedulerConfig};
 use reminders_harness::mapping::Mapping;
 use reminders_harness::ManualClock;
+use reminders_harness::MemoryStack;
 use reminders_harness::ScriptedProvider;
 use reminders_test_support::a_reminder;
 
@@ -267,15 +265,13 @@ async fn scheduler_io(n: u32) {
             .await
             .unwrap();
     }
-    let ports = PortSet {
-        clock,
-        reminders: store,
-        ledger: Arc::new(MemoryLedger::default()),
-        gate: Arc::new(MemoryGate::default()),
-        queue: SqsQueues::new(sqs, queues),
-        dead_letters: Arc::new(MemoryQueue::new(clock)),
-        providers: PerChannel::from_fn(|_| Arc::new(ScriptedProvider::new(clock, true))),
-    };
+    // The table and the queues on the emulator; the rest in memory.
+    let ports = MemoryStack::on(clock)
+        .ports_with(PerChannel::from_fn(|_| {
+            Arc::new(ScriptedProvider::new(clock, true))
+        }))
+        .map_reminders(|_| store)
+        .map_queue(|_| SqsQueues::new(sqs, queues));
     let scheduler = Scheduler::new(ports, SchedulerConfig::default());
     take_counts().await;
     let (cpu0, wall0) = (cpu(), Instant::now());
@@ -309,18 +305,16 @@ async fn scheduler_io(n: u32) {
 /// The same consumer over in-memory ports: its own CPU per record, no I/O at all.
 async fn consumer_memory(n: u32) {
     let t0 = Timestamp::from_millis(1_800_000_000_000);
-    let clock = ManualClock::at(t0);
-    let store = Arc::new(MemoryReminderStore::new(8));
-    let queue = Arc::new(MemoryQueue::new(clock.clone()));
-    let ports = PortSet {
-        clock: clock.clone(),
-        reminders: store.clone(),
-        ledger: Arc::new(MemoryLedger::default()),
-        gate: Arc::new(MemoryGate::default()),
-        queue: queue.clone(),
-        dead_letters: Arc::new(MemoryQueue::new(clock.clone())),
-        providers: PerChannel::from_fn(|_| Arc::new(ScriptedProvider::new(clock.clone(), true))),
-    };
+    let stack = MemoryStack::on(ManualClock::at(t0)).with_shards(8);
+    let MemoryStack {
+        clock,
+        store,
+        queue,
+        ..
+    } = stack.clone();
+    let ports = stack.ports_with(PerChannel::from_fn(|_| {
+        Arc::new(ScriptedProvider::new(clock.clone(), true))
+    }));
     let urls = PerChannel::from_fn(|c| format!("http://q/000000000000/q-{c}"));
     let mapping = Mapping::new(&urls, Channel::Push, 10, 900);
     let mut events = Vec::new();

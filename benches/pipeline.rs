@@ -15,44 +15,25 @@ use reminders::domain::{
     ReminderId, SubscriberId,
 };
 use reminders::policy::{decide, Outcome, RetryPolicy, Spent};
-use reminders::ports::{
-    DeliveryQueue, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet,
-    ReminderStore,
-};
+use reminders::ports::{DeliveryQueue, ReminderStore};
 use reminders_harness::mapping::Mapping;
+use reminders_harness::stack::{MemoryPorts, MemoryStack};
 use reminders_harness::ManualClock;
 use reminders_harness::ScriptedProvider;
 
 const T0: Timestamp = Timestamp::from_millis(1_800_000_000_000);
 
-type Ports = PortSet<
-    ManualClock,
-    Arc<MemoryReminderStore>,
-    Arc<MemoryLedger>,
-    Arc<MemoryGate>,
-    Arc<MemoryQueue<ManualClock>>,
-    Arc<MemoryQueue<ManualClock>>,
-    Arc<ScriptedProvider<ManualClock>>,
->;
+type Ports = MemoryPorts<ManualClock, Arc<ScriptedProvider<ManualClock>>>;
 
 /// A consumer and one batch of ten fresh deliveries, ready to handle.
 fn setup(
     rt: &tokio::runtime::Runtime,
 ) -> (Consumer<Ports>, aws_lambda_events::event::sqs::SqsEvent) {
     rt.block_on(async {
-        let clock = ManualClock::at(T0);
-        let store = Arc::new(MemoryReminderStore::new(4));
-        let queue = Arc::new(MemoryQueue::new(clock.clone()));
-        let provider = Arc::new(ScriptedProvider::new(clock.clone(), true));
-        let ports = PortSet {
-            clock: clock.clone(),
-            reminders: store.clone(),
-            ledger: Arc::new(MemoryLedger::default()),
-            gate: Arc::new(MemoryGate::default()),
-            queue: queue.clone(),
-            dead_letters: Arc::new(MemoryQueue::new(clock.clone())),
-            providers: PerChannel::from_fn(|_| provider.clone()),
-        };
+        let stack = MemoryStack::on(ManualClock::at(T0));
+        let provider = Arc::new(ScriptedProvider::new(stack.clock.clone(), true));
+        let ports = stack.ports(provider);
+        let MemoryStack { store, queue, .. } = stack;
         let urls = PerChannel::from_fn(|c| format!("http://q/000000000000/q-{c}"));
         let cfg = ConsumerConfig {
             emit_metrics: false,

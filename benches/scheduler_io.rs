@@ -16,10 +16,11 @@ use reminders::aws::bootstrap::{create_channel_queues, create_reminders_table, Q
 use reminders::aws::dynamo::DynamoReminderStore;
 use reminders::aws::SqsQueues;
 use reminders::clock::{Clock, SystemClock};
-use reminders::domain::{Channel, PerChannel, Reminder};
-use reminders::ports::{MemoryGate, MemoryLedger, MemoryQueue, PortSet, ReminderStore};
+use reminders::domain::{Channel, Reminder};
+use reminders::ports::ReminderStore;
 use reminders::providers::AnyProvider;
 use reminders::scheduler::{Scheduler, SchedulerConfig};
+use reminders_harness::MemoryStack;
 use reminders_test_support::a_reminder;
 
 #[tokio::main(flavor = "current_thread")]
@@ -49,25 +50,16 @@ fn reminder(i: u64, now: reminders::clock::Timestamp) -> Reminder {
 }
 
 async fn with_latency(n: u64, latency: Duration) {
-    use reminders::ports::MemoryReminderStore;
     use reminders_harness::around::{Around, Latency};
     let clock = SystemClock;
-    let store = std::sync::Arc::new(MemoryReminderStore::new(8));
+    let stack = MemoryStack::on(clock).with_shards(8);
     for i in 0..n {
-        store.insert(&reminder(i, clock.now())).await.unwrap();
+        stack.store.insert(&reminder(i, clock.now())).await.unwrap();
     }
-    let ports = PortSet {
-        clock,
-        reminders: Around::new(store, Latency { clock, latency }),
-        ledger: std::sync::Arc::new(MemoryLedger::default()),
-        gate: std::sync::Arc::new(MemoryGate::default()),
-        queue: Around::new(
-            std::sync::Arc::new(MemoryQueue::new(clock)),
-            Latency { clock, latency },
-        ),
-        dead_letters: std::sync::Arc::new(MemoryQueue::new(clock)),
-        providers: PerChannel::from_fn(|_| AnyProvider::<SystemClock>::Disabled),
-    };
+    let ports = stack
+        .ports(AnyProvider::<SystemClock>::Disabled)
+        .map_reminders(|s| Around::new(s, Latency { clock, latency }))
+        .map_queue(|q| Around::new(q, Latency { clock, latency }));
     let scheduler = Scheduler::new(ports, SchedulerConfig::default());
     let started = Instant::now();
     let report = scheduler.run(None).await.unwrap();
@@ -97,15 +89,11 @@ async fn emulator(n: u64) {
         store.insert(&r).await.unwrap();
     }
     let clock = SystemClock;
-    let ports = PortSet {
-        clock,
-        reminders: store,
-        ledger: std::sync::Arc::new(MemoryLedger::default()),
-        gate: std::sync::Arc::new(MemoryGate::default()),
-        queue: SqsQueues::new(sqs, queues),
-        dead_letters: std::sync::Arc::new(MemoryQueue::new(clock)),
-        providers: PerChannel::from_fn(|_| AnyProvider::<SystemClock>::Disabled),
-    };
+    // The table and the queues on the emulator; the rest in memory.
+    let ports = MemoryStack::on(clock)
+        .ports(AnyProvider::<SystemClock>::Disabled)
+        .map_reminders(|_| store)
+        .map_queue(|_| SqsQueues::new(sqs, queues));
     let scheduler = Scheduler::new(ports, SchedulerConfig::default());
     let started = Instant::now();
     let report = scheduler.run(None).await.unwrap();

@@ -16,11 +16,11 @@ use reminders::domain::{
     SubscriberId, SuppressionKey,
 };
 use reminders::ports::{
-    DeliveryQueue, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, OutgoingMessage,
-    PortError, PortSet, ReminderStore,
+    DeliveryQueue, MemoryQueue, MemoryReminderStore, OutgoingMessage, PortError, ReminderStore,
 };
 use reminders_harness::around::{Around, Call, Hook};
 use reminders_harness::mapping::Mapping;
+use reminders_harness::stack::MemoryStack;
 use reminders_harness::ManualClock;
 use reminders_harness::ScriptedProvider;
 
@@ -77,19 +77,22 @@ impl Hook for Calls {
 async fn a_delivered_reminder_costs_one_read_two_conditional_writes_and_a_twentieth_of_a_gate_read()
 {
     let t0 = Timestamp::from_millis(1_800_000_000_000);
-    let clock = ManualClock::at(t0);
+    let stack = MemoryStack::on(ManualClock::at(t0));
+    let MemoryStack {
+        clock,
+        store,
+        queue,
+        ..
+    } = stack.clone();
     let calls = Calls::default();
-    let store = Arc::new(MemoryReminderStore::new(4));
-    let queue = Arc::new(MemoryQueue::new(clock.clone()));
-    let ports = PortSet {
-        clock: clock.clone(),
-        reminders: Around::new(store.clone(), calls.clone()),
-        ledger: Around::new(Arc::new(MemoryLedger::default()), calls.clone()),
-        gate: Around::new(Arc::new(MemoryGate::default()), calls.clone()),
-        queue: Around::new(queue.clone(), calls.clone()),
-        dead_letters: Arc::new(MemoryQueue::new(clock.clone())),
-        providers: PerChannel::from_fn(|_| Arc::new(ScriptedProvider::new(clock.clone(), true))),
-    };
+    let ports = stack
+        .ports_with(PerChannel::from_fn(|_| {
+            Arc::new(ScriptedProvider::new(clock.clone(), true))
+        }))
+        .map_reminders(|r| Around::new(r, calls.clone()))
+        .map_ledger(|l| Around::new(l, calls.clone()))
+        .map_gate(|g| Around::new(g, calls.clone()))
+        .map_queue(|q| Around::new(q, calls.clone()));
     let urls = PerChannel::from_fn(|c| format!("http://q/000000000000/q-{c}"));
     let cfg = ConsumerConfig {
         emit_metrics: false,

@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex};
 use reminders::clock::Timestamp;
 use reminders::consumer::{Action, Consumer};
 use reminders::domain::{
-    Channel, DeadReason, PerChannel, Preferences, Reminder, ReminderId, Retention, SubscriberId,
-    Suppression, SuppressionSource,
+    Channel, DeadReason, Preferences, Reminder, ReminderId, Retention, SubscriberId, Suppression,
+    SuppressionSource,
 };
 use reminders::ledger::{DeliveryRecord, Status};
 use reminders::ports::{
@@ -23,8 +23,8 @@ use reminders::ports::{
 use reminders::providers::secret::SuppressionKeySource;
 use reminders::reminder_writes;
 use reminders_harness::around::{Around, Call, Hook};
-use reminders_harness::ManualClock;
 use reminders_harness::ScriptedProvider;
+use reminders_harness::{ManualClock, MemoryStack};
 
 use crate::harness::{
     message, queue_urls, reminder, sole_message, suppression_key, test_config, T0,
@@ -124,23 +124,21 @@ struct Ran {
 const PATHS: [bool; 2] = [false, true];
 
 async fn deliver_with(sole: bool, landing: impl FnOnce(&Reminder) -> Option<Landing>) -> Ran {
-    let clock = ManualClock::at(T0);
-    let store = Arc::new(MemoryReminderStore::new(4));
-    let ledger = Arc::new(MemoryLedger::default());
-    let queue = Arc::new(MemoryQueue::new(clock.clone()));
+    let stack = MemoryStack::on(ManualClock::at(T0));
+    let MemoryStack {
+        clock,
+        store,
+        ledger,
+        queue,
+        ..
+    } = stack.clone();
     let provider = Arc::new(ScriptedProvider::new(clock.clone(), true));
     let r = reminder("before-claim", &[Channel::Sms]);
     store.insert(&r).await.unwrap();
     let landing = Arc::new(Mutex::new(landing(&r)));
-    let ports: Ports = PortSet {
-        clock: clock.clone(),
-        reminders: store.clone(),
-        ledger: BeforeClaim::around(ledger.clone(), store.clone(), landing.clone()),
-        gate: Arc::new(MemoryGate::default()),
-        queue: queue.clone(),
-        dead_letters: Arc::new(MemoryQueue::new(clock.clone())),
-        providers: PerChannel::from_fn(|_| provider.clone()),
-    };
+    let ports: Ports = stack
+        .ports(provider.clone())
+        .map_ledger(|l| BeforeClaim::around(l, store.clone(), landing.clone()));
     let consumer = Consumer::new(ports, test_config(), queue_urls(), 5)
         .with_suppression_key(Some(SuppressionKeySource::Fixed(suppression_key())));
     let msg = match sole {

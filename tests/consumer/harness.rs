@@ -18,8 +18,8 @@ use reminders::ports::{
 };
 use reminders::reminder_writes::{self, Edit, Edited, WriteError};
 use reminders_harness::around::{Around, Faults, Faulty, SingleReads};
-use reminders_harness::ManualClock;
 use reminders_harness::ScriptedProvider;
+use reminders_harness::{ManualClock, MemoryStack};
 use reminders_test_support::a_reminder;
 
 pub const T0: Timestamp = Timestamp::from_millis(1_800_000_000_000);
@@ -75,30 +75,28 @@ impl Mem {
     }
 
     fn build(cfg: ConsumerConfig, idempotent: bool, redrive: Option<u32>) -> Self {
-        let clock = ManualClock::at(T0);
+        let stack = MemoryStack::on(ManualClock::at(T0));
+        let stack = match redrive {
+            Some(max) => stack.with_redrive(max),
+            None => stack,
+        };
+        let provider = Arc::new(ScriptedProvider::new(stack.clock.clone(), idempotent));
         let store_faults = Faults::default();
-        let store = Arc::new(MemoryReminderStore::new(4));
-        let ledger = Arc::new(MemoryLedger::default());
         let ledger_faults = Faults::default();
-        let dlq = Arc::new(MemoryQueue::new(clock.clone()));
         let queue_faults = Faults::default();
-        let queue = MemoryQueue::new(clock.clone());
-        let queue = match redrive {
-            Some(max) => queue.with_redrive(max, dlq.clone()),
-            None => queue,
-        };
-        let queue = Arc::new(queue);
-        let provider = Arc::new(ScriptedProvider::new(clock.clone(), idempotent));
-        let gate = Arc::new(MemoryGate::default());
-        let ports = PortSet {
-            clock: clock.clone(),
-            reminders: Around::new(store.clone(), (store_faults.clone(), SingleReads)),
-            ledger: Around::new(ledger.clone(), ledger_faults.clone()),
-            gate: gate.clone(),
-            queue: Around::new(queue.clone(), queue_faults.clone()),
-            dead_letters: dlq.clone(),
-            providers: PerChannel::from_fn(|_| provider.clone()),
-        };
+        let ports = stack
+            .ports(provider.clone())
+            .map_reminders(|r| Around::new(r, (store_faults.clone(), SingleReads)))
+            .map_ledger(|l| Around::new(l, ledger_faults.clone()))
+            .map_queue(|q| Around::new(q, queue_faults.clone()));
+        let MemoryStack {
+            clock,
+            store,
+            ledger,
+            gate,
+            queue,
+            dlq,
+        } = stack;
         let consumer = Consumer::new(ports, cfg, queue_urls(), 42).with_suppression_key(Some(
             reminders::providers::secret::SuppressionKeySource::Fixed(suppression_key()),
         ));

@@ -11,20 +11,19 @@ use reminders::clock::{Clock, Timestamp};
 use reminders::consumer::Consumer;
 use reminders::delivery::{self, transition, Claim, ClaimRequest, Written};
 use reminders::domain::{
-    Channel, DeadReason, PerChannel, Preferences, Recipient, Reminder, ReminderStatus, Retention,
+    Channel, DeadReason, Preferences, Recipient, Reminder, ReminderStatus, Retention,
 };
 use reminders::ledger::{Change, Ctx, LeaseToken, Origin, RedriveAudit, Status, Why};
 use reminders::policy::RetryPolicy;
 use reminders::ports::gate::BreakerChange;
 use reminders::ports::{
-    FaultPoint, Gate, Ledger, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore,
-    PortError, PortSet, Provider, ReminderStore,
+    FaultPoint, Gate, Ledger, MemoryLedger, PortError, Provider, ReminderStore,
 };
 use reminders::reminder_writes::{Edit, Edited};
 use reminders_harness::around::{Around, Call, Hook};
 use reminders_harness::scripted::Answer;
-use reminders_harness::ManualClock;
 use reminders_harness::ScriptedProvider;
+use reminders_harness::{ManualClock, MemoryStack};
 use serde_json::json;
 
 use crate::harness::{message, queue_urls, reminder, test_config, Mem, T0};
@@ -320,15 +319,18 @@ impl Hook for SlowProbe {
 /// the reminder to go stale is never sent.
 #[tokio::test]
 async fn a_probe_whose_write_outlasted_freshness_is_not_sent() {
-    let clock = ManualClock::at(T0);
-    let store = Arc::new(MemoryReminderStore::new(4));
+    let stack = MemoryStack::on(ManualClock::at(T0));
+    let MemoryStack {
+        clock,
+        ledger,
+        gate,
+        queue,
+        ..
+    } = stack.clone();
     let mut r = reminder("w45", &[Channel::Push]);
     r.fresh_until = T0.plus(Duration::from_secs(60));
-    store.insert(&r).await.unwrap();
-    let ledger = Arc::new(MemoryLedger::default());
-    let queue = Arc::new(MemoryQueue::new(clock.clone()));
+    stack.store.insert(&r).await.unwrap();
     let provider = Arc::new(ScriptedProvider::new(clock.clone(), true));
-    let gate = Arc::new(MemoryGate::default());
     let push = message(&r, Channel::Push);
     let partition = provider.partition(Channel::Push);
     let open = BreakerChange::Open {
@@ -337,21 +339,13 @@ async fn a_probe_whose_write_outlasted_freshness_is_not_sent() {
     };
     assert!(gate.breaker(&partition, open).await.unwrap());
     clock.advance(Duration::from_secs(50));
-    let ports = PortSet {
+    let slow = SlowProbe {
         clock: clock.clone(),
-        reminders: store,
-        ledger: ledger.clone(),
-        gate: Around::new(
-            gate,
-            SlowProbe {
-                clock: clock.clone(),
-                by: Duration::from_secs(15),
-            },
-        ),
-        queue: queue.clone(),
-        dead_letters: Arc::new(MemoryQueue::new(clock.clone())),
-        providers: PerChannel::from_fn(|_| provider.clone()),
+        by: Duration::from_secs(15),
     };
+    let ports = stack
+        .ports(provider.clone())
+        .map_gate(|g| Around::new(g, slow));
     let consumer = Consumer::new(ports, test_config(), queue_urls(), 5);
     let entry = reminders::ports::OutgoingMessage {
         entry_id: "0".into(),
@@ -610,10 +604,14 @@ async fn only_email(w: &Mem, r: &Reminder) -> Reminder {
 async fn an_edit_that_lands_during_the_consumers_expiry_wins() {
     use reminders::ports::{DeliveryQueue, OutgoingMessage};
     let now = T0.plus(Duration::from_secs(7_200));
-    let clock = ManualClock::at(now);
-    let inner = Arc::new(MemoryReminderStore::new(4));
-    let ledger = Arc::new(MemoryLedger::default());
-    let queue = Arc::new(MemoryQueue::new(clock.clone()));
+    let stack = MemoryStack::on(ManualClock::at(now));
+    let MemoryStack {
+        clock,
+        store: inner,
+        ledger,
+        queue,
+        ..
+    } = stack.clone();
     let r = reminder("w41c", &[Channel::Push]);
     assert!(r.is_stale_at(now));
     inner.insert(&r).await.unwrap();
@@ -627,22 +625,15 @@ async fn an_edit_that_lands_during_the_consumers_expiry_wins() {
         fresh_until: Some(now.plus(Duration::from_secs(3600))),
         ..Edit::default()
     };
-    let store = crate::support::edit_before_mark::EditBeforeMark::around(
-        inner.clone(),
-        ledger.clone(),
-        reschedule,
-        now,
-    );
     let provider = Arc::new(ScriptedProvider::new(clock.clone(), true));
-    let ports = PortSet {
-        clock: clock.clone(),
-        reminders: store,
-        ledger: ledger.clone(),
-        gate: Arc::new(MemoryGate::default()),
-        queue: queue.clone(),
-        dead_letters: Arc::new(MemoryQueue::new(clock.clone())),
-        providers: PerChannel::from_fn(|_| provider.clone()),
-    };
+    let ports = stack.ports(provider.clone()).map_reminders(|inner| {
+        crate::support::edit_before_mark::EditBeforeMark::around(
+            inner,
+            ledger.clone(),
+            reschedule,
+            now,
+        )
+    });
     let consumer = Consumer::new(ports, test_config(), queue_urls(), 7);
     let msg = message(&r, Channel::Push);
     let entry = OutgoingMessage {

@@ -22,6 +22,7 @@ use reminders::scheduler::{Scheduler, SchedulerConfig};
 use reminders_harness::around::{Around, Faults};
 use reminders_harness::chaos::VirtualClock;
 use reminders_harness::local::{run, LocalConfig, Stop};
+use reminders_harness::stack::MemoryStack;
 use reminders_harness::ScriptedProvider;
 
 const EPOCH: Timestamp = Timestamp::from_millis(1_800_000_000_000);
@@ -64,18 +65,10 @@ struct World {
 }
 
 fn world(slow: Option<Channel>, queue_faults: Faults) -> World {
-    let clock = VirtualClock::start(EPOCH);
-    let store = Arc::new(MemoryReminderStore::new(4));
-    let dlq = Arc::new(MemoryQueue::new(clock));
-    let queue = Around::new(Arc::new(MemoryQueue::new(clock)), queue_faults);
-    let ports = PortSet {
-        clock,
-        reminders: store.clone(),
-        ledger: Arc::new(MemoryLedger::default()),
-        gate: Arc::new(MemoryGate::default()),
-        queue,
-        dead_letters: dlq,
-        providers: PerChannel::from_fn(|c| {
+    let stack = MemoryStack::on(VirtualClock::start(EPOCH));
+    let MemoryStack { clock, store, .. } = stack.clone();
+    let ports = stack
+        .ports_with(PerChannel::from_fn(|c| {
             Arc::new(Slow {
                 inner: ScriptedProvider::new(clock, true),
                 delay: if Some(c) == slow {
@@ -84,8 +77,8 @@ fn world(slow: Option<Channel>, queue_faults: Faults) -> World {
                     Duration::ZERO
                 },
             })
-        }),
-    };
+        }))
+        .map_queue(|q| Around::new(q, queue_faults));
     let urls = PerChannel::from_fn(|c| format!("http://local/000000000000/q-{c}"));
     let consumer = Consumer::new(
         ports.clone(),

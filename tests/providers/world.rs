@@ -2,29 +2,18 @@
 //! end-to-end provider tests run in.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use reminders::clock::Timestamp;
 use reminders::consumer::{BatchOutcome, Consumer, ConsumerConfig};
 use reminders::domain::{Channel, DeliveryKey, DeliveryMessage, PerChannel, Reminder};
 use reminders::ledger::DeliveryRecord;
-use reminders::ports::{
-    DeliveryQueue, Ledger, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore,
-    OutgoingMessage, PortSet, ReminderStore,
-};
+use reminders::ports::{DeliveryQueue, Ledger, OutgoingMessage, ReminderStore};
 use reminders::providers::{from_lookup, AnyProvider};
+use reminders_harness::stack::{MemoryPorts, MemoryStack};
 use reminders_harness::ManualClock;
 
-type Ports = PortSet<
-    ManualClock,
-    Arc<MemoryReminderStore>,
-    Arc<MemoryLedger>,
-    Arc<MemoryGate>,
-    Arc<MemoryQueue<ManualClock>>,
-    Arc<MemoryQueue<ManualClock>>,
-    AnyProvider<ManualClock>,
->;
+type Ports = MemoryPorts<ManualClock, AnyProvider<ManualClock>>;
 
 pub struct World {
     pub clock: ManualClock,
@@ -47,15 +36,9 @@ impl World {
             sdk,
         )
         .unwrap();
-        let ports = PortSet {
-            clock: clock.clone(),
-            reminders: Arc::new(MemoryReminderStore::new(2)),
-            ledger: Arc::new(MemoryLedger::default()),
-            gate: Arc::new(MemoryGate::default()),
-            queue: Arc::new(MemoryQueue::new(clock.clone())),
-            dead_letters: Arc::new(MemoryQueue::new(clock.clone())),
-            providers,
-        };
+        let ports = MemoryStack::on(clock.clone())
+            .with_shards(2)
+            .ports_with(providers);
         let cfg = ConsumerConfig {
             emit_metrics: false,
             ..ConsumerConfig::default()

@@ -2,17 +2,15 @@
 //! expires only what every clock within the margin calls stale; one read inside the margin of its
 //! `fresh_until` is enqueued, and the consumer holds it until it is surely stale.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use reminders::clock::Timestamp;
 use reminders::domain::reminder::{surely_stale_at, CLOCK_MARGIN};
-use reminders::domain::{Channel, PerChannel};
+use reminders::domain::Channel;
 use reminders::ports::ReminderStore;
-use reminders::ports::{MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet};
 use reminders::providers::AnyProvider;
 use reminders::scheduler::{Scheduler, SchedulerConfig};
-use reminders_harness::ManualClock;
+use reminders_harness::{ManualClock, MemoryStack};
 
 use crate::reminder;
 
@@ -20,21 +18,11 @@ const T0: Timestamp = Timestamp::from_millis(1_800_000_000_000);
 
 /// One run at `now` over a reminder due at T0 and fresh for a minute: (enqueued, expired).
 async fn run_at(now: Timestamp) -> (u32, u32) {
-    let clock = ManualClock::at(now);
-    let store = Arc::new(MemoryReminderStore::new(4));
-    let queue = Arc::new(MemoryQueue::new(clock.clone()));
+    let stack = MemoryStack::on(ManualClock::at(now));
     let mut r = reminder("margin", "s1", T0, &[Channel::Push]);
     r.fresh_until = T0.plus(Duration::from_secs(60));
-    store.insert(&r).await.unwrap();
-    let ports = PortSet {
-        clock: clock.clone(),
-        reminders: store,
-        ledger: Arc::new(MemoryLedger::default()),
-        gate: Arc::new(MemoryGate::default()),
-        queue: queue.clone(),
-        dead_letters: Arc::new(MemoryQueue::new(clock.clone())),
-        providers: PerChannel::from_fn(|_| AnyProvider::<ManualClock>::Disabled),
-    };
+    stack.store.insert(&r).await.unwrap();
+    let ports = stack.ports(AnyProvider::<ManualClock>::Disabled);
     let report = Scheduler::new(ports, SchedulerConfig::default())
         .run(None)
         .await

@@ -2,7 +2,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use reminders::clock::{Clock, Timestamp};
-use reminders::domain::{Channel, DeliveryMessage, PerChannel};
+use reminders::domain::{Channel, DeliveryMessage};
 use reminders::ports::queue::OP_SEND_ENTRY;
 use reminders::ports::{
     DeliveryQueue, FaultPoint, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet,
@@ -11,7 +11,7 @@ use reminders::ports::{
 use reminders::providers::AnyProvider;
 use reminders::scheduler::{Scheduler, SchedulerConfig};
 use reminders_harness::around::{Around, Call, Faults, Hook};
-use reminders_harness::ManualClock;
+use reminders_harness::{ManualClock, MemoryStack};
 
 use crate::reminder;
 
@@ -36,23 +36,15 @@ struct World {
 }
 
 fn world(cfg: SchedulerConfig) -> World {
-    let clock = ManualClock::at(T0);
-    let store = Arc::new(MemoryReminderStore::new(4));
+    let stack = MemoryStack::on(ManualClock::at(T0));
     let queue_faults = Faults::default();
-    let queue = Arc::new(MemoryQueue::new(clock.clone()));
-    let ports = PortSet {
-        clock: clock.clone(),
-        reminders: store.clone(),
-        ledger: Arc::new(MemoryLedger::default()),
-        gate: Arc::new(MemoryGate::default()),
-        queue: Around::new(queue.clone(), queue_faults.clone()),
-        dead_letters: Arc::new(MemoryQueue::new(clock.clone())),
-        providers: PerChannel::from_fn(|_| AnyProvider::Disabled),
-    };
+    let ports = stack
+        .ports(AnyProvider::Disabled)
+        .map_queue(|q| Around::new(q, queue_faults.clone()));
     World {
-        clock: clock.clone(),
-        store,
-        queue,
+        clock: stack.clock,
+        store: stack.store,
+        queue: stack.queue,
         queue_faults,
         scheduler: Scheduler::new(ports, cfg),
     }
@@ -141,31 +133,21 @@ async fn a_message_that_never_goes_out_leaves_its_reminder_for_the_next_run() {
 async fn slow_dependencies_mark_everything_sent_and_never_send_twice() {
     use reminders::ports::{DueEntry, DueQuery};
     use reminders_harness::around::Latency;
-    let clock = ManualClock::at(T0);
-    let store = Arc::new(MemoryReminderStore::new(4));
-    let queue = Arc::new(MemoryQueue::new(clock.clone()));
-    let latency = Duration::from_millis(200);
-    let ports = PortSet {
-        clock: clock.clone(),
-        reminders: Around::new(
-            store.clone(),
-            Latency {
-                clock: clock.clone(),
-                latency,
-            },
-        ),
-        ledger: Arc::new(MemoryLedger::default()),
-        gate: Arc::new(MemoryGate::default()),
-        queue: Around::new(
-            queue.clone(),
-            Latency {
-                clock: clock.clone(),
-                latency,
-            },
-        ),
-        dead_letters: Arc::new(MemoryQueue::new(clock.clone())),
-        providers: PerChannel::from_fn(|_| AnyProvider::<ManualClock>::Disabled),
+    let stack = MemoryStack::on(ManualClock::at(T0));
+    let latency = Latency {
+        clock: stack.clock.clone(),
+        latency: Duration::from_millis(200),
     };
+    let ports = stack
+        .ports(AnyProvider::<ManualClock>::Disabled)
+        .map_reminders(|r| Around::new(r, latency.clone()))
+        .map_queue(|q| Around::new(q, latency));
+    let MemoryStack {
+        clock,
+        store,
+        queue,
+        ..
+    } = stack;
     let scheduler = Scheduler::new(ports, SchedulerConfig::default());
     let backlog = 400;
     for i in 0..backlog {
@@ -384,8 +366,8 @@ impl Hook for FailingShard {
 /// the run's report and its metrics, not only in a log line; the other shards go on.
 #[tokio::test]
 async fn a_shard_that_keeps_failing_is_reported_run_after_run() {
-    let clock = ManualClock::at(T0);
-    let store = Arc::new(MemoryReminderStore::new(4));
+    let stack = MemoryStack::on(ManualClock::at(T0));
+    let MemoryStack { clock, store, .. } = stack.clone();
     let stuck = reminder("stuck", "s1", T0, &[Channel::Push]);
     let shard = reminders::domain::due_shard(&stuck.reminder_id, 4);
     let fine = (0..100)
@@ -394,16 +376,9 @@ async fn a_shard_that_keeps_failing_is_reported_run_after_run() {
         .unwrap();
     store.insert(&stuck).await.unwrap();
     store.insert(&fine).await.unwrap();
-    let queue = Arc::new(MemoryQueue::new(clock.clone()));
-    let ports = PortSet {
-        clock: clock.clone(),
-        reminders: Around::new(store.clone(), FailingShard(shard)),
-        ledger: Arc::new(MemoryLedger::default()),
-        gate: Arc::new(MemoryGate::default()),
-        queue: queue.clone(),
-        dead_letters: Arc::new(MemoryQueue::new(clock.clone())),
-        providers: PerChannel::from_fn(|_| AnyProvider::<ManualClock>::Disabled),
-    };
+    let ports = stack
+        .ports(AnyProvider::<ManualClock>::Disabled)
+        .map_reminders(|r| Around::new(r, FailingShard(shard)));
     let scheduler = Scheduler::new(ports, SchedulerConfig::default());
     let first = scheduler.run(None).await.unwrap();
     assert_eq!(first.enqueued, 1, "the other shards go on");

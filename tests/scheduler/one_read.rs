@@ -5,23 +5,19 @@
 //! before: the scheduler reads `due-index`, and its messages are plain).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use reminders::aws::bootstrap::QueueSpec;
 use reminders::clock::Timestamp;
 use reminders::domain::{
-    AddressHash, Channel, DeliveryMessage, PerChannel, Reminder, ReminderId, Retention,
-    SuppressionKey,
+    AddressHash, Channel, DeliveryMessage, Reminder, ReminderId, Retention, SuppressionKey,
 };
-use reminders::ports::{
-    DeliveryQueue, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet,
-    ReminderStore,
-};
+use reminders::ports::{DeliveryQueue, ReminderStore};
 use reminders::providers::secret::SuppressionKeySource;
 use reminders::providers::AnyProvider;
 use reminders::reminder_writes::{self, Edit, Edited};
 use reminders::scheduler::{Scheduler, SchedulerConfig};
+use reminders_harness::stack::{MemoryPorts, MemoryStack};
 use reminders_harness::ManualClock;
 
 use crate::reminder;
@@ -37,45 +33,19 @@ fn hash(r: &Reminder, channel: Channel) -> AddressHash {
     AddressHash::of(&key(), &r.recipients[&channel])
 }
 
-type MemPorts = PortSet<
-    ManualClock,
-    Arc<MemoryReminderStore>,
-    Arc<MemoryLedger>,
-    Arc<MemoryGate>,
-    Arc<MemoryQueue<ManualClock>>,
-    Arc<MemoryQueue<ManualClock>>,
-    AnyProvider<ManualClock>,
->;
-
 struct Mem {
-    store: Arc<MemoryReminderStore>,
-    ledger: Arc<MemoryLedger>,
-    queue: Arc<MemoryQueue<ManualClock>>,
-    scheduler: Scheduler<MemPorts>,
+    stack: MemoryStack<ManualClock>,
+    scheduler: Scheduler<MemoryPorts<ManualClock, AnyProvider<ManualClock>>>,
 }
 
 fn mem(key: Option<SuppressionKey>) -> Mem {
-    let clock = ManualClock::at(T0);
-    let store = Arc::new(MemoryReminderStore::new(4));
-    let ledger = Arc::new(MemoryLedger::default());
-    let queue = Arc::new(MemoryQueue::new(clock.clone()));
-    let ports = PortSet {
-        clock: clock.clone(),
-        reminders: store.clone(),
-        ledger: ledger.clone(),
-        gate: Arc::new(MemoryGate::default()),
-        queue: queue.clone(),
-        dead_letters: Arc::new(MemoryQueue::new(clock.clone())),
-        providers: PerChannel::from_fn(|_| AnyProvider::Disabled),
-    };
-    let scheduler = Scheduler::new(ports, SchedulerConfig::default())
-        .with_suppression_key(key.map(SuppressionKeySource::Fixed));
-    Mem {
-        store,
-        ledger,
-        queue,
-        scheduler,
-    }
+    let stack = MemoryStack::on(ManualClock::at(T0));
+    let scheduler = Scheduler::new(
+        stack.ports(AnyProvider::Disabled),
+        SchedulerConfig::default(),
+    )
+    .with_suppression_key(key.map(SuppressionKeySource::Fixed));
+    Mem { stack, scheduler }
 }
 
 /// Every message in `channel`'s queue, by reminder id.
@@ -110,15 +80,15 @@ async fn three_in_memory(w: &Mem) -> (Reminder, Reminder) {
     let two = reminder("two", "s2", T0, &[Channel::Sms, Channel::Email]);
     let edited = reminder("edited", "s3", T0, &[Channel::Sms]);
     for r in [&single, &two, &edited] {
-        w.store.insert(r).await.unwrap();
+        w.stack.store.insert(r).await.unwrap();
     }
     let later = Edit {
         fresh_until: Some(edited.fresh_until.plus(Duration::from_secs(60))),
         ..Edit::default()
     };
     let got = reminder_writes::edit(
-        &*w.store,
-        &*w.ledger,
+        &*w.stack.store,
+        &*w.stack.ledger,
         &edited.reminder_id,
         later,
         T0,
@@ -139,8 +109,8 @@ async fn in_memory_a_reminder_listing_one_channel_at_its_first_version_goes_sole
     let (single, edited) = three_in_memory(&w).await;
     let report = w.scheduler.run(None).await.unwrap();
     assert_eq!(report.enqueued, 3);
-    let sms = received(&*w.queue, Channel::Sms).await;
-    let email = received(&*w.queue, Channel::Email).await;
+    let sms = received(&*w.stack.queue, Channel::Sms).await;
+    let email = received(&*w.stack.queue, Channel::Email).await;
     assert_eq!((sms.len(), email.len()), (3, 1));
 
     let m = &sms[&id("single")];
@@ -167,7 +137,7 @@ async fn in_memory_a_scheduler_without_a_key_marks_sole_without_a_hash() {
     let w = mem(None);
     three_in_memory(&w).await;
     w.scheduler.run(None).await.unwrap();
-    let sms = received(&*w.queue, Channel::Sms).await;
+    let sms = received(&*w.stack.queue, Channel::Sms).await;
     let m = &sms[&id("single")];
     assert!(m.sole_channel);
     assert_eq!(m.address_hash, None);

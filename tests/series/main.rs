@@ -16,14 +16,12 @@ use reminders::domain::{
     SeriesId, SubscriberId,
 };
 use reminders::ledger::Status;
-use reminders::ports::{
-    Ledger, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet, ReminderStore,
-    SeriesStore,
-};
+use reminders::ports::{Ledger, MemoryLedger, MemoryReminderStore, ReminderStore, SeriesStore};
 use reminders::scheduler::{Scheduler, SchedulerConfig};
 use reminders::series::{self, Put};
 use reminders_harness::chaos::VirtualClock;
 use reminders_harness::local::{run, LocalConfig, Stop};
+use reminders_harness::stack::{MemoryPorts, MemoryStack};
 use reminders_harness::ScriptedProvider;
 
 mod erasure_race;
@@ -35,15 +33,7 @@ mod redriven;
 const EPOCH: Timestamp = Timestamp::from_millis(1_800_000_000_000);
 const ZONE: &str = "Pacific/Kiritimati";
 
-type Ports = PortSet<
-    VirtualClock,
-    Arc<MemoryReminderStore>,
-    Arc<MemoryLedger>,
-    Arc<MemoryGate>,
-    Arc<MemoryQueue<VirtualClock>>,
-    Arc<MemoryQueue<VirtualClock>>,
-    Arc<ScriptedProvider<VirtualClock>>,
->;
+type Ports = MemoryPorts<VirtualClock, Arc<ScriptedProvider<VirtualClock>>>;
 
 struct World {
     ports: Ports,
@@ -57,19 +47,15 @@ struct World {
 }
 
 fn world() -> World {
-    let clock = VirtualClock::start(EPOCH);
-    let store = Arc::new(MemoryReminderStore::new(4));
-    let ledger = Arc::new(MemoryLedger::default());
-    let push = Arc::new(ScriptedProvider::new(clock, true));
-    let ports = PortSet {
+    let stack = MemoryStack::on(VirtualClock::start(EPOCH));
+    let push = Arc::new(ScriptedProvider::new(stack.clock, true));
+    let ports = stack.ports(push.clone());
+    let MemoryStack {
         clock,
-        reminders: store.clone(),
-        ledger: ledger.clone(),
-        gate: Arc::new(MemoryGate::default()),
-        queue: Arc::new(MemoryQueue::new(clock)),
-        dead_letters: Arc::new(MemoryQueue::new(clock)),
-        providers: PerChannel::from_fn(|_| push.clone()),
-    };
+        store,
+        ledger,
+        ..
+    } = stack;
     let urls = PerChannel::from_fn(|c| format!("http://local/000000000000/q-{c}"));
     let consumer = Consumer::new(
         ports.clone(),

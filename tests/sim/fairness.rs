@@ -11,10 +11,9 @@ use reminders::clock::{Clock, Timestamp};
 use reminders::consumer::{Consumer, ConsumerConfig};
 use reminders::domain::{Channel, DeliveryKey, PerChannel, Reminder};
 use reminders::ledger::Status;
-use reminders::ports::{
-    Ledger, MemoryGate, MemoryLedger, MemoryQueue, MemoryReminderStore, PortSet, ReminderStore,
-};
+use reminders::ports::{Ledger, ReminderStore};
 use reminders::scheduler::{Scheduler, SchedulerConfig};
+use reminders_harness::stack::MemoryStack;
 use reminders_harness::ManualClock;
 use reminders_harness::ScriptedProvider;
 use reminders_test_support::a_reminder;
@@ -32,20 +31,15 @@ fn reminder(id: String, subscriber: &str, due_at: Timestamp) -> Reminder {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_subscriber_with_100k_overdue_delays_no_one_else_past_one_period() {
-    let clock = ManualClock::at(T0);
-    let store = Arc::new(MemoryReminderStore::new(8));
-    let ledger = Arc::new(MemoryLedger::default());
-    let queue = Arc::new(MemoryQueue::new(clock.clone()));
-    let provider = Arc::new(ScriptedProvider::new(clock.clone(), true));
-    let ports = PortSet {
-        clock: clock.clone(),
-        reminders: store.clone(),
-        ledger: ledger.clone(),
-        gate: Arc::new(MemoryGate::default()),
-        queue: queue.clone(),
-        dead_letters: Arc::new(MemoryQueue::new(clock.clone())),
-        providers: PerChannel::from_fn(|_| provider.clone()),
-    };
+    let stack = MemoryStack::on(ManualClock::at(T0)).with_shards(8);
+    let provider = Arc::new(ScriptedProvider::new(stack.clock.clone(), true));
+    let ports = stack.ports(provider.clone());
+    let MemoryStack {
+        clock,
+        store,
+        ledger,
+        ..
+    } = stack;
     let urls = PerChannel::from_fn(|c| format!("http://sim/000000000000/fair-{c}"));
     let cfg = ConsumerConfig {
         emit_metrics: false,

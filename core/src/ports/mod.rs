@@ -118,6 +118,40 @@ pub struct PortSet<C, R, L, G, Q, D, P> {
     pub providers: crate::domain::PerChannel<P>,
 }
 
+/// The same set with `$port` replaced by what `$make` makes of it; the `$kept` ports moved over.
+macro_rules! replacing {
+    ($set:expr, $port:ident by $make:expr, kept $($kept:ident),*) => {{
+        let set = $set;
+        PortSet {
+            $port: $make(set.$port),
+            $($kept: set.$kept),*
+        }
+    }};
+}
+
+/// One port (or the clock) replaced by what a function makes of it, most often the same port
+/// inside a wrapper: `ports.map_ledger(|l| Around::new(l, faults))`. The other ports keep their types.
+impl<C, R, L, G, Q, D, P> PortSet<C, R, L, G, Q, D, P> {
+    pub fn map_clock<X>(self, make: impl FnOnce(C) -> X) -> PortSet<X, R, L, G, Q, D, P> {
+        replacing!(self, clock by make, kept reminders, ledger, gate, queue, dead_letters, providers)
+    }
+    pub fn map_reminders<X>(self, make: impl FnOnce(R) -> X) -> PortSet<C, X, L, G, Q, D, P> {
+        replacing!(self, reminders by make, kept clock, ledger, gate, queue, dead_letters, providers)
+    }
+    pub fn map_ledger<X>(self, make: impl FnOnce(L) -> X) -> PortSet<C, R, X, G, Q, D, P> {
+        replacing!(self, ledger by make, kept clock, reminders, gate, queue, dead_letters, providers)
+    }
+    pub fn map_gate<X>(self, make: impl FnOnce(G) -> X) -> PortSet<C, R, L, X, Q, D, P> {
+        replacing!(self, gate by make, kept clock, reminders, ledger, queue, dead_letters, providers)
+    }
+    pub fn map_queue<X>(self, make: impl FnOnce(Q) -> X) -> PortSet<C, R, L, G, X, D, P> {
+        replacing!(self, queue by make, kept clock, reminders, ledger, gate, dead_letters, providers)
+    }
+    pub fn map_dead_letters<X>(self, make: impl FnOnce(D) -> X) -> PortSet<C, R, L, G, Q, X, P> {
+        replacing!(self, dead_letters by make, kept clock, reminders, ledger, gate, queue, providers)
+    }
+}
+
 impl<C, R, L, G, Q, D, P> Ports for PortSet<C, R, L, G, Q, D, P>
 where
     C: crate::clock::Clock,

@@ -351,7 +351,7 @@ pub(super) fn world_wide(world: &World, report: &mut SeedReport) {
     }
     for f in world.journal.facts().values() {
         t.fallbacks_taken += u64::from(f.fell_back);
-        t.redrives_executed += u64::from(f.redrives);
+        t.redrives_executed += u64::from(f.budget.redrives);
     }
     for writes in world.journal.preference_writes().values() {
         let mut last: &[Channel] = &[];

@@ -20,6 +20,7 @@ use super::seed::{Seed, Stream};
 pub(super) use super::shape::{SchedulerKey, Shape, Windows};
 use super::{Plant, VirtualClock, Worlds};
 use crate::around::Around;
+use crate::stack::{MemoryStack, SHARDS};
 use reminders_core::clock::Timestamp;
 use reminders_core::consumer::ConsumerConfig;
 use reminders_core::domain::{
@@ -103,13 +104,19 @@ pub(super) fn build(shape: Shape, seed: Seed, worlds: Worlds) -> World {
     // Two workers' clocks may disagree by twice the skew: each is off the world's either way.
     let disagree = Duration::from_millis(2 * u64::from(worlds.worker_skew_ms));
     let journal = Arc::new(Journal::new(gate.clone(), disagree));
-    let store = Arc::new(MemoryReminderStore::new(4));
-    let ledger = Arc::new(MemoryLedger::default());
     let dlq = Arc::new(MemoryQueue::new(clock).with_stale_handles(shape.stale_handles));
     let queue = MemoryQueue::new(clock)
         .with_redrive(shape.max_receive_count, dlq.clone())
         .with_stale_handles(shape.stale_handles);
-    let queue = Arc::new(queue);
+    let stack = MemoryStack {
+        clock,
+        store: Arc::new(MemoryReminderStore::new(SHARDS)),
+        ledger: Arc::new(MemoryLedger::default()),
+        gate,
+        queue: Arc::new(queue),
+        dlq,
+    };
+    let MemoryStack { store, ledger, .. } = stack.clone();
     let owners = Arc::new(Mutex::new(BTreeMap::new()));
     let retention = Retention(RETENTION);
     let consumer_cfg = ConsumerConfig {
@@ -160,52 +167,55 @@ pub(super) fn build(shape: Shape, seed: Seed, worlds: Worlds) -> World {
             failing: failing.clone(),
         })
     };
-    let ports = PortSet {
-        clock,
-        reminders: Arc::new(
-            Adapter::new(store.clone(), dice.clone())
-                .planted(plant)
-                .expiring(clock, reminders_ttl_lag(seed))
-                .watched(watch)
-                .prompting(shape.windows.edit_in_scan.then(|| prompter.clone()))
-                .prompting_enqueues(shape.windows.readd_after_remove.then(|| prompter.clone()))
-                .port(),
-        ),
-        ledger: Arc::new(Around::new(
-            ledger.clone(),
-            Observed {
-                ledger: ledger.clone(),
-                dice: dice.clone(),
-                journal: journal.clone(),
-                tap: tap.clone(),
-                clock,
-                plant,
-                ttl_lag_secs: shape.ttl_lag_secs,
-                died: shape.windows.add_after_death.then(|| prompter.clone()),
-                claimed: shape.windows.reorder_after_claim.then(|| prompter.clone()),
-                spent: shape.windows.spent_then_fallback.then(|| prompter.clone()),
-                newer: newer.clone(),
-            },
-        )),
-        gate: Arc::new(
-            Adapter::new(gate.clone(), dice.clone())
-                .planted(plant)
-                .probing_slowly(shape.windows.probe_near_end.then(|| prompter.clone()))
-                .port(),
-        ),
-        queue: Arc::new(
-            Adapter::new(queue, dice.clone())
-                .planted(plant)
-                .hearing(counting_receives(&journal))
-                .port(),
-        ),
-        dead_letters: Arc::new(
-            Adapter::new(dlq.clone(), dice.clone())
-                .planted(plant)
-                .port(),
-        ),
-        providers: PerChannel::from_fn(provider),
-    };
+    let ports = stack
+        .ports_with(PerChannel::from_fn(provider))
+        .map_reminders(|store| {
+            Arc::new(
+                Adapter::new(store, dice.clone())
+                    .planted(plant)
+                    .expiring(clock, reminders_ttl_lag(seed))
+                    .watched(watch)
+                    .prompting(shape.windows.edit_in_scan.then(|| prompter.clone()))
+                    .prompting_enqueues(shape.windows.readd_after_remove.then(|| prompter.clone()))
+                    .port(),
+            )
+        })
+        .map_ledger(|inner| {
+            Arc::new(Around::new(
+                inner,
+                Observed {
+                    ledger: ledger.clone(),
+                    dice: dice.clone(),
+                    journal: journal.clone(),
+                    tap: tap.clone(),
+                    clock,
+                    plant,
+                    ttl_lag_secs: shape.ttl_lag_secs,
+                    died: shape.windows.add_after_death.then(|| prompter.clone()),
+                    claimed: shape.windows.reorder_after_claim.then(|| prompter.clone()),
+                    spent: shape.windows.spent_then_fallback.then(|| prompter.clone()),
+                    newer: newer.clone(),
+                },
+            ))
+        })
+        .map_gate(|gate| {
+            Arc::new(
+                Adapter::new(gate, dice.clone())
+                    .planted(plant)
+                    .probing_slowly(shape.windows.probe_near_end.then(|| prompter.clone()))
+                    .port(),
+            )
+        })
+        .map_queue(|queue| {
+            Arc::new(
+                Adapter::new(queue, dice.clone())
+                    .planted(plant)
+                    .hearing(counting_receives(&journal))
+                    .port(),
+            )
+        })
+        .map_dead_letters(|dlq| Arc::new(Adapter::new(dlq, dice.clone()).planted(plant).port()));
+    let dlq = stack.dlq;
     World {
         seed,
         worker_skew_ms: worlds.worker_skew_ms,

@@ -87,10 +87,12 @@ pub struct Dynamo {
 }
 
 impl Dynamo {
+    /// Tables in `mode`, their throttling drawn from `seed` (the simulation's
+    /// [`super::seed::Stream::Dynamo`]).
     pub fn new(mode: TableMode, seed: u64) -> Self {
         Self {
             mode,
-            state: Mutex::new((BTreeMap::new(), StdRng::seed_from_u64(seed ^ 0xddb))),
+            state: Mutex::new((BTreeMap::new(), StdRng::seed_from_u64(seed))),
         }
     }
 

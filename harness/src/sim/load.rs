@@ -16,6 +16,7 @@ use reminders_core::ledger::Status;
 use reminders_core::ports::{MemoryLedger, MemoryQueue, MemoryReminderStore, ReminderStore};
 
 use super::config::{SeriesLoad, SimConfig, EPOCH};
+use super::seed::Stream;
 use super::world::World;
 use super::{recipients, report};
 
@@ -82,7 +83,7 @@ pub(super) async fn seed_reminders(w: &World, cfg: &SimConfig) {
             }
         }
     }
-    let mut rng = StdRng::seed_from_u64(cfg.seed ^ 0x5eed);
+    let mut rng = StdRng::seed_from_u64(Stream::Load.of(cfg.seed));
     let window_ms = cfg.window.as_millis().max(1) as u64;
     for i in 0..cfg.reminders {
         let channel = cfg.channels[i as usize % cfg.channels.len().max(1)];

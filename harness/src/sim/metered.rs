@@ -28,12 +28,13 @@ pub struct BatchMeter {
 }
 
 impl BatchMeter {
+    /// Latencies drawn from `seed` (the simulation's [`super::seed::Stream::ConsumerCalls`]).
     pub fn new(model: LatencyModel, clock: ManualClock, dynamo: Arc<Dynamo>, seed: u64) -> Self {
         Self {
             model,
             clock,
             dynamo,
-            state: Mutex::new((0.0, 0, StdRng::seed_from_u64(seed ^ 0xba7c))),
+            state: Mutex::new((0.0, 0, StdRng::seed_from_u64(seed))),
         }
     }
 

@@ -13,7 +13,7 @@
 //!
 //! This file is the run itself. `world.rs` wires the ports and the real scheduler and
 //! consumer on them, `load.rs` seeds the load and reads back what became of it, and
-//! [`report`] counts.
+//! [`report`] counts. The seed enters once: each part draws from a stream of it ([`seed`]).
 
 pub mod capacity;
 pub mod chart;
@@ -30,6 +30,7 @@ pub mod provider;
 pub mod recipients;
 pub mod report;
 pub mod search;
+pub mod seed;
 mod sizing;
 pub mod stages;
 mod world;

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use crate::stack::MemoryStack;
 use crate::ManualClock;
 use reminders_core::consumer::{Consumer, ConsumerConfig};
 use reminders_core::domain::PerChannel;
@@ -17,6 +18,7 @@ use super::config::{deployed, SimConfig, EPOCH};
 use super::latency::{RunClock, RunTimer, Timed};
 use super::metered::{BatchMeter, Metered};
 use super::provider::SimProvider;
+use super::seed::Stream;
 
 /// The scheduler's ports: its own run clock, the store and queues timed by the model.
 type SchedulerPorts = PortSet<
@@ -61,56 +63,56 @@ pub(super) struct World {
 }
 
 pub(super) fn world(cfg: &SimConfig) -> World {
-    let clock = ManualClock::at(EPOCH);
-    let store = Arc::new(MemoryReminderStore::new(cfg.due_shards));
-    let dynamo = Arc::new(Dynamo::new(cfg.tables, cfg.seed));
+    let stack = MemoryStack::on(ManualClock::at(EPOCH))
+        .with_shards(cfg.due_shards)
+        .with_redrive(100);
+    let clock = stack.clock.clone();
+    let dynamo = Arc::new(Dynamo::new(cfg.tables, Stream::Dynamo.of(cfg.seed)));
     let meter = Arc::new(BatchMeter::new(
         cfg.latency,
         clock.clone(),
         dynamo.clone(),
-        cfg.seed,
+        Stream::ConsumerCalls.of(cfg.seed),
     ));
-    let ledger = Arc::new(MemoryLedger::default());
-    let dlq = Arc::new(MemoryQueue::new(clock.clone()));
-    let queue = Arc::new(MemoryQueue::new(clock.clone()).with_redrive(100, dlq.clone()));
     let provider = Arc::new(SimProvider::new(
         clock.clone(),
         cfg.profile.clone(),
-        cfg.seed,
+        Stream::Provider.of(cfg.seed),
     ));
-    let gate = Arc::new(MemoryGate::default());
-    let ports = PortSet {
-        clock: clock.clone(),
-        reminders: Arc::new(Metered::new(store.clone(), meter.clone())),
-        ledger: Arc::new(Metered::new(ledger.clone(), meter.clone())),
-        gate: gate.clone(),
-        queue: queue.clone(),
-        dead_letters: dlq.clone(),
-        providers: PerChannel::from_fn(|_| provider.clone()),
-    };
+    let ports = stack
+        .ports(provider.clone())
+        .map_reminders(|s| Arc::new(Metered::new(s, meter.clone())))
+        .map_ledger(|l| Arc::new(Metered::new(l, meter.clone())));
     let urls = PerChannel::from_fn(|c| format!("http://sim/000000000000/reminders-{c}"));
     let (deployed_scheduler, deployed_consumer, _) = deployed();
     let scheduler_cfg = SchedulerConfig {
         max_per_run: cfg.max_per_run,
         ..deployed_scheduler
     };
-    let run_clock = RunClock::new(clock.clone(), cfg.latency, cfg.seed ^ 0x1a7e);
+    let run_clock = RunClock::new(
+        clock.clone(),
+        cfg.latency,
+        Stream::SchedulerCalls.of(cfg.seed),
+    );
     let groups = scheduler_cfg.send_concurrency as f64;
     let timer = || RunTimer {
         clock: run_clock.clone(),
         groups,
         dynamo: dynamo.clone(),
-        shards: store.shards(),
+        shards: stack.store.shards(),
     };
-    let scheduler_ports = PortSet {
-        clock: run_clock.clone(),
-        reminders: Arc::new(Timed::new(store.clone(), timer())),
-        ledger: ledger.clone(),
-        gate,
-        queue: Arc::new(Timed::new(queue.clone(), timer())),
-        dead_letters: dlq.clone(),
-        providers: PerChannel::from_fn(|_| provider.clone()),
-    };
+    let scheduler_ports = stack
+        .ports(provider.clone())
+        .map_clock(|_| run_clock.clone())
+        .map_reminders(|s| Arc::new(Timed::new(s, timer())))
+        .map_queue(|q| Arc::new(Timed::new(q, timer())));
+    let MemoryStack {
+        store,
+        ledger,
+        queue,
+        dlq,
+        ..
+    } = stack;
     let consumer_cfg = ConsumerConfig {
         policy: cfg.policy.clone(),
         breaker: cfg.breaker,
@@ -128,7 +130,12 @@ pub(super) fn world(cfg: &SimConfig) -> World {
         parallelism: cfg
             .scheduler_parallelism
             .clamp(1, reminders_core::scheduler::config::MAX_PARALLELISM),
-        consumer: Consumer::new(ports, consumer_cfg, urls.clone(), cfg.seed),
+        consumer: Consumer::new(
+            ports,
+            consumer_cfg,
+            urls.clone(),
+            Stream::Consumer.of(cfg.seed),
+        ),
         clock,
         store,
         ledger,

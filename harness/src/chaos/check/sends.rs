@@ -47,8 +47,8 @@ impl Verdict<'_> {
         // Without deduplication, a second acceptance is allowed only by an operator's redrive
         // out of `ambiguous` (one each).
         let twice = !self.idempotent && f.acceptances > 1;
-        let beyond_consent = !self.idempotent && f.acceptances > 1 + f.ambiguous_redrives;
-        if f.sends_after_delivered > 0 || beyond_consent {
+        let beyond_consent = !self.idempotent && f.acceptances > 1 + f.budget.ambiguous_redrives;
+        if f.broken.after_delivered > 0 || beyond_consent {
             report.broken(|t| &mut t.duplicated, self.what.clone());
         }
         let dead_ambiguous = self.status() == Some(Status::Dead)
@@ -58,27 +58,27 @@ impl Verdict<'_> {
         }
         report.tally.quiet_holds += u64::from(f.quiet_holds);
         let checks: [(u32, &str, Counter); 6] = [
-            (f.stale_sends, "sent after fresh_until", |t| {
+            (f.broken.stale, "sent after fresh_until", |t| {
                 &mut t.stale_sends
             }),
-            (f.early_sends, "sent before its Retry-After", |t| {
+            (f.broken.early, "sent before its Retry-After", |t| {
                 &mut t.early_sends
             }),
-            (f.sends_after_cancel, "sent after its cancel", |t| {
+            (f.broken.after_cancel, "sent after its cancel", |t| {
                 &mut t.sends_after_cancel
             }),
             (
-                f.sent_while_opted_out,
+                f.broken.while_opted_out,
                 "sent to a channel opted out of before the claim",
                 |t| &mut t.sent_while_opted_out,
             ),
             (
-                f.sent_in_quiet_hours,
+                f.broken.in_quiet_hours,
                 "sent inside the quiet hours in force at the claim",
                 |t| &mut t.sent_in_quiet_hours,
             ),
             (
-                f.sent_abroad,
+                f.broken.abroad,
                 "sent to an SMS number outside the allowed calling codes",
                 |t| &mut t.sent_abroad,
             ),
@@ -88,7 +88,7 @@ impl Verdict<'_> {
                 report.broken(counter, format!("{label}: {}", self.what));
             }
         }
-        if f.budget_spent() > self.max_attempts {
+        if f.budget.spent() > self.max_attempts {
             report.broken(|t| &mut t.budget_exceeded, self.what.clone());
         }
     }

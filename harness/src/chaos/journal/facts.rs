@@ -5,8 +5,8 @@ use super::*;
 
 #[derive(Debug, Default, Clone)]
 pub struct KeyFacts {
-    /// Provider calls that spent an attempt (not throttled).
-    pub attempts: u32,
+    /// Provider calls and redrives, as the attempt budget counts them.
+    pub budget: Budget,
     /// Times the provider took the message in (what the recipient would see, before any
     /// deduplication on the idempotency key).
     pub acceptances: u32,
@@ -25,14 +25,6 @@ pub struct KeyFacts {
     pub heard_retry_after: Option<Timestamp>,
     /// When it died, each time (as the ledger states it: what a DLQ copy must state).
     pub deaths: Vec<Timestamp>,
-    /// `dead → ready` transitions (each grants a fresh budget).
-    pub redrives: u32,
-    /// Redrives out of `dead/ambiguous` (each an operator accepting a possible second send).
-    pub ambiguous_redrives: u32,
-    /// Attempts since the last redrive, and the most an earlier budget epoch spent
-    /// ([`KeyFacts::budget_spent`] is the most of all).
-    pub epoch_attempts: u32,
-    pub max_epoch_attempts: u32,
     /// Claims to make the DLQ copy of the current death (a second copy is benign only when a
     /// second claim was made: the first claimer stopped between copying and recording it).
     pub copy_claims: u32,
@@ -40,29 +32,15 @@ pub struct KeyFacts {
     pub permanent_answers: u32,
     /// Endings the system had no reason for (a death without its cause), as they landed.
     pub unjustified: Vec<String>,
-    pub stale_sends: u32,
-    pub early_sends: u32,
-    pub sends_after_cancel: u32,
-    pub sends_after_delivered: u32,
+    /// Provider calls that broke a promise as they started.
+    pub broken: BrokenSends,
     /// The order number of the latest claim that landed (a claim or a takeover): the send
     /// that follows it is the claimer's.
     pub claimed: Option<u64>,
     /// The order number of its first claim: where a fallback order starts to bind it.
     pub first_claim: Option<u64>,
-    /// Sends to a channel the subscriber had opted out of before the claim, and still had
-    /// at the send (an opt-out lifted in between may have been read: allowed).
-    pub sent_while_opted_out: u32,
-    /// Sends at an instant inside the channel's quiet hours as they stood at the claim, and
-    /// in every version of the preferences written since.
-    pub sent_in_quiet_hours: u32,
     /// Times the delivery was held for its channel's quiet hours.
     pub quiet_holds: u32,
-    /// SMS sends to a number outside the allowed calling codes ([`Journal::sent_abroad`]).
-    pub sent_abroad: u32,
-    /// Failed breaker probes (provider calls the budget does not count), in all and in
-    /// this budget epoch.
-    pub probe_calls: u32,
-    pub epoch_probes: u32,
     /// The provider's last answer for this key was a 5xx, while its partition's breaker was
     /// open (every worker could know the provider was down).
     pub last_failure_while_open: bool,
@@ -77,6 +55,64 @@ pub struct KeyFacts {
     pub expiries: Vec<(u64, Timestamp)>,
     /// A death of this delivery handed the reminder on (`fallback_to`).
     pub fell_back: bool,
+}
+
+/// What the attempt budget counts of one delivery key: each redrive out of `dead` starts a
+/// new epoch with a fresh budget.
+#[derive(Debug, Default, Clone)]
+pub struct Budget {
+    /// Provider calls that spent an attempt (not throttled), in all.
+    pub attempts: u32,
+    /// Attempts since the last redrive, and the most an earlier epoch spent ([`Budget::spent`]
+    /// is the most of all).
+    pub epoch_attempts: u32,
+    pub max_epoch_attempts: u32,
+    /// Failed breaker probes (provider calls the budget does not count), in all and in this
+    /// epoch.
+    pub probe_calls: u32,
+    pub epoch_probes: u32,
+    /// `dead → ready` transitions (each grants a fresh budget), and those out of
+    /// `dead/ambiguous` (each an operator accepting a possible second send).
+    pub redrives: u32,
+    pub ambiguous_redrives: u32,
+}
+
+impl Budget {
+    /// The most attempts any epoch charged: provider calls less failed probes.
+    pub fn spent(&self) -> u32 {
+        let epoch = self.epoch_attempts.saturating_sub(self.epoch_probes);
+        self.max_epoch_attempts.max(epoch)
+    }
+
+    /// A redrive out of `dead`: the epoch closes and the next one starts with nothing spent.
+    pub fn redriven(&mut self, ambiguous: bool) {
+        self.redrives += 1;
+        self.ambiguous_redrives += u32::from(ambiguous);
+        self.max_epoch_attempts = self.spent();
+        self.epoch_attempts = 0;
+        self.epoch_probes = 0;
+    }
+}
+
+/// Provider calls of one delivery key that broke a promise as they started, by promise.
+#[derive(Debug, Default, Clone)]
+pub struct BrokenSends {
+    /// After the reminder's `fresh_until`.
+    pub stale: u32,
+    /// Before the Retry-After the system had learned.
+    pub early: u32,
+    /// After an operator's cancel was answered "cancelled".
+    pub after_cancel: u32,
+    /// After the ledger recorded the delivery.
+    pub after_delivered: u32,
+    /// To a channel the subscriber had opted out of before the claim, and still had at the
+    /// send (an opt-out lifted in between may have been read: allowed).
+    pub while_opted_out: u32,
+    /// At an instant inside the channel's quiet hours as they stood at the claim, and in
+    /// every version of the preferences written since.
+    pub in_quiet_hours: u32,
+    /// SMS to a number outside the allowed calling codes ([`Journal::sent_abroad`]).
+    pub abroad: u32,
 }
 
 impl KeyFacts {
@@ -109,14 +145,14 @@ impl KeyFacts {
             parts.push(format!("died at [{}]", times(&self.deaths)));
         }
         let counts = [
-            ("attempts", self.attempts),
+            ("attempts", self.budget.attempts),
             ("acceptances", self.acceptances),
-            ("redrives", self.redrives),
+            ("redrives", self.budget.redrives),
             ("permanent answers", self.permanent_answers),
-            ("stale sends", self.stale_sends),
-            ("early sends", self.early_sends),
-            ("sends after cancel", self.sends_after_cancel),
-            ("sends after delivered", self.sends_after_delivered),
+            ("stale sends", self.broken.stale),
+            ("early sends", self.broken.early),
+            ("sends after cancel", self.broken.after_cancel),
+            ("sends after delivered", self.broken.after_delivered),
             ("quiet holds", self.quiet_holds),
         ];
         for (name, n) in counts.into_iter().filter(|(_, n)| *n > 0) {
@@ -161,14 +197,6 @@ impl SendFact {
     /// Whether this call may have reached the person, as the system can know.
     pub fn may_have_reached(&self) -> bool {
         self.reached != Some(false)
-    }
-}
-
-impl KeyFacts {
-    /// The most attempts any budget epoch charged: provider calls less failed probes.
-    pub fn budget_spent(&self) -> u32 {
-        let epoch = self.epoch_attempts.saturating_sub(self.epoch_probes);
-        self.max_epoch_attempts.max(epoch)
     }
 }
 

@@ -130,18 +130,18 @@ impl Journal {
             _ => (false, false),
         };
         self.with(key, |k| {
-            k.sent_while_opted_out += u32::from(opted_out);
-            k.sent_in_quiet_hours += u32::from(quiet);
+            k.broken.while_opted_out += u32::from(opted_out);
+            k.broken.in_quiet_hours += u32::from(quiet);
             k.channel = Some(channel);
-            k.stale_sends += u32::from(now > fresh_until);
+            k.broken.stale += u32::from(now > fresh_until);
             // Before the provider's Retry-After by more than two workers' clocks can disagree:
             // the worker that heard the 429 closed the gate on its clock, the one sending reads
             // it on its own (docs/design.md, "Clock margin").
             let early = |at: Timestamp| now.plus(self.disagree) < at;
-            k.early_sends += u32::from(k.retry_after.is_some_and(early));
+            k.broken.early += u32::from(k.retry_after.is_some_and(early));
             let after_cancel = k.cancelled_at.is_some() || k.cancel_answered_at.is_some();
-            k.sends_after_cancel += u32::from(after_cancel);
-            k.sends_after_delivered += u32::from(k.delivered_at.is_some());
+            k.broken.after_cancel += u32::from(after_cancel);
+            k.broken.after_delivered += u32::from(k.delivered_at.is_some());
             k.sends.push(SendFact {
                 seq,
                 at: now,
@@ -153,7 +153,7 @@ impl Journal {
     }
 
     pub fn sent_abroad(&self, key: &DeliveryKey) {
-        self.with(key, |k| k.sent_abroad += 1)
+        self.with(key, |k| k.broken.abroad += 1)
     }
 
     /// The provider answered call `n` of `key`: whether it may have reached the person.
@@ -197,8 +197,8 @@ impl Journal {
         self.with(key, |k| {
             // Until this call's answer is known to be a 5xx.
             k.last_failure_while_open = false;
-            k.attempts += 1;
-            k.epoch_attempts += 1;
+            k.budget.attempts += 1;
+            k.budget.epoch_attempts += 1;
         });
     }
 
@@ -288,8 +288,8 @@ impl Journal {
                 && probe_held
                 && self.breaker_open(k.channel)
             {
-                k.probe_calls += 1;
-                k.epoch_probes += 1;
+                k.budget.probe_calls += 1;
+                k.budget.epoch_probes += 1;
             }
             if to == Status::Dead && from != Status::Dead {
                 k.died_while_open = self.breaker_open(k.channel);
@@ -307,12 +307,8 @@ impl Journal {
                 k.copy_claims += 1;
             }
             if from == Status::Dead && to == Status::Ready {
-                k.redrives += 1;
-                k.max_epoch_attempts = k.budget_spent();
-                k.epoch_attempts = 0;
-                k.epoch_probes = 0;
                 let reason = before.and_then(DeliveryRecord::dead_reason);
-                k.ambiguous_redrives += u32::from(reason == Some(DeadReason::Ambiguous));
+                k.budget.redriven(reason == Some(DeadReason::Ambiguous));
             }
         });
     }
