@@ -30,7 +30,9 @@ use reminders::aws::{SqsDeadLetters, SqsQueues};
 use reminders::clock::{Clock, SystemClock, Timestamp};
 use reminders::consumer::{Consumer, ConsumerConfig};
 use reminders::domain::{Channel, PerChannel, Reminder, SuppressionKey};
-use reminders::ports::{DeliveryQueue, OutgoingMessage, PortSet, ReminderStore};
+use reminders::ports::{
+    DeliveryQueue, MemoryGate, MemoryLedger, MemoryQueue, OutgoingMessage, PortSet, ReminderStore,
+};
 use reminders::providers::secret::SuppressionKeySource;
 use reminders::scheduler::{Scheduler, SchedulerConfig};
 use reminders_harness::mapping::Mapping;
@@ -265,13 +267,15 @@ async fn scheduler_io(n: u32) {
             .await
             .unwrap();
     }
-    // The table and the queues on the emulator; the rest in memory.
-    let ports = MemoryStack::on(clock)
-        .ports_with(PerChannel::from_fn(|_| {
-            Arc::new(ScriptedProvider::new(clock, true))
-        }))
-        .map_reminders(|_| store)
-        .map_queue(|_| SqsQueues::new(sqs, queues));
+    let ports = PortSet {
+        clock,
+        reminders: store,
+        ledger: Arc::new(MemoryLedger::default()),
+        gate: Arc::new(MemoryGate::default()),
+        queue: SqsQueues::new(sqs, queues),
+        dead_letters: Arc::new(MemoryQueue::new(clock)),
+        providers: PerChannel::from_fn(|_| Arc::new(ScriptedProvider::new(clock, true))),
+    };
     let scheduler = Scheduler::new(ports, SchedulerConfig::default());
     take_counts().await;
     let (cpu0, wall0) = (cpu(), Instant::now());

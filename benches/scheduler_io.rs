@@ -16,8 +16,8 @@ use reminders::aws::bootstrap::{create_channel_queues, create_reminders_table, Q
 use reminders::aws::dynamo::DynamoReminderStore;
 use reminders::aws::SqsQueues;
 use reminders::clock::{Clock, SystemClock};
-use reminders::domain::{Channel, Reminder};
-use reminders::ports::ReminderStore;
+use reminders::domain::{Channel, PerChannel, Reminder};
+use reminders::ports::{MemoryGate, MemoryLedger, MemoryQueue, PortSet, ReminderStore};
 use reminders::providers::AnyProvider;
 use reminders::scheduler::{Scheduler, SchedulerConfig};
 use reminders_harness::MemoryStack;
@@ -89,11 +89,15 @@ async fn emulator(n: u64) {
         store.insert(&r).await.unwrap();
     }
     let clock = SystemClock;
-    // The table and the queues on the emulator; the rest in memory.
-    let ports = MemoryStack::on(clock)
-        .ports(AnyProvider::<SystemClock>::Disabled)
-        .map_reminders(|_| store)
-        .map_queue(|_| SqsQueues::new(sqs, queues));
+    let ports = PortSet {
+        clock,
+        reminders: store,
+        ledger: std::sync::Arc::new(MemoryLedger::default()),
+        gate: std::sync::Arc::new(MemoryGate::default()),
+        queue: SqsQueues::new(sqs, queues),
+        dead_letters: std::sync::Arc::new(MemoryQueue::new(clock)),
+        providers: PerChannel::from_fn(|_| AnyProvider::<SystemClock>::Disabled),
+    };
     let scheduler = Scheduler::new(ports, SchedulerConfig::default());
     let started = Instant::now();
     let report = scheduler.run(None).await.unwrap();

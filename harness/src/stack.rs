@@ -26,16 +26,19 @@ pub type MemoryPorts<C, P> = PortSet<
     P,
 >;
 
-/// Every port of a world in memory, on one clock, each kept as a handle to look at.
+/// Every port of a world in memory, on one clock, each kept as a handle to look at. A clone
+/// is a second set of handles on the same ports, and [`MemoryStack::ports`] may be called more
+/// than once: two pipelines over one world (a scheduler and a consumer) share its table,
+/// ledger and queues.
 #[derive(Debug, Clone)]
 pub struct MemoryStack<C> {
     pub clock: C,
     pub store: Arc<MemoryReminderStore>,
     pub ledger: Arc<MemoryLedger>,
     pub gate: Arc<MemoryGate>,
-    /// The delivery queues (one store for every channel's queue).
+    /// The delivery queues, every channel's in one.
     pub queue: Arc<MemoryQueue<C>>,
-    /// The dead-letter queues.
+    /// The dead-letter queues, every channel's in one (the ports' `dead_letters`).
     pub dlq: Arc<MemoryQueue<C>>,
 }
 

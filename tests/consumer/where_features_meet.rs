@@ -626,9 +626,9 @@ async fn an_edit_that_lands_during_the_consumers_expiry_wins() {
         ..Edit::default()
     };
     let provider = Arc::new(ScriptedProvider::new(clock.clone(), true));
-    let ports = stack.ports(provider.clone()).map_reminders(|inner| {
+    let ports = stack.ports(provider.clone()).map_reminders(|table| {
         crate::support::edit_before_mark::EditBeforeMark::around(
-            inner,
+            table,
             ledger.clone(),
             reschedule,
             now,

@@ -369,10 +369,10 @@ async fn a_shard_that_keeps_failing_is_reported_run_after_run() {
     let stack = MemoryStack::on(ManualClock::at(T0));
     let MemoryStack { clock, store, .. } = stack.clone();
     let stuck = reminder("stuck", "s1", T0, &[Channel::Push]);
-    let shard = reminders::domain::due_shard(&stuck.reminder_id, 4);
+    let shard = reminders::domain::due_shard(&stuck.reminder_id, store.shards());
     let fine = (0..100)
         .map(|i| reminder(&format!("fine-{i}"), "s2", T0, &[Channel::Push]))
-        .find(|r| reminders::domain::due_shard(&r.reminder_id, 4) != shard)
+        .find(|r| reminders::domain::due_shard(&r.reminder_id, store.shards()) != shard)
         .unwrap();
     store.insert(&stuck).await.unwrap();
     store.insert(&fine).await.unwrap();

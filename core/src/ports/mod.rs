@@ -130,7 +130,8 @@ macro_rules! replacing {
 }
 
 /// One port (or the clock) replaced by what a function makes of it, most often the same port
-/// inside a wrapper: `ports.map_ledger(|l| Around::new(l, faults))`. The other ports keep their types.
+/// inside a wrapper (the harness's `Around`, for one): `ports.map_ledger(|l| Around::new(l,
+/// faults))`. The other ports keep their types.
 impl<C, R, L, G, Q, D, P> PortSet<C, R, L, G, Q, D, P> {
     pub fn map_clock<X>(self, make: impl FnOnce(C) -> X) -> PortSet<X, R, L, G, Q, D, P> {
         replacing!(self, clock by make, kept reminders, ledger, gate, queue, dead_letters, providers)

@@ -20,7 +20,7 @@ use super::seed::{Seed, Stream};
 pub(super) use super::shape::{SchedulerKey, Shape, Windows};
 use super::{Plant, VirtualClock, Worlds};
 use crate::around::Around;
-use crate::stack::{MemoryStack, SHARDS};
+use crate::stack::MemoryStack;
 use reminders_core::clock::Timestamp;
 use reminders_core::consumer::ConsumerConfig;
 use reminders_core::domain::{
@@ -96,6 +96,9 @@ pub(super) struct World {
     pub newer: Option<Arc<super::newer::Newer>>,
 }
 
+/// The due index's shards in every world (a change redraws every world).
+const DUE_SHARDS: u32 = 4;
+
 pub(super) fn build(shape: Shape, seed: Seed, worlds: Worlds) -> World {
     let plant = worlds.plant;
     let clock = VirtualClock::start(EPOCH);
@@ -110,7 +113,7 @@ pub(super) fn build(shape: Shape, seed: Seed, worlds: Worlds) -> World {
         .with_stale_handles(shape.stale_handles);
     let stack = MemoryStack {
         clock,
-        store: Arc::new(MemoryReminderStore::new(SHARDS)),
+        store: Arc::new(MemoryReminderStore::new(DUE_SHARDS)),
         ledger: Arc::new(MemoryLedger::default()),
         gate,
         queue: Arc::new(queue),
@@ -169,9 +172,9 @@ pub(super) fn build(shape: Shape, seed: Seed, worlds: Worlds) -> World {
     };
     let ports = stack
         .ports_with(PerChannel::from_fn(provider))
-        .map_reminders(|store| {
+        .map_reminders(|table| {
             Arc::new(
-                Adapter::new(store, dice.clone())
+                Adapter::new(table, dice.clone())
                     .planted(plant)
                     .expiring(clock, reminders_ttl_lag(seed))
                     .watched(watch)
@@ -198,23 +201,25 @@ pub(super) fn build(shape: Shape, seed: Seed, worlds: Worlds) -> World {
                 },
             ))
         })
-        .map_gate(|gate| {
+        .map_gate(|inner| {
             Arc::new(
-                Adapter::new(gate, dice.clone())
+                Adapter::new(inner, dice.clone())
                     .planted(plant)
                     .probing_slowly(shape.windows.probe_near_end.then(|| prompter.clone()))
                     .port(),
             )
         })
-        .map_queue(|queue| {
+        .map_queue(|inner| {
             Arc::new(
-                Adapter::new(queue, dice.clone())
+                Adapter::new(inner, dice.clone())
                     .planted(plant)
                     .hearing(counting_receives(&journal))
                     .port(),
             )
         })
-        .map_dead_letters(|dlq| Arc::new(Adapter::new(dlq, dice.clone()).planted(plant).port()));
+        .map_dead_letters(|inner| {
+            Arc::new(Adapter::new(inner, dice.clone()).planted(plant).port())
+        });
     let dlq = stack.dlq;
     World {
         seed,

@@ -18,6 +18,7 @@ use rand::{RngExt, SeedableRng};
 use serde::Serialize;
 
 use super::limits::{dynamo as ddb, sdk};
+use super::seed::Stream;
 
 /// How the tables are billed (the template deploys on demand).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -87,12 +88,15 @@ pub struct Dynamo {
 }
 
 impl Dynamo {
-    /// Tables in `mode`, their throttling drawn from `seed` (the simulation's
-    /// [`super::seed::Stream::Dynamo`]).
+    /// Tables in `mode`, their throttling drawn from the simulation seeded with `seed` (its
+    /// stream [`Stream::Dynamo`]).
     pub fn new(mode: TableMode, seed: u64) -> Self {
         Self {
             mode,
-            state: Mutex::new((BTreeMap::new(), StdRng::seed_from_u64(seed))),
+            state: Mutex::new((
+                BTreeMap::new(),
+                StdRng::seed_from_u64(Stream::Dynamo.of(seed)),
+            )),
         }
     }
 

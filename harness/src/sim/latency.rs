@@ -20,6 +20,7 @@ use rand::{RngExt, SeedableRng};
 
 use super::capacity::{Dynamo, Table};
 use super::limits::dynamo as ddb;
+use super::seed::Stream;
 
 use std::borrow::Cow;
 
@@ -80,12 +81,16 @@ pub struct RunClock {
 }
 
 impl RunClock {
+    /// On `base`, latencies drawn from the simulation seeded with `seed` (its stream
+    /// [`Stream::SchedulerCalls`]).
     pub fn new(base: ManualClock, model: LatencyModel, seed: u64) -> Self {
         Self {
             base,
             spent_us: Arc::default(),
             model,
-            rng: Arc::new(Mutex::new(StdRng::seed_from_u64(seed))),
+            rng: Arc::new(Mutex::new(StdRng::seed_from_u64(
+                Stream::SchedulerCalls.of(seed),
+            ))),
         }
     }
 

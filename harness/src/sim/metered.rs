@@ -18,6 +18,7 @@ use crate::around::{Around, Call, Hook};
 
 use super::capacity::{Dynamo, Table};
 use super::latency::LatencyModel;
+use super::seed::Stream;
 
 /// The time the current batch's calls have taken, in milliseconds, and their count.
 pub struct BatchMeter {
@@ -28,13 +29,18 @@ pub struct BatchMeter {
 }
 
 impl BatchMeter {
-    /// Latencies drawn from `seed` (the simulation's [`super::seed::Stream::ConsumerCalls`]).
+    /// Latencies drawn from the simulation seeded with `seed` (its stream
+    /// [`Stream::ConsumerCalls`]).
     pub fn new(model: LatencyModel, clock: ManualClock, dynamo: Arc<Dynamo>, seed: u64) -> Self {
         Self {
             model,
             clock,
             dynamo,
-            state: Mutex::new((0.0, 0, StdRng::seed_from_u64(seed))),
+            state: Mutex::new((
+                0.0,
+                0,
+                StdRng::seed_from_u64(Stream::ConsumerCalls.of(seed)),
+            )),
         }
     }
 

@@ -16,6 +16,8 @@ use reminders_core::domain::{Channel, DeliveryKey, PerChannel};
 use reminders_core::policy::Outcome;
 use reminders_core::ports::{GatePartition, Provider, SendRequest};
 
+use super::seed::Stream;
+
 /// What can go wrong, and how fast the provider is.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -115,6 +117,8 @@ pub struct SimProvider<C> {
 }
 
 impl<C: Clock> SimProvider<C> {
+    /// Answering by `profile`, drawn from the simulation seeded with `seed` (its stream
+    /// [`Stream::Provider`]).
     pub fn new(clock: C, profile: Profile, seed: u64) -> Self {
         let start = clock.now();
         let buckets = PerChannel::from_fn(|c| Bucket {
@@ -126,7 +130,7 @@ impl<C: Clock> SimProvider<C> {
             profile,
             start,
             state: Mutex::new(State {
-                rng: StdRng::seed_from_u64(seed),
+                rng: StdRng::seed_from_u64(Stream::Provider.of(seed)),
                 buckets,
                 tally: HashMap::new(),
                 calls: 0,

@@ -1,12 +1,14 @@
 //! The simulation's seed (`SimConfig::seed`, `--seed`), and the random streams drawn from it.
-//! The seed enters the simulation once, where its world is built (`world.rs`) and its load
-//! drawn (`load.rs`); each part that draws at random draws from a stream named here
-//! ([`Stream`]), the seed mixed with the stream's salt.
+//! The seed enters the simulation once, in its configuration; each part that draws at random
+//! is handed that seed and draws from its own stream of it, named here ([`Stream`]): the seed
+//! mixed with the stream's salt. A part that draws more moves no other part's draws.
 //!
 //! A salt changed changes every simulated run: the demo's report with `--seed 7`, the figures
 //! in docs/performance.md and the planner's answers were drawn with these. Two share the salt
-//! 0: the provider's answers and the consumer's own draws (its lease tokens). A new stream
-//! takes a salt no other stream uses.
+//! 0, as they did before the streams were named: the provider's answers and the consumer's own
+//! draws (its lease tokens and backoff jitter) run the same sequence, each for its own use.
+//! Giving one a salt of its own would redraw every simulated run (and the figures above). A
+//! new stream takes a salt no other stream uses.
 
 /// The simulation's random streams.
 #[derive(Debug, Clone, Copy)]
@@ -21,7 +23,7 @@ pub enum Stream {
     SchedulerCalls,
     /// The simulated provider's answers (`provider.rs`).
     Provider,
-    /// The consumer's own draws (its lease tokens).
+    /// The consumer's own draws (its lease tokens, its backoff jitter).
     Consumer,
 }
 

@@ -67,17 +67,17 @@ pub(super) fn world(cfg: &SimConfig) -> World {
         .with_shards(cfg.due_shards)
         .with_redrive(100);
     let clock = stack.clock.clone();
-    let dynamo = Arc::new(Dynamo::new(cfg.tables, Stream::Dynamo.of(cfg.seed)));
+    let dynamo = Arc::new(Dynamo::new(cfg.tables, cfg.seed));
     let meter = Arc::new(BatchMeter::new(
         cfg.latency,
         clock.clone(),
         dynamo.clone(),
-        Stream::ConsumerCalls.of(cfg.seed),
+        cfg.seed,
     ));
     let provider = Arc::new(SimProvider::new(
         clock.clone(),
         cfg.profile.clone(),
-        Stream::Provider.of(cfg.seed),
+        cfg.seed,
     ));
     let ports = stack
         .ports(provider.clone())
@@ -89,11 +89,7 @@ pub(super) fn world(cfg: &SimConfig) -> World {
         max_per_run: cfg.max_per_run,
         ..deployed_scheduler
     };
-    let run_clock = RunClock::new(
-        clock.clone(),
-        cfg.latency,
-        Stream::SchedulerCalls.of(cfg.seed),
-    );
+    let run_clock = RunClock::new(clock.clone(), cfg.latency, cfg.seed);
     let groups = scheduler_cfg.send_concurrency as f64;
     let timer = || RunTimer {
         clock: run_clock.clone(),
@@ -101,6 +97,7 @@ pub(super) fn world(cfg: &SimConfig) -> World {
         dynamo: dynamo.clone(),
         shards: stack.store.shards(),
     };
+    // The same handles on the scheduler's own run clock, its table and queues timed by it.
     let scheduler_ports = stack
         .ports(provider.clone())
         .map_clock(|_| run_clock.clone())

@@ -99,9 +99,11 @@ impl Budget {
 pub struct BrokenSends {
     /// After the reminder's `fresh_until`.
     pub stale: u32,
-    /// Before the Retry-After the system had learned.
+    /// Before the Retry-After the system had learned, by more than two workers' clocks can
+    /// disagree.
     pub early: u32,
-    /// After an operator's cancel was answered "cancelled".
+    /// After the ledger recorded the delivery cancelled, or an operator's cancel was answered
+    /// "cancelled".
     pub after_cancel: u32,
     /// After the ledger recorded the delivery.
     pub after_delivered: u32,
