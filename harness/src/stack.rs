@@ -3,7 +3,14 @@
 //! A test, a benchmark or the simulation takes the handles it looks at (the table, the
 //! ledger, the queues) from the stack, and the [`PortSet`] its pipelines run on from
 //! [`MemoryStack::ports`]. A port a test wants inside a wrapper is replaced with
-//! `PortSet::map_…`: `stack.ports(provider).map_ledger(|l| Around::new(l, faults))`.
+//! `PortSet::map_…`: `stack.ports(provider).map_ledger(|l| Around::new(l, faults))`, with
+//! `Around` and the fault plan `Faults` from this crate's `around` module. The handles stay the
+//! ports themselves, outside any wrapper: what a test reads or writes through them goes behind
+//! the pipelines' backs, unfaulted.
+//!
+//! For the consumer, `tests/consumer/harness.rs` has a world ready made on it (`Mem`: fault
+//! plans around the table, the ledger and the queues, a scripted provider, the helpers to
+//! enqueue and poll).
 
 use std::sync::Arc;
 

@@ -151,13 +151,13 @@ fn larger(idempotent: bool) -> ProtocolModel {
 }
 
 #[test]
-#[ignore = "minutes: cargo test --test model -- --ignored"]
+#[ignore = "minutes: cargo test --release --test model -- --ignored"]
 fn idempotent_provider_more_workers() {
     check(larger(true));
 }
 
 #[test]
-#[ignore = "minutes: cargo test --test model -- --ignored"]
+#[ignore = "minutes: cargo test --release --test model -- --ignored"]
 fn non_idempotent_provider_more_workers() {
     check(larger(false));
 }

@@ -1,7 +1,8 @@
 //! The simulation's seed (`SimConfig::seed`, `--seed`), and the random streams drawn from it.
 //! The seed enters the simulation once, in its configuration; each part that draws at random
-//! is handed that seed and draws from its own stream of it, named here ([`Stream`]): the seed
-//! mixed with the stream's salt. A part that draws more moves no other part's draws.
+//! is handed that seed and draws from a stream of it named here ([`Stream`]): the seed mixed
+//! with the stream's salt. A part that draws more moves no other stream's draws (two streams
+//! are one sequence, below).
 //!
 //! A salt changed changes every simulated run: the demo's report with `--seed 7`, the figures
 //! in docs/performance.md and the planner's answers were drawn with these. Two share the salt
